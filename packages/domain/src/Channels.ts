@@ -1,0 +1,63 @@
+import { Schema } from "effect"
+import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
+import { isHttpUrl, isIpOrCidr, isOrigin } from "./Network.js"
+import { all, NonEmptyString, Timestamp } from "./Schemas.js"
+
+export const ChannelKind = Schema.Literal("web", "widget", "whatsapp", "messenger", "instagram", "linkedin")
+export type ChannelKind = typeof ChannelKind.Type
+
+/** Kinds authenticated with a `wc_` client id (and, for web, a secret that signs reply webhooks). */
+export const hasClientCredentials = (kind: ChannelKind) => kind === "web" || kind === "widget"
+
+export const CallbackUrl = Schema.String.pipe(
+  Schema.maxLength(2048),
+  Schema.filter((s) => isHttpUrl(s) || "must be an http or https URL")
+)
+export const Origin = Schema.String.pipe(
+  Schema.filter((s) => isOrigin(s) || "must be an origin such as https://shop.example.com")
+)
+export const IpOrCidr = Schema.String.pipe(
+  Schema.filter((s) => isIpOrCidr(s) || "must be an IP address or a CIDR range such as 203.0.113.0/24")
+)
+
+export class Channel extends Schema.Class<Channel>("Channel")({
+  id: ChannelId,
+  workspace_id: WorkspaceId,
+  kind: ChannelKind,
+  name: Schema.String,
+  pipeline_id: Schema.NullOr(PipelineId),
+  is_active: Schema.Boolean,
+  client_id: Schema.NullOr(Schema.String),
+  callback_url: Schema.NullOr(Schema.String),
+  allowed_origins: Schema.Array(Schema.String),
+  allowed_ips: Schema.Array(Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+/** Returned once, by create and rotate: the only answers that carry the secret. */
+export class ChannelWithSecret extends Channel.extend<ChannelWithSecret>("ChannelWithSecret")({
+  client_secret: Schema.NullOr(Schema.String)
+}) {}
+
+export const CreateChannel = Schema.Struct({
+  workspace_id: Schema.optional(WorkspaceId),
+  kind: ChannelKind,
+  name: Schema.optional(NonEmptyString(255)),
+  pipeline_id: Schema.optional(Schema.NullOr(PipelineId)),
+  is_active: Schema.optional(Schema.Boolean),
+  callback_url: Schema.optional(Schema.NullOr(CallbackUrl)),
+  allowed_origins: Schema.optional(Schema.Array(Origin)),
+  allowed_ips: Schema.optional(Schema.Array(IpOrCidr))
+}).annotations({ ...all, identifier: "CreateChannel" })
+export type CreateChannel = typeof CreateChannel.Type
+
+export const UpdateChannel = Schema.Struct({
+  name: Schema.optional(NonEmptyString(255)),
+  pipeline_id: Schema.optional(Schema.NullOr(PipelineId)),
+  is_active: Schema.optional(Schema.Boolean),
+  callback_url: Schema.optional(Schema.NullOr(CallbackUrl)),
+  allowed_origins: Schema.optional(Schema.Array(Origin)),
+  allowed_ips: Schema.optional(Schema.Array(IpOrCidr))
+}).annotations({ ...all, identifier: "UpdateChannel" })
+export type UpdateChannel = typeof UpdateChannel.Type

@@ -1,0 +1,178 @@
+/**
+ * The `/api/user` response envelope of SPEC.md 2.1: `{status, code, validation, message, data}`.
+ * Handlers return plain values and fail with plain tagged errors; these transforms put the envelope on
+ * the wire (and in the OpenAPI document) so no handler builds one by hand.
+ */
+import { HttpApiError, HttpApiSchema, HttpServerError } from "@effect/platform"
+import { Schema } from "effect"
+import * as AST from "effect/SchemaAST"
+import type * as ParseResult from "effect/ParseResult"
+
+export class ValidationIssue extends Schema.Class<ValidationIssue>("ValidationIssue")({
+  field: Schema.String,
+  message: Schema.String
+}) {}
+
+const envelope = <A, I, R>(data: Schema.Schema<A, I, R>) =>
+  Schema.Struct({
+    status: Schema.Boolean,
+    code: Schema.Int,
+    validation: Schema.Array(ValidationIssue),
+    message: Schema.String,
+    data
+  })
+
+const envelopeWithoutValidation = <A, I, R>(data: Schema.Schema<A, I, R>) =>
+  Schema.Struct({ status: Schema.Boolean, code: Schema.Int, message: Schema.String, data })
+
+export interface OkOptions {
+  readonly status?: number
+  readonly message?: string
+  /** SPEC.md 2.1: a few responses (knowledge upsert and delete, conversation update) carry no `validation` */
+  readonly withoutValidation?: boolean
+}
+
+/** Success: the handler returns `A`; the wire format is the envelope with `data: A`. */
+export const Ok = <A, I, R>(data: Schema.Schema<A, I, R>, options: OkOptions = {}) => {
+  const status = options.status ?? 200
+  const message = options.message ?? "OK"
+  return options.withoutValidation === true
+    ? Schema.transform(envelopeWithoutValidation(data), Schema.typeSchema(data), {
+      strict: true,
+      decode: (env) => env.data,
+      encode: (a) => ({ status: true, code: status, message, data: a })
+    }).annotations(HttpApiSchema.annotations({ status }))
+    : Schema.transform(envelope(data), Schema.typeSchema(data), {
+      strict: true,
+      decode: (env) => env.data,
+      encode: (a) => ({ status: true, code: status, validation: [], message, data: a })
+    }).annotations(HttpApiSchema.annotations({ status }))
+}
+
+const ErrorEnvelope = envelope(Schema.Null)
+type ErrorEnvelope = typeof ErrorEnvelope.Type
+
+/**
+ * Error: the handler fails with a tagged error carrying `message` (and optionally `validation`);
+ * the wire format is the envelope with `status: false` and `data: null`.
+ */
+export const ErrorResponse = <Self extends { readonly message: string }, I>(
+  cls: Schema.Schema<Self, I, never> & { new (args: any): Self },
+  status: number,
+  identifier: string
+) =>
+  Schema.transform(ErrorEnvelope, Schema.typeSchema(cls), {
+    strict: false,
+    decode: (env) => new cls({ message: env.message, validation: env.validation }),
+    encode: (e): ErrorEnvelope => ({
+      status: false,
+      code: status,
+      validation: "validation" in e ? (e.validation as ReadonlyArray<ValidationIssue>) : [],
+      message: e.message,
+      data: null
+    })
+  }).annotations({ ...HttpApiSchema.annotations({ status }), identifier })
+
+/** `contact.email`; array indices join the same way (`is_model_routing.2.tier`). */
+export const fieldOf = (path: ReadonlyArray<PropertyKey>): string => path.map(String).join(".")
+
+const humanise = (field: string, message: string): string => {
+  if (message === "is missing") return `The ${field || "body"} field is required.`
+  if (message.startsWith("is unexpected")) return `The ${field} field is not allowed.`
+  return message
+}
+
+const literalExpectation = /^Expected (.+), actual (.+)$/s
+
+/**
+ * One entry per field. A union reports one issue per member (`Expected "none", actual "x"`, ...):
+ * those merge into `Expected "none" | "vector" | "hybrid", actual "x"`; otherwise the first issue wins.
+ */
+export const issuesToValidation = (
+  issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>
+): Array<ValidationIssue> => {
+  const byField = new Map<string, Array<string>>()
+  for (const issue of issues) {
+    const field = fieldOf(issue.path)
+    const messages = byField.get(field) ?? []
+    if (!messages.includes(issue.message)) messages.push(issue.message)
+    byField.set(field, messages)
+  }
+  return [...byField].map(([field, messages]) => {
+    const parts = messages.map((m) => literalExpectation.exec(m))
+    const merged = messages.length > 1 && parts.every((p) => p !== null && p[2] === parts[0]![2])
+      ? `Expected ${parts.map((p) => p![1]).join(" | ")}, actual ${parts[0]![2]}`
+      : messages[0]!
+    return new ValidationIssue({ field, message: humanise(field, merged) })
+  })
+}
+
+/**
+ * Replaces the framework's 400 `HttpApiDecodeError` body with the 422 envelope naming every bad field.
+ * The type side stays `HttpApiDecodeError` (what the builder fails with); only the wire side changes.
+ */
+export const ValidationErrorResponse = Schema.transform(ErrorEnvelope, Schema.typeSchema(HttpApiError.HttpApiDecodeError), {
+  strict: false,
+  decode: (env) =>
+    new HttpApiError.HttpApiDecodeError({
+      message: env.message,
+      issues: env.validation.map((v) => ({ _tag: "Type" as const, path: v.field.split("."), message: v.message }))
+    }),
+  encode: (e): ErrorEnvelope => {
+    const validation = issuesToValidation(e.issues)
+    return {
+      status: false,
+      code: 422,
+      validation,
+      message: validation[0]?.message ?? "The given data was invalid.",
+      data: null
+    }
+  }
+}).annotations({ ...HttpApiSchema.annotations({ status: 422 }), identifier: "ValidationError" })
+
+/** Malformed JSON (and other unreadable bodies) are `RequestError` defects; without this they are an empty 400. */
+export const MalformedBodyResponse = Schema.transform(
+  ErrorEnvelope,
+  Schema.declare((u): u is HttpServerError.RequestError => HttpServerError.isServerError(u) && u._tag === "RequestError"),
+  {
+    strict: false,
+    decode: (env) => new HttpServerError.RequestError({ request: undefined as never, reason: "Decode", description: env.message }),
+    encode: (): ErrorEnvelope => ({
+      status: false,
+      code: 400,
+      validation: [],
+      message: "The request body is not valid JSON.",
+      data: null
+    })
+  }
+).annotations({ ...HttpApiSchema.annotations({ status: 400 }), identifier: "MalformedBody" })
+
+/** A plain error envelope body, for responses built outside the HttpApi (unknown routes, the receiver). */
+export const errorBody = (code: number, message: string, validation: ReadonlyArray<ValidationIssue> = []) => ({
+  status: false,
+  code,
+  validation,
+  message,
+  data: null
+})
+
+/**
+ * HttpApi.make hard-codes `HttpApiDecodeError` as the API-level error schema and has no setter, so the
+ * API object is rebuilt with the same prototype and that schema swapped (both runtime and OpenAPI change).
+ */
+export const replaceDecodeError = <A>(api: A, schema: Schema.Schema<HttpApiError.HttpApiDecodeError, any>): A => {
+  const self = api as unknown as { errorSchema: Schema.Schema.Any; groups: unknown; annotations: unknown; middlewares: unknown }
+  const ast = self.errorSchema.ast
+  const rest = AST.isUnion(ast) ? ast.types.filter((t) => t !== HttpApiError.HttpApiDecodeError.ast) : []
+  function HttpApi() {}
+  Object.setPrototypeOf(HttpApi, Object.getPrototypeOf(self))
+  Object.assign(HttpApi, {
+    groups: self.groups,
+    errorSchema: Schema.make(AST.Union.make([schema.ast, ...rest])),
+    annotations: self.annotations,
+    middlewares: self.middlewares
+  })
+  return HttpApi as unknown as A
+}
+
+export type { ParseResult }

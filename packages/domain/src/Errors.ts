@@ -1,0 +1,41 @@
+import { Schema } from "effect"
+import { ErrorResponse, ValidationIssue } from "./Envelope.js"
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  message: Schema.String
+}) {}
+
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  message: Schema.String
+}) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  message: Schema.String
+}) {}
+
+/** 400 with a business message (`Create a stage first`, `No credits found`). */
+export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", {
+  message: Schema.String
+}) {}
+
+/** 422 found by the service rather than the schema: unknown ids, uniqueness, cross-field rules. */
+export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", {
+  message: Schema.String,
+  validation: Schema.Array(ValidationIssue)
+}) {
+  static field(field: string, message: string) {
+    return new Unprocessable({ message, validation: [new ValidationIssue({ field, message })] })
+  }
+  static of(issues: ReadonlyArray<{ readonly field: string; readonly message: string }>) {
+    return new Unprocessable({
+      message: issues[0]?.message ?? "The given data was invalid.",
+      validation: issues.map((i) => new ValidationIssue(i))
+    })
+  }
+}
+
+export const UnauthorizedResponse = ErrorResponse(Unauthorized, 401, "Unauthorized")
+export const ForbiddenResponse = ErrorResponse(Forbidden, 403, "Forbidden")
+export const NotFoundResponse = ErrorResponse(NotFound, 404, "NotFound")
+export const BadRequestResponse = ErrorResponse(BadRequest, 400, "BadRequest")
+export const UnprocessableResponse = ErrorResponse(Unprocessable, 422, "Unprocessable")

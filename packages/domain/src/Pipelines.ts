@@ -1,0 +1,177 @@
+import { Schema } from "effect"
+import { AgentTypeId, AiModelId, ChannelId, DialectId, LanguageId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
+import { all, IntAtLeast, IntBetween, MinLength, NonEmptyString, Text, Timestamp } from "./Schemas.js"
+
+export const RagMode = Schema.Literal("none", "vector", "hybrid")
+export const PipelineStatus = Schema.Literal("active", "inactive")
+export const RoutingTier = Schema.Literal("router", "simple", "moderate", "complex")
+export type RoutingTier = typeof RoutingTier.Type
+export const RoutingTiers: ReadonlyArray<RoutingTier> = ["router", "simple", "moderate", "complex"]
+
+export class ModelPoolEntry extends Schema.Class<ModelPoolEntry>("ModelPoolEntry")({
+  tier: RoutingTier,
+  ai_model_id: AiModelId,
+  instructions: Schema.optionalWith(Schema.NullOr(Text(10_000)), { default: () => null })
+}) {}
+
+/** Smart Routing: exactly the four tiers, each once. */
+export const ModelPool = Schema.Array(ModelPoolEntry).pipe(
+  Schema.filter((entries) => {
+    if (entries.length !== 4) return "must contain exactly 4 entries: router, simple, moderate and complex"
+    const tiers = new Set(entries.map((e) => e.tier))
+    return tiers.size === 4 || "must name each tier (router, simple, moderate, complex) exactly once"
+  })
+)
+
+export const StageNature = Schema.Literal("neutral", "won", "lost")
+export type StageNature = typeof StageNature.Type
+export const OpeningMessageType = Schema.Literal("ai_generated", "static")
+
+export class Stage extends Schema.Class<Stage>("Stage")({
+  id: StageId,
+  pipeline_id: PipelineId,
+  name: Schema.String,
+  nature: StageNature,
+  order: Schema.Int,
+  description: Schema.NullOr(Schema.String),
+  ai_persona: Schema.NullOr(Schema.String),
+  instructions: Schema.NullOr(Schema.String),
+  notes: Schema.NullOr(Schema.String),
+  enter_condition: Schema.NullOr(Schema.String),
+  parent_id: Schema.NullOr(StageId),
+  is_opening_message: Schema.Boolean,
+  opening_message_type: Schema.NullOr(OpeningMessageType),
+  static_opening_message: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+export class Pipeline extends Schema.Class<Pipeline>("Pipeline")({
+  id: PipelineId,
+  workspace_id: WorkspaceId,
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  persona: Schema.NullOr(Schema.String),
+  instructions: Schema.NullOr(Schema.String),
+  status: PipelineStatus,
+  is_archived: Schema.Boolean,
+  agent_type_id: AgentTypeId,
+  ai_model_id: AiModelId,
+  language_id: LanguageId,
+  dialect_id: Schema.NullOr(DialectId),
+  channel_id: Schema.NullOr(ChannelId),
+  rag_mode: RagMode,
+  model_temperature: Schema.Number,
+  no_of_relevant_points: Schema.Int,
+  agent_memory_window: Schema.Int,
+  context_message_count: Schema.Int,
+  max_conversation_cost: Schema.NullOr(Schema.Number),
+  max_conversation_messages: Schema.NullOr(Schema.Int),
+  followup_limit: Schema.Int,
+  is_unknown_contacts_enabled: Schema.Boolean,
+  is_model_routing_enabled: Schema.Boolean,
+  is_model_routing: Schema.Array(ModelPoolEntry),
+  stages_count: Schema.Int,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+export class PipelineWithStages extends Pipeline.extend<PipelineWithStages>("PipelineWithStages")({
+  stages: Schema.Array(Stage)
+}) {}
+
+const Temperature = Schema.Number.pipe(Schema.between(0.1, 1.0, { message: () => "must be between 0.1 and 1.0" }))
+const Cost = Schema.Number.pipe(Schema.positive({ message: () => "must be a positive number" }))
+const OptionalText = Schema.optional(Schema.NullOr(Text(20_000)))
+
+/** Settings shared by create and update (SPEC.md 4.5 create_pipeline / update_pipeline). */
+const settingsFields = {
+  description: OptionalText,
+  persona: OptionalText,
+  instructions: OptionalText,
+  channel_id: Schema.optional(Schema.NullOr(ChannelId)),
+  rag_mode: Schema.optional(RagMode),
+  dialect_id: Schema.optional(Schema.NullOr(DialectId)),
+  model_temperature: Schema.optional(Temperature),
+  no_of_relevant_points: Schema.optional(IntBetween(1, 50)),
+  agent_memory_window: Schema.optional(IntBetween(1, 200)),
+  context_message_count: Schema.optional(IntBetween(1, 200)),
+  max_conversation_cost: Schema.optional(Schema.NullOr(Cost)),
+  max_conversation_messages: Schema.optional(Schema.NullOr(IntAtLeast(1))),
+  followup_limit: Schema.optional(IntAtLeast(1)),
+  is_unknown_contacts_enabled: Schema.optional(Schema.Boolean),
+  is_model_routing_enabled: Schema.optional(Schema.Boolean),
+  is_model_routing: Schema.optional(ModelPool)
+}
+
+export const CreatePipeline = Schema.Struct({
+  workspace_id: Schema.optional(WorkspaceId).annotations({
+    description: "Workspace to create in; defaults to the caller's own workspace"
+  }),
+  name: NonEmptyString(255),
+  agent_type_id: AgentTypeId,
+  ai_model_id: AiModelId,
+  language_id: LanguageId,
+  ...settingsFields
+}).pipe(
+  Schema.filter((p) =>
+    p.is_model_routing_enabled === true && p.is_model_routing === undefined
+      ? { path: ["is_model_routing"], message: "is required when is_model_routing_enabled is true" }
+      : undefined
+  )
+).annotations({ ...all, identifier: "CreatePipeline" })
+export type CreatePipeline = typeof CreatePipeline.Type
+
+export const UpdatePipeline = Schema.Struct({
+  name: Schema.optional(NonEmptyString(255)),
+  status: Schema.optional(PipelineStatus),
+  is_archived: Schema.optional(Schema.Boolean),
+  agent_type_id: Schema.optional(AgentTypeId),
+  ai_model_id: Schema.optional(AiModelId),
+  language_id: Schema.optional(LanguageId),
+  ...settingsFields
+}).annotations({ ...all, identifier: "UpdatePipeline" })
+export type UpdatePipeline = typeof UpdatePipeline.Type
+
+const stageFields = {
+  description: OptionalText,
+  ai_persona: OptionalText,
+  instructions: OptionalText,
+  notes: OptionalText,
+  enter_condition: Schema.optional(Schema.NullOr(MinLength(20))),
+  parent_id: Schema.optional(Schema.NullOr(StageId)),
+  is_opening_message: Schema.optional(Schema.Boolean),
+  opening_message_type: Schema.optional(Schema.NullOr(OpeningMessageType)),
+  static_opening_message: Schema.optional(Schema.NullOr(Text(10_000)))
+}
+
+/** `opening_message_type` is required with an opening message; a static one needs its text. */
+const openingMessageRule = (s: {
+  readonly is_opening_message?: boolean | undefined
+  readonly opening_message_type?: "ai_generated" | "static" | null | undefined
+  readonly static_opening_message?: string | null | undefined
+}) => {
+  if (s.is_opening_message === true && !s.opening_message_type)
+    return { path: ["opening_message_type"], message: "is required when is_opening_message is true" }
+  if (s.opening_message_type === "static" && s.is_opening_message === true && !s.static_opening_message?.trim())
+    return { path: ["static_opening_message"], message: "is required when opening_message_type is static" }
+  return undefined
+}
+
+export const CreateStage = Schema.Struct({
+  name: MinLength(3, 255),
+  nature: StageNature,
+  order: IntAtLeast(1),
+  ...stageFields
+}).pipe(Schema.filter(openingMessageRule)).annotations({ ...all, identifier: "CreateStage" })
+export type CreateStage = typeof CreateStage.Type
+
+export const UpdateStage = Schema.Struct({
+  name: Schema.optional(MinLength(3, 255)),
+  nature: Schema.optional(StageNature),
+  order: Schema.optional(IntAtLeast(1)),
+  ...stageFields
+}).annotations({ ...all, identifier: "UpdateStage" })
+export type UpdateStage = typeof UpdateStage.Type
+
+export { openingMessageRule }

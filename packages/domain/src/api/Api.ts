@@ -1,0 +1,21 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import { MalformedBodyResponse, replaceDecodeError, ValidationErrorResponse } from "../Envelope.js"
+import { AccountApi } from "./AccountApi.js"
+import { ChannelsApi } from "./ChannelsApi.js"
+import { PipelinesApi } from "./PipelinesApi.js"
+
+const BaseApi = HttpApi.make("parley")
+  .add(AccountApi)
+  .add(PipelinesApi)
+  .add(ChannelsApi)
+  .addError(MalformedBodyResponse)
+  .annotate(OpenApi.Title, "Parley API")
+  .annotate(OpenApi.Version, "0.1.0")
+  .annotate(
+    OpenApi.Description,
+    "Conversational AI pipelines. Every `/api/user` response is the envelope `{status, code, validation, message, data}`."
+  )
+
+/** The contract: 422 envelopes naming every bad field instead of the framework's 400. */
+export const Api = replaceDecodeError(BaseApi, ValidationErrorResponse)
+export type Api = typeof BaseApi

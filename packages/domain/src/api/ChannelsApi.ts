@@ -1,0 +1,54 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Channel, ChannelWithSecret, CreateChannel, UpdateChannel } from "../Channels.js"
+import { Ok } from "../Envelope.js"
+import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import { ChannelIdFromString } from "../Ids.js"
+import { Authorized } from "./Auth.js"
+
+const channelPath = Schema.Struct({ channel: ChannelIdFromString })
+
+export class ChannelsApi extends HttpApiGroup.make("channels")
+  .add(
+    HttpApiEndpoint.get("list", "/api/user/channels")
+      .addSuccess(Ok(Schema.Array(Channel)))
+      .middleware(Authorized["channels:read"])
+      .annotate(OpenApi.Summary, "List channels")
+  )
+  .add(
+    HttpApiEndpoint.post("create", "/api/user/channels")
+      .setPayload(CreateChannel)
+      .addSuccess(Ok(ChannelWithSecret, { message: "Channel created successfully. Store the client secret now: it is not shown again." }))
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["channels:write"])
+      .annotate(OpenApi.Summary, "Create a channel; web channels get a `wc_` client id and a secret, shown once")
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/api/user/channels/:channel")
+      .setPath(channelPath)
+      .addSuccess(Ok(Channel))
+      .addError(NotFoundResponse)
+      .middleware(Authorized["channels:read"])
+      .annotate(OpenApi.Summary, "Retrieve a channel (never its secret)")
+  )
+  .add(
+    HttpApiEndpoint.put("update", "/api/user/channels/:channel")
+      .setPath(channelPath)
+      .setPayload(UpdateChannel)
+      .addSuccess(Ok(Channel, { message: "Channel updated successfully." }))
+      .addError(NotFoundResponse)
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["channels:write"])
+      .annotate(OpenApi.Summary, "Update callback URL, allowlists, active flag or linked pipeline")
+  )
+  .add(
+    HttpApiEndpoint.post("rotate", "/api/user/channels/:channel/rotate")
+      .setPath(channelPath)
+      .addSuccess(Ok(ChannelWithSecret, { message: "Credentials rotated. Store the new client secret now: it is not shown again." }))
+      .addError(NotFoundResponse)
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["channels:write"])
+      .annotate(OpenApi.Summary, "Regenerate the client id and secret (the old ones stop working at once)")
+  )
+  .annotate(OpenApi.Title, "Channels")
+  .annotate(OpenApi.Description, "Messaging channels and their credentials. Scopes `channels:read` and `channels:write`.") {}

@@ -1,0 +1,47 @@
+import type { SqlClient } from "@effect/sql"
+import type { PgClient } from "@effect/sql-pg"
+import { HttpLayerRouter } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { Catalogue } from "./catalogue/Catalogue.js"
+import { Channels } from "./channels/Channels.js"
+import { AppConfig, type Role } from "./config/AppConfig.js"
+import { AppSecret } from "./config/AppSecret.js"
+import { MigrationsLive, SqlLive } from "./db/Database.js"
+import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
+import { ApiListener, listen, ReceiverListener } from "./http/Listener.js"
+import { Identity } from "./identity/Identity.js"
+import { Pipelines } from "./pipelines/Pipelines.js"
+
+/** The database after migrations: everything that touches tables is built on this. */
+export const databaseWith = (sql: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, unknown, AppConfig>) =>
+  MigrationsLive.pipe(Layer.provideMerge(sql))
+
+export const DatabaseLive = databaseWith(SqlLive)
+
+export const ServicesLive = Layer.mergeAll(Identity.Default, Pipelines.Default, Channels.Default, Catalogue.Default, AppSecret.Default)
+
+const ApiServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port }))
+)
+
+/** The receiver's own host; `POST /web-chat/message` lands here with the web-chat issue. */
+const ReceiverRoutes = Layer.mergeAll(HealthRoutes, NotFoundRoute)
+const ReceiverServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => listen(ReceiverListener, ReceiverRoutes, { host: config.host, port: config.receiverPort }))
+)
+
+/** The listeners of a role; `worker` has none. */
+export const listenersFor = (role: Role) => {
+  switch (role) {
+    case "api":
+      return ApiServerLive.pipe(Layer.map((ctx) => ctx))
+    case "receiver":
+      return ReceiverServerLive
+    case "worker":
+      return Layer.empty
+    case "all":
+      return Layer.merge(ApiServerLive, ReceiverServerLive)
+  }
+}
+
+export { HttpLayerRouter }

@@ -1,0 +1,41 @@
+import { Config, Effect, Option, type Redacted } from "effect"
+
+export type Role = "all" | "api" | "receiver" | "worker"
+
+/** Every setting, read once from the environment (the README's configuration table mirrors this). */
+export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppConfig", {
+  effect: Effect.gen(function*() {
+    const host = yield* Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
+    // 0 picks a free port (tests, and several local instances side by side)
+    const port = yield* listenPort("PORT", 3000)
+    const receiverPort = yield* listenPort("RECEIVER_PORT", 3001)
+    const publicUrl = yield* Config.string("PUBLIC_URL").pipe(Config.option)
+    const receiverUrl = yield* Config.string("RECEIVER_URL").pipe(Config.option)
+    const databaseUrl = yield* Config.redacted("DATABASE_URL").pipe(Config.option)
+    const dataDir = yield* Config.string("PARLEY_DATA_DIR").pipe(Config.withDefault(".parley"))
+    const appSecret = yield* Config.redacted("APP_SECRET").pipe(Config.option)
+    const seedDemo = yield* Config.boolean("PARLEY_SEED_DEMO").pipe(Config.withDefault(Option.isNone(databaseUrl)))
+    const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10))
+    return {
+      host,
+      port,
+      receiverPort,
+      /** Explicit public base URLs; when unset they follow the bound address (see `Listeners`). */
+      publicUrl: Option.map(publicUrl, trimSlash),
+      receiverUrl: Option.map(receiverUrl, trimSlash),
+      databaseUrl: databaseUrl as Option.Option<Redacted.Redacted<string>>,
+      dataDir,
+      appSecret: appSecret as Option.Option<Redacted.Redacted<string>>,
+      seedDemo,
+      databasePoolSize
+    } as const
+  })
+}) {}
+
+const listenPort = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: "Expected a port between 0 and 65535", validation: (n) => n >= 0 && n <= 65535 }),
+    Config.withDefault(fallback)
+  )
+
+const trimSlash = (s: string) => s.replace(/\/+$/, "")

@@ -1,0 +1,51 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { Data, Effect, Option, Redacted } from "effect"
+import { randomBase62 } from "../identity/Secrets.js"
+import { AppConfig } from "./AppConfig.js"
+
+export class AppSecretMissing extends Data.TaggedError("AppSecretMissing")<{ readonly message: string }> {}
+
+/**
+ * `APP_SECRET`: set it in production (required with `DATABASE_URL`); on the embedded default it is
+ * generated once and kept in the data dir (mode 0600), so secrets stored encrypted stay readable.
+ * Encrypts channel secrets with AES-256-GCM under a key derived from it.
+ */
+export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSecret", {
+  effect: Effect.gen(function*() {
+    const config = yield* AppConfig
+    const secret = yield* Option.match(config.appSecret, {
+      onSome: (s) => Effect.succeed(Redacted.value(s)),
+      onNone: () =>
+        Option.isSome(config.databaseUrl)
+          ? Effect.fail(new AppSecretMissing({ message: "APP_SECRET is required when DATABASE_URL is set" }))
+          : Effect.sync(() => {
+            const file = Path.join(config.dataDir, "app-secret")
+            if (Fs.existsSync(file)) return Fs.readFileSync(file, "utf8").trim()
+            Fs.mkdirSync(config.dataDir, { recursive: true })
+            const generated = randomBase62(48)
+            Fs.writeFileSync(file, generated + "\n", { mode: 0o600 })
+            return generated
+          })
+    })
+    const key = createHash("sha256").update(`parley:secretbox:${secret}`).digest()
+
+    const encrypt = (plaintext: string): string => {
+      const iv = randomBytes(12)
+      const cipher = createCipheriv("aes-256-gcm", key, iv)
+      const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
+      return ["v1", iv.toString("base64url"), cipher.getAuthTag().toString("base64url"), body.toString("base64url")].join(":")
+    }
+    const decrypt = (sealed: string): string => {
+      const [version, iv, tag, body] = sealed.split(":")
+      if (version !== "v1" || iv === undefined || tag === undefined || body === undefined) {
+        throw new Error("Unknown secret format")
+      }
+      const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"))
+      decipher.setAuthTag(Buffer.from(tag, "base64url"))
+      return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8")
+    }
+    return { encrypt, decrypt }
+  })
+}) {}

@@ -1,0 +1,37 @@
+import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Api, errorBody } from "@parley/domain"
+import { Effect, Layer } from "effect"
+import { ChannelsHttpLive } from "../channels/Http.js"
+import { AuthLive } from "../identity/AuthLive.js"
+import { AccountHttpLive } from "../identity/Http.js"
+import { PipelinesHttpLive } from "../pipelines/Http.js"
+
+const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
+  Layer.provide([AccountHttpLive, PipelinesHttpLive, ChannelsHttpLive]),
+  Layer.provide(AuthLive)
+)
+
+const DocsRoute = HttpApiScalar.layerHttpLayerRouter({ api: Api, path: "/docs" })
+
+/** `/health`: the process answers. `/ready`: migrations ran (this layer is built after them) and the database answers. */
+export const HealthRoutes = Layer.mergeAll(
+  HttpLayerRouter.add("GET", "/health", HttpServerResponse.unsafeJson({ status: "ok" })),
+  HttpLayerRouter.add(
+    "GET",
+    "/ready",
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql`select 1`).pipe(
+      Effect.as(HttpServerResponse.unsafeJson({ status: "ready" })),
+      Effect.catchAllCause(() => Effect.succeed(HttpServerResponse.unsafeJson({ status: "unavailable" }, { status: 503 })))
+    )
+  )
+)
+
+/** Anything unmatched gets the error envelope instead of an empty 404. */
+export const NotFoundRoute = HttpLayerRouter.add(
+  "*",
+  "/*",
+  HttpServerResponse.unsafeJson(errorBody(404, "Not found."), { status: 404 })
+)
+
+export const ApiRoutes = Layer.mergeAll(RestRoutes, DocsRoute, HealthRoutes, NotFoundRoute)

@@ -1,0 +1,43 @@
+import { HttpLayerRouter, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, Layer } from "effect"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+
+export interface BoundListener {
+  readonly server: Http.Server
+  readonly host: string
+  readonly port: number
+  /** `http://host:port` as bound; public URLs may differ behind a proxy (PUBLIC_URL, RECEIVER_URL). */
+  readonly url: string
+}
+
+/** The API listener (REST, docs, later MCP and socket.io). Socket.io attaches to its `server`. */
+export class ApiListener extends Context.Tag("@parley/server/ApiListener")<ApiListener, BoundListener>() {}
+/** The receiver listener: `POST /web-chat/message` on its own port. */
+export class ReceiverListener extends Context.Tag("@parley/server/ReceiverListener")<ReceiverListener, BoundListener>() {}
+/** Loopback-only listener for the CLI's commands while this process holds the embedded database. */
+export class AdminListener extends Context.Tag("@parley/server/AdminListener")<AdminListener, BoundListener>() {}
+
+/**
+ * Serves `routes` on its own node `http.Server` bound to host:port (0 picks a free port), and exposes
+ * the bound address under `tag`. Each listener gets its own router, so their routes never mix.
+ */
+export const listen = <I, E, R>(
+  tag: Context.Tag<I, BoundListener>,
+  routes: Layer.Layer<never, E, R>,
+  options: { readonly host: string; readonly port: number }
+) => {
+  const server = Http.createServer()
+  const bound = Layer.effect(
+    tag,
+    Effect.map(HttpServer.HttpServer, () => {
+      const address = server.address() as AddressInfo
+      const host = address.family === "IPv6" ? `[${address.address}]` : address.address
+      return { server, host: address.address, port: address.port, url: `http://${host}:${address.port}` }
+    })
+  )
+  return Layer.merge(HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }), bound).pipe(
+    Layer.provide(NodeHttpServer.layer(() => server, { host: options.host, port: options.port }))
+  )
+}

@@ -1,0 +1,187 @@
+import { HttpServerRequest } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import {
+  type Actor,
+  Forbidden,
+  isScope,
+  Me,
+  missingScopeMessage,
+  type Scope,
+  Scopes,
+  type TokenId,
+  Unauthorized,
+  UserId,
+  type WorkspaceId,
+  WorkspaceSummary
+} from "@parley/domain"
+import { Data, Effect, Option, Redacted, Schema } from "effect"
+import { IdentityRepo } from "./IdentityRepo.js"
+import { hashPassword, newAccessToken, sha256Hex } from "./Secrets.js"
+
+/** An operator command that cannot be carried out (unknown email, duplicate user, bad scope). */
+export class CommandFailed extends Data.TaggedError("CommandFailed")<{ readonly message: string }> {}
+
+const LAST_USED_RESOLUTION_MS = 60_000
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+
+/**
+ * Users, workspaces, memberships and access tokens: the operator commands behind the CLI, and the
+ * bearer authentication behind every `/api/user` endpoint.
+ */
+export class Identity extends Effect.Service<Identity>()("@parley/server/Identity", {
+  dependencies: [IdentityRepo.Default],
+  effect: Effect.gen(function*() {
+    const repo = yield* IdentityRepo
+    const sql = yield* SqlClient.SqlClient
+    const lastTouched = new Map<TokenId, number>()
+
+    const userByEmail = (email: string) =>
+      repo.userByEmail(email).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.fail(new CommandFailed({ message: `No user with email ${email}` })),
+          onSome: Effect.succeed
+        }))
+      )
+
+    const createUser = Effect.fn("Identity.createUser")(function*(input: {
+      readonly email: string
+      readonly password: string
+      readonly name?: string | undefined
+      readonly workspaceName?: string | undefined
+    }) {
+      const email = input.email.trim().toLowerCase()
+      if (!EMAIL.test(email)) return yield* new CommandFailed({ message: `Not a valid email: ${input.email}` })
+      if (input.password.length < 8) return yield* new CommandFailed({ message: "The password must be at least 8 characters" })
+      if (Option.isSome(yield* repo.userByEmail(email))) {
+        return yield* new CommandFailed({ message: `A user with email ${email} already exists` })
+      }
+      const password_hash = yield* hashPassword(input.password)
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const user = yield* repo.insertUser({ email, name: input.name ?? null, password_hash })
+        const workspaceId = yield* repo.insertWorkspace({
+          name: input.workspaceName ?? `${input.name ?? email.split("@")[0]}'s workspace`,
+          credits: 0,
+          training_credits: 0
+        })
+        yield* repo.upsertMembership(user.id, workspaceId, "owner")
+        return { user_id: user.id, email: user.email, name: user.name, workspace_id: workspaceId }
+      })).pipe(Effect.orDie)
+    })
+
+    const grantManager = Effect.fn("Identity.grantManager")(function*(email: string, workspaceId: WorkspaceId) {
+      const user = yield* userByEmail(email)
+      if (!(yield* repo.workspaceExists(workspaceId))) {
+        return yield* new CommandFailed({ message: `No workspace with id ${workspaceId}` })
+      }
+      yield* repo.upsertMembership(user.id, workspaceId, "manager")
+      return { user_id: user.id, workspace_id: workspaceId, role: "manager" as const }
+    })
+
+    const makeSuper = Effect.fn("Identity.makeSuper")(function*(email: string) {
+      const user = yield* userByEmail(email)
+      yield* repo.setSuperUser(user.id)
+      return { user_id: user.id, is_super_user: true }
+    })
+
+    const setWorkspace = Effect.fn("Identity.setWorkspace")(function*(
+      workspaceId: WorkspaceId,
+      set: { credits?: number; training_credits?: number; is_subscription_active?: boolean }
+    ) {
+      const row = yield* repo.updateWorkspace(workspaceId, set)
+      if (Option.isNone(row)) return yield* new CommandFailed({ message: `No workspace with id ${workspaceId}` })
+      const { role: _role, ...workspace } = row.value
+      return workspace
+    })
+
+    const createToken = Effect.fn("Identity.createToken")(function*(input: {
+      readonly email: string
+      readonly scopes: ReadonlyArray<string>
+      readonly name?: string | undefined
+      readonly expiresInDays?: number | undefined
+      readonly oauthClientId?: string | undefined
+    }) {
+      const user = yield* userByEmail(input.email)
+      const unknown = input.scopes.filter((s) => !isScope(s))
+      if (unknown.length > 0) {
+        return yield* new CommandFailed({ message: `Unknown scope(s): ${unknown.join(", ")}. Known: ${Scopes.join(", ")}` })
+      }
+      if (input.scopes.length === 0) return yield* new CommandFailed({ message: "A token needs at least one scope" })
+      if (input.expiresInDays !== undefined && !(input.expiresInDays > 0)) {
+        return yield* new CommandFailed({ message: "--expires-in-days must be a positive number" })
+      }
+      const material = newAccessToken()
+      const scopes = [...new Set(input.scopes)] as Array<Scope>
+      const row = yield* repo.insertToken({
+        user_id: user.id,
+        name: input.name ?? "CLI token",
+        token_hash: material.hash,
+        token_hint: material.hint,
+        scopes,
+        expires_at: input.expiresInDays === undefined ? null : new Date(Date.now() + input.expiresInDays * 86_400_000),
+        ...(input.oauthClientId !== undefined ? { oauth_client_id: input.oauthClientId } : {})
+      })
+      return { id: row.id, token: material.token, user_id: user.id, scopes, expires_at: row.expires_at }
+    })
+
+    const revokeToken = Effect.fn("Identity.revokeToken")(function*(id: TokenId) {
+      if (!(yield* repo.revokeToken(id))) return yield* new CommandFailed({ message: `No token with id ${id}` })
+      return { id, revoked: true }
+    })
+
+    const invalidToken = new Unauthorized({ message: "Unauthenticated." })
+
+    /** Bearer token (and optional `X-Act-As-User`) to the actor every tenant query is scoped by. */
+    const authenticate = Effect.fn("Identity.authenticate")(function*(bearer: Redacted.Redacted<string>) {
+      const token = Redacted.value(bearer).trim()
+      if (token.length === 0) return yield* invalidToken
+      const row = yield* repo.tokenByHash(sha256Hex(token))
+      if (Option.isNone(row) || row.value.expired || row.value.revoked) return yield* invalidToken
+      const t = row.value
+
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const actAs = request.headers["x-act-as-user"]
+      let userId = t.user_id
+      if (actAs !== undefined && actAs !== "") {
+        if (!t.is_super_user) return yield* new Forbidden({ message: "Only super users may act as another user." })
+        const target = Schema.decodeUnknownOption(Schema.compose(Schema.NumberFromString, UserId))(actAs)
+        const user = Option.isSome(target) ? yield* repo.userById(target.value) : Option.none()
+        if (Option.isNone(user)) return yield* new Forbidden({ message: "The user to act as does not exist." })
+        userId = user.value.id
+      }
+      const memberships = yield* repo.memberships(userId)
+      if (memberships.length === 0) return yield* new Forbidden({ message: "This user has no workspace." })
+
+      const now = Date.now()
+      if ((lastTouched.get(t.id) ?? 0) < now - LAST_USED_RESOLUTION_MS) {
+        lastTouched.set(t.id, now)
+        yield* repo.touchToken(t.id)
+      }
+      const actor: Actor = {
+        userId,
+        authenticatedUserId: t.user_id,
+        tokenId: t.id,
+        scopes: t.scopes,
+        workspaceIds: memberships.map((m) => m.id),
+        defaultWorkspaceId: memberships[0]!.id
+      }
+      return actor
+    })
+
+    const requireScope = (actor: Actor, scope: Scope) =>
+      actor.scopes.includes(scope) ? Effect.succeed(actor) : Effect.fail(new Forbidden({ message: missingScopeMessage(scope) }))
+
+    const me = Effect.fn("Identity.me")(function*(actor: Actor) {
+      const user = yield* repo.userById(actor.authenticatedUserId).pipe(Effect.map(Option.getOrThrow))
+      const token = yield* repo.tokenById(actor.tokenId).pipe(Effect.map(Option.getOrThrow))
+      const memberships = yield* repo.memberships(actor.userId)
+      return new Me({
+        user: { id: user.id, email: user.email, name: user.name, is_super_user: user.is_super_user },
+        acting_as: actor.userId === actor.authenticatedUserId ? null : actor.userId,
+        token: { id: token.id, name: token.name, scopes: token.scopes, expires_at: token.expires_at },
+        workspaces: memberships.map((m) => new WorkspaceSummary(m))
+      })
+    })
+
+    return { createUser, grantManager, makeSuper, setWorkspace, createToken, revokeToken, authenticate, requireScope, me }
+  })
+}) {}

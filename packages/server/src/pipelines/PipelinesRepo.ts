@@ -1,0 +1,158 @@
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import {
+  type ChannelId,
+  type CreatePipeline,
+  type CreateStage,
+  type ModelPoolEntry,
+  Pipeline,
+  type PipelineId,
+  Stage,
+  type StageId,
+  type UpdatePipeline,
+  type UpdateStage,
+  type WorkspaceId
+} from "@parley/domain"
+import { Effect, Option, Schema } from "effect"
+
+const decodePipelines = Schema.decodeUnknown(Schema.Array(Pipeline))
+const decodeStages = Schema.decodeUnknown(Schema.Array(Stage))
+
+/** Settings columns a create or update may write, in the order of the table. */
+const settingColumns = [
+  "name", "description", "persona", "instructions", "status", "is_archived", "agent_type_id", "ai_model_id",
+  "language_id", "dialect_id", "rag_mode", "model_temperature", "no_of_relevant_points", "agent_memory_window",
+  "context_message_count", "max_conversation_cost", "max_conversation_messages", "followup_limit",
+  "is_unknown_contacts_enabled", "is_model_routing_enabled"
+] as const
+
+const stageColumns = [
+  "name", "nature", "description", "ai_persona", "instructions", "notes", "enter_condition", "parent_id",
+  "is_opening_message", "opening_message_type", "static_opening_message"
+] as const
+
+const pick = <K extends string>(source: Partial<Record<K, unknown>>, keys: ReadonlyArray<K>) => {
+  const out: Record<string, unknown> = {}
+  for (const k of keys) if (source[k] !== undefined) out[k] = source[k]
+  return out
+}
+
+export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/server/PipelinesRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const selectPipeline = sql`
+      select p.id, p.workspace_id, p.name, p.description, p.persona, p.instructions, p.status, p.is_archived,
+             p.agent_type_id, p.ai_model_id, p.language_id, p.dialect_id,
+             (select min(c.id) from channels c where c.pipeline_id = p.id) as channel_id,
+             p.rag_mode, p.model_temperature, p.no_of_relevant_points, p.agent_memory_window, p.context_message_count,
+             p.max_conversation_cost, p.max_conversation_messages, p.followup_limit, p.is_unknown_contacts_enabled,
+             p.is_model_routing_enabled, p.model_pool as is_model_routing,
+             (select count(*) from stages s where s.pipeline_id = p.id)::int as stages_count,
+             p.created_at, p.updated_at
+      from pipelines p`
+    const selectStage = sql`
+      select id, pipeline_id, name, nature, sort_order as "order", description, ai_persona, instructions, notes,
+             enter_condition, parent_id, is_opening_message, opening_message_type, static_opening_message,
+             created_at, updated_at
+      from stages`
+
+    /** `a = $1, b = $2, updated_at = now()`: only the columns sent change. */
+    const setClause = (set: Record<string, unknown>) =>
+      sql.csv([...Object.entries(set).map(([k, v]) => sql`${sql(k)} = ${v as never}`), sql`updated_at = now()`])
+
+    const pipelines = (rows: ReadonlyArray<unknown>) => Effect.orDie(decodePipelines(rows))
+    const stages = (rows: ReadonlyArray<unknown>) => Effect.orDie(decodeStages(rows))
+
+    return {
+      list: (workspaceIds: ReadonlyArray<WorkspaceId>) =>
+        sql`${selectPipeline} where p.workspace_id in ${sql.in(workspaceIds)} order by p.id`.pipe(
+          Effect.orDie,
+          Effect.flatMap(pipelines)
+        ),
+
+      find: (workspaceIds: ReadonlyArray<WorkspaceId>, id: PipelineId) =>
+        sql`${selectPipeline} where p.id = ${id} and p.workspace_id in ${sql.in(workspaceIds)}`.pipe(
+          Effect.orDie,
+          Effect.flatMap(pipelines),
+          Effect.map((rows) => Option.fromNullable(rows[0]))
+        ),
+
+      /** Row lock so concurrent stage edits of one pipeline re-number one after the other. */
+      lock: (id: PipelineId) => sql`select id from pipelines where id = ${id} for update`.pipe(Effect.asVoid, Effect.orDie),
+
+      insert: (
+        workspaceId: WorkspaceId,
+        input: CreatePipeline,
+        modelPool: ReadonlyArray<ModelPoolEntry>
+      ): Effect.Effect<PipelineId, SqlError> =>
+        sql<{ id: PipelineId }>`insert into pipelines ${
+          sql.insert({
+            workspace_id: workspaceId,
+            ...pick(input, settingColumns),
+            model_pool: JSON.stringify(modelPool)
+          })
+        } returning id`.pipe(Effect.map((rows) => rows[0]!.id)),
+
+      update: (
+        id: PipelineId,
+        input: UpdatePipeline,
+        modelPool: ReadonlyArray<ModelPoolEntry> | undefined
+      ): Effect.Effect<void, SqlError> => {
+        const set = { ...pick(input, settingColumns), ...(modelPool ? { model_pool: JSON.stringify(modelPool) } : {}) }
+        return sql`update pipelines set ${setClause(set)} where id = ${id}`.pipe(Effect.asVoid)
+      },
+
+      linkChannel: (pipelineId: PipelineId, channelId: ChannelId) =>
+        sql`update channels set pipeline_id = ${pipelineId}, updated_at = now() where id = ${channelId}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+
+      unlinkChannels: (pipelineId: PipelineId) =>
+        sql`update channels set pipeline_id = null, updated_at = now() where pipeline_id = ${pipelineId}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+
+      stages: (pipelineId: PipelineId) =>
+        sql`${selectStage} where pipeline_id = ${pipelineId} order by sort_order, id`.pipe(Effect.orDie, Effect.flatMap(stages)),
+
+      findStage: (workspaceIds: ReadonlyArray<WorkspaceId>, id: StageId) =>
+        sql`${selectStage} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`.pipe(
+          Effect.orDie,
+          Effect.flatMap(stages),
+          Effect.map((rows) => Option.fromNullable(rows[0]))
+        ),
+
+      stageCount: (pipelineId: PipelineId) =>
+        sql<{ n: number }>`select count(*)::int as n from stages where pipeline_id = ${pipelineId}`.pipe(
+          Effect.map((rows) => rows[0]!.n),
+          Effect.orDie
+        ),
+
+      /** Moves the stages at positions [from, to] by `delta` (+1 to open a gap, -1 to close one). */
+      shiftStages: (pipelineId: PipelineId, from: number, to: number, delta: 1 | -1) =>
+        sql`update stages set sort_order = sort_order + ${delta}
+            where pipeline_id = ${pipelineId} and sort_order between ${from} and ${to}`.pipe(Effect.asVoid, Effect.orDie),
+
+      insertStage: (workspaceId: WorkspaceId, pipelineId: PipelineId, order: number, input: CreateStage) =>
+        sql<{ id: StageId }>`insert into stages ${
+          sql.insert({ workspace_id: workspaceId, pipeline_id: pipelineId, sort_order: order, ...pick(input, stageColumns) })
+        } returning id`.pipe(Effect.map((rows) => rows[0]!.id), Effect.orDie),
+
+      updateStage: (id: StageId, input: UpdateStage, order: number | undefined) => {
+        const set = { ...pick(input, stageColumns), ...(order !== undefined ? { sort_order: order } : {}) }
+        return sql`update stages set ${setClause(set)} where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+      },
+
+      deleteStage: (id: StageId) => sql`delete from stages where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+
+      channelInWorkspace: (workspaceId: WorkspaceId, channelId: ChannelId) =>
+        sql`select 1 from channels where id = ${channelId} and workspace_id = ${workspaceId}`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        )
+    }
+  })
+}) {}

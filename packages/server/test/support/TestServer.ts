@@ -1,0 +1,131 @@
+/**
+ * The real server on random ports over a fresh database loaded from the run's migrated dump: in-process
+ * PGlite by default, or (PARLEY_TEST_DATABASE=socket) the same PGlite behind pglite-socket reached
+ * through @effect/sql-pg, the production driver.
+ */
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { PgClient } from "@effect/sql-pg"
+import { type Scope, Scopes } from "@parley/domain"
+import { ConfigProvider, Context, Effect, Layer, Redacted } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { inject } from "vitest"
+import { databaseWith, listenersFor, ServicesLive } from "../../src/App.js"
+import { AppConfig } from "../../src/config/AppConfig.js"
+import { openPglite } from "../../src/db/Database.js"
+import * as PgliteClient from "../../src/db/PgliteClient.js"
+import { pgTypeParser } from "../../src/db/PgTypes.js"
+import { ApiListener, ReceiverListener } from "../../src/http/Listener.js"
+import { Identity } from "../../src/identity/Identity.js"
+
+export const databaseMode = process.env.PARLEY_TEST_DATABASE === "socket" ? "socket" : "embedded"
+
+const POOL_SIZE = 4
+
+/** A fresh database from the migrated dump, as the SqlClient the app will use. */
+export const TestDatabase = Layer.unwrapScoped(Effect.gen(function*() {
+  const dump = new Blob([Fs.readFileSync(inject("pgDumpPath"))])
+  const db = yield* openPglite({ loadDataDir: dump })
+  if (databaseMode === "embedded") return PgliteClient.layer(db)
+  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: POOL_SIZE + 2 })
+  yield* Effect.acquireRelease(Effect.promise(() => server.start()), () => Effect.promise(() => server.stop()))
+  const [host, port] = server.getServerConn().split(":")
+  return PgClient.layer({
+    host: host!,
+    port: Number(port),
+    username: "postgres",
+    database: "postgres",
+    maxConnections: POOL_SIZE,
+    types: { getTypeParser: pgTypeParser }
+  })
+}))
+
+export const testConfig = (overrides: Record<string, string> = {}) => {
+  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-data-"))
+  return Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({
+    HOST: "127.0.0.1",
+    PORT: "0",
+    RECEIVER_PORT: "0",
+    PARLEY_DATA_DIR: dataDir,
+    APP_SECRET: "test-app-secret",
+    PARLEY_SEED_DEMO: "false",
+    ...overrides
+  }))))
+}
+
+export interface TestServerShape {
+  readonly baseUrl: string
+  readonly receiverUrl: string
+}
+export class TestServer extends Context.Tag("test/TestServer")<TestServer, TestServerShape>() {}
+
+/** The `all` role: api and receiver listeners, services, a migrated database. */
+export const TestServerLive = (overrides: Record<string, string> = {}) =>
+  Layer.effect(
+    TestServer,
+    Effect.gen(function*() {
+      const api = yield* ApiListener
+      const receiver = yield* ReceiverListener
+      return { baseUrl: api.url, receiverUrl: receiver.url }
+    })
+  ).pipe(
+    Layer.provideMerge(listenersFor("all")),
+    Layer.provideMerge(ServicesLive),
+    Layer.provideMerge(databaseWith(TestDatabase)),
+    Layer.provideMerge(AppConfig.Default),
+    Layer.provide(testConfig(overrides))
+  )
+
+export interface ApiResponse {
+  readonly status: number
+  readonly body: any
+  readonly headers: Headers
+}
+
+export interface RequestOptions {
+  readonly method?: string
+  readonly token?: string
+  readonly body?: unknown
+  readonly rawBody?: string
+  readonly headers?: Record<string, string>
+}
+
+/** `fetch` against the running server; JSON in and out. */
+export const call = (path: string, options: RequestOptions = {}) =>
+  Effect.flatMap(TestServer, ({ baseUrl }) =>
+    Effect.promise(async (): Promise<ApiResponse> => {
+      const headers: Record<string, string> = { accept: "application/json", ...options.headers }
+      if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
+      let body: string | undefined = options.rawBody
+      if (options.body !== undefined) {
+        headers["content-type"] = "application/json"
+        body = JSON.stringify(options.body)
+      }
+      const response = await fetch(baseUrl + path, { method: options.method ?? "GET", headers, ...(body !== undefined ? { body } : {}) })
+      const text = await response.text()
+      let parsed: unknown = text
+      try {
+        parsed = text.length > 0 ? JSON.parse(text) : null
+      } catch {
+        // not JSON: keep the text
+      }
+      return { status: response.status, body: parsed, headers: response.headers }
+    }))
+
+let counter = 0
+
+/** A user with their own workspace and a token with the given scopes (all by default). */
+export const seedUser = (options: { readonly scopes?: ReadonlyArray<Scope>; readonly email?: string } = {}) =>
+  Effect.gen(function*() {
+    const identity = yield* Identity
+    const email = options.email ?? `user${++counter}-${Date.now()}@example.com`
+    const user = yield* identity.createUser({ email, password: "correct horse battery", name: `User ${counter}` })
+    const token = yield* identity.createToken({ email, scopes: options.scopes ?? Scopes })
+    return { ...user, token: token.token, tokenId: token.id }
+  }).pipe(Effect.orDie)
+
+export const tokenFor = (email: string, scopes: ReadonlyArray<Scope>, expiresInDays?: number) =>
+  Effect.flatMap(Identity, (identity) => identity.createToken({ email, scopes, expiresInDays })).pipe(Effect.orDie)
+
+export { Redacted }

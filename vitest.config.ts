@@ -1,0 +1,28 @@
+import { defineConfig } from "vitest/config"
+
+/**
+ * Two projects: every suite on the embedded client, and the HTTP suites again with DATABASE_URL-style
+ * access through @effect/sql-pg to a PGlite socket server, so the production driver runs on every run.
+ */
+export default defineConfig({
+  test: {
+    globalSetup: ["packages/server/test/support/globalSetup.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    pool: "forks",
+    projects: [
+      {
+        extends: true,
+        test: { name: "embedded", include: ["packages/*/test/**/*.test.ts"] }
+      },
+      {
+        extends: true,
+        test: {
+          name: "postgres-wire",
+          include: ["packages/server/test/**/*.http.test.ts"],
+          env: { PARLEY_TEST_DATABASE: "socket" }
+        }
+      }
+    ]
+  }
+})
