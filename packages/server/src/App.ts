@@ -1,6 +1,6 @@
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
-import { HttpLayerRouter } from "@effect/platform"
+import type { ServeError } from "@effect/platform/HttpServerError"
 import { Effect, Layer } from "effect"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
@@ -20,28 +20,30 @@ export const DatabaseLive = databaseWith(SqlLive)
 
 export const ServicesLive = Layer.mergeAll(Identity.Default, Pipelines.Default, Channels.Default, Catalogue.Default, AppSecret.Default)
 
-const ApiServerLive = Layer.unwrapEffect(
+export const ApiServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port }))
 )
 
 /** The receiver's own host; `POST /web-chat/message` lands here with the web-chat issue. */
 const ReceiverRoutes = Layer.mergeAll(HealthRoutes, NotFoundRoute)
-const ReceiverServerLive = Layer.unwrapEffect(
+export const ReceiverServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => listen(ReceiverListener, ReceiverRoutes, { host: config.host, port: config.receiverPort }))
 )
 
-/** The listeners of a role; `worker` has none. */
+/** Both listeners: the `all` role. */
+export const ListenersLive = Layer.merge(ApiServerLive, ReceiverServerLive)
+
+/** The listeners of a role, for launching (`worker` has none yet). */
 export const listenersFor = (role: Role) => {
+  const run = <A, R>(listeners: Layer.Layer<A, ServeError, R>) => Layer.provide(Layer.empty, listeners)
   switch (role) {
     case "api":
-      return ApiServerLive.pipe(Layer.map((ctx) => ctx))
+      return run(ApiServerLive)
     case "receiver":
-      return ReceiverServerLive
+      return run(ReceiverServerLive)
     case "worker":
       return Layer.empty
     case "all":
-      return Layer.merge(ApiServerLive, ReceiverServerLive)
+      return run(ListenersLive)
   }
 }
-
-export { HttpLayerRouter }

@@ -7,6 +7,7 @@ import { Data, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
+import { acquireDataDirLock } from "./DataDirLock.js"
 import { migrations } from "./migrations/index.js"
 import * as PgliteClient from "./PgliteClient.js"
 import { pgTypeParser } from "./PgTypes.js"
@@ -44,6 +45,7 @@ export const SqlLive = Layer.unwrapScoped(Effect.gen(function*() {
       types: { getTypeParser: pgTypeParser }
     })
   }
+  yield* acquireDataDirLock(config.dataDir)
   const db = yield* openPglite({ dataDir: embeddedDataPath(config.dataDir) })
   return PgliteClient.layer(db)
 }))

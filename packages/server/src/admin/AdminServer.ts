@@ -1,0 +1,64 @@
+/**
+ * While a server holds the embedded database, the CLI cannot open it: its commands come here instead.
+ * The endpoint listens on 127.0.0.1 only, on a free port, and takes a secret that is written to the
+ * data dir (mode 0600) together with the port in `server.json`; both are removed on shutdown.
+ */
+import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer, Option, Schema } from "effect"
+import { timingSafeEqual } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { AppConfig } from "../config/AppConfig.js"
+import { randomBase62 } from "../identity/Secrets.js"
+import { AdminListener, listen } from "../http/Listener.js"
+import { AdminCommand, runCommand } from "./Commands.js"
+
+export const serverInfoPath = (dataDir: string) => Path.join(dataDir, "server.json")
+
+export interface ServerInfo {
+  readonly pid: number
+  readonly admin_url: string
+  readonly admin_secret: string
+}
+
+const sameSecret = (a: string, b: string) => {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}
+
+const json = (status: number, body: unknown) => HttpServerResponse.unsafeJson(body, { status })
+
+const commandRoute = (secret: string) =>
+  HttpLayerRouter.add(
+    "POST",
+    "/admin/commands",
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const given = (request.headers["authorization"] ?? "").replace(/^Bearer /, "")
+      if (!sameSecret(given, secret)) return json(401, { ok: false, error: "Invalid admin secret" })
+      const body = yield* request.json.pipe(Effect.option)
+      const command = Option.flatMap(body, Schema.decodeUnknownOption(AdminCommand))
+      if (Option.isNone(command)) return json(400, { ok: false, error: "Not a known command" })
+      return yield* runCommand(command.value).pipe(
+        Effect.map((result) => json(200, { ok: true, result })),
+        Effect.catchTag("CommandFailed", (e) => Effect.succeed(json(422, { ok: false, error: e.message })))
+      )
+    }).pipe(Effect.annotateLogs("admin", "command"))
+  )
+
+export const AdminServerLive = Layer.unwrapEffect(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const secret = randomBase62(43)
+  const info = Layer.scopedDiscard(Effect.gen(function*() {
+    const listener = yield* AdminListener
+    const file = serverInfoPath(config.dataDir)
+    const content: ServerInfo = { pid: process.pid, admin_url: listener.url, admin_secret: secret }
+    yield* Effect.acquireRelease(
+      Effect.sync(() => Fs.writeFileSync(file, JSON.stringify(content, null, 2), { mode: 0o600 })),
+      () => Effect.sync(() => Fs.rmSync(file, { force: true }))
+    )
+  }))
+  const server = listen(AdminListener, commandRoute(secret), { host: "127.0.0.1", port: 0 })
+  return info.pipe(Layer.provide(server))
+}))

@@ -1,0 +1,66 @@
+import { Console, Effect, Layer, Option } from "effect"
+import * as Path from "node:path"
+import { AdminServerLive } from "../admin/AdminServer.js"
+import { ApiServerLive, DatabaseLive, ListenersLive, ReceiverServerLive, ServicesLive } from "../App.js"
+import { AppConfig, type Role } from "../config/AppConfig.js"
+import { ApiListener, ReceiverListener } from "../http/Listener.js"
+import { type DemoCredentials, seedDemo } from "../seed/Demo.js"
+
+const banner = (api: string | undefined, receiver: string | undefined, dataDir: string | undefined, demo: DemoCredentials | undefined) => {
+  const lines = ["", "Parley is running."]
+  if (api) lines.push(`  API       ${api}    docs ${api}/docs   OpenAPI ${api}/openapi.json`)
+  if (receiver) lines.push(`  Receiver  ${receiver}/web-chat/message`)
+  if (dataDir) lines.push(`  Data      ${Path.resolve(dataDir)}`)
+  if (demo && api) {
+    lines.push(
+      "",
+      `Demo workspace (credentials kept in ${Path.join(dataDir ?? ".parley", "demo-credentials.json")}):`,
+      `  user            ${demo.email} / ${demo.password}`,
+      `  web channel     client_id ${demo.channel.client_id}`,
+      `                  client_secret ${demo.channel.client_secret}`,
+      "",
+      "Try it:",
+      `  export PARLEY_TOKEN=${demo.token}`,
+      `  curl -s ${api}/api/user/me -H "Authorization: Bearer $PARLEY_TOKEN"`,
+      `  curl -s ${api}/api/user/pipelines/${demo.pipeline_id} -H "Authorization: Bearer $PARLEY_TOKEN"`
+    )
+  }
+  return lines.join("\n") + "\n"
+}
+
+/** Seeds the demo on first run and prints where everything is, once the listeners are bound. */
+const AnnounceLive = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const api = yield* Effect.serviceOption(ApiListener)
+  const receiver = yield* Effect.serviceOption(ReceiverListener)
+  const embedded = Option.isNone(config.databaseUrl)
+  const demo = config.seedDemo ? yield* seedDemo : undefined
+  yield* Console.log(banner(
+    Option.getOrUndefined(config.publicUrl) ?? Option.getOrUndefined(Option.map(api, (l) => l.url)),
+    Option.getOrUndefined(config.receiverUrl) ?? Option.getOrUndefined(Option.map(receiver, (l) => l.url)),
+    embedded ? config.dataDir : undefined,
+    demo
+  ))
+}))
+
+/** Everything one `parley serve --role <role>` process runs. */
+export const serveLayer = (role: Role) => {
+  const announce = (() => {
+    switch (role) {
+      case "all":
+        return AnnounceLive.pipe(Layer.provide(ListenersLive))
+      case "api":
+        return AnnounceLive.pipe(Layer.provide(ApiServerLive))
+      case "receiver":
+        return AnnounceLive.pipe(Layer.provide(ReceiverServerLive))
+      case "worker":
+        return AnnounceLive
+    }
+  })()
+  const admin = Layer.unwrapEffect(Effect.map(AppConfig, (c) => Option.isNone(c.databaseUrl) ? AdminServerLive : Layer.empty))
+  return Layer.mergeAll(announce, admin).pipe(
+    Layer.provide(ServicesLive),
+    Layer.provide(DatabaseLive),
+    Layer.provide(AppConfig.Default)
+  )
+}

@@ -1,0 +1,108 @@
+/**
+ * First run on an empty embedded database: a demo workspace to try everything with one curl. The
+ * credentials are kept in `<data dir>/demo-credentials.json` (mode 0600) so later starts can print them.
+ */
+import { SqlClient } from "@effect/sql"
+import { type Actor, CurrentActor, type PipelineId, Scopes, type WorkspaceId } from "@parley/domain"
+import { Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { Channels } from "../channels/Channels.js"
+import { AppConfig } from "../config/AppConfig.js"
+import { Identity } from "../identity/Identity.js"
+import { randomBase62 } from "../identity/Secrets.js"
+import { Pipelines } from "../pipelines/Pipelines.js"
+
+export interface DemoCredentials {
+  readonly email: string
+  readonly password: string
+  readonly token: string
+  readonly workspace_id: WorkspaceId
+  readonly pipeline_id: PipelineId
+  readonly channel: { readonly id: number; readonly client_id: string; readonly client_secret: string }
+}
+
+export const demoCredentialsPath = (dataDir: string) => Path.join(dataDir, "demo-credentials.json")
+
+export const readDemoCredentials = (dataDir: string): DemoCredentials | undefined => {
+  try {
+    return JSON.parse(Fs.readFileSync(demoCredentialsPath(dataDir), "utf8")) as DemoCredentials
+  } catch {
+    return undefined
+  }
+}
+
+/** Seeds once, when the database has no user yet; returns the credentials either way (if kept). */
+export const seedDemo = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const sql = yield* SqlClient.SqlClient
+  const identity = yield* Identity
+  const pipelines = yield* Pipelines
+  const channels = yield* Channels
+  const users = yield* sql<{ n: number }>`select count(*)::int as n from users`.pipe(
+    Effect.map((rows) => rows[0]!.n),
+    Effect.orDie
+  )
+  if (users > 0) return readDemoCredentials(config.dataDir)
+
+  const email = "demo@parley.local"
+  const password = randomBase62(16)
+  const user = yield* identity.createUser({ email, password, name: "Demo User", workspaceName: "Demo workspace" })
+  yield* identity.setWorkspace(user.workspace_id, { credits: 100, training_credits: 1000, is_subscription_active: true })
+  const token = yield* identity.createToken({ email, scopes: Scopes, name: "Demo token (every scope)" })
+  const actor: Actor = {
+    userId: user.user_id,
+    authenticatedUserId: user.user_id,
+    tokenId: token.id,
+    scopes: Scopes,
+    workspaceIds: [user.workspace_id],
+    defaultWorkspaceId: user.workspace_id
+  }
+  const { pipeline, channel } = yield* Effect.gen(function*() {
+    const pipeline = yield* pipelines.create({
+      name: "Demo sales agent",
+      description: "Answers questions about Parley and books a demo call.",
+      persona: "A friendly, concise sales assistant for Parley.",
+      instructions: "Greet the contact, find out what they need, answer from the knowledge you have, and offer a demo call.",
+      agent_type_id: 1 as never,
+      ai_model_id: 1 as never,
+      language_id: 1 as never,
+      dialect_id: 1 as never
+    })
+    yield* pipelines.createStage(pipeline.id, {
+      name: "New lead",
+      nature: "neutral",
+      order: 1,
+      instructions: "Find out what the contact is looking for and whether a demo call would help.",
+      is_opening_message: true,
+      opening_message_type: "static",
+      static_opening_message: "Hi! I'm Parley's demo agent. What brings you here today?"
+    })
+    yield* pipelines.createStage(pipeline.id, {
+      name: "Demo booked",
+      nature: "won",
+      order: 2,
+      enter_condition: "The contact agrees to a demo call or says they want to buy."
+    })
+    yield* pipelines.createStage(pipeline.id, {
+      name: "Not interested",
+      nature: "lost",
+      order: 3,
+      enter_condition: "The contact says they are not interested or asks us to stop writing."
+    })
+    const channel = yield* channels.create({ kind: "web", name: "Demo web chat", pipeline_id: pipeline.id })
+    return { pipeline, channel }
+  }).pipe(Effect.provideService(CurrentActor, actor), Effect.orDie)
+
+  const credentials: DemoCredentials = {
+    email,
+    password,
+    token: token.token,
+    workspace_id: user.workspace_id,
+    pipeline_id: pipeline.id,
+    channel: { id: channel.id, client_id: channel.client_id!, client_secret: channel.client_secret! }
+  }
+  Fs.mkdirSync(config.dataDir, { recursive: true })
+  Fs.writeFileSync(demoCredentialsPath(config.dataDir), JSON.stringify(credentials, null, 2), { mode: 0o600 })
+  return credentials
+}).pipe(Effect.withSpan("Demo.seed"))
