@@ -76,10 +76,20 @@ export const ErrorResponse = <Self extends { readonly message: string }, I>(
 /** `contact.email`; array indices join the same way (`is_model_routing.2.tier`). */
 export const fieldOf = (path: ReadonlyArray<PropertyKey>): string => path.map(String).join(".")
 
-const humanise = (field: string, message: string): string => {
-  if (message === "is missing") return `The ${field || "body"} field is required.`
-  if (message.startsWith("is unexpected")) return `The ${field} field is not allowed.`
-  return message
+/** `must be ...` becomes `The name field must be ...`; Effect's `Expected ..., actual ...` stays as it is. */
+export const humanise = (field: string, message: string): string => {
+  const subject = field === "" ? "The request body" : `The ${field} field`
+  if (message === "is missing") return `${subject} is required.`
+  if (message.startsWith("is unexpected")) return `${subject} is not allowed.`
+  if (/^(must|may|is) /.test(message)) return `${subject} ${message}${message.endsWith(".") ? "" : "."}`
+  return message.replace(/ \| undefined(?=, actual)/, "")
+}
+
+/** Laravel's summary: the first message, and how many more there are. */
+export const summarise = (validation: ReadonlyArray<ValidationIssue>): string => {
+  const first = validation[0]?.message ?? "The given data was invalid."
+  const more = validation.length - 1
+  return more > 0 ? `${first} (and ${more} more error${more > 1 ? "s" : ""})` : first
 }
 
 const literalExpectation = /^Expected (.+), actual (.+)$/s
@@ -124,7 +134,7 @@ export const ValidationErrorResponse = Schema.transform(ErrorEnvelope, Schema.ty
       status: false,
       code: 422,
       validation,
-      message: validation[0]?.message ?? "The given data was invalid.",
+      message: summarise(validation),
       data: null
     }
   }

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ErrorResponse, ValidationIssue } from "./Envelope.js"
+import { ErrorResponse, humanise, summarise, ValidationIssue } from "./Envelope.js"
 
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
   message: Schema.String
@@ -23,14 +23,9 @@ export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unproces
   message: Schema.String,
   validation: Schema.Array(ValidationIssue)
 }) {
-  static field(field: string, message: string) {
-    return new Unprocessable({ message, validation: [new ValidationIssue({ field, message })] })
-  }
   static of(issues: ReadonlyArray<{ readonly field: string; readonly message: string }>) {
-    return new Unprocessable({
-      message: issues[0]?.message ?? "The given data was invalid.",
-      validation: issues.map((i) => new ValidationIssue(i))
-    })
+    const validation = issues.map((i) => new ValidationIssue({ field: i.field, message: humanise(i.field, i.message) }))
+    return new Unprocessable({ message: summarise(validation), validation })
   }
 }
 

@@ -1,4 +1,4 @@
-import { Console, Effect, Layer, Option } from "effect"
+import { Config, Console, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import * as Path from "node:path"
 import { AdminServerLive } from "../admin/AdminServer.js"
 import { ApiServerLive, DatabaseLive, ListenersLive, ReceiverServerLive, ServicesLive } from "../App.js"
@@ -43,6 +43,10 @@ const AnnounceLive = Layer.effectDiscard(Effect.gen(function*() {
   ))
 }))
 
+const LogLevelLive = Layer.unwrapEffect(
+  Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info), Effect.map(Logger.minimumLogLevel))
+)
+
 /** Everything one `parley serve --role <role>` process runs. */
 export const serveLayer = (role: Role) => {
   const announce = (() => {
@@ -61,6 +65,7 @@ export const serveLayer = (role: Role) => {
   return Layer.mergeAll(announce, admin).pipe(
     Layer.provide(ServicesLive),
     Layer.provide(DatabaseLive),
-    Layer.provide(AppConfig.Default)
+    Layer.provide(AppConfig.Default),
+    Layer.provide(LogLevelLive)
   )
 }
