@@ -32,6 +32,16 @@ export interface OkOptions {
   readonly withoutValidation?: boolean
 }
 
+/**
+ * A transform from a struct to a class borrows the class's identifier in JSON Schema, so the envelope
+ * of `Ok(Stage)` would be emitted as `Stage` with `data: {$ref: Stage}` (itself) and the real `Stage`
+ * lost. The envelope gets its own name (`StageResponse`) whenever the payload has one.
+ */
+const envelopeIdentifier = (data: Schema.Schema.Any, suffix: string) => {
+  const id = AST.getJSONIdentifier(Schema.typeSchema(data).ast)
+  return id._tag === "Some" ? { identifier: `${id.value}${suffix}` } : {}
+}
+
 /** Success: the handler returns `A`; the wire format is the envelope with `data: A`. */
 export const Ok = <A, I, R>(data: Schema.Schema<A, I, R>, options: OkOptions = {}) => {
   const status = options.status ?? 200
@@ -41,12 +51,12 @@ export const Ok = <A, I, R>(data: Schema.Schema<A, I, R>, options: OkOptions = {
       strict: true,
       decode: (env) => env.data,
       encode: (a) => ({ status: true, code: status, message, data: a })
-    }).annotations(HttpApiSchema.annotations({ status }))
+    }).annotations({ ...HttpApiSchema.annotations({ status }), ...envelopeIdentifier(data, "ResponseWithoutValidation") })
     : Schema.transform(envelope(data), Schema.typeSchema(data), {
       strict: true,
       decode: (env) => env.data,
       encode: (a) => ({ status: true, code: status, validation: [], message, data: a })
-    }).annotations(HttpApiSchema.annotations({ status }))
+    }).annotations({ ...HttpApiSchema.annotations({ status }), ...envelopeIdentifier(data, "Response") })
 }
 
 const ErrorEnvelope = envelope(Schema.Null)
@@ -93,16 +103,24 @@ export const summarise = (validation: ReadonlyArray<ValidationIssue>): string =>
 }
 
 const literalExpectation = /^Expected (.+), actual (.+)$/s
+const absentExpectation = /^Expected (undefined|null), actual /
+
+const isBelow = (path: ReadonlyArray<PropertyKey>, parent: ReadonlyArray<PropertyKey>) =>
+  path.length > parent.length && parent.every((p, i) => String(p) === String(path[i]))
 
 /**
  * One entry per field. A union reports one issue per member (`Expected "none", actual "x"`, ...):
  * those merge into `Expected "none" | "vector" | "hybrid", actual "x"`; otherwise the first issue wins.
+ * When an optional or nullable array or struct fails inside (`is_model_routing.1.tier`), its `undefined`
+ * and `null` members also report `Expected undefined, actual [...]` on the parent: that adds nothing, so
+ * it is dropped.
  */
 export const issuesToValidation = (
   issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>
 ): Array<ValidationIssue> => {
   const byField = new Map<string, Array<string>>()
   for (const issue of issues) {
+    if (absentExpectation.test(issue.message) && issues.some((other) => isBelow(other.path, issue.path))) continue
     const field = fieldOf(issue.path)
     const messages = byField.get(field) ?? []
     if (!messages.includes(issue.message)) messages.push(issue.message)

@@ -1,11 +1,14 @@
 /** Pure checks for the channel allowlists: origins, IPs and CIDR ranges. */
 import { isIP } from "node:net"
 
-/** `https://shop.example.com` or `http://localhost:5173`: scheme, host and optional port, nothing else. */
+/**
+ * `https://shop.example.com` or `http://localhost:5173`: scheme, host and optional port, nothing else.
+ * Scheme and host are case-insensitive (`normaliseOrigin` lower-cases them for storage).
+ */
 export const isOrigin = (s: string): boolean => {
   try {
     const u = new URL(s)
-    return (u.protocol === "http:" || u.protocol === "https:") && u.origin === s.replace(/\/$/, "")
+    return (u.protocol === "http:" || u.protocol === "https:") && u.origin === normaliseOrigin(s)
   } catch {
     return false
   }

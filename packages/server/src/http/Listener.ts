@@ -37,7 +37,9 @@ export const listen = <I, E, R>(
       return { server, host: address.address, port: address.port, url: `http://${host}:${address.port}` }
     })
   )
-  return Layer.merge(HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }), bound).pipe(
+  // `serve` provides the shared router layer, which one build memoises: fresh gives each listener its own
+  const serve = Layer.fresh(HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }))
+  return Layer.merge(serve, bound).pipe(
     Layer.provide(NodeHttpServer.layer(() => server, { host: options.host, port: options.port }))
   )
 }

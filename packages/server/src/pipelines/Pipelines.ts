@@ -90,9 +90,11 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       const current = yield* find(actor, id)
       const enablesRouting = input.is_model_routing_enabled === true && input.is_model_routing === undefined &&
         current.is_model_routing.length !== 4
+      // a new language must still match the stored dialect when the dialect is not sent with it
+      const dialectId = input.dialect_id === undefined && input.language_id !== undefined ? current.dialect_id : input.dialect_id
       yield* failOnIssues([
         ...(yield* catalogue.referenceIssues(
-          { ...input, routing_model_ids: input.is_model_routing?.map((e) => e.ai_model_id) },
+          { ...input, dialect_id: dialectId, routing_model_ids: input.is_model_routing?.map((e) => e.ai_model_id) },
           current.language_id
         )),
         ...(yield* channelIssues(current.workspace_id, input.channel_id)),

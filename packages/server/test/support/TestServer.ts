@@ -11,7 +11,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { inject } from "vitest"
-import { databaseWith, listenersFor, ServicesLive } from "../../src/App.js"
+import { databaseWith, ListenersLive, ServicesLive } from "../../src/App.js"
 import { AppConfig } from "../../src/config/AppConfig.js"
 import { openPglite } from "../../src/db/Database.js"
 import * as PgliteClient from "../../src/db/PgliteClient.js"
@@ -70,7 +70,7 @@ export const TestServerLive = (overrides: Record<string, string> = {}) =>
       return { baseUrl: api.url, receiverUrl: receiver.url }
     })
   ).pipe(
-    Layer.provideMerge(listenersFor("all")),
+    Layer.provideMerge(ListenersLive),
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(databaseWith(TestDatabase)),
     Layer.provideMerge(AppConfig.Default),

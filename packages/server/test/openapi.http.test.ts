@@ -1,0 +1,156 @@
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { call, TestServer, TestServerLive } from "./support/TestServer.js"
+
+const openapi = Effect.map(call("/openapi.json"), (r) => {
+  expect(r.status).toBe(200)
+  return r.body
+})
+
+/** Follows `$ref`s (and a single-entry `allOf`) to the component they name. */
+const resolve = (doc: any, schema: any): any => {
+  if (schema?.$ref !== undefined) {
+    const name = schema.$ref.replace("#/components/schemas/", "")
+    expect(doc.components.schemas).toHaveProperty(name)
+    return resolve(doc, doc.components.schemas[name])
+  }
+  if (Array.isArray(schema?.allOf) && schema.allOf.length === 1) return resolve(doc, schema.allOf[0])
+  return schema
+}
+
+const jsonSchema = (response: any) => response.content["application/json"].schema
+
+/** Every schema of a response, whether one or an `anyOf` of several, resolved. */
+const alternatives = (doc: any, response: any): Array<any> => {
+  const schema = jsonSchema(response)
+  return (schema.anyOf ?? [schema]).map((s: any) => resolve(doc, s))
+}
+
+const expectEnvelope = (schema: any) => {
+  expect(schema.type).toBe("object")
+  expect([...schema.required].sort()).toEqual(["code", "data", "message", "status", "validation"])
+}
+
+layer(TestServerLive())("OpenAPI document and docs page", (it) => {
+  it.effect("/openapi.json is an OpenAPI 3.1 document, served without a token", () =>
+    Effect.gen(function*() {
+      const doc = yield* openapi
+      expect(doc.openapi).toMatch(/^3\.1\./)
+      expect(doc.info).toMatchObject({ title: "Parley API", version: "0.1.0" })
+    }))
+
+  it.effect("declares the bearer security scheme and every /api/user operation requires it", () =>
+    Effect.gen(function*() {
+      const doc = yield* openapi
+      expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
+      const operations = Object.entries(doc.paths).flatMap(([path, ops]: [string, any]) =>
+        Object.entries(ops).map(([method, op]: [string, any]) => ({ path, method, op }))
+      )
+      expect(operations.length).toBeGreaterThanOrEqual(15)
+      for (const { op, path } of operations) {
+        if (path.startsWith("/api/user/")) expect(op.security).toEqual([{ bearer: [] }])
+      }
+    }))
+
+  it.effect("contains the pipeline, stage, channel and account paths with their methods", () =>
+    Effect.gen(function*() {
+      const doc = yield* openapi
+      const methods = (path: string) => Object.keys(doc.paths[path] ?? {}).sort()
+      expect(methods("/api/user/me")).toEqual(["get"])
+      expect(methods("/api/user/pipeline-options")).toEqual(["get"])
+      expect(methods("/api/user/pipelines")).toEqual(["get", "post"])
+      expect(methods("/api/user/pipelines/{pipeline}")).toEqual(["get", "put"])
+      expect(methods("/api/user/pipelines/{pipeline}/stages")).toEqual(["get", "post"])
+      expect(methods("/api/user/stages/{stage}")).toEqual(["delete", "put"])
+      expect(methods("/api/user/channels")).toEqual(["get", "post"])
+      expect(methods("/api/user/channels/{channel}")).toEqual(["get", "put"])
+      expect(methods("/api/user/channels/{channel}/rotate")).toEqual(["post"])
+      const param = doc.paths["/api/user/pipelines/{pipeline}"].get.parameters
+      expect(param).toEqual(expect.arrayContaining([expect.objectContaining({ name: "pipeline", in: "path", required: true })]))
+    }))
+
+  it.effect("POST /api/user/pipelines lists 401, 403 and 422 as error envelopes", () =>
+    Effect.gen(function*() {
+      const doc = yield* openapi
+      const op = doc.paths["/api/user/pipelines"].post
+      expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "422"]))
+      for (const code of ["400", "401", "403", "422"]) {
+        for (const schema of alternatives(doc, op.responses[code])) {
+          expectEnvelope(schema)
+          expect(schema.properties.data).toEqual({ type: "null" })
+        }
+      }
+      const names422 = jsonSchema(op.responses["422"]).anyOf.map((s: any) => s.$ref).sort()
+      expect(names422).toEqual(["#/components/schemas/Unprocessable", "#/components/schemas/ValidationError"])
+      expect(jsonSchema(op.responses["401"]).$ref).toBe("#/components/schemas/Unauthorized")
+      expect(jsonSchema(op.responses["403"]).$ref).toBe("#/components/schemas/Forbidden")
+      const body = resolve(doc, op.requestBody.content["application/json"].schema)
+      expect(body.required).toEqual(expect.arrayContaining(["name", "agent_type_id", "ai_model_id", "language_id"]))
+    }))
+
+  it.effect("the 404 of a pipeline or channel is documented where a path id is looked up", () =>
+    Effect.gen(function*() {
+      const doc = yield* openapi
+      for (
+        const [path, method] of [
+          ["/api/user/pipelines/{pipeline}", "get"],
+          ["/api/user/pipelines/{pipeline}", "put"],
+          ["/api/user/pipelines/{pipeline}/stages", "post"],
+          ["/api/user/stages/{stage}", "delete"],
+          ["/api/user/channels/{channel}/rotate", "post"]
+        ] as const
+      ) {
+        expect(jsonSchema(doc.paths[path][method].responses["404"]).$ref).toBe("#/components/schemas/NotFound")
+      }
+      expect(doc.paths["/api/user/pipelines"].get.responses).not.toHaveProperty("404")
+    }))
+
+  it.effect("success responses are envelopes whose data is the resource, not the envelope again", () =>
+    Effect.gen(function*() {
+      const doc = yield* openapi
+      const dataOf = (path: string, method: string) => {
+        const envelope = resolve(doc, jsonSchema(doc.paths[path][method].responses["200"]))
+        expectEnvelope(envelope)
+        return envelope.properties.data
+      }
+      const pipeline = resolve(doc, dataOf("/api/user/pipelines", "post"))
+      expect(Object.keys(pipeline.properties)).toEqual(expect.arrayContaining(["id", "name", "stages", "is_model_routing"]))
+      expect(pipeline.properties).not.toHaveProperty("validation")
+      const stages = dataOf("/api/user/pipelines/{pipeline}/stages", "get")
+      expect(stages.type).toBe("array")
+      expect(Object.keys(resolve(doc, stages.items).properties)).toEqual(expect.arrayContaining(["id", "pipeline_id", "order"]))
+      const stage = resolve(doc, dataOf("/api/user/pipelines/{pipeline}/stages", "post"))
+      expect(Object.keys(stage.properties)).toEqual(expect.arrayContaining(["order", "enter_condition"]))
+      const me = resolve(doc, dataOf("/api/user/me", "get"))
+      expect(Object.keys(me.properties).sort()).toEqual(["acting_as", "token", "user", "workspaces"])
+      // no component is an envelope whose data points back at itself
+      for (const [name, schema] of Object.entries(doc.components.schemas) as Array<[string, any]>) {
+        expect(schema.properties?.data?.$ref, name).not.toBe(`#/components/schemas/${name}`)
+      }
+    }))
+
+  it.effect("only the channel create and rotate answers document client_secret", () =>
+    Effect.gen(function*() {
+      const doc = yield* openapi
+      const dataOf = (path: string, method: string) =>
+        resolve(doc, resolve(doc, jsonSchema(doc.paths[path][method].responses["200"])).properties.data)
+      expect(dataOf("/api/user/channels", "post").properties).toHaveProperty("client_secret")
+      expect(dataOf("/api/user/channels/{channel}/rotate", "post").properties).toHaveProperty("client_secret")
+      expect(dataOf("/api/user/channels/{channel}", "get").properties).not.toHaveProperty("client_secret")
+      expect(dataOf("/api/user/channels/{channel}", "put").properties).not.toHaveProperty("client_secret")
+      expect(dataOf("/api/user/channels/{channel}", "get").properties).toHaveProperty("client_id")
+    }))
+
+  it.effect("/docs returns an HTML page", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const r = yield* Effect.promise(async () => {
+        const response = await fetch(`${baseUrl}/docs`)
+        return { status: response.status, type: response.headers.get("content-type"), text: await response.text() }
+      })
+      expect(r.status).toBe(200)
+      expect(r.type).toMatch(/^text\/html/)
+      expect(r.text.toLowerCase()).toContain("<html")
+      expect(r.text).toContain("Parley API")
+    }))
+})
