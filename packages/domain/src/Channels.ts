@@ -40,24 +40,22 @@ export class ChannelWithSecret extends Channel.extend<ChannelWithSecret>("Channe
   client_secret: Schema.NullOr(Schema.String)
 }) {}
 
+/** What both create and update may set. */
+const writableFields = {
+  name: Schema.optional(NonEmptyString(255)),
+  pipeline_id: Schema.optional(Schema.NullOr(PipelineId)),
+  is_active: Schema.optional(Schema.Boolean),
+  callback_url: Schema.optional(Schema.NullOr(CallbackUrl)),
+  allowed_origins: Schema.optional(Schema.Array(Origin)),
+  allowed_ips: Schema.optional(Schema.Array(IpOrCidr))
+}
+
 export const CreateChannel = Schema.Struct({
   workspace_id: Schema.optional(WorkspaceId),
   kind: ChannelKind,
-  name: Schema.optional(NonEmptyString(255)),
-  pipeline_id: Schema.optional(Schema.NullOr(PipelineId)),
-  is_active: Schema.optional(Schema.Boolean),
-  callback_url: Schema.optional(Schema.NullOr(CallbackUrl)),
-  allowed_origins: Schema.optional(Schema.Array(Origin)),
-  allowed_ips: Schema.optional(Schema.Array(IpOrCidr))
+  ...writableFields
 }).annotations({ ...all, identifier: "CreateChannel" })
 export type CreateChannel = typeof CreateChannel.Type
 
-export const UpdateChannel = Schema.Struct({
-  name: Schema.optional(NonEmptyString(255)),
-  pipeline_id: Schema.optional(Schema.NullOr(PipelineId)),
-  is_active: Schema.optional(Schema.Boolean),
-  callback_url: Schema.optional(Schema.NullOr(CallbackUrl)),
-  allowed_origins: Schema.optional(Schema.Array(Origin)),
-  allowed_ips: Schema.optional(Schema.Array(IpOrCidr))
-}).annotations({ ...all, identifier: "UpdateChannel" })
+export const UpdateChannel = Schema.Struct(writableFields).annotations({ ...all, identifier: "UpdateChannel" })
 export type UpdateChannel = typeof UpdateChannel.Type

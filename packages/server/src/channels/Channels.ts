@@ -15,6 +15,7 @@ import {
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, Option } from "effect"
+import { someOrFail } from "../util/Effects.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { randomBase62 } from "../identity/Secrets.js"
 import { ChannelsRepo } from "./ChannelsRepo.js"
@@ -44,10 +45,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
     const sql = yield* SqlClient.SqlClient
 
     const find = (actor: Actor, id: ChannelId) =>
-      repo.find(actor.workspaceIds, id).pipe(Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(channelNotFound),
-        onSome: Effect.succeed
-      })))
+      repo.find(actor.workspaceIds, id).pipe(someOrFail(channelNotFound))
 
     /** A pipeline may only be linked within the channel's own workspace. */
     const checkPipeline = (workspaceId: WorkspaceId, pipelineId: PipelineId | null | undefined) =>

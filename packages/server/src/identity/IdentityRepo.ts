@@ -36,25 +36,18 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
+    const selectToken = sql`
+      select t.id, t.user_id, t.name, t.scopes, t.expires_at, t.last_used_at,
+             (t.expires_at is not null and t.expires_at <= now()) as expired,
+             (t.revoked_at is not null) as revoked,
+             u.is_super_user
+      from access_tokens t join users u on u.id = t.user_id`
 
     return {
       tokenByHash: (hash: string) =>
-        sql<TokenRow>`
-          select t.id, t.user_id, t.name, t.scopes, t.expires_at, t.last_used_at,
-                 (t.expires_at is not null and t.expires_at <= now()) as expired,
-                 (t.revoked_at is not null) as revoked,
-                 u.is_super_user
-          from access_tokens t join users u on u.id = t.user_id
-          where t.token_hash = ${hash}`.pipe(Effect.map(first), Effect.orDie),
+        sql<TokenRow>`${selectToken} where t.token_hash = ${hash}`.pipe(Effect.map(first), Effect.orDie),
 
-      tokenById: (id: TokenId) =>
-        sql<TokenRow>`
-          select t.id, t.user_id, t.name, t.scopes, t.expires_at, t.last_used_at,
-                 (t.expires_at is not null and t.expires_at <= now()) as expired,
-                 (t.revoked_at is not null) as revoked,
-                 u.is_super_user
-          from access_tokens t join users u on u.id = t.user_id
-          where t.id = ${id}`.pipe(Effect.map(first), Effect.orDie),
+      tokenById: (id: TokenId) => sql<TokenRow>`${selectToken} where t.id = ${id}`.pipe(Effect.map(first), Effect.orDie),
 
       memberships: (userId: UserId) =>
         sql<MembershipRow>`

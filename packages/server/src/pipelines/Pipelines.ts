@@ -14,7 +14,8 @@ import {
   ValidationIssue,
   type WorkspaceId
 } from "@parley/domain"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
+import { someOrFail } from "../util/Effects.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
 import { PipelinesRepo } from "./PipelinesRepo.js"
@@ -35,10 +36,7 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
     const sql = yield* SqlClient.SqlClient
 
     const find = (actor: Actor, id: PipelineId) =>
-      repo.find(actor.workspaceIds, id).pipe(Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(pipelineNotFound),
-        onSome: Effect.succeed
-      })))
+      repo.find(actor.workspaceIds, id).pipe(someOrFail(pipelineNotFound))
 
     const withStages = (actor: Actor, id: PipelineId) =>
       Effect.gen(function*() {
@@ -127,10 +125,7 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       })
 
     const findStage = (actor: Actor, id: StageId) =>
-      repo.findStage(actor.workspaceIds, id).pipe(Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(stageNotFound),
-        onSome: Effect.succeed
-      })))
+      repo.findStage(actor.workspaceIds, id).pipe(someOrFail(stageNotFound))
 
     const createStage = Effect.fn("Pipelines.createStage")(function*(pipelineId: PipelineId, input: CreateStage) {
       const actor = yield* CurrentActor
