@@ -10,6 +10,7 @@ import { MigrationsLive, SqlLive } from "./db/Database.js"
 import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
 import { ApiListener, listen, ReceiverListener } from "./http/Listener.js"
 import { Identity } from "./identity/Identity.js"
+import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 
 /** The database after migrations: everything that touches tables is built on this. */
@@ -18,7 +19,14 @@ export const databaseWith = (sql: Layer.Layer<SqlClient.SqlClient | PgClient.PgC
 
 export const DatabaseLive = databaseWith(SqlLive)
 
-export const ServicesLive = Layer.mergeAll(Identity.Default, Pipelines.Default, Channels.Default, Catalogue.Default, AppSecret.Default)
+export const ServicesLive = Layer.mergeAll(
+  Identity.Default,
+  Pipelines.Default,
+  Channels.Default,
+  Catalogue.Default,
+  AppSecret.Default,
+  Opportunities.Default
+)
 
 export const ApiServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port }))

@@ -2,12 +2,16 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { MalformedBodyResponse, replaceDecodeError, ValidationErrorResponse } from "../Envelope.js"
 import { AccountApi } from "./AccountApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
+import { ContactsApi, ConversationsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
 import { PipelinesApi } from "./PipelinesApi.js"
 
 const BaseApi = HttpApi.make("parley")
   .add(AccountApi)
   .add(PipelinesApi)
   .add(ChannelsApi)
+  .add(OpportunitiesApi)
+  .add(ContactsApi)
+  .add(ConversationsApi)
   .addError(MalformedBodyResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")

@@ -5,10 +5,18 @@ import { Effect, Layer } from "effect"
 import { ChannelsHttpLive } from "../channels/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
+import { ContactsHttpLive, ConversationsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
 import { PipelinesHttpLive } from "../pipelines/Http.js"
 
 const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([AccountHttpLive, PipelinesHttpLive, ChannelsHttpLive]),
+  Layer.provide([
+    AccountHttpLive,
+    PipelinesHttpLive,
+    ChannelsHttpLive,
+    OpportunitiesHttpLive,
+    ContactsHttpLive,
+    ConversationsHttpLive
+  ]),
   Layer.provide(AuthLive)
 )
 

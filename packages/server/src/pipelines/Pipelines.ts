@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import {
   type Actor,
+  BadRequest,
   type CreatePipeline,
   type CreateStage,
   CurrentActor,
@@ -169,6 +170,10 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
     const deleteStage = Effect.fn("Pipelines.deleteStage")(function*(id: StageId) {
       const actor = yield* CurrentActor
       const stage = yield* findStage(actor, id)
+      const held = yield* repo.opportunitiesIn(id)
+      if (held > 0) {
+        return yield* new BadRequest({ message: `This stage holds ${held} opportunit${held === 1 ? "y" : "ies"}; move them to another stage first.` })
+      }
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* repo.lock(stage.pipeline_id)
         const count = yield* repo.stageCount(stage.pipeline_id)

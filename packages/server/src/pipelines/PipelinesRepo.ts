@@ -146,6 +146,12 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
         return sql`update stages set ${setClause(set)} where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
       },
 
+      opportunitiesIn: (id: StageId) =>
+        sql<{ n: number }>`select count(*)::int as n from opportunities where stage_id = ${id}`.pipe(
+          Effect.map((rows) => rows[0]!.n),
+          Effect.orDie
+        ),
+
       deleteStage: (id: StageId) => sql`delete from stages where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
 
       channelInWorkspace: (workspaceId: WorkspaceId, channelId: ChannelId) =>

@@ -1,0 +1,217 @@
+import { ParseResult, Schema } from "effect"
+import { ChannelId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
+import { isAllDigits, normalisePhone } from "./Phone.js"
+import { StageNature } from "./Pipelines.js"
+import { all, IntFromQuery, Text, Timestamp } from "./Schemas.js"
+
+export const OpportunityId = Schema.Int.pipe(Schema.positive(), Schema.brand("OpportunityId"))
+export type OpportunityId = typeof OpportunityId.Type
+export const ContactId = Schema.Int.pipe(Schema.positive(), Schema.brand("ContactId"))
+export type ContactId = typeof ContactId.Type
+export const ConversationId = Schema.Int.pipe(Schema.positive(), Schema.brand("ConversationId"))
+export type ConversationId = typeof ConversationId.Type
+export const ConversationIdFromString = Schema.compose(Schema.NumberFromString, ConversationId).annotations({
+  message: () => "must be a positive integer id"
+})
+export const TagId = Schema.Int.pipe(Schema.positive(), Schema.brand("TagId"))
+export type TagId = typeof TagId.Type
+
+export const OpportunityStatus = Schema.Literal("pending", "active", "paused", "won", "lost")
+export type OpportunityStatus = typeof OpportunityStatus.Type
+export const Priority = Schema.Literal("low", "medium", "high")
+export type Priority = typeof Priority.Type
+export const ConversationStatus = Schema.Literal("active", "paused")
+export type ConversationStatus = typeof ConversationStatus.Type
+
+export const Context = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** A `{{opportunity}}` or contact identifier in a path: an integer id, or a phone number. */
+export const Identifier = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))
+
+export const Email = Schema.String.pipe(
+  Schema.maxLength(255, { message: () => "may not be greater than 255 characters" }),
+  Schema.filter((s) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s) || "must be a valid email address")
+)
+
+/** Digits only with country code, no `+`; what clients send is normalised, what cannot be a phone is refused. */
+export const Phone = Schema.transformOrFail(Schema.String, Schema.String, {
+  strict: true,
+  decode: (s, _, ast) => {
+    const phone = normalisePhone(s)
+    return phone === undefined
+      ? ParseResult.fail(new ParseResult.Type(ast, s, "must be a valid phone number with country code (digits only, e.g. 4915123456789)"))
+      : ParseResult.succeed(phone)
+  },
+  encode: (s) => ParseResult.succeed(s)
+})
+
+export class Tag extends Schema.Class<Tag>("Tag")({ id: TagId, name: Schema.String }) {}
+
+export class ConversationSummary extends Schema.Class<ConversationSummary>("ConversationSummary")({
+  id: ConversationId,
+  is_test: Schema.Boolean,
+  last_message_at: Schema.NullOr(Timestamp),
+  messages_count: Schema.Int,
+  cost_for_user: Schema.Number,
+  status: ConversationStatus,
+  last_message_content: Schema.NullOr(Schema.String),
+  avg_response_time: Schema.Number.annotations({ description: "Seconds from a contact's message to the next reply, averaged" }),
+  channel_id: Schema.NullOr(ChannelId),
+  notes: Schema.Array(Schema.String),
+  pivot: Schema.Struct({ opportunity_id: OpportunityId, conversation_id: ConversationId })
+}) {}
+
+const baseFields = {
+  id: OpportunityId,
+  workspace_id: WorkspaceId,
+  status: OpportunityStatus,
+  contact_id: ContactId,
+  stage_id: StageId,
+  pipeline_id: PipelineId,
+  name: Schema.NullOr(Schema.String),
+  notes: Schema.NullOr(Schema.String),
+  context: Schema.NullOr(Context),
+  is_test: Schema.Boolean,
+  source: Schema.NullOr(Schema.String),
+  source_id: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}
+
+/** SPEC.md 2.2: the full record returned by create, retrieve, update and list-by-contact. */
+export class Opportunity extends Schema.Class<Opportunity>("Opportunity")({
+  ...baseFields,
+  contact_name: Schema.NullOr(Schema.String),
+  contact_custom_name: Schema.NullOr(Schema.String),
+  contact_priority: Priority,
+  contact_identifier: Schema.NullOr(Schema.String),
+  contact_email: Schema.NullOr(Schema.String),
+  contact_custom_email: Schema.NullOr(Schema.String),
+  contact_phone: Schema.NullOr(Schema.String),
+  contact_custom_phone: Schema.NullOr(Schema.String),
+  stage_name: Schema.String,
+  stage_nature: StageNature,
+  tags: Schema.Array(Tag),
+  conversations: Schema.Array(ConversationSummary)
+}) {}
+
+/** SPEC.md 2.2: created on an existing contact via `contact_id`: base fields and the joined conversation. */
+export class OpportunityOnContact extends Schema.Class<OpportunityOnContact>("OpportunityOnContact")({
+  ...baseFields,
+  conversation: Schema.Struct({ id: ConversationId, contact_id: ContactId, status: ConversationStatus })
+}) {}
+
+const NullableName = Schema.NullOr(Text(255))
+
+export const ContactInput = Schema.Struct({
+  name: Schema.optional(NullableName),
+  email: Schema.optional(Schema.NullOr(Email)),
+  phone: Schema.optional(Schema.NullOr(Phone)),
+  priority: Schema.optional(Priority)
+})
+
+export const CreateOpportunity = Schema.Struct({
+  pipeline_id: PipelineId,
+  stage_id: Schema.optional(StageId),
+  contact_id: Schema.optional(ContactId),
+  name: Schema.optional(NullableName),
+  notes: Schema.optional(Schema.NullOr(Text(65_535))),
+  status: Schema.optional(Schema.Literal("pending", "active", "won", "lost")),
+  context: Schema.optional(Schema.NullOr(Context)),
+  tags: Schema.optional(Schema.Array(Schema.Trim.pipe(Schema.minLength(1), Schema.maxLength(100)))),
+  is_test: Schema.optional(Schema.Boolean),
+  contact: Schema.optional(ContactInput)
+}).pipe(
+  // SPEC.md 4.1: contact.email is required without contact.phone and contact_id, and the other way round
+  Schema.filter((p) =>
+    p.contact_id === undefined && !p.contact?.email && !p.contact?.phone
+      ? [
+        { path: ["contact", "email"], message: "is required when neither contact.phone nor contact_id is present" },
+        { path: ["contact", "phone"], message: "is required when neither contact.email nor contact_id is present" }
+      ]
+      : undefined
+  )
+).annotations({ ...all, identifier: "CreateOpportunity" })
+export type CreateOpportunity = typeof CreateOpportunity.Type
+
+export const UpdateOpportunity = Schema.Struct({
+  stage_id: Schema.optional(StageId),
+  name: Schema.optional(NullableName),
+  notes: Schema.optional(Schema.NullOr(Text(65_535))),
+  status: Schema.optional(Schema.Literal("active", "won", "lost")),
+  context: Schema.optional(Schema.NullOr(Context)),
+  tags: Schema.optional(Schema.Array(Schema.Trim.pipe(Schema.minLength(1), Schema.maxLength(100)))),
+  deleted_tags: Schema.optional(Schema.Array(TagId)),
+  contact: Schema.optional(ContactInput)
+}).annotations({ ...all, identifier: "UpdateOpportunity" })
+export type UpdateOpportunity = typeof UpdateOpportunity.Type
+
+export const LookupQuery = Schema.Struct({
+  pipeline_id: Schema.optional(Schema.compose(IntFromQuery, PipelineId))
+}).annotations(all)
+
+export const UpdateConversation = Schema.Struct({
+  status: Schema.optional(ConversationStatus),
+  notes: Schema.optional(Schema.NullOr(Schema.Array(Schema.String.pipe(Schema.maxLength(10_000)))))
+}).annotations({ ...all, identifier: "UpdateConversation" })
+export type UpdateConversation = typeof UpdateConversation.Type
+
+export class ConversationState extends Schema.Class<ConversationState>("ConversationState")({
+  id: ConversationId,
+  status: ConversationStatus
+}) {}
+
+export class Contact extends Schema.Class<Contact>("Contact")({
+  id: ContactId,
+  workspace_id: WorkspaceId,
+  name: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  phone: Schema.NullOr(Schema.String),
+  identifier: Schema.NullOr(Schema.String),
+  priority: Priority,
+  custom_name: Schema.NullOr(Schema.String),
+  custom_email: Schema.NullOr(Schema.String),
+  custom_phone: Schema.NullOr(Schema.String),
+  opportunities_count: Schema.Int,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+/** A query value that may repeat (`tag_ids=1&tag_ids=2`, `tag_ids[]=1`) or be comma-separated. */
+const Many = Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String)))
+const PerPage = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" })))
+const Page = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be at least 1" })))
+const DateParam = Schema.String.pipe(Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "must be an ISO 8601 date"))
+
+const listFields = {
+  pipeline_id: Schema.optional(Schema.compose(IntFromQuery, PipelineId)),
+  status: Schema.optional(Schema.Literal("active", "pending", "won", "lost")),
+  priority: Schema.optional(Priority),
+  q: Schema.optional(Schema.String.pipe(Schema.maxLength(255))),
+  tag_ids: Many,
+  "tag_ids[]": Many,
+  start_date: Schema.optional(DateParam),
+  end_date: Schema.optional(DateParam),
+  page: Schema.optionalWith(Page, { default: () => 1 }),
+  per_page: Schema.optionalWith(PerPage, { default: () => 25 })
+}
+
+export const ListOpportunitiesQuery = Schema.Struct({
+  ...listFields,
+  stage_id: Schema.optional(Schema.compose(IntFromQuery, StageId)),
+  tags: Many,
+  "tags[]": Many
+}).annotations(all)
+export type ListOpportunitiesQuery = typeof ListOpportunitiesQuery.Type
+
+export const ListContactsQuery = Schema.Struct(listFields).annotations(all)
+export type ListContactsQuery = typeof ListContactsQuery.Type
+
+/** Values of a repeatable query parameter, flattened and split on commas. */
+export const manyValues = (...values: ReadonlyArray<string | ReadonlyArray<string> | undefined>): Array<string> =>
+  values.flatMap((v) => (v === undefined ? [] : typeof v === "string" ? [v] : v))
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter((v) => v.length > 0)
+
+export { isAllDigits, normalisePhone }
