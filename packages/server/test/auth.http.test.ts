@@ -52,11 +52,12 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
     it.effect("accepts a token before its expiry and answers 401 once expires_at has passed", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
-        const token = yield* tokenFor(alice.email, ["pipelines:read"], 1)
+        // expires two seconds from now; the first call also puts it in the auth cache
+        const token = yield* tokenFor(alice.email, ["pipelines:read"], 2 / 86_400)
         const before = yield* call("/api/user/pipelines", { token: token.token })
         expect(before.status).toBe(200)
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`update access_tokens set expires_at = now() - interval '1 second' where id = ${token.id}`
+        // a wall-clock wait: it.effect's TestClock would never let Effect.sleep end
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2_100)))
         const after = yield* call("/api/user/pipelines", { token: token.token })
         expect(after.status).toBe(401)
         expect(after.body).toMatchObject(errorEnvelope(401))

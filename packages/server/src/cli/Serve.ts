@@ -1,4 +1,4 @@
-import { Config, Console, Effect, Layer, Logger, LogLevel, Option } from "effect"
+import { Config, ConfigError, Console, Effect, Either, Layer, Logger, LogLevel, Option } from "effect"
 import * as Path from "node:path"
 import { AdminServerLive } from "../admin/AdminServer.js"
 import { ApiServerLive, DatabaseLive, ListenersLive, ReceiverServerLive, ServicesLive } from "../App.js"
@@ -43,8 +43,30 @@ const AnnounceLive = Layer.effectDiscard(Effect.gen(function*() {
   ))
 }))
 
+const levels: Record<string, LogLevel.LogLevel> = {
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warning: LogLevel.Warning,
+  warn: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None,
+  off: LogLevel.None
+}
+
+/** `LOG_LEVEL`: Trace, Debug, Info, Warning, Error, Fatal or None (any case). */
 const LogLevelLive = Layer.unwrapEffect(
-  Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info), Effect.map(Logger.minimumLogLevel))
+  Config.string("LOG_LEVEL").pipe(
+    Config.withDefault("info"),
+    Config.mapOrFail((value) => {
+      const level = levels[value.toLowerCase()]
+      return level
+        ? Either.right(level)
+        : Either.left(ConfigError.InvalidData([], `Expected one of ${Object.keys(levels).join(", ")}, got ${value}`))
+    }),
+    Effect.map(Logger.minimumLogLevel)
+  )
 )
 
 /** Everything one `parley serve --role <role>` process runs. */

@@ -14,7 +14,8 @@ import {
   type WorkspaceId,
   WorkspaceSummary
 } from "@parley/domain"
-import { Data, Effect, Option, Redacted, Schema } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Data, Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
 import { IdentityRepo } from "./IdentityRepo.js"
 import { hashPassword, newAccessToken, sha256Hex } from "./Secrets.js"
 
@@ -22,6 +23,9 @@ import { hashPassword, newAccessToken, sha256Hex } from "./Secrets.js"
 export class CommandFailed extends Data.TaggedError("CommandFailed")<{ readonly message: string }> {}
 
 const LAST_USED_RESOLUTION_MS = 60_000
+const AUTH_CACHE_TTL_MS = 30_000
+const AUTH_CACHE_MAX = 10_000
+const IDENTITY_CHANNEL = "parley_identity_changed"
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
 /**
@@ -30,9 +34,10 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
  */
 export class Identity extends Effect.Service<Identity>()("@parley/server/Identity", {
   dependencies: [IdentityRepo.Default],
-  effect: Effect.gen(function*() {
+  scoped: Effect.gen(function*() {
     const repo = yield* IdentityRepo
     const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
     const lastTouched = new Map<TokenId, number>()
 
     const userByEmail = (email: string) =>
@@ -74,12 +79,14 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
         return yield* new CommandFailed({ message: `No workspace with id ${workspaceId}` })
       }
       yield* repo.upsertMembership(user.id, workspaceId, "manager")
+      yield* changed
       return { user_id: user.id, workspace_id: workspaceId, role: "manager" as const }
     })
 
     const makeSuper = Effect.fn("Identity.makeSuper")(function*(email: string) {
       const user = yield* userByEmail(email)
       yield* repo.setSuperUser(user.id)
+      yield* changed
       return { user_id: user.id, is_super_user: true }
     })
 
@@ -125,46 +132,78 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
 
     const revokeToken = Effect.fn("Identity.revokeToken")(function*(id: TokenId) {
       if (!(yield* repo.revokeToken(id))) return yield* new CommandFailed({ message: `No token with id ${id}` })
+      yield* changed
       return { id, revoked: true }
     })
 
     const invalidToken = new Unauthorized({ message: "Unauthenticated." })
 
+    /**
+     * Authenticated actors, so a request costs no query for its token. An entry lives at most
+     * AUTH_CACHE_TTL_MS, never past the token's expiry, and every change to tokens, memberships or
+     * super users clears the cache here and, through NOTIFY, in every other process on the database.
+     */
+    const cache = new Map<string, { readonly actor: Actor; readonly tokenExpiresAt: number | null; readonly until: number }>()
+    const changed = Effect.gen(function*() {
+      cache.clear()
+      // pg_notify, not PgClient.notify: NOTIFY takes no bind parameters, which sql-pg's notify sends
+      yield* sql`select pg_notify(${IDENTITY_CHANNEL}, 'changed')`.pipe(Effect.orDie)
+    })
+    yield* pg.listen(IDENTITY_CHANNEL).pipe(
+      Stream.runForEach(() => Effect.sync(() => cache.clear())),
+      Effect.catchAllCause((cause) => Effect.logWarning("identity change listener stopped; retrying", cause)),
+      Effect.repeat(Schedule.spaced("1 second")),
+      Effect.forkScoped
+    )
+
+    const resolve = (hash: string, actAs: string | undefined) =>
+      Effect.gen(function*() {
+        const row = yield* repo.tokenByHash(hash)
+        if (Option.isNone(row) || row.value.expired || row.value.revoked) return yield* invalidToken
+        const t = row.value
+        let userId = t.user_id
+        if (actAs !== undefined && actAs !== "") {
+          if (!t.is_super_user) return yield* new Forbidden({ message: "Only super users may act as another user." })
+          const target = Schema.decodeUnknownOption(Schema.compose(Schema.NumberFromString, UserId))(actAs)
+          const user = Option.isSome(target) ? yield* repo.userById(target.value) : Option.none()
+          if (Option.isNone(user)) return yield* new Forbidden({ message: "The user to act as does not exist." })
+          userId = user.value.id
+        }
+        const memberships = yield* repo.memberships(userId)
+        if (memberships.length === 0) return yield* new Forbidden({ message: "This user has no workspace." })
+        const actor: Actor = {
+          userId,
+          authenticatedUserId: t.user_id,
+          tokenId: t.id,
+          scopes: t.scopes,
+          workspaceIds: memberships.map((m) => m.id),
+          defaultWorkspaceId: memberships[0]!.id
+        }
+        return { actor, tokenExpiresAt: t.expires_at === null ? null : Date.parse(t.expires_at) }
+      })
+
     /** Bearer token (and optional `X-Act-As-User`) to the actor every tenant query is scoped by. */
     const authenticate = Effect.fn("Identity.authenticate")(function*(bearer: Redacted.Redacted<string>) {
       const token = Redacted.value(bearer).trim()
       if (token.length === 0) return yield* invalidToken
-      const row = yield* repo.tokenByHash(sha256Hex(token))
-      if (Option.isNone(row) || row.value.expired || row.value.revoked) return yield* invalidToken
-      const t = row.value
-
       const request = yield* HttpServerRequest.HttpServerRequest
       const actAs = request.headers["x-act-as-user"]
-      let userId = t.user_id
-      if (actAs !== undefined && actAs !== "") {
-        if (!t.is_super_user) return yield* new Forbidden({ message: "Only super users may act as another user." })
-        const target = Schema.decodeUnknownOption(Schema.compose(Schema.NumberFromString, UserId))(actAs)
-        const user = Option.isSome(target) ? yield* repo.userById(target.value) : Option.none()
-        if (Option.isNone(user)) return yield* new Forbidden({ message: "The user to act as does not exist." })
-        userId = user.value.id
-      }
-      const memberships = yield* repo.memberships(userId)
-      if (memberships.length === 0) return yield* new Forbidden({ message: "This user has no workspace." })
-
+      const hash = sha256Hex(token)
+      const key = `${hash}|${actAs ?? ""}`
       const now = Date.now()
-      if ((lastTouched.get(t.id) ?? 0) < now - LAST_USED_RESOLUTION_MS) {
-        lastTouched.set(t.id, now)
-        yield* repo.touchToken(t.id)
+      let entry = cache.get(key)
+      if (entry === undefined || entry.until <= now || (entry.tokenExpiresAt !== null && entry.tokenExpiresAt <= now)) {
+        const resolved = yield* resolve(hash, actAs)
+        if (cache.size >= AUTH_CACHE_MAX) cache.clear()
+        entry = { ...resolved, until: now + AUTH_CACHE_TTL_MS }
+        cache.set(key, entry)
       }
-      const actor: Actor = {
-        userId,
-        authenticatedUserId: t.user_id,
-        tokenId: t.id,
-        scopes: t.scopes,
-        workspaceIds: memberships.map((m) => m.id),
-        defaultWorkspaceId: memberships[0]!.id
+      const tokenId = entry.actor.tokenId
+      if ((lastTouched.get(tokenId) ?? 0) < now - LAST_USED_RESOLUTION_MS) {
+        lastTouched.set(tokenId, now)
+        yield* repo.touchToken(tokenId)
       }
-      return actor
+      return entry.actor
     })
 
     const requireScope = (actor: Actor, scope: Scope) =>

@@ -185,10 +185,10 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
       Effect.gen(function*() {
         const id = asId(identifier)
         if (Option.isSome(id)) {
-          const owner = yield* repo.workspaceOf(id.value as OpportunityId)
-          if (Option.isSome(owner)) {
-            if (!actor.workspaceIds.includes(owner.value)) return yield* Effect.fail(foreign)
-            return yield* fullById(actor, id.value as OpportunityId)
+          const found = yield* repo.byIdInAnyWorkspace(id.value as OpportunityId)
+          if (Option.isSome(found)) {
+            if (!actor.workspaceIds.includes(found.value.workspace_id)) return yield* Effect.fail(foreign)
+            return found.value
           }
         }
         const phone = normalisePhone(identifier)

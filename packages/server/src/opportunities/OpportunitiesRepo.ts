@@ -78,21 +78,15 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
              coalesce((
                select json_agg(json_build_object(
                  'id', cv.id, 'is_test', cv.is_test, 'last_message_at', ${iso("cv.last_message_at")},
-                 'messages_count', coalesce(ms.n, 0), 'cost_for_user', coalesce(ms.cost, 0), 'status', cv.status,
-                 'last_message_content', cv.last_message_content, 'avg_response_time', coalesce(ms.avg_response, 0),
+                 'messages_count', cv.messages_count, 'cost_for_user', cv.cost_for_user::float8, 'status', cv.status,
+                 'last_message_content', cv.last_message_content,
+                 'avg_response_time', case when cv.responses_count > 0
+                   then round((cv.response_seconds_total / cv.responses_count)::numeric, 3)::float8 else 0 end,
                  'channel_id', cv.channel_id, 'notes', to_json(cv.notes),
                  'pivot', json_build_object('opportunity_id', co.opportunity_id, 'conversation_id', co.conversation_id)
                ) order by cv.id)
                from conversation_opportunity co
                join conversations cv on cv.id = co.conversation_id
-               left join lateral (
-                 select count(*) as n, sum(m.cost_for_user)::float8 as cost,
-                        round(avg(extract(epoch from m.created_at - m.previous_at))
-                          filter (where m.role = 'assistant' and m.previous_role = 'user'), 3)::float8 as avg_response
-                 from (select role, created_at, cost_for_user,
-                              lag(role) over w as previous_role, lag(created_at) over w as previous_at
-                       from messages where conversation_id = cv.id window w as (order by created_at, id)) m
-               ) ms on true
                where co.opportunity_id = o.id), '[]') as conversations
       from opportunities o
       join contacts c on c.id = o.contact_id
@@ -155,12 +149,8 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
       byId: (workspaceIds: ReadonlyArray<WorkspaceId>, id: OpportunityId) =>
         full(sql`o.id = ${id} and ${inWorkspaces("o.workspace_id", workspaceIds)}`).pipe(Effect.map(first)),
 
-      /** The workspace of an opportunity id, whoever owns it: tells 403 (someone else's) from 404 (none). */
-      workspaceOf: (id: OpportunityId) =>
-        sql<{ workspace_id: WorkspaceId }>`select workspace_id from opportunities where id = ${id}`.pipe(
-          Effect.map((rows) => Option.map(first(rows), (r) => r.workspace_id)),
-          Effect.orDie
-        ),
+      /** Whoever owns it: the caller tells 403 (someone else's) from 404 (none) and never returns a foreign row. */
+      byIdInAnyWorkspace: (id: OpportunityId) => full(sql`o.id = ${id}`).pipe(Effect.map(first)),
 
       /** The newest opportunity of the contact with that phone (in the pipeline, when given). */
       newestByPhone: (workspaceIds: ReadonlyArray<WorkspaceId>, phone: string, pipelineId: PipelineId | undefined) =>

@@ -72,6 +72,11 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
       external_chat_id text,
       last_message_at timestamptz,
       last_message_content text,
+      -- kept by the messages trigger below, so a summary costs no scan of the messages
+      messages_count integer not null default 0,
+      cost_for_user numeric(20, 8) not null default 0,
+      response_seconds_total double precision not null default 0,
+      responses_count integer not null default 0,
       created_at timestamptz not null default now(),
       updated_at timestamptz not null default now()
     );
@@ -110,6 +115,40 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
     );
     create index messages_conversation_created_idx on messages (conversation_id, created_at, id);
     create index messages_workspace_created_idx on messages (workspace_id, created_at);
+
+    -- SPEC.md 2.3 summary fields, maintained with every message: count, cost, last message, and the
+    -- response time of each assistant message that answers a contact's message (time since that message).
+    create function messages_track_conversation() returns trigger language plpgsql as $$
+    declare
+      previous_role text;
+      previous_at timestamptz;
+    begin
+      if tg_op = 'INSERT' then
+        select role, created_at into previous_role, previous_at from messages
+          where conversation_id = new.conversation_id and (created_at, id) < (new.created_at, new.id)
+          order by created_at desc, id desc limit 1;
+        update conversations set
+          messages_count = messages_count + 1,
+          cost_for_user = cost_for_user + new.cost_for_user,
+          response_seconds_total = response_seconds_total + case
+            when new.role = 'assistant' and previous_role = 'user' then extract(epoch from new.created_at - previous_at) else 0 end,
+          responses_count = responses_count + case when new.role = 'assistant' and previous_role = 'user' then 1 else 0 end,
+          last_message_at = greatest(last_message_at, new.created_at),
+          last_message_content = case when last_message_at is null or new.created_at >= last_message_at
+            then coalesce(nullif(new.message, ''), case when jsonb_array_length(new.files) > 0 then '[Attachment]' end)
+            else last_message_content end
+        where id = new.conversation_id;
+      elsif tg_op = 'UPDATE' then
+        update conversations set cost_for_user = cost_for_user + new.cost_for_user - old.cost_for_user
+        where id = new.conversation_id;
+      else
+        update conversations set messages_count = messages_count - 1, cost_for_user = cost_for_user - old.cost_for_user
+        where id = old.conversation_id;
+      end if;
+      return null;
+    end $$;
+    create trigger messages_track_conversation after insert or update of cost_for_user or delete on messages
+      for each row execute function messages_track_conversation();
 
     -- Outbox: one row each time an opportunity enters a stage, written in the same transaction.
     -- The stage-start automations consume each row exactly once (consumed_at).
