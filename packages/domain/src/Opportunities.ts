@@ -179,6 +179,15 @@ export class Contact extends Schema.Class<Contact>("Contact")({
 
 /** A query value that may repeat (`tag_ids=1&tag_ids=2`, `tag_ids[]=1`) or be comma-separated. */
 const Many = Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String)))
+/** `tag_ids` is integer[] (SPEC.md 4.5): a value that is no id is refused rather than dropped, which would lift the filter. */
+const ManyIds = Schema.optional(
+  Schema.Union(Schema.String, Schema.Array(Schema.String)).pipe(
+    Schema.filter((v) =>
+      (typeof v === "string" ? [v] : v).flatMap((s) => s.split(",")).map((s) => s.trim()).filter((s) => s.length > 0)
+        .every((s) => /^[1-9]\d{0,14}$/.test(s)) || "must be a list of integer ids"
+    )
+  )
+)
 const PerPage = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" })))
 const Page = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be at least 1" })))
 const DateParam = Schema.String.pipe(Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "must be an ISO 8601 date"))
@@ -188,8 +197,8 @@ const listFields = {
   status: Schema.optional(Schema.Literal("active", "pending", "won", "lost")),
   priority: Schema.optional(Priority),
   q: Schema.optional(Schema.String.pipe(Schema.maxLength(255))),
-  tag_ids: Many,
-  "tag_ids[]": Many,
+  tag_ids: ManyIds,
+  "tag_ids[]": ManyIds,
   start_date: Schema.optional(DateParam),
   end_date: Schema.optional(DateParam),
   page: Schema.optionalWith(Page, { default: () => 1 }),

@@ -74,7 +74,8 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     const resolveContact = (workspaceId: WorkspaceId, contact: NonNullable<CreateOpportunity["contact"]>) =>
       Effect.gen(function*() {
         const phone = contact.phone ?? null
-        const email = contact.email?.trim().toLowerCase() ?? null
+        // kept as sent; matched case-insensitively (and unique so) by the index on lower(email)
+        const email = contact.email?.trim() ?? null
         const match = () =>
           Effect.gen(function*() {
             const byPhone = phone ? yield* repo.contactByPhone(workspaceId, phone) : Option.none<ContactId>()
@@ -95,6 +96,18 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
         if (Option.isSome(inserted)) return inserted.value
         // someone created it between our look and our insert: theirs is ours
         return yield* match().pipe(Effect.map(Option.getOrThrow))
+      })
+
+    const takenIdentity = (workspaceId: WorkspaceId, contact: NonNullable<CreateOpportunity["contact"]>) =>
+      Effect.gen(function*() {
+        const taken: Array<{ field: string; message: string }> = []
+        if (contact.email && Option.isSome(yield* repo.contactByEmail(workspaceId, contact.email.trim()))) {
+          taken.push({ field: "contact.email", message: "The contact.email has already been taken." })
+        }
+        if (contact.phone && Option.isSome(yield* repo.contactByPhone(workspaceId, contact.phone))) {
+          taken.push({ field: "contact.phone", message: "The contact.phone has already been taken." })
+        }
+        return taken
       })
 
     const create = Effect.fn("Opportunities.create")(function*(input: CreateOpportunity) {
@@ -137,6 +150,8 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
           return yield* Unprocessable.of([{ field: "contact_id", message: "The selected contact id is invalid." }])
         }
         const { id, conversation } = yield* sql.withTransaction(Effect.gen(function*() {
+          // one at a time per contact, so concurrent creates find (not both open) the channel's conversation
+          yield* repo.lockContact(contactId)
           const id = yield* insert(contactId)
           const channelId = yield* repo.pipelineChannel(pipeline.id)
           const existing = yield* repo.conversationOn(contactId, channelId)
@@ -159,24 +174,26 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
       }
 
       const contact = input.contact!
-      if (input.is_test === true) {
-        // SPEC.md 4.1: a test opportunity needs a contact nobody has yet
-        const taken = [
-          ...(contact.email && Option.isSome(yield* repo.contactByEmail(pipeline.workspace_id, contact.email))
-            ? [{ field: "contact.email", message: "The contact.email has already been taken." }]
-            : []),
-          ...(contact.phone && Option.isSome(yield* repo.contactByPhone(pipeline.workspace_id, contact.phone))
-            ? [{ field: "contact.phone", message: "The contact.phone has already been taken." }]
-            : [])
-        ]
-        if (taken.length > 0) return yield* Unprocessable.of(taken)
-      }
       const id = yield* sql.withTransaction(Effect.gen(function*() {
+        if (input.is_test === true) {
+          // SPEC.md 4.1: a test opportunity needs a contact nobody has yet; the unique indexes settle a race
+          const taken = yield* takenIdentity(pipeline.workspace_id, contact)
+          if (taken.length > 0) return yield* Unprocessable.of(taken)
+          const created = yield* repo.insertContact({
+            workspace_id: pipeline.workspace_id,
+            name: contact.name ?? null,
+            email: contact.email?.trim() ?? null,
+            phone: contact.phone ?? null,
+            priority: contact.priority ?? "medium"
+          })
+          if (Option.isNone(created)) return yield* Unprocessable.of(yield* takenIdentity(pipeline.workspace_id, contact))
+          return yield* insert(created.value)
+        }
         const contactId = yield* resolveContact(pipeline.workspace_id, contact)
         yield* repo.lockContact(contactId)
         const current = yield* repo.newestOpportunityOf(contactId, pipeline.id)
         return Option.isSome(current) ? current.value : yield* insert(contactId)
-      })).pipe(Effect.orDie)
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
       return yield* fullById(actor, id)
     })
 

@@ -118,6 +118,8 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
 
     -- SPEC.md 2.3 summary fields, maintained with every message: count, cost, last message, and the
     -- response time of each assistant message that answers a contact's message (time since that message).
+    -- Messages are written as they happen (created_at = now()), so each insert is the newest of its
+    -- conversation; the app never deletes single messages (a deleted conversation takes its messages along).
     create function messages_track_conversation() returns trigger language plpgsql as $$
     declare
       previous_role text;

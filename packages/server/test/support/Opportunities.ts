@@ -1,0 +1,158 @@
+/** Helpers shared by the opportunity, contact and conversation suites. */
+import { SqlClient } from "@effect/sql"
+import { expect } from "@effect/vitest"
+import { Effect } from "effect"
+import { call } from "./TestServer.js"
+
+export type Api = ReturnType<typeof call> extends Effect.Effect<infer A, any, any> ? A : never
+export interface Caller {
+  readonly token: string
+}
+
+export const post = (who: Caller, path: string, body: unknown) => call(path, { method: "POST", token: who.token, body })
+export const put = (who: Caller, path: string, body: unknown) => call(path, { method: "PUT", token: who.token, body })
+export const get = (who: Caller, path: string) => call(path, { token: who.token })
+export const del = (who: Caller, path: string) => call(path, { method: "DELETE", token: who.token })
+
+/** ISO 8601 UTC with microseconds (SPEC.md 2.2). */
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
+
+export const fieldsOf = (r: Api): Array<string> => r.body.validation.map((v: any) => v.field).sort()
+
+export const expect422 = (r: Api, fields: ReadonlyArray<string>) => {
+  expect(r.status).toBe(422)
+  expect(r.body).toMatchObject({ status: false, code: 422, data: null })
+  expect(fieldsOf(r)).toEqual([...fields].sort())
+}
+
+export const expectStatus = (r: Api, status: number, message?: string) => {
+  expect(r.status).toBe(status)
+  expect(r.body).toMatchObject({ status: false, code: status, data: null })
+  if (message !== undefined) expect(r.body.message).toBe(message)
+}
+
+export const ok = (r: Api) => {
+  if (r.status !== 200) expect(r.body).toBe("a 200 answer")
+  expect(r.body).toMatchObject({ status: true, code: 200 })
+  return r.body.data
+}
+
+export const createPipeline = (who: Caller, name: string) =>
+  Effect.map(post(who, "/api/user/pipelines", { name, agent_type_id: 1, ai_model_id: 1, language_id: 1 }), ok)
+
+export const createStage = (who: Caller, pipelineId: number, name: string, order: number, nature = "neutral") =>
+  Effect.map(post(who, `/api/user/pipelines/${pipelineId}/stages`, { name, nature, order }), ok)
+
+/**
+ * A pipeline with three stages created so that the first by order ("Inbound") is not the first
+ * created: "Qualified" (created first), then "Won" and "Inbound" both placed in front of it.
+ */
+export const funnel = (who: Caller, name = "Sales") =>
+  Effect.gen(function*() {
+    const pipeline = yield* createPipeline(who, name)
+    const qualified = yield* createStage(who, pipeline.id, "Qualified", 1)
+    const won = yield* createStage(who, pipeline.id, "Closed won", 2, "won")
+    const inbound = yield* createStage(who, pipeline.id, "Inbound", 1)
+    return { pipeline, inbound, qualified, won }
+  })
+
+/** A web channel linked to the pipeline: the pipeline's channel for conversations. */
+export const linkWebChannel = (who: Caller, pipelineId: number) =>
+  Effect.map(post(who, "/api/user/channels", { kind: "web", pipeline_id: pipelineId }), ok)
+
+export const createOpportunity = (who: Caller, body: Record<string, unknown>) =>
+  Effect.map(post(who, "/api/user/opportunities", body), ok)
+
+const phoneBase = 1000 + Math.floor(Math.random() * 9000)
+let phones = 0
+/** A fresh phone number: digits with country code, unique within the run. */
+export const freshPhone = () => `4917${phoneBase}${String(++phones).padStart(5, "0")}`
+
+export const sqlRows = <A extends object = Record<string, any>>(
+  strings: TemplateStringsArray,
+  ...values: Array<any>
+) => Effect.flatMap(SqlClient.SqlClient, (sql) => sql<A>(strings, ...values)).pipe(Effect.orDie)
+
+export const count = (strings: TemplateStringsArray, ...values: Array<any>) =>
+  Effect.map(sqlRows<{ n: number }>(strings, ...values), (rows) => Number(rows[0]!.n))
+
+/**
+ * A workspace with two pipelines and four opportunities on three contacts, created on chosen days:
+ *
+ * | opp | pipeline | stage     | contact (priority)   | status  | tags      | created_at |
+ * |-----|----------|-----------|----------------------|---------|-----------|------------|
+ * | o1  | sales    | Inbound   | ana (high)           | active  | VIP       | 2026-01-10 |
+ * | o2  | sales    | Qualified | bob (low)            | pending | Hot       | 2026-01-11 |
+ * | o3  | support  | Inbound   | ana (second one)     | won     | VIP, Hot  | 2026-01-12 |
+ * | o4  | sales    | Won       | cara (medium)        | lost    | (none)    | 2026-01-13 |
+ *
+ * Contacts were created on 2026-02-01 (ana), 02-02 (bob) and 02-03 (cara). Cara has a custom name
+ * "Zed Override" and the identifier "ext-777". `stranger` is another workspace with a look-alike
+ * contact and a tag also called VIP, which must never show up.
+ */
+export const listingFixture = (alice: Caller & { readonly workspace_id: number }, stranger: Caller) =>
+  Effect.gen(function*() {
+    const sales = yield* funnel(alice, "Sales")
+    const support = yield* funnel(alice, "Support")
+    const anaPhone = freshPhone()
+    const caraPhone = freshPhone()
+    const o1 = yield* createOpportunity(alice, {
+      pipeline_id: sales.pipeline.id,
+      tags: ["VIP"],
+      contact: { name: "Ana Ruiz", phone: anaPhone, email: "ana.ruiz@example.com", priority: "high" }
+    })
+    const o2 = yield* createOpportunity(alice, {
+      pipeline_id: sales.pipeline.id,
+      stage_id: sales.qualified.id,
+      status: "pending",
+      tags: ["Hot"],
+      contact: { name: "Bob Stone", email: "bob.stone@example.com", priority: "low" }
+    })
+    const o3 = yield* createOpportunity(alice, {
+      pipeline_id: support.pipeline.id,
+      status: "won",
+      tags: ["vip", "HOT"],
+      contact: { phone: anaPhone }
+    })
+    const o4 = yield* createOpportunity(alice, {
+      pipeline_id: sales.pipeline.id,
+      stage_id: sales.won.id,
+      status: "lost",
+      contact: { name: "Cara Diaz", phone: caraPhone }
+    })
+    ok(yield* put(alice, `/api/user/opportunities/${o4.id}`, { contact: { name: "Zed Override" } }))
+    yield* sqlRows`update contacts set identifier = 'ext-777' where id = ${o4.contact_id}`
+    const days: Array<[number, string]> = [[o1.id, "2026-01-10"], [o2.id, "2026-01-11"], [o3.id, "2026-01-12"], [o4.id, "2026-01-13"]]
+    for (const [id, day] of days) yield* sqlRows`update opportunities set created_at = ${`${day}T12:00:00Z`}::timestamptz where id = ${id}`
+    const contactDays: Array<[number, string]> = [[o1.contact_id, "2026-02-01"], [o2.contact_id, "2026-02-02"], [o4.contact_id, "2026-02-03"]]
+    for (const [id, day] of contactDays) yield* sqlRows`update contacts set created_at = ${`${day}T12:00:00Z`}::timestamptz where id = ${id}`
+
+    const theirs = yield* funnel(stranger, "Sales")
+    const foreign = yield* createOpportunity(stranger, {
+      pipeline_id: theirs.pipeline.id,
+      tags: ["VIP", "Hot"],
+      contact: { name: "Ana Ruiz", phone: anaPhone, email: "ana.ruiz@example.com", priority: "high" }
+    })
+    yield* sqlRows`update opportunities set created_at = '2026-01-12T13:00:00Z' where id = ${foreign.id}`
+    yield* sqlRows`update contacts set created_at = '2026-02-02T13:00:00Z' where id = ${foreign.contact_id}`
+
+    const tagId = (o: { tags: ReadonlyArray<{ id: number; name: string }> }, name: string) =>
+      o.tags.find((t) => t.name.toLowerCase() === name.toLowerCase())!.id
+    return {
+      sales,
+      support,
+      o1,
+      o2,
+      o3,
+      o4,
+      foreign,
+      anaPhone,
+      caraPhone,
+      vip: tagId(o1, "VIP"),
+      hot: tagId(o2, "Hot"),
+      foreignVip: tagId(foreign, "VIP"),
+      ana: o1.contact_id as number,
+      bob: o2.contact_id as number,
+      cara: o4.contact_id as number
+    }
+  })
