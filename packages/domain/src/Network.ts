@@ -1,5 +1,5 @@
 /** Pure checks for the channel allowlists: origins, IPs and CIDR ranges. */
-import { isIP } from "node:net"
+import { BlockList, isIP } from "node:net"
 
 /**
  * `https://shop.example.com` or `http://localhost:5173`: scheme, host and optional port, nothing else.
@@ -35,3 +35,25 @@ export const isHttpUrl = (s: string): boolean => {
     return false
   }
 }
+
+/** Whether `ip` falls in any entry (address or CIDR) of an allowlist; an empty list allows everything. */
+export const ipAllowed = (ip: string, allowlist: ReadonlyArray<string>): boolean => {
+  if (allowlist.length === 0) return true
+  const address = ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip
+  const version = isIP(address)
+  if (version === 0) return false
+  const list = new BlockList()
+  for (const entry of allowlist) {
+    const [base, bits] = entry.split("/")
+    const entryVersion = isIP(base ?? "")
+    if (entryVersion === 0) continue
+    const type = entryVersion === 4 ? "ipv4" : "ipv6"
+    if (bits === undefined) list.addAddress(base!, type)
+    else list.addSubnet(base!, Number(bits), type)
+  }
+  return list.check(address, version === 4 ? "ipv4" : "ipv6")
+}
+
+/** The allowlist holds normalised origins; a request without an Origin header is not a browser's. */
+export const originAllowed = (origin: string | undefined, allowlist: ReadonlyArray<string>): boolean =>
+  allowlist.length === 0 || origin === undefined || allowlist.includes(normaliseOrigin(origin))

@@ -1,17 +1,21 @@
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
 import { AppConfig, type Role } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
 import { MigrationsLive, SqlLive } from "./db/Database.js"
 import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
-import { ApiListener, listen, ReceiverListener } from "./http/Listener.js"
+import { FileStorage } from "./files/FileStorage.js"
+import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Listener.js"
 import { Identity } from "./identity/Identity.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
+import { RealtimeLive } from "./realtime/Realtime.js"
+import { WebChat } from "./webchat/WebChat.js"
+import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
 
 /** The database after migrations: everything that touches tables is built on this. */
 export const databaseWith = (sql: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, unknown, AppConfig>) =>
@@ -25,17 +29,24 @@ export const ServicesLive = Layer.mergeAll(
   Channels.Default,
   Catalogue.Default,
   AppSecret.Default,
-  Opportunities.Default
+  Opportunities.Default,
+  WebChat.Default,
+  FileStorage.Default,
+  BoundAddresses.Default
 )
 
-export const ApiServerLive = Layer.unwrapEffect(
+/** The api listener with socket.io on it (`Realtime`, built once it serves). */
+export const ApiServerLive = RealtimeLive.pipe(Layer.provideMerge(Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port }))
-)
+)))
 
-/** The receiver's own host; `POST /web-chat/message` lands here with the web-chat issue. */
-const ReceiverRoutes = Layer.mergeAll(HealthRoutes, NotFoundRoute)
+/** The receiver's own host: `POST /web-chat/message`, health, and the 404 envelope. */
+const ReceiverRoutes = Layer.mergeAll(WebChatReceiverRoutes, HealthRoutes, NotFoundRoute)
 export const ReceiverServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => listen(ReceiverListener, ReceiverRoutes, { host: config.host, port: config.receiverPort }))
+).pipe(
+  // clients are told this address when RECEIVER_URL is not set (port 0 binds a free one)
+  Layer.tap((context) => Effect.flatMap(BoundAddresses, (b) => b.setReceiver(Context.get(context, ReceiverListener).url)))
 )
 
 /** Both listeners: the `all` role. */

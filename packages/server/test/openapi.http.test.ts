@@ -39,16 +39,18 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(doc.info).toMatchObject({ title: "Parley API", version: "0.1.0" })
     }))
 
-  it.effect("declares the bearer security scheme and every /api/user operation requires it", () =>
+  it.effect("declares bearer and basic schemes: web-chat operations take channel credentials, every other /api/user one a token", () =>
     Effect.gen(function*() {
       const doc = yield* openapi
       expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
+      expect(doc.components.securitySchemes.basic).toMatchObject({ type: "http", scheme: "basic" })
+      const webChat = new Set(["/api/user/web-chat/initiate", "/api/user/messages/webchat"])
       const operations = Object.entries(doc.paths).flatMap(([path, ops]: [string, any]) =>
         Object.entries(ops).map(([method, op]: [string, any]) => ({ path, method, op }))
       )
       expect(operations.length).toBeGreaterThanOrEqual(15)
       for (const { op, path } of operations) {
-        if (path.startsWith("/api/user/")) expect(op.security).toEqual([{ bearer: [] }])
+        if (path.startsWith("/api/user/")) expect(op.security).toEqual([webChat.has(path) ? { basic: [] } : { bearer: [] }])
       }
     }))
 

@@ -4,6 +4,7 @@ import { AccountApi } from "./AccountApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
 import { ContactsApi, ConversationsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
 import { PipelinesApi } from "./PipelinesApi.js"
+import { WebChatApi } from "./WebChatApi.js"
 
 const BaseApi = HttpApi.make("parley")
   .add(AccountApi)
@@ -12,6 +13,7 @@ const BaseApi = HttpApi.make("parley")
   .add(OpportunitiesApi)
   .add(ContactsApi)
   .add(ConversationsApi)
+  .add(WebChatApi)
   .addError(MalformedBodyResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")

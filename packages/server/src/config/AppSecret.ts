@@ -30,6 +30,12 @@ export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSe
           })
     })
     const key = createHash("sha256").update(`parley:secretbox:${secret}`).digest()
+    /** Keys for other purposes are derived apart, so one never signs what another means. */
+    const derive = (purpose: string) => createHash("sha256").update(`parley:${purpose}:${secret}`).digest()
+    const socketKey = derive("socket-token")
+    /** Public: identifies this deployment's socket application to clients (SPEC.md 2.8 `app_key`). */
+    const socketAppKey = `pk_${derive("socket-app-key").toString("hex").slice(0, 24)}`
+    const filesKey = derive("signed-files")
 
     const encrypt = (plaintext: string): string => {
       const iv = randomBytes(12)
@@ -46,6 +52,6 @@ export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSe
       decipher.setAuthTag(Buffer.from(tag, "base64url"))
       return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8")
     }
-    return { encrypt, decrypt }
+    return { encrypt, decrypt, socketKey, socketAppKey, filesKey }
   })
 }) {}

@@ -6,7 +6,9 @@ import { ChannelsHttpLive } from "../channels/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
 import { ContactsHttpLive, ConversationsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
+import { FilesRoute } from "../files/Http.js"
 import { PipelinesHttpLive } from "../pipelines/Http.js"
+import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
 
 const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
@@ -15,9 +17,10 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     ChannelsHttpLive,
     OpportunitiesHttpLive,
     ContactsHttpLive,
-    ConversationsHttpLive
+    ConversationsHttpLive,
+    WebChatHttpLive
   ]),
-  Layer.provide(AuthLive)
+  Layer.provide([AuthLive, WebChatAuthLive])
 )
 
 const DocsRoute = HttpApiScalar.layerHttpLayerRouter({ api: Api, path: "/docs" })
@@ -42,4 +45,4 @@ export const NotFoundRoute = HttpLayerRouter.add(
   HttpServerResponse.unsafeJson(errorBody(404, "Not found."), { status: 404 })
 )
 
-export const ApiRoutes = Layer.mergeAll(RestRoutes, DocsRoute, HealthRoutes, NotFoundRoute)
+export const ApiRoutes = Layer.mergeAll(RestRoutes, DocsRoute, HealthRoutes, FilesRoute, NotFoundRoute)

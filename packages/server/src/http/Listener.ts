@@ -43,3 +43,17 @@ export const listen = <I, E, R>(
     Layer.provide(NodeHttpServer.layer(() => server, { host: options.host, port: options.port }))
   )
 }
+
+/**
+ * Where this process's listeners actually bound (port 0 picks one at start), for URLs handed to clients
+ * when PUBLIC_URL / RECEIVER_URL are not configured.
+ */
+export class BoundAddresses extends Effect.Service<BoundAddresses>()("@parley/server/BoundAddresses", {
+  sync: () => {
+    let receiver: string | undefined
+    return {
+      setReceiver: (url: string) => Effect.sync(() => void (receiver = url)),
+      receiver: Effect.sync(() => receiver)
+    }
+  }
+}) {}

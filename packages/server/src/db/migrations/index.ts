@@ -3,11 +3,13 @@ import identity from "./0001_identity.js"
 import catalogue from "./0002_catalogue.js"
 import pipelinesChannels from "./0003_pipelines_channels.js"
 import opportunities from "./0004_opportunities.js"
+import webChat from "./0005_web_chat.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
   "0001_identity": identity,
   "0002_catalogue": catalogue,
   "0003_pipelines_channels": pipelinesChannels,
-  "0004_opportunities": opportunities
+  "0004_opportunities": opportunities,
+  "0005_web_chat": webChat
 }

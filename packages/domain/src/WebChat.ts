@@ -1,0 +1,100 @@
+import { Context, Schema } from "effect"
+import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
+import { Attachment, FileEntryWithUrl } from "./Files.js"
+import { ContactId, ConversationId, Email, OpportunityId } from "./Opportunities.js"
+import { all, IntFromQuery, Text, Timestamp } from "./Schemas.js"
+
+/** The web channel behind a request's Basic credentials. */
+export interface WebChannel {
+  readonly id: ChannelId
+  readonly workspace_id: WorkspaceId
+  readonly pipeline_id: PipelineId | null
+  readonly client_id: string
+  readonly secret: string
+  readonly callback_url: string | null
+  readonly allowed_origins: ReadonlyArray<string>
+  readonly allowed_ips: ReadonlyArray<string>
+}
+export class CurrentChannel extends Context.Tag("@parley/domain/CurrentChannel")<CurrentChannel, WebChannel>() {}
+
+export const ContactKey = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(255, { message: () => "may not be greater than 255 characters" })
+)
+
+export const InitiatePayload = Schema.Struct({
+  contact_id: Schema.optional(ContactKey),
+  name: Schema.optional(Text(255)),
+  email: Schema.optional(Email),
+  phone: Schema.optional(Text(30))
+}).annotations({ ...all, identifier: "InitiatePayload" })
+export type InitiatePayload = typeof InitiatePayload.Type
+
+/** SPEC.md 2.8. */
+export class WebChatSession extends Schema.Class<WebChatSession>("WebChatSession")({
+  contact_id: Schema.String,
+  conversation_id: ConversationId,
+  messages_webhook: Schema.String.annotations({ description: "Receiver base URL: POST {messages_webhook}/web-chat/message" }),
+  channel: Schema.String,
+  token: Schema.String,
+  socket_url: Schema.String,
+  app_key: Schema.String,
+  event: Schema.Literal("new_message")
+}) {}
+
+export const MessageRole = Schema.Literal("user", "assistant")
+
+/** SPEC.md 2.4, as listed in the web-chat history. */
+export class HistoryMessage extends Schema.Class<HistoryMessage>("HistoryMessage")({
+  id: Schema.String,
+  role: MessageRole,
+  message: Schema.NullOr(Schema.String),
+  status: Schema.String,
+  files: Schema.Array(FileEntryWithUrl),
+  attachments: Schema.Array(Attachment),
+  conversation_id: ConversationId,
+  opportunity_id: Schema.NullOr(OpportunityId),
+  contact_id: Schema.NullOr(ContactId),
+  error: Schema.NullOr(Schema.String),
+  sender_id: Schema.NullOr(Schema.Int),
+  created_at: Timestamp
+}) {}
+
+export const HistoryQuery = Schema.Struct({
+  conversation_id: Schema.optional(Schema.compose(IntFromQuery, ConversationId)),
+  contact_id: Schema.optional(ContactKey),
+  per_page: Schema.optionalWith(
+    Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" }))),
+    { default: () => 10 }
+  ),
+  page: Schema.optionalWith(
+    Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be at least 1" }))),
+    { default: () => 1 }
+  )
+}).pipe(
+  Schema.filter((q) =>
+    q.conversation_id === undefined && q.contact_id === undefined
+      ? [
+        { path: ["conversation_id"], message: "is required when contact_id is not present" },
+        { path: ["contact_id"], message: "is required when conversation_id is not present" }
+      ]
+      : undefined
+  )
+).annotations(all)
+export type HistoryQuery = typeof HistoryQuery.Type
+
+/** The receiver's inbound message (SPEC.md 4.4); `files` arrive as multipart parts, or as stored paths in JSON. */
+export const InboundJsonFile = Schema.Struct({
+  path: Schema.String.pipe(Schema.maxLength(1024)),
+  name: Schema.optional(Schema.String.pipe(Schema.maxLength(255)))
+})
+
+export const InboundMessage = Schema.Struct({
+  contact_id: ContactKey,
+  message: Schema.String.pipe(Schema.maxLength(10_000, { message: () => "may not be greater than 10000 characters" })),
+  attachments: Schema.optional(Schema.Array(Attachment)),
+  files: Schema.optional(Schema.Array(InboundJsonFile))
+}).annotations({ ...all, identifier: "InboundMessage" })
+export type InboundMessage = typeof InboundMessage.Type
+
+export { ChannelId }

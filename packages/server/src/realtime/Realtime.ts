@@ -1,0 +1,142 @@
+/**
+ * The web-chat live stream (SPEC.md 6.1): socket.io on the api listener. A client connects, emits
+ * `join-channel` with `{channel, app_key, token}` from Initiate (SPEC.md 2.8) and then receives
+ * `new_message` for that conversation.
+ */
+import { conversationChannel, verifySocketToken } from "@parley/domain"
+import { createAdapter } from "@socket.io/postgres-adapter"
+import { Effect, Layer, Option, Redacted, Runtime, Schema } from "effect"
+import type * as Http from "node:http"
+import type { Duplex } from "node:stream"
+import pg from "pg"
+import { Server, type Socket } from "socket.io"
+import { AppConfig } from "../config/AppConfig.js"
+import { AppSecret } from "../config/AppSecret.js"
+import { ApiListener } from "../http/Listener.js"
+
+export const NEW_MESSAGE_EVENT = "new_message"
+export const JOIN_CHANNEL_EVENT = "join-channel"
+/** engine.io's own path check: `path === req.url.slice(0, path.length)`. */
+const SOCKET_IO_PATH = "/socket.io/"
+
+const JoinChannel = Schema.Struct({ channel: Schema.String, app_key: Schema.String, token: Schema.String })
+const decodeJoinChannel = Schema.decodeUnknownOption(JoinChannel)
+
+/** Payloads over NOTIFY's 8000-byte limit travel through this table (the adapter's own contract). */
+const ATTACHMENTS_TABLE = `
+  begin;
+  select pg_advisory_xact_lock(hashtext('socket_io_attachments'));
+  create table if not exists socket_io_attachments (
+    id bigserial unique,
+    created_at timestamptz default now(),
+    payload bytea
+  );
+  commit;`
+
+export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtime", {
+  scoped: Effect.gen(function*() {
+    const config = yield* AppConfig
+    const secret = yield* AppSecret
+    const runtime = yield* Effect.runtime<never>()
+    const logWarning = (message: string, cause: unknown) =>
+      Runtime.runFork(runtime)(Effect.logWarning(message, cause).pipe(Effect.annotateLogs("component", "Realtime")))
+
+    const io = new Server({
+      serveClient: false,
+      cors: { origin: true, credentials: false },
+      perMessageDeflate: false,
+      // clients only ever send join-channel
+      maxHttpBufferSize: 16 * 1024
+    })
+
+    // Several api nodes behind a load balancer each hold their own sockets, so with DATABASE_URL every
+    // `new_message` goes through Postgres LISTEN/NOTIFY (@socket.io/postgres-adapter, maintained by the
+    // socket.io team, for socket.io-adapter ^2.5: the ClusterAdapter of socket.io 4.8) and reaches the
+    // room on every node. It needs no broker beyond the database we already require, and holds one
+    // connection of its own small pool for LISTEN. The embedded database is one process by construction
+    // (the data dir is locked), so the default in-memory adapter is exact there.
+    if (Option.isSome(config.databaseUrl)) {
+      const url = config.databaseUrl.value
+      const pool = yield* Effect.acquireRelease(
+        Effect.sync(() => new pg.Pool({ connectionString: Redacted.value(url), max: 3 })),
+        (pool) => Effect.promise(() => pool.end())
+      )
+      pool.on("error", (error) => logWarning("socket.io adapter: idle Postgres connection failed", error))
+      yield* Effect.promise(() => pool.query(ATTACHMENTS_TABLE))
+      io.adapter(createAdapter(pool, { errorHandler: (error) => logWarning("socket.io adapter: Postgres error", error) }))
+    }
+    yield* Effect.addFinalizer(() => Effect.promise(async () => io.of("/").adapter.close()))
+
+    const socketKey = secret.socketKey
+    const socketAppKey = secret.socketAppKey
+    // One handler for every socket (socket.io calls it with the socket as `this`): per-socket memory
+    // stays what socket.io itself keeps.
+    function onJoinChannel(this: Socket, payload: unknown, ack?: unknown) {
+      const conversationId = Option.flatMap(
+        decodeJoinChannel(payload),
+        (join) =>
+          join.app_key === socketAppKey
+            ? Option.fromNullable(verifySocketToken(socketKey, join.token, join.channel, Math.floor(Date.now() / 1000)))
+            : Option.none()
+      )
+      // SPEC.md 5 point 5: an invalid join disconnects without an error response
+      if (Option.isNone(conversationId)) {
+        this.disconnect(true)
+        return
+      }
+      const channel = conversationChannel(conversationId.value)
+      void this.join(channel)
+      if (typeof ack === "function") ack({ status: true, channel })
+    }
+    io.on("connection", (socket) => {
+      socket.on(JOIN_CHANNEL_EVENT, onJoinChannel)
+    })
+
+    /**
+     * Serves socket.io on `server` (`/socket.io/`) until the scope closes. Call it once the Effect
+     * listener serves: engine.io wraps the "request" listeners present at attach time.
+     */
+    const attach = (server: Http.Server) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          // NodeHttpServer answers every "upgrade" with the router (a 404 for /socket.io/), so the
+          // websocket transport never connected: its listeners now skip socket.io's path
+          // (stack-findings Q5(b)).
+          type UpgradeListener = (req: Http.IncomingMessage, socket: Duplex, head: Buffer) => void
+          const effectUpgrades = server.listeners("upgrade") as Array<UpgradeListener>
+          server.removeAllListeners("upgrade")
+          for (const listener of effectUpgrades) {
+            server.on("upgrade", (req: Http.IncomingMessage, socket: Duplex, head: Buffer) => {
+              if (!req.url?.startsWith(SOCKET_IO_PATH)) listener.call(server, req, socket, head)
+            })
+          }
+          io.attach(server)
+        }),
+        // local only: with the Postgres adapter, `io.disconnectSockets` would reach every node
+        () =>
+          Effect.sync(() => {
+            io.local.disconnectSockets(true)
+            io.engine.close()
+          })
+      )
+
+    const publish = Effect.fn("Realtime.publish")(function*(conversationId: number, messages: ReadonlyArray<unknown>) {
+      yield* Effect.annotateCurrentSpan("conversation.id", conversationId)
+      io.to(conversationChannel(conversationId)).emit(NEW_MESSAGE_EVENT, messages)
+    })
+
+    return { publish, attach } as const
+  })
+}) {}
+
+/**
+ * socket.io on the api listener. `Realtime` itself needs no listener, so services (and a worker
+ * without one) can publish; this layer only serves it on the api port.
+ */
+export const RealtimeLive = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const { server } = yield* ApiListener
+    const realtime = yield* Realtime
+    yield* realtime.attach(server)
+  })
+).pipe(Layer.provideMerge(Realtime.Default))

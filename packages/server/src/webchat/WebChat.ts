@@ -1,0 +1,293 @@
+import { HttpServerRequest } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import {
+  BadRequest,
+  classifyFile,
+  type ChannelId,
+  type ContactId,
+  type ConversationId,
+  conversationChannel,
+  CurrentChannel,
+  type FileEntry,
+  FileEntryWithUrl,
+  Forbidden,
+  type HistoryQuery,
+  type InitiatePayload,
+  normalisePhone,
+  type OpportunityId,
+  signSocketToken,
+  type StageId,
+  toPage,
+  ulid,
+  Unauthorized,
+  Unprocessable,
+  type WebChannel,
+  WebChatSession
+} from "@parley/domain"
+import { Effect, Option, Redacted } from "effect"
+import { timingSafeEqual } from "node:crypto"
+import { AppConfig } from "../config/AppConfig.js"
+import { AppSecret } from "../config/AppSecret.js"
+import { isUniqueViolation } from "../db/SqlErrors.js"
+import { FileStorage } from "../files/FileStorage.js"
+import { BoundAddresses } from "../http/Listener.js"
+import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
+import { WebChatRepo } from "./WebChatRepo.js"
+
+export const invalidCredentials = new Unauthorized({ message: "Invalid client credentials" })
+const notWeb = Unprocessable.of([{ field: "client_id", message: "This endpoint is only available for web channels." }])
+const unauthorized = new Forbidden({ message: "Unauthorized" })
+
+const sameSecret = (a: string, b: string) => {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}
+
+/** Where a web-chat contact's messages go: its contact, its conversation on the channel, its current opportunity. */
+export interface Thread {
+  readonly contactId: ContactId
+  readonly conversationId: ConversationId
+  readonly opportunityId: OpportunityId | null
+  readonly stageId: StageId | null
+}
+
+export interface Inbound {
+  readonly contactKey: string
+  readonly message: string
+  readonly files: ReadonlyArray<FileEntry>
+  readonly attachments: ReadonlyArray<unknown>
+}
+
+/**
+ * The web-chat channel (SPEC.md 4.4): Basic credentials, Initiate, the receiver's inbound messages and
+ * the history. Inbound messages are committed before anyone is told they arrived.
+ */
+export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat", {
+  dependencies: [
+    WebChatRepo.Default,
+    OpportunitiesRepo.Default,
+    AppSecret.Default,
+    AppConfig.Default,
+    FileStorage.Default,
+    BoundAddresses.Default
+  ],
+  effect: Effect.gen(function*() {
+    const repo = yield* WebChatRepo
+    const opportunities = yield* OpportunitiesRepo
+    const secrets = yield* AppSecret
+    const config = yield* AppConfig
+    const files = yield* FileStorage
+    const sql = yield* SqlClient.SqlClient
+    const bound = yield* BoundAddresses
+
+    /** The receiver's public base: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT. */
+    const receiverUrl = Effect.gen(function*() {
+      if (Option.isSome(config.receiverUrl)) return config.receiverUrl.value
+      return (yield* bound.receiver) ?? `http://${config.host}:${config.receiverPort}`
+    })
+
+    /** 401 for unknown or inactive channels and wrong secrets; 422 for a channel of another kind. */
+    const authenticate = Effect.fn("WebChat.authenticate")(function*(clientId: string, secret: Redacted.Redacted<string>) {
+      const row = yield* repo.channelByClientId(clientId)
+      if (Option.isNone(row) || !row.value.is_active) return yield* invalidCredentials
+      const channel = row.value
+      if (channel.kind !== "web") return yield* notWeb
+      const stored = channel.secret_ciphertext === null ? null : secrets.decrypt(channel.secret_ciphertext)
+      if (stored === null || !sameSecret(stored, Redacted.value(secret))) return yield* invalidCredentials
+      const web: WebChannel = {
+        id: channel.id,
+        workspace_id: channel.workspace_id,
+        pipeline_id: channel.pipeline_id,
+        client_id: clientId,
+        secret: stored,
+        callback_url: channel.callback_url,
+        allowed_origins: channel.allowed_origins,
+        allowed_ips: channel.allowed_ips
+      }
+      return web
+    })
+
+    /**
+     * Contact by the web-chat contact_id, its conversation on this channel, and its current opportunity in
+     * the channel's pipeline (created in the first stage when the pipeline takes unknown contacts). Runs
+     * inside the caller's transaction; concurrent first messages meet on the unique identifier.
+     */
+    const resolveThread = (channel: WebChannel, contactKey: string) =>
+      Effect.gen(function*() {
+        const found = yield* repo.contactByIdentifier(channel.workspace_id, contactKey)
+        const contactId = Option.isSome(found)
+          ? found.value
+          : yield* repo.insertContactWithIdentifier(channel.workspace_id, contactKey).pipe(
+            Effect.flatMap(Option.match({
+              onSome: Effect.succeed,
+              onNone: () => repo.contactByIdentifier(channel.workspace_id, contactKey).pipe(Effect.map(Option.getOrThrow))
+            }))
+          )
+        yield* opportunities.lockContact(contactId)
+        const conversation = yield* repo.conversationOnChannel(channel.id, contactId)
+        const conversationId = Option.isSome(conversation)
+          ? conversation.value
+          : yield* repo.insertConversation({
+            workspace_id: channel.workspace_id,
+            contact_id: contactId,
+            channel_id: channel.id,
+            external_chat_id: contactKey
+          })
+        if (channel.pipeline_id === null) return { contactId, conversationId, opportunityId: null, stageId: null } satisfies Thread
+        const pipelineId = channel.pipeline_id
+        const current = yield* opportunities.newestOpportunityOf(contactId, pipelineId)
+        if (Option.isSome(current)) {
+          yield* opportunities.linkConversation(current.value, conversationId)
+          const stageId = yield* repo.opportunityStage(current.value)
+          return { contactId, conversationId, opportunityId: current.value, stageId } satisfies Thread
+        }
+        const pipeline = yield* repo.pipelineForChat(pipelineId)
+        if (!pipeline.is_unknown_contacts_enabled || pipeline.first_stage_id === null) {
+          return { contactId, conversationId, opportunityId: null, stageId: null } satisfies Thread
+        }
+        const stageId = pipeline.first_stage_id
+        const opportunityId = yield* opportunities.insertOpportunity({
+          workspace_id: channel.workspace_id,
+          pipeline_id: pipelineId,
+          stage_id: stageId,
+          contact_id: contactId,
+          status: "active",
+          name: null,
+          notes: null,
+          context: null,
+          is_test: false,
+          source: "web",
+          source_id: contactKey
+        })
+        yield* opportunities.recordStageEntry({
+          workspace_id: channel.workspace_id,
+          opportunity_id: opportunityId,
+          pipeline_id: pipelineId,
+          stage_id: stageId,
+          previous_stage_id: null,
+          cause: "created"
+        })
+        yield* opportunities.linkConversation(opportunityId, conversationId)
+        return { contactId, conversationId, opportunityId, stageId } satisfies Thread
+      })
+
+    const publicUrl = (request: HttpServerRequest.HttpServerRequest) =>
+      Option.getOrElse(config.publicUrl, () => `http://${request.headers["host"] ?? `${config.host}:${config.port}`}`)
+
+    const initiate = Effect.fn("WebChat.initiate")(function*(input: InitiatePayload) {
+      const channel = yield* CurrentChannel
+      if (channel.pipeline_id === null) {
+        return yield* Unprocessable.of([{ field: "client_id", message: "Channel is not linked to any pipeline" }])
+      }
+      const standing = yield* repo.workspaceStanding(channel.workspace_id)
+      if (!standing.is_subscription_active) return yield* new BadRequest({ message: "No subscription found" })
+      if (!(standing.credits > 0)) return yield* new BadRequest({ message: "No credits found" })
+      const pipeline = yield* repo.pipelineForChat(channel.pipeline_id)
+      if (pipeline.first_stage_id === null) return yield* new BadRequest({ message: "No stages found for this pipeline" })
+
+      const contactKey = input.contact_id ?? ulid()
+      const phone = input.phone === undefined ? null : normalisePhone(input.phone) ?? null
+      const thread = yield* sql.withTransaction(Effect.gen(function*() {
+        const thread = yield* resolveThread(channel, contactKey)
+        // SPEC.md 4.4: identity fields fill what the contact lacks and never overwrite
+        yield* opportunities.fillContact(thread.contactId, channel.workspace_id, {
+          name: input.name ?? null,
+          email: input.email?.trim() ?? null,
+          phone
+        })
+        return thread
+      })).pipe(Effect.orDie)
+
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const api = publicUrl(request)
+      return new WebChatSession({
+        contact_id: contactKey,
+        conversation_id: thread.conversationId,
+        messages_webhook: yield* receiverUrl,
+        channel: conversationChannel(thread.conversationId),
+        token: signSocketToken(secrets.socketKey, thread.conversationId, Math.floor(Date.now() / 1000)),
+        socket_url: api,
+        app_key: secrets.socketAppKey,
+        event: "new_message"
+      })
+    })
+
+    /** Stores one inbound message (after its files) in one transaction; a repeated Idempotency-Key answers the first id. */
+    const receive = Effect.fn("WebChat.receive")(function*(
+      channel: WebChannel,
+      inbound: Inbound,
+      idempotencyKey: string | undefined,
+      newFiles: ReadonlyArray<{ key: string; name: string; mimetype: string; size: number }>
+    ) {
+      const attempt = sql.withTransaction(Effect.gen(function*() {
+        if (idempotencyKey !== undefined) {
+          const earlier = yield* repo.idempotentMessage(channel.id, idempotencyKey)
+          if (Option.isSome(earlier)) return { messageId: earlier.value, duplicate: true }
+        }
+        const thread = yield* resolveThread(channel, inbound.contactKey)
+        for (const f of newFiles) yield* repo.insertFile({ ...f, workspace_id: channel.workspace_id, channel_id: channel.id })
+        const messageId = ulid()
+        yield* repo.insertMessage({
+          id: messageId,
+          workspace_id: channel.workspace_id,
+          conversation_id: thread.conversationId,
+          opportunity_id: thread.opportunityId,
+          contact_id: thread.contactId,
+          channel_id: channel.id,
+          stage_id: thread.stageId,
+          pipeline_id: channel.pipeline_id,
+          role: "user",
+          status: "received",
+          message: inbound.message,
+          files: inbound.files,
+          attachments: inbound.attachments,
+          external_chat_id: inbound.contactKey,
+          call_type: "web_chat",
+          is_manual: false,
+          sender_id: null
+        })
+        if (idempotencyKey !== undefined) yield* repo.rememberIdempotency(channel.id, idempotencyKey, messageId)
+        return { messageId, duplicate: false }
+      }))
+      // a concurrent retry with the same key lost the race on the key: answer what the winner stored
+      const result = yield* attempt.pipe(
+        Effect.catchIf(
+          (e) => e._tag === "SqlError" && idempotencyKey !== undefined && isUniqueViolation(e),
+          () => attempt
+        ),
+        Effect.orDie
+      )
+      if (result.duplicate) yield* Effect.forEach(newFiles, (f) => files.remove(f.key))
+      return result.messageId
+    })
+
+    const withUrls = (base: string, entries: ReadonlyArray<unknown>) =>
+      (entries as ReadonlyArray<FileEntry>).map((f) => new FileEntryWithUrl({ ...f, url: base + files.signedPath(f.path) }))
+
+    const history = Effect.fn("WebChat.history")(function*(query: HistoryQuery) {
+      const channel = yield* CurrentChannel
+      const conversationId = yield* repo.findThread(channel.id, { contactKey: query.contact_id, conversationId: query.conversation_id })
+        .pipe(Effect.flatMap(Option.match({ onNone: () => Effect.fail(unauthorized), onSome: Effect.succeed })))
+      const [rows, total] = yield* repo.history(conversationId, query.page, query.per_page)
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const base = publicUrl(request)
+      const messages = rows.map((m) => ({ ...m, files: withUrls(base, m.files) }))
+      return toPage(messages, total, query.page, query.per_page, new URL(request.url, base))
+    })
+
+    /** A file this channel uploaded before, as the entry a message carries (JSON bodies reference them by key). */
+    const storedFile = (channel: WebChannel, key: string) =>
+      repo.fileByKey(channel.workspace_id, key).pipe(Effect.map(Option.map((f): FileEntry => ({
+        path: f.key,
+        mimetype: f.mimetype,
+        type: classifyFile(f.mimetype),
+        size: f.size,
+        name: f.name
+      }))))
+
+    return { authenticate, initiate, receive, history, resolveThread, storedFile }
+  })
+}) {}
+
+export type { ChannelId }
