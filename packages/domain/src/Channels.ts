@@ -59,3 +59,27 @@ export type CreateChannel = typeof CreateChannel.Type
 
 export const UpdateChannel = Schema.Struct(writableFields).annotations({ ...all, identifier: "UpdateChannel" })
 export type UpdateChannel = typeof UpdateChannel.Type
+
+/** One reply-webhook attempt, as the delivery log shows it. */
+export class Delivery extends Schema.Class<Delivery>("Delivery")({
+  id: Schema.Int,
+  message_id: Schema.String,
+  run: Schema.Int.annotations({ description: "0 for the delivery itself, n for the n-th replay" }),
+  attempt: Schema.Int,
+  url: Schema.String,
+  status_code: Schema.NullOr(Schema.Int),
+  duration_ms: Schema.Int,
+  error: Schema.NullOr(Schema.String),
+  response_excerpt: Schema.NullOr(Schema.String),
+  created_at: Timestamp
+}) {}
+
+export const DeliveriesQuery = Schema.Struct({
+  message_id: Schema.optional(Schema.String.pipe(Schema.maxLength(64))),
+  limit: Schema.optionalWith(
+    Schema.compose(Schema.NumberFromString, Schema.Int.pipe(Schema.between(1, 200, { message: () => "must be between 1 and 200" }))),
+    { default: () => 50 }
+  )
+}).annotations(all)
+
+export class Replay extends Schema.Class<Replay>("Replay")({ message_id: Schema.String, run: Schema.Int }) {}

@@ -57,3 +57,22 @@ export const ipAllowed = (ip: string, allowlist: ReadonlyArray<string>): boolean
 /** The allowlist holds normalised origins; a request without an Origin header is not a browser's. */
 export const originAllowed = (origin: string | undefined, allowlist: ReadonlyArray<string>): boolean =>
   allowlist.length === 0 || origin === undefined || allowlist.includes(normaliseOrigin(origin))
+
+const privateRanges = (() => {
+  const list = new BlockList()
+  for (const [net, bits] of [["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16],
+    ["172.16.0.0", 12], ["192.0.0.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["224.0.0.0", 4], ["240.0.0.0", 4]] as const) {
+    list.addSubnet(net, bits, "ipv4")
+  }
+  for (const [net, bits] of [["::", 128], ["::1", 128], ["fc00::", 7], ["fe80::", 10], ["ff00::", 8], ["::ffff:0:0", 96]] as const) {
+    list.addSubnet(net, bits, "ipv6")
+  }
+  return list
+})()
+
+/** Loopback, private, link-local, carrier-grade NAT, multicast and reserved ranges: never targets of outbound calls. */
+export const isPrivateAddress = (ip: string): boolean => {
+  const version = isIP(ip)
+  if (version === 0) return true
+  return privateRanges.check(ip, version === 4 ? "ipv4" : "ipv6")
+}

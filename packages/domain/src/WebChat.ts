@@ -1,7 +1,7 @@
 import { Context, Schema } from "effect"
 import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
 import { Attachment, FileEntryWithUrl } from "./Files.js"
-import { ContactId, ConversationId, Email, OpportunityId } from "./Opportunities.js"
+import { ConversationId, Email, OpportunityId } from "./Opportunities.js"
 import { all, IntFromQuery, Text, Timestamp } from "./Schemas.js"
 
 /** The web channel behind a request's Basic credentials. */
@@ -54,7 +54,6 @@ export class HistoryMessage extends Schema.Class<HistoryMessage>("HistoryMessage
   attachments: Schema.Array(Attachment),
   conversation_id: ConversationId,
   opportunity_id: Schema.NullOr(OpportunityId),
-  contact_id: Schema.NullOr(ContactId),
   error: Schema.NullOr(Schema.String),
   sender_id: Schema.NullOr(Schema.Int),
   created_at: Timestamp

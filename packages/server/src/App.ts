@@ -8,6 +8,8 @@ import { AppConfig, type Role } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
 import { MigrationsLive, SqlLive } from "./db/Database.js"
 import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
+import { Deliveries } from "./delivery/Deliveries.js"
+import { WorkerLive } from "./delivery/Engine.js"
 import { FileStorage } from "./files/FileStorage.js"
 import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Listener.js"
 import { Identity } from "./identity/Identity.js"
@@ -32,7 +34,11 @@ export const ServicesLive = Layer.mergeAll(
   Opportunities.Default,
   WebChat.Default,
   FileStorage.Default,
-  BoundAddresses.Default
+  BoundAddresses.Default,
+  Deliveries.Default
+).pipe(
+  // the worker engine: runs (and after a restart resumes) the durable workflows
+  Layer.provideMerge(WorkerLive)
 )
 
 /** The api listener with socket.io on it (`Realtime`, built once it serves). */

@@ -31,6 +31,13 @@ layer(Embedded)("PgliteClient", (it) => {
       })
     }))
 
+  it.effect("keeps 64-bit values beyond 2^53 as exact strings (cluster snowflake ids), smaller ones as numbers", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const [row] = yield* sql<any>`select 249857424201093120::bigint as snowflake, 9007199254740991::bigint as largest_safe`
+      expect(row).toEqual({ snowflake: "249857424201093120", largest_safe: 9007199254740991 })
+    }))
+
   it.effect("re-prepares a statement whose table changed shape under it", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Channel, ChannelWithSecret, CreateChannel, UpdateChannel } from "../Channels.js"
+import { Channel, ChannelWithSecret, CreateChannel, DeliveriesQuery, Delivery, Replay, UpdateChannel } from "../Channels.js"
 import { Ok } from "../Envelope.js"
 import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { ChannelIdFromString } from "../Ids.js"
@@ -49,6 +49,23 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       .addError(UnprocessableResponse)
       .middleware(Authorized["channels:write"])
       .annotate(OpenApi.Summary, "Regenerate the client id and secret (the old ones stop working at once)")
+  )
+  .add(
+    HttpApiEndpoint.get("deliveries", "/api/user/channels/:channel/deliveries")
+      .setPath(channelPath)
+      .setUrlParams(DeliveriesQuery)
+      .addSuccess(Ok(Schema.Array(Delivery)))
+      .addError(NotFoundResponse)
+      .middleware(Authorized["channels:read"])
+      .annotate(OpenApi.Summary, "The reply-webhook delivery log, newest first: every attempt with status, duration and error")
+  )
+  .add(
+    HttpApiEndpoint.post("replay", "/api/user/channels/:channel/deliveries/:message/replay")
+      .setPath(Schema.Struct({ channel: ChannelIdFromString, message: Schema.String.pipe(Schema.maxLength(64)) }))
+      .addSuccess(Ok(Replay, { message: "Delivery replay started." }))
+      .addError(NotFoundResponse)
+      .middleware(Authorized["channels:write"])
+      .annotate(OpenApi.Summary, "Deliver a reply again (same message_id, two attempts), e.g. after fixing the receiver")
   )
   .annotate(OpenApi.Title, "Channels")
   .annotate(OpenApi.Description, "Messaging channels and their credentials. Scopes `channels:read` and `channels:write`.") {}

@@ -16,6 +16,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const appSecret = yield* Config.redacted("APP_SECRET").pipe(Config.option)
     const seedDemo = yield* Config.boolean("PARLEY_SEED_DEMO").pipe(Config.withDefault(Option.isNone(databaseUrl)))
     const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10))
+    const outboundAllowPrivate = yield* Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
+    const webhookTimeoutMs = yield* Config.integer("WEBHOOK_TIMEOUT_MS").pipe(Config.withDefault(10_000))
+    const webhookRetryDelayMs = yield* Config.integer("WEBHOOK_RETRY_DELAY_MS").pipe(Config.withDefault(5_000))
     return {
       host,
       port,
@@ -27,7 +30,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       dataDir,
       appSecret: appSecret as Option.Option<Redacted.Redacted<string>>,
       seedDemo,
-      databasePoolSize
+      databasePoolSize,
+      /** Outbound webhooks may reach loopback and private networks (tests, a local demo). */
+      outboundAllowPrivate,
+      webhookTimeoutMs,
+      webhookRetryDelayMs
     } as const
   })
 }) {}

@@ -1,6 +1,6 @@
 /**
  * Value parsing shared by both database paths, so rows look the same from PGlite and from node-pg:
- * int8 and numeric as numbers (ids, counts, money all fit a double), timestamptz as ISO 8601 UTC with
+ * int8 (when exact) and numeric as numbers (ids, counts, money all fit a double), timestamptz as ISO 8601 UTC with
  * six fractional digits (`2026-11-21T10:00:00.123456Z`), whatever the session time zone.
  */
 import pg from "pg"
@@ -22,8 +22,17 @@ export const pgTimestampToIso = (text: string): string => {
   }:${pad(utc.getUTCSeconds())}.${frac.padEnd(6, "0")}Z`
 }
 
+/**
+ * Our ids and counts fit a double; 64-bit values that do not (the cluster's snowflake ids) stay the exact
+ * strings node-pg would give, because rounding them would silently break equality.
+ */
+const int8 = (text: string) => {
+  const n = Number(text)
+  return Number.isSafeInteger(n) ? n : text
+}
+
 export const parsers: Record<number, (text: string) => unknown> = {
-  [OID.int8]: Number,
+  [OID.int8]: int8,
   [OID.numeric]: Number,
   [OID.timestamptz]: pgTimestampToIso,
   [OID.timestamp]: pgTimestampToIso

@@ -22,17 +22,6 @@ const SOCKET_IO_PATH = "/socket.io/"
 const JoinChannel = Schema.Struct({ channel: Schema.String, app_key: Schema.String, token: Schema.String })
 const decodeJoinChannel = Schema.decodeUnknownOption(JoinChannel)
 
-/** Payloads over NOTIFY's 8000-byte limit travel through this table (the adapter's own contract). */
-const ATTACHMENTS_TABLE = `
-  begin;
-  select pg_advisory_xact_lock(hashtext('socket_io_attachments'));
-  create table if not exists socket_io_attachments (
-    id bigserial unique,
-    created_at timestamptz default now(),
-    payload bytea
-  );
-  commit;`
-
 export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtime", {
   scoped: Effect.gen(function*() {
     const config = yield* AppConfig
@@ -62,7 +51,7 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
         (pool) => Effect.promise(() => pool.end())
       )
       pool.on("error", (error) => logWarning("socket.io adapter: idle Postgres connection failed", error))
-      yield* Effect.promise(() => pool.query(ATTACHMENTS_TABLE))
+      // payloads over NOTIFY's 8000 bytes travel through `socket_io_attachments` (migration 0006)
       io.adapter(createAdapter(pool, { errorHandler: (error) => logWarning("socket.io adapter: Postgres error", error) }))
     }
     yield* Effect.addFinalizer(() => Effect.promise(async () => io.of("/").adapter.close()))

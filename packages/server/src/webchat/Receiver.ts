@@ -3,6 +3,7 @@
  * receiver's own envelope `{status, message, data}`. The message row is committed before the 200.
  */
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse, Multipart } from "@effect/platform"
+import { NodeHttpServerRequest, NodeMultipart } from "@effect/platform-node"
 import {
   Attachment,
   classifyFile,
@@ -14,14 +15,19 @@ import {
   ulid,
   type WebChannel
 } from "@parley/domain"
-import { Data, Effect, Option, ParseResult, Redacted, Schema } from "effect"
+import { Data, Effect, Option, ParseResult, Redacted, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as NodeStreamP from "node:stream/promises"
 import { FileStorage } from "../files/FileStorage.js"
 import { WebChat } from "./WebChat.js"
 
 const MB = 1024 * 1024
 export const MAX_FILES = 10
 export const MAX_FILE_BYTES = 5 * MB
+/** The parser counts a part's headers into its size: it stops a little later, and each file's size is then checked exactly. */
+const PART_HEADERS_ALLOWANCE = 16 * 1024
 
 class Refused extends Data.TaggedError("Refused")<{ readonly status: number; readonly message: string; readonly data?: unknown }> {}
 
@@ -49,36 +55,74 @@ const isTooLarge = (error: Multipart.MultipartError) => {
     (error.reason === "InternalError" && cause?._tag === "ReachedLimit")
 }
 
+interface Upload {
+  readonly name: string
+  readonly contentType: string
+  readonly path: string
+}
+
 interface Parsed {
   readonly body: unknown
-  readonly uploads: ReadonlyArray<Multipart.PersistedFile>
+  readonly uploads: ReadonlyArray<Upload>
 }
+
+/**
+ * Fields, and each `files`/`files[]` part in its own temp file (removed with the request's scope).
+ * Not `request.multipart`: it names temp files after the client's file name, so two parts both named
+ * `image.jpg` would end up as one file. File parts under other field names are read and dropped (SPEC.md 4.4).
+ */
+const readParts = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const dir = yield* Effect.acquireRelease(
+      Effect.promise(() => Fs.promises.mkdtemp(Path.join(Os.tmpdir(), "parley-upload-"))),
+      (dir) => Effect.promise(() => Fs.promises.rm(dir, { recursive: true, force: true }))
+    )
+    const fields: Record<string, string | Array<string>> = {}
+    const uploads: Array<Upload> = []
+    yield* Stream.runForEach(request.multipartStream, (part) => {
+      if (part._tag === "Field") {
+        const before = fields[part.key]
+        fields[part.key] = before === undefined ? part.value : [...(typeof before === "string" ? [before] : before), part.value]
+        return Effect.void
+      }
+      if ((part.key !== "files" && part.key !== "files[]") || part.name === "") return Stream.runDrain(part.content)
+      const upload: Upload = { name: part.name, contentType: part.contentType, path: Path.join(dir, String(uploads.length)) }
+      uploads.push(upload)
+      return Effect.tryPromise({
+        try: async (signal) => {
+          await NodeStreamP.pipeline(NodeMultipart.fileToReadable(part), Fs.createWriteStream(upload.path), { signal })
+          return (await Fs.promises.stat(upload.path)).size
+        },
+        catch: (cause) => new Multipart.MultipartError({ reason: "InternalError", cause })
+      }).pipe(Effect.filterOrFail(
+        (size) => size <= MAX_FILE_BYTES,
+        (size) => new Multipart.MultipartError({ reason: "FileTooLarge", cause: `${size} bytes` })
+      ))
+    })
+    return { fields, uploads }
+  })
 
 const parseBody = (request: HttpServerRequest.HttpServerRequest) => {
   const type = (request.headers["content-type"] ?? "").toLowerCase()
   if (type.includes("multipart/form-data")) {
-    return Multipart.withLimits(request.multipart, {
-      maxFileSize: Option.some(MAX_FILE_BYTES),
+    return Multipart.withLimits(readParts(request), {
+      maxFileSize: Option.some(MAX_FILE_BYTES + PART_HEADERS_ALLOWANCE),
       maxParts: Option.some(64),
       maxFieldSize: MB
     }).pipe(
+      // the parser stopped reading mid-body: drain the rest, or the client sees a reset instead of the answer
+      Effect.tapError(() => Effect.sync(() => NodeHttpServerRequest.toIncomingMessage(request).resume())),
       Effect.mapError((e) =>
         e._tag === "MultipartError" && isTooLarge(e)
           ? new Refused({ status: 413, message: `Each file may be at most 5 MB, and at most ${MAX_FILES} files per message.` })
           : new Refused({ status: 400, message: "The multipart body could not be read." })
       ),
-      Effect.flatMap((persisted) =>
+      Effect.flatMap((parts) =>
         Effect.gen(function*() {
-          const uploads: Array<Multipart.PersistedFile> = []
+          const uploads = parts.uploads
           const fields: Record<string, unknown> = {}
-          for (const [key, value] of Object.entries(persisted)) {
-            if (key === "files" || key === "files[]") {
-              if (typeof value !== "string") uploads.push(...(value as ReadonlyArray<Multipart.PersistedFile>))
-            } else if (typeof value === "string") {
-              fields[key] = value
-            }
-            // file parts under other field names are ignored (SPEC.md 4.4)
-          }
+          // a repeated field is no single value: left out, so validation names it
+          for (const [key, value] of Object.entries(parts.fields)) if (typeof value === "string") fields[key] = value
           if (typeof fields.attachments === "string") {
             fields.attachments = yield* Effect.try({
               try: () => JSON.parse(fields.attachments as string) as unknown,
@@ -113,6 +157,10 @@ export const receive = Effect.gen(function*() {
     return yield* new Refused({ status: 403, message: "IP address not allowed" })
   }
 
+  const idempotencyKey = request.headers["idempotency-key"]
+  if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
+    return yield* new Refused({ status: 400, message: "The Idempotency-Key header must be 1 to 255 characters." })
+  }
   const parsed = yield* parseBody(request)
   if (parsed.uploads.length > MAX_FILES) {
     return yield* new Refused({ status: 413, message: `At most ${MAX_FILES} files per message.` })
@@ -152,7 +200,7 @@ export const receive = Effect.gen(function*() {
   const messageId = yield* webChat.receive(
     channel,
     { contactKey: input.contact_id, message: input.message, files: entries, attachments },
-    request.headers["idempotency-key"]?.slice(0, 255),
+    idempotencyKey,
     uploads
   ).pipe(Effect.onError(() => Effect.forEach(uploads, (u) => storage.remove(u.key))))
   return reply(200, "Message received.", { message_id: messageId })

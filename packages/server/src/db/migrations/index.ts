@@ -4,6 +4,7 @@ import catalogue from "./0002_catalogue.js"
 import pipelinesChannels from "./0003_pipelines_channels.js"
 import opportunities from "./0004_opportunities.js"
 import webChat from "./0005_web_chat.js"
+import deliveries from "./0006_deliveries.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -11,5 +12,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0002_catalogue": catalogue,
   "0003_pipelines_channels": pipelinesChannels,
   "0004_opportunities": opportunities,
-  "0005_web_chat": webChat
+  "0005_web_chat": webChat,
+  "0006_deliveries": deliveries
 }

@@ -1,0 +1,90 @@
+import { SqlClient } from "@effect/sql"
+import { DeliveryOutcome, ReplyDelivery, webhookHeaders } from "@parley/domain"
+import { Effect, Either, Layer } from "effect"
+import { AppConfig } from "../config/AppConfig.js"
+import { AppSecret } from "../config/AppSecret.js"
+import { OutboundHttp } from "../outbound/OutboundHttp.js"
+
+interface Target {
+  readonly id: string
+  readonly message: string | null
+  readonly contact_key: string | null
+  readonly workspace_id: number
+  readonly channel_id: number
+  readonly client_id: string | null
+  readonly secret_ciphertext: string | null
+  readonly callback_url: string | null
+}
+
+/** One attempt of SPEC.md 6.2: the signed POST, its record in the delivery log, and `external_message_id`. */
+export const ReplyDeliveryLive = Layer.effect(
+  ReplyDelivery,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const http = yield* OutboundHttp
+    const secrets = yield* AppSecret
+    const config = yield* AppConfig
+
+    const attempt = (messageId: string, run: number, attempt: number) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<Target>`
+          select m.id, m.message, m.external_chat_id as contact_key, m.workspace_id, m.channel_id,
+                 c.client_id, c.secret_ciphertext, c.callback_url
+          from messages m join channels c on c.id = m.channel_id where m.id = ${messageId}`
+        const target = rows[0]
+        // no callback URL: replies go over the socket only (SPEC.md 6.2)
+        if (!target || !target.callback_url || !target.secret_ciphertext || !target.client_id) {
+          return new DeliveryOutcome({ delivered: true, retryable: false })
+        }
+        const timestamp = String(Math.floor(Date.now() / 1000))
+        const body = JSON.stringify({
+          event: "message",
+          client_id: target.client_id,
+          contact_id: target.contact_key,
+          message_id: target.id,
+          text: target.message ?? "",
+          timestamp
+        })
+        const secret = secrets.decrypt(target.secret_ciphertext)
+        const started = Date.now()
+        const result = yield* http.request("POST", target.callback_url, webhookHeaders(secret, target.id, timestamp, body), body, config.webhookTimeoutMs)
+          .pipe(Effect.either)
+        const duration = Date.now() - started
+        const status = Either.isRight(result) ? result.right.status : null
+        const ok = status !== null && status >= 200 && status < 300
+        yield* sql`
+          insert into webhook_deliveries (workspace_id, channel_id, message_id, run, attempt, url, status_code, duration_ms, error, response_excerpt)
+          values (${target.workspace_id}, ${target.channel_id}, ${target.id}, ${run}, ${attempt}, ${target.callback_url}, ${status},
+                  ${duration}, ${Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`},
+                  ${Either.isRight(result) ? result.right.body.slice(0, 1000) : null})`
+        if (ok) {
+          const external = externalMessageId(Either.getOrThrow(result).body)
+          if (external !== undefined) {
+            yield* sql`update messages set external_message_id = ${external}, updated_at = now() where id = ${target.id}`
+          }
+          return new DeliveryOutcome({ delivered: true, retryable: false })
+        }
+        const retryable = Either.isLeft(result)
+          ? result.left.reason === "Timeout" || result.left.reason === "Network"
+          : status! >= 500 || status === 429
+        return new DeliveryOutcome({ delivered: false, retryable })
+      }).pipe(
+        Effect.orDie,
+        Effect.withSpan("ReplyDelivery.attempt", { attributes: { messageId, run, attempt } }),
+        Effect.annotateLogs({ messageId, attempt })
+      )
+
+    return { attempt }
+  })
+)
+
+/** SPEC.md 6.2: a top-level `message_id` in the receiver's JSON answer is kept. */
+const externalMessageId = (body: string): string | undefined => {
+  try {
+    const parsed = JSON.parse(body) as unknown
+    const id = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>).message_id : undefined
+    return typeof id === "string" || typeof id === "number" ? String(id).slice(0, 255) : undefined
+  } catch {
+    return undefined
+  }
+}

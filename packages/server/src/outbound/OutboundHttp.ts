@@ -1,0 +1,95 @@
+/**
+ * Outbound HTTP for webhooks and actions. Every address a host name resolves to is checked when the
+ * connection is made (so DNS rebinding cannot slip a private address past an earlier check): loopback,
+ * private and link-local targets are refused unless OUTBOUND_ALLOW_PRIVATE=true.
+ */
+import { isPrivateAddress } from "@parley/domain"
+import { Data, Effect } from "effect"
+import * as Dns from "node:dns"
+import * as Http from "node:http"
+import * as Https from "node:https"
+import { isIP } from "node:net"
+import { AppConfig } from "../config/AppConfig.js"
+
+export class OutboundError extends Data.TaggedError("OutboundError")<{
+  readonly reason: "Refused" | "Timeout" | "Network" | "InvalidUrl"
+  readonly message: string
+}> {}
+
+export interface OutboundResponse {
+  readonly status: number
+  readonly body: string
+}
+
+const MAX_BODY = 64 * 1024
+
+export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server/OutboundHttp", {
+  dependencies: [AppConfig.Default],
+  effect: Effect.gen(function*() {
+    const config = yield* AppConfig
+    const allowPrivate = config.outboundAllowPrivate
+
+    const guardedLookup: typeof Dns.lookup = ((hostname: string, options: Dns.LookupOptions, callback: any) =>
+      Dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+        if (error) return callback(error)
+        const list = addresses as Array<Dns.LookupAddress>
+        const usable = allowPrivate ? list : list.filter((a) => !isPrivateAddress(a.address))
+        if (usable.length === 0) {
+          return callback(Object.assign(new Error(`${hostname} resolves only to private addresses`), { code: "EPRIVATE" }))
+        }
+        return options.all ? callback(null, usable) : callback(null, usable[0]!.address, usable[0]!.family)
+      })) as typeof Dns.lookup
+
+    const request = (method: string, url: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number) =>
+      Effect.async<OutboundResponse, OutboundError>((resume) => {
+        let target: URL
+        try {
+          target = new URL(url)
+        } catch {
+          return resume(Effect.fail(new OutboundError({ reason: "InvalidUrl", message: `Not a URL: ${url}` })))
+        }
+        if (target.protocol !== "http:" && target.protocol !== "https:") {
+          return resume(Effect.fail(new OutboundError({ reason: "InvalidUrl", message: "Only http and https URLs are allowed" })))
+        }
+        const host = target.hostname.replace(/^\[|\]$/g, "")
+        if (!allowPrivate && isIP(host) !== 0 && isPrivateAddress(host)) {
+          return resume(Effect.fail(new OutboundError({ reason: "Refused", message: `Refusing to call a private address (${host})` })))
+        }
+        const client = target.protocol === "https:" ? Https : Http
+        const req = client.request(target, { method, headers, lookup: guardedLookup, timeout: timeoutMs }, (res) => {
+          const chunks: Array<Buffer> = []
+          let size = 0
+          res.on("data", (chunk: Buffer) => {
+            if (size < MAX_BODY) chunks.push(chunk)
+            size += chunk.length
+          })
+          res.on("end", () => {
+            clearTimeout(deadline)
+            resume(Effect.succeed({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8").slice(0, MAX_BODY) }))
+          })
+          res.on("error", (e) => resume(Effect.fail(new OutboundError({ reason: "Network", message: e.message }))))
+        })
+        // the whole exchange, not only idle time, is bounded
+        const deadline = setTimeout(() => req.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })), timeoutMs)
+        req.on("timeout", () => req.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })))
+        req.on("error", (e: NodeJS.ErrnoException) => {
+          clearTimeout(deadline)
+          resume(Effect.fail(
+            e.code === "ETIMEDOUT"
+              ? new OutboundError({ reason: "Timeout", message: `No answer within ${timeoutMs} ms` })
+              : e.code === "EPRIVATE"
+              ? new OutboundError({ reason: "Refused", message: e.message })
+              : new OutboundError({ reason: "Network", message: e.message })
+          ))
+        })
+        if (body !== undefined) req.write(body)
+        req.end()
+        return Effect.sync(() => {
+          clearTimeout(deadline)
+          req.destroy()
+        })
+      })
+
+    return { request }
+  })
+}) {}

@@ -1,0 +1,175 @@
+/**
+ * The signed reply webhook as a durable workflow: signature from the raw body, external_message_id,
+ * exactly two attempts for a receiver that times out, the private-address guard, the delivery log, replay.
+ */
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { verifyServiceSignature } from "@parley/domain"
+import { Effect } from "effect"
+import { createHmac } from "node:crypto"
+import { Deliveries } from "../src/delivery/Deliveries.js"
+import { call, seedUser, TestServerLive } from "./support/TestServer.js"
+import { type Behaviour, eventually, webhookReceiver } from "./support/WebhookReceiver.js"
+
+/** A web channel with a callback URL, and one assistant reply on one of its conversations. */
+const replyOn = (callbackUrl: string) =>
+  Effect.gen(function*() {
+    const owner = yield* seedUser()
+    const pipeline = yield* call("/api/user/pipelines", {
+      method: "POST",
+      token: owner.token,
+      body: { name: "Support", agent_type_id: 2, ai_model_id: 1, language_id: 1 }
+    })
+    const pipelineId = pipeline.body.data.id
+    yield* call(`/api/user/pipelines/${pipelineId}/stages`, {
+      method: "POST",
+      token: owner.token,
+      body: { name: "Open", nature: "neutral", order: 1 }
+    })
+    const channel = (yield* call("/api/user/channels", {
+      method: "POST",
+      token: owner.token,
+      body: { kind: "web", pipeline_id: pipelineId, callback_url: callbackUrl }
+    })).body.data
+    const sql = yield* SqlClient.SqlClient
+    const [contact] = yield* sql<{ id: number }>`
+      insert into contacts (workspace_id, identifier) values (${owner.workspace_id}, 'visitor-42') returning id`
+    const [conversation] = yield* sql<{ id: number }>`
+      insert into conversations (workspace_id, contact_id, channel_id, external_chat_id)
+      values (${owner.workspace_id}, ${contact!.id}, ${channel.id}, 'visitor-42') returning id`
+    const messageId = `01TESTREPLY${Date.now()}${Math.floor(Math.random() * 1e6)}`.slice(0, 26)
+    yield* sql`
+      insert into messages (id, workspace_id, conversation_id, contact_id, channel_id, role, status, message, external_chat_id)
+      values (${messageId}, ${owner.workspace_id}, ${conversation!.id}, ${contact!.id}, ${channel.id}, 'assistant', 'sent_to_user',
+              'Happy to help!', 'visitor-42')`
+    return { owner, channel, messageId }
+  })
+
+const attempts = (messageId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ attempt: number; status_code: number | null; error: string | null; run: number }>`
+      select attempt, status_code, error, run from webhook_deliveries where message_id = ${messageId} order by id`).pipe(Effect.orDie)
+
+let behaviour: Behaviour = "ok"
+
+layer(
+  TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_TIMEOUT_MS: "400", WEBHOOK_RETRY_DELAY_MS: "300" }),
+  { excludeTestServices: true }
+)("reply webhook delivery", (it) => {
+  it.effect("posts the reply signed over the raw body, with Standard Webhooks headers, and stores the receiver's message_id", () =>
+    Effect.scoped(Effect.gen(function*() {
+      behaviour = "ok"
+      const receiver = yield* webhookReceiver(() => behaviour)
+      const { channel, messageId } = yield* replyOn(receiver.url)
+      yield* (yield* Deliveries).start(messageId)
+
+      yield* eventually(Effect.sync(() => receiver.received.length === 1))
+      const [hit] = receiver.received
+      const body = JSON.parse(hit!.rawBody)
+      expect(body).toEqual({
+        event: "message",
+        client_id: channel.client_id,
+        contact_id: "visitor-42",
+        message_id: messageId,
+        text: "Happy to help!",
+        timestamp: hit!.headers["x-service-timestamp"]
+      })
+      expect(hit!.headers["content-type"]).toBe("application/json")
+      expect(verifyServiceSignature(
+        channel.client_secret,
+        { signature: hit!.headers["x-service-signature"] as string, timestamp: hit!.headers["x-service-timestamp"] as string },
+        hit!.rawBody
+      )).toBe(true)
+      expect(verifyServiceSignature(
+        "wcs_not-the-secret",
+        { signature: hit!.headers["x-service-signature"] as string, timestamp: hit!.headers["x-service-timestamp"] as string },
+        hit!.rawBody
+      )).toBe(false)
+      // Standard Webhooks: id.timestamp.body, keyed with the secret's bytes
+      expect(hit!.headers["webhook-id"]).toBe(messageId)
+      expect(hit!.headers["webhook-timestamp"]).toBe(hit!.headers["x-service-timestamp"])
+      const standard = createHmac("sha256", Buffer.from(channel.client_secret))
+        .update(`${messageId}.${hit!.headers["webhook-timestamp"]}.${hit!.rawBody}`).digest("base64")
+      expect(hit!.headers["webhook-signature"]).toBe(`v1,${standard}`)
+
+      const sql = yield* SqlClient.SqlClient
+      const stored = yield* eventually(
+        sql<{ external_message_id: string | null }>`select external_message_id from messages where id = ${messageId}`.pipe(
+          Effect.map((rows) => rows[0]?.external_message_id ?? undefined),
+          Effect.orDie
+        )
+      )
+      expect(stored).toBe("ext-1")
+      expect(yield* attempts(messageId)).toEqual([{ attempt: 1, status_code: 200, error: null, run: 0 }])
+    })))
+
+  it.effect("a receiver that times out gets exactly two attempts, both logged", () =>
+    Effect.scoped(Effect.gen(function*() {
+      behaviour = "hang"
+      const receiver = yield* webhookReceiver(() => behaviour)
+      const { messageId, owner, channel } = yield* replyOn(receiver.url)
+      yield* (yield* Deliveries).start(messageId)
+      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2)).pipe(Effect.tapDefect(() => Effect.gen(function*() {
+        const sqlx = yield* SqlClient.SqlClient
+        console.log("DIAG attempts", JSON.stringify(yield* attempts(messageId)))
+        console.log("DIAG msgs", JSON.stringify(yield* sqlx`select tag, message_id, processed, deliver_at, last_read from cluster_messages order by id`.pipe(Effect.orDie)))
+        console.log("DIAG replies", JSON.stringify(yield* sqlx`select * from cluster_replies`.pipe(Effect.orDie)).slice(0, 2000))
+        console.log("DIAG now", Date.now())
+      })))
+      // the retry schedule is over: no third attempt comes
+      yield* Effect.sleep("1500 millis")
+      const rows = yield* attempts(messageId)
+      expect(rows.map((r) => [r.attempt, r.status_code, r.error])).toEqual([
+        [1, null, "No answer within 400 ms"],
+        [2, null, "No answer within 400 ms"]
+      ])
+      expect(receiver.received.length).toBe(2)
+      expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([messageId, messageId])
+
+      const log = yield* call(`/api/user/channels/${channel.id}/deliveries?message_id=${messageId}`, { token: owner.token })
+      expect(log.status).toBe(200)
+      expect(log.body.data.map((d: any) => d.attempt)).toEqual([2, 1])
+      expect(log.body.data[0]).toMatchObject({ message_id: messageId, run: 0, status_code: null, url: receiver.url })
+    })))
+
+  it.effect("a 5xx answer is retried once; a replay delivers again with the same message_id", () =>
+    Effect.scoped(Effect.gen(function*() {
+      behaviour = "fail"
+      const receiver = yield* webhookReceiver(() => behaviour)
+      const { messageId, owner, channel } = yield* replyOn(receiver.url)
+      yield* (yield* Deliveries).start(messageId)
+      // 503 is retryable: two attempts
+      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2))
+      behaviour = "ok"
+      const replay = yield* call(`/api/user/channels/${channel.id}/deliveries/${messageId}/replay`, { method: "POST", token: owner.token })
+      expect(replay.status).toBe(200)
+      expect(replay.body.data).toEqual({ message_id: messageId, run: 1 })
+      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 3))
+      expect((yield* attempts(messageId)).map((r) => [r.run, r.attempt, r.status_code])).toEqual([[0, 1, 503], [0, 2, 503], [1, 1, 200]])
+      expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([messageId, messageId, messageId])
+
+      const other = yield* seedUser()
+      const foreign = yield* call(`/api/user/channels/${channel.id}/deliveries`, { token: other.token })
+      expect(foreign.status).toBe(404)
+      const foreignReplay = yield* call(`/api/user/channels/${channel.id}/deliveries/${messageId}/replay`, { method: "POST", token: other.token })
+      expect(foreignReplay.status).toBe(404)
+    })))
+})
+
+layer(TestServerLive({ WEBHOOK_TIMEOUT_MS: "400", WEBHOOK_RETRY_DELAY_MS: "300" }), { excludeTestServices: true })(
+  "outbound private-address guard",
+  (it) => {
+    it.effect("refuses a loopback callback URL without OUTBOUND_ALLOW_PRIVATE, once, and logs why", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const receiver = yield* webhookReceiver(() => "ok")
+        const { messageId } = yield* replyOn(receiver.url)
+        yield* (yield* Deliveries).start(messageId)
+        yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 1))
+        yield* Effect.sleep("800 millis")
+        const rows = yield* attempts(messageId)
+        expect(rows).toHaveLength(1)
+        expect(rows[0]!.error).toMatch(/private address/)
+        expect(receiver.received).toHaveLength(0)
+      })))
+  }
+)
