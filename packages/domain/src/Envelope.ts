@@ -3,8 +3,8 @@
  * Handlers return plain values and fail with plain tagged errors; these transforms put the envelope on
  * the wire (and in the OpenAPI document) so no handler builds one by hand.
  */
-import { HttpApiError, HttpApiSchema, HttpServerError } from "@effect/platform"
-import { Schema } from "effect"
+import { HttpApiError, HttpApiSchema, HttpServerError, Multipart } from "@effect/platform"
+import { Predicate, Schema } from "effect"
 import * as AST from "effect/SchemaAST"
 import type * as ParseResult from "effect/ParseResult"
 
@@ -204,3 +204,23 @@ export const replaceDecodeError = <A>(api: A, schema: Schema.Schema<HttpApiError
 }
 
 export type { ParseResult }
+
+/**
+ * An upload over its limit fails while the body is read (a defect the builder raises), before any
+ * handler runs: answered as the 422 SPEC.md 4.2 gives for "a file over 25 MB", naming `files`.
+ * (With platform-node the per-file limit arrives as an InternalError wrapping a ReachedLimit.)
+ */
+export const UploadRejectedResponse = Schema.transform(
+  ErrorEnvelope,
+  Schema.declare((u): u is Multipart.MultipartError => Predicate.isTagged(u, "MultipartError")),
+  {
+    strict: false,
+    decode: (env) => new Multipart.MultipartError({ reason: "FileTooLarge", cause: env.message }),
+    encode: (e): ErrorEnvelope => {
+      const cause = e.cause as { _tag?: string } | undefined
+      const tooLarge = e.reason === "FileTooLarge" || e.reason === "BodyTooLarge" || cause?._tag === "ReachedLimit"
+      const message = tooLarge ? "The files field may not contain a file greater than 25 MB." : "The multipart body could not be read."
+      return { status: false, code: 422, validation: [new ValidationIssue({ field: "files", message })], message, data: null }
+    }
+  }
+).annotations({ ...HttpApiSchema.annotations({ status: 422 }), identifier: "UploadRejected" })

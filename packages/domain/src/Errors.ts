@@ -34,3 +34,9 @@ export const ForbiddenResponse = ErrorResponse(Forbidden, 403, "Forbidden")
 export const NotFoundResponse = ErrorResponse(NotFound, 404, "NotFound")
 export const BadRequestResponse = ErrorResponse(BadRequest, 400, "BadRequest")
 export const UnprocessableResponse = ErrorResponse(Unprocessable, 422, "Unprocessable")
+
+/** 500: the conversation's channel refused an outgoing message; the record is kept with status `failed`. */
+export class DeliveryFailed extends Schema.TaggedError<DeliveryFailed>()("DeliveryFailed", {
+  message: Schema.String
+}) {}
+export const DeliveryFailedResponse = ErrorResponse(DeliveryFailed, 500, "DeliveryFailed")

@@ -1,6 +1,5 @@
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
-import type { ServeError } from "@effect/platform/HttpServerError"
 import { Context, Effect, Layer } from "effect"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
@@ -15,7 +14,8 @@ import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Li
 import { Identity } from "./identity/Identity.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
-import { RealtimeLive } from "./realtime/Realtime.js"
+import { Messages } from "./messages/Messages.js"
+import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
 import { WebChat } from "./webchat/WebChat.js"
 import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
 
@@ -35,7 +35,9 @@ export const ServicesLive = Layer.mergeAll(
   WebChat.Default,
   FileStorage.Default,
   BoundAddresses.Default,
-  Deliveries.Default
+  Deliveries.Default,
+  Messages.Default,
+  Realtime.Default
 ).pipe(
   // the worker engine: runs (and after a restart resumes) the durable workflows
   Layer.provideMerge(WorkerLive)
@@ -60,7 +62,7 @@ export const ListenersLive = Layer.merge(ApiServerLive, ReceiverServerLive)
 
 /** The listeners of a role, for launching (`worker` has none yet). */
 export const listenersFor = (role: Role) => {
-  const run = <A, R>(listeners: Layer.Layer<A, ServeError, R>) => Layer.provide(Layer.empty, listeners)
+  const run = <A, E, R>(listeners: Layer.Layer<A, E, R>) => Layer.provide(Layer.empty, listeners)
   switch (role) {
     case "api":
       return run(ApiServerLive)

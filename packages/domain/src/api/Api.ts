@@ -1,8 +1,9 @@
 import { HttpApi, OpenApi } from "@effect/platform"
-import { MalformedBodyResponse, replaceDecodeError, ValidationErrorResponse } from "../Envelope.js"
+import { MalformedBodyResponse, replaceDecodeError, UploadRejectedResponse, ValidationErrorResponse } from "../Envelope.js"
 import { AccountApi } from "./AccountApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
 import { ContactsApi, ConversationsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
+import { MessagesApi } from "./MessagesApi.js"
 import { PipelinesApi } from "./PipelinesApi.js"
 import { WebChatApi } from "./WebChatApi.js"
 
@@ -14,7 +15,9 @@ const BaseApi = HttpApi.make("parley")
   .add(ContactsApi)
   .add(ConversationsApi)
   .add(WebChatApi)
+  .add(MessagesApi)
   .addError(MalformedBodyResponse)
+  .addError(UploadRejectedResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(

@@ -7,6 +7,7 @@ import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
 import { ContactsHttpLive, ConversationsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
 import { FilesRoute } from "../files/Http.js"
+import { MessagesHttpLive, OperatorUploadLimitLive } from "../messages/Http.js"
 import { PipelinesHttpLive } from "../pipelines/Http.js"
 import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
 
@@ -18,9 +19,10 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     OpportunitiesHttpLive,
     ContactsHttpLive,
     ConversationsHttpLive,
-    WebChatHttpLive
+    WebChatHttpLive,
+    MessagesHttpLive
   ]),
-  Layer.provide([AuthLive, WebChatAuthLive])
+  Layer.provide([AuthLive, WebChatAuthLive, OperatorUploadLimitLive])
 )
 
 const DocsRoute = HttpApiScalar.layerHttpLayerRouter({ api: Api, path: "/docs" })

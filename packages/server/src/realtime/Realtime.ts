@@ -23,6 +23,7 @@ const JoinChannel = Schema.Struct({ channel: Schema.String, app_key: Schema.Stri
 const decodeJoinChannel = Schema.decodeUnknownOption(JoinChannel)
 
 export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtime", {
+  dependencies: [AppConfig.Default, AppSecret.Default],
   scoped: Effect.gen(function*() {
     const config = yield* AppConfig
     const secret = yield* AppSecret
