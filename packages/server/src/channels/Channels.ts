@@ -18,6 +18,7 @@ import { Effect, Option } from "effect"
 import { someOrFail } from "../util/Effects.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { randomBase62 } from "../identity/Secrets.js"
+import { ChannelCache } from "./ChannelCache.js"
 import { ChannelsRepo } from "./ChannelsRepo.js"
 
 const channelNotFound = new NotFound({ message: "Channel not found." })
@@ -38,10 +39,11 @@ const kindLabel: Record<ChannelKind, string> = {
 }
 
 export class Channels extends Effect.Service<Channels>()("@parley/server/Channels", {
-  dependencies: [ChannelsRepo.Default, AppSecret.Default],
+  dependencies: [ChannelsRepo.Default, AppSecret.Default, ChannelCache.Default],
   effect: Effect.gen(function*() {
     const repo = yield* ChannelsRepo
     const secrets = yield* AppSecret
+    const channelCache = yield* ChannelCache
     const sql = yield* SqlClient.SqlClient
 
     const find = (actor: Actor, id: ChannelId) =>
@@ -59,6 +61,8 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
 
     const origins = (list: ReadonlyArray<string> | undefined) =>
       list === undefined ? undefined : [...new Set(list.map(normaliseOrigin))]
+
+    const changed = channelCache.invalidate
 
     const list = Effect.fn("Channels.list")(function*() {
       return yield* repo.list((yield* CurrentActor).workspaceIds)
@@ -97,6 +101,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       const channel = yield* find(actor, id)
       yield* checkPipeline(channel.workspace_id, input.pipeline_id)
       yield* repo.update(id, { ...input, allowed_origins: origins(input.allowed_origins) })
+      yield* changed
       return yield* find(actor, id)
     })
 
@@ -111,6 +116,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       yield* sql.withTransaction(
         repo.setCredentials(id, credentials.clientId, credentials.secret ? secrets.encrypt(credentials.secret) : null)
       ).pipe(Effect.orDie)
+      yield* changed
       const rotated = yield* find(actor, id)
       return new ChannelWithSecret({ ...rotated, client_secret: credentials.secret })
     })

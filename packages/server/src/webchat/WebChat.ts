@@ -32,6 +32,7 @@ import { isUniqueViolation } from "../db/SqlErrors.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { BoundAddresses } from "../http/Listener.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
+import { ChannelCache } from "../channels/ChannelCache.js"
 import { WebChatRepo } from "./WebChatRepo.js"
 
 export const invalidCredentials = new Unauthorized({ message: "Invalid client credentials" })
@@ -66,6 +67,7 @@ export interface Inbound {
 export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat", {
   dependencies: [
     WebChatRepo.Default,
+    ChannelCache.Default,
     OpportunitiesRepo.Default,
     AppSecret.Default,
     AppConfig.Default,
@@ -74,6 +76,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
   ],
   effect: Effect.gen(function*() {
     const repo = yield* WebChatRepo
+    const channelCache = yield* ChannelCache
     const opportunities = yield* OpportunitiesRepo
     const secrets = yield* AppSecret
     const config = yield* AppConfig
@@ -87,13 +90,25 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
       return (yield* bound.receiver) ?? `http://${config.host}:${config.receiverPort}`
     })
 
+    const channelRow = (clientId: string) => channelCache.get(clientId, repo.channelByClientId(clientId))
+    const decrypted = new Map<string, string>()
+    const secretOf = (ciphertext: string) => {
+      let plain = decrypted.get(ciphertext)
+      if (plain === undefined) {
+        plain = secrets.decrypt(ciphertext)
+        if (decrypted.size >= 10_000) decrypted.clear()
+        decrypted.set(ciphertext, plain)
+      }
+      return plain
+    }
+
     /** 401 for unknown or inactive channels and wrong secrets; 422 for a channel of another kind. */
     const authenticate = Effect.fn("WebChat.authenticate")(function*(clientId: string, secret: Redacted.Redacted<string>) {
-      const row = yield* repo.channelByClientId(clientId)
+      const row = yield* channelRow(clientId)
       if (Option.isNone(row) || !row.value.is_active) return yield* invalidCredentials
       const channel = row.value
       if (channel.kind !== "web") return yield* notWeb
-      const stored = channel.secret_ciphertext === null ? null : secrets.decrypt(channel.secret_ciphertext)
+      const stored = channel.secret_ciphertext === null ? null : secretOf(channel.secret_ciphertext)
       if (stored === null || !sameSecret(stored, Redacted.value(secret))) return yield* invalidCredentials
       const web: WebChannel = {
         id: channel.id,
@@ -115,6 +130,20 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
      */
     const resolveThread = (channel: WebChannel, contactKey: string) =>
       Effect.gen(function*() {
+        // a returning visitor with everything in place: one statement, nothing to create or lock
+        const existing = yield* repo.existingThread(channel.workspace_id, channel.id, channel.pipeline_id, contactKey)
+        if (
+          Option.isSome(existing) && existing.value.conversation_id !== null &&
+          (channel.pipeline_id === null || (existing.value.opportunity_id !== null && existing.value.linked))
+        ) {
+          const t = existing.value
+          return {
+            contactId: t.contact_id,
+            conversationId: t.conversation_id!,
+            opportunityId: channel.pipeline_id === null ? null : t.opportunity_id,
+            stageId: channel.pipeline_id === null ? null : t.stage_id
+          } satisfies Thread
+        }
         const found = yield* repo.contactByIdentifier(channel.workspace_id, contactKey)
         const contactId = Option.isSome(found)
           ? found.value

@@ -73,6 +73,29 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
                  (select s.id from stages s where s.pipeline_id = p.id order by s.sort_order, s.id limit 1) as first_stage_id
           from pipelines p where p.id = ${pipelineId}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie),
 
+      /**
+       * The whole thread of a returning visitor in one statement: contact, its conversation on the channel,
+       * and its current opportunity in the pipeline with whether the conversation is already linked to it.
+       */
+      existingThread: (workspaceId: WorkspaceId, channelId: ChannelId, pipelineId: PipelineId | null, identifier: string) =>
+        sql<{
+          contact_id: ContactId
+          conversation_id: ConversationId | null
+          opportunity_id: OpportunityId | null
+          stage_id: StageId | null
+          linked: boolean
+        }>`
+          select c.id as contact_id, cv.id as conversation_id, o.id as opportunity_id, o.stage_id,
+                 exists (select 1 from conversation_opportunity co
+                         where co.opportunity_id = o.id and co.conversation_id = cv.id) as linked
+          from contacts c
+          left join lateral (select id from conversations where channel_id = ${channelId} and contact_id = c.id
+                             order by id limit 1) cv on true
+          left join lateral (select id, stage_id from opportunities
+                             where contact_id = c.id and pipeline_id = ${pipelineId}
+                             order by created_at desc, id desc limit 1) o on true
+          where c.workspace_id = ${workspaceId} and c.identifier = ${identifier}`.pipe(Effect.map(first), Effect.orDie),
+
       contactByIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
         sql<{ id: ContactId }>`select id from contacts where workspace_id = ${workspaceId} and identifier = ${identifier}`.pipe(
           Effect.map((rows) => Option.map(first(rows), (r) => r.id)),
