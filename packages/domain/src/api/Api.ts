@@ -1,5 +1,5 @@
 import { HttpApi, OpenApi } from "@effect/platform"
-import { MalformedBodyResponse, replaceDecodeError, UploadRejectedResponse, ValidationErrorResponse } from "../Envelope.js"
+import { MalformedBodyResponse, replaceDecodeError, ValidationErrorResponse } from "../Envelope.js"
 import { AccountApi } from "./AccountApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
 import { ContactsApi, ConversationsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
@@ -17,7 +17,6 @@ const BaseApi = HttpApi.make("parley")
   .add(WebChatApi)
   .add(MessagesApi)
   .addError(MalformedBodyResponse)
-  .addError(UploadRejectedResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(

@@ -1,6 +1,6 @@
 import { FileSystem, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, Multipart, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Ok } from "../Envelope.js"
+import { Ok, UploadRejectedResponse } from "../Envelope.js"
 import { DeliveryFailedResponse, ForbiddenResponse, NotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { MessageRecord, SendPayload } from "../Messages.js"
 import { ConversationIdFromString } from "../Opportunities.js"
@@ -21,6 +21,8 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       .addError(NotFoundResponse)
       .addError(UnprocessableResponse)
       .addError(DeliveryFailedResponse)
+      // raised while the body is read; the builder encodes it through the union of every endpoint's errors
+      .addError(UploadRejectedResponse)
       .middleware(OperatorUploadLimit)
       .middleware(Authorized["messages:send"])
       .annotate(OpenApi.Summary, "Send a message into a conversation as an operator (text as JSON, files as multipart)")

@@ -1,12 +1,23 @@
-import { FileSystem, HttpApiBuilder } from "@effect/platform"
+import { FileSystem, HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Api, DeliveryFailed, MAX_OPERATOR_FILE_BYTES, OperatorUploadLimit, type SendPayload } from "@parley/domain"
 import { Effect, Layer, Option } from "effect"
 import { Messages } from "./Messages.js"
 
-/** Part headers count towards the parser's limit: some slack here, the exact 25 MB is checked per file. */
+/**
+ * Part headers count towards the parser's limit: some slack here, the exact 25 MB is checked per file.
+ * A file over the limit stops the parser mid-body; the rest is drained once the 422 is sent, or the
+ * client's kept-alive connection hangs on the unread bytes and its next request is reset.
+ */
 export const OperatorUploadLimitLive = Layer.succeed(
   OperatorUploadLimit,
-  Effect.succeed(Option.some(FileSystem.Size(MAX_OPERATOR_FILE_BYTES + 16 * 1024)))
+  Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    NodeHttpServerRequest.toServerResponse(request).once("finish", () => {
+      if (!incoming.complete) incoming.resume()
+    })
+    return Option.some(FileSystem.Size(MAX_OPERATOR_FILE_BYTES + 16 * 1024))
+  })
 )
 
 const normalise = (payload: SendPayload) =>

@@ -103,12 +103,14 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
         return yield* Unprocessable.of([{ field: "files", message: `may not have more than ${MAX_OPERATOR_FILES} items` }])
       }
       const month = new Date().toISOString().slice(0, 7).replace("-", "/")
-      const stored = yield* Effect.forEach(input.files, (file) =>
+      // every size is checked before any file is copied, so a refused request leaves nothing in storage
+      const sizes = yield* Effect.forEach(input.files, (file) => Effect.promise(() => Fs.promises.stat(file.path)).pipe(Effect.map((s) => s.size)))
+      if (sizes.some((size) => size > MAX_OPERATOR_FILE_BYTES)) {
+        return yield* Unprocessable.of([{ field: "files", message: "may not contain a file greater than 25 MB" }])
+      }
+      const stored = yield* Effect.forEach(input.files, (file, i) =>
         Effect.gen(function*() {
-          const size = (yield* Effect.promise(() => Fs.promises.stat(file.path))).size
-          if (size > MAX_OPERATOR_FILE_BYTES) {
-            return yield* Unprocessable.of([{ field: "files", message: "may not contain a file greater than 25 MB" }])
-          }
+          const size = sizes[i]!
           const key = `messages/${t.workspace_id}/${month}/${ulid()}/${safeName(file.name)}`
           yield* storage.putFromPath(key, file.path)
           const mimetype = file.contentType || "application/octet-stream"
