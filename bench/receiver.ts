@@ -2,10 +2,11 @@
  * The web-chat receiver and the socket fan-out, on the embedded database.
  * Run: pnpm bench:receiver   (or: npx tsx bench/receiver.ts [seconds] [sockets])
  *
- * 1. Inbound messages per second and latency at concurrency 1, 16 and 64 (each request is stored with
+ * 1. Fan-out (first, on a fresh server, so memory is not muddied by earlier load): N socket.io clients
+ *    join one conversation; the server's resident memory per socket, and the time from an operator
+ *    message's POST to `new_message` on every socket (p50, p99).
+ * 2. Inbound messages per second and latency at concurrency 1, 16 and 64 (each request is stored with
  *    its contact, conversation and opportunity in one transaction before the 200).
- * 2. Fan-out: N socket.io clients join one conversation; the server's resident memory per socket, and
- *    the time from an operator message's POST to `new_message` on every socket (p50, p99).
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -28,10 +29,6 @@ try {
     // 500 visitors: most messages join an existing conversation, as in production
     body: JSON.stringify({ contact_id: `visitor-${i % 500}`, message: `Message ${i}` })
   })
-  await load(16, 2, inbound) // warm-up (creates the 500 contacts)
-  const results = []
-  for (const concurrency of [1, 16, 64]) results.push([concurrency, await load(concurrency, seconds, inbound)] as const)
-
   // fan-out
   const initiate = JSON.parse((await send({
     method: "POST",
@@ -40,6 +37,7 @@ try {
     body: JSON.stringify({ contact_id: "fan-out" })
   })).body).data
   const pid = JSON.parse(Fs.readFileSync(Path.join(server.dataDir, "server.json"), "utf8")).pid as number
+  await new Promise((r) => setTimeout(r, 3000)) // let start-up garbage go before the first sample
   const before = rssKiB(pid)
   const sockets: Array<Socket> = []
   const latencies: Array<number> = []
@@ -55,7 +53,7 @@ try {
         sockets.push(socket)
       })))
   }
-  await new Promise((r) => setTimeout(r, 2000))
+  await new Promise((r) => setTimeout(r, 3000))
   const after = rssKiB(pid)
   const rounds = 5
   for (let round = 0; round < rounds; round++) {
@@ -73,6 +71,10 @@ try {
   for (const s of sockets) s.close()
   const sorted = [...latencies].sort((a, b) => a - b)
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
+
+  await load(16, 2, inbound) // warm-up (creates the 500 contacts)
+  const results = []
+  for (const concurrency of [1, 16, 64]) results.push([concurrency, await load(concurrency, seconds, inbound)] as const)
 
   console.log(`\nReceiver on the embedded database, ${seconds} s per row, node ${process.version}\n`)
   console.log(header)
