@@ -50,6 +50,18 @@ const attempts = (messageId: string) =>
     sql<{ attempt: number; status_code: number | null; error: string | null; run: number }>`
       select attempt, status_code, error, run from webhook_deliveries where message_id = ${messageId} order by id`).pipe(Effect.orDie)
 
+/** On a timeout, what the engine had stored: enough to tell a slow runner from a lost message. */
+const diagnose = (messageId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    console.log("DIAG attempts", JSON.stringify(yield* attempts(messageId)))
+    console.log("DIAG pending or timed", JSON.stringify(yield* sql`
+      select id, tag, message_id, processed, deliver_at, last_read, shard_id from cluster_messages
+      where not processed or deliver_at is not null order by id`.pipe(Effect.orDie)))
+    console.log("DIAG runners", JSON.stringify(yield* sql`select * from cluster_runners`.pipe(Effect.orDie)))
+    console.log("DIAG now", Date.now())
+  })
+
 let behaviour: Behaviour = "ok"
 
 layer(
@@ -109,13 +121,7 @@ layer(
       const receiver = yield* webhookReceiver(() => behaviour)
       const { messageId, owner, channel } = yield* replyOn(receiver.url)
       yield* (yield* Deliveries).start(messageId)
-      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2)).pipe(Effect.tapDefect(() => Effect.gen(function*() {
-        const sqlx = yield* SqlClient.SqlClient
-        console.log("DIAG attempts", JSON.stringify(yield* attempts(messageId)))
-        console.log("DIAG msgs", JSON.stringify(yield* sqlx`select tag, message_id, processed, deliver_at, last_read from cluster_messages order by id`.pipe(Effect.orDie)))
-        console.log("DIAG replies", JSON.stringify(yield* sqlx`select * from cluster_replies`.pipe(Effect.orDie)).slice(0, 2000))
-        console.log("DIAG now", Date.now())
-      })))
+      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2), 30_000).pipe(Effect.tapDefect(() => diagnose(messageId)))
       // the retry schedule is over: no third attempt comes
       yield* Effect.sleep("1500 millis")
       const rows = yield* attempts(messageId)
@@ -139,12 +145,13 @@ layer(
       const { messageId, owner, channel } = yield* replyOn(receiver.url)
       yield* (yield* Deliveries).start(messageId)
       // 503 is retryable: two attempts
-      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2))
+      // generous: the suite shares 2 cores with every other file; the wait itself is 300 ms
+      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2), 30_000).pipe(Effect.tapDefect(() => diagnose(messageId)))
       behaviour = "ok"
       const replay = yield* call(`/api/user/channels/${channel.id}/deliveries/${messageId}/replay`, { method: "POST", token: owner.token })
       expect(replay.status).toBe(200)
       expect(replay.body.data).toEqual({ message_id: messageId, run: 1 })
-      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 3))
+      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 3), 30_000).pipe(Effect.tapDefect(() => diagnose(messageId)))
       expect((yield* attempts(messageId)).map((r) => [r.run, r.attempt, r.status_code])).toEqual([[0, 1, 503], [0, 2, 503], [1, 1, 200]])
       expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([messageId, messageId, messageId])
 

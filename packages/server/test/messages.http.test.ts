@@ -13,7 +13,7 @@ import { io, type Socket } from "socket.io-client"
 import { FileStorage } from "../src/files/FileStorage.js"
 import { Identity } from "../src/identity/Identity.js"
 import { type Caller, count, expect422, expectStatus, funnel, get, ok, post, put, sqlRows, TIMESTAMP } from "./support/Opportunities.js"
-import { seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { seedUser, TestServer, TestServerLive, tokenFor, fetchJson } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/
@@ -24,18 +24,7 @@ interface Reply {
   readonly body: any
 }
 
-const fetchReply = (url: string, init: RequestInit = {}) =>
-  Effect.promise(async (): Promise<Reply> => {
-    const response = await fetch(url, init)
-    const text = await response.text()
-    let body: unknown = text
-    try {
-      body = text.length > 0 ? JSON.parse(text) : null
-    } catch {
-      // not JSON: keep the text
-    }
-    return { status: response.status, body }
-  })
+const fetchReply = fetchJson
 
 /** The send endpoint: a JSON body, or a FormData sent as multipart/form-data (fetch sets the boundary). */
 const send = (

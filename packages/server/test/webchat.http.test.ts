@@ -25,7 +25,7 @@ import {
   post,
   put
 } from "./support/Opportunities.js"
-import { seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { seedUser, TestServer, TestServerLive, fetchJson } from "./support/TestServer.js"
 
 interface Reply {
   readonly status: number
@@ -35,18 +35,7 @@ interface Reply {
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/
 
-const fetchReply = (url: string, init: RequestInit = {}) =>
-  Effect.promise(async (): Promise<Reply> => {
-    const response = await fetch(url, init)
-    const text = await response.text()
-    let body: unknown = text
-    try {
-      body = text.length > 0 ? JSON.parse(text) : null
-    } catch {
-      // not JSON: keep the text
-    }
-    return { status: response.status, body, headers: response.headers }
-  })
+const fetchReply = fetchJson
 
 interface WebCredentials {
   readonly client_id: string

@@ -91,27 +91,32 @@ export interface RequestOptions {
   readonly headers?: Record<string, string>
 }
 
+/** `fetch` with the body parsed as JSON when it is JSON (kept as text otherwise). */
+export const fetchJson = (url: string, init: RequestInit = {}) =>
+  Effect.promise(async (): Promise<ApiResponse> => {
+    const response = await fetch(url, init)
+    const text = await response.text()
+    let body: unknown = text
+    try {
+      body = text.length > 0 ? JSON.parse(text) : null
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.status, body, headers: response.headers }
+  })
+
 /** `fetch` against the running server; JSON in and out. */
 export const call = (path: string, options: RequestOptions = {}) =>
-  Effect.flatMap(TestServer, ({ baseUrl }) =>
-    Effect.promise(async (): Promise<ApiResponse> => {
-      const headers: Record<string, string> = { accept: "application/json", ...options.headers }
-      if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
-      let body: string | undefined = options.rawBody
-      if (options.body !== undefined) {
-        headers["content-type"] = "application/json"
-        body = JSON.stringify(options.body)
-      }
-      const response = await fetch(baseUrl + path, { method: options.method ?? "GET", headers, ...(body !== undefined ? { body } : {}) })
-      const text = await response.text()
-      let parsed: unknown = text
-      try {
-        parsed = text.length > 0 ? JSON.parse(text) : null
-      } catch {
-        // not JSON: keep the text
-      }
-      return { status: response.status, body: parsed, headers: response.headers }
-    }))
+  Effect.flatMap(TestServer, ({ baseUrl }) => {
+    const headers: Record<string, string> = { accept: "application/json", ...options.headers }
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
+    let body: string | undefined = options.rawBody
+    if (options.body !== undefined) {
+      headers["content-type"] = "application/json"
+      body = JSON.stringify(options.body)
+    }
+    return fetchJson(baseUrl + path, { method: options.method ?? "GET", headers, ...(body !== undefined ? { body } : {}) })
+  })
 
 let counter = 0
 

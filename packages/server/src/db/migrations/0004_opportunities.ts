@@ -103,6 +103,7 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
       status text not null,
       message text,
       files jsonb not null default '[]',
+      attachments jsonb not null default '[]',
       cost_for_user numeric(20, 8) not null default 0,
       external_chat_id text,
       external_message_id text,
@@ -137,7 +138,8 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
           responses_count = responses_count + case when new.role = 'assistant' and previous_role = 'user' then 1 else 0 end,
           last_message_at = greatest(last_message_at, new.created_at),
           last_message_content = case when last_message_at is null or new.created_at >= last_message_at
-            then coalesce(nullif(new.message, ''), case when jsonb_array_length(new.files) > 0 then '[Attachment]' end)
+            then coalesce(nullif(new.message, ''),
+                          case when jsonb_array_length(new.files) > 0 or jsonb_array_length(new.attachments) > 0 then '[Attachment]' end)
             else last_message_content end
         where id = new.conversation_id;
       elsif tg_op = 'UPDATE' then
