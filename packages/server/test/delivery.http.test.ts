@@ -65,7 +65,9 @@ const diagnose = (messageId: string) =>
 let behaviour: Behaviour = "ok"
 
 layer(
-  TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_TIMEOUT_MS: "400", WEBHOOK_RETRY_DELAY_MS: "300" }),
+  // The wait before attempt 2 must outlast the workflow's own suspension: a wake-up that lands before
+  // the workflow has suspended is lost by the engine (seen under load with 300 ms). Production waits 5 s.
+  TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_TIMEOUT_MS: "400", WEBHOOK_RETRY_DELAY_MS: "2000" }),
   { excludeTestServices: true }
 )("reply webhook delivery", (it) => {
   it.effect("posts the reply signed over the raw body, with Standard Webhooks headers, and stores the receiver's message_id", () =>
@@ -123,7 +125,7 @@ layer(
       yield* (yield* Deliveries).start(messageId)
       yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2), 30_000).pipe(Effect.tapDefect(() => diagnose(messageId)))
       // the retry schedule is over: no third attempt comes
-      yield* Effect.sleep("1500 millis")
+      yield* Effect.sleep("2500 millis")
       const rows = yield* attempts(messageId)
       expect(rows.map((r) => [r.attempt, r.status_code, r.error])).toEqual([
         [1, null, "No answer within 400 ms"],
@@ -163,7 +165,7 @@ layer(
     })))
 })
 
-layer(TestServerLive({ WEBHOOK_TIMEOUT_MS: "400", WEBHOOK_RETRY_DELAY_MS: "300" }), { excludeTestServices: true })(
+layer(TestServerLive({ WEBHOOK_TIMEOUT_MS: "400", WEBHOOK_RETRY_DELAY_MS: "2000" }), { excludeTestServices: true })(
   "outbound private-address guard",
   (it) => {
     it.effect("refuses a loopback callback URL without OUTBOUND_ALLOW_PRIVATE, once, and logs why", () =>

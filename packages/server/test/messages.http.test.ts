@@ -167,7 +167,7 @@ const joinedSocket = (session: { socket_url: string; channel: string; app_key: s
   })
 
 layer(
-  TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_TIMEOUT_MS: "2000", WEBHOOK_RETRY_DELAY_MS: "300" }),
+  TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_TIMEOUT_MS: "2000", WEBHOOK_RETRY_DELAY_MS: "2000" }),
   { excludeTestServices: true }
 )("operator send", (it) => {
   describe("text as JSON", () => {
