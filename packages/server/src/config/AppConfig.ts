@@ -46,3 +46,9 @@ const listenPort = (name: string, fallback: number) =>
   )
 
 const trimSlash = (s: string) => s.replace(/\/+$/, "")
+
+/** The API's public base URL for links in answers: PUBLIC_URL, else the host the request came to. */
+export const publicBaseUrl = (
+  config: { readonly publicUrl: Option.Option<string>; readonly host: string; readonly port: number },
+  headers: Readonly<Record<string, string | undefined>>
+) => Option.getOrElse(config.publicUrl, () => `http://${headers["host"] ?? `${config.host}:${config.port}`}`)

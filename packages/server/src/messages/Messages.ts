@@ -17,7 +17,7 @@ import {
 import type { WorkflowEngine } from "@effect/workflow"
 import { Data, Effect, Option, Schema } from "effect"
 import * as Fs from "node:fs"
-import { AppConfig } from "../config/AppConfig.js"
+import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { Deliveries } from "../delivery/Deliveries.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { Realtime } from "../realtime/Realtime.js"
@@ -135,7 +135,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
                  updated_at = now() where id = ${id}`.pipe(Effect.orDie)
       const request = yield* HttpServerRequest.HttpServerRequest
-      const base = Option.getOrElse(config.publicUrl, () => `http://${request.headers["host"] ?? `${config.host}:${config.port}`}`)
+      const base = publicBaseUrl(config, request.headers)
       const result = yield* record(id, base)
       if (rejection !== null) return yield* new ChannelRejected({ message: rejection, record: result })
       return result

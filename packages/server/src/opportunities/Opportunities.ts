@@ -25,7 +25,7 @@ import {
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
-import { AppConfig } from "../config/AppConfig.js"
+import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { someOrFail } from "../util/Effects.js"
 import { type OpportunityFilter, OpportunitiesRepo } from "./OpportunitiesRepo.js"
 
@@ -286,7 +286,7 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     /** The request URL as clients reached it, for the paginator's page links. */
     const requestUrl = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const base = Option.getOrElse(config.publicUrl, () => `http://${request.headers["host"] ?? `${config.host}:${config.port}`}`)
+      const base = publicBaseUrl(config, request.headers)
       return new URL(request.url, base)
     })
 

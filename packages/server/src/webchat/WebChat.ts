@@ -26,7 +26,7 @@ import {
 } from "@parley/domain"
 import { Effect, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
-import { AppConfig } from "../config/AppConfig.js"
+import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
 import { FileStorage } from "../files/FileStorage.js"
@@ -202,7 +202,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
       })
 
     const publicUrl = (request: HttpServerRequest.HttpServerRequest) =>
-      Option.getOrElse(config.publicUrl, () => `http://${request.headers["host"] ?? `${config.host}:${config.port}`}`)
+      publicBaseUrl(config, request.headers)
 
     const initiate = Effect.fn("WebChat.initiate")(function*(input: InitiatePayload) {
       const channel = yield* CurrentChannel
