@@ -6,7 +6,6 @@
 import { HttpApiError, HttpApiSchema, HttpServerError, Multipart } from "@effect/platform"
 import { Predicate, Schema } from "effect"
 import * as AST from "effect/SchemaAST"
-import type * as ParseResult from "effect/ParseResult"
 
 export class ValidationIssue extends Schema.Class<ValidationIssue>("ValidationIssue")({
   field: Schema.String,
@@ -203,7 +202,6 @@ export const replaceDecodeError = <A>(api: A, schema: Schema.Schema<HttpApiError
   return HttpApi as unknown as A
 }
 
-export type { ParseResult }
 
 /**
  * An upload over its limit fails while the body is read (a defect the builder raises), before any

@@ -3,7 +3,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
-import { AppConfig, type Role } from "./config/AppConfig.js"
+import { AppConfig } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
 import { MigrationsLive, SqlLive } from "./db/Database.js"
 import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
@@ -59,18 +59,3 @@ export const ReceiverServerLive = Layer.unwrapEffect(
 
 /** Both listeners: the `all` role. */
 export const ListenersLive = Layer.merge(ApiServerLive, ReceiverServerLive)
-
-/** The listeners of a role, for launching (`worker` has none yet). */
-export const listenersFor = (role: Role) => {
-  const run = <A, E, R>(listeners: Layer.Layer<A, E, R>) => Layer.provide(Layer.empty, listeners)
-  switch (role) {
-    case "api":
-      return run(ApiServerLive)
-    case "receiver":
-      return run(ReceiverServerLive)
-    case "worker":
-      return Layer.empty
-    case "all":
-      return run(ListenersLive)
-  }
-}

@@ -315,7 +315,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
         name: f.name
       }))))
 
-    return { authenticate, initiate, receive, history, resolveThread, storedFile }
+    return { authenticate, initiate, receive, history, storedFile }
   })
 }) {}
 
