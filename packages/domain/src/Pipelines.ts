@@ -67,6 +67,7 @@ export class Pipeline extends Schema.Class<Pipeline>("Pipeline")({
   context_message_count: Schema.Int,
   max_conversation_cost: Schema.NullOr(Schema.Number),
   max_conversation_messages: Schema.NullOr(Schema.Int),
+  reply_debounce_ms: Schema.Int,
   followup_limit: Schema.Int,
   is_unknown_contacts_enabled: Schema.Boolean,
   is_model_routing_enabled: Schema.Boolean,
@@ -98,6 +99,9 @@ const settingsFields = {
   context_message_count: Schema.optional(IntBetween(1, 200)),
   max_conversation_cost: Schema.optional(Schema.NullOr(Cost)),
   max_conversation_messages: Schema.optional(Schema.NullOr(IntAtLeast(1))),
+  reply_debounce_ms: Schema.optional(IntBetween(0, 60_000)).annotations({
+    description: "Messages arriving within this many milliseconds of each other get one reply (0 answers each at once; default 3000)"
+  }),
   followup_limit: Schema.optional(IntAtLeast(1)),
   is_unknown_contacts_enabled: Schema.optional(Schema.Boolean),
   is_model_routing_enabled: Schema.optional(Schema.Boolean),

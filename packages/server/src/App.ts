@@ -3,7 +3,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
-import { AppConfig } from "./config/AppConfig.js"
+import { AppConfig, type Role } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
 import { MigrationsLive, SqlLive } from "./db/Database.js"
 import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
@@ -25,7 +25,8 @@ export const databaseWith = (sql: Layer.Layer<SqlClient.SqlClient | PgClient.PgC
 
 export const DatabaseLive = databaseWith(SqlLive)
 
-export const ServicesLive = Layer.mergeAll(
+/** The services of one process, with the worker engine in the shape its role needs. */
+export const servicesFor = (role: Role) => Layer.mergeAll(
   Identity.Default,
   Pipelines.Default,
   Channels.Default,
@@ -40,8 +41,10 @@ export const ServicesLive = Layer.mergeAll(
   Realtime.Default
 ).pipe(
   // the worker engine: runs (and after a restart resumes) the durable workflows
-  Layer.provideMerge(WorkerLive)
+  Layer.provideMerge(WorkerLive(role))
 )
+
+export const ServicesLive = servicesFor("all")
 
 /** The api listener with socket.io on it (`Realtime`, built once it serves). */
 export const ApiServerLive = RealtimeLive.pipe(Layer.provideMerge(Layer.unwrapEffect(

@@ -1,1 +1,2 @@
 export * from "./DeliverReply.js"
+export * from "./Conversation.js"

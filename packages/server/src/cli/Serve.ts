@@ -1,7 +1,7 @@
 import { Config, ConfigError, Console, Effect, Either, Layer, Logger, LogLevel, Option } from "effect"
 import * as Path from "node:path"
 import { AdminServerLive } from "../admin/AdminServer.js"
-import { ApiServerLive, DatabaseLive, ListenersLive, ReceiverServerLive, ServicesLive } from "../App.js"
+import { ApiServerLive, DatabaseLive, ListenersLive, ReceiverServerLive, servicesFor } from "../App.js"
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { ApiListener, ReceiverListener } from "../http/Listener.js"
 import { type DemoCredentials, seedDemo } from "../seed/Demo.js"
@@ -85,7 +85,7 @@ export const serveLayer = (role: Role) => {
   })()
   const admin = Layer.unwrapEffect(Effect.map(AppConfig, (c) => Option.isNone(c.databaseUrl) ? AdminServerLive : Layer.empty))
   return Layer.mergeAll(announce, admin).pipe(
-    Layer.provide(ServicesLive),
+    Layer.provide(servicesFor(role)),
     Layer.provide(DatabaseLive),
     Layer.provide(AppConfig.Default),
     Layer.provide(LogLevelLive)

@@ -19,6 +19,12 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const outboundAllowPrivate = yield* Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
     const webhookTimeoutMs = yield* Config.integer("WEBHOOK_TIMEOUT_MS").pipe(Config.withDefault(10_000))
     const webhookRetryDelayMs = yield* Config.integer("WEBHOOK_RETRY_DELAY_MS").pipe(Config.withDefault(5_000))
+    const cluster = yield* Config.literal("single", "socket")("PARLEY_CLUSTER").pipe(
+      Config.withDefault(Option.isNone(databaseUrl) ? "single" as const : "socket" as const)
+    )
+    const runnerHost = yield* Config.string("RUNNER_HOST").pipe(Config.withDefault(host))
+    const runnerPort = yield* listenPort("RUNNER_PORT", 3002)
+    const engineSweepMs = yield* Config.integer("ENGINE_SWEEP_INTERVAL_MS").pipe(Config.withDefault(30_000))
     return {
       host,
       port,
@@ -34,7 +40,17 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       /** Outbound webhooks may reach loopback and private networks (tests, a local demo). */
       outboundAllowPrivate,
       webhookTimeoutMs,
-      webhookRetryDelayMs
+      webhookRetryDelayMs,
+      /**
+       * `single`: one process runs every entity and workflow (the embedded database allows no other).
+       * `socket`: runners (roles all and worker) share shards through SQL runner storage and reach each
+       * other at RUNNER_HOST:RUNNER_PORT; api and receiver processes are clients of the cluster.
+       */
+      cluster,
+      runnerHost,
+      runnerPort,
+      /** How often runners look for work a crash left behind (hand-overs, overdue retries), and how old it must be. */
+      engineSweepMs
     } as const
   })
 }) {}

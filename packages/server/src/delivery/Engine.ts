@@ -1,26 +1,57 @@
 /**
  * The worker engine: @effect/cluster and @effect/workflow on the application's own SQL database (message
- * and runner storage in its tables), with one in-process runner. Workflows registered here survive
- * restarts: pending ones resume when the runner starts again.
+ * and runner storage in its tables). Entities and workflows registered here survive restarts: what was
+ * pending resumes when a runner starts again.
+ *
+ * Topology (`PARLEY_CLUSTER`): `single` runs one in-process runner; `socket` makes roles `all` and
+ * `worker` cluster runners that share shards through SQL runner storage and talk over TCP at
+ * RUNNER_HOST:RUNNER_PORT, while roles `api` and `receiver` are clients that only send messages.
  */
-import { ClusterWorkflowEngine, SingleRunner } from "@effect/cluster"
-import { DeliverReplyLive } from "@parley/worker"
-import { Layer } from "effect"
+import { ClusterWorkflowEngine, RunnerAddress, SingleRunner } from "@effect/cluster"
+import { NodeClusterSocket } from "@effect/platform-node"
+import { ConversationEngineLive, DeliverReplyLive } from "@parley/worker"
+import { Duration, Effect, Layer, Option } from "effect"
+import { ConversationTurnsLive } from "../agent/ConversationTurnsLive.js"
+import { AppConfig, type Role } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
+import { RetrySweepLive } from "./RetrySweep.js"
 
-const RunnerLive = SingleRunner.layer({
-  runnerStorage: "sql",
-  shardingConfig: { entityMessagePollInterval: 250, refreshAssignmentsInterval: 1000 }
-})
+// every field the cluster would otherwise read from the environment (its HOST and PORT are not ours)
+const shardingConfig = {
+  entityMessagePollInterval: 250,
+  refreshAssignmentsInterval: 1000,
+  runnerListenAddress: Option.none()
+}
 
-export const EngineLive = ClusterWorkflowEngine.layer.pipe(Layer.provideMerge(RunnerLive))
+const RunnerLive = (role: Role) =>
+  Layer.unwrapEffect(Effect.map(AppConfig, (config) => {
+    if (config.cluster === "single") {
+      // the address only names this process in runner storage: nothing listens on it
+      const address = RunnerAddress.make(config.runnerHost, config.runnerPort)
+      return SingleRunner.layer({ runnerStorage: "sql", shardingConfig: { ...shardingConfig, runnerAddress: Option.some(address) } })
+    }
+    if (role === "api" || role === "receiver") {
+      return NodeClusterSocket.layer({ clientOnly: true, storage: "sql", shardingConfig: { ...shardingConfig, runnerAddress: Option.none() } })
+    }
+    const address = RunnerAddress.make(config.runnerHost, config.runnerPort)
+    return NodeClusterSocket.layer({ storage: "sql", shardingConfig: { ...shardingConfig, runnerAddress: Option.some(address) } })
+  })).pipe(Layer.orDie)
 
-export const WorkflowsLive = DeliverReplyLive.pipe(
-  Layer.provide(ReplyDeliveryLive),
+const EngineLive = (role: Role) => ClusterWorkflowEngine.layer.pipe(Layer.provideMerge(RunnerLive(role)))
+
+/** Every entity and workflow implementation (a client-only process registers them too: they never run there). */
+const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
+  Layer.mergeAll(
+    DeliverReplyLive,
+    ConversationEngineLive({ sweepEvery: Duration.millis(config.engineSweepMs) }),
+    RetrySweepLive(config.engineSweepMs)
+  )
+)).pipe(
+  Layer.provide([ReplyDeliveryLive, ConversationTurnsLive]),
   Layer.provide([OutboundHttp.Default, AppSecret.Default])
 )
 
-/** Engine plus every workflow implementation. */
-export const WorkerLive = WorkflowsLive.pipe(Layer.provideMerge(EngineLive))
+/** Engine plus every handler, for one role. */
+export const WorkerLive = (role: Role) => HandlersLive.pipe(Layer.provideMerge(EngineLive(role)))

@@ -52,6 +52,9 @@ export const ReplyDeliveryLive = Layer.effect(
         const duration = Date.now() - started
         const status = Either.isRight(result) ? result.right.status : null
         const ok = status !== null && status >= 200 && status < 300
+        if (attempt > 1) {
+          yield* sql`update webhook_deliveries set retry_at = null where message_id = ${target.id} and run = ${run} and retry_at is not null`
+        }
         yield* sql`
           insert into webhook_deliveries (workspace_id, channel_id, message_id, run, attempt, url, status_code, duration_ms, error, response_excerpt)
           values (${target.workspace_id}, ${target.channel_id}, ${target.id}, ${run}, ${attempt}, ${target.callback_url}, ${status},
@@ -67,6 +70,11 @@ export const ReplyDeliveryLive = Layer.effect(
         const retryable = Either.isLeft(result)
           ? result.left.reason === "Timeout" || result.left.reason === "Network"
           : status! >= 500 || status === 429
+        if (retryable && attempt === 1) {
+          // due again after the retry delay: RetrySweep resumes the workflow should its wake-up be lost
+          yield* sql`update webhook_deliveries set retry_at = now() + make_interval(secs => ${config.webhookRetryDelayMs / 1000})
+                     where message_id = ${target.id} and run = ${run} and attempt = 1`
+        }
         return new DeliveryOutcome({ delivered: false, retryable })
       }).pipe(
         Effect.orDie,

@@ -22,7 +22,7 @@ const decodeStages = Schema.decodeUnknown(Schema.Array(Stage))
 const settingColumns = [
   "name", "description", "persona", "instructions", "status", "is_archived", "agent_type_id", "ai_model_id",
   "language_id", "dialect_id", "rag_mode", "model_temperature", "no_of_relevant_points", "agent_memory_window",
-  "context_message_count", "max_conversation_cost", "max_conversation_messages", "followup_limit",
+  "context_message_count", "max_conversation_cost", "max_conversation_messages", "reply_debounce_ms", "followup_limit",
   "is_unknown_contacts_enabled", "is_model_routing_enabled"
 ] as const
 
@@ -46,7 +46,7 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
              p.agent_type_id, p.ai_model_id, p.language_id, p.dialect_id,
              (select min(c.id) from channels c where c.pipeline_id = p.id) as channel_id,
              p.rag_mode, p.model_temperature, p.no_of_relevant_points, p.agent_memory_window, p.context_message_count,
-             p.max_conversation_cost, p.max_conversation_messages, p.followup_limit, p.is_unknown_contacts_enabled,
+             p.max_conversation_cost, p.max_conversation_messages, p.reply_debounce_ms, p.followup_limit, p.is_unknown_contacts_enabled,
              p.is_model_routing_enabled, p.model_pool as is_model_routing,
              (select count(*) from stages s where s.pipeline_id = p.id)::int as stages_count,
              p.created_at, p.updated_at

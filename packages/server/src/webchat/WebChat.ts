@@ -26,6 +26,7 @@ import {
 } from "@parley/domain"
 import { Effect, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
+import { Conversation } from "@parley/worker"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
@@ -83,6 +84,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const files = yield* FileStorage
     const sql = yield* SqlClient.SqlClient
     const bound = yield* BoundAddresses
+    const conversations = yield* Conversation.client
 
     /** The receiver's public base: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT. */
     const receiverUrl = Effect.gen(function*() {
@@ -252,7 +254,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
       const attempt = sql.withTransaction(Effect.gen(function*() {
         if (idempotencyKey !== undefined) {
           const earlier = yield* repo.idempotentMessage(channel.id, idempotencyKey)
-          if (Option.isSome(earlier)) return { messageId: earlier.value, duplicate: true }
+          if (Option.isSome(earlier)) return { ...earlier.value, duplicate: true }
         }
         const thread = yield* resolveThread(channel, inbound.contactKey)
         for (const f of newFiles) yield* repo.insertFile({ ...f, workspace_id: channel.workspace_id, channel_id: channel.id })
@@ -277,7 +279,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
           sender_id: null
         })
         if (idempotencyKey !== undefined) yield* repo.rememberIdempotency(channel.id, idempotencyKey, messageId)
-        return { messageId, duplicate: false }
+        return { messageId, conversationId: thread.conversationId, duplicate: false }
       }))
       // a concurrent retry with the same key lost the race on the key: answer what the winner stored
       const result = yield* attempt.pipe(
@@ -288,6 +290,12 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
         Effect.orDie
       )
       if (result.duplicate) yield* Effect.forEach(newFiles, (f) => files.remove(f.key))
+      // handed to the conversation's entity, persisted before the answer goes out; a retry hands over
+      // the same request again (same primary key), which never makes a second one. The message is
+      // committed already: should the hand-over fail, the entity's orphan sweep makes it later.
+      yield* conversations(String(result.conversationId)).Inbound({ messageId: result.messageId }, { discard: true }).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("Hand-over to the conversation entity failed; the orphan sweep will retry it", cause))
+      )
       return result.messageId
     })
 

@@ -139,8 +139,10 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
           .pipe(Effect.asVoid, Effect.orDie),
 
       idempotentMessage: (channelId: ChannelId, key: string) =>
-        sql<{ message_id: string }>`select message_id from idempotency_keys where channel_id = ${channelId} and key = ${key}`.pipe(
-          Effect.map((rows) => Option.map(first(rows), (r) => r.message_id)),
+        sql<{ message_id: string; conversation_id: number }>`
+          select k.message_id, m.conversation_id from idempotency_keys k join messages m on m.id = k.message_id
+          where k.channel_id = ${channelId} and k.key = ${key}`.pipe(
+          Effect.map((rows) => Option.map(first(rows), (r) => ({ messageId: r.message_id, conversationId: r.conversation_id }))),
           Effect.orDie
         ),
 

@@ -5,6 +5,7 @@ import pipelinesChannels from "./0003_pipelines_channels.js"
 import opportunities from "./0004_opportunities.js"
 import webChat from "./0005_web_chat.js"
 import deliveries from "./0006_deliveries.js"
+import conversationEngine from "./0007_conversation_engine.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -13,5 +14,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0003_pipelines_channels": pipelinesChannels,
   "0004_opportunities": opportunities,
   "0005_web_chat": webChat,
-  "0006_deliveries": deliveries
+  "0006_deliveries": deliveries,
+  "0007_conversation_engine": conversationEngine
 }

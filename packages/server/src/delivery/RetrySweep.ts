@@ -1,0 +1,32 @@
+/**
+ * A guard around a race in @effect/cluster 0.60's workflow engine: when a durable clock fires while
+ * its workflow is still storing the "suspended" result of the same run, the wake-up finds nothing to
+ * resume and is lost. Every failed first attempt records when its retry is due (`retry_at`, cleared by
+ * the second attempt); this sweep (one runner of the cluster runs it) resumes any delivery whose retry
+ * is overdue. Resuming a workflow that is not suspended does nothing, so a false alarm is harmless.
+ */
+import { Singleton } from "@effect/cluster"
+import { SqlClient } from "@effect/sql"
+import { DeliverReply } from "@parley/worker"
+import { Duration, Effect, Schedule } from "effect"
+
+/** Every `everyMs`, resumes deliveries whose retry is overdue by more than `everyMs`. */
+export const RetrySweepLive = (everyMs: number) => Singleton.make(
+  "DeliverReply/retry-sweep",
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const sweep = Effect.gen(function*() {
+      const overdue = yield* sql<{ message_id: string; run: number }>`
+        select message_id, run from webhook_deliveries
+        where retry_at is not null and retry_at < now() - make_interval(secs => ${everyMs / 1000})
+        order by retry_at limit 200`
+      for (const { message_id, run } of overdue) {
+        yield* Effect.logWarning("Resuming an overdue webhook retry").pipe(Effect.annotateLogs({ messageId: message_id, run }))
+        // the execution id derives from the idempotency key (message and run) alone
+        const executionId = yield* DeliverReply.executionId({ messageId: message_id, run, retryDelayMs: 0 })
+        yield* DeliverReply.resume(executionId)
+      }
+    }).pipe(Effect.catchAllCause(Effect.logWarning))
+    yield* Effect.repeat(sweep, Schedule.spaced(Duration.millis(everyMs)))
+  })
+)
