@@ -1,2 +1,3 @@
 export * from "./DeliverReply.js"
 export * from "./Conversation.js"
+export * from "./agent/Models.js"

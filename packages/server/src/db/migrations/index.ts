@@ -6,6 +6,7 @@ import opportunities from "./0004_opportunities.js"
 import webChat from "./0005_web_chat.js"
 import deliveries from "./0006_deliveries.js"
 import conversationEngine from "./0007_conversation_engine.js"
+import agent from "./0008_agent.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -15,5 +16,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0004_opportunities": opportunities,
   "0005_web_chat": webChat,
   "0006_deliveries": deliveries,
-  "0007_conversation_engine": conversationEngine
+  "0007_conversation_engine": conversationEngine,
+  "0008_agent": agent
 }
