@@ -1,6 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import { Analytics } from "./analytics/Analytics.js"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
 import { AppConfig, type Role } from "./config/AppConfig.js"
@@ -8,7 +9,7 @@ import { AppSecret } from "./config/AppSecret.js"
 import { MigrationsLive, SqlLive } from "./db/Database.js"
 import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
 import { Deliveries } from "./delivery/Deliveries.js"
-import { WorkerLive } from "./delivery/Engine.js"
+import { EngineLive, HandlersLive } from "./delivery/Engine.js"
 import { FileStorage } from "./files/FileStorage.js"
 import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Listener.js"
 import { Identity } from "./identity/Identity.js"
@@ -25,8 +26,8 @@ export const databaseWith = (sql: Layer.Layer<SqlClient.SqlClient | PgClient.PgC
 
 export const DatabaseLive = databaseWith(SqlLive)
 
-/** The services of one process, with the worker engine in the shape its role needs. */
-export const servicesFor = (role: Role) => Layer.mergeAll(
+/** The services of one process. */
+const Services = Layer.mergeAll(
   Identity.Default,
   Pipelines.Default,
   Channels.Default,
@@ -38,11 +39,13 @@ export const servicesFor = (role: Role) => Layer.mergeAll(
   BoundAddresses.Default,
   Deliveries.Default,
   Messages.Default,
-  Realtime.Default
-).pipe(
-  // the worker engine: runs (and after a restart resumes) the durable workflows
-  Layer.provideMerge(WorkerLive(role))
+  Realtime.Default,
+  Analytics.Default
 )
+
+/** Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use services). */
+export const servicesFor = (role: Role) =>
+  HandlersLive.pipe(Layer.provideMerge(Services), Layer.provideMerge(EngineLive(role)))
 
 export const ServicesLive = servicesFor("all")
 

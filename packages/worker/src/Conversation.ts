@@ -1,45 +1,107 @@
 /**
  * The per-conversation entity (ARCHITECTURE.md, "the path of one inbound message"). Everything that
  * happens to one conversation is a message to its entity, handled one at a time, so two replies of one
- * conversation never overlap. Messages are persisted before the sender goes on: a restart redelivers
- * whatever was not finished.
+ * conversation never overlap. Messages are persisted before the sender goes on, and a message counts as
+ * done only when its handler returns: a restart redelivers whatever was not finished.
  *
- * `Inbound`: a contact's message was stored. The entity waits until the conversation has been quiet for
- * the pipeline's debounce window (a burst gets one reply), then answers every unanswered message up to
- * the newest. The wait is derived from stored timestamps, not from an in-memory timer, so after a crash
- * the redelivered message waits only what is left of the window.
+ * - `Inbound`: a contact's message was stored. The entity waits until the conversation has been quiet
+ *   for the pipeline's debounce window (a burst gets one reply), then takes every unanswered message up
+ *   to the newest in one turn: skip (and why), or reply, store, charge, deliver. The wait is derived
+ *   from stored timestamps, so after a crash the redelivered message waits only what is left.
+ * - `StageEntered`: the opportunity entered a stage with an opening message: send it, once.
+ *
+ * Exactly once: the reply is stored with the contact message it answers (unique), in the transaction
+ * that marks the turn handled; a turn repeated after a crash finds it stored and only delivers what was
+ * stored but not yet delivered.
  */
 import { ClusterSchema, Entity, Singleton } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { ConversationTurns } from "@parley/domain"
-import { Clock, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { ConversationTurns, type ReplyDraft } from "@parley/domain"
+import { Cause, Clock, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import * as Agent from "./agent/Agent.js"
+import type { ModelRegistry } from "./agent/Models.js"
 
 export const Conversation = Entity.make("Conversation", [
   Rpc.make("Inbound", {
     payload: { messageId: Schema.String },
     primaryKey: ({ messageId }) => messageId
+  }),
+  Rpc.make("StageEntered", {
+    payload: { entryId: Schema.Number },
+    primaryKey: ({ entryId }) => `stage-entry:${entryId}`
   })
 ]).annotateRpcs(ClusterSchema.Persisted, true)
+
+const describe = (error: unknown) =>
+  typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
+    ? error.message
+    : String(error)
 
 export const ConversationLive = Conversation.toLayer(
   Effect.gen(function*() {
     const turns = yield* ConversationTurns
+    const context = yield* Effect.context<ModelRegistry>()
     const conversationId = (yield* Entity.CurrentAddress).entityId
+
+    /** Replies stored by an earlier, interrupted run of this entity go out first. */
+    const deliverLeftovers = turns.undelivered(conversationId).pipe(Effect.flatMap(Effect.forEach(turns.deliver, { discard: true })))
+
+    const turn = (upTo: string) =>
+      Effect.gen(function*() {
+        const prepared = yield* turns.prepare(conversationId, upTo)
+        if (prepared._tag === "Skip") return yield* turns.skip(conversationId, upTo, prepared.reason)
+        const draft = yield* Agent.reply(prepared.context).pipe(Effect.either)
+        if (draft._tag === "Left") {
+          yield* Effect.logWarning("The reply could not be produced", draft.left)
+          return yield* turns.fail(conversationId, upTo, describe(draft.left), prepared.context.model)
+        }
+        const id = yield* turns.commit(conversationId, upTo, draft.right)
+        yield* turns.deliver(id)
+      })
+
+    const inbound = Effect.gen(function*() {
+      yield* deliverLeftovers
+      while (true) {
+        const pending = yield* turns.pending(conversationId)
+        // an earlier message's turn already answered this one
+        if (Option.isNone(pending)) return
+        const { debounceMs, latestAt, latestMessageId } = pending.value
+        const now = yield* Clock.currentTimeMillis
+        // capped at the window itself, so a clock skew between database and runner cannot stall a reply
+        const wait = Math.min(latestAt.getTime() + debounceMs - now, debounceMs)
+        if (wait <= 0) return yield* turn(latestMessageId)
+        yield* Effect.sleep(Duration.millis(wait))
+      }
+    })
+
+    const stageEntered = (entryId: number) =>
+      Effect.gen(function*() {
+        yield* deliverLeftovers
+        const due = yield* turns.opening(entryId)
+        if (Option.isNone(due)) return
+        const o = due.value
+        const draft: ReplyDraft | undefined = o.kind === "static"
+          ? { text: o.staticText ?? "", model: null, inputTokens: 0, outputTokens: 0, cost: 0, tier: null, moveToStageId: null }
+          : yield* Agent.opening(o.context).pipe(
+            Effect.tapError((e) => Effect.logWarning("The opening message could not be produced", e)),
+            Effect.orElseSucceed(() => undefined)
+          )
+        if (draft === undefined || draft.text.trim() === "") return
+        const id = yield* turns.commitOpening(conversationId, entryId, draft)
+        yield* turns.deliver(id)
+      })
+
+    // a defect in one turn is logged and the message counts as handled: redelivering it would repeat the defect forever
+    const guarded = <E>(name: string, effect: Effect.Effect<void, E, ModelRegistry>) =>
+      effect.pipe(
+        Effect.provide(context),
+        Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${name} failed`, cause)),
+        Effect.withSpan(`Conversation.${name}`, { attributes: { conversationId } })
+      ) as Effect.Effect<void>
+
     return {
-      Inbound: () =>
-        Effect.gen(function*() {
-          while (true) {
-            const pending = yield* turns.pending(conversationId)
-            // an earlier message's turn already answered this one
-            if (Option.isNone(pending)) return
-            const { debounceMs, latestAt, latestMessageId } = pending.value
-            const now = yield* Clock.currentTimeMillis
-            // capped at the window itself, so a clock skew between database and runner cannot stall a reply
-            const wait = Math.min(latestAt.getTime() + debounceMs - now, debounceMs)
-            if (wait <= 0) return yield* turns.respond(conversationId, latestMessageId)
-            yield* Effect.sleep(Duration.millis(wait))
-          }
-        }).pipe(Effect.withSpan("Conversation.Inbound", { attributes: { conversationId } }))
+      Inbound: () => guarded("Inbound", inbound),
+      StageEntered: ({ payload }) => guarded("StageEntered", stageEntered(payload.entryId))
     }
   }),
   { maxIdleTime: "2 minutes" }
@@ -66,6 +128,34 @@ export const OrphanSweepLive = (every: Duration.DurationInput) =>
     })
   )
 
-/** The entity, and the sweep for hand-overs a crash interrupted (messages older than `sweepEvery`). */
-export const ConversationEngineLive = (options: { readonly sweepEvery: Duration.DurationInput }) =>
-  Layer.mergeAll(ConversationLive, OrphanSweepLive(options.sweepEvery))
+/**
+ * Stage-entry automations: every stage entry (the outbox the opportunity writes, SPEC.md 3.1) is
+ * consumed once. It is handed to its conversation's entity (primary key = entry, so a repeat after a
+ * crash is the same request) and then marked consumed. Later automations hang off the same consumer.
+ */
+export const StageEntriesLive = (every: Duration.DurationInput) =>
+  Singleton.make(
+    "Conversation/stage-entries",
+    Effect.gen(function*() {
+      const turns = yield* ConversationTurns
+      const client = yield* Conversation.client
+      const drain = turns.stageEntries(100).pipe(
+        Effect.flatMap(Effect.forEach(({ conversationId, entryId }) =>
+          Effect.gen(function*() {
+            if (conversationId !== null) yield* client(conversationId).StageEntered({ entryId }, { discard: true })
+            yield* turns.consumeStageEntry(entryId)
+          })
+        , { discard: true })),
+        Effect.catchAllCause(Effect.logWarning)
+      )
+      // at once when the database says entries were written, and every `every` in case a notification was missed
+      yield* Stream.merge(turns.stageEntriesWritten, Stream.tick(every)).pipe(
+        Stream.buffer({ capacity: 1, strategy: "sliding" }),
+        Stream.runForEach(() => drain)
+      )
+    })
+  )
+
+/** The entity, the hand-over sweep (messages older than `sweepEvery`) and the stage-entry consumer. */
+export const ConversationEngineLive = (options: { readonly sweepEvery: Duration.DurationInput; readonly stageEntriesEvery: Duration.DurationInput }) =>
+  Layer.mergeAll(ConversationLive, OrphanSweepLive(options.sweepEvery), StageEntriesLive(options.stageEntriesEvery))

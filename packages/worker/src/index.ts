@@ -1,3 +1,6 @@
 export * from "./DeliverReply.js"
 export * from "./Conversation.js"
 export * from "./agent/Models.js"
+export * as Agent from "./agent/Agent.js"
+export * as Prompting from "./agent/Prompting.js"
+export { classify, makeLocalModel } from "./agent/LocalModel.js"

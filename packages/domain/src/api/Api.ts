@@ -1,9 +1,11 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { MalformedBodyResponse, replaceDecodeError, ValidationErrorResponse } from "../Envelope.js"
 import { AccountApi } from "./AccountApi.js"
+import { AnalyticsApi } from "./AnalyticsApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
 import { ContactsApi, ConversationsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
 import { MessagesApi } from "./MessagesApi.js"
+import { ModelPoolApi } from "./ModelPoolApi.js"
 import { PipelinesApi } from "./PipelinesApi.js"
 import { WebChatApi } from "./WebChatApi.js"
 
@@ -16,6 +18,8 @@ const BaseApi = HttpApi.make("parley")
   .add(ConversationsApi)
   .add(WebChatApi)
   .add(MessagesApi)
+  .add(ModelPoolApi)
+  .add(AnalyticsApi)
   .addError(MalformedBodyResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")

@@ -1,4 +1,5 @@
-import { Context, type Effect, type Option } from "effect"
+import { Context, type Effect, type Option, type Stream } from "effect"
+import type { RoutingTier } from "../Pipelines.js"
 
 /** The newest unanswered contact message of a conversation, and how long to wait for more. */
 export interface PendingTurn {
@@ -9,15 +10,125 @@ export interface PendingTurn {
   readonly debounceMs: number
 }
 
+/** A model of the catalogue (`ai_models` joined with its provider). */
+export interface ModelRef {
+  readonly id: number
+  /** provider slug: `local`, `openai`, `anthropic` */
+  readonly provider: string
+  /** the provider's model name, e.g. `gpt-4.1-mini` */
+  readonly model: string
+  readonly inputPricePerMillion: number
+  readonly outputPricePerMillion: number
+}
+
+export interface TurnStage {
+  readonly id: number
+  readonly name: string
+  readonly nature: "neutral" | "won" | "lost"
+  readonly persona: string | null
+  readonly instructions: string | null
+  readonly enterCondition: string | null
+}
+
+export interface TurnMessage {
+  readonly role: "user" | "assistant"
+  readonly text: string
+}
+
+/** Everything a reply is made from, read in one go when the turn starts. */
+export interface TurnContext {
+  readonly conversationId: string
+  readonly workspaceId: number
+  readonly pipelineId: number
+  readonly pipelineName: string
+  readonly opportunityId: number | null
+  readonly agentType: { readonly name: string; readonly description: string | null }
+  readonly persona: string | null
+  readonly instructions: string | null
+  readonly language: string
+  readonly dialect: string | null
+  readonly temperature: number
+  /** the opportunity's current stage */
+  readonly stage: TurnStage | null
+  /** every stage of the pipeline, in order */
+  readonly stages: ReadonlyArray<TurnStage>
+  readonly contact: {
+    readonly name: string | null
+    readonly email: string | null
+    readonly phone: string | null
+    readonly identifier: string | null
+  }
+  /** the opportunity's context object */
+  readonly context: Readonly<Record<string, unknown>>
+  /** the last `agent_memory_window` messages, oldest first, ending with the contact messages of this turn */
+  readonly history: ReadonlyArray<TurnMessage>
+  /** the pipeline's model */
+  readonly model: ModelRef
+  /** Smart Routing tiers when enabled, else null */
+  readonly routing: ReadonlyArray<{ readonly tier: RoutingTier; readonly model: ModelRef; readonly instructions: string | null }> | null
+}
+
+/** Why a turn produced no reply (recorded on the contact messages as `handled_reason`). */
+export type SkipReason = "paused" | "message_limit" | "cost_limit" | "no_credits" | "no_agent" | "closed"
+
+export type Prepared =
+  | { readonly _tag: "Skip"; readonly reason: SkipReason }
+  | { readonly _tag: "Ready"; readonly context: TurnContext }
+
+/** What the agent produced; stored and charged in one transaction. */
+export interface ReplyDraft {
+  readonly text: string
+  /** null for a static text (an opening message written by the operator) */
+  readonly model: ModelRef | null
+  readonly inputTokens: number
+  readonly outputTokens: number
+  /** USD, from the catalogue's prices (every model call of the turn, router included) */
+  readonly cost: number
+  /** the Smart Routing tier that answered, when routing is on */
+  readonly tier: RoutingTier | null
+  /** a stage the model moved the opportunity to (applied with the reply, exactly once) */
+  readonly moveToStageId: number | null
+}
+
+/** An opening message for a stage an opportunity entered. */
+export interface OpeningContext {
+  readonly entryId: number
+  /** the stage, and how its opening message is made */
+  readonly kind: "static" | "ai_generated"
+  readonly staticText: string | null
+  /** for an AI-generated opening: the turn context (history may be empty) */
+  readonly context: TurnContext
+}
+
 /**
- * Implemented by the server: what the conversation entity reads and does. `respond` answers every
- * unanswered contact message up to `upToMessageId` and marks them answered; it is idempotent (a repeat
- * after a crash finds them answered and does nothing) and records failures instead of failing.
+ * Implemented by the server: what the conversation entity reads and does. Every write is idempotent
+ * (a turn repeated after a crash finds its reply stored and only delivers it) and failures are
+ * recorded, never raised.
  */
 export interface ConversationTurnsPort {
   readonly pending: (conversationId: string) => Effect.Effect<Option.Option<PendingTurn>>
-  readonly respond: (conversationId: string, upToMessageId: string) => Effect.Effect<void>
   /** Conversations whose contact messages were stored but never reached their entity (a crash in between). */
   readonly orphaned: (olderThanMs: number) => Effect.Effect<ReadonlyArray<{ readonly conversationId: string; readonly messageId: string }>>
+  /** Whether to answer, and with what. */
+  readonly prepare: (conversationId: string, upToMessageId: string) => Effect.Effect<Prepared>
+  /** Marks the turn's contact messages handled without a reply, and why. */
+  readonly skip: (conversationId: string, upToMessageId: string, reason: SkipReason) => Effect.Effect<void>
+  /** Stores the reply (not yet delivered), charges the workspace, applies a stage move, marks the turn handled. Returns the reply's id. */
+  readonly commit: (conversationId: string, upToMessageId: string, draft: ReplyDraft) => Effect.Effect<string>
+  /** Records a reply that could not be produced (`status: failed`, `error`) and marks the turn handled. */
+  readonly fail: (conversationId: string, upToMessageId: string, error: string, model: ModelRef | null) => Effect.Effect<void>
+  /** Replies stored but not yet delivered (a crash between storing and delivering). */
+  readonly undelivered: (conversationId: string) => Effect.Effect<ReadonlyArray<string>>
+  /** Socket event and signed webhook for a stored reply; marks it sent. */
+  readonly deliver: (messageId: string) => Effect.Effect<void>
+  /** The opening message due for a stage entry, if the stage has one and the opportunity a conversation. */
+  readonly opening: (entryId: number) => Effect.Effect<Option.Option<OpeningContext>>
+  /** Stores an opening message (once per stage entry), not yet delivered; returns its id. */
+  readonly commitOpening: (conversationId: string, entryId: number, draft: ReplyDraft) => Effect.Effect<string>
+  /** Stage entries not yet consumed, oldest first, with the conversation of their opportunity (if any). */
+  readonly stageEntries: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly entryId: number; readonly conversationId: string | null }>>
+  readonly consumeStageEntry: (entryId: number) => Effect.Effect<void>
+  /** Emits when stage entries were written (a database notification); may miss some, so consumers also poll. */
+  readonly stageEntriesWritten: Stream.Stream<void>
 }
 export class ConversationTurns extends Context.Tag("@parley/domain/ConversationTurns")<ConversationTurns, ConversationTurnsPort>() {}

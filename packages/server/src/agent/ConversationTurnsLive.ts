@@ -1,12 +1,91 @@
+/**
+ * The conversation entity's reads and writes over the application tables (the `ConversationTurns`
+ * port). Each write is one transaction and idempotent: the reply is unique per contact message it
+ * answers (`in_reply_to`), an opening message per stage entry.
+ */
 import { SqlClient } from "@effect/sql"
-import { ConversationTurns } from "@parley/domain"
-import { Effect, Layer, Option } from "effect"
+import {
+  ConversationTurns,
+  type ModelRef,
+  type OpeningContext,
+  type Prepared,
+  type ReplyDraft,
+  type SkipReason,
+  type TurnContext,
+  type TurnStage,
+  ulid
+} from "@parley/domain"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Option, Stream } from "effect"
+import { Deliveries } from "../delivery/Deliveries.js"
+import { Realtime } from "../realtime/Realtime.js"
 
-/** What the conversation entity reads and writes, over the messages table. */
+interface ConversationRow {
+  readonly id: number
+  readonly workspace_id: number
+  readonly contact_id: number
+  readonly channel_id: number | null
+  readonly external_chat_id: string | null
+  readonly status: string
+  readonly cost: number
+  readonly ai_replies: number
+  readonly credits: number
+  readonly channel_pipeline_id: number | null
+  readonly opportunity_id: number | null
+  readonly opportunity_status: string | null
+  readonly opportunity_stage_id: number | null
+  readonly opportunity_pipeline_id: number | null
+  readonly opportunity_context: Record<string, unknown> | null
+  readonly contact_name: string | null
+  readonly contact_email: string | null
+  readonly contact_phone: string | null
+  readonly contact_identifier: string | null
+}
+
+interface PipelineRow {
+  readonly id: number
+  readonly name: string
+  readonly status: string
+  readonly is_archived: boolean
+  readonly persona: string | null
+  readonly instructions: string | null
+  readonly model_temperature: number
+  readonly agent_memory_window: number
+  readonly max_conversation_cost: number | null
+  readonly max_conversation_messages: number | null
+  readonly ai_model_id: number
+  readonly is_model_routing_enabled: boolean
+  readonly model_pool: ReadonlyArray<{ tier: "router" | "simple" | "moderate" | "complex"; ai_model_id: number; instructions?: string | null }>
+  readonly agent_type_name: string
+  readonly agent_type_description: string | null
+  readonly language: string
+  readonly dialect: string | null
+}
+
+interface ModelRow {
+  readonly id: number
+  readonly provider: string
+  readonly model: string
+  readonly input_price: number
+  readonly output_price: number
+}
+
+const toModel = (r: ModelRow): ModelRef => ({
+  id: r.id,
+  provider: r.provider,
+  model: r.model,
+  inputPricePerMillion: r.input_price,
+  outputPricePerMillion: r.output_price
+})
+
 export const ConversationTurnsLive = Layer.effect(
   ConversationTurns,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
+    const realtime = yield* Realtime
+    const deliveries = yield* Deliveries
+    const engine = yield* Effect.context<import("@effect/workflow").WorkflowEngine.WorkflowEngine>()
 
     const pending = (conversationId: string) =>
       sql<{ id: string; created_at: string; reply_debounce_ms: number | null }>`
@@ -24,13 +103,6 @@ export const ConversationTurnsLive = Layer.effect(
         Effect.orDie
       )
 
-    /** Every unanswered contact message up to `upToMessageId` is taken by this turn. */
-    const take = (conversationId: string, upToMessageId: string) =>
-      sql`
-        update messages set handled_at = now()
-        where conversation_id = ${conversationId} and role = 'user' and handled_at is null
-          and (created_at, id) <= (select created_at, id from messages where id = ${upToMessageId})`.pipe(Effect.orDie)
-
     const orphaned = (olderThanMs: number) =>
       sql<{ conversation_id: string; message_id: string }>`
         select conversation_id::text as conversation_id, max(id) as message_id
@@ -41,6 +113,363 @@ export const ConversationTurnsLive = Layer.effect(
         Effect.orDie
       )
 
-    return ConversationTurns.of({ pending, respond: take, orphaned })
+    const conversation = (conversationId: string) =>
+      sql<ConversationRow>`
+        select c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, c.status, c.cost_for_user::float8 as cost,
+               (select count(*) from messages m where m.conversation_id = c.id and m.role = 'assistant' and not m.is_manual
+                  and m.status <> 'failed' and m.call_type = 'ai')::int as ai_replies,
+               w.credits::float8 as credits, ch.pipeline_id as channel_pipeline_id,
+               o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
+               o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
+               coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
+               coalesce(ct.custom_phone, ct.phone) as contact_phone, ct.identifier as contact_identifier
+        from conversations c
+        join workspaces w on w.id = c.workspace_id
+        join contacts ct on ct.id = c.contact_id
+        left join channels ch on ch.id = c.channel_id
+        left join lateral (
+          select o.id, o.status, o.stage_id, o.pipeline_id, o.context from conversation_opportunity co
+          join opportunities o on o.id = co.opportunity_id
+          where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
+        ) o on true
+        where c.id = ${conversationId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
+
+    const pipeline = (id: number) =>
+      sql<PipelineRow>`
+        select p.id, p.name, p.status, p.is_archived, p.persona, p.instructions, p.model_temperature::float8 as model_temperature,
+               p.agent_memory_window, p.max_conversation_cost::float8 as max_conversation_cost, p.max_conversation_messages,
+               p.ai_model_id, p.is_model_routing_enabled, p.model_pool,
+               at.name as agent_type_name, at.description as agent_type_description, l.name as language, d.name as dialect
+        from pipelines p
+        join agent_types at on at.id = p.agent_type_id
+        join languages l on l.id = p.language_id
+        left join dialects d on d.id = p.dialect_id
+        where p.id = ${id}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
+
+    const models = (ids: ReadonlyArray<number>) =>
+      sql<ModelRow>`
+        select m.id, pr.slug as provider, m.model, m.input_price_per_million::float8 as input_price,
+               m.output_price_per_million::float8 as output_price
+        from ai_models m join ai_providers pr on pr.id = m.ai_provider_id where m.id in ${sql.in(ids)}`.pipe(
+        Effect.map((rows) => new Map(rows.map((r) => [Number(r.id), toModel(r)]))),
+        Effect.orDie
+      )
+
+    const stages = (pipelineId: number) =>
+      sql<{ id: number; name: string; nature: TurnStage["nature"]; ai_persona: string | null; instructions: string | null; enter_condition: string | null }>`
+        select id, name, nature, ai_persona, instructions, enter_condition from stages where pipeline_id = ${pipelineId}
+        order by sort_order, id`.pipe(
+        Effect.map((rows) =>
+          rows.map((s): TurnStage => ({
+            id: Number(s.id),
+            name: s.name,
+            nature: s.nature,
+            persona: s.ai_persona,
+            instructions: s.instructions,
+            enterCondition: s.enter_condition
+          }))
+        ),
+        Effect.orDie
+      )
+
+    /** The memory window: the last `window` messages, up to `upTo` when given, oldest first. */
+    const history = (conversationId: string, upTo: string | null, window: number) =>
+      sql<{ role: "user" | "assistant"; message: string | null; files: ReadonlyArray<unknown> }>`
+        select role, message, files from messages
+        where conversation_id = ${conversationId} and status <> 'failed'
+          ${upTo === null ? sql`` : sql`and (created_at, id) <= (select created_at, id from messages where id = ${upTo})`}
+        order by created_at desc, id desc limit ${window}`.pipe(
+        Effect.map((rows) =>
+          [...rows].reverse().map((m) => ({
+            role: m.role,
+            text: m.message !== null && m.message !== "" ? m.message : m.files.length > 0 ? "[Attachment]" : ""
+          }))
+        ),
+        Effect.orDie
+      )
+
+    /** The turn context, or why there is no agent to answer. */
+    const contextFor = (c: ConversationRow, upTo: string | null) =>
+      Effect.gen(function*() {
+        const pipelineId = c.opportunity_pipeline_id ?? c.channel_pipeline_id
+        if (pipelineId === null) return Option.none<{ context: TurnContext; pipeline: PipelineRow }>()
+        const p = yield* pipeline(pipelineId)
+        if (Option.isNone(p)) return Option.none()
+        const pl = p.value
+        const pool = pl.is_model_routing_enabled && pl.model_pool.length === 4 ? pl.model_pool : null
+        const catalogue = yield* models([pl.ai_model_id, ...(pool ?? []).map((t) => t.ai_model_id)])
+        const all = yield* stages(pl.id)
+        const context: TurnContext = {
+          conversationId: String(c.id),
+          workspaceId: c.workspace_id,
+          pipelineId: pl.id,
+          pipelineName: pl.name,
+          opportunityId: c.opportunity_pipeline_id === pl.id ? c.opportunity_id : null,
+          agentType: { name: pl.agent_type_name, description: pl.agent_type_description },
+          persona: pl.persona,
+          instructions: pl.instructions,
+          language: pl.language,
+          dialect: pl.dialect,
+          temperature: pl.model_temperature,
+          stage: all.find((s) => s.id === c.opportunity_stage_id) ?? null,
+          stages: all,
+          contact: { name: c.contact_name, email: c.contact_email, phone: c.contact_phone, identifier: c.contact_identifier },
+          context: c.opportunity_context ?? {},
+          history: yield* history(String(c.id), upTo, pl.agent_memory_window),
+          model: catalogue.get(Number(pl.ai_model_id))!,
+          routing: pool === null
+            ? null
+            : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null }))
+        }
+        return Option.some({ context, pipeline: pl })
+      })
+
+    const prepare = (conversationId: string, upTo: string) =>
+      Effect.gen(function*() {
+        const skip = (reason: SkipReason): Prepared => ({ _tag: "Skip", reason })
+        const found = yield* conversation(conversationId)
+        if (Option.isNone(found)) return skip("closed")
+        const c = found.value
+        const ready = yield* contextFor(c, upTo)
+        if (Option.isNone(ready)) return skip("no_agent")
+        const { context, pipeline: p } = ready.value
+        if (p.status !== "active" || p.is_archived) return skip("no_agent")
+        if (c.status === "paused" || c.opportunity_status === "paused") return skip("paused")
+        if (!(c.credits > 0)) return skip("no_credits")
+        if (p.max_conversation_messages !== null && c.ai_replies >= p.max_conversation_messages) return skip("message_limit")
+        if (p.max_conversation_cost !== null && c.cost >= p.max_conversation_cost) return skip("cost_limit")
+        return { _tag: "Ready", context } satisfies Prepared
+      }).pipe(Effect.withSpan("ConversationTurns.prepare"))
+
+    const markHandled = (conversationId: string, upTo: string, reason: string) =>
+      sql`
+        update messages set handled_at = now(), handled_reason = ${reason}
+        where conversation_id = ${conversationId} and role = 'user' and handled_at is null
+          and (created_at, id) <= (select created_at, id from messages where id = ${upTo})`.pipe(Effect.asVoid)
+
+    const skip = (conversationId: string, upTo: string, reason: SkipReason) =>
+      markHandled(conversationId, upTo, reason).pipe(Effect.orDie)
+
+    const existingReply = (key: string) =>
+      sql<{ id: string }>`select id from messages where in_reply_to = ${key}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.id)))
+
+    /** Inserts an assistant message for the conversation (its current opportunity, stage and channel). */
+    const insertReply = (
+      c: ConversationRow,
+      fields: {
+        readonly inReplyTo: string
+        readonly status: string
+        readonly text: string | null
+        readonly model: ModelRef | null
+        readonly inputTokens: number
+        readonly outputTokens: number
+        readonly cost: number
+        readonly error: string | null
+        readonly callType: string
+      }
+    ) =>
+      Effect.gen(function*() {
+        const id = ulid()
+        yield* sql`
+          insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
+                                role, status, message, external_chat_id, call_type, is_manual, cost_for_user, ai_model_id, model,
+                                input_tokens, output_tokens, in_reply_to, error)
+          values (${id}, ${c.workspace_id}, ${c.id}, ${c.opportunity_id}, ${c.contact_id}, ${c.channel_id}, ${c.opportunity_stage_id},
+                  ${c.opportunity_pipeline_id ?? c.channel_pipeline_id}, 'assistant', ${fields.status}, ${fields.text},
+                  ${c.external_chat_id}, ${fields.callType}, false, ${fields.cost}, ${fields.model?.id ?? null},
+                  ${fields.model?.model ?? null}, ${fields.inputTokens}, ${fields.outputTokens}, ${fields.inReplyTo}, ${fields.error})`
+        if (fields.cost > 0) {
+          // atomic: concurrent turns of one workspace each subtract their own cost
+          yield* sql`update workspaces set credits = credits - ${fields.cost}, updated_at = now() where id = ${c.workspace_id}`
+        }
+        return id
+      })
+
+    const moveStage = (c: ConversationRow, stageId: number) =>
+      Effect.gen(function*() {
+        if (c.opportunity_id === null || c.opportunity_stage_id === stageId) return
+        const rows = yield* sql<{ nature: string }>`
+          select nature from stages where id = ${stageId} and pipeline_id = ${c.opportunity_pipeline_id}`
+        const stage = rows[0]
+        if (!stage) return
+        yield* sql`
+          update opportunities set stage_id = ${stageId},
+            status = case ${stage.nature} when 'won' then 'won' when 'lost' then 'lost' else status end, updated_at = now()
+          where id = ${c.opportunity_id}`
+        yield* sql`
+          insert into stage_entries (workspace_id, opportunity_id, pipeline_id, stage_id, previous_stage_id, cause)
+          values (${c.workspace_id}, ${c.opportunity_id}, ${c.opportunity_pipeline_id}, ${stageId}, ${c.opportunity_stage_id}, 'moved')`
+      })
+
+    const commit = (conversationId: string, upTo: string, draft: ReplyDraft) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const earlier = yield* existingReply(upTo)
+        if (Option.isSome(earlier)) {
+          yield* markHandled(conversationId, upTo, "replied")
+          return earlier.value
+        }
+        const c = Option.getOrThrow(yield* conversation(conversationId))
+        const id = yield* insertReply(c, {
+          inReplyTo: upTo,
+          status: "ai_generated",
+          text: draft.text,
+          model: draft.model,
+          inputTokens: draft.inputTokens,
+          outputTokens: draft.outputTokens,
+          cost: draft.cost,
+          error: null,
+          callType: "ai"
+        })
+        if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId)
+        yield* markHandled(conversationId, upTo, "replied")
+        return id
+      })).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.commit"))
+
+    const fail = (conversationId: string, upTo: string, error: string, model: ModelRef | null) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const earlier = yield* existingReply(upTo)
+        if (Option.isNone(earlier)) {
+          const c = Option.getOrThrow(yield* conversation(conversationId))
+          yield* insertReply(c, {
+            inReplyTo: upTo,
+            status: "failed",
+            text: null,
+            model,
+            inputTokens: 0,
+            outputTokens: 0,
+            cost: 0,
+            error: error.slice(0, 2000),
+            callType: "ai"
+          })
+        }
+        yield* markHandled(conversationId, upTo, "failed")
+      })).pipe(Effect.orDie)
+
+    const undelivered = (conversationId: string) =>
+      sql<{ id: string }>`
+        select id from messages where conversation_id = ${conversationId} and status = 'ai_generated' order by created_at, id`.pipe(
+        Effect.map((rows) => rows.map((r) => r.id)),
+        Effect.orDie
+      )
+
+    const deliver = (messageId: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{
+          conversation_id: number
+          message: string | null
+          cost: number
+          kind: string | null
+          is_active: boolean | null
+          callback_url: string | null
+        }>`
+          select m.conversation_id, m.message, m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url
+          from messages m left join channels ch on ch.id = m.channel_id where m.id = ${messageId}`
+        const m = rows[0]
+        if (!m) return
+        const rejection = m.kind === null
+          ? "The conversation has no channel to send through."
+          : m.is_active !== true
+          ? "The conversation's channel is inactive."
+          : m.kind !== "web"
+          ? `Sending on ${m.kind} channels is not supported by this server.`
+          : null
+        if (rejection === null) {
+          yield* realtime.publish(m.conversation_id, [{ message: m.message ?? "", cost: m.cost, message_id: messageId, role: "assistant", is_manual: false }])
+          if (m.callback_url !== null) yield* deliveries.start(messageId).pipe(Effect.provide(engine))
+        }
+        yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
+                   updated_at = now() where id = ${messageId}`
+      }).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.deliver", { attributes: { messageId } }))
+
+    const opening = (entryId: number) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{
+          stage_id: number
+          cause: string
+          is_opening_message: boolean
+          opening_message_type: "static" | "ai_generated" | null
+          static_opening_message: string | null
+          current_stage_id: number
+          conversation_id: number | null
+        }>`
+          select e.stage_id, e.cause, s.is_opening_message, s.opening_message_type, s.static_opening_message,
+                 o.stage_id as current_stage_id,
+                 (select co.conversation_id from conversation_opportunity co where co.opportunity_id = e.opportunity_id
+                  order by co.created_at desc limit 1) as conversation_id
+          from stage_entries e join stages s on s.id = e.stage_id join opportunities o on o.id = e.opportunity_id
+          where e.id = ${entryId}`
+        const e = rows[0]
+        if (!e || !e.is_opening_message || e.opening_message_type === null || e.conversation_id === null) return Option.none<OpeningContext>()
+        // the opportunity has moved on since: that stage's opening is out of date
+        if (e.current_stage_id !== e.stage_id) return Option.none()
+        // a contact who wrote first gets the agent's reply, not a greeting on top of it
+        if (e.cause === "created") {
+          const wrote = yield* sql`select 1 from messages where conversation_id = ${e.conversation_id} and role = 'user' limit 1`
+          if (wrote.length > 0) return Option.none()
+        }
+        const c = yield* conversation(String(e.conversation_id))
+        if (Option.isNone(c)) return Option.none()
+        const ready = yield* contextFor(c.value, null)
+        if (Option.isNone(ready)) return Option.none()
+        return Option.some<OpeningContext>({
+          entryId,
+          kind: e.opening_message_type,
+          staticText: e.static_opening_message,
+          context: ready.value.context
+        })
+      }).pipe(Effect.orDie)
+
+    const commitOpening = (conversationId: string, entryId: number, draft: ReplyDraft) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const key = `stage-entry:${entryId}`
+        const earlier = yield* existingReply(key)
+        if (Option.isSome(earlier)) return earlier.value
+        const c = Option.getOrThrow(yield* conversation(conversationId))
+        return yield* insertReply(c, {
+          inReplyTo: key,
+          status: "ai_generated",
+          text: draft.text,
+          model: draft.model,
+          inputTokens: draft.inputTokens,
+          outputTokens: draft.outputTokens,
+          cost: draft.cost,
+          error: null,
+          callType: "opening"
+        })
+      })).pipe(Effect.orDie)
+
+    const stageEntries = (limit: number) =>
+      sql<{ entry_id: number; conversation_id: string | null }>`
+        select e.id as entry_id,
+               (select co.conversation_id::text from conversation_opportunity co where co.opportunity_id = e.opportunity_id
+                order by co.created_at desc limit 1) as conversation_id
+        from stage_entries e where e.consumed_at is null order by e.id limit ${limit}`.pipe(
+        Effect.map((rows) => rows.map((r) => ({ entryId: Number(r.entry_id), conversationId: r.conversation_id }))),
+        Effect.orDie
+      )
+
+    const consumeStageEntry = (entryId: number) =>
+      sql`update stage_entries set consumed_at = now() where id = ${entryId} and consumed_at is null`.pipe(Effect.asVoid, Effect.orDie)
+
+    const stageEntriesWritten = pg.listen("parley_stage_entries").pipe(
+      Stream.as(undefined as void),
+      Stream.catchAllCause((cause) => Stream.fromEffect(Effect.logWarning("stage-entry notifications stopped; polling only", cause)).pipe(Stream.drain))
+    )
+
+    return ConversationTurns.of({
+      stageEntriesWritten,
+      pending,
+      orphaned,
+      prepare,
+      skip,
+      commit,
+      fail,
+      undelivered,
+      deliver,
+      opening,
+      commitOpening,
+      stageEntries,
+      consumeStageEntry
+    })
   })
 )

@@ -12,6 +12,7 @@ import { NodeClusterSocket } from "@effect/platform-node"
 import { ConversationEngineLive, DeliverReplyLive } from "@parley/worker"
 import { Duration, Effect, Layer, Option } from "effect"
 import { ConversationTurnsLive } from "../agent/ConversationTurnsLive.js"
+import { ModelRegistryLive } from "../agent/ModelRegistryLive.js"
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
@@ -39,19 +40,19 @@ const RunnerLive = (role: Role) =>
     return NodeClusterSocket.layer({ storage: "sql", shardingConfig: { ...shardingConfig, runnerAddress: Option.some(address) } })
   })).pipe(Layer.orDie)
 
-const EngineLive = (role: Role) => ClusterWorkflowEngine.layer.pipe(Layer.provideMerge(RunnerLive(role)))
+export const EngineLive = (role: Role) => ClusterWorkflowEngine.layer.pipe(Layer.provideMerge(RunnerLive(role)))
 
-/** Every entity and workflow implementation (a client-only process registers them too: they never run there). */
-const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
+/**
+ * Every entity and workflow implementation, with what they use (a client-only process registers them
+ * too: they never run there).
+ */
+export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
   Layer.mergeAll(
     DeliverReplyLive,
-    ConversationEngineLive({ sweepEvery: Duration.millis(config.engineSweepMs) }),
+    ConversationEngineLive({ sweepEvery: Duration.millis(config.engineSweepMs), stageEntriesEvery: Duration.seconds(5) }),
     RetrySweepLive(config.engineSweepMs)
   )
 )).pipe(
-  Layer.provide([ReplyDeliveryLive, ConversationTurnsLive]),
+  Layer.provide([ReplyDeliveryLive, ConversationTurnsLive, ModelRegistryLive]),
   Layer.provide([OutboundHttp.Default, AppSecret.Default])
 )
-
-/** Engine plus every handler, for one role. */
-export const WorkerLive = (role: Role) => HandlersLive.pipe(Layer.provideMerge(EngineLive(role)))

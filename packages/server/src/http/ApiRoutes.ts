@@ -2,13 +2,14 @@ import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/plat
 import { SqlClient } from "@effect/sql"
 import { Api, errorBody } from "@parley/domain"
 import { Effect, Layer } from "effect"
+import { AnalyticsHttpLive } from "../analytics/Http.js"
 import { ChannelsHttpLive } from "../channels/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
 import { ContactsHttpLive, ConversationsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
 import { FilesRoute } from "../files/Http.js"
 import { MessagesHttpLive, OperatorUploadLimitLive } from "../messages/Http.js"
-import { PipelinesHttpLive } from "../pipelines/Http.js"
+import { ModelPoolHttpLive, PipelinesHttpLive } from "../pipelines/Http.js"
 import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
 
 const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
@@ -20,7 +21,9 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     ContactsHttpLive,
     ConversationsHttpLive,
     WebChatHttpLive,
-    MessagesHttpLive
+    MessagesHttpLive,
+    ModelPoolHttpLive,
+    AnalyticsHttpLive
   ]),
   Layer.provide([AuthLive, WebChatAuthLive, OperatorUploadLimitLive])
 )

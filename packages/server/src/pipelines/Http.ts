@@ -19,3 +19,11 @@ export const PipelinesHttpLive = HttpApiBuilder.group(Api, "pipelines", (handler
       .handle("updateStage", ({ path, payload }) => pipelines.updateStage(path.stage, payload))
       .handle("deleteStage", ({ path }) => pipelines.deleteStage(path.stage))
   }))
+
+export const ModelPoolHttpLive = HttpApiBuilder.group(Api, "modelPool", (handlers) =>
+  Effect.gen(function*() {
+    const pipelines = yield* Pipelines
+    return handlers
+      .handle("get", ({ path }) => pipelines.modelPool(path.pipeline))
+      .handle("update", ({ path, payload }) => pipelines.updateModelPool(path.pipeline, payload))
+  }))

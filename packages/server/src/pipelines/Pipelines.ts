@@ -5,11 +5,16 @@ import {
   type CreatePipeline,
   type CreateStage,
   CurrentActor,
+  ModelPoolTier,
   NotFound,
+  type Pipeline,
   type PipelineId,
+  PipelineModelPool,
   PipelineWithStages,
+  RoutingTiers,
   type StageId,
   Unprocessable,
+  type UpdateModelPool,
   type UpdatePipeline,
   type UpdateStage,
   ValidationIssue,
@@ -27,6 +32,17 @@ const nameTaken = Unprocessable.of([{ field: "name", message: "The name has alre
 
 const failOnIssues = (issues: ReadonlyArray<ValidationIssue>) =>
   issues.length > 0 ? Effect.fail(Unprocessable.of(issues)) : Effect.void
+
+/** The pool as `GET .../model-pool` shows it: the four tiers in order, null while there is no pool. */
+const modelPoolOf = (pipeline: Pipeline) =>
+  new PipelineModelPool({
+    pipeline_id: pipeline.id,
+    is_model_routing_enabled: pipeline.is_model_routing_enabled,
+    tiers: RoutingTiers.map((tier) => {
+      const entry = pipeline.is_model_routing.find((e) => e.tier === tier)
+      return new ModelPoolTier({ tier, ai_model_id: entry?.ai_model_id ?? null, instructions: entry?.instructions ?? null })
+    })
+  })
 
 /** Agent configurations and their ordered stages, scoped to the caller's workspaces. */
 export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipelines", {
@@ -183,6 +199,21 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       return { id, deleted: true }
     })
 
-    return { list, get, create, update, listStages, createStage, updateStage, deleteStage }
+    const modelPool = Effect.fn("Pipelines.modelPool")(function*(id: PipelineId) {
+      return modelPoolOf(yield* find(yield* CurrentActor, id))
+    })
+
+    /** Replaces the four tiers (stored in tier order) with the checks of create and update pipeline. */
+    const updateModelPool = Effect.fn("Pipelines.updateModelPool")(function*(id: PipelineId, input: UpdateModelPool) {
+      const actor = yield* CurrentActor
+      yield* find(actor, id)
+      const issues = yield* catalogue.referenceIssues({ routing_model_ids: input.tiers.map((e) => e.ai_model_id) })
+      yield* failOnIssues(issues.map((i) => new ValidationIssue({ field: i.field.replace(/^is_model_routing\./, "tiers."), message: i.message })))
+      const pool = RoutingTiers.map((tier) => input.tiers.find((e) => e.tier === tier)!)
+      yield* repo.update(id, { is_model_routing_enabled: input.is_model_routing_enabled }, pool).pipe(Effect.orDie)
+      return modelPoolOf(yield* find(actor, id))
+    })
+
+    return { list, get, create, update, listStages, createStage, updateStage, deleteStage, modelPool, updateModelPool }
   })
 }) {}

@@ -63,7 +63,14 @@ export const seedDemo = Effect.gen(function*() {
       name: "Demo sales agent",
       description: "Answers questions about Parley and books a demo call.",
       persona: "A friendly, concise sales assistant for Parley.",
-      instructions: "Greet the contact, find out what they need, answer from the knowledge you have, and offer a demo call.",
+      instructions: [
+        "Greet the contact, find out what they need, answer from the knowledge you have, and offer a demo call.",
+        "Parley runs AI agents that hold sales and support conversations on web chat.",
+        "The Starter plan costs 49 euros per month and includes one pipeline.",
+        "The Growth plan costs 199 euros per month and adds Smart Routing and knowledge tables.",
+        "Parley is self-hosted: it runs on your own server with one command and keeps all data in your own Postgres.",
+        "A demo call takes 30 minutes and can be booked on any weekday."
+      ].join("\n"),
       agent_type_id: 1 as never,
       ai_model_id: 1 as never,
       language_id: 1 as never,

@@ -28,7 +28,8 @@ export const TestDatabase = Layer.unwrapScoped(Effect.gen(function*() {
   const dump = new Blob([Fs.readFileSync(inject("pgDumpPath"))])
   const db = yield* openPglite({ loadDataDir: dump })
   if (databaseMode === "embedded") return PgliteClient.layer(db)
-  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: POOL_SIZE + 2 })
+  // the pool, plus one LISTEN connection each for identity, channel and stage-entry notifications, plus one spare
+  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: POOL_SIZE + 4 })
   yield* Effect.acquireRelease(Effect.promise(() => server.start()), () => Effect.promise(() => server.stop()))
   const [host, port] = server.getServerConn().split(":")
   return PgClient.layer({

@@ -1,16 +1,8 @@
 import type { LanguageModel } from "@effect/ai"
+import type { ModelRef } from "@parley/domain"
 import { Context, Data, type Effect } from "effect"
 
-/** A model of the catalogue (`ai_models` joined with its provider). */
-export interface ModelRef {
-  readonly id: number
-  /** provider slug: `local`, `openai`, `anthropic` */
-  readonly provider: string
-  /** the provider's model name, e.g. `gpt-4.1-mini` */
-  readonly model: string
-  readonly inputPricePerMillion: number
-  readonly outputPricePerMillion: number
-}
+export type { ModelRef }
 
 export class ModelUnavailable extends Data.TaggedError("ModelUnavailable")<{ readonly message: string }> {}
 

@@ -1,0 +1,191 @@
+/**
+ * The agent's reply end to end, on the embedded database: from a contact's `POST /web-chat/message` to
+ * the signed reply webhook arriving at the channel's receiver, with Parley's local model (no latency)
+ * and `reply_debounce_ms` 0.
+ * Run: pnpm bench:reply   (or: npx tsx bench/reply.ts [seconds] [conversations])
+ *
+ * Closed loop: each of `concurrency` loops owns its own conversations (distinct contact_ids, so two
+ * messages of one conversation are never in flight together), sends a message, waits for its reply at
+ * the webhook, and goes on with its next conversation. Every webhook's signature is checked. For a split
+ * of the time, the stored timestamps of the contact message and of the reply are read back afterwards:
+ * POST → message stored (receiver), stored → reply stored (hand-over, entity, turn), reply stored →
+ * webhook received (delivery workflow and HTTP).
+ */
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Path from "node:path"
+import { verifyServiceSignature } from "../packages/domain/src/Webhooks.js"
+import { send, startServer } from "./support.js"
+
+const seconds = Number(process.argv[2] ?? 10)
+const conversationCount = Number(process.argv[3] ?? 64)
+
+interface Waiter {
+  readonly resolve: (hit: { at: number; messageId: string }) => void
+}
+
+/** The channel's reply webhook: verifies the signature and wakes whoever waits for that contact's reply. */
+const startReceiver = (secret: () => string) =>
+  new Promise<{ url: string; waiting: Map<string, Waiter>; stats: { received: number; badSignatures: number; unexpected: number }; close: () => void }>(
+    (resolve) => {
+      const waiting = new Map<string, Waiter>()
+      const stats = { received: 0, badSignatures: 0, unexpected: 0 }
+      const server = Http.createServer((req, res) => {
+        const chunks: Array<Buffer> = []
+        req.on("data", (c: Buffer) => chunks.push(c))
+        req.on("end", () => {
+          const at = Date.now()
+          const rawBody = Buffer.concat(chunks).toString("utf8")
+          stats.received++
+          const valid = verifyServiceSignature(
+            secret(),
+            { signature: req.headers["x-service-signature"] as string, timestamp: req.headers["x-service-timestamp"] as string },
+            rawBody
+          )
+          if (!valid) stats.badSignatures++
+          const body = JSON.parse(rawBody) as { contact_id: string; message_id: string }
+          const waiter = waiting.get(body.contact_id)
+          if (waiter) {
+            waiting.delete(body.contact_id)
+            waiter.resolve({ at, messageId: body.message_id })
+          } else {
+            stats.unexpected++
+          }
+          res.writeHead(200, { "content-type": "application/json" }).end("{}")
+        })
+      })
+      server.keepAliveTimeout = 60_000
+      server.listen(0, "127.0.0.1", () =>
+        resolve({
+          url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+          waiting,
+          stats,
+          close: () => {
+            server.closeAllConnections()
+            server.close()
+          }
+        }))
+    }
+  )
+
+interface Sample {
+  readonly contactId: string
+  readonly sentAt: number
+  readonly answeredAt: number
+  readonly webhookAt: number
+  readonly inboundId: string
+  readonly replyId: string
+}
+
+/** CPU time (user + system) the process has used, in ms (Linux). */
+const cpuMs = (pid: number) => {
+  const fields = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+}
+
+const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
+const sortedBy = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)
+
+let secret = ""
+const receiver = await startReceiver(() => secret)
+const server = await startServer({ OUTBOUND_ALLOW_PRIVATE: "true", LOCAL_MODEL_LATENCY_MS: "0" })
+try {
+  const { client_id, client_secret } = server.demo.channel
+  secret = client_secret
+  const basic = { authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`, "content-type": "application/json" }
+  const bearer = { authorization: `Bearer ${server.demo.token}`, "content-type": "application/json" }
+  const put = async (path: string, body: unknown) => {
+    const r = await send({ method: "PUT", url: `${server.api}${path}`, headers: bearer, body: JSON.stringify(body) })
+    if (r.status !== 200) throw new Error(`PUT ${path}: ${r.status} ${r.body}`)
+  }
+  // the demo pipeline answers at once, through the demo web channel, to our receiver (the demo workspace has
+  // credits, and the local models cost nothing)
+  await put(`/api/user/pipelines/${server.demo.pipeline_id}`, { reply_debounce_ms: 0 })
+  await put(`/api/user/channels/${server.demo.channel.id}`, { callback_url: receiver.url })
+
+  /** One message on `contactId` and its reply at the webhook. */
+  const exchange = async (contactId: string, text: string): Promise<Sample> => {
+    const reply = new Promise<{ at: number; messageId: string }>((resolve, reject) => {
+      receiver.waiting.set(contactId, { resolve })
+      setTimeout(() => reject(new Error(`no reply for ${contactId} within 30 s`)), 30_000).unref()
+    })
+    const sentAt = Date.now()
+    const r = await send({ method: "POST", url: `${server.receiver}/web-chat/message`, headers: basic, body: JSON.stringify({ contact_id: contactId, message: text }) })
+    const answeredAt = Date.now()
+    if (r.status !== 200) throw new Error(`POST /web-chat/message: ${r.status} ${r.body}`)
+    const hit = await reply
+    return { contactId, sentAt, answeredAt, webhookAt: hit.at, inboundId: JSON.parse(r.body).data.message_id, replyId: hit.messageId }
+  }
+
+  const contacts = Array.from({ length: conversationCount }, (_, i) => `bench-reply-${i}`)
+  // warm-up: every conversation exists (contact, conversation, opportunity) and has had a reply
+  for (let i = 0; i < contacts.length; i += 16) {
+    await Promise.all(contacts.slice(i, i + 16).map((c) => exchange(c, "Hello")))
+  }
+
+  const pid = JSON.parse(Fs.readFileSync(Path.join(server.dataDir, "server.json"), "utf8")).pid as number
+  const run = async (concurrency: number) => {
+    const samples: Array<Sample> = []
+    const deadline = Date.now() + seconds * 1000
+    const started = Date.now()
+    const cpuBefore = cpuMs(pid)
+    await Promise.all(Array.from({ length: concurrency }, async (_, loop) => {
+      const own = contacts.filter((_, i) => i % concurrency === loop)
+      if (own.length === 0) return
+      for (let n = 0; Date.now() < deadline; n++) {
+        samples.push(await exchange(own[n % own.length]!, `What does the annual plan cost? (${n})`))
+      }
+    }))
+    const elapsed = (Date.now() - started) / 1000
+    return { concurrency, samples, elapsed, cpu: cpuMs(pid) - cpuBefore }
+  }
+
+  /** Stored timestamps of the contact messages and their replies (newest first, one page per conversation). */
+  const storedTimes = async (samples: ReadonlyArray<Sample>) => {
+    const times = new Map<string, number>()
+    for (const contactId of new Set(samples.map((s) => s.contactId))) {
+      for (let page = 1; ; page++) {
+        const r = await send({ method: "GET", url: `${server.api}/api/user/messages/webchat?contact_id=${contactId}&per_page=100&page=${page}`, headers: basic })
+        const data = JSON.parse(r.body).data as { data: Array<{ id: string; created_at: string }>; last_page: number }
+        for (const m of data.data) times.set(m.id, Date.parse(m.created_at))
+        if (page >= data.last_page) break
+      }
+    }
+    return times
+  }
+
+  const results = []
+  for (const concurrency of [1, 16]) results.push(await run(concurrency))
+
+  console.log(`\nReply end to end on the embedded database, local model, reply_debounce_ms 0, ${seconds} s per row, ${conversationCount} conversations, node ${process.version}\n`)
+  console.log("| concurrency | replies | replies/s | p50 ms | p99 ms | max ms | server CPU per reply |")
+  console.log("|---|---|---|---|---|---|---|")
+  for (const { concurrency, samples, elapsed, cpu } of results) {
+    const total = sortedBy(samples.map((s) => s.webhookAt - s.sentAt))
+    console.log(
+      `| ${concurrency} | ${samples.length} | ${(samples.length / elapsed).toFixed(1)} | ${quantile(total, 0.5)} | ${quantile(total, 0.99)} | ${total.at(-1)} | ${(cpu / samples.length).toFixed(1)} ms |`
+    )
+  }
+  console.log("\nWhere the time goes (p50 / p99 ms of each leg; stored timestamps from the server, same clock):\n")
+  console.log("| concurrency | POST → 200 | POST → message stored | stored → reply stored | reply stored → webhook received |")
+  console.log("|---|---|---|---|---|")
+  for (const { concurrency, samples } of results) {
+    const times = await storedTimes(samples)
+    const legs = samples.flatMap((s) => {
+      const inbound = times.get(s.inboundId)
+      const reply = times.get(s.replyId)
+      return inbound === undefined || reply === undefined ? [] : [[s.answeredAt - s.sentAt, inbound - s.sentAt, reply - inbound, s.webhookAt - reply]]
+    })
+    const cell = (i: number) => {
+      const v = sortedBy(legs.map((l) => l[i]!))
+      return `${quantile(v, 0.5)} / ${quantile(v, 0.99)}`
+    }
+    console.log(`| ${concurrency} | ${cell(0)} | ${cell(1)} | ${cell(2)} | ${cell(3)} |`)
+  }
+  console.log(`\nwebhooks: ${receiver.stats.received} received, ${receiver.stats.badSignatures} bad signatures, ${receiver.stats.unexpected} unexpected`)
+} finally {
+  await server.stop()
+  receiver.close()
+}
+process.exit(0)

@@ -1,0 +1,147 @@
+/**
+ * Account analytics (REST twins of the MCP tools `get_account_summary`, `get_ai_performance` and
+ * `get_messaging_stats`, SPEC.md 4.5): counts over every workspace the caller reaches, or one of them.
+ */
+import { Schema } from "effect"
+import { ChannelKind } from "./Channels.js"
+import { PipelineId, WorkspaceId } from "./Ids.js"
+import { all } from "./Schemas.js"
+
+const IdParam = <S extends Schema.Schema<any, number, never>>(id: S) =>
+  Schema.compose(Schema.NumberFromString, id).annotations({ message: () => "must be a positive integer id" })
+
+/** `true`/`false` (also `1`/`0`) in a query string. */
+const BooleanParam = Schema.transform(Schema.Literal("true", "false", "1", "0"), Schema.Boolean, {
+  strict: true,
+  decode: (v) => v === "true" || v === "1",
+  encode: (b) => (b ? "true" : "false")
+})
+
+const dateOnly = /^(\d{4})-(\d{2})-(\d{2})$/
+const dateTime =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|z|[+-]\d{2}(?::?\d{2})?| \d{2}(?::?\d{2})?)?$/
+
+const validDay = (y: string, m: string, d: string) => {
+  const date = new Date(Date.UTC(Number(y), Number(m) - 1, Number(d)))
+  return date.getUTCFullYear() === Number(y) && date.getUTCMonth() === Number(m) - 1 && date.getUTCDate() === Number(d)
+}
+
+/** `Z`, `+02`, `+0200`, `+02:00` (and ` 02:00`, a `+` the query string decoded to a space) as `Z` or `+hh:mm`. */
+const offsetOf = (zone: string | undefined) => {
+  if (zone === undefined || zone.toUpperCase() === "Z") return "Z"
+  const signed = zone.startsWith(" ") ? `+${zone.slice(1)}` : zone
+  const digits = signed.slice(1).replace(":", "")
+  return `${signed[0]}${digits.slice(0, 2)}:${digits.slice(2, 4) || "00"}`
+}
+
+/**
+ * An ISO 8601 date (`2026-01-31`) or date-time (`2026-01-31T10:00:00Z`, `...+02:00`) as an instant.
+ * A time without an offset is UTC; a `+` decoded to a space by the query string is read as `+`.
+ */
+export const parseIsoDate = (value: string): { readonly date: Date; readonly dateOnly: boolean } | undefined => {
+  const day = dateOnly.exec(value)
+  if (day !== null) return validDay(day[1]!, day[2]!, day[3]!) ? { date: new Date(`${value}T00:00:00Z`), dateOnly: true } : undefined
+  const time = dateTime.exec(value)
+  if (time === null || !validDay(time[1]!, time[2]!, time[3]!)) return undefined
+  const [, , , , h, mi, s = "0", zone] = time
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined
+  const base = value.slice(0, value.length - (zone?.length ?? 0)).replace(/[t ]/, "T")
+  const parsed = Date.parse(base + offsetOf(zone))
+  return Number.isNaN(parsed) ? undefined : { date: new Date(parsed), dateOnly: false }
+}
+
+const DateParam = Schema.String.pipe(
+  Schema.filter((s) => parseIsoDate(s) !== undefined || "must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z)")
+)
+
+/** Where the counts come from: every reachable workspace or one of them, test conversations left out unless asked for. */
+const scopeFields = {
+  workspace_id: Schema.optional(IdParam(WorkspaceId)).annotations({
+    description: "Count only this workspace (one you own or manage); all of them when omitted"
+  }),
+  include_test: Schema.optionalWith(BooleanParam, { default: () => false }).annotations({
+    description: "Also count test opportunities and test conversations (`is_test`); default false"
+  })
+}
+
+export const AnalyticsQuery = Schema.Struct(scopeFields).annotations(all)
+export type AnalyticsQuery = typeof AnalyticsQuery.Type
+
+/** SPEC.md 4.5 `get_messaging_stats` providers: the channel kind of the message's channel. */
+export const MessagingProvider = ChannelKind
+export type MessagingProvider = typeof MessagingProvider.Type
+
+export const MessagingStatsQuery = Schema.Struct({
+  ...scopeFields,
+  start_date: Schema.optional(DateParam).annotations({ description: "On messages' created_at, inclusive" }),
+  end_date: Schema.optional(DateParam).annotations({
+    description: "On messages' created_at, inclusive; a bare date includes that whole day (UTC)"
+  }),
+  pipeline_id: Schema.optional(IdParam(PipelineId)),
+  provider: Schema.optional(MessagingProvider)
+}).pipe(
+  Schema.filter((q) => {
+    if (q.start_date === undefined || q.end_date === undefined) return undefined
+    const start = parseIsoDate(q.start_date)!.date
+    const end = parseIsoDate(q.end_date)!.date
+    return end < start ? { path: ["end_date"], message: "must be a date after or equal to start_date" } : undefined
+  })
+).annotations(all)
+export type MessagingStatsQuery = typeof MessagingStatsQuery.Type
+
+const Count = Schema.Int.pipe(Schema.nonNegative())
+
+export class OpportunityStatusCounts extends Schema.Class<OpportunityStatusCounts>("OpportunityStatusCounts")({
+  pending: Count,
+  active: Count,
+  paused: Count,
+  won: Count,
+  lost: Count
+}) {}
+
+export class MessageRoleCounts extends Schema.Class<MessageRoleCounts>("MessageRoleCounts")({
+  user: Count,
+  assistant: Count
+}) {}
+
+export class AccountSummary extends Schema.Class<AccountSummary>("AccountSummary")({
+  pipelines: Count,
+  opportunities: Count,
+  conversations: Count,
+  messages: Count,
+  opportunities_by_status: OpportunityStatusCounts,
+  messages_by_role: MessageRoleCounts
+}) {}
+
+export class AiPerformance extends Schema.Class<AiPerformance>("AiPerformance")({
+  ai_messages: Count.annotations({ description: "Assistant messages written by the AI (not by an operator)" }),
+  manual_messages: Count.annotations({ description: "Assistant messages sent by an operator" }),
+  responses: Count.annotations({ description: "Replies the average response time is taken over" }),
+  average_response_seconds: Schema.NullOr(Schema.Number).annotations({
+    description: "Mean seconds from a contact's message to the reply; null before the first reply"
+  }),
+  total_cost: Schema.Number.annotations({ description: "Sum of the messages' cost_for_user" })
+}) {}
+
+const messagingFields = {
+  messages: Count,
+  user_messages: Count,
+  assistant_messages: Count,
+  ai_messages: Count,
+  manual_messages: Count,
+  cost: Schema.Number
+}
+
+export class MessagingTotals extends Schema.Class<MessagingTotals>("MessagingTotals")(messagingFields) {}
+
+export class MessagingDay extends Schema.Class<MessagingDay>("MessagingDay")({
+  date: Schema.String.annotations({ description: "UTC day, YYYY-MM-DD" }),
+  ...messagingFields
+}) {}
+
+export class MessagingStats extends Schema.Class<MessagingStats>("MessagingStats")({
+  totals: MessagingTotals,
+  series: Schema.Array(MessagingDay).annotations({
+    description: "One entry per UTC day from the first to the last day with a message, days without any included as zeros"
+  })
+}) {}

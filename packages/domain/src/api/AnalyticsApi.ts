@@ -1,0 +1,42 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { AccountSummary, AiPerformance, AnalyticsQuery, MessagingStats, MessagingStatsQuery } from "../Analytics.js"
+import { Ok } from "../Envelope.js"
+import { NotFoundResponse } from "../Errors.js"
+import { Authorized } from "./Auth.js"
+
+const scopeNote =
+  "Counts every workspace the token reaches, or only `workspace_id` (404 `Workspace not found.` for one it does not reach). Test opportunities and test conversations (`is_test`) and their messages are left out unless `include_test=true`. Scope `opportunities:read`."
+
+/** REST twins of the MCP analytics tools (SPEC.md 4.5). */
+export class AnalyticsApi extends HttpApiGroup.make("analytics")
+  .add(
+    HttpApiEndpoint.get("summary", "/api/user/analytics/summary")
+      .setUrlParams(AnalyticsQuery)
+      .addSuccess(Ok(AccountSummary))
+      .addError(NotFoundResponse)
+      .middleware(Authorized["opportunities:read"])
+      .annotate(OpenApi.Summary, "Pipelines, opportunities, conversations and messages counted (get_account_summary)")
+      .annotate(OpenApi.Description, scopeNote)
+  )
+  .add(
+    HttpApiEndpoint.get("aiPerformance", "/api/user/analytics/ai-performance")
+      .setUrlParams(AnalyticsQuery)
+      .addSuccess(Ok(AiPerformance))
+      .addError(NotFoundResponse)
+      .middleware(Authorized["opportunities:read"])
+      .annotate(OpenApi.Summary, "AI messages, average response time and total cost (get_ai_performance)")
+      .annotate(OpenApi.Description, scopeNote)
+  )
+  .add(
+    HttpApiEndpoint.get("messagingStats", "/api/user/analytics/messaging-stats")
+      .setUrlParams(MessagingStatsQuery)
+      .addSuccess(Ok(MessagingStats))
+      .addError(NotFoundResponse)
+      .middleware(Authorized["opportunities:read"])
+      .annotate(OpenApi.Summary, "Message totals and a per-day series, filtered by date, pipeline and provider (get_messaging_stats)")
+      .annotate(
+        OpenApi.Description,
+        `\`start_date\` and \`end_date\` (ISO 8601) bound messages' \`created_at\`, both inclusive; a bare end date includes that whole UTC day. \`provider\` is the kind of the message's channel. A \`pipeline_id\` outside the counted workspaces is 404 \`Pipeline not found.\`. ${scopeNote}`
+      )
+  )
+  .annotate(OpenApi.Title, "Analytics") {}

@@ -1,0 +1,130 @@
+import {
+  AccountSummary,
+  type Actor,
+  AiPerformance,
+  type AnalyticsQuery,
+  CurrentActor,
+  MessageRoleCounts,
+  MessagingDay,
+  MessagingStats,
+  type MessagingStatsQuery,
+  MessagingTotals,
+  NotFound,
+  OpportunityStatusCounts,
+  parseIsoDate,
+  type WorkspaceId
+} from "@parley/domain"
+import { Effect } from "effect"
+import { type AnalyticsScope, AnalyticsRepo, type MessagingRow } from "./AnalyticsRepo.js"
+
+// another workspace's id answers like a missing one (docs/api.md), so ids reveal nothing
+const workspaceNotFound = new NotFound({ message: "Workspace not found." })
+const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
+
+const DAY_MS = 86_400_000
+
+/** Money is numeric(20, 8) in the database; a sum is kept to that precision. */
+const money = (n: number) => Math.round(n * 1e8) / 1e8
+
+const byKey = <K extends string>(rows: ReadonlyArray<{ readonly n: number }>, key: (row: any) => string, keys: ReadonlyArray<K>) => {
+  const out = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>
+  for (const row of rows) if ((keys as ReadonlyArray<string>).includes(key(row))) out[key(row) as K] = Number(row.n)
+  return out
+}
+
+const countsOf = (row: MessagingRow | undefined) => ({
+  messages: Number(row?.messages ?? 0),
+  user_messages: Number(row?.user_messages ?? 0),
+  assistant_messages: Number(row?.assistant_messages ?? 0),
+  ai_messages: Number(row?.ai_messages ?? 0),
+  manual_messages: Number(row?.manual_messages ?? 0),
+  cost: money(Number(row?.cost ?? 0))
+})
+
+/** Every day from the first to the last with messages; days without any are zeros. */
+const denseSeries = (days: ReadonlyArray<MessagingRow>) => {
+  if (days.length === 0) return []
+  const byDay = new Map(days.map((d) => [d.day!, d]))
+  const first = Date.parse(`${days[0]!.day}T00:00:00Z`)
+  const last = Date.parse(`${days[days.length - 1]!.day}T00:00:00Z`)
+  const series: Array<MessagingDay> = []
+  for (let t = first; t <= last; t += DAY_MS) {
+    const date = new Date(t).toISOString().slice(0, 10)
+    series.push(new MessagingDay({ date, ...countsOf(byDay.get(date)) }))
+  }
+  return series
+}
+
+/** Account analytics over the caller's workspaces (SPEC.md 4.5 analytics tools). */
+export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analytics", {
+  dependencies: [AnalyticsRepo.Default],
+  effect: Effect.gen(function*() {
+    const repo = yield* AnalyticsRepo
+
+    const scopeOf = (actor: Actor, query: AnalyticsQuery): Effect.Effect<AnalyticsScope, NotFound> => {
+      const workspaceId = query.workspace_id as WorkspaceId | undefined
+      if (workspaceId === undefined) return Effect.succeed({ workspaceIds: actor.workspaceIds, includeTest: query.include_test })
+      return actor.workspaceIds.includes(workspaceId)
+        ? Effect.succeed({ workspaceIds: [workspaceId], includeTest: query.include_test })
+        : Effect.fail(workspaceNotFound)
+    }
+
+    const summary = Effect.fn("Analytics.summary")(function*(query: AnalyticsQuery) {
+      const scope = yield* scopeOf(yield* CurrentActor, query)
+      const [pipelines, conversations, statuses, roles] = yield* Effect.all([
+        repo.pipelines(scope),
+        repo.conversations(scope),
+        repo.opportunitiesByStatus(scope),
+        repo.messagesByRole(scope)
+      ])
+      const opportunities = byKey(statuses, (r) => r.status, ["pending", "active", "paused", "won", "lost"] as const)
+      const messages = byKey(roles, (r) => r.role, ["user", "assistant"] as const)
+      return new AccountSummary({
+        pipelines,
+        opportunities: Object.values(opportunities).reduce((a, b) => a + b, 0),
+        conversations,
+        messages: messages.user + messages.assistant,
+        opportunities_by_status: new OpportunityStatusCounts(opportunities),
+        messages_by_role: new MessageRoleCounts(messages)
+      })
+    })
+
+    const aiPerformance = Effect.fn("Analytics.aiPerformance")(function*(query: AnalyticsQuery) {
+      const scope = yield* scopeOf(yield* CurrentActor, query)
+      const [totals, times] = yield* Effect.all([repo.messageTotals(scope), repo.responseTimes(scope)])
+      return new AiPerformance({
+        ai_messages: Number(totals.ai_messages),
+        manual_messages: Number(totals.manual_messages),
+        responses: times.responses,
+        average_response_seconds: times.responses === 0 ? null : Math.round((times.seconds / times.responses) * 100) / 100,
+        total_cost: money(Number(totals.total_cost))
+      })
+    })
+
+    const messagingStats = Effect.fn("Analytics.messagingStats")(function*(query: MessagingStatsQuery) {
+      const scope = yield* scopeOf(yield* CurrentActor, query)
+      if (query.pipeline_id !== undefined && !(yield* repo.pipelineIn(scope.workspaceIds, query.pipeline_id))) {
+        return yield* pipelineNotFound
+      }
+      const start = query.start_date === undefined ? undefined : parseIsoDate(query.start_date)
+      const end = query.end_date === undefined ? undefined : parseIsoDate(query.end_date)
+      const rows = yield* repo.messaging({
+        ...scope,
+        pipelineId: query.pipeline_id,
+        provider: query.provider,
+        start: start?.date,
+        end: end === undefined
+          ? undefined
+          : end.dateOnly
+          ? { at: new Date(end.date.getTime() + DAY_MS), exclusive: true }
+          : { at: end.date, exclusive: false }
+      })
+      return new MessagingStats({
+        totals: new MessagingTotals(countsOf(rows.find((r) => r.day === null))),
+        series: denseSeries(rows.filter((r) => r.day !== null))
+      })
+    })
+
+    return { summary, aiPerformance, messagingStats }
+  })
+}) {}

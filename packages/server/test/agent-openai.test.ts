@@ -1,0 +1,152 @@
+/**
+ * The agent with the `openai` provider against a local fake OpenAI-compatible server (Responses API):
+ * the reply's cost comes from the catalogue's prices and the usage the provider reports, is summed on
+ * the conversation and charged to the workspace; a provider that keeps failing is retried with backoff
+ * and then recorded on the message as failed.
+ */
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { createPipeline, createStage, ok, post, put } from "./support/Opportunities.js"
+import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { eventually } from "./support/WebhookReceiver.js"
+
+/** What the fake server received, and how it answers next. */
+const fake = { requests: [] as Array<any>, mode: "ok" as "ok" | "fail" }
+
+const responseBody = (body: any) => ({
+  id: `resp_${fake.requests.length}`,
+  object: "response",
+  created_at: Math.floor(Date.now() / 1000),
+  model: body.model,
+  status: "completed",
+  parallel_tool_calls: true,
+  tool_choice: "auto",
+  tools: [],
+  temperature: 1,
+  top_p: 1,
+  metadata: {},
+  error: null,
+  incomplete_details: null,
+  instructions: null,
+  output: [{
+    type: "message",
+    id: "msg_1",
+    role: "assistant",
+    status: "completed",
+    content: [{ type: "output_text", text: "The annual plan is 990 euros per year.", annotations: [] }]
+  }],
+  usage: {
+    input_tokens: 1000,
+    output_tokens: 500,
+    total_tokens: 1500,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: 0 }
+  }
+})
+
+const FakeOpenAi = Layer.unwrapScoped(Effect.gen(function*() {
+  const server = yield* Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<Http.Server>((resolve) => {
+        const s = Http.createServer((req, res) => {
+          let raw = ""
+          req.on("data", (c) => (raw += c))
+          req.on("end", () => {
+            const body = raw ? JSON.parse(raw) : undefined
+            fake.requests.push({ url: req.url, body, authorization: req.headers.authorization })
+            if (req.url !== "/v1/responses") return res.writeHead(404).end()
+            if (fake.mode === "fail") return res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "overloaded" } }))
+            res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(responseBody(body)))
+          })
+        })
+        s.listen(0, "127.0.0.1", () => resolve(s))
+      })
+    ),
+    (s) => Effect.promise(() => new Promise<void>((r) => { s.closeAllConnections(); s.close(() => r()) }))
+  )
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+  return TestServerLive({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: url, ENGINE_SWEEP_INTERVAL_MS: "1000" })
+}))
+
+const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
+  Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
+
+const setup = Effect.gen(function*() {
+  const owner = yield* seedUser()
+  yield* sql`update workspaces set credits = 10, is_subscription_active = true where id = ${owner.workspace_id}`
+  const pipeline = yield* createPipeline(owner, "Sales")
+  // GPT-4.1 mini: 0.40 USD per million input tokens, 1.60 per million output tokens
+  ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { ai_model_id: 11, reply_debounce_ms: 0 }))
+  yield* createStage(owner, pipeline.id, "Open", 1)
+  const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+  return { owner, channel }
+})
+
+const say = (channel: { client_id: string; client_secret: string }, contactId: string, message: string) =>
+  Effect.flatMap(TestServer, ({ receiverUrl }) =>
+    fetchJson(`${receiverUrl}/web-chat/message`, {
+      method: "POST",
+      headers: {
+        authorization: `Basic ${Buffer.from(`${channel.client_id}:${channel.client_secret}`).toString("base64")}`,
+        "content-type": "application/json"
+      },
+      body: JSON.stringify({ contact_id: contactId, message })
+    })).pipe(Effect.map((r) => r.body.data.message_id as string))
+
+const replyTo = (id: string) =>
+  eventually(
+    Effect.map(
+      sql<{ message: string | null; status: string; cost: number; model: string | null; input_tokens: number; output_tokens: number; error: string | null; conversation_id: number }>`
+        select message, status, cost_for_user::float8 as cost, model, input_tokens, output_tokens, error, conversation_id
+        from messages where in_reply_to = ${id}`,
+      (rows) => rows[0]?.status === "ai_generated" ? undefined : rows[0]
+    ),
+    20_000
+  )
+
+layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provider", (it) => {
+  it.effect("charges the catalogue price of the reported usage to the message, the conversation and the workspace", () =>
+    Effect.gen(function*() {
+      fake.mode = "ok"
+      fake.requests.length = 0
+      const { channel, owner } = yield* setup
+      const id = yield* say(channel, "c-1", "How much is the annual plan?")
+      const reply = yield* replyTo(id)
+      expect(reply).toMatchObject({
+        message: "The annual plan is 990 euros per year.",
+        status: "sent_to_user",
+        model: "gpt-4.1-mini",
+        input_tokens: 1000,
+        output_tokens: 500
+      })
+      // (1000 × 0.40 + 500 × 1.60) / 1,000,000
+      expect(reply!.cost).toBeCloseTo(0.0012, 10)
+      const [conversation] = yield* sql<{ cost: number }>`select cost_for_user::float8 as cost from conversations where id = ${reply!.conversation_id}`
+      expect(conversation!.cost).toBeCloseTo(0.0012, 10)
+      const [workspace] = yield* sql<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      expect(workspace!.credits).toBeCloseTo(10 - 0.0012, 6)
+      // the request: the model, the key, the system prompt with the pipeline's agent, then the contact's words
+      const request = fake.requests.find((r) => r.url === "/v1/responses")!
+      expect(request.authorization).toBe("Bearer sk-test")
+      expect(request.body.model).toBe("gpt-4.1-mini")
+      expect(JSON.stringify(request.body.input)).toContain("How much is the annual plan?")
+      expect(JSON.stringify(request.body.input)).toContain("Sales")
+    }))
+
+  it.effect("a provider that keeps failing is retried with backoff, then the reply is recorded as failed", () =>
+    Effect.gen(function*() {
+      fake.mode = "fail"
+      fake.requests.length = 0
+      const { channel } = yield* setup
+      const id = yield* say(channel, "c-2", "Hello?")
+      const reply = yield* replyTo(id)
+      expect(reply).toMatchObject({ status: "failed", model: "gpt-4.1-mini", cost: 0 })
+      expect(reply!.error).toBeTruthy()
+      expect(fake.requests.filter((r) => r.url === "/v1/responses")).toHaveLength(3)
+      const [handled] = yield* sql<{ handled_reason: string }>`select handled_reason from messages where id = ${id}`
+      expect(handled!.handled_reason).toBe("failed")
+    }))
+})

@@ -1,0 +1,269 @@
+/**
+ * The AI agent end to end (issue 5) with Parley's deterministic local model: a contact writes through
+ * the receiver and the reply arrives on a joined socket.io client and at the signed webhook; debounce,
+ * pause, limits, credits, Smart Routing, the stage-move tool and static opening messages.
+ */
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { verifyServiceSignature } from "@parley/domain"
+import { Effect } from "effect"
+import { io } from "socket.io-client"
+import { createStage, createPipeline, expectStatus, get, ok, post, put } from "./support/Opportunities.js"
+import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
+
+type Caller = { readonly token: string; readonly workspace_id: number }
+
+const basic = (c: { client_id: string; client_secret: string }) =>
+  `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString("base64")}`
+
+const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
+  Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
+
+const credits = (workspaceId: number, amount: number) =>
+  sql`update workspaces set credits = ${amount}, is_subscription_active = true where id = ${workspaceId}`
+
+/** A pipeline with stages, its web channel (callback optional), credits, and the given settings. */
+const agentSetup = (options: { readonly callbackUrl?: string; readonly settings?: Record<string, unknown>; readonly owner?: Caller } = {}) =>
+  Effect.gen(function*() {
+    const owner = options.owner ?? (yield* seedUser())
+    yield* credits(owner.workspace_id, 100)
+    const pipeline = yield* createPipeline(owner, "Sales")
+    ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
+      instructions: "Our annual plan costs 990 euros per year. The monthly plan costs 99 euros per month. Support is open on weekdays.",
+      reply_debounce_ms: 0,
+      ...options.settings
+    }))
+    const open = yield* createStage(owner, pipeline.id, "Open", 1)
+    const won = ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+      name: "Closed won",
+      nature: "won",
+      order: 2,
+      enter_condition: "The customer confirms they want to buy the annual plan"
+    }))
+    const channel = ok(yield* post(owner, "/api/user/channels", {
+      kind: "web",
+      pipeline_id: pipeline.id,
+      ...(options.callbackUrl ? { callback_url: options.callbackUrl } : {})
+    }))
+    return { owner, pipeline, open, won, channel }
+  })
+
+const initiate = (channel: { client_id: string; client_secret: string }, contactId: string) =>
+  Effect.flatMap(TestServer, ({ baseUrl }) =>
+    fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
+      method: "POST",
+      headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ contact_id: contactId, name: "Dana" })
+    }))
+
+const say = (channel: { client_id: string; client_secret: string }, contactId: string, message: string) =>
+  Effect.flatMap(TestServer, ({ receiverUrl }) =>
+    fetchJson(`${receiverUrl}/web-chat/message`, {
+      method: "POST",
+      headers: { authorization: basic(channel), "content-type": "application/json" },
+      body: JSON.stringify({ contact_id: contactId, message })
+    })).pipe(Effect.map((r) => {
+      expect(r.status).toBe(200)
+      return r.body.data.message_id as string
+    }))
+
+const assistantMessages = (conversationId: number) =>
+  sql<{ id: string; message: string | null; status: string; call_type: string; ai_model_id: number | null; model: string | null; in_reply_to: string | null; error: string | null }>`
+    select id, message, status, call_type, ai_model_id, model, in_reply_to, error from messages
+    where conversation_id = ${conversationId} and role = 'assistant' order by created_at, id`
+
+const handledReasons = (ids: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient.SqlClient, (s) =>
+    s<{ handled_reason: string | null }>`select handled_reason from messages where id in ${s.in(ids)} order by created_at, id`).pipe(
+    Effect.map((rows) => rows.map((r) => r.handled_reason)),
+    Effect.orDie
+  )
+
+/** Waits until the messages are handled and returns why. */
+const handled = (ids: ReadonlyArray<string>) =>
+  eventually(Effect.map(handledReasons(ids), (reasons) => reasons.every((r) => r !== null) ? reasons : undefined))
+
+/** Sends a message on a fresh contact and returns the conversation it landed in. */
+const conversationOf = (messageId: string) =>
+  Effect.map(sql<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId}`, (rows) => Number(rows[0]!.conversation_id))
+
+layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000" }), { excludeTestServices: true })("the agent", (it) => {
+  it.effect("a contact's message gets exactly one reply, on the joined socket and at the signed webhook", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const receiver = yield* webhookReceiver(() => "ok")
+      const { channel } = yield* agentSetup({ callbackUrl: receiver.url })
+      const session = ok(yield* initiate(channel, "dana-1"))
+      const socket = yield* Effect.acquireRelease(
+        Effect.sync(() => io(session.socket_url, { forceNew: true, reconnection: false, transports: ["websocket"] })),
+        (s) => Effect.sync(() => s.close())
+      )
+      const events: Array<any> = []
+      socket.on("new_message", (payload: Array<any>) => events.push(payload))
+      const ack = yield* Effect.promise(() =>
+        socket.timeout(5000).emitWithAck("join-channel", { channel: session.channel, app_key: session.app_key, token: session.token })
+      )
+      expect(ack.status).toBe(true)
+
+      const id = yield* say(channel, "dana-1", "How much does the annual plan cost?")
+      yield* eventually(Effect.sync(() => events.length >= 1 && receiver.received.length >= 1 ? true : undefined))
+      const replies = yield* assistantMessages(session.conversation_id)
+      expect(replies).toHaveLength(1)
+      const reply = replies[0]!
+      expect(reply).toMatchObject({ status: "sent_to_user", call_type: "ai", ai_model_id: 1, model: "parley-local", in_reply_to: id })
+      expect(reply.message).toContain("990 euros")
+      // the socket payload: an array whose element 0 carries the message and its cost
+      expect(events[0][0]).toMatchObject({ message: reply.message, cost: 0, message_id: reply.id })
+      // the webhook: signed over the raw body with the channel's secret
+      const hit = receiver.received[0]!
+      expect(JSON.parse(hit.rawBody)).toMatchObject({ event: "message", message_id: reply.id, text: reply.message, contact_id: "dana-1" })
+      expect(verifyServiceSignature(
+        channel.client_secret,
+        { signature: hit.headers["x-service-signature"] as string, timestamp: hit.headers["x-service-timestamp"] as string },
+        hit.rawBody
+      )).toBe(true)
+      expect(yield* handledReasons([id])).toEqual(["replied"])
+      // and no second reply comes
+      yield* Effect.sleep("1500 millis")
+      expect(yield* assistantMessages(session.conversation_id)).toHaveLength(1)
+      expect(events).toHaveLength(1)
+      expect(receiver.received).toHaveLength(1)
+    })))
+
+  it.effect("three quick messages get one reply that answers all of them", () =>
+    Effect.gen(function*() {
+      const { channel } = yield* agentSetup({ settings: { reply_debounce_ms: 1200 } })
+      const ids = [
+        yield* say(channel, "dana-2", "Hello"),
+        yield* say(channel, "dana-2", "What does the monthly plan cost?"),
+        yield* say(channel, "dana-2", "And the annual plan?")
+      ]
+      expect(yield* handled(ids)).toEqual(["replied", "replied", "replied"])
+      const replies = yield* assistantMessages(yield* conversationOf(ids[0]!))
+      expect(replies).toHaveLength(1)
+      expect(replies[0]!.in_reply_to).toBe(ids[2])
+      expect(replies[0]!.message).toContain("99 euros per month")
+      expect(replies[0]!.message).toContain("990 euros per year")
+    }))
+
+  it.effect("a paused conversation gets no reply", () =>
+    Effect.gen(function*() {
+      const { channel, owner } = yield* agentSetup()
+      const first = yield* say(channel, "dana-3", "Hi")
+      yield* handled([first])
+      const conversationId = yield* conversationOf(first)
+      ok(yield* put(owner, `/api/user/conversations/${conversationId}`, { status: "paused" }))
+      const second = yield* say(channel, "dana-3", "Anyone there?")
+      expect(yield* handled([second])).toEqual(["paused"])
+      expect(yield* assistantMessages(conversationId)).toHaveLength(1)
+    }))
+
+  it.effect("a conversation at its message limit or its cost limit gets no reply", () =>
+    Effect.gen(function*() {
+      const limited = yield* agentSetup({ settings: { max_conversation_messages: 1 } })
+      const a1 = yield* say(limited.channel, "dana-4", "Hi")
+      expect(yield* handled([a1])).toEqual(["replied"])
+      const a2 = yield* say(limited.channel, "dana-4", "And the annual plan?")
+      expect(yield* handled([a2])).toEqual(["message_limit"])
+      expect(yield* assistantMessages(yield* conversationOf(a1))).toHaveLength(1)
+
+      const costly = yield* agentSetup({ settings: { max_conversation_cost: 0.5 } })
+      const b1 = yield* say(costly.channel, "dana-5", "Hi")
+      yield* handled([b1])
+      const conversationId = yield* conversationOf(b1)
+      yield* sql`update conversations set cost_for_user = 0.5 where id = ${conversationId}`
+      const b2 = yield* say(costly.channel, "dana-5", "And the annual plan?")
+      expect(yield* handled([b2])).toEqual(["cost_limit"])
+      expect(yield* assistantMessages(conversationId)).toHaveLength(1)
+    }))
+
+  it.effect("a workspace at zero credits gets no reply, and Initiate says No credits found", () =>
+    Effect.gen(function*() {
+      const { channel, owner } = yield* agentSetup()
+      ok(yield* initiate(channel, "dana-6"))
+      yield* credits(owner.workspace_id, 0)
+      const id = yield* say(channel, "dana-6", "Hello?")
+      expect(yield* handled([id])).toEqual(["no_credits"])
+      expect(yield* assistantMessages(yield* conversationOf(id))).toHaveLength(0)
+      expectStatus(yield* initiate(channel, "dana-6"), 400, "No credits found")
+    }))
+
+  it.effect("Smart Routing sends a complex request to the complex tier's model and a greeting to the simple tier's", () =>
+    Effect.gen(function*() {
+      const { channel } = yield* agentSetup({
+        settings: {
+          is_model_routing_enabled: true,
+          is_model_routing: [
+            { tier: "router", ai_model_id: 2 },
+            { tier: "simple", ai_model_id: 2 },
+            { tier: "moderate", ai_model_id: 1 },
+            { tier: "complex", ai_model_id: 3, instructions: "Answer thoroughly." }
+          ]
+        }
+      })
+      const complex = yield* say(
+        channel,
+        "dana-7",
+        "We need an enterprise contract with a custom SLA, SSO integration and a security review; how does the annual plan compare to the monthly one for 40 seats?"
+      )
+      yield* handled([complex])
+      const conversationId = yield* conversationOf(complex)
+      const [first] = yield* assistantMessages(conversationId)
+      expect(first).toMatchObject({ ai_model_id: 3, model: "parley-local-max" })
+      const simple = yield* say(channel, "dana-7", "Thanks!")
+      yield* handled([simple])
+      const replies = yield* assistantMessages(conversationId)
+      expect(replies[1]).toMatchObject({ ai_model_id: 2, model: "parley-local-mini", in_reply_to: simple })
+    }))
+
+  it.effect("the model moves the opportunity to a won stage when its entry condition is met; the status becomes won", () =>
+    Effect.gen(function*() {
+      const { channel, owner, won } = yield* agentSetup()
+      const id = yield* say(channel, "dana-8", "Yes, I confirm: I want to buy the annual plan.")
+      yield* handled([id])
+      const [opportunity] = yield* sql<{ id: number; stage_id: number; status: string }>`
+        select o.id, o.stage_id, o.status from opportunities o join messages m on m.opportunity_id = o.id where m.id = ${id}`
+      expect(Number(opportunity!.stage_id)).toBe(won.id)
+      expect(opportunity!.status).toBe("won")
+      const viaApi = ok(yield* get(owner, `/api/user/opportunities/${opportunity!.id}`))
+      expect(viaApi.status).toBe("won")
+      const [reply] = yield* assistantMessages(yield* conversationOf(id))
+      expect(reply!.message).toContain("Closed won")
+      // the move was recorded once, as a stage entry
+      const entries = yield* sql<{ n: number }>`
+        select count(*)::int as n from stage_entries where opportunity_id = ${opportunity!.id} and cause = 'moved'`
+      expect(entries[0]!.n).toBe(1)
+    }))
+
+  it.effect("a stage with a static opening message sends it once when an opportunity enters", () =>
+    Effect.gen(function*() {
+      const { channel, owner, pipeline } = yield* agentSetup()
+      const demo = ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+        name: "Demo booked",
+        nature: "neutral",
+        order: 3,
+        is_opening_message: true,
+        opening_message_type: "static",
+        static_opening_message: "Great, your demo is booked! You will get a calendar invite shortly."
+      }))
+      const first = yield* say(channel, "dana-9", "Hi")
+      yield* handled([first])
+      const conversationId = yield* conversationOf(first)
+      const [opportunity] = yield* sql<{ opportunity_id: number }>`select opportunity_id from messages where id = ${first}`
+      ok(yield* put(owner, `/api/user/opportunities/${opportunity!.opportunity_id}`, { stage_id: demo.id }))
+      const opening = yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.find((r) => r.call_type === "opening")))
+      expect(opening).toMatchObject({ message: "Great, your demo is booked! You will get a calendar invite shortly.", status: "sent_to_user" })
+      yield* Effect.sleep("1500 millis")
+      expect((yield* assistantMessages(conversationId)).filter((r) => r.call_type === "opening")).toHaveLength(1)
+    }))
+
+  it.effect("a model whose provider is not configured records a failed reply with the reason", () =>
+    Effect.gen(function*() {
+      const { channel } = yield* agentSetup({ settings: { ai_model_id: 11 } })
+      const id = yield* say(channel, "dana-10", "Hello")
+      expect(yield* handled([id])).toEqual(["failed"])
+      const [reply] = yield* assistantMessages(yield* conversationOf(id))
+      expect(reply).toMatchObject({ status: "failed", ai_model_id: 11, in_reply_to: id })
+      expect(reply!.error).toContain("OPENAI_API_KEY")
+    }))
+})

@@ -1,0 +1,156 @@
+/**
+ * Parley's local model: deterministic, no network, no key. It is not a language model; it answers the
+ * way a careful rule-based assistant would, from what the prompt carries:
+ * - Smart Routing: classifies the contact's message by length and by words that signal a demanding request;
+ * - a reply: calls `move_to_stage` when the contact's recent messages meet a candidate stage's entry
+ *   condition (most of the condition's content words appear), otherwise answers with the sentences of
+ *   the instructions, stage and knowledge that best match the contact's words, and says plainly when it
+ *   has nothing to go on;
+ * - an opening message: a greeting plus the first sentence of the stage's instructions.
+ * Token counts are estimated (4 characters a token) so cost and limits behave as with a real provider.
+ */
+import { LanguageModel, type Prompt, type Response } from "@effect/ai"
+import { Duration, Effect } from "effect"
+import { OPENING_MARKER, ROUTER_MARKER } from "./Prompting.js"
+
+const STOP = new Set(
+  ("a an and are as at be but by can could do does for from has have how i if in is it its me my of on or our so " +
+    "that the their them then there these they this to us was we were what when where which who why will with would " +
+    "you your yes no not please thanks thank hi hello hey just about any some want need like get").split(" ")
+)
+
+const words = (text: string) => text.toLowerCase().normalize("NFKD").replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean)
+/** Content words, cut to a 5-letter stem so "purchase" meets "purchasing". */
+const stems = (text: string) => new Set(words(text).filter((w) => w.length > 2 && !STOP.has(w)).map((w) => w.slice(0, 5)))
+
+const COMPLEX = new Set(["integr", "compa", "contr", "enter", "migra", "archi", "secur", "compl", "negot", "custo", "api", "sla", "legal", "multi", "sever", "detai", "diffe", "vs", "versu"])
+
+const textOf = (message: Prompt.Message): string => {
+  if (typeof message.content === "string") return message.content
+  return message.content.map((p: any) => (p.type === "text" ? p.text : "")).join(" ")
+}
+
+const sentences = (text: string) =>
+  text.split(/(?<=[.!?])\s+|\n+/).map((s) => s.replace(/^[-*#\s]+/, "").trim()).filter((s) => s.length > 0 && !s.startsWith("[task:"))
+
+export const classify = (message: string): "simple" | "moderate" | "complex" => {
+  const all = words(message)
+  const signals = [...stems(message)].filter((s) => COMPLEX.has(s)).length
+  const questions = (message.match(/\?/g) ?? []).length
+  if (all.length > 40 || signals >= 2 || questions >= 3 || (signals >= 1 && all.length > 15)) return "complex"
+  if (all.length <= 6 && signals === 0 && questions <= 1) return "simple"
+  return "moderate"
+}
+
+interface Candidate {
+  readonly id: number
+  readonly name: string
+  readonly condition: string
+}
+
+/** `- stage_id 12 "Won" (won): The customer confirms ...` lines of the reply prompt. */
+const candidatesIn = (system: string): ReadonlyArray<Candidate> =>
+  [...system.matchAll(/^- stage_id (\d+) "([^"]*)" \([a-z]+\): (.+)$/gm)].map((m) => ({ id: Number(m[1]), name: m[2]!, condition: m[3]! }))
+
+/** The share of a condition's content words the contact's recent messages contain. */
+const conditionMet = (condition: string, contactText: string) => {
+  const wanted = stems(condition)
+  if (wanted.size === 0) return 0
+  const said = stems(contactText)
+  let hits = 0
+  for (const w of wanted) if (said.has(w)) hits++
+  return hits / wanted.size
+}
+
+const usageFor = (prompt: Prompt.Prompt, output: string) => {
+  const input = Math.ceil(prompt.content.map(textOf).join("\n").length / 4)
+  const out = Math.ceil(output.length / 4)
+  return { inputTokens: input, outputTokens: out, totalTokens: input + out }
+}
+
+const textParts = (prompt: Prompt.Prompt, text: string): Array<Response.PartEncoded> => [
+  { type: "text", text },
+  { type: "finish", reason: "stop", usage: usageFor(prompt, text) }
+]
+
+/** The best-matching sentences of the system prompt for the contact's words. */
+const answerFrom = (system: string, contactText: string): string | null => {
+  const asked = stems(contactText)
+  if (asked.size === 0) return null
+  const scored = sentences(system.replace(/^## (Stages|Contact)[\s\S]*?(?=^## |$(?![\s\S]))/gm, ""))
+    .filter((s) => !s.startsWith("You are the ") && !s.startsWith("Answer in ") && !s.startsWith("Use only what"))
+    .map((s, i) => {
+      let score = 0
+      for (const w of stems(s)) if (asked.has(w)) score++
+      return { s, i, score }
+    })
+    .filter((x) => x.score > 0)
+    .sort((a, b) => b.score - a.score || a.i - b.i)
+    .slice(0, 2)
+    .sort((a, b) => a.i - b.i)
+  return scored.length === 0 ? null : scored.map((x) => x.s).join(" ")
+}
+
+const firstName = (system: string) => system.match(/^Name: (\S+)/m)?.[1] ?? null
+
+const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncoded> => {
+  const messages = options.prompt.content
+  const system = messages.filter((m) => m.role === "system").map(textOf).join("\n")
+
+  if (system.includes(ROUTER_MARKER)) {
+    const contact = messages.filter((m) => m.role === "user").map(textOf).join(" ")
+    return textParts(options.prompt, classify(contact))
+  }
+
+  const name = firstName(system)
+  if (system.includes(OPENING_MARKER)) {
+    const stage = system.match(/^## Current stage: .*\n([\s\S]*?)(?=\n## |$(?![\s\S]))/m)?.[1] ?? ""
+    const first = sentences(stage)[0]
+    return textParts(options.prompt, `Hi${name ? ` ${name}` : ""}! ${first ?? "How can I help you today?"}`.trim())
+  }
+
+  // the contact's messages since the last assistant message: what this turn answers
+  const lastAssistant = messages.map((m) => m.role).lastIndexOf("assistant")
+  const toolResults = messages.slice(lastAssistant + 1).filter((m) => m.role === "tool")
+  const turn = messages.slice(lastAssistant + 1).filter((m) => m.role === "user").map(textOf).join(" ")
+  const contactText = turn.trim() !== "" ? turn : messages.filter((m) => m.role === "user").map(textOf).slice(-1).join(" ")
+
+  const canMove = options.tools.some((t) => t.name === "move_to_stage") && options.toolChoice !== "none"
+  if (canMove && toolResults.length === 0) {
+    const best = candidatesIn(system)
+      .map((c) => ({ c, score: conditionMet(c.condition, contactText) }))
+      .filter((x) => x.score >= 0.6)
+      .sort((a, b) => b.score - a.score)[0]
+    if (best) {
+      return [
+        { type: "tool-call", id: `local_${best.c.id}`, name: "move_to_stage", params: { stage_id: best.c.id, reason: `The contact said: ${contactText.slice(0, 200)}` }, providerExecuted: false },
+        { type: "finish", reason: "tool-calls", usage: usageFor(options.prompt, "move_to_stage") }
+      ]
+    }
+  }
+
+  const moved = toolResults.flatMap((m) => (m.content as ReadonlyArray<any>)).find((p) => p.type === "tool-result" && p.name === "move_to_stage")
+  const movedTo = moved && typeof moved.result === "object" && moved.result !== null && (moved.result as any).moved === true
+    ? String((moved.result as any).stage)
+    : null
+  const answer = answerFrom(system, contactText)
+  const parts = [
+    movedTo !== null ? `Thank you${name ? `, ${name}` : ""}! I've noted that (${movedTo}).` : null,
+    answer ?? (movedTo !== null
+      ? null
+      : `Thanks for your message${name ? `, ${name}` : ""}! I'm the local demo assistant, so I can only answer from what this pipeline's instructions and knowledge contain, and I found nothing on that. Could you tell me a bit more?`)
+  ].filter((p) => p !== null)
+  return textParts(options.prompt, parts.join(" "))
+}
+
+/** The local model as an `@effect/ai` LanguageModel; `latency` simulates a provider's response time. */
+export const makeLocalModel = (options: { readonly latency?: Duration.DurationInput } = {}) =>
+  LanguageModel.make({
+    generateText: (providerOptions) =>
+      Effect.sync(() => reply(providerOptions)).pipe(
+        options.latency !== undefined && Duration.toMillis(options.latency) > 0 ? Effect.delay(options.latency) : (e) => e
+      ),
+    streamText: () => {
+      throw new Error("The local model does not stream")
+    }
+  })

@@ -1,0 +1,108 @@
+/**
+ * Prompt assembly: the system prompt of a reply from the pipeline's agent configuration, the current
+ * stage, the contact and the opportunity's context, followed by the conversation's memory window.
+ * Pure functions: the same context always gives the same prompt.
+ */
+import { Prompt } from "@effect/ai"
+import type { RoutingTier, TurnContext, TurnStage } from "@parley/domain"
+
+/** Markers the local model reads to know which job a call is (remote models simply follow the text). */
+export const ROUTER_MARKER = "[task: classify-request]"
+export const OPENING_MARKER = "[task: opening-message]"
+export const REPLY_MARKER = "[task: reply]"
+
+const section = (title: string, body: string | null | undefined) =>
+  body !== null && body !== undefined && body.trim() !== "" ? `## ${title}\n${body.trim()}` : null
+
+const contactLines = (ctx: TurnContext) => {
+  const c = ctx.contact
+  const lines = [
+    c.name ? `Name: ${c.name}` : null,
+    c.email ? `Email: ${c.email}` : null,
+    c.phone ? `Phone: ${c.phone}` : null
+  ].filter((l) => l !== null)
+  const context = Object.entries(ctx.context)
+    .filter(([, v]) => v !== null && v !== undefined && v !== "")
+    .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
+  return [...lines, ...context].join("\n")
+}
+
+/** Stages the agent may move the opportunity to: the others that state an entry condition. */
+export const candidateStages = (ctx: TurnContext): ReadonlyArray<TurnStage> =>
+  ctx.opportunityId === null
+    ? []
+    : ctx.stages.filter((s) => s.id !== ctx.stage?.id && s.enterCondition !== null && s.enterCondition.trim() !== "")
+
+const language = (ctx: TurnContext) => ctx.dialect ? `${ctx.language} (${ctx.dialect})` : ctx.language
+
+/** The system prompt of a reply. */
+export const systemPrompt = (ctx: TurnContext, tierInstructions: string | null) => {
+  const candidates = candidateStages(ctx)
+  return [
+    REPLY_MARKER,
+    `You are the ${ctx.agentType.name.toLowerCase()} agent of "${ctx.pipelineName}", writing to a contact in a chat. ` +
+    `Answer in ${language(ctx)}, briefly and helpfully, as a person in a chat would. ` +
+    "Use only what the instructions, the stage and the context below tell you; when you do not know, say so and offer to find out.",
+    section("Agent type", ctx.agentType.description),
+    section("Persona", ctx.persona),
+    section("Instructions", ctx.instructions),
+    ctx.stage ? section(`Current stage: ${ctx.stage.name}`, [ctx.stage.persona, ctx.stage.instructions].filter(Boolean).join("\n")) : null,
+    section("Routing instructions", tierInstructions),
+    section("Contact", contactLines(ctx)),
+    candidates.length > 0
+      ? section(
+        "Stages",
+        "Call the move_to_stage tool when the conversation meets a stage's entry condition, then reply as usual.\n" +
+          candidates.map((s) => `- stage_id ${s.id} "${s.name}" (${s.nature}): ${s.enterCondition}`).join("\n")
+      )
+      : null
+  ].filter((s) => s !== null).join("\n\n")
+}
+
+const historyMessages = (ctx: TurnContext) =>
+  ctx.history.map((m) =>
+    m.role === "user"
+      ? { role: "user" as const, content: m.text }
+      : { role: "assistant" as const, content: m.text }
+  )
+
+export const replyPrompt = (ctx: TurnContext, tierInstructions: string | null): Prompt.Prompt =>
+  Prompt.make([{ role: "system", content: systemPrompt(ctx, tierInstructions) }, ...historyMessages(ctx)])
+
+/** The router's prompt: one word back, the tier. */
+export const routerPrompt = (ctx: TurnContext, instructions: string | null): Prompt.Prompt => {
+  const lastContact = [...ctx.history].reverse().find((m) => m.role === "user")?.text ?? ""
+  return Prompt.make([
+    {
+      role: "system",
+      content: [
+        ROUTER_MARKER,
+        "Classify how demanding it is to answer the contact's latest message well. Answer with exactly one word: " +
+        "simple (greetings, yes/no, one short fact), moderate (a normal question), or complex (several questions, " +
+        "comparisons, technical or contractual detail, anything needing careful reasoning).",
+        section("Routing instructions", instructions)
+      ].filter((s) => s !== null).join("\n\n")
+    },
+    { role: "user", content: lastContact }
+  ])
+}
+
+export const parseTier = (text: string): Exclude<RoutingTier, "router"> | null => {
+  const t = text.toLowerCase()
+  for (const tier of ["complex", "moderate", "simple"] as const) if (t.includes(tier)) return tier
+  return null
+}
+
+/** An AI-generated opening message for the stage the opportunity just entered. */
+export const openingPrompt = (ctx: TurnContext): Prompt.Prompt =>
+  Prompt.make([
+    {
+      role: "system",
+      content: [
+        OPENING_MARKER,
+        `${systemPrompt(ctx, null).replace(REPLY_MARKER, "").trim()}`,
+        `Write the first message of this stage${ctx.stage ? ` ("${ctx.stage.name}")` : ""} to the contact: one or two friendly sentences that follow the stage's instructions.`
+      ].join("\n\n")
+    },
+    ...historyMessages(ctx)
+  ])
