@@ -88,7 +88,10 @@ const handled = (ids: ReadonlyArray<string>) =>
 const conversationOf = (messageId: string) =>
   Effect.map(sql<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId}`, (rows) => Number(rows[0]!.conversation_id))
 
-layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000" }), { excludeTestServices: true })("the agent", (it) => {
+layer(
+  TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000", WEBHOOK_RETRY_DELAY_MS: "1500" }),
+  { excludeTestServices: true }
+)("the agent", (it) => {
   it.effect("a contact's message gets exactly one reply, on the joined socket and at the signed webhook", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
@@ -128,6 +131,22 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       expect(yield* assistantMessages(session.conversation_id)).toHaveLength(1)
       expect(events).toHaveLength(1)
       expect(receiver.received).toHaveLength(1)
+    })))
+
+  it.effect("a reply whose webhook fails once with a 503 is delivered by the durable retry: two attempts, one message_id", () =>
+    Effect.scoped(Effect.gen(function*() {
+      let calls = 0
+      const receiver = yield* webhookReceiver(() => (++calls === 1 ? "fail" : "ok"))
+      const { channel } = yield* agentSetup({ callbackUrl: receiver.url })
+      const id = yield* say(channel, "dana-retry", "How much does the annual plan cost?")
+      yield* eventually(Effect.sync(() => receiver.received.length >= 2 ? true : undefined), 20_000)
+      const [reply] = yield* assistantMessages(yield* conversationOf(id))
+      expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([reply!.id, reply!.id])
+      const attempts = yield* sql<{ attempt: number; status_code: number }>`
+        select attempt, status_code from webhook_deliveries where message_id = ${reply!.id} order by attempt`
+      expect(attempts.map((a) => [a.attempt, a.status_code])).toEqual([[1, 503], [2, 200]])
+      yield* Effect.sleep("1500 millis")
+      expect(receiver.received).toHaveLength(2)
     })))
 
   it.effect("three quick messages get one reply that answers all of them", () =>

@@ -13,19 +13,23 @@ export const DeliverReply = Workflow.make({
     messageId: Schema.String,
     /** 0 for the delivery itself, n for the n-th manual replay */
     run: Schema.Int,
-    retryDelayMs: Schema.Int
+    retryDelayMs: Schema.Int,
+    /** attempt 1 was already made by the caller (the conversation entity, inline): only the retry is left */
+    retryOnly: Schema.optionalWith(Schema.Boolean, { default: () => false })
   },
   idempotencyKey: ({ messageId, run }) => `${messageId}:${run}`
 })
 
-export const DeliverReplyLive = DeliverReply.toLayer(Effect.fn("DeliverReply")(function*({ messageId, retryDelayMs, run }) {
+export const DeliverReplyLive = DeliverReply.toLayer(Effect.fn("DeliverReply")(function*({ messageId, retryDelayMs, retryOnly, run }) {
   const delivery = yield* ReplyDelivery
-  const first = yield* Activity.make({
-    name: "attempt-1",
-    success: DeliveryOutcome,
-    execute: delivery.attempt(messageId, run, 1)
-  })
-  if (first.delivered || !first.retryable) return
+  if (!retryOnly) {
+    const first = yield* Activity.make({
+      name: "attempt-1",
+      success: DeliveryOutcome,
+      execute: delivery.attempt(messageId, run, 1)
+    })
+    if (first.delivered || !first.retryable) return
+  }
   // `inMemoryThreshold` must be Duration.zero, not 0: short sleeps are otherwise not persisted
   yield* DurableClock.sleep({ name: "before-attempt-2", duration: Duration.millis(retryDelayMs), inMemoryThreshold: Duration.zero })
   yield* Activity.make({

@@ -7,6 +7,7 @@ import { SqlClient } from "@effect/sql"
 import {
   ConversationTurns,
   type ModelRef,
+  ReplyDelivery,
   type OpeningContext,
   type Prepared,
   type ReplyDraft,
@@ -85,6 +86,7 @@ export const ConversationTurnsLive = Layer.effect(
     const pg = yield* PgClient.PgClient
     const realtime = yield* Realtime
     const deliveries = yield* Deliveries
+    const replyDelivery = yield* ReplyDelivery
     const engine = yield* Effect.context<import("@effect/workflow").WorkflowEngine.WorkflowEngine>()
 
     const pending = (conversationId: string) =>
@@ -375,7 +377,11 @@ export const ConversationTurnsLive = Layer.effect(
           : null
         if (rejection === null) {
           yield* realtime.publish(m.conversation_id, [{ message: m.message ?? "", cost: m.cost, message_id: messageId, role: "assistant", is_manual: false }])
-          if (m.callback_url !== null) yield* deliveries.start(messageId).pipe(Effect.provide(engine))
+          if (m.callback_url !== null) {
+            // attempt 1 inline (this turn is itself durable: a crash repeats it), the retry as a durable workflow
+            const outcome = yield* replyDelivery.attempt(messageId, 0, 1)
+            if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
+          }
         }
         yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
                    updated_at = now() where id = ${messageId}`

@@ -23,6 +23,13 @@ export class Deliveries extends Effect.Service<Deliveries>()("@parley/server/Del
         Effect.withSpan("Deliveries.start", { attributes: { messageId, run } })
       )
 
+    /** Only the second attempt, durably, after the first was made inline and failed in a way worth retrying. */
+    const startRetry = (messageId: string): Effect.Effect<void, never, WorkflowEngine.WorkflowEngine> =>
+      DeliverReply.execute({ messageId, run: 0, retryDelayMs: config.webhookRetryDelayMs, retryOnly: true }, { discard: true }).pipe(
+        Effect.asVoid,
+        Effect.withSpan("Deliveries.startRetry", { attributes: { messageId } })
+      )
+
     const ownChannel = (channelId: ChannelId) =>
       Effect.gen(function*() {
         const actor = yield* CurrentActor
@@ -52,6 +59,6 @@ export class Deliveries extends Effect.Service<Deliveries>()("@parley/server/Del
       return new Replay({ message_id: messageId, run })
     })
 
-    return { start, list, replay }
+    return { start, startRetry, list, replay }
   })
 }) {}

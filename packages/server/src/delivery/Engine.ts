@@ -53,6 +53,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     RetrySweepLive(config.engineSweepMs)
   )
 )).pipe(
-  Layer.provide([ReplyDeliveryLive, ConversationTurnsLive, ModelRegistryLive]),
+  Layer.provide([ConversationTurnsLive, ModelRegistryLive]),
+  Layer.provide(ReplyDeliveryLive),
   Layer.provide([OutboundHttp.Default, AppSecret.Default])
 )

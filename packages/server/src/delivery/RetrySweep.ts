@@ -23,7 +23,11 @@ export const RetrySweepLive = (everyMs: number) => Singleton.make(
       for (const { message_id, run } of overdue) {
         yield* Effect.logWarning("Resuming an overdue webhook retry").pipe(Effect.annotateLogs({ messageId: message_id, run }))
         // the execution id derives from the idempotency key (message and run) alone
-        const executionId = yield* DeliverReply.executionId({ messageId: message_id, run, retryDelayMs: 0 })
+        const payload = { messageId: message_id, run, retryDelayMs: 0, retryOnly: true }
+        const executionId = yield* DeliverReply.executionId(payload)
+        // the conversation entity makes attempt 1 itself and starts the workflow only for the retry; should
+        // it have died in between, this starts it (a workflow that exists is not started twice)
+        if (run === 0) yield* DeliverReply.execute(payload, { discard: true })
         yield* DeliverReply.resume(executionId)
       }
     }).pipe(Effect.catchAllCause(Effect.logWarning))
