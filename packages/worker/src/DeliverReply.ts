@@ -15,7 +15,7 @@ export const DeliverReply = Workflow.make({
     run: Schema.Int,
     retryDelayMs: Schema.Int,
     /** attempt 1 was already made by the caller (the conversation entity, inline): only the retry is left */
-    retryOnly: Schema.optionalWith(Schema.Boolean, { default: () => false })
+    retryOnly: Schema.optional(Schema.Boolean)
   },
   idempotencyKey: ({ messageId, run }) => `${messageId}:${run}`
 })
