@@ -25,3 +25,6 @@ export const AiModelId = Id("AiModelId")
 export const AgentTypeId = Id("AgentTypeId")
 export const LanguageId = Id("LanguageId")
 export const DialectId = Id("DialectId")
+export const KnowledgeTableId = Id("KnowledgeTableId")
+export type KnowledgeTableId = typeof KnowledgeTableId.Type
+export const KnowledgeTableIdFromString = IdFromString(KnowledgeTableId)

@@ -133,7 +133,13 @@ export const UpdatePipeline = Schema.Struct({
   agent_type_id: Schema.optional(AgentTypeId),
   ai_model_id: Schema.optional(AiModelId),
   language_id: Schema.optional(LanguageId),
-  ...settingsFields
+  ...settingsFields,
+  attach_knowledge_table_ids: Schema.optional(Schema.Array(IntAtLeast(1))).annotations({
+    description: "Knowledge tables of the pipeline's workspace to attach (additive)"
+  }),
+  detach_knowledge_table_ids: Schema.optional(Schema.Array(IntAtLeast(1))).annotations({
+    description: "Knowledge tables to detach"
+  })
 }).annotations({ ...all, identifier: "UpdatePipeline" })
 export type UpdatePipeline = typeof UpdatePipeline.Type
 

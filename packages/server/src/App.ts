@@ -13,6 +13,7 @@ import { EngineLive, HandlersLive } from "./delivery/Engine.js"
 import { FileStorage } from "./files/FileStorage.js"
 import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Listener.js"
 import { Identity } from "./identity/Identity.js"
+import { Knowledge } from "./knowledge/Knowledge.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Messages } from "./messages/Messages.js"
@@ -40,7 +41,8 @@ const Services = Layer.mergeAll(
   Deliveries.Default,
   Messages.Default,
   Realtime.Default,
-  Analytics.Default
+  Analytics.Default,
+  Knowledge.Default
 )
 
 /** Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use services). */

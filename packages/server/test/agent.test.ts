@@ -5,7 +5,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { verifyServiceSignature } from "@parley/domain"
+import { CurrentActor, Scopes, verifyServiceSignature } from "@parley/domain"
+import { Knowledge } from "../src/knowledge/Knowledge.js"
 import { Effect } from "effect"
 import { io } from "socket.io-client"
 import { createStage, createPipeline, expectStatus, get, ok, post, put } from "./support/Opportunities.js"
@@ -274,6 +275,49 @@ layer(
       expect(opening).toMatchObject({ message: "Great, your demo is booked! You will get a calendar invite shortly.", status: "sent_to_user" })
       yield* Effect.sleep("1500 millis")
       expect((yield* assistantMessages(conversationId)).filter((r) => r.call_type === "opening")).toHaveLength(1)
+    }))
+
+  it.effect("the reply answers from a row of an attached knowledge table, and that row's used_count goes up", () =>
+    Effect.gen(function*() {
+      const { channel, owner, pipeline } = yield* agentSetup({
+        settings: { rag_mode: "hybrid", no_of_relevant_points: 1, instructions: "Help customers choose a shoe." }
+      })
+      const seeded = owner as unknown as { user_id: number; tokenId: number; workspace_id: number }
+      yield* sql`update workspaces set training_credits = 100 where id = ${owner.workspace_id}`
+      const knowledge = yield* Knowledge
+      const asOwner = Effect.provideService(CurrentActor, {
+        userId: seeded.user_id as never,
+        authenticatedUserId: seeded.user_id as never,
+        tokenId: seeded.tokenId as never,
+        scopes: Scopes,
+        workspaceIds: [owner.workspace_id as never],
+        defaultWorkspaceId: owner.workspace_id as never
+      })
+      const table = yield* asOwner(knowledge.create({
+        name: "Shoes",
+        columns: [
+          { name: "name", data_type: "string", order: 1, is_searchable: true, is_retrievable: true, is_filterable: false, is_unique: false },
+          { name: "description", data_type: "string", order: 2, is_searchable: true, is_retrievable: true, is_filterable: false, is_unique: false },
+          { name: "price", data_type: "number", order: 3, is_searchable: false, is_retrievable: true, is_filterable: false, is_unique: false }
+        ]
+      }))
+      yield* asOwner(knowledge.upsert(table.id, [
+        { default_id: "trail", name: "Trail Runner X", description: "A waterproof trail shoe with a grippy sole", price: 129 },
+        { default_id: "road", name: "Road Glide", description: "A light road running shoe for long distances", price: 99 },
+        { default_id: "court", name: "Court Pro", description: "A tennis shoe with lateral support", price: 89 }
+      ]))
+      yield* sql`insert into pipeline_knowledge_tables (pipeline_id, knowledge_table_id) values (${pipeline.id}, ${table.id})`
+      const id = yield* say(channel, "k-1", "Is the Trail Runner X waterproof?")
+      expect(yield* handled([id])).toEqual(["replied"])
+      const [reply] = yield* assistantMessages(yield* conversationOf(id))
+      expect(reply!.message).toContain("waterproof trail shoe")
+      const usage = yield* sql<{ default_id: string; used_count: number; latest_time_used: string | null }>`
+        select default_id, used_count, latest_time_used from knowledge_points where knowledge_table_id = ${table.id} order by default_id`
+      const trail = usage.find((u) => u.default_id === "trail")!
+      expect(trail.used_count).toBe(1)
+      expect(trail.latest_time_used).not.toBeNull()
+      // no_of_relevant_points 1: only the best row went into the prompt
+      expect(usage.reduce((n, u) => n + u.used_count, 0)).toBe(1)
     }))
 
   it.effect("a model whose provider is not configured records a failed reply with the reason", () =>

@@ -81,7 +81,7 @@ export const ConversationLive = Conversation.toLayer(
         if (Option.isNone(due)) return
         const o = due.value
         const draft: ReplyDraft | undefined = o.kind === "static"
-          ? { text: o.staticText ?? "", model: null, inputTokens: 0, outputTokens: 0, cost: 0, tier: null, moveToStageId: null }
+          ? { text: o.staticText ?? "", model: null, inputTokens: 0, outputTokens: 0, cost: 0, tier: null, moveToStageId: null, knowledgePointIds: [] }
           : yield* Agent.opening(o.context).pipe(
             Effect.tapError((e) => Effect.logWarning("The opening message could not be produced", e)),
             Effect.orElseSucceed(() => undefined)

@@ -5,6 +5,7 @@ import { AnalyticsApi } from "./AnalyticsApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
 import { ContactsApi, ConversationsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
 import { MessagesApi } from "./MessagesApi.js"
+import { KnowledgeApi } from "./KnowledgeApi.js"
 import { ModelPoolApi } from "./ModelPoolApi.js"
 import { PipelinesApi } from "./PipelinesApi.js"
 import { WebChatApi } from "./WebChatApi.js"
@@ -20,6 +21,7 @@ const BaseApi = HttpApi.make("parley")
   .add(MessagesApi)
   .add(ModelPoolApi)
   .add(AnalyticsApi)
+  .add(KnowledgeApi)
   .addError(MalformedBodyResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")

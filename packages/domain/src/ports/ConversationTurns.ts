@@ -62,6 +62,8 @@ export interface TurnContext {
   readonly context: Readonly<Record<string, unknown>>
   /** the last `agent_memory_window` messages, oldest first, ending with the contact messages of this turn */
   readonly history: ReadonlyArray<TurnMessage>
+  /** rows of the pipeline's knowledge tables that match this turn (by `rag_mode`, at most `no_of_relevant_points`) */
+  readonly knowledge: ReadonlyArray<{ readonly pointId: string; readonly source: string; readonly text: string }>
   /** the pipeline's model */
   readonly model: ModelRef
   /** Smart Routing tiers when enabled, else null */
@@ -88,6 +90,8 @@ export interface ReplyDraft {
   readonly tier: RoutingTier | null
   /** a stage the model moved the opportunity to (applied with the reply, exactly once) */
   readonly moveToStageId: number | null
+  /** knowledge rows the reply was given (their usage is counted with the reply) */
+  readonly knowledgePointIds: ReadonlyArray<string>
 }
 
 /** An opening message for a stage an opportunity entered. */

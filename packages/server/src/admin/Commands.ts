@@ -10,6 +10,7 @@ import {
   ChannelId,
   ChannelKind,
   CurrentActor,
+  KnowledgeTableId,
   PipelineId,
   Scopes,
   TokenId,
@@ -20,6 +21,7 @@ import { Effect, Schema } from "effect"
 import { Channels } from "../channels/Channels.js"
 import { migrations } from "../db/migrations/index.js"
 import { CommandFailed, Identity } from "../identity/Identity.js"
+import { Knowledge } from "../knowledge/Knowledge.js"
 
 export const AdminCommand = Schema.Union(
   Schema.TaggedStruct("migrate", {}),
@@ -53,7 +55,18 @@ export const AdminCommand = Schema.Union(
     allowedOrigins: Schema.optional(Schema.Array(Schema.String)),
     allowedIps: Schema.optional(Schema.Array(Schema.String))
   }),
-  Schema.TaggedStruct("channel.rotate", { id: ChannelId })
+  Schema.TaggedStruct("channel.rotate", { id: ChannelId }),
+  /** The table's columns (the importer converts CSV cells to their types); unknown table: failure. */
+  Schema.TaggedStruct("knowledge.columns", { tableId: KnowledgeTableId }),
+  /**
+   * One batch of `knowledge import`. A batch that fails validation is not a command failure: the result
+   * is `{ rejected: [{field, message}] }` (fields as in the REST 422, `points.<i>.<column>`), so the
+   * importer can tell it apart from other failures through the admin endpoint too.
+   */
+  Schema.TaggedStruct("knowledge.upsert", {
+    tableId: KnowledgeTableId,
+    points: Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  })
 )
 export type AdminCommand = typeof AdminCommand.Type
 
@@ -74,6 +87,17 @@ const asOwnerOf = (workspaceId: WorkspaceId) =>
       defaultWorkspaceId: workspaceId
     }
     return actor
+  })
+
+/** Knowledge commands run as the owner of the table's workspace. */
+const asOwnerOfTable = (tableId: KnowledgeTableId) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ workspace_id: WorkspaceId; name: string }>`
+      select workspace_id, name from knowledge_tables where id = ${tableId}`.pipe(Effect.orDie)
+    if (rows.length === 0) return yield* new CommandFailed({ message: `No knowledge table with id ${tableId}` })
+    const actor = yield* asOwnerOf(Number(rows[0]!.workspace_id) as WorkspaceId)
+    return { actor, workspaceId: Number(rows[0]!.workspace_id), name: rows[0]!.name }
   })
 
 /** Turns the REST errors of a service call into a command failure naming the fields. */
@@ -132,6 +156,28 @@ export const runCommand = (command: AdminCommand) =>
         if (rows.length === 0) return yield* new CommandFailed({ message: `No channel with id ${command.id}` })
         const actor = yield* asOwnerOf(rows[0]!.workspace_id)
         return yield* explain(channels.rotate(command.id)).pipe(Effect.provideService(CurrentActor, actor))
+      }
+      case "knowledge.columns": {
+        const knowledge = yield* Knowledge
+        const owner = yield* asOwnerOfTable(command.tableId)
+        const columns = yield* explain(knowledge.columns(command.tableId)).pipe(Effect.provideService(CurrentActor, owner.actor))
+        return {
+          table_id: command.tableId,
+          workspace_id: owner.workspaceId,
+          name: owner.name,
+          columns: columns.map((c) => ({ name: c.name, data_type: c.data_type, is_unique: c.is_unique }))
+        }
+      }
+      case "knowledge.upsert": {
+        const knowledge = yield* Knowledge
+        const owner = yield* asOwnerOfTable(command.tableId)
+        return yield* knowledge.upsert(command.tableId, command.points).pipe(
+          Effect.map((r): { upserted: number } | { rejected: Array<{ field: string; message: string }> } => ({ upserted: r.upserted })),
+          Effect.catchTag("Unprocessable", (e) =>
+            Effect.succeed({ rejected: e.validation.map((v) => ({ field: v.field, message: v.message })) })),
+          explain,
+          Effect.provideService(CurrentActor, owner.actor)
+        )
       }
     }
   })

@@ -19,6 +19,7 @@ import {
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Stream } from "effect"
 import { Deliveries } from "../delivery/Deliveries.js"
+import { Knowledge } from "../knowledge/Knowledge.js"
 import { Realtime } from "../realtime/Realtime.js"
 
 interface ConversationRow {
@@ -52,6 +53,8 @@ interface PipelineRow {
   readonly instructions: string | null
   readonly model_temperature: number
   readonly agent_memory_window: number
+  readonly rag_mode: "none" | "vector" | "hybrid"
+  readonly no_of_relevant_points: number
   readonly max_conversation_cost: number | null
   readonly max_conversation_messages: number | null
   readonly ai_model_id: number
@@ -87,6 +90,7 @@ export const ConversationTurnsLive = Layer.effect(
     const realtime = yield* Realtime
     const deliveries = yield* Deliveries
     const replyDelivery = yield* ReplyDelivery
+    const knowledge = yield* Knowledge
     const engine = yield* Effect.context<import("@effect/workflow").WorkflowEngine.WorkflowEngine>()
 
     const pending = (conversationId: string) =>
@@ -139,7 +143,7 @@ export const ConversationTurnsLive = Layer.effect(
     const pipeline = (id: number) =>
       sql<PipelineRow>`
         select p.id, p.name, p.status, p.is_archived, p.persona, p.instructions, p.model_temperature::float8 as model_temperature,
-               p.agent_memory_window, p.max_conversation_cost::float8 as max_conversation_cost, p.max_conversation_messages,
+               p.agent_memory_window, p.rag_mode, p.no_of_relevant_points, p.max_conversation_cost::float8 as max_conversation_cost, p.max_conversation_messages,
                p.ai_model_id, p.is_model_routing_enabled, p.model_pool,
                at.name as agent_type_name, at.description as agent_type_description, l.name as language, d.name as dialect
         from pipelines p
@@ -201,6 +205,12 @@ export const ConversationTurnsLive = Layer.effect(
         const pool = pl.is_model_routing_enabled && pl.model_pool.length === 4 ? pl.model_pool : null
         const catalogue = yield* models([pl.ai_model_id, ...(pool ?? []).map((t) => t.ai_model_id)])
         const all = yield* stages(pl.id)
+        const memory = yield* history(String(c.id), upTo, pl.agent_memory_window)
+        const lastAssistant = memory.map((m) => m.role).lastIndexOf("assistant")
+        const asked = memory.slice(lastAssistant + 1).filter((m) => m.role === "user").map((m) => m.text).join("\n")
+        const hits = pl.rag_mode === "none" || asked.trim() === ""
+          ? []
+          : yield* knowledge.retrieve(pl.id, asked, pl.rag_mode, pl.no_of_relevant_points)
         const context: TurnContext = {
           conversationId: String(c.id),
           workspaceId: c.workspace_id,
@@ -217,7 +227,8 @@ export const ConversationTurnsLive = Layer.effect(
           stages: all,
           contact: { name: c.contact_name, email: c.contact_email, phone: c.contact_phone, identifier: c.contact_identifier },
           context: c.opportunity_context ?? {},
-          history: yield* history(String(c.id), upTo, pl.agent_memory_window),
+          history: memory,
+          knowledge: hits.map((h) => ({ pointId: h.id, source: h.table_name, text: h.text })),
           model: catalogue.get(Number(pl.ai_model_id))!,
           routing: pool === null
             ? null
@@ -323,6 +334,7 @@ export const ConversationTurnsLive = Layer.effect(
           callType: "ai"
         })
         if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId)
+        yield* knowledge.recordUsage(draft.knowledgePointIds)
         yield* markHandled(conversationId, upTo, "replied")
         return id
       })).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.commit"))

@@ -14,6 +14,7 @@ import { AppConfig, type Role } from "../config/AppConfig.js"
 import { SqlLive } from "../db/Database.js"
 import { DataDirBusy, lockHolder } from "../db/DataDirLock.js"
 import { CommandFailed } from "../identity/Identity.js"
+import { ImportUsageError, progressReporter, readRows, runImport, summary, type Column, type Execute } from "./Import.js"
 import { serveLayer } from "./Serve.js"
 
 const USAGE = `Usage: pnpm parley <command> [options] [--json]
@@ -29,6 +30,9 @@ const USAGE = `Usage: pnpm parley <command> [options] [--json]
   channel create --workspace-id N --kind web [--pipeline-id N] [--name N] [--callback-url U]
                  [--allowed-origins a,b] [--allowed-ips a,b]
   channel rotate --id N
+  knowledge import --table-id N --file rows.csv|rows.jsonl [--batch-size 200]
+      (CSV with a header row, or JSON Lines; a default_id column is required. Exit code 1 when
+       some rows were rejected, with the reasons; 2 for usage errors)
 `
 
 class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
@@ -52,7 +56,10 @@ const options = {
   "pipeline-id": { type: "string" },
   "callback-url": { type: "string" },
   "allowed-origins": { type: "string" },
-  "allowed-ips": { type: "string" }
+  "allowed-ips": { type: "string" },
+  "table-id": { type: "string" },
+  file: { type: "string" },
+  "batch-size": { type: "string" }
 } as const
 
 type Flags = { readonly [K in keyof typeof options]?: (typeof options)[K]["type"] extends "boolean" ? boolean : string }
@@ -143,6 +150,50 @@ const directly = (command: AdminCommand) =>
     ? runCommand(command).pipe(Effect.provide(ServicesLive), Effect.provide(SqlLive))
     : runCommand(command).pipe(Effect.provide(ServicesLive), Effect.provide(DatabaseLive))
 
+/** Runs `use` with a way to execute commands: through the server holding the data dir, or on a database opened once here. */
+const withExecutor = <A, E>(use: (execute: Execute) => Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const server = Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined
+    if (server) return yield* use((command) => viaServer(server, command))
+    return yield* Effect.gen(function*() {
+      const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof runCommand>>>()
+      return yield* use((command) => runCommand(command).pipe(Effect.provide(context)))
+    }).pipe(Effect.provide(ServicesLive), Effect.provide(DatabaseLive))
+  })
+
+/** `knowledge import`: exit code 0 when every row was upserted, 1 when some were rejected. */
+const knowledgeImport = (f: Flags) =>
+  Effect.gen(function*() {
+    const tableId = Number(f["table-id"])
+    const batchSize = f["batch-size"] === undefined ? 200 : Number(f["batch-size"])
+    if (f["table-id"] === undefined || !Number.isInteger(tableId) || tableId <= 0) {
+      return yield* new UsageError({ message: "knowledge import needs --table-id N (a positive integer)" })
+    }
+    if (f.file === undefined) return yield* new UsageError({ message: "knowledge import needs --file rows.csv|rows.jsonl" })
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 1000) {
+      return yield* new UsageError({ message: "--batch-size must be an integer from 1 to 1000" })
+    }
+    const file = f.file
+    if (!Fs.existsSync(file)) return yield* new UsageError({ message: `Cannot read ${file}: no such file` })
+    const started = Date.now()
+    const result = yield* withExecutor((execute) =>
+      Effect.gen(function*() {
+        const table = yield* execute({ _tag: "knowledge.columns", tableId: tableId as never }).pipe(
+          Effect.catchTag("CommandFailed", (e) =>
+            Effect.fail(/^No knowledge table/.test(e.message) ? new UsageError({ message: e.message }) : e))
+        ) as Effect.Effect<{ columns: ReadonlyArray<Column> }, CommandFailed | UsageError>
+        const rows = yield* readRows(file, table.columns).pipe(
+          Effect.mapError((e: ImportUsageError) => new UsageError({ message: e.message }))
+        )
+        return yield* runImport({ execute, tableId, rows, batchSize, progress: progressReporter(rows.length) })
+      })
+    )
+    if (f.json === true) yield* Console.log(JSON.stringify(result))
+    else yield* Console.log(summary(result, Date.now() - started))
+    if (result.rejected.length > 0) process.exitCode = 1
+  })
+
 const print = (result: unknown, asJson: boolean) =>
   Console.log(
     asJson
@@ -170,6 +221,7 @@ if (words[0] === "serve") {
   Layer.launch(serveLayer(role)).pipe(NodeRuntime.runMain)
 } else {
   const program = Effect.gen(function*() {
+    if (words.join(" ") === "knowledge import") return yield* knowledgeImport(flags)
     const command = yield* toCommand(words, flags)
     const config = yield* AppConfig
     const server = Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined

@@ -4,6 +4,7 @@ import { Api, errorBody } from "@parley/domain"
 import { Effect, Layer } from "effect"
 import { AnalyticsHttpLive } from "../analytics/Http.js"
 import { ChannelsHttpLive } from "../channels/Http.js"
+import { KnowledgeHttpLive } from "../knowledge/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
 import { ContactsHttpLive, ConversationsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
@@ -23,7 +24,8 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     WebChatHttpLive,
     MessagesHttpLive,
     ModelPoolHttpLive,
-    AnalyticsHttpLive
+    AnalyticsHttpLive,
+    KnowledgeHttpLive
   ]),
   Layer.provide([AuthLive, WebChatAuthLive, OperatorUploadLimitLive])
 )

@@ -24,6 +24,7 @@ import { Effect } from "effect"
 import { someOrFail } from "../util/Effects.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
+import { Knowledge } from "../knowledge/Knowledge.js"
 import { PipelinesRepo } from "./PipelinesRepo.js"
 
 const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
@@ -46,10 +47,11 @@ const modelPoolOf = (pipeline: Pipeline) =>
 
 /** Agent configurations and their ordered stages, scoped to the caller's workspaces. */
 export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipelines", {
-  dependencies: [PipelinesRepo.Default, Catalogue.Default],
+  dependencies: [PipelinesRepo.Default, Catalogue.Default, Knowledge.Default],
   effect: Effect.gen(function*() {
     const repo = yield* PipelinesRepo
     const catalogue = yield* Catalogue
+    const knowledge = yield* Knowledge
     const sql = yield* SqlClient.SqlClient
 
     const find = (actor: Actor, id: PipelineId) =>
@@ -121,6 +123,8 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
         yield* repo.update(id, input, input.is_model_routing)
         if (input.channel_id === null) yield* repo.unlinkChannels(id)
         else if (input.channel_id !== undefined) yield* repo.linkChannel(id, input.channel_id)
+        // same transaction: a bad table id (422) leaves the pipeline unchanged too
+        yield* knowledge.link(current.workspace_id, id, input.attach_knowledge_table_ids ?? [], input.detach_knowledge_table_ids ?? [])
       })).pipe(
         Effect.catchTag("SqlError", (e) => isUniqueViolation(e, "pipelines_workspace_name_key") ? Effect.fail(nameTaken) : Effect.die(e))
       )

@@ -102,7 +102,8 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
       outputTokens: tally.outputTokens,
       cost: tally.cost,
       tier: routed.tier,
-      moveToStageId: yield* Ref.get(moved)
+      moveToStageId: yield* Ref.get(moved),
+      knowledgePointIds: ctx.knowledge.map((k) => k.pointId)
     }
   }).pipe(Effect.withSpan("Agent.reply", { attributes: { conversationId: ctx.conversationId } }))
 
@@ -114,5 +115,5 @@ export const opening = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiE
     const response = yield* call(model.generateText({ prompt: openingPrompt(ctx), toolChoice: "none" }))
     const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
     count(tally, ctx.model, response.usage)
-    return { text: response.text.trim(), model: ctx.model, ...tally, tier: null, moveToStageId: null }
+    return { text: response.text.trim(), model: ctx.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
   }).pipe(Effect.withSpan("Agent.opening", { attributes: { conversationId: ctx.conversationId } }))

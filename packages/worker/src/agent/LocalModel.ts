@@ -77,7 +77,7 @@ const textParts = (prompt: Prompt.Prompt, text: string): Array<Response.PartEnco
 const answerFrom = (system: string, contactText: string): string | null => {
   const asked = stems(contactText)
   if (asked.size === 0) return null
-  const scored = sentences(system.replace(/^## (Stages|Contact)[\s\S]*?(?=^## |$(?![\s\S]))/gm, ""))
+  const scored = sentences(system.replace(/^## (Stages|Contact)[\s\S]*?(?=^## |$(?![\s\S]))/gm, "").replace(/^- (.*)$/gm, (_, row: string) => row.replace(/[.!?](\s)/g, ",$1")))
     .filter((s) => !s.startsWith("You are the ") && !s.startsWith("Answer in ") && !s.startsWith("Use only what"))
     .map((s, i) => {
       let score = 0

@@ -49,6 +49,9 @@ export const systemPrompt = (ctx: TurnContext, tierInstructions: string | null) 
     ctx.stage ? section(`Current stage: ${ctx.stage.name}`, [ctx.stage.persona, ctx.stage.instructions].filter(Boolean).join("\n")) : null,
     section("Routing instructions", tierInstructions),
     section("Contact", contactLines(ctx)),
+    ctx.knowledge.length > 0
+      ? section("Knowledge", "Relevant rows of this business's knowledge tables:\n" + ctx.knowledge.map((k) => `- ${k.text.replace(/\n/g, "; ")}`).join("\n"))
+      : null,
     candidates.length > 0
       ? section(
         "Stages",

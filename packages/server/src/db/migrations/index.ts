@@ -7,6 +7,7 @@ import webChat from "./0005_web_chat.js"
 import deliveries from "./0006_deliveries.js"
 import conversationEngine from "./0007_conversation_engine.js"
 import agent from "./0008_agent.js"
+import knowledge from "./0009_knowledge.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -17,5 +18,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0005_web_chat": webChat,
   "0006_deliveries": deliveries,
   "0007_conversation_engine": conversationEngine,
-  "0008_agent": agent
+  "0008_agent": agent,
+  "0009_knowledge": knowledge
 }

@@ -1,0 +1,139 @@
+/** Knowledge tables, columns and points (SPEC.md 2.6, 2.7, 4.3, and the knowledge tools of 4.5). */
+import { Schema } from "effect"
+import { KnowledgeTableId, PipelineId, UserId, WorkspaceId } from "./Ids.js"
+import { all, IntBetween, IntFromQuery, NonEmptyString, Text, Timestamp } from "./Schemas.js"
+
+export const ColumnDataType = Schema.Literal("string", "number", "boolean", "date")
+export type ColumnDataType = typeof ColumnDataType.Type
+
+/** SPEC.md 2.7. */
+export class KnowledgeColumn extends Schema.Class<KnowledgeColumn>("KnowledgeColumn")({
+  id: Schema.Int,
+  name: Schema.String,
+  data_type: ColumnDataType,
+  order: Schema.Int,
+  is_searchable: Schema.Boolean,
+  is_retrievable: Schema.Boolean,
+  is_filterable: Schema.Boolean,
+  is_unique: Schema.Boolean,
+  knowledge_table_id: KnowledgeTableId,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+export class KnowledgeTable extends Schema.Class<KnowledgeTable>("KnowledgeTable")({
+  id: KnowledgeTableId,
+  workspace_id: WorkspaceId,
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  columns_count: Schema.Int,
+  points_count: Schema.Int,
+  pipeline_ids: Schema.Array(PipelineId).annotations({ description: "Pipelines this table is attached to" }),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+export class KnowledgeTableWithColumns extends KnowledgeTable.extend<KnowledgeTableWithColumns>("KnowledgeTableWithColumns")({
+  columns: Schema.Array(KnowledgeColumn)
+}) {}
+
+const ColumnName = NonEmptyString(64).pipe(
+  Schema.pattern(/^[A-Za-z_][A-Za-z0-9_ -]*$/, { message: () => "must start with a letter or underscore and hold only letters, digits, spaces, - and _" }),
+  Schema.filter((n) => n !== "default_id" || "default_id is reserved for the point's id")
+)
+
+export const CreateKnowledgeColumn = Schema.Struct({
+  name: ColumnName,
+  data_type: ColumnDataType,
+  order: IntBetween(1, 1000),
+  is_searchable: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  is_retrievable: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  is_filterable: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  is_unique: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+
+export const CreateKnowledgeTable = Schema.Struct({
+  workspace_id: Schema.optional(WorkspaceId).annotations({ description: "Workspace to create in; defaults to the caller's own" }),
+  name: NonEmptyString(255),
+  description: Schema.optional(Schema.NullOr(Text(5000))),
+  columns: Schema.Array(CreateKnowledgeColumn).pipe(
+    Schema.minItems(1, { message: () => "must have at least 1 items" }),
+    Schema.maxItems(100, { message: () => "may not have more than 100 items" }),
+    Schema.filter((cols) => {
+      const seen = new Set<string>()
+      for (const [i, c] of cols.entries()) {
+        const key = c.name.toLowerCase()
+        if (seen.has(key)) return { path: [i, "name"], message: "has a duplicate value" }
+        seen.add(key)
+      }
+      return cols.some((c) => c.is_searchable) || "must have at least one searchable column (is_searchable)"
+    })
+  )
+}).annotations({ ...all, identifier: "CreateKnowledgeTable" })
+export type CreateKnowledgeTable = typeof CreateKnowledgeTable.Type
+
+/** SPEC.md 2.6. */
+export class KnowledgePoint extends Schema.Class<KnowledgePoint>("KnowledgePoint")({
+  point_id: Schema.String,
+  default_id: Schema.String,
+  source_id: KnowledgeTableId,
+  source_name: Schema.String,
+  text: Schema.String,
+  data: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  usage_data: Schema.Struct({ used_count: Schema.Int, latest_time_used: Schema.NullOr(Timestamp) }),
+  modified_date: Timestamp
+}) {}
+
+export class PointsPage extends Schema.Class<PointsPage>("PointsPage")({
+  user_id: UserId,
+  source_id: KnowledgeTableId,
+  records: Schema.Array(KnowledgePoint),
+  count: Schema.Int,
+  next_page_offset: Schema.NullOr(Schema.String)
+}) {}
+
+export const PointsQuery = Schema.Struct({
+  per_page: Schema.optionalWith(IntFromQuery.pipe(Schema.compose(IntBetween(1, 100))), { default: () => 20 }),
+  next_page_offset: Schema.optional(Schema.String)
+}).annotations(all)
+
+export const DefaultId = Schema.Union(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)), Schema.Int).annotations({
+  message: () => "must be a string or an integer"
+})
+
+/** Each point: `default_id` plus a value per column (validated against the table's columns by the service). */
+export const UpsertPoints = Schema.Struct({
+  points: Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown })).pipe(
+    Schema.minItems(1, { message: () => "must have at least 1 items" }),
+    Schema.maxItems(1000, { message: () => "may not have more than 1000 items" })
+  )
+}).annotations({ ...all, identifier: "UpsertPoints" })
+
+export const DeletePoints = Schema.Struct({
+  ids: Schema.Array(DefaultId).pipe(
+    Schema.minItems(1, { message: () => "must have at least 1 items" }),
+    Schema.maxItems(1000, { message: () => "may not have more than 1000 items" })
+  )
+}).annotations({ ...all, identifier: "DeletePoints" })
+
+export const SearchKnowledge = Schema.Struct({
+  query: NonEmptyString(2000),
+  limit: Schema.optionalWith(IntBetween(1, 20), { default: () => 5 }),
+  use_hybrid: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  filters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean) }))
+}).annotations({ ...all, identifier: "SearchKnowledge" })
+export type SearchKnowledge = typeof SearchKnowledge.Type
+
+export class SearchHit extends Schema.Class<SearchHit>("SearchHit")({
+  point_id: Schema.String,
+  default_id: Schema.String,
+  score: Schema.Number.annotations({ description: "Reciprocal-rank fusion score (hybrid) or cosine similarity (vector)" }),
+  data: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({ description: "The retrievable columns" })
+}) {}
+
+export class SearchResults extends Schema.Class<SearchResults>("SearchResults")({
+  query: Schema.String,
+  mode: Schema.Literal("hybrid", "vector"),
+  point_ids: Schema.Array(Schema.String),
+  results: Schema.Array(SearchHit)
+}) {}

@@ -1,0 +1,106 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Ok } from "../Envelope.js"
+import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import { KnowledgeTableIdFromString } from "../Ids.js"
+import {
+  CreateKnowledgeTable,
+  DeletePoints,
+  KnowledgeColumn,
+  KnowledgeTableWithColumns,
+  PointsPage,
+  PointsQuery,
+  SearchKnowledge,
+  SearchResults,
+  UpsertPoints
+} from "../Knowledge.js"
+import { Authorized } from "./Auth.js"
+
+const tablePath = Schema.Struct({ knowledgeTable: KnowledgeTableIdFromString })
+
+export const PointsUpserted = Schema.Struct({ upserted: Schema.Int }).annotations({ identifier: "PointsUpserted" })
+export const PointsDeleted = Schema.Struct({ deleted: Schema.Int }).annotations({ identifier: "PointsDeleted" })
+
+/** Knowledge tables, their columns and points, and search (SPEC.md 2.6, 2.7, 4.3). */
+export class KnowledgeApi extends HttpApiGroup.make("knowledge")
+  .add(
+    HttpApiEndpoint.get("list", "/api/user/knowledge-tables")
+      .addSuccess(Ok(Schema.Array(KnowledgeTableWithColumns)))
+      .middleware(Authorized["knowledge:read"])
+      .annotate(OpenApi.Summary, "List knowledge tables with their columns")
+      .annotate(OpenApi.Description, "Every table of the caller's workspaces, with `pipeline_ids` it is attached to. Scope `knowledge:read`.")
+  )
+  .add(
+    HttpApiEndpoint.post("create", "/api/user/knowledge-tables")
+      .setPayload(CreateKnowledgeTable)
+      .addSuccess(Ok(KnowledgeTableWithColumns, { message: "Knowledge table created successfully." }))
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["knowledge:write"])
+      .annotate(OpenApi.Summary, "Create a knowledge table with its columns")
+      .annotate(
+        OpenApi.Description,
+        "At least one column must be `is_searchable`; names are unique per workspace (case-insensitive). Scope `knowledge:write`."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("columns", "/api/user/knowledge-tables/:knowledgeTable/columns")
+      .setPath(tablePath)
+      .addSuccess(Ok(Schema.Array(KnowledgeColumn)))
+      .addError(NotFoundResponse)
+      .middleware(Authorized["knowledge:read"])
+      .annotate(OpenApi.Summary, "A table's columns (call before upserting to learn the expected fields)")
+  )
+  .add(
+    HttpApiEndpoint.get("points", "/api/user/knowledge-tables/:knowledgeTable/points")
+      .setPath(tablePath)
+      .setUrlParams(PointsQuery)
+      .addSuccess(Ok(PointsPage))
+      .addError(NotFoundResponse)
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["knowledge:read"])
+      .annotate(OpenApi.Summary, "A page of points")
+      .annotate(
+        OpenApi.Description,
+        "Repeat with the returned `next_page_offset` until it is null. Scope `knowledge:read`."
+      )
+  )
+  .add(
+    HttpApiEndpoint.put("upsert", "/api/user/knowledge-tables/:knowledgeTable/points")
+      .setPath(tablePath)
+      .setPayload(UpsertPoints)
+      .addSuccess(Ok(PointsUpserted, { message: "Points upserted successfully.", withoutValidation: true }))
+      .addError(NotFoundResponse)
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["knowledge:write"])
+      .annotate(OpenApi.Summary, "Create or update points by `default_id`")
+      .annotate(
+        OpenApi.Description,
+        "Each point has `default_id` (string or integer) plus values for the table's columns; an existing `default_id` is updated in place (columns not sent are kept). Values are checked against the column types and `is_unique`. Each point whose searchable text changed is embedded and costs one training credit. The envelope has no `validation` key. Scope `knowledge:write`."
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("remove", "/api/user/knowledge-tables/:knowledgeTable/points")
+      .setPath(tablePath)
+      .setPayload(DeletePoints)
+      .addSuccess(Ok(PointsDeleted, { message: "Points deleted successfully.", withoutValidation: true }))
+      .addError(NotFoundResponse)
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["knowledge:write"])
+      .annotate(OpenApi.Summary, "Delete points by `default_id`")
+      .annotate(OpenApi.Description, "JSON body `ids`: the `default_id` values to delete. The envelope has no `validation` key. Scope `knowledge:write`.")
+  )
+  .add(
+    HttpApiEndpoint.post("search", "/api/user/knowledge-tables/:knowledgeTable/search")
+      .setPath(tablePath)
+      .setPayload(SearchKnowledge)
+      .addSuccess(Ok(SearchResults))
+      .addError(NotFoundResponse)
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["knowledge:read"])
+      .annotate(OpenApi.Summary, "Search a table")
+      .annotate(
+        OpenApi.Description,
+        "`use_hybrid` (default true) fuses vector and keyword matches by reciprocal rank; false is pure vector search with cosine similarity scores. `filters` match `is_filterable` columns exactly. Scope `knowledge:read`."
+      )
+  )
+  .annotate(OpenApi.Title, "Knowledge tables") {}

@@ -1,0 +1,17 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Api } from "@parley/domain"
+import { Effect } from "effect"
+import { Knowledge } from "./Knowledge.js"
+
+export const KnowledgeHttpLive = HttpApiBuilder.group(Api, "knowledge", (handlers) =>
+  Effect.gen(function*() {
+    const knowledge = yield* Knowledge
+    return handlers
+      .handle("list", () => knowledge.list())
+      .handle("create", ({ payload }) => knowledge.create(payload).pipe(Effect.catchTag("NotFound", Effect.die)))
+      .handle("columns", ({ path }) => knowledge.columns(path.knowledgeTable))
+      .handle("points", ({ path, urlParams }) => knowledge.points(path.knowledgeTable, urlParams.per_page, urlParams.next_page_offset))
+      .handle("upsert", ({ path, payload }) => knowledge.upsert(path.knowledgeTable, payload.points))
+      .handle("remove", ({ path, payload }) => knowledge.remove(path.knowledgeTable, payload.ids))
+      .handle("search", ({ path, payload }) => knowledge.search(path.knowledgeTable, payload))
+  }))

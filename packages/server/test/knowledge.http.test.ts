@@ -1,0 +1,216 @@
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { type Caller, createPipeline, expect422, expectStatus, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import { call, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
+
+const TABLES = "/api/user/knowledge-tables"
+const pointsPath = (id: number) => `${TABLES}/${id}/points`
+
+const products = {
+  name: "Products",
+  description: "The catalogue",
+  columns: [
+    { name: "name", data_type: "string", order: 1, is_searchable: true },
+    { name: "sku", data_type: "string", order: 2, is_searchable: true, is_unique: true, is_filterable: true },
+    { name: "price", data_type: "number", order: 3 }
+  ]
+}
+
+const remove = (who: Caller, id: number, body: unknown) => call(pointsPath(id), { method: "DELETE", token: who.token, body })
+
+const giveCredits = (workspaceId: number, credits = 1000) =>
+  sqlRows`update workspaces set training_credits = ${credits} where id = ${workspaceId}`
+
+/** A user with a products table and credits. */
+const fixture = (credits = 1000) =>
+  Effect.gen(function*() {
+    const alice = yield* seedUser()
+    const table = ok(yield* post(alice, TABLES, products))
+    yield* giveCredits(alice.workspace_id, credits)
+    return { alice, table }
+  })
+
+const row = (i: number) => ({ default_id: `p${i}`, name: `Stainless steel hex bolt ${i}`, sku: `SKU-${4450 + i}-B`, price: 1 + i })
+
+layer(TestServerLive())("knowledge tables over REST", (it) => {
+  it.effect("create a table, list it with its columns, read the columns", () =>
+    Effect.gen(function*() {
+      const alice = yield* seedUser()
+      const created = yield* post(alice, TABLES, products)
+      expect(created.status).toBe(200)
+      expect(created.body).toMatchObject({ status: true, code: 200, validation: [], message: "Knowledge table created successfully." })
+      const table = created.body.data
+      expect(table).toMatchObject({ name: "Products", workspace_id: alice.workspace_id, columns_count: 3, points_count: 0, pipeline_ids: [] })
+      expect(table.columns.map((c: any) => [c.name, c.data_type, c.is_searchable, c.is_unique, c.is_filterable])).toEqual([
+        ["name", "string", true, false, false],
+        ["sku", "string", true, true, true],
+        ["price", "number", false, false, false]
+      ])
+      const list = ok(yield* get(alice, TABLES))
+      expect(list).toEqual([table])
+      expect(ok(yield* get(alice, `${TABLES}/${table.id}/columns`))).toEqual(table.columns)
+      expect422(yield* post(alice, TABLES, products), ["name"])
+      expect422(yield* post(alice, TABLES, { name: "Empty", columns: [] }), ["columns"])
+    }))
+
+  it.effect("upsert creates, then updates in place by default_id (integer default_id accepted); no validation key", () =>
+    Effect.gen(function*() {
+      const { alice, table } = yield* fixture()
+      const first = yield* put(alice, pointsPath(table.id), {
+        points: [{ default_id: 1, name: "Blue kettle", sku: "K-1", price: 20 }, { default_id: "two", name: "Red kettle", sku: "K-2" }]
+      })
+      expect(first.status).toBe(200)
+      expect(first.body).toEqual({ status: true, code: 200, message: "Points upserted successfully.", data: { upserted: 2 } })
+      expect("validation" in first.body).toBe(false)
+      const second = yield* put(alice, pointsPath(table.id), { points: [{ default_id: 1, price: 25 }] })
+      expect(second.body.data).toEqual({ upserted: 1 })
+      const page = ok(yield* get(alice, pointsPath(table.id)))
+      expect(page.count).toBe(2)
+      expect(page.user_id).toBe(alice.user_id)
+      expect(page.source_id).toBe(table.id)
+      expect(page.next_page_offset).toBeNull()
+      const one = page.records.find((r: any) => r.default_id === "1")
+      expect(one.data).toEqual({ name: "Blue kettle", sku: "K-1", price: 25 })
+      expect(ok(yield* get(alice, TABLES))[0].points_count).toBe(2)
+      // the update changed no searchable text: only the two creations were charged
+      const [ws] = yield* sqlRows`select training_credits::float8 as c from workspaces where id = ${alice.workspace_id}`
+      expect(Number(ws!.c)).toBe(998)
+    }))
+
+  it.effect("a wrong type, a duplicate unique value, a missing default_id and an empty points are 422", () =>
+    Effect.gen(function*() {
+      const { alice, table } = yield* fixture()
+      ok(yield* put(alice, pointsPath(table.id), { points: [{ default_id: "a", name: "A", sku: "SKU-1" }] }))
+      const wrongType = yield* put(alice, pointsPath(table.id), { points: [{ default_id: "b", name: "B" }, { default_id: "c", price: "cheap" }] })
+      expect422(wrongType, ["points.1.price"])
+      expect(wrongType.body.validation[0].message).toContain("must be a number")
+      const taken = yield* put(alice, pointsPath(table.id), { points: [{ default_id: "b", name: "B", sku: "SKU-1" }] })
+      expect422(taken, ["points.0.sku"])
+      expect(taken.body.validation[0].message).toContain("default_id a")
+      const twice = yield* put(alice, pointsPath(table.id), {
+        points: [{ default_id: "b", sku: "SKU-9" }, { default_id: "c", sku: "SKU-9" }]
+      })
+      expect422(twice, ["points.1.sku"])
+      expect(twice.body.validation[0].message).toContain("points.0")
+      expect422(yield* put(alice, pointsPath(table.id), { points: [{ name: "no id" }] }), ["points.0.default_id"])
+      expect422(yield* put(alice, pointsPath(table.id), { points: [] }), ["points"])
+      expect(ok(yield* get(alice, pointsPath(table.id))).count).toBe(1)
+    }))
+
+  it.effect("without training credits an upsert is 422 on points and stores nothing", () =>
+    Effect.gen(function*() {
+      const { alice, table } = yield* fixture(0)
+      const r = yield* put(alice, pointsPath(table.id), { points: [row(1)] })
+      expect422(r, ["points"])
+      expect(r.body.validation[0].message).toContain("training credits")
+      expect(ok(yield* get(alice, pointsPath(table.id))).count).toBe(0)
+    }))
+
+  it.effect("cursor pagination visits every row exactly once and ends with null; delete by ids", () =>
+    Effect.gen(function*() {
+      const { alice, table } = yield* fixture()
+      ok(yield* put(alice, pointsPath(table.id), { points: Array.from({ length: 10 }, (_, i) => row(i)) }))
+      const seen: Array<string> = []
+      let cursor: string | null = null
+      let pages = 0
+      do {
+        const q: string = cursor === null ? "?per_page=3" : `?per_page=3&next_page_offset=${cursor}`
+        const page: any = ok(yield* get(alice, pointsPath(table.id) + q))
+        expect(page.count).toBe(page.records.length)
+        expect(page.count).toBeLessThanOrEqual(3)
+        seen.push(...page.records.map((r: any) => r.default_id))
+        cursor = page.next_page_offset
+        pages++
+      } while (cursor !== null && pages < 10)
+      expect(cursor).toBeNull()
+      expect(pages).toBe(4)
+      expect([...seen].sort()).toEqual(Array.from({ length: 10 }, (_, i) => `p${i}`).sort())
+      expect(new Set(seen).size).toBe(10)
+      expect422(yield* get(alice, pointsPath(table.id) + "?per_page=0"), ["per_page"])
+
+      const deleted = yield* remove(alice, table.id, { ids: ["p1", "p2", "nope"] })
+      expect(deleted.status).toBe(200)
+      expect(deleted.body).toEqual({ status: true, code: 200, message: "Points deleted successfully.", data: { deleted: 2 } })
+      expect(ok(yield* get(alice, pointsPath(table.id) + "?per_page=100")).count).toBe(8)
+      expect422(yield* remove(alice, table.id, { ids: [] }), ["ids"])
+    }))
+
+  it.effect("another workspace's table answers 404 on every endpoint; a missing scope is 403", () =>
+    Effect.gen(function*() {
+      const { alice, table } = yield* fixture()
+      const bob = yield* seedUser()
+      const notFound = { status: false, code: 404, validation: [], message: "Knowledge table not found." }
+      for (
+        const r of [
+          yield* get(bob, `${TABLES}/${table.id}/columns`),
+          yield* get(bob, pointsPath(table.id)),
+          yield* put(bob, pointsPath(table.id), { points: [row(1)] }),
+          yield* remove(bob, table.id, { ids: ["p1"] }),
+          yield* post(bob, `${TABLES}/${table.id}/search`, { query: "bolt" }),
+          yield* get(bob, `${TABLES}/987654321/columns`)
+        ]
+      ) {
+        expect(r.status).toBe(404)
+        expect(r.body).toMatchObject(notFound)
+      }
+      expect(ok(yield* get(bob, TABLES))).toEqual([])
+
+      const readOnly = { token: (yield* tokenFor(alice.email, ["knowledge:read"])).token }
+      expectStatus(yield* put(readOnly, pointsPath(table.id), { points: [row(1)] }), 403)
+      expectStatus(yield* remove(readOnly, table.id, { ids: ["p1"] }), 403)
+      expectStatus(yield* post(readOnly, TABLES, { ...products, name: "Other" }), 403)
+      ok(yield* get(readOnly, TABLES))
+      const noKnowledge = { token: (yield* tokenFor(alice.email, ["pipelines:read"])).token }
+      expectStatus(yield* get(noKnowledge, TABLES), 403)
+      expectStatus(yield* get(noKnowledge, pointsPath(table.id)), 403)
+      expectStatus(yield* post(noKnowledge, `${TABLES}/${table.id}/search`, { query: "bolt" }), 403)
+    }))
+
+  it.effect("hybrid search puts an exact product code first among similar rows; vector search scores by cosine", () =>
+    Effect.gen(function*() {
+      const { alice, table } = yield* fixture()
+      ok(yield* put(alice, pointsPath(table.id), { points: Array.from({ length: 30 }, (_, i) => row(i)) }))
+      const hybrid = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "SKU-4471-B" }))
+      expect(hybrid.mode).toBe("hybrid")
+      expect(hybrid.results[0]).toMatchObject({ default_id: "p21", data: { sku: "SKU-4471-B" } })
+      expect(hybrid.point_ids).toEqual(hybrid.results.map((r: any) => r.point_id))
+      expect(hybrid.results.length).toBe(5)
+
+      const vector = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "stainless steel hex bolt", use_hybrid: false, limit: 10 }))
+      expect(vector.mode).toBe("vector")
+      expect(vector.results.length).toBe(10)
+      const scores = vector.results.map((r: any) => r.score)
+      for (const s of scores) {
+        expect(s).toBeGreaterThan(0)
+        expect(s).toBeLessThanOrEqual(1.000001)
+      }
+      expect([...scores].sort((a, b) => b - a)).toEqual(scores)
+
+      const filtered = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "bolt", filters: { sku: "SKU-4455-B" } }))
+      expect(filtered.results.map((r: any) => r.default_id)).toEqual(["p5"])
+      expect422(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "bolt", filters: { price: 3 } }), ["filters.price"])
+      expect422(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "" }), ["query"])
+    }))
+
+  it.effect("PUT pipeline attaches and detaches tables; a foreign table id is 422 and changes nothing", () =>
+    Effect.gen(function*() {
+      const { alice, table } = yield* fixture()
+      const bob = yield* seedUser()
+      const bobs = ok(yield* post(bob, TABLES, products))
+      const p = yield* createPipeline(alice, "With knowledge")
+      ok(yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [table.id] }))
+      expect(ok(yield* get(alice, TABLES))[0].pipeline_ids).toEqual([p.id])
+      // attaching twice is harmless
+      ok(yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [table.id] }))
+      expect(ok(yield* get(alice, TABLES))[0].pipeline_ids).toEqual([p.id])
+
+      const foreign = yield* put(alice, `/api/user/pipelines/${p.id}`, { name: "Renamed", attach_knowledge_table_ids: [bobs.id] })
+      expect422(foreign, ["attach_knowledge_table_ids.0"])
+      expect(ok(yield* get(alice, `/api/user/pipelines/${p.id}`)).name).toBe("With knowledge")
+      expect(ok(yield* get(bob, TABLES))[0].pipeline_ids).toEqual([])
+      expect422(yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [0] }), ["attach_knowledge_table_ids.0"])
+
+      ok(yield* put(alice, `/api/user/pipelines/${p.id}`, { detach_knowledge_table_ids: [table.id] }))
+      expect(ok(yield* get(alice, TABLES))[0].pipeline_ids).toEqual([])
+    }))
+})
