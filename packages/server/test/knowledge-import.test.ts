@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { execFile } from "node:child_process"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -34,6 +34,28 @@ const parley = async (dataDir: string, args: ReadonlyArray<string>) => {
     return { code: e.code as number, stdout: e.stdout as string, stderr: e.stderr as string }
   }
 }
+
+const serve = (dataDir: string) =>
+  new Promise<ChildProcess>((resolve, reject) => {
+    const child = spawn(tsx, [cli, "serve"], { cwd: root, env: envFor(dataDir) })
+    let output = ""
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000)
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString()
+      if (/API\s+http:\/\/127\.0\.0\.1:\d+/.test(output) && output.includes("Data ")) {
+        clearTimeout(timer)
+        resolve(child)
+      }
+    })
+    child.stderr.on("data", (c: Buffer) => (output += c.toString()))
+    child.on("exit", (code) => reject(new Error(`server exited with ${code}:\n${output}`)))
+  })
+
+const stop = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    child.on("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
 
 /** SQL on the data dir itself (no server may hold it). */
 const query = <A>(dataDir: string, text: string, params: ReadonlyArray<unknown> = []) =>
@@ -141,6 +163,28 @@ describe("parley knowledge import", () => {
       const missing = await parley(dataDir, ["knowledge", "import", "--table-id", String(tableId), "--file", Path.join(dataDir, "nope.csv")])
       expect(missing.code).toBe(2)
       expect((await parley(dataDir, ["knowledge", "import", "--file", file])).code).toBe(2)
+
+      // while a server holds the data dir, the batches go through its admin endpoint (JSON Lines here)
+      const jsonl = Path.join(dataDir, "more.jsonl")
+      Fs.writeFileSync(jsonl, [
+        JSON.stringify({ default_id: "q1", name: "Gadget 1", price: 10, in_stock: true }),
+        JSON.stringify({ default_id: "q2", name: "Gadget 2", colour: "red" }),
+        "{not json",
+        JSON.stringify({ default_id: 3, name: "Gadget 3", sku: "SKU-99" })
+      ].join("\n") + "\n")
+      const server = await serve(dataDir)
+      let online: Awaited<ReturnType<typeof parley>>
+      try {
+        online = await parley(dataDir, ["knowledge", "import", "--table-id", String(tableId), "--file", jsonl, "--json"])
+      } finally {
+        await stop(server)
+      }
+      expect(online.code).toBe(1)
+      const onlineReport = JSON.parse(online.stdout)
+      expect(onlineReport.upserted).toBe(2)
+      expect(onlineReport.rejected.map((r: any) => [r.row, r.default_id, r.errors[0].field])).toEqual([[2, "q2", "colour"], [3, null, ""]])
+      const count = await query<{ n: number }>(dataDir, "select count(*)::int as n from knowledge_points where knowledge_table_id = $1", [tableId])
+      expect(count[0]!.n).toBe(26)
     } finally {
       Fs.rmSync(dataDir, { recursive: true, force: true })
     }

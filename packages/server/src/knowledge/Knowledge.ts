@@ -103,6 +103,20 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
         Effect.orDie
       )
 
+    /** Workspace and columns of a table the caller reaches (no counts: search and upsert run this on every call). */
+    const ownColumns = (id: KnowledgeTableId) =>
+      Effect.gen(function*() {
+        const actor = yield* CurrentActor
+        const rows = yield* sql<{ workspace_id: number }>`
+          select workspace_id from knowledge_tables where id = ${id} and workspace_id in ${sql.in(actor.workspaceIds)}`.pipe(Effect.orDie)
+        if (rows.length === 0) return yield* tableNotFound
+        const columns = yield* sql`
+          select id, name, data_type, sort_order as "order", is_searchable, is_retrievable, is_filterable, is_unique,
+                 knowledge_table_id, created_at, updated_at
+          from knowledge_columns where knowledge_table_id = ${id} order by sort_order, id`.pipe(Effect.flatMap(decodeColumns), Effect.orDie)
+        return { workspace_id: Number(rows[0]!.workspace_id), columns }
+      })
+
     /** The table if the caller reaches its workspace; 404 otherwise (another workspace's table included). */
     const ownTable = (id: KnowledgeTableId) =>
       Effect.gen(function*() {
@@ -159,7 +173,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
     /** One page in point-id order; the cursor is the last point id of the page. */
     const points = Effect.fn("Knowledge.points")(function*(id: KnowledgeTableId, perPage: number, cursor: string | undefined) {
       const actor = yield* CurrentActor
-      yield* ownTable(id)
+      yield* ownColumns(id)
       if (cursor !== undefined && !/^[0-9a-f-]{36}$/i.test(cursor)) {
         return yield* Unprocessable.of([{ field: "next_page_offset", message: "is not a cursor from a previous page" }])
       }
@@ -178,7 +192,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
     })
 
     const upsert = Effect.fn("Knowledge.upsert")(function*(id: KnowledgeTableId, input: ReadonlyArray<Record<string, unknown>>) {
-      const table = yield* ownTable(id)
+      const table = yield* ownColumns(id)
       const cols = table.columns
       const byName = new Map(cols.map((c) => [c.name, c]))
       const problems: Array<{ field: string; message: string }> = []
@@ -281,7 +295,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
     })
 
     const remove = Effect.fn("Knowledge.remove")(function*(id: KnowledgeTableId, ids: ReadonlyArray<string | number>) {
-      yield* ownTable(id)
+      yield* ownColumns(id)
       const deleted = yield* sql`
         delete from knowledge_points where knowledge_table_id = ${id} and default_id in ${sql.in(ids.map(String))} returning 1`.pipe(Effect.orDie)
       return { deleted: deleted.length }
@@ -305,7 +319,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
           : sql`and ${sql.and(options.filters.map(([k, v]) => sql`p.data ->> ${k} = ${v}`))}`
         const candidates = Math.max(options.limit * 4, 40)
         const vectorHits = yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql.unsafe("set local hnsw.ef_search = 100")
+          yield* sql.unsafe("set local hnsw.ef_search = 200")
           return yield* sql<{ id: string; distance: number }>`
             select p.id::text as id, p.embedding <=> ${toVector(vector!)}::vector as distance from knowledge_points p
             where p.knowledge_table_id = ${tableId} and p.embedding is not null ${filter}
@@ -326,8 +340,10 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
             order by ts_rank_cd(p.tsv, to_tsquery('simple', ${terms.map((t) => `(${t.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & ")})`).filter((t) => t !== "()").join(" | ") || "''"})) desc
             limit ${KEYWORD_TOP}`.pipe(Effect.orDie)
           const fused = new Map<string, number>()
-          vectorHits.forEach((h, i) => fused.set(h.id, (fused.get(h.id) ?? 0) + 1 / (RRF_K + i + 1)))
+          // keyword hits enter first: on equal fused scores (a code found only by keyword, at the top of its
+          // list, against the vector list's top) the sort, which is stable, keeps the exact match ahead
           keywordHits.forEach((h, i) => fused.set(h.id, (fused.get(h.id) ?? 0) + 1 / (RRF_K + i + 1)))
+          vectorHits.forEach((h, i) => fused.set(h.id, (fused.get(h.id) ?? 0) + 1 / (RRF_K + i + 1)))
           ranked = [...fused.entries()].map(([id, score]) => ({ id, score })).sort((a, b) => b.score - a.score)
         }
         const top = ranked.slice(0, options.limit)
@@ -344,7 +360,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
       })
 
     const search = Effect.fn("Knowledge.search")(function*(id: KnowledgeTableId, input: SearchKnowledge) {
-      const table = yield* ownTable(id)
+      const table = yield* ownColumns(id)
       const filters: Array<readonly [string, string]> = []
       const problems: Array<{ field: string; message: string }> = []
       for (const [key, value] of Object.entries(input.filters ?? {})) {
