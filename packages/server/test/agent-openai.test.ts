@@ -9,6 +9,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { openAiResponse, textOutput } from "./support/FakeOpenAi.js"
 import { createPipeline, createStage, ok, post, put } from "./support/Opportunities.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -16,36 +17,11 @@ import { eventually } from "./support/WebhookReceiver.js"
 /** What the fake server received, and how it answers next. */
 const fake = { requests: [] as Array<any>, mode: "ok" as "ok" | "fail" }
 
-const responseBody = (body: any) => ({
-  id: `resp_${fake.requests.length}`,
-  object: "response",
-  created_at: Math.floor(Date.now() / 1000),
-  model: body.model,
-  status: "completed",
-  parallel_tool_calls: true,
-  tool_choice: "auto",
-  tools: [],
-  temperature: 1,
-  top_p: 1,
-  metadata: {},
-  error: null,
-  incomplete_details: null,
-  instructions: null,
-  output: [{
-    type: "message",
-    id: "msg_1",
-    role: "assistant",
-    status: "completed",
-    content: [{ type: "output_text", text: "The annual plan is 990 euros per year.", annotations: [] }]
-  }],
-  usage: {
-    input_tokens: 1000,
-    output_tokens: 500,
-    total_tokens: 1500,
-    input_tokens_details: { cached_tokens: 0 },
-    output_tokens_details: { reasoning_tokens: 0 }
-  }
-})
+const responseBody = (body: any) =>
+  openAiResponse(`resp_${fake.requests.length}`, body.model, [textOutput("The annual plan is 990 euros per year.")], {
+    input: 1000,
+    output: 500
+  })
 
 const FakeOpenAi = Layer.unwrapScoped(Effect.gen(function*() {
   const server = yield* Effect.acquireRelease(

@@ -9,158 +9,31 @@
 import { describe, expect, it } from "@effect/vitest"
 import { verifyServiceSignature } from "@parley/domain"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { embeddedDataPath, openPglite } from "../src/db/Database.js"
+import { call, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
 
-const root = Path.resolve(__dirname, "../../..")
-const cli = Path.join(root, "packages/server/src/cli/main.ts")
-const tsx = Path.join(root, "node_modules/.bin/tsx")
 
 /** Long enough that the kill surely lands inside the wait, and that a restarted-from-zero timer shows. */
 const RETRY_DELAY_MS = 12_000
 
-interface Hit {
-  readonly at: number
-  readonly headers: Http.IncomingHttpHeaders
-  readonly rawBody: string
-}
-
 const OPERATOR_TEXT = "Your demo is booked for Tuesday."
 
-/** 503 to the first request, 200 with a message_id to every later one. */
-const startReceiver = () =>
-  new Promise<{ url: string; hits: Array<Hit>; close: () => Promise<void> }>((resolve) => {
-    const hits: Array<Hit> = []
-    const server = Http.createServer((req, res) => {
-      const chunks: Array<Buffer> = []
-      req.on("data", (c: Buffer) => chunks.push(c))
-      req.on("end", () => {
-        const rawBody = Buffer.concat(chunks).toString("utf8")
-        // the demo's opening message (sent when Initiate creates the opportunity) is not this test's delivery
-        if (JSON.parse(rawBody).text !== OPERATOR_TEXT) return res.writeHead(200).end("{}")
-        hits.push({ at: Date.now(), headers: req.headers, rawBody })
-        if (hits.length === 1) return res.writeHead(503).end("unavailable")
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ message_id: "ext-after-restart" }))
-      })
-    })
-    server.listen(0, "127.0.0.1", () =>
-      resolve({
-        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-        hits,
-        close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) })
-      }))
-  })
+/** 503 to the first delivery of the operator's message, 200 with a message_id to every later one. */
+const startOperatorReceiver = () =>
+  startReceiver((rawBody, hits) =>
+    // the demo's opening message (sent when Initiate creates the opportunity) is not this test's delivery
+    JSON.parse(rawBody).text !== OPERATOR_TEXT
+      ? { status: 200, body: "{}", record: false }
+      : hits.length === 1
+      ? { status: 503, body: "unavailable" }
+      : { status: 200, body: JSON.stringify({ message_id: "ext-after-restart" }) })
 
-interface Running {
-  readonly child: ChildProcess
-  readonly api: string
-  readonly output: () => string
-  readonly exited: Promise<void>
-}
+const serveWithRetry = (dataDir: string) =>
+  serve(dataDir, { WEBHOOK_TIMEOUT_MS: "10000", WEBHOOK_RETRY_DELAY_MS: String(RETRY_DELAY_MS) })
 
-const serve = (dataDir: string) =>
-  new Promise<Running>((resolve, reject) => {
-    // its own process group, so the tsx launcher and the node process it starts can be killed together
-    const child = spawn(tsx, [cli, "serve"], {
-      cwd: root,
-      detached: true,
-      env: {
-        ...process.env,
-        PARLEY_DATA_DIR: dataDir,
-        PORT: "0",
-        RECEIVER_PORT: "0",
-        PARLEY_SEED_DEMO: "true",
-        OUTBOUND_ALLOW_PRIVATE: "true",
-        WEBHOOK_TIMEOUT_MS: "10000",
-        WEBHOOK_RETRY_DELAY_MS: String(RETRY_DELAY_MS),
-        LOG_LEVEL: "Warning"
-      }
-    })
-    const exited = new Promise<void>((r) => child.on("exit", () => r()))
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 45_000)
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)
-      if (match && output.includes("Data ")) {
-        clearTimeout(timer)
-        resolve({ child, api: match[1]!, output: () => output, exited })
-      }
-    })
-    child.stderr!.on("data", (c: Buffer) => (output += c.toString()))
-    child.on("exit", (code, signal) => {
-      clearTimeout(timer)
-      reject(new Error(`server exited with ${code ?? signal}:\n${output}`))
-    })
-  })
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-const killGroup = (server: Running, signal: NodeJS.Signals) => {
-  try {
-    process.kill(-server.child.pid!, signal)
-  } catch {
-    // already gone
-  }
-}
-
-/** A crash: SIGKILL to the serving node process (the pid in `lock`) and to its tsx launcher, no shutdown. */
-const crash = async (server: Running, dataDir: string) => {
-  const pid = Number(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8").trim())
-  expect(pid).toBe(JSON.parse(Fs.readFileSync(Path.join(dataDir, "server.json"), "utf8")).pid)
-  expect(pid).not.toBe(server.child.pid)
-  process.kill(pid, "SIGKILL")
-  killGroup(server, "SIGKILL")
-  await server.exited
-  for (let i = 0; i < 100 && alive(pid); i++) await sleep(50)
-  expect(alive(pid)).toBe(false)
-  return pid
-}
-
-/** An orderly stop (SIGTERM, as an operator would), SIGKILL if it hangs. */
-const stop = async (server: Running | undefined) => {
-  if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return
-  server.child.kill("SIGTERM")
-  const timeout = setTimeout(() => killGroup(server, "SIGKILL"), 15_000)
-  await server.exited
-  clearTimeout(timeout)
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-const until = async <A>(what: string, check: () => Promise<A | undefined> | A | undefined, timeoutMs: number) => {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    const value = await check()
-    if (value !== undefined) return value
-    await sleep(50)
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms`)
-}
-
-const call = async (url: string, init: RequestInit & { token?: string; basic?: [string, string] } = {}) => {
-  const { basic, token, ...rest } = init
-  const authorization = token !== undefined
-    ? `Bearer ${token}`
-    : `Basic ${Buffer.from(`${basic![0]}:${basic![1]}`).toString("base64")}`
-  const response = await fetch(url, {
-    ...rest,
-    headers: { authorization, accept: "application/json", "content-type": "application/json", ...rest.headers }
-  })
-  return { status: response.status, body: (await response.json()) as any }
-}
 
 interface Demo {
   readonly token: string
@@ -170,11 +43,11 @@ interface Demo {
 describe("reply webhook across a process restart", () => {
   it("a SIGKILL during the wait before attempt 2 does not lose the delivery: the restarted server sends it, once", async () => {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-restart-"))
-    const receiver = await startReceiver()
+    const receiver = await startOperatorReceiver()
     let first: Running | undefined
     let second: Running | undefined
     try {
-      first = await serve(dataDir)
+      first = await serveWithRetry(dataDir)
       const demo = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as Demo
       expect(first.output()).toContain(`export PARLEY_TOKEN=${demo.token}`)
       const { token, channel } = demo
@@ -226,7 +99,7 @@ describe("reply webhook across a process restart", () => {
       expect(receiver.hits).toHaveLength(1)
 
       const spawnedAt = Date.now()
-      second = await serve(dataDir)
+      second = await serveWithRetry(dataDir)
       const restartedAt = Date.now()
       expect(Number(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8").trim())).not.toBe(servingPid)
 

@@ -11,6 +11,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll } from "vitest"
 import { RemoteModels } from "../src/agent/Providers.js"
+import { openAiResponse, textOutput } from "./support/FakeOpenAi.js"
 
 // ---------------------------------------------------------------- fake servers
 
@@ -24,38 +25,13 @@ const requests: Array<Recorded> = []
 let server: Http.Server
 let origin = ""
 
-const usageOpenAi = {
-  input_tokens: 10,
-  output_tokens: 5,
-  total_tokens: 15,
-  input_tokens_details: { cached_tokens: 0 },
-  output_tokens_details: { reasoning_tokens: 0 }
-}
-
-const openAiResponse = (body: any, output: Array<unknown>) => ({
-  id: `resp_${requests.length}`,
-  object: "response",
-  created_at: 1_700_000_000,
-  model: body.model,
-  status: "completed",
-  parallel_tool_calls: true,
-  tool_choice: "auto",
-  tools: [],
-  temperature: 1,
-  top_p: 1,
-  metadata: {},
-  error: null,
-  incomplete_details: null,
-  instructions: null,
-  output,
-  usage: usageOpenAi
-})
+const respond = (body: any, output: Array<unknown>) => openAiResponse(`resp_${requests.length}`, body.model, output, { input: 10, output: 5 })
 
 const answerOpenAi = (body: any) => {
   const hasTools = Array.isArray(body.tools) && body.tools.length > 0
   const hasToolResult = (body.input as Array<any>).some((item) => item.type === "function_call_output")
   if (hasTools && !hasToolResult) {
-    return openAiResponse(body, [{
+    return respond(body, [{
       type: "function_call",
       id: "fc_1",
       call_id: "call_1",
@@ -65,13 +41,7 @@ const answerOpenAi = (body: any) => {
     }])
   }
   const text = hasToolResult ? "Order A-17 has shipped." : "Hello from the fake model."
-  return openAiResponse(body, [{
-    type: "message",
-    id: "msg_1",
-    role: "assistant",
-    status: "completed",
-    content: [{ type: "output_text", text, annotations: [] }]
-  }])
+  return respond(body, [textOutput(text)])
 }
 
 const answerAnthropic = (body: any) => {

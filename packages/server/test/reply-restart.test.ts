@@ -9,152 +9,22 @@
 import { describe, expect, it } from "@effect/vitest"
 import { verifyServiceSignature } from "@parley/domain"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { embeddedDataPath, openPglite } from "../src/db/Database.js"
+import { call, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
 
-const root = Path.resolve(__dirname, "../../..")
-const cli = Path.join(root, "packages/server/src/cli/main.ts")
-const tsx = Path.join(root, "node_modules/.bin/tsx")
 
 const MODEL_LATENCY_MS = 4_000
 const KILL_AFTER_MS = 1_500
 
-interface Hit {
-  readonly at: number
-  readonly headers: Http.IncomingHttpHeaders
-  readonly rawBody: string
-}
-
 /** The channel's reply webhook: records every request, answers 200. */
-const startReceiver = () =>
-  new Promise<{ url: string; hits: Array<Hit>; close: () => Promise<void> }>((resolve) => {
-    const hits: Array<Hit> = []
-    const server = Http.createServer((req, res) => {
-      const chunks: Array<Buffer> = []
-      req.on("data", (c: Buffer) => chunks.push(c))
-      req.on("end", () => {
-        hits.push({ at: Date.now(), headers: req.headers, rawBody: Buffer.concat(chunks).toString("utf8") })
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ message_id: `ext-${hits.length}` }))
-      })
-    })
-    server.listen(0, "127.0.0.1", () =>
-      resolve({
-        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-        hits,
-        close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) })
-      }))
-  })
+const startWebhook = () => startReceiver((_, hits) => ({ status: 200, body: JSON.stringify({ message_id: `ext-${hits.length}` }) }))
 
-interface Running {
-  readonly child: ChildProcess
-  readonly api: string
-  readonly receiver: string
-  readonly output: () => string
-  readonly exited: Promise<void>
-}
+const serveWithModel = (dataDir: string, modelLatencyMs: number) =>
+  serve(dataDir, { LOCAL_MODEL_LATENCY_MS: String(modelLatencyMs), ENGINE_SWEEP_INTERVAL_MS: "2000" })
 
-const serve = (dataDir: string, modelLatencyMs: number) =>
-  new Promise<Running>((resolve, reject) => {
-    // its own process group, so the tsx launcher and the node process it starts can be killed together
-    const child = spawn(tsx, [cli, "serve"], {
-      cwd: root,
-      detached: true,
-      env: {
-        ...process.env,
-        PARLEY_DATA_DIR: dataDir,
-        PORT: "0",
-        RECEIVER_PORT: "0",
-        PARLEY_SEED_DEMO: "true",
-        OUTBOUND_ALLOW_PRIVATE: "true",
-        LOCAL_MODEL_LATENCY_MS: String(modelLatencyMs),
-        ENGINE_SWEEP_INTERVAL_MS: "2000",
-        LOG_LEVEL: "Warning"
-      }
-    })
-    const exited = new Promise<void>((r) => child.on("exit", () => r()))
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000)
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const api = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
-      const receiver = /Receiver\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
-      if (api && receiver && output.includes("Data ")) {
-        clearTimeout(timer)
-        resolve({ child, api, receiver, output: () => output, exited })
-      }
-    })
-    child.stderr!.on("data", (c: Buffer) => (output += c.toString()))
-    child.on("exit", (code, signal) => {
-      clearTimeout(timer)
-      reject(new Error(`server exited with ${code ?? signal}:\n${output}`))
-    })
-  })
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-const killGroup = (server: Running, signal: NodeJS.Signals) => {
-  try {
-    process.kill(-server.child.pid!, signal)
-  } catch {
-    // already gone
-  }
-}
-
-/** A crash: SIGKILL to the serving node process (the pid in `lock`) and to its tsx launcher, no shutdown. */
-const crash = async (server: Running, dataDir: string) => {
-  const pid = Number(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8").trim())
-  expect(pid).not.toBe(server.child.pid)
-  process.kill(pid, "SIGKILL")
-  killGroup(server, "SIGKILL")
-  await server.exited
-  for (let i = 0; i < 100 && alive(pid); i++) await sleep(50)
-  expect(alive(pid)).toBe(false)
-}
-
-/** An orderly stop (SIGTERM), SIGKILL if it hangs. */
-const stop = async (server: Running | undefined) => {
-  if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return
-  server.child.kill("SIGTERM")
-  const timeout = setTimeout(() => killGroup(server, "SIGKILL"), 15_000)
-  await server.exited
-  clearTimeout(timeout)
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-const until = async <A>(what: string, check: () => Promise<A | undefined> | A | undefined, timeoutMs: number) => {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    const value = await check()
-    if (value !== undefined) return value
-    await sleep(50)
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms`)
-}
-
-const call = async (url: string, init: RequestInit & { token?: string; basic?: readonly [string, string] } = {}) => {
-  const { basic, token, ...rest } = init
-  const authorization = token !== undefined
-    ? `Bearer ${token}`
-    : `Basic ${Buffer.from(`${basic![0]}:${basic![1]}`).toString("base64")}`
-  const response = await fetch(url, {
-    ...rest,
-    headers: { authorization, accept: "application/json", "content-type": "application/json", ...rest.headers }
-  })
-  return { status: response.status, body: (await response.json()) as any }
-}
 
 /** Reads the data dir of a stopped server. */
 const query = <A>(dataDir: string, text: string, params: Array<unknown>) =>
@@ -173,11 +43,11 @@ interface Demo {
 describe("a reply across a process restart", () => {
   it("killing the process in the middle of a reply and restarting produces the reply once, not zero or two times", async () => {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-reply-restart-"))
-    const receiver = await startReceiver()
+    const receiver = await startWebhook()
     let first: Running | undefined
     let second: Running | undefined
     try {
-      first = await serve(dataDir, MODEL_LATENCY_MS)
+      first = await serveWithModel(dataDir, MODEL_LATENCY_MS)
       const demo = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as Demo
       const { channel, token } = demo
       const client = [channel.client_id, channel.client_secret] as const
@@ -229,7 +99,7 @@ describe("a reply across a process restart", () => {
       expect(receiver.hits).toHaveLength(0)
 
       const spawnedAt = Date.now()
-      second = await serve(dataDir, 0)
+      second = await serveWithModel(dataDir, 0)
       const restartedAt = Date.now()
 
       await until("the reply at the webhook after the restart", () => receiver.hits.length >= 1 ? true : undefined, 15_000)

@@ -298,6 +298,19 @@ export const ConversationTurnsLive = Layer.effect(
         return id
       })
 
+    /** A produced message, stored before it is delivered. */
+    const generated = (inReplyTo: string, draft: ReplyDraft, callType: "ai" | "opening") => ({
+      inReplyTo,
+      status: "ai_generated",
+      text: draft.text,
+      model: draft.model,
+      inputTokens: draft.inputTokens,
+      outputTokens: draft.outputTokens,
+      cost: draft.cost,
+      error: null,
+      callType
+    })
+
     const moveStage = (c: ConversationRow, stageId: number) =>
       Effect.gen(function*() {
         if (c.opportunity_id === null || c.opportunity_stage_id === stageId) return
@@ -322,17 +335,7 @@ export const ConversationTurnsLive = Layer.effect(
           return earlier.value
         }
         const c = Option.getOrThrow(yield* conversation(conversationId))
-        const id = yield* insertReply(c, {
-          inReplyTo: upTo,
-          status: "ai_generated",
-          text: draft.text,
-          model: draft.model,
-          inputTokens: draft.inputTokens,
-          outputTokens: draft.outputTokens,
-          cost: draft.cost,
-          error: null,
-          callType: "ai"
-        })
+        const id = yield* insertReply(c, generated(upTo, draft, "ai"))
         if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId)
         yield* knowledge.recordUsage(draft.knowledgePointIds)
         yield* markHandled(conversationId, upTo, "replied")
@@ -443,17 +446,7 @@ export const ConversationTurnsLive = Layer.effect(
         const earlier = yield* existingReply(key)
         if (Option.isSome(earlier)) return earlier.value
         const c = Option.getOrThrow(yield* conversation(conversationId))
-        return yield* insertReply(c, {
-          inReplyTo: key,
-          status: "ai_generated",
-          text: draft.text,
-          model: draft.model,
-          inputTokens: draft.inputTokens,
-          outputTokens: draft.outputTokens,
-          cost: draft.cost,
-          error: null,
-          callType: "opening"
-        })
+        return yield* insertReply(c, generated(key, draft, "opening"))
       })).pipe(Effect.orDie)
 
     const stageEntries = (limit: number) =>

@@ -1,0 +1,157 @@
+/**
+ * The real `parley serve` as a child process on a data dir, for tests that crash and restart it, and a
+ * plain node:http webhook receiver that records what reaches it.
+ */
+import { expect } from "@effect/vitest"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Path from "node:path"
+
+const root = Path.resolve(__dirname, "../../../..")
+const cli = Path.join(root, "packages/server/src/cli/main.ts")
+const tsx = Path.join(root, "node_modules/.bin/tsx")
+
+export interface Hit {
+  readonly at: number
+  readonly headers: Http.IncomingHttpHeaders
+  readonly rawBody: string
+}
+
+/**
+ * A webhook receiver. `answer` gets each request's raw body and the hits recorded so far; it returns
+ * the status and body to send, and whether to record the request (default: yes).
+ */
+export const startReceiver = (
+  answer: (rawBody: string, hits: ReadonlyArray<Hit>) => { readonly status: number; readonly body: string; readonly record?: boolean }
+) =>
+  new Promise<{ url: string; hits: Array<Hit>; close: () => Promise<void> }>((resolve) => {
+    const hits: Array<Hit> = []
+    const server = Http.createServer((req, res) => {
+      const chunks: Array<Buffer> = []
+      req.on("data", (c: Buffer) => chunks.push(c))
+      req.on("end", () => {
+        const rawBody = Buffer.concat(chunks).toString("utf8")
+        const hit = { at: Date.now(), headers: req.headers, rawBody }
+        const { body, record, status } = answer(rawBody, [...hits, hit])
+        if (record !== false) hits.push(hit)
+        res.writeHead(status, { "content-type": "application/json" }).end(body)
+      })
+    })
+    server.listen(0, "127.0.0.1", () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+        hits,
+        close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) })
+      }))
+  })
+
+export interface Running {
+  readonly child: ChildProcess
+  readonly api: string
+  readonly receiver: string
+  readonly output: () => string
+  readonly exited: Promise<void>
+}
+
+/** `parley serve` on `dataDir` with the demo seed, free ports, private webhooks allowed, and `env`. */
+export const serve = (dataDir: string, env: Record<string, string>) =>
+  new Promise<Running>((resolve, reject) => {
+    // its own process group, so the tsx launcher and the node process it starts can be killed together
+    const child = spawn(tsx, [cli, "serve"], {
+      cwd: root,
+      detached: true,
+      env: {
+        ...process.env,
+        PARLEY_DATA_DIR: dataDir,
+        PORT: "0",
+        RECEIVER_PORT: "0",
+        PARLEY_SEED_DEMO: "true",
+        OUTBOUND_ALLOW_PRIVATE: "true",
+        LOG_LEVEL: "Warning",
+        ...env
+      }
+    })
+    const exited = new Promise<void>((r) => child.on("exit", () => r()))
+    let output = ""
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 45_000)
+    child.stdout!.on("data", (chunk: Buffer) => {
+      output += chunk.toString()
+      const api = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
+      const receiver = /Receiver\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
+      if (api && receiver && output.includes("Data ")) {
+        clearTimeout(timer)
+        resolve({ child, api, receiver, output: () => output, exited })
+      }
+    })
+    child.stderr!.on("data", (c: Buffer) => (output += c.toString()))
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited with ${code ?? signal}:\n${output}`))
+    })
+  })
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const killGroup = (server: Running, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-server.child.pid!, signal)
+  } catch {
+    // already gone
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** A crash: SIGKILL to the serving node process (the pid in `lock`) and to its tsx launcher, no shutdown. */
+export const crash = async (server: Running, dataDir: string) => {
+  const pid = Number(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8").trim())
+  expect(pid).toBe(JSON.parse(Fs.readFileSync(Path.join(dataDir, "server.json"), "utf8")).pid)
+  expect(pid).not.toBe(server.child.pid)
+  process.kill(pid, "SIGKILL")
+  killGroup(server, "SIGKILL")
+  await server.exited
+  for (let i = 0; i < 100 && alive(pid); i++) await sleep(50)
+  expect(alive(pid)).toBe(false)
+  return pid
+}
+
+/** An orderly stop (SIGTERM, as an operator would), SIGKILL if it hangs. */
+export const stop = async (server: Running | undefined) => {
+  if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return
+  server.child.kill("SIGTERM")
+  const timeout = setTimeout(() => killGroup(server, "SIGKILL"), 15_000)
+  await server.exited
+  clearTimeout(timeout)
+}
+
+export const until = async <A>(what: string, check: () => Promise<A | undefined> | A | undefined, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    const value = await check()
+    if (value !== undefined) return value
+    await sleep(50)
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms`)
+}
+
+/** JSON request with a bearer token or Basic channel credentials. */
+export const call = async (url: string, init: RequestInit & { token?: string; basic?: readonly [string, string] } = {}) => {
+  const { basic, token, ...rest } = init
+  const authorization = token !== undefined
+    ? `Bearer ${token}`
+    : `Basic ${Buffer.from(`${basic![0]}:${basic![1]}`).toString("base64")}`
+  const response = await fetch(url, {
+    ...rest,
+    headers: { authorization, accept: "application/json", "content-type": "application/json", ...rest.headers }
+  })
+  return { status: response.status, body: (await response.json()) as any }
+}
