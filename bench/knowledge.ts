@@ -345,6 +345,7 @@ try {
   console.log(`NL query's source row in the top 5: hybrid ${nlTarget("hybrid")}/${nl.length}, vector ${nlTarget("vector")}/${nl.length}`)
 } finally {
   if (server) await stop(server.child)
-  Fs.rmSync(dataDir, { recursive: true, force: true })
+  if (process.env.BENCH_KEEP_DATA === "true") console.log(`data dir kept: ${dataDir}`)
+  else Fs.rmSync(dataDir, { recursive: true, force: true })
 }
 process.exit(0)

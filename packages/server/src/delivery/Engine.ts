@@ -15,6 +15,7 @@ import { ConversationTurnsLive } from "../agent/ConversationTurnsLive.js"
 import { ModelRegistryLive } from "../agent/ModelRegistryLive.js"
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
+import { ReembedLive } from "../knowledge/Reembed.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
 import { RetrySweepLive } from "./RetrySweep.js"
@@ -50,7 +51,8 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
   Layer.mergeAll(
     DeliverReplyLive,
     ConversationEngineLive({ sweepEvery: Duration.millis(config.engineSweepMs), stageEntriesEvery: Duration.seconds(5) }),
-    RetrySweepLive(config.engineSweepMs)
+    RetrySweepLive(config.engineSweepMs),
+    ReembedLive
   )
 )).pipe(
   Layer.provide([ConversationTurnsLive, ModelRegistryLive]),

@@ -62,8 +62,9 @@ export class Embedder extends Effect.Service<Embedder>()("@parley/server/Embedde
       Effect.provideService(OpenAiClient.OpenAiClient, client)
     )
     return { key: `openai:${name}:${DIMENSIONS}`, model }
-  }).pipe(Effect.provide(NodeHttpClient.layerUndici)),
-  dependencies: []
+  }),
+  // the client must live as long as the service (provided inside the constructor, it closed at once)
+  dependencies: [NodeHttpClient.layerUndici]
 }) {
   /** What an embedding was made from: the model and the text. */
   static keyOf(modelKey: string, text: string) {

@@ -36,6 +36,8 @@ const RRF_K = 60
 /** Rows each keyword term may contribute before ranking: a rare term (a product code) brings all its rows. */
 const TERM_CANDIDATES = 50
 const KEYWORD_TOP = 50
+/** Rows per insert statement of an upsert (8 parameters each). */
+const INSERT_CHUNK = 500
 
 const STOP = new Set(
   ("a an and are as at be but by can could do does for from has have how i if in is it its me my of on or our so " +
@@ -275,16 +277,29 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
       const vectorOf = new Map(toEmbed.map((r, i) => [r.defaultId, vectors[i]!]))
 
       yield* sql.withTransaction(Effect.gen(function*() {
-        for (const r of rows) {
-          const vector = vectorOf.get(r.defaultId)
+        // one multi-row statement per chunk: the per-statement round trip was most of a bulk load's time
+        for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
           yield* sql`
-            insert into knowledge_points (workspace_id, knowledge_table_id, default_id, data, text, search_text, embedding, embedding_key)
-            values (${table.workspace_id}, ${id}, ${r.defaultId}, ${JSON.stringify(r.data)}::jsonb, ${r.text}, ${r.searchText},
-                    ${vector ? toVector(vector) : null}::vector, ${r.key})
+            insert into knowledge_points ${
+            sql.insert(rows.slice(i, i + INSERT_CHUNK).map((r) => {
+              const vector = vectorOf.get(r.defaultId)
+              return {
+                workspace_id: table.workspace_id,
+                knowledge_table_id: id,
+                default_id: r.defaultId,
+                data: JSON.stringify(r.data),
+                text: r.text,
+                search_text: r.searchText,
+                embedding: vector ? toVector(vector) : null,
+                embedding_key: r.key,
+                embedding_model: embedder.key
+              }
+            }))
+          }
             on conflict (knowledge_table_id, default_id) do update set
               data = excluded.data, text = excluded.text, search_text = excluded.search_text,
               embedding = coalesce(excluded.embedding, knowledge_points.embedding), embedding_key = excluded.embedding_key,
-              updated_at = now()`
+              embedding_model = excluded.embedding_model, updated_at = now()`
         }
         if (toEmbed.length > 0) {
           yield* sql`update workspaces set training_credits = training_credits - ${toEmbed.length}, updated_at = now()

@@ -8,6 +8,7 @@ import deliveries from "./0006_deliveries.js"
 import conversationEngine from "./0007_conversation_engine.js"
 import agent from "./0008_agent.js"
 import knowledge from "./0009_knowledge.js"
+import reembedding from "./0010_reembedding.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -19,5 +20,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0006_deliveries": deliveries,
   "0007_conversation_engine": conversationEngine,
   "0008_agent": agent,
-  "0009_knowledge": knowledge
+  "0009_knowledge": knowledge,
+  "0010_reembedding": reembedding
 }
