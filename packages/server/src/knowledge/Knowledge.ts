@@ -24,6 +24,7 @@ import {
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 import { Embedder, toVector } from "./Embedder.js"
+import { makeStatistics } from "./Statistics.js"
 
 export const tableNotFound = new NotFound({ message: "Knowledge table not found." })
 
@@ -36,6 +37,8 @@ const RRF_K = 60
 /** Rows each keyword term may contribute before ranking: a rare term (a product code) brings all its rows. */
 const TERM_CANDIDATES = 50
 const KEYWORD_TOP = 50
+/** HNSW candidate list size: recall against exact search rises with it, and so does latency. */
+export const EF_SEARCH = 200
 /** Rows per insert statement of an upsert (8 parameters each). */
 const INSERT_CHUNK = 500
 
@@ -84,6 +87,16 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const embedder = yield* Embedder
+    const statistics = yield* makeStatistics
+
+    /** The columns of table `t` as a JSON array, in column order. */
+    const columnsJson = sql`coalesce((select json_agg(json_build_object(
+        'id', c.id, 'name', c.name, 'data_type', c.data_type, 'order', c.sort_order, 'is_searchable', c.is_searchable,
+        'is_retrievable', c.is_retrievable, 'is_filterable', c.is_filterable, 'is_unique', c.is_unique,
+        'knowledge_table_id', c.knowledge_table_id,
+        'created_at', to_char(c.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'updated_at', to_char(c.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+        order by c.sort_order, c.id) from knowledge_columns c where c.knowledge_table_id = t.id), '[]')`
 
     const selectTables = (where: Statement.Fragment) =>
       sql`
@@ -92,30 +105,22 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
                (select count(*) from knowledge_points p where p.knowledge_table_id = t.id)::int as points_count,
                coalesce((select array_agg(pk.pipeline_id order by pk.pipeline_id) from pipeline_knowledge_tables pk
                          where pk.knowledge_table_id = t.id), '{}') as pipeline_ids,
-               coalesce((select json_agg(json_build_object(
-                  'id', c.id, 'name', c.name, 'data_type', c.data_type, 'order', c.sort_order, 'is_searchable', c.is_searchable,
-                  'is_retrievable', c.is_retrievable, 'is_filterable', c.is_filterable, 'is_unique', c.is_unique,
-                  'knowledge_table_id', c.knowledge_table_id,
-                  'created_at', to_char(c.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                  'updated_at', to_char(c.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
-                  order by c.sort_order, c.id) from knowledge_columns c where c.knowledge_table_id = t.id), '[]') as columns
+               ${columnsJson} as columns
         from knowledge_tables t where ${where} order by t.id`.pipe(
         Effect.map((rows) => rows.map((r: any) => ({ ...r, pipeline_ids: (r.pipeline_ids as Array<unknown>).map(Number) }))),
         Effect.flatMap(decodeTables),
         Effect.orDie
       )
 
-    /** Workspace and columns of a table the caller reaches (no counts: search and upsert run this on every call). */
+    /** Workspace and columns of a table the caller reaches, in one statement (search and upsert run this on every call). */
     const ownColumns = (id: KnowledgeTableId) =>
       Effect.gen(function*() {
         const actor = yield* CurrentActor
-        const rows = yield* sql<{ workspace_id: number }>`
-          select workspace_id from knowledge_tables where id = ${id} and workspace_id in ${sql.in(actor.workspaceIds)}`.pipe(Effect.orDie)
+        const rows = yield* sql<{ workspace_id: number; columns: ReadonlyArray<unknown> }>`
+          select t.workspace_id, ${columnsJson} as columns
+          from knowledge_tables t where t.id = ${id} and t.workspace_id in ${sql.in(actor.workspaceIds)}`.pipe(Effect.orDie)
         if (rows.length === 0) return yield* tableNotFound
-        const columns = yield* sql`
-          select id, name, data_type, sort_order as "order", is_searchable, is_retrievable, is_filterable, is_unique,
-                 knowledge_table_id, created_at, updated_at
-          from knowledge_columns where knowledge_table_id = ${id} order by sort_order, id`.pipe(Effect.flatMap(decodeColumns), Effect.orDie)
+        const columns = yield* decodeColumns(rows[0]!.columns).pipe(Effect.orDie)
         return { workspace_id: Number(rows[0]!.workspace_id), columns }
       })
 
@@ -306,6 +311,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
                      where id = ${table.workspace_id}`
         }
       })).pipe(Effect.orDie)
+      yield* statistics.changedRows(rows.length)
       return { upserted: rows.length }
     })
 
@@ -313,6 +319,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
       yield* ownColumns(id)
       const deleted = yield* sql`
         delete from knowledge_points where knowledge_table_id = ${id} and default_id in ${sql.in(ids.map(String))} returning 1`.pipe(Effect.orDie)
+      yield* statistics.changedRows(deleted.length)
       return { deleted: deleted.length }
     })
 
@@ -333,18 +340,22 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
           ? sql``
           : sql`and ${sql.and(options.filters.map(([k, v]) => sql`p.data ->> ${k} = ${v}`))}`
         const candidates = Math.max(options.limit * 4, 40)
-        const vectorHits = yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql.unsafe("set local hnsw.ef_search = 200")
-          return yield* sql<{ id: string; distance: number }>`
+        // one transaction for both sides: ef_search for the HNSW walk, and custom plans, because the client's
+        // prepared statements would otherwise settle on a generic plan that sorts every row of the table by
+        // distance (it cannot see the limit or the table's size)
+        // (outside the transaction: a cached lookup runs on a fiber of its own, which would wait for the
+        // embedded database's lock that this transaction holds)
+        const terms = options.hybrid ? yield* statistics.selective(keywordTerms(query)) : []
+        const { keywordHits, vectorHits: walked } = yield* sql.withTransaction(Effect.gen(function*() {
+          // iterative scans: when a filter (the table, filterable columns) rejects most of what the HNSW walk
+          // finds, it walks on instead of returning too few rows; relaxed order, so the hits are sorted below
+          yield* sql`select set_config('hnsw.ef_search', ${String(EF_SEARCH)}, true),
+                            set_config('hnsw.iterative_scan', 'relaxed_order', true),
+                            set_config('plan_cache_mode', 'force_custom_plan', true)`
+          const vectorHits = yield* sql<{ id: string; distance: number }>`
             select p.id::text as id, p.embedding <=> ${toVector(vector!)}::vector as distance from knowledge_points p
             where p.knowledge_table_id = ${tableId} and p.embedding is not null ${filter}
             order by p.embedding <=> ${toVector(vector!)}::vector limit ${candidates}`
-        })).pipe(Effect.orDie)
-        let ranked: Array<{ id: string; score: number }>
-        if (!options.hybrid) {
-          ranked = vectorHits.map((h) => ({ id: h.id, score: 1 - Number(h.distance) }))
-        } else {
-          const terms = keywordTerms(query)
           const keywordHits = terms.length === 0 ? [] : yield* sql<{ id: string }>`
             with cand as (
               select distinct c.id from unnest(${`{${terms.map((t) => `"${t.replace(/["\\]/g, "")}"`).join(",")}}`}::text[]) as term,
@@ -353,7 +364,14 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
             )
             select p.id::text as id from knowledge_points p join cand using (id)
             order by ts_rank_cd(p.tsv, to_tsquery('simple', ${terms.map((t) => `(${t.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & ")})`).filter((t) => t !== "()").join(" | ") || "''"})) desc
-            limit ${KEYWORD_TOP}`.pipe(Effect.orDie)
+            limit ${KEYWORD_TOP}`
+          return { keywordHits, vectorHits }
+        })).pipe(Effect.orDie)
+        const vectorHits = [...walked].sort((a, b) => Number(a.distance) - Number(b.distance))
+        let ranked: Array<{ id: string; score: number }>
+        if (!options.hybrid) {
+          ranked = vectorHits.map((h) => ({ id: h.id, score: 1 - Number(h.distance) }))
+        } else {
           const fused = new Map<string, number>()
           // keyword hits enter first: on equal fused scores (a code found only by keyword, at the top of its
           // list, against the vector list's top) the sort, which is stable, keeps the exact match ahead
@@ -366,7 +384,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
         const rows = yield* sql<{ id: string; default_id: string; knowledge_table_id: number; table_name: string; data: Record<string, unknown>; text: string }>`
           select p.id::text as id, p.default_id, p.knowledge_table_id, t.name as table_name, p.data, p.text
           from knowledge_points p join knowledge_tables t on t.id = p.knowledge_table_id
-          where p.id::text in ${sql.in(top.map((t) => t.id))}`.pipe(Effect.orDie)
+          where p.id in ${sql.in(top.map((t) => t.id))}`.pipe(Effect.orDie)
         const byId = new Map(rows.map((r) => [r.id, r]))
         return top.flatMap((t) => {
           const r = byId.get(t.id)
@@ -416,7 +434,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
       pointIds.length === 0
         ? Effect.void
         : sql`update knowledge_points set used_count = used_count + 1, latest_time_used = now()
-              where id::text in ${sql.in(pointIds)}`.pipe(Effect.asVoid)
+              where id in ${sql.in(pointIds)}`.pipe(Effect.asVoid)
 
     /** attach (additive) and detach tables of the pipeline's workspace; unknown or foreign ids are 422. */
     const link = (workspaceId: WorkspaceId, pipelineId: number, attach: ReadonlyArray<number>, detach: ReadonlyArray<number>) =>

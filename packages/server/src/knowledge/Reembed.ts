@@ -13,6 +13,7 @@ import { Singleton } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { Embedder, toVector } from "./Embedder.js"
+import { makeStatistics } from "./Statistics.js"
 
 const BATCH = 128
 
@@ -61,10 +62,14 @@ export const reembed = Effect.gen(function*() {
   return { embedded, recognised }
 })
 
-/** The cluster singleton: runs once at start; a failure (the embedding provider down) is retried. */
+/**
+ * The cluster singleton: at start, statistics for a table never analyzed (a data dir from before
+ * knowledge/Statistics.ts), then the re-embedding; a failure (the embedding provider down) is retried.
+ */
 export const ReembedLive = Singleton.make(
   "Knowledge/re-embed",
-  reembed.pipe(
+  Effect.flatMap(makeStatistics, (statistics) => statistics.analyzeIfNever).pipe(
+    Effect.zipRight(reembed),
     Effect.tapErrorCause(Effect.logWarning),
     Effect.retry(Schedule.exponential(Duration.seconds(5)).pipe(Schedule.union(Schedule.spaced(Duration.minutes(5))))),
     Effect.orDie,
