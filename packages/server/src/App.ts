@@ -1,6 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import { Automation } from "./actions/Automation.js"
 import { Analytics } from "./analytics/Analytics.js"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
@@ -11,6 +12,7 @@ import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
 import { Deliveries } from "./delivery/Deliveries.js"
 import { EngineLive, HandlersLive } from "./delivery/Engine.js"
 import { FileStorage } from "./files/FileStorage.js"
+import { Followups } from "./followups/Followups.js"
 import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Listener.js"
 import { Identity } from "./identity/Identity.js"
 import { Knowledge } from "./knowledge/Knowledge.js"
@@ -42,7 +44,9 @@ const Services = Layer.mergeAll(
   Messages.Default,
   Realtime.Default,
   Analytics.Default,
-  Knowledge.Default
+  Followups.Default,
+  Knowledge.Default,
+  Automation.Default
 )
 
 /** Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use services). */

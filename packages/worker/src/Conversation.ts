@@ -9,6 +9,8 @@
  *   to the newest in one turn: skip (and why), or reply, store, charge, deliver. The wait is derived
  *   from stored timestamps, so after a crash the redelivered message waits only what is left.
  * - `StageEntered`: the opportunity entered a stage with an opening message: send it, once.
+ * - `Followup`: a step of a followup sequence is due: unless the contact wrote since the sequence began
+ *   (or the sequence is otherwise over), write, store and send the followup, once per step.
  *
  * Exactly once: the reply is stored with the contact message it answers (unique), in the transaction
  * that marks the turn handled; a turn repeated after a crash finds it stored and only delivers what was
@@ -16,10 +18,11 @@
  */
 import { ClusterSchema, Entity, Singleton } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { ConversationTurns, type ReplyDraft } from "@parley/domain"
+import { ConversationTurns, FollowupOutcome, type ReplyDraft } from "@parley/domain"
 import { Cause, Clock, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
 import * as Agent from "./agent/Agent.js"
 import type { ModelRegistry } from "./agent/Models.js"
+import { startFollowups } from "./FollowupWorkflow.js"
 
 export const Conversation = Entity.make("Conversation", [
   Rpc.make("Inbound", {
@@ -29,6 +32,11 @@ export const Conversation = Entity.make("Conversation", [
   Rpc.make("StageEntered", {
     payload: { entryId: Schema.Number },
     primaryKey: ({ entryId }) => `stage-entry:${entryId}`
+  }),
+  Rpc.make("Followup", {
+    payload: { sequenceId: Schema.Number, step: Schema.Number },
+    success: FollowupOutcome,
+    primaryKey: ({ sequenceId, step }) => `followup:${sequenceId}:${step}`
   })
 ]).annotateRpcs(ClusterSchema.Persisted, true)
 
@@ -91,6 +99,21 @@ export const ConversationLive = Conversation.toLayer(
         yield* turns.deliver(id)
       })
 
+    const followup = (sequenceId: number, step: number) =>
+      Effect.gen(function*() {
+        yield* deliverLeftovers
+        const due = yield* turns.followup(sequenceId, step)
+        if (due._tag === "Skip") return due.outcome
+        const draft = yield* Agent.followup(due.followup).pipe(
+          Effect.tapError((e) => Effect.logWarning("The followup could not be produced", e)),
+          Effect.orElseSucceed(() => undefined)
+        )
+        if (draft === undefined || draft.text.trim() === "") return "skipped" as const
+        const id = yield* turns.commitFollowup(conversationId, sequenceId, step, draft)
+        yield* turns.deliver(id)
+        return "sent" as const
+      })
+
     // a defect in one turn is logged and the message counts as handled: redelivering it would repeat the defect forever
     const guarded = <E>(name: string, effect: Effect.Effect<void, E, ModelRegistry>) =>
       effect.pipe(
@@ -101,7 +124,16 @@ export const ConversationLive = Conversation.toLayer(
 
     return {
       Inbound: () => guarded("Inbound", inbound),
-      StageEntered: ({ payload }) => guarded("StageEntered", stageEntered(payload.entryId))
+      StageEntered: ({ payload }) => guarded("StageEntered", stageEntered(payload.entryId)),
+      // a defect leaves the step unsent; the sequence goes on
+      Followup: ({ payload }) =>
+        followup(payload.sequenceId, payload.step).pipe(
+          Effect.provide(context),
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.as(Effect.logError("Followup failed", cause), "skipped" as const)
+          ),
+          Effect.withSpan("Conversation.Followup", { attributes: { conversationId, ...payload } })
+        )
     }
   }),
   { maxIdleTime: "2 minutes" }
@@ -143,6 +175,7 @@ export const StageEntriesLive = (every: Duration.DurationInput) =>
         Effect.flatMap(Effect.forEach(({ conversationId, entryId }) =>
           Effect.gen(function*() {
             if (conversationId !== null) yield* client(conversationId).StageEntered({ entryId }, { discard: true })
+            yield* startFollowups(entryId)
             yield* turns.consumeStageEntry(entryId)
           })
         , { discard: true })),

@@ -1,5 +1,8 @@
 export * from "./DeliverReply.js"
+export * from "./RunActions.js"
 export * from "./Conversation.js"
+export * from "./FollowupWorkflow.js"
+export * from "./FollowupSequence.js"
 export * from "./agent/Models.js"
 export * as Agent from "./agent/Agent.js"
 export * as Prompting from "./agent/Prompting.js"

@@ -2,7 +2,9 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { MalformedBodyResponse, replaceDecodeError, ValidationErrorResponse } from "../Envelope.js"
 import { AccountApi } from "./AccountApi.js"
 import { AnalyticsApi } from "./AnalyticsApi.js"
+import { AutomationApi } from "./AutomationApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
+import { FollowupsApi } from "./FollowupsApi.js"
 import { ContactsApi, ConversationsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
 import { MessagesApi } from "./MessagesApi.js"
 import { KnowledgeApi } from "./KnowledgeApi.js"
@@ -22,6 +24,8 @@ const BaseApi = HttpApi.make("parley")
   .add(ModelPoolApi)
   .add(AnalyticsApi)
   .add(KnowledgeApi)
+  .add(FollowupsApi)
+  .add(AutomationApi)
   .addError(MalformedBodyResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")

@@ -1,5 +1,6 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
 import type { RoutingTier } from "../Pipelines.js"
+import type { FollowupOutcome } from "./FollowupSequences.js"
 
 /** The newest unanswered contact message of a conversation, and how long to wait for more. */
 export interface PendingTurn {
@@ -35,6 +36,17 @@ export interface TurnMessage {
   readonly text: string
 }
 
+/** An action the model may call (SPEC.md 4.5 create_action, `on_user_message` and `custom`). */
+export interface TurnAction {
+  readonly id: number
+  readonly name: string
+  readonly trigger: "on_user_message" | "custom"
+  readonly description: string | null
+  readonly instructions: string | null
+  /** `from_ai` variables the action uses: each is answered by the model when the action is called */
+  readonly aiVariables: ReadonlyArray<{ readonly name: string; readonly instruction: string }>
+}
+
 /** Everything a reply is made from, read in one go when the turn starts. */
 export interface TurnContext {
   readonly conversationId: string
@@ -66,6 +78,8 @@ export interface TurnContext {
   readonly knowledge: ReadonlyArray<{ readonly pointId: string; readonly source: string; readonly text: string }>
   /** the pipeline's model */
   readonly model: ModelRef
+  /** active `on_user_message` and `custom` actions of the pipeline and the current stage: offered to the model as a tool */
+  readonly actions?: ReadonlyArray<TurnAction>
   /** Smart Routing tiers when enabled, else null */
   readonly routing: ReadonlyArray<{ readonly tier: RoutingTier; readonly model: ModelRef; readonly instructions: string | null }> | null
 }
@@ -92,6 +106,8 @@ export interface ReplyDraft {
   readonly moveToStageId: number | null
   /** knowledge rows the reply was given (their usage is counted with the reply) */
   readonly knowledgePointIds: ReadonlyArray<string>
+  /** actions the model called as tools, with the values it gave for their `from_ai` variables (run after the commit) */
+  readonly actionCalls?: ReadonlyArray<{ readonly actionId: number; readonly values: Readonly<Record<string, string>> }>
 }
 
 /** An opening message for a stage an opportunity entered. */
@@ -103,6 +119,23 @@ export interface OpeningContext {
   /** for an AI-generated opening: the turn context (history may be empty) */
   readonly context: TurnContext
 }
+
+/** A followup due at one step of a sequence (SPEC.md 4.5 `create_followup`). */
+export interface FollowupContext {
+  readonly sequenceId: number
+  /** 1-based step, of `steps` intervals */
+  readonly step: number
+  readonly steps: number
+  readonly instructions: string | null
+  readonly assets: string | null
+  /** the turn context (history ends with the conversation's latest messages) */
+  readonly context: TurnContext
+}
+
+/** Whether to write the followup of a step, or what the step came to without one. */
+export type FollowupDue =
+  | { readonly _tag: "Send"; readonly followup: FollowupContext }
+  | { readonly _tag: "Skip"; readonly outcome: FollowupOutcome }
 
 /**
  * Implemented by the server: what the conversation entity reads and does. Every write is idempotent
@@ -129,6 +162,10 @@ export interface ConversationTurnsPort {
   readonly opening: (entryId: number) => Effect.Effect<Option.Option<OpeningContext>>
   /** Stores an opening message (once per stage entry), not yet delivered; returns its id. */
   readonly commitOpening: (conversationId: string, entryId: number, draft: ReplyDraft) => Effect.Effect<string>
+  /** The followup due at `step` of a sequence, checked in the entity (so in order with replies): or why none is sent. */
+  readonly followup: (sequenceId: number, step: number) => Effect.Effect<FollowupDue>
+  /** Stores a followup (once per sequence step), not yet delivered; returns its id. */
+  readonly commitFollowup: (conversationId: string, sequenceId: number, step: number, draft: ReplyDraft) => Effect.Effect<string>
   /** Stage entries not yet consumed, oldest first, with the conversation of their opportunity (if any). */
   readonly stageEntries: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly entryId: number; readonly conversationId: string | null }>>
   readonly consumeStageEntry: (entryId: number) => Effect.Effect<void>

@@ -6,19 +6,25 @@
 import { SqlClient } from "@effect/sql"
 import {
   ConversationTurns,
+  type FollowupDue,
   type ModelRef,
   ReplyDelivery,
   type OpeningContext,
   type Prepared,
   type ReplyDraft,
   type SkipReason,
+  placeholders,
+  templatedStrings,
+  type TurnAction,
   type TurnContext,
   type TurnStage,
   ulid
 } from "@parley/domain"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Stream } from "effect"
+import { enqueueStageStarted, enqueueToolCalls } from "../actions/ActionRunsLive.js"
 import { Deliveries } from "../delivery/Deliveries.js"
+import { blocker, FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { Realtime } from "../realtime/Realtime.js"
 
@@ -91,6 +97,7 @@ export const ConversationTurnsLive = Layer.effect(
     const deliveries = yield* Deliveries
     const replyDelivery = yield* ReplyDelivery
     const knowledge = yield* Knowledge
+    const followupsRepo = yield* FollowupsRepo
     const engine = yield* Effect.context<import("@effect/workflow").WorkflowEngine.WorkflowEngine>()
 
     const pending = (conversationId: string) =>
@@ -194,6 +201,39 @@ export const ConversationTurnsLive = Layer.effect(
         Effect.orDie
       )
 
+    /** The actions the model may call in this turn, with the `from_ai` variables each uses. */
+    const turnActions = (pipelineId: number, stageId: number | null) =>
+      Effect.gen(function*() {
+        const actions = yield* sql<{
+          id: number
+          name: string
+          fixed_trigger: "on_user_message" | "custom"
+          description: string | null
+          instructions: string | null
+          url: string
+          headers: Record<string, string>
+          payload: unknown
+        }>`
+          select id, name, fixed_trigger, description, instructions, url, headers, payload from actions
+          where pipeline_id = ${pipelineId} and is_active and fixed_trigger in ('on_user_message', 'custom')
+            and (stage_id is null or stage_id = ${stageId})
+          order by sort_order, id`
+        if (actions.length === 0) return []
+        const aiVariables = yield* sql<{ name: string; value: string }>`
+          select name, value from variables where pipeline_id = ${pipelineId} and type = 'from_ai'`
+        return actions.map((a): TurnAction => {
+          const used = new Set(templatedStrings(a).flatMap((s) => placeholders(s.text)))
+          return {
+            id: Number(a.id),
+            name: a.name,
+            trigger: a.fixed_trigger,
+            description: a.description,
+            instructions: a.instructions,
+            aiVariables: aiVariables.filter((v) => used.has(v.name)).map((v) => ({ name: v.name, instruction: v.value }))
+          }
+        })
+      }).pipe(Effect.orDie)
+
     /** The turn context, or why there is no agent to answer. */
     const contextFor = (c: ConversationRow, upTo: string | null) =>
       Effect.gen(function*() {
@@ -230,6 +270,7 @@ export const ConversationTurnsLive = Layer.effect(
           history: memory,
           knowledge: hits.map((h) => ({ pointId: h.id, source: h.table_name, text: h.text })),
           model: catalogue.get(Number(pl.ai_model_id))!,
+          actions: yield* turnActions(pl.id, c.opportunity_pipeline_id === pl.id ? c.opportunity_stage_id : null),
           routing: pool === null
             ? null
             : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null }))
@@ -299,7 +340,7 @@ export const ConversationTurnsLive = Layer.effect(
       })
 
     /** A produced message, stored before it is delivered. */
-    const generated = (inReplyTo: string, draft: ReplyDraft, callType: "ai" | "opening") => ({
+    const generated = (inReplyTo: string, draft: ReplyDraft, callType: "ai" | "opening" | "followup") => ({
       inReplyTo,
       status: "ai_generated",
       text: draft.text,
@@ -337,6 +378,16 @@ export const ConversationTurnsLive = Layer.effect(
         const c = Option.getOrThrow(yield* conversation(conversationId))
         const id = yield* insertReply(c, generated(upTo, draft, "ai"))
         if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId)
+        if (draft.actionCalls !== undefined && draft.actionCalls.length > 0) {
+          yield* enqueueToolCalls(sql, {
+            workspaceId: c.workspace_id,
+            pipelineId: c.opportunity_pipeline_id ?? c.channel_pipeline_id,
+            conversationId: c.id,
+            opportunityId: c.opportunity_id,
+            stageId: c.opportunity_stage_id,
+            messageId: upTo
+          }, draft.actionCalls)
+        }
         yield* knowledge.recordUsage(draft.knowledgePointIds)
         yield* markHandled(conversationId, upTo, "replied")
         return id
@@ -449,6 +500,45 @@ export const ConversationTurnsLive = Layer.effect(
         return yield* insertReply(c, generated(key, draft, "opening"))
       })).pipe(Effect.orDie)
 
+    /** One key per sequence step: a step repeated after a crash finds its followup stored. */
+    const followupKey = (sequenceId: number, step: number) => `followup:${sequenceId}:${step}`
+
+    const followup = (sequenceId: number, step: number) =>
+      Effect.gen(function*() {
+        const skip = (outcome: Extract<FollowupDue, { _tag: "Skip" }>["outcome"]): FollowupDue => ({ _tag: "Skip", outcome })
+        // stored by an earlier run of this step (and delivered with the entity's leftovers)
+        if (Option.isSome(yield* existingReply(followupKey(sequenceId, step)))) return skip("sent")
+        const found = yield* followupsRepo.sequenceState(sequenceId)
+        if (Option.isNone(found)) return skip("ended")
+        const s = found.value
+        const stop = blocker(s)
+        if (stop !== null) return skip(stop)
+        if (s.followups_sent >= s.followup_limit) return skip("limit_reached")
+        if (s.conversation_id === null) return skip("skipped")
+        const c = yield* conversation(String(s.conversation_id))
+        if (Option.isNone(c)) return skip("skipped")
+        if (c.value.status === "paused" || c.value.opportunity_status === "paused" || !(c.value.credits > 0)) return skip("skipped")
+        const ready = yield* contextFor(c.value, null)
+        if (Option.isNone(ready)) return skip("skipped")
+        const p = ready.value.pipeline
+        if (p.status !== "active" || p.is_archived) return skip("skipped")
+        return {
+          _tag: "Send",
+          followup: { sequenceId, step, steps: s.steps, instructions: s.instructions, assets: s.assets, context: ready.value.context }
+        } satisfies FollowupDue
+      }).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.followup", { attributes: { sequenceId, step } }))
+
+    const commitFollowup = (conversationId: string, sequenceId: number, step: number, draft: ReplyDraft) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const key = followupKey(sequenceId, step)
+        const earlier = yield* existingReply(key)
+        if (Option.isSome(earlier)) return earlier.value
+        const c = Option.getOrThrow(yield* conversation(conversationId))
+        const id = yield* insertReply(c, generated(key, draft, "followup"))
+        yield* sql`update messages set followup_sequence_id = ${sequenceId}, followup_step = ${step} where id = ${id}`
+        return id
+      })).pipe(Effect.orDie)
+
     const stageEntries = (limit: number) =>
       sql<{ entry_id: number; conversation_id: string | null }>`
         select e.id as entry_id,
@@ -460,7 +550,11 @@ export const ConversationTurnsLive = Layer.effect(
       )
 
     const consumeStageEntry = (entryId: number) =>
-      sql`update stage_entries set consumed_at = now() where id = ${entryId} and consumed_at is null`.pipe(Effect.asVoid, Effect.orDie)
+      sql.withTransaction(Effect.gen(function*() {
+        const consumed = yield* sql`update stage_entries set consumed_at = now() where id = ${entryId} and consumed_at is null returning id`
+        // stage_started actions fire with the entry's consumption, exactly once
+        if (consumed.length > 0) yield* enqueueStageStarted(sql, entryId)
+      })).pipe(Effect.orDie)
 
     const stageEntriesWritten = pg.listen("parley_stage_entries").pipe(
       Stream.as(undefined as void),
@@ -479,6 +573,8 @@ export const ConversationTurnsLive = Layer.effect(
       deliver,
       opening,
       commitOpening,
+      followup,
+      commitFollowup,
       stageEntries,
       consumeStageEntry
     })

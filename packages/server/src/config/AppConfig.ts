@@ -25,6 +25,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const runnerHost = yield* Config.string("RUNNER_HOST").pipe(Config.withDefault(host))
     const runnerPort = yield* listenPort("RUNNER_PORT", 3002)
     const engineSweepMs = yield* Config.integer("ENGINE_SWEEP_INTERVAL_MS").pipe(Config.withDefault(30_000))
+    const actionRetryBaseMs = yield* Config.integer("ACTION_RETRY_BASE_MS").pipe(Config.withDefault(5_000))
     return {
       host,
       port,
@@ -50,7 +51,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       runnerHost,
       runnerPort,
       /** How often runners look for work a crash left behind (hand-overs, overdue retries), and how old it must be. */
-      engineSweepMs
+      engineSweepMs,
+      /** Action retries wait this long before the second attempt, doubling each time (with jitter). */
+      actionRetryBaseMs
     } as const
   })
 }) {}

@@ -9,9 +9,12 @@
  */
 import { ClusterWorkflowEngine, RunnerAddress, SingleRunner } from "@effect/cluster"
 import { NodeClusterSocket } from "@effect/platform-node"
-import { ConversationEngineLive, DeliverReplyLive } from "@parley/worker"
+import { ActionEngineLive, ConversationEngineLive, DeliverReplyLive, FollowupSequenceLive, FollowupSweepLive } from "@parley/worker"
 import { Duration, Effect, Layer, Option } from "effect"
+import { ActionRunsLive } from "../actions/ActionRunsLive.js"
 import { ConversationTurnsLive } from "../agent/ConversationTurnsLive.js"
+import { FollowupSequencesLive } from "../followups/FollowupSequencesLive.js"
+import { FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { ModelRegistryLive } from "../agent/ModelRegistryLive.js"
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
@@ -50,12 +53,17 @@ export const EngineLive = (role: Role) => ClusterWorkflowEngine.layer.pipe(Layer
 export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
   Layer.mergeAll(
     DeliverReplyLive,
-    ConversationEngineLive({ sweepEvery: Duration.millis(config.engineSweepMs), stageEntriesEvery: Duration.seconds(5) }),
+    ConversationEngineLive({ sweepEvery: Duration.millis(config.engineSweepMs), stageEntriesEvery: Duration.millis(Math.min(5_000, config.engineSweepMs)) }),
     RetrySweepLive(config.engineSweepMs),
+    FollowupSequenceLive,
+    FollowupSweepLive(Duration.millis(config.engineSweepMs)),
+    ActionEngineLive({ every: Duration.millis(Math.min(1_000, config.engineSweepMs)), retryBaseMs: config.actionRetryBaseMs, sweepMs: config.engineSweepMs }),
     ReembedLive
   )
 )).pipe(
-  Layer.provide([ConversationTurnsLive, ModelRegistryLive]),
+  Layer.provide([ConversationTurnsLive, ModelRegistryLive, ActionRunsLive]),
+  Layer.provide(FollowupSequencesLive),
+  Layer.provide(FollowupsRepo.Default),
   Layer.provide(ReplyDeliveryLive),
   Layer.provide([OutboundHttp.Default, AppSecret.Default])
 )

@@ -2,8 +2,10 @@ import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/plat
 import { SqlClient } from "@effect/sql"
 import { Api, errorBody } from "@parley/domain"
 import { Effect, Layer } from "effect"
+import { AutomationHttpLive } from "../actions/Http.js"
 import { AnalyticsHttpLive } from "../analytics/Http.js"
 import { ChannelsHttpLive } from "../channels/Http.js"
+import { FollowupsHttpLive } from "../followups/Http.js"
 import { KnowledgeHttpLive } from "../knowledge/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
@@ -25,7 +27,9 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     MessagesHttpLive,
     ModelPoolHttpLive,
     AnalyticsHttpLive,
-    KnowledgeHttpLive
+    FollowupsHttpLive,
+    KnowledgeHttpLive,
+    AutomationHttpLive
   ]),
   Layer.provide([AuthLive, WebChatAuthLive, OperatorUploadLimitLive])
 )

@@ -7,10 +7,10 @@
  * Provider failures are retried with backoff; what still fails is the caller's to record.
  */
 import { type AiError, type LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
-import type { ModelRef, ReplyDraft, RoutingTier, TurnContext } from "@parley/domain"
+import type { FollowupContext, ModelRef, ReplyDraft, RoutingTier, TurnContext } from "@parley/domain"
 import { Effect, Ref, Schedule, Schema } from "effect"
 import { costOf, ModelRegistry, type ModelUnavailable } from "./Models.js"
-import { candidateStages, openingPrompt, parseTier, replyPrompt, routerPrompt } from "./Prompting.js"
+import { candidateStages, extractionPrompt, followupPrompt, openingPrompt, parseTier, replyPrompt, routerPrompt } from "./Prompting.js"
 
 /** Model calls in one reply, tool round trips included; the last is made without tools. */
 export const MAX_STEPS = 4
@@ -24,7 +24,17 @@ export const MoveToStage = Tool.make("move_to_stage", {
   success: Schema.Struct({ moved: Schema.Boolean, stage: Schema.optional(Schema.String), error: Schema.optional(Schema.String) })
 })
 
-export const AgentTools = Toolkit.make(MoveToStage)
+/** SPEC.md 4.5 create_action: `on_user_message` and `custom` actions are the model's to call; the call is recorded and runs after the reply is stored. */
+export const TriggerAction = Tool.make("trigger_action", {
+  description: "Fire one of the pipeline's actions (an outbound webhook) when the conversation calls for it, as the action's instructions say.",
+  parameters: {
+    action_id: Schema.Number.annotations({ description: "The id of the action, from the list of actions" }),
+    reason: Schema.optional(Schema.String).annotations({ description: "What in the conversation calls for the action" })
+  },
+  success: Schema.Struct({ triggered: Schema.Boolean, action: Schema.optional(Schema.String), error: Schema.optional(Schema.String) })
+})
+
+export const AgentTools = Toolkit.make(MoveToStage, TriggerAction)
 
 interface Tally {
   inputTokens: number
@@ -68,7 +78,29 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
 
     const candidates = candidateStages(ctx)
     const moved = yield* Ref.make<number | null>(null)
+    const actions = ctx.actions ?? []
+    const called = yield* Ref.make<ReadonlyArray<{ readonly actionId: number; readonly values: Readonly<Record<string, string>> }>>([])
+    /** A `from_ai` variable: one short extraction call; what cannot be answered stays empty (unresolved). */
+    const extract = (name: string, instruction: string) =>
+      call(model.generateText({ prompt: extractionPrompt(ctx, name, instruction), toolChoice: "none" })).pipe(
+        Effect.map((response) => {
+          count(tally, routed.model, response.usage)
+          return response.text.trim()
+        }),
+        Effect.tapError((e) => Effect.logWarning("A from_ai variable could not be extracted", e)),
+        Effect.orElseSucceed(() => "")
+      )
     const handlers = AgentTools.toLayer({
+      trigger_action: ({ action_id }) =>
+        Effect.gen(function*() {
+          const action = actions.find((a) => a.id === action_id)
+          if (!action) return { triggered: false, error: `action_id ${action_id} is not one of the listed actions` }
+          if ((yield* Ref.get(called)).some((c) => c.actionId === action.id)) return { triggered: true, action: action.name }
+          const values: Record<string, string> = {}
+          for (const v of action.aiVariables) values[v.name] = yield* extract(v.name, v.instruction)
+          yield* Ref.update(called, (all) => [...all, { actionId: action.id, values }])
+          return { triggered: true, action: action.name }
+        }),
       move_to_stage: ({ stage_id }) =>
         Effect.gen(function*() {
           const stage = candidates.find((s) => s.id === stage_id)
@@ -81,7 +113,7 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
     let prompt = replyPrompt(ctx, routed.instructions)
     let text = ""
     for (let step = 1; step <= MAX_STEPS; step++) {
-      const last = step === MAX_STEPS || candidates.length === 0
+      const last = step === MAX_STEPS || (candidates.length === 0 && actions.length === 0)
       if (last) {
         const response = yield* call(model.generateText({ prompt, toolChoice: "none" }))
         count(tally, routed.model, response.usage)
@@ -103,7 +135,8 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
       cost: tally.cost,
       tier: routed.tier,
       moveToStageId: yield* Ref.get(moved),
-      knowledgePointIds: ctx.knowledge.map((k) => k.pointId)
+      knowledgePointIds: ctx.knowledge.map((k) => k.pointId),
+      actionCalls: yield* Ref.get(called)
     }
   }).pipe(Effect.withSpan("Agent.reply", { attributes: { conversationId: ctx.conversationId } }))
 
@@ -117,3 +150,14 @@ export const opening = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiE
     count(tally, ctx.model, response.usage)
     return { text: response.text.trim(), model: ctx.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
   }).pipe(Effect.withSpan("Agent.opening", { attributes: { conversationId: ctx.conversationId } }))
+
+/** A followup message (a step of the stage's followup sequence) for a contact who has not answered. */
+export const followup = (f: FollowupContext): Effect.Effect<ReplyDraft, AiError.AiError | ModelUnavailable, ModelRegistry> =>
+  Effect.gen(function*() {
+    const registry = yield* ModelRegistry
+    const model = yield* registry.languageModel(f.context.model)
+    const response = yield* call(model.generateText({ prompt: followupPrompt(f), toolChoice: "none" }))
+    const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
+    count(tally, f.context.model, response.usage)
+    return { text: response.text.trim(), model: f.context.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
+  }).pipe(Effect.withSpan("Agent.followup", { attributes: { conversationId: f.context.conversationId, step: f.step } }))

@@ -6,12 +6,16 @@
  *   condition (most of the condition's content words appear), otherwise answers with the sentences of
  *   the instructions, stage and knowledge that best match the contact's words, and says plainly when it
  *   has nothing to go on;
- * - an opening message: a greeting plus the first sentence of the stage's instructions.
+ * - an action (`trigger_action`): called when the contact names it (`#name`) or says most content words of its
+ *   instructions; a `from_ai` extraction answers with an e-mail address or number the instruction asks for,
+ *   else the contact's latest message;
+ * - an opening message: a greeting plus the first sentence of the stage's instructions;
+ * - a followup: a nudge that names the step, the first sentence of the followup instructions and of the assets.
  * Token counts are estimated (4 characters a token) so cost and limits behave as with a real provider.
  */
 import { LanguageModel, type Prompt, type Response } from "@effect/ai"
 import { Duration, Effect } from "effect"
-import { OPENING_MARKER, ROUTER_MARKER } from "./Prompting.js"
+import { EXTRACT_MARKER, FOLLOWUP_MARKER, OPENING_MARKER, ROUTER_MARKER } from "./Prompting.js"
 
 const STOP = new Set(
   ("a an and are as at be but by can could do does for from has have how i if in is it its me my of on or our so " +
@@ -62,6 +66,36 @@ const conditionMet = (condition: string, contactText: string) => {
   return hits / wanted.size
 }
 
+interface ActionCandidate {
+  readonly id: number
+  readonly name: string
+  readonly instructions: string
+}
+
+/** `- action_id 5 "notify_crm": When the contact asks ...` lines of the reply prompt. */
+const actionsIn = (system: string): ReadonlyArray<ActionCandidate> =>
+  [...system.matchAll(/^- action_id (\d+) "([^"]*)": (.+)$/gm)].map((m) => ({ id: Number(m[1]), name: m[2]!, instructions: m[3]! }))
+
+/**
+ * An action is called when the contact names it (`#name` or `[action: name]`), or when most content
+ * words of its instructions appear in what the contact said (as stage moves are decided).
+ */
+const actionCalledFor = (action: ActionCandidate, contactText: string) => {
+  const lower = contactText.toLowerCase()
+  const name = action.name.toLowerCase()
+  if (lower.includes(`#${name}`) || lower.includes(`[action: ${name}]`)) return true
+  return conditionMet(action.instructions, contactText) >= 0.6
+}
+
+/** A `from_ai` value: an e-mail address or a number when the instruction asks for one, else the contact's latest message. */
+const extractValue = (system: string, contactMessages: ReadonlyArray<string>) => {
+  const instruction = system.match(/only, no other words: (.*)$/m)?.[1]?.toLowerCase() ?? ""
+  const all = contactMessages.join(" ")
+  if (/e-?mail/.test(instruction)) return all.match(/[^\s@]+@[^\s@]+\.[a-z]{2,}/i)?.[0] ?? ""
+  if (/phone|number|count|amount|how many|quantity/.test(instruction)) return [...all.matchAll(/\d[\d.,]*/g)].pop()?.[0] ?? ""
+  return contactMessages[contactMessages.length - 1]?.trim() ?? ""
+}
+
 const usageFor = (prompt: Prompt.Prompt, output: string) => {
   const input = Math.ceil(prompt.content.map(textOf).join("\n").length / 4)
   const out = Math.ceil(output.length / 4)
@@ -77,7 +111,7 @@ const textParts = (prompt: Prompt.Prompt, text: string): Array<Response.PartEnco
 const answerFrom = (system: string, contactText: string): string | null => {
   const asked = stems(contactText)
   if (asked.size === 0) return null
-  const scored = sentences(system.replace(/^## (Stages|Contact)[\s\S]*?(?=^## |$(?![\s\S]))/gm, "").replace(/^- (.*)$/gm, (_, row: string) => row.replace(/[.!?](\s)/g, ",$1")))
+  const scored = sentences(system.replace(/^## (Stages|Contact|Actions)[\s\S]*?(?=^## |$(?![\s\S]))/gm, "").replace(/^- (.*)$/gm, (_, row: string) => row.replace(/[.!?](\s)/g, ",$1")))
     .filter((s) => !s.startsWith("You are the ") && !s.startsWith("Answer in ") && !s.startsWith("Use only what"))
     .map((s, i) => {
       let score = 0
@@ -93,6 +127,19 @@ const answerFrom = (system: string, contactText: string): string | null => {
 
 const firstName = (system: string) => system.match(/^Name: (\S+)/m)?.[1] ?? null
 
+const sectionOf = (system: string, title: string) =>
+  system.match(new RegExp(`^## ${title}\\n([\\s\\S]*?)(?=\\n## |\\n\\n[^#]|$(?![\\s\\S]))`, "m"))?.[1] ?? ""
+
+/** A followup: a nudge that depends on the step, the first sentence of the followup instructions, and the first asset. */
+const followupText = (system: string, name: string | null) => {
+  const step = Number(system.match(/Write followup (\d+) of \d+/)?.[1] ?? "1")
+  const hi = `Hi${name ? ` ${name}` : ""}`
+  const opener = step === 1 ? `${hi}, just following up on my last message.` : `${hi}, checking in once more (follow-up ${step}).`
+  const ask = sentences(sectionOf(system, "Followup instructions"))[0] ?? "Do you have any questions I can help with?"
+  const asset = sentences(sectionOf(system, "Assets you may share"))[0]
+  return [opener, ask, asset ? `This may help: ${asset}` : null].filter((p) => p !== null).join(" ")
+}
+
 const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncoded> => {
   const messages = options.prompt.content
   const system = messages.filter((m) => m.role === "system").map(textOf).join("\n")
@@ -102,7 +149,13 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
     return textParts(options.prompt, classify(contact))
   }
 
+  if (system.includes(EXTRACT_MARKER)) {
+    return textParts(options.prompt, extractValue(system, messages.filter((m) => m.role === "user").map(textOf)))
+  }
+
   const name = firstName(system)
+  if (system.includes(FOLLOWUP_MARKER)) return textParts(options.prompt, followupText(system, name))
+
   if (system.includes(OPENING_MARKER)) {
     const stage = system.match(/^## Current stage: .*\n([\s\S]*?)(?=\n## |$(?![\s\S]))/m)?.[1] ?? ""
     const first = sentences(stage)[0]
@@ -116,16 +169,23 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
   const contactText = turn.trim() !== "" ? turn : messages.filter((m) => m.role === "user").map(textOf).slice(-1).join(" ")
 
   const canMove = options.tools.some((t) => t.name === "move_to_stage") && options.toolChoice !== "none"
-  if (canMove && toolResults.length === 0) {
-    const best = candidatesIn(system)
-      .map((c) => ({ c, score: conditionMet(c.condition, contactText) }))
-      .filter((x) => x.score >= 0.6)
-      .sort((a, b) => b.score - a.score)[0]
-    if (best) {
-      return [
-        { type: "tool-call", id: `local_${best.c.id}`, name: "move_to_stage", params: { stage_id: best.c.id, reason: `The contact said: ${contactText.slice(0, 200)}` }, providerExecuted: false },
-        { type: "finish", reason: "tool-calls", usage: usageFor(options.prompt, "move_to_stage") }
-      ]
+  const canTrigger = options.tools.some((t) => t.name === "trigger_action") && options.toolChoice !== "none"
+  if ((canMove || canTrigger) && toolResults.length === 0) {
+    const best = canMove
+      ? candidatesIn(system)
+        .map((c) => ({ c, score: conditionMet(c.condition, contactText) }))
+        .filter((x) => x.score >= 0.6)
+        .sort((a, b) => b.score - a.score)[0]
+      : undefined
+    const triggered = canTrigger ? actionsIn(system).filter((a) => actionCalledFor(a, contactText)) : []
+    const calls: Array<Response.PartEncoded> = [
+      ...(best
+        ? [{ type: "tool-call" as const, id: `local_${best.c.id}`, name: "move_to_stage", params: { stage_id: best.c.id, reason: `The contact said: ${contactText.slice(0, 200)}` }, providerExecuted: false }]
+        : []),
+      ...triggered.map((a) => ({ type: "tool-call" as const, id: `local_action_${a.id}`, name: "trigger_action", params: { action_id: a.id, reason: `The contact said: ${contactText.slice(0, 200)}` }, providerExecuted: false }))
+    ]
+    if (calls.length > 0) {
+      return [...calls, { type: "finish", reason: "tool-calls", usage: usageFor(options.prompt, calls.map((c: any) => c.name).join(" ")) }]
     }
   }
 

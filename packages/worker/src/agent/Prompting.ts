@@ -4,12 +4,14 @@
  * Pure functions: the same context always gives the same prompt.
  */
 import { Prompt } from "@effect/ai"
-import type { RoutingTier, TurnContext, TurnStage } from "@parley/domain"
+import type { FollowupContext, RoutingTier, TurnContext, TurnStage } from "@parley/domain"
 
 /** Markers the local model reads to know which job a call is (remote models simply follow the text). */
 export const ROUTER_MARKER = "[task: classify-request]"
 export const OPENING_MARKER = "[task: opening-message]"
 export const REPLY_MARKER = "[task: reply]"
+export const EXTRACT_MARKER = "[task: extract-value]"
+export const FOLLOWUP_MARKER = "[task: followup-message]"
 
 const section = (title: string, body: string | null | undefined) =>
   body !== null && body !== undefined && body.trim() !== "" ? `## ${title}\n${body.trim()}` : null
@@ -58,6 +60,13 @@ export const systemPrompt = (ctx: TurnContext, tierInstructions: string | null) 
         "Call the move_to_stage tool when the conversation meets a stage's entry condition, then reply as usual.\n" +
           candidates.map((s) => `- stage_id ${s.id} "${s.name}" (${s.nature}): ${s.enterCondition}`).join("\n")
       )
+      : null,
+    (ctx.actions ?? []).length > 0
+      ? section(
+        "Actions",
+        "Call the trigger_action tool with an action's id when the conversation calls for that action (as its instructions say), then reply as usual.\n" +
+          (ctx.actions ?? []).map((a) => `- action_id ${a.id} "${a.name}": ${(a.instructions ?? a.description ?? a.name).replace(/\n/g, " ")}`).join("\n")
+      )
       : null
   ].filter((s) => s !== null).join("\n\n")
 }
@@ -105,6 +114,37 @@ export const openingPrompt = (ctx: TurnContext): Prompt.Prompt =>
         OPENING_MARKER,
         `${systemPrompt(ctx, null).replace(REPLY_MARKER, "").trim()}`,
         `Write the first message of this stage${ctx.stage ? ` ("${ctx.stage.name}")` : ""} to the contact: one or two friendly sentences that follow the stage's instructions.`
+      ].join("\n\n")
+    },
+    ...historyMessages(ctx)
+  ])
+
+/** A followup for a contact who has not answered: step `step` of the stage's sequence, per its instructions. */
+export const followupPrompt = (f: FollowupContext): Prompt.Prompt =>
+  Prompt.make([
+    {
+      role: "system",
+      content: [
+        FOLLOWUP_MARKER,
+        `${systemPrompt(f.context, null).replace(REPLY_MARKER, "").trim()}`,
+        section("Followup instructions", f.instructions),
+        section("Assets you may share", f.assets),
+        `The contact has not written since your last message. Write followup ${f.step} of ${f.steps}: one or two short, friendly ` +
+        "sentences that follow the followup instructions and invite a reply. Do not repeat an earlier message word for word."
+      ].filter((s) => s !== null).join("\n\n")
+    },
+    ...historyMessages(f.context)
+  ])
+
+/** One short extraction for a `from_ai` variable: the value the instruction asks for, from the conversation. */
+export const extractionPrompt = (ctx: TurnContext, variable: string, instruction: string): Prompt.Prompt =>
+  Prompt.make([
+    {
+      role: "system",
+      content: [
+        EXTRACT_MARKER,
+        `Read the conversation and answer with the value of "${variable}" only, no other words: ${instruction}`,
+        "When the conversation does not say, answer with nothing at all."
       ].join("\n\n")
     },
     ...historyMessages(ctx)

@@ -9,6 +9,8 @@ import conversationEngine from "./0007_conversation_engine.js"
 import agent from "./0008_agent.js"
 import knowledge from "./0009_knowledge.js"
 import reembedding from "./0010_reembedding.js"
+import actions from "./0011_actions.js"
+import followups from "./0012_followups.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -21,5 +23,7 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0007_conversation_engine": conversationEngine,
   "0008_agent": agent,
   "0009_knowledge": knowledge,
-  "0010_reembedding": reembedding
+  "0010_reembedding": reembedding,
+  "0011_actions": actions,
+  "0012_followups": followups
 }

@@ -1,0 +1,131 @@
+/**
+ * Followup sequences are durable: a server torn down in the middle of a sequence and built again on the
+ * same file-backed database (the test's clock offset carries over, as wall time would) sends the rest of
+ * the sequence once and moves the opportunity; and a sequence whose durable wake-up vanished is resumed
+ * by the followup sweep instead of waiting forever.
+ */
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Scope } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { inject } from "vitest"
+import { DatabaseLive, ListenersLive, ServicesLive } from "../src/App.js"
+import { AppConfig } from "../src/config/AppConfig.js"
+import { embeddedDataPath, openPglite } from "../src/db/Database.js"
+import { ApiListener, ReceiverListener } from "../src/http/Listener.js"
+import { assistantMessages, followupSetup, hooks, MINUTE, sequenceOf, stageOf, started } from "./support/Followups.js"
+import { makeOffsetClock } from "./support/OffsetClock.js"
+import { testConfig, TestServer } from "./support/TestServer.js"
+import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
+
+const clock = makeOffsetClock()
+
+/** The `all` role over the embedded database in `dataDir` (as `parley serve` runs it), on the offset clock. */
+const FileServerLive = (dataDir: string) =>
+  Layer.effect(
+    TestServer,
+    Effect.gen(function*() {
+      const api = yield* ApiListener
+      const receiver = yield* ReceiverListener
+      return { baseUrl: api.url, receiverUrl: receiver.url }
+    })
+  ).pipe(
+    Layer.provideMerge(ListenersLive),
+    Layer.provideMerge(ServicesLive),
+    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(AppConfig.Default),
+    Layer.provide(testConfig({ PARLEY_DATA_DIR: dataDir, OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000" })),
+    Layer.provide(clock.layer)
+  )
+
+/** A data dir holding the run's migrated database (initialising one takes seconds). */
+const freshDataDir = Effect.gen(function*() {
+  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-followups-"))
+  const dump = new Blob([Fs.readFileSync(inject("pgDumpPath"))])
+  yield* Effect.scoped(openPglite({ dataDir: embeddedDataPath(dataDir), loadDataDir: dump }))
+  yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dataDir, { recursive: true, force: true })))
+  return dataDir
+})
+
+/** Builds the server; `close` tears it all down (listeners, runner, database). */
+const boot = (dataDir: string) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(FileServerLive(dataDir), scope)
+    return {
+      run: <A, E>(effect: Effect.Effect<A, E, any>) => Effect.provide(effect, context) as Effect.Effect<A, E>,
+      close: Scope.close(scope, Exit.void)
+    }
+  })
+
+describe("followup sequences across restarts", () => {
+  it.live("a server torn down mid-sequence and built again sends the rest once, then moves the opportunity", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dataDir = yield* freshDataDir
+      const receiver = yield* webhookReceiver(() => "ok")
+
+      const first = yield* boot(dataDir)
+      const { channel, conversationId, noResponse, opportunityId } = yield* first.run(Effect.gen(function*() {
+        const setup = yield* followupSetup(receiver.url, { intervals: 3 })
+        const ids = yield* started(setup.channel, "rey-1", receiver.received)
+        yield* clock.advance(MINUTE)
+        yield* eventually(Effect.map(sequenceOf(ids.opportunityId), (s) => s!.steps_done === 1 ? true : undefined))
+        return { ...setup, ...ids }
+      }))
+      yield* first.close
+
+      // down while the second interval (2 minutes) passes
+      yield* clock.advance(2 * MINUTE)
+      const second = yield* boot(dataDir)
+      yield* second.run(Effect.gen(function*() {
+        yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s!.steps_done === 2 ? true : undefined), 20_000)
+        yield* clock.advance(3 * MINUTE)
+        yield* eventually(Effect.map(assistantMessages(conversationId), (rows) =>
+          rows.some((r) => r.call_type === "opening" && r.status === "sent_to_user") ? true : undefined), 20_000)
+        yield* Effect.sleep("1500 millis")
+        const messages = yield* assistantMessages(conversationId)
+        expect(messages.map((m) => [m.call_type, m.followup_step, m.status])).toEqual([
+          ["ai", null, "sent_to_user"],
+          ["followup", 1, "sent_to_user"],
+          ["followup", 2, "sent_to_user"],
+          ["followup", 3, "sent_to_user"],
+          ["opening", null, "sent_to_user"]
+        ])
+        expect(yield* stageOf(opportunityId)).toBe(noResponse.id)
+        expect(yield* sequenceOf(opportunityId)).toMatchObject({ status: "completed", end_reason: "moved", steps_done: 3 })
+        expect(hooks(receiver.received, channel.client_secret).map((h) => h.message_id)).toEqual(messages.map((m) => m.id))
+      }))
+      yield* second.close
+    })), 60_000)
+
+  it.live("a sequence whose durable wake-up vanished is resumed by the sweep", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dataDir = yield* freshDataDir
+      const receiver = yield* webhookReceiver(() => "ok")
+      const server = yield* boot(dataDir)
+      yield* server.run(Effect.gen(function*() {
+        const setup = yield* followupSetup(receiver.url, { intervals: 1 })
+        const { conversationId, opportunityId } = yield* started(setup.channel, "rey-2", receiver.received)
+        const sql = yield* SqlClient.SqlClient
+        // the wake-up of the first interval disappears (what the engine's race does to it)
+        const clocks = yield* eventually(
+          sql`delete from cluster_messages where entity_type = 'Workflow/-/DurableClock' and not processed returning id`.pipe(
+            Effect.orDie,
+            Effect.map((rows) => rows.length > 0 ? rows : undefined)
+          )
+        )
+        expect(clocks).toHaveLength(1)
+        yield* clock.advance(MINUTE)
+        // overdue by more than a sweep interval: the sweep resumes the workflow, which waits again for its wake-up
+        yield* Effect.sleep("2500 millis")
+        expect((yield* assistantMessages(conversationId)).filter((m) => m.call_type === "followup")).toHaveLength(0)
+        yield* clock.advance(MINUTE)
+        yield* eventually(Effect.map(stageOf(opportunityId), (stage) => stage === setup.noResponse.id ? true : undefined))
+        const followups = (yield* assistantMessages(conversationId)).filter((m) => m.call_type === "followup")
+        expect(followups.map((m) => [m.followup_step, m.status])).toEqual([[1, "sent_to_user"]])
+      }))
+      yield* server.close
+    })), 60_000)
+})
