@@ -50,7 +50,7 @@ export const parseIsoDate = (value: string): { readonly date: Date; readonly dat
   return Number.isNaN(parsed) ? undefined : { date: new Date(parsed), dateOnly: false }
 }
 
-const DateParam = Schema.String.pipe(
+export const IsoDate = Schema.String.pipe(
   Schema.filter((s) => parseIsoDate(s) !== undefined || "must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z)")
 )
 
@@ -73,8 +73,8 @@ export type MessagingProvider = typeof MessagingProvider.Type
 
 export const MessagingStatsQuery = Schema.Struct({
   ...scopeFields,
-  start_date: Schema.optional(DateParam).annotations({ description: "On messages' created_at, inclusive" }),
-  end_date: Schema.optional(DateParam).annotations({
+  start_date: Schema.optional(IsoDate).annotations({ description: "On messages' created_at, inclusive" }),
+  end_date: Schema.optional(IsoDate).annotations({
     description: "On messages' created_at, inclusive; a bare date includes that whole day (UTC)"
   }),
   pipeline_id: Schema.optional(IdParam(PipelineId)),

@@ -50,3 +50,57 @@ export const SendMultipart = HttpApiSchema.Multipart(
 
 export const SendPayload = Schema.Union(SendMultipart, SendJson)
 export type SendPayload = typeof SendPayload.Type
+
+/** One message as `list_messages` (SPEC.md 4.5) returns it, newest first. */
+export class MessageEntry extends Schema.Class<MessageEntry>("MessageEntry")({
+  id: Schema.String,
+  conversation_id: ConversationId,
+  opportunity_id: Schema.NullOr(OpportunityId),
+  contact_id: Schema.NullOr(ContactId),
+  pipeline_id: Schema.NullOr(PipelineId),
+  stage_id: Schema.NullOr(StageId),
+  channel_id: Schema.NullOr(ChannelId),
+  role: Schema.Literal("user", "assistant"),
+  message: Schema.NullOr(Schema.String),
+  status: Schema.String,
+  is_manual: Schema.Boolean,
+  call_type: Schema.NullOr(Schema.String),
+  cost_for_user: Schema.Number,
+  created_at: Timestamp
+}) {}
+
+export class MessagesPage extends Schema.Class<MessagesPage>("MessagesPage")({
+  messages: Schema.Array(MessageEntry),
+  next_cursor: Schema.NullOr(Schema.String).annotations({ description: "Pass back as `cursor` for the next page; null on the last" })
+}) {}
+
+export interface MessagesFilter {
+  readonly pipelineId?: number | undefined
+  readonly contactId?: number | undefined
+  readonly role?: "user" | "assistant" | undefined
+  readonly start?: Date | undefined
+  /** Exclusive when `endExclusive` (a bare end date covers its whole day). */
+  readonly end?: Date | undefined
+  readonly endExclusive?: boolean | undefined
+  readonly cursor?: MessagesCursor | undefined
+  readonly limit: number
+}
+
+/** Where a page of messages (newest first) ended: the last message's time and id. */
+export interface MessagesCursor {
+  readonly createdAt: string
+  readonly id: string
+}
+
+/** Opaque to clients: base64url of `<created_at>|<id>`. */
+export const encodeMessagesCursor = (c: MessagesCursor): string =>
+  Buffer.from(`${c.createdAt}|${c.id}`, "utf8").toString("base64url")
+
+export const decodeMessagesCursor = (s: string): MessagesCursor | undefined => {
+  const text = Buffer.from(s, "base64url").toString("utf8")
+  const bar = text.indexOf("|")
+  if (bar <= 0) return undefined
+  const createdAt = text.slice(0, bar)
+  const id = text.slice(bar + 1)
+  return Number.isNaN(Date.parse(createdAt)) || id.length === 0 ? undefined : { createdAt, id }
+}

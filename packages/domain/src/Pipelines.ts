@@ -108,6 +108,15 @@ const settingsFields = {
   is_model_routing: Schema.optional(ModelPool)
 }
 
+/** Smart Routing on needs the four tiers (create pipeline, and the MCP tool built on the same fields). */
+export const modelRoutingRule = (p: {
+  readonly is_model_routing_enabled?: boolean | undefined
+  readonly is_model_routing?: ReadonlyArray<unknown> | undefined
+}) =>
+  p.is_model_routing_enabled === true && p.is_model_routing === undefined
+    ? { path: ["is_model_routing"], message: "is required when is_model_routing_enabled is true" }
+    : undefined
+
 export const CreatePipeline = Schema.Struct({
   workspace_id: Schema.optional(WorkspaceId).annotations({
     description: "Workspace to create in; defaults to the caller's own workspace"
@@ -117,13 +126,7 @@ export const CreatePipeline = Schema.Struct({
   ai_model_id: AiModelId,
   language_id: LanguageId,
   ...settingsFields
-}).pipe(
-  Schema.filter((p) =>
-    p.is_model_routing_enabled === true && p.is_model_routing === undefined
-      ? { path: ["is_model_routing"], message: "is required when is_model_routing_enabled is true" }
-      : undefined
-  )
-).annotations({ ...all, identifier: "CreatePipeline" })
+}).pipe(Schema.filter(modelRoutingRule)).annotations({ ...all, identifier: "CreatePipeline" })
 export type CreatePipeline = typeof CreatePipeline.Type
 
 export const UpdatePipeline = Schema.Struct({

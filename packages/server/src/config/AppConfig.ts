@@ -26,6 +26,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const runnerPort = yield* listenPort("RUNNER_PORT", 3002)
     const engineSweepMs = yield* Config.integer("ENGINE_SWEEP_INTERVAL_MS").pipe(Config.withDefault(30_000))
     const actionRetryBaseMs = yield* Config.integer("ACTION_RETRY_BASE_MS").pipe(Config.withDefault(5_000))
+    const mcpAllowedOrigins = yield* Config.string("MCP_ALLOWED_ORIGINS").pipe(Config.option)
     return {
       host,
       port,
@@ -53,7 +54,13 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       /** How often runners look for work a crash left behind (hand-overs, overdue retries), and how old it must be. */
       engineSweepMs,
       /** Action retries wait this long before the second attempt, doubling each time (with jitter). */
-      actionRetryBaseMs
+      actionRetryBaseMs,
+      /**
+       * Browser origins allowed to call `/mcp` (DNS-rebinding protection); `*` allows any. Unset: loopback
+       * origins and PUBLIC_URL's. Requests without an Origin header (non-browser clients) are always allowed.
+       */
+      mcpAllowedOrigins: Option.map(mcpAllowedOrigins, (list) =>
+        list.split(",").map((o) => trimSlash(o.trim())).filter((o) => o.length > 0))
     } as const
   })
 }) {}

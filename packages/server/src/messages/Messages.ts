@@ -9,6 +9,10 @@ import {
   Forbidden,
   MAX_OPERATOR_FILE_BYTES,
   MAX_OPERATOR_FILES,
+  encodeMessagesCursor,
+  MessageEntry,
+  type MessagesFilter,
+  MessagesPage,
   MessageRecord,
   NotFound,
   ulid,
@@ -141,6 +145,37 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       return result
     })
 
-    return { send }
+    /**
+     * Messages of the caller's workspaces, newest first (SPEC.md 4.5 `list_messages`), keyset-paged on
+     * (created_at, id) so a page never repeats or skips a message written meanwhile.
+     */
+    const list = Effect.fn("Messages.list")(function*(filter: MessagesFilter) {
+      const actor = yield* CurrentActor
+      const where = [
+        sql`m.workspace_id in ${sql.in(actor.workspaceIds)}`,
+        ...(filter.pipelineId === undefined ? [] : [sql`m.pipeline_id = ${filter.pipelineId}`]),
+        ...(filter.contactId === undefined ? [] : [sql`m.contact_id = ${filter.contactId}`]),
+        ...(filter.role === undefined ? [] : [sql`m.role = ${filter.role}`]),
+        ...(filter.start === undefined ? [] : [sql`m.created_at >= ${filter.start}`]),
+        ...(filter.end === undefined ? [] : [filter.endExclusive ? sql`m.created_at < ${filter.end}` : sql`m.created_at <= ${filter.end}`]),
+        ...(filter.cursor === undefined ? [] : [sql`(m.created_at, m.id) < (${filter.cursor.createdAt}::timestamptz, ${filter.cursor.id})`])
+      ]
+      const rows = yield* sql`
+        select m.id, m.conversation_id, m.opportunity_id, m.contact_id, m.pipeline_id, m.stage_id, m.channel_id, m.role, m.message,
+               m.status, m.is_manual, m.call_type, m.cost_for_user::float8 as cost_for_user, m.created_at
+        from messages m where ${sql.and(where)}
+        order by m.created_at desc, m.id desc limit ${filter.limit + 1}`.pipe(
+        Effect.flatMap(Schema.decodeUnknown(Schema.Array(MessageEntry))),
+        Effect.orDie
+      )
+      const page = rows.slice(0, filter.limit)
+      const last = page[page.length - 1]
+      return new MessagesPage({
+        messages: page,
+        next_cursor: rows.length > filter.limit && last !== undefined ? encodeMessagesCursor({ createdAt: last.created_at, id: last.id }) : null
+      })
+    })
+
+    return { send, list }
   })
 }) {}

@@ -1,0 +1,102 @@
+/**
+ * The port the MCP tools call: what a tool can read and change, in the domain's own types. The server
+ * implements it with its services; every method acts as the `CurrentActor` the request authenticated.
+ */
+import type {
+  AccountSummary,
+  Action,
+  ActionId,
+  ActionResult,
+  ActionResultsQuery,
+  AiPerformance,
+  BadRequest,
+  Contact,
+  CreateAction,
+  CreateKnowledgeTable,
+  CreatePipeline,
+  CreateStage,
+  CreateVariable,
+  CurrentActor,
+  Forbidden,
+  KnowledgeTableId,
+  KnowledgeTableWithColumns,
+  ListContactsQuery,
+  ListOpportunitiesQuery,
+  MessagesFilter,
+  MessagesPage,
+  MessagingStats,
+  MessagingStatsQuery,
+  NotFound,
+  Opportunity,
+  OpportunityId,
+  Page,
+  Pipeline,
+  PipelineId,
+  PipelineModelPool,
+  PipelineOptions,
+  PipelineWithStages,
+  PointsPage,
+  SaveFollowup,
+  SearchKnowledge,
+  SearchResults,
+  Stage,
+  StageFollowup,
+  StageId,
+  Unprocessable,
+  UpdateAction,
+  UpdateModelPool,
+  UpdateOpportunity,
+  UpdatePipeline,
+  UpdateStage,
+  UpdateVariable,
+  Variable,
+  VariableId
+} from "@parley/domain"
+import { Context, type Effect } from "effect"
+
+/** What a backend call may fail with: the REST errors, each becoming a tool error with its message. */
+export type BackendFailure = NotFound | Unprocessable | BadRequest | Forbidden
+
+export type Op<A> = Effect.Effect<A, BackendFailure, CurrentActor>
+
+export interface McpBackendShape {
+  // analytics
+  readonly accountSummary: () => Op<AccountSummary>
+  readonly aiPerformance: () => Op<AiPerformance>
+  readonly messagingStats: (query: MessagingStatsQuery) => Op<MessagingStats>
+  // pipelines, stages, model pool, catalogue
+  readonly pipelineOptions: (query: { readonly language_code: string; readonly ai_provider_id?: number | undefined }) => Op<PipelineOptions>
+  readonly listPipelines: () => Op<ReadonlyArray<Pipeline>>
+  readonly createPipeline: (input: CreatePipeline) => Op<PipelineWithStages>
+  readonly updatePipeline: (id: PipelineId, input: UpdatePipeline) => Op<PipelineWithStages>
+  readonly listStages: (pipelineId: PipelineId) => Op<ReadonlyArray<Stage>>
+  readonly createStage: (pipelineId: PipelineId, input: CreateStage) => Op<Stage>
+  readonly updateStage: (id: StageId, input: UpdateStage) => Op<Stage>
+  readonly modelPool: (pipelineId: PipelineId) => Op<PipelineModelPool>
+  readonly updateModelPool: (pipelineId: PipelineId, input: UpdateModelPool) => Op<PipelineModelPool>
+  // followups
+  readonly stageFollowup: (stageId: StageId) => Op<StageFollowup>
+  readonly saveFollowup: (stageId: StageId, input: SaveFollowup) => Op<StageFollowup>
+  // variables and actions
+  readonly listVariables: (pipelineId: PipelineId, q: string | undefined) => Op<ReadonlyArray<Variable>>
+  readonly createVariable: (pipelineId: PipelineId, input: CreateVariable) => Op<Variable>
+  readonly updateVariable: (id: VariableId, input: UpdateVariable) => Op<Variable>
+  readonly listActions: (pipelineId: PipelineId, stageId: number | undefined) => Op<ReadonlyArray<Action>>
+  readonly createAction: (pipelineId: PipelineId, input: CreateAction) => Op<Action>
+  readonly updateAction: (id: ActionId, input: UpdateAction) => Op<Action>
+  readonly actionResults: (pipelineId: PipelineId, query: ActionResultsQuery) => Op<ReadonlyArray<ActionResult>>
+  // opportunities, contacts, messages
+  readonly listContacts: (query: ListContactsQuery) => Op<Page<Contact>>
+  readonly listOpportunities: (query: ListOpportunitiesQuery) => Op<Page<Opportunity>>
+  readonly updateOpportunity: (id: OpportunityId, input: UpdateOpportunity) => Op<Opportunity>
+  readonly listMessages: (filter: MessagesFilter) => Op<MessagesPage>
+  // knowledge
+  readonly listKnowledgeTables: () => Op<ReadonlyArray<KnowledgeTableWithColumns>>
+  readonly createKnowledgeTable: (input: CreateKnowledgeTable) => Op<KnowledgeTableWithColumns>
+  readonly knowledgePoints: (id: KnowledgeTableId, perPage: number, cursor: string | undefined) => Op<PointsPage>
+  readonly searchKnowledge: (id: KnowledgeTableId, input: SearchKnowledge) => Op<SearchResults>
+  readonly upsertPoints: (id: KnowledgeTableId, points: ReadonlyArray<Record<string, unknown>>) => Op<{ readonly upserted: number }>
+  readonly deletePoints: (id: KnowledgeTableId, ids: ReadonlyArray<string | number>) => Op<{ readonly deleted: number }>
+}
+
+export class McpBackend extends Context.Tag("@parley/mcp/McpBackend")<McpBackend, McpBackendShape>() {}

@@ -1,0 +1,5 @@
+export * from "./Backend.js"
+export * from "./Journey.js"
+export * from "./McpServer.js"
+export * from "./Tool.js"
+export * from "./Tools.js"

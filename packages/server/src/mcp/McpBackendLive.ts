@@ -1,0 +1,69 @@
+import { HttpServerRequest } from "@effect/platform"
+import { CurrentActor } from "@parley/domain"
+import { McpBackend } from "@parley/mcp"
+import { Effect } from "effect"
+import { Automation } from "../actions/Automation.js"
+import { Analytics } from "../analytics/Analytics.js"
+import { Catalogue } from "../catalogue/Catalogue.js"
+import { Followups } from "../followups/Followups.js"
+import { Knowledge } from "../knowledge/Knowledge.js"
+import { Messages } from "../messages/Messages.js"
+import { Opportunities } from "../opportunities/Opportunities.js"
+import { Pipelines } from "../pipelines/Pipelines.js"
+
+/**
+ * The MCP tools' port over the same services the REST handlers call (one line each, like a handler).
+ * Built per request: the paginated lists take their links from the request.
+ */
+export const makeMcpBackend = Effect.gen(function*() {
+  const analytics = yield* Analytics
+  const automation = yield* Automation
+  const catalogue = yield* Catalogue
+  const followups = yield* Followups
+  const knowledge = yield* Knowledge
+  const messages = yield* Messages
+  const opportunities = yield* Opportunities
+  const pipelines = yield* Pipelines
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const withRequest = Effect.provideService(HttpServerRequest.HttpServerRequest, request)
+  const everyWorkspace = { include_test: false }
+
+  return McpBackend.of({
+    accountSummary: () => analytics.summary(everyWorkspace),
+    aiPerformance: () => analytics.aiPerformance(everyWorkspace),
+    messagingStats: (query) => analytics.messagingStats(query),
+
+    pipelineOptions: (query) => Effect.flatMap(CurrentActor, (actor) => catalogue.options(actor, query)),
+    listPipelines: () => pipelines.list(),
+    createPipeline: (input) => pipelines.create(input),
+    updatePipeline: (id, input) => pipelines.update(id, input),
+    listStages: (id) => pipelines.listStages(id),
+    createStage: (id, input) => pipelines.createStage(id, input),
+    updateStage: (id, input) => pipelines.updateStage(id, input),
+    modelPool: (id) => pipelines.modelPool(id),
+    updateModelPool: (id, input) => pipelines.updateModelPool(id, input),
+
+    stageFollowup: (stageId) => followups.get(stageId),
+    saveFollowup: (stageId, input) => followups.save(stageId, input),
+
+    listVariables: (pipelineId, q) => automation.listVariables(pipelineId, q),
+    createVariable: (pipelineId, input) => automation.createVariable(pipelineId, input),
+    updateVariable: (id, input) => automation.updateVariable(id, input),
+    listActions: (pipelineId, stageId) => automation.listActions(pipelineId, stageId),
+    createAction: (pipelineId, input) => automation.createAction(pipelineId, input),
+    updateAction: (id, input) => automation.updateAction(id, input),
+    actionResults: (pipelineId, query) => automation.results(pipelineId, query),
+
+    listContacts: (query) => withRequest(opportunities.listContacts(query)),
+    listOpportunities: (query) => withRequest(opportunities.list(query)),
+    updateOpportunity: (id, input) => opportunities.update(String(id), undefined, input),
+    listMessages: (filter) => messages.list(filter),
+
+    listKnowledgeTables: () => knowledge.list(),
+    createKnowledgeTable: (input) => knowledge.create(input),
+    knowledgePoints: (id, perPage, cursor) => knowledge.points(id, perPage, cursor),
+    searchKnowledge: (id, input) => knowledge.search(id, input),
+    upsertPoints: (id, points) => knowledge.upsert(id, points),
+    deletePoints: (id, ids) => knowledge.remove(id, ids)
+  })
+})
