@@ -12,11 +12,10 @@ import { io } from "socket.io-client"
 import { createStage, createPipeline, expectStatus, get, ok, post, put } from "./support/Opportunities.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
+import { basic, say } from "./support/WebChat.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number }
 
-const basic = (c: { client_id: string; client_secret: string }) =>
-  `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString("base64")}`
 
 const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
   Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
@@ -58,16 +57,6 @@ const initiate = (channel: { client_id: string; client_secret: string }, contact
       body: JSON.stringify({ contact_id: contactId, name: "Dana" })
     }))
 
-const say = (channel: { client_id: string; client_secret: string }, contactId: string, message: string) =>
-  Effect.flatMap(TestServer, ({ receiverUrl }) =>
-    fetchJson(`${receiverUrl}/web-chat/message`, {
-      method: "POST",
-      headers: { authorization: basic(channel), "content-type": "application/json" },
-      body: JSON.stringify({ contact_id: contactId, message })
-    })).pipe(Effect.map((r) => {
-      expect(r.status).toBe(200)
-      return r.body.data.message_id as string
-    }))
 
 const assistantMessages = (conversationId: number) =>
   sql<{ id: string; message: string | null; status: string; call_type: string; ai_model_id: number | null; model: string | null; in_reply_to: string | null; error: string | null }>`

@@ -12,9 +12,8 @@ import { expect422, funnel, linkWebChannel, ok, put } from "./support/Opportunit
 import { attempts, replyOn } from "./support/Replies.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
+import { say } from "./support/WebChat.js"
 
-const basic = (c: { client_id: string; client_secret: string }) =>
-  `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString("base64")}`
 
 /** A workspace with a pipeline, its web channel, and the pipeline's debounce window set. */
 const webChat = (debounceMs: number) =>
@@ -26,16 +25,6 @@ const webChat = (debounceMs: number) =>
     return { owner, pipeline, channel }
   })
 
-const sendAs = (channel: { client_id: string; client_secret: string }, contactId: string, message: string) =>
-  Effect.flatMap(TestServer, ({ receiverUrl }) =>
-    fetchJson(`${receiverUrl}/web-chat/message`, {
-      method: "POST",
-      headers: { authorization: basic(channel), "content-type": "application/json" },
-      body: JSON.stringify({ contact_id: contactId, message })
-    })).pipe(Effect.map((r) => {
-      expect(r.status).toBe(200)
-      return r.body.data.message_id as string
-    }))
 
 const handled = (ids: ReadonlyArray<string>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -49,7 +38,7 @@ layer(
   it.effect("every contact message reaches its conversation's entity", () =>
     Effect.gen(function*() {
       const { channel } = yield* webChat(0)
-      const id = yield* sendAs(channel, "visitor-1", "Hello?")
+      const id = yield* say(channel, "visitor-1", "Hello?")
       const [row] = yield* eventually(Effect.map(handled([id]), (rows) => rows[0]?.handled_at ? rows : undefined))
       expect(row!.handled_at).not.toBeNull()
     }))
@@ -58,9 +47,9 @@ layer(
     Effect.gen(function*() {
       const { channel } = yield* webChat(1500)
       const ids = [
-        yield* sendAs(channel, "visitor-2", "Hi"),
-        yield* sendAs(channel, "visitor-2", "I have a question"),
-        yield* sendAs(channel, "visitor-2", "about pricing")
+        yield* say(channel, "visitor-2", "Hi"),
+        yield* say(channel, "visitor-2", "I have a question"),
+        yield* say(channel, "visitor-2", "about pricing")
       ]
       // inside the window nothing is taken yet
       expect((yield* handled(ids)).map((r) => r.handled_at)).toEqual([null, null, null])
@@ -75,7 +64,7 @@ layer(
     Effect.gen(function*() {
       const { channel, owner, pipeline } = yield* webChat(0)
       // a first message creates contact, conversation and opportunity
-      const first = yield* sendAs(channel, "visitor-3", "Hello")
+      const first = yield* say(channel, "visitor-3", "Hello")
       yield* eventually(Effect.map(handled([first]), (rows) => rows[0]?.handled_at ?? undefined))
       // then a message committed by a process that died before handing it over
       const sql = yield* SqlClient.SqlClient

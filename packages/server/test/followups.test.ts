@@ -15,12 +15,12 @@ import {
   followupsIn,
   hooks,
   MINUTE,
-  say,
   sequenceOf,
   stageOf,
   started
 } from "./support/Followups.js"
 import { makeOffsetClock } from "./support/OffsetClock.js"
+import { say } from "./support/WebChat.js"
 import { createStage, get, ok, put } from "./support/Opportunities.js"
 import { TestServerLive } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"

@@ -6,14 +6,13 @@ import { Effect } from "effect"
 import { createPipeline, createStage, ok, post, put } from "./Opportunities.js"
 import { fetchJson, seedUser, TestServer } from "./TestServer.js"
 import { eventually, type Received } from "./WebhookReceiver.js"
+import { say } from "./WebChat.js"
 
 export const MINUTE = 60_000
 
 const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
   Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
 
-const basic = (c: { client_id: string; client_secret: string }) =>
-  `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString("base64")}`
 
 /**
  * A pipeline whose first stage, Nurture, has an active followup moving to "No response", which sends a
@@ -48,16 +47,6 @@ export const followupSetup = (callbackUrl: string, options: { readonly intervals
     return { owner, pipeline, nurture, noResponse, followup, channel }
   })
 
-export const say = (channel: { client_id: string; client_secret: string }, contactId: string, message: string) =>
-  Effect.flatMap(TestServer, ({ receiverUrl }) =>
-    fetchJson(`${receiverUrl}/web-chat/message`, {
-      method: "POST",
-      headers: { authorization: basic(channel), "content-type": "application/json" },
-      body: JSON.stringify({ contact_id: contactId, message })
-    })).pipe(Effect.map((r) => {
-      expect(r.status).toBe(200)
-      return r.body.data.message_id as string
-    }))
 
 export const conversationOf = (messageId: string) =>
   Effect.map(
