@@ -13,6 +13,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
+        // also the browser suite (*.browser.test.ts: headless Chromium), which runs here only
         test: { name: "embedded", include: ["packages/*/test/**/*.test.ts"] }
       },
       {

@@ -1,6 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
+import { Sessions } from "./account/Sessions.js"
 import { Automation } from "./actions/Automation.js"
 import { Analytics } from "./analytics/Analytics.js"
 import { Catalogue } from "./catalogue/Catalogue.js"
@@ -19,6 +20,7 @@ import { Knowledge } from "./knowledge/Knowledge.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Messages } from "./messages/Messages.js"
+import { OAuth } from "./oauth/OAuth.js"
 import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
 import { WebChat } from "./webchat/WebChat.js"
 import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
@@ -46,7 +48,9 @@ const Services = Layer.mergeAll(
   Analytics.Default,
   Followups.Default,
   Knowledge.Default,
-  Automation.Default
+  Automation.Default,
+  OAuth.Default,
+  Sessions.Default
 )
 
 /** Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use services). */

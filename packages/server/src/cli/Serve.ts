@@ -9,6 +9,7 @@ import { type DemoCredentials, seedDemo } from "../seed/Demo.js"
 const banner = (api: string | undefined, receiver: string | undefined, dataDir: string | undefined, demo: DemoCredentials | undefined) => {
   const lines = ["", "Parley is running."]
   if (api) lines.push(`  API       ${api}    docs ${api}/docs   OpenAPI ${api}/openapi.json`)
+  if (api) lines.push(`  Account   ${api}/account   (sign in: tokens, connected MCP clients)`)
   if (receiver) lines.push(`  Receiver  ${receiver}/web-chat/message`)
   if (dataDir) lines.push(`  Data      ${Path.resolve(dataDir)}`)
   if (demo && api) {

@@ -27,6 +27,15 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const engineSweepMs = yield* Config.integer("ENGINE_SWEEP_INTERVAL_MS").pipe(Config.withDefault(30_000))
     const actionRetryBaseMs = yield* Config.integer("ACTION_RETRY_BASE_MS").pipe(Config.withDefault(5_000))
     const mcpAllowedOrigins = yield* Config.string("MCP_ALLOWED_ORIGINS").pipe(Config.option)
+    const oauthRegistrationsPerHour = yield* Config.integer("OAUTH_REGISTRATIONS_PER_HOUR").pipe(Config.withDefault(20))
+    const oauthAccessTokenTtlSeconds = yield* Config.integer("OAUTH_ACCESS_TOKEN_TTL_SECONDS").pipe(
+      Config.validate({ message: "Expected a positive number of seconds", validation: (n) => n > 0 }),
+      Config.withDefault(3600)
+    )
+    const oauthRefreshTokenTtlDays = yield* Config.integer("OAUTH_REFRESH_TOKEN_TTL_DAYS").pipe(
+      Config.validate({ message: "Expected a positive number of days", validation: (n) => n > 0 }),
+      Config.withDefault(30)
+    )
     return {
       host,
       port,
@@ -60,7 +69,12 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
        * origins and PUBLIC_URL's. Requests without an Origin header (non-browser clients) are always allowed.
        */
       mcpAllowedOrigins: Option.map(mcpAllowedOrigins, (list) =>
-        list.split(",").map((o) => trimSlash(o.trim())).filter((o) => o.length > 0))
+        list.split(",").map((o) => trimSlash(o.trim())).filter((o) => o.length > 0)),
+      /** Dynamic client registrations (`POST /register`) one IP address may make per hour. */
+      oauthRegistrationsPerHour,
+      /** Lifetime of access tokens issued to OAuth clients; refresh tokens rotate on every use. */
+      oauthAccessTokenTtlSeconds,
+      oauthRefreshTokenTtlDays
     } as const
   })
 }) {}

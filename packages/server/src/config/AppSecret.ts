@@ -36,6 +36,8 @@ export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSe
     /** Public: identifies this deployment's socket application to clients (SPEC.md 2.8 `app_key`). */
     const socketAppKey = `pk_${derive("socket-app-key").toString("hex").slice(0, 24)}`
     const filesKey = derive("signed-files")
+    /** Signs the account pages' CSRF tokens. */
+    const accountKey = derive("account-csrf")
 
     const encrypt = (plaintext: string): string => {
       const iv = randomBytes(12)
@@ -52,6 +54,6 @@ export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSe
       decipher.setAuthTag(Buffer.from(tag, "base64url"))
       return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8")
     }
-    return { encrypt, decrypt, socketKey, socketAppKey, filesKey }
+    return { encrypt, decrypt, socketKey, socketAppKey, filesKey, accountKey }
   })
 }) {}

@@ -12,6 +12,8 @@ import { AccountHttpLive } from "../identity/Http.js"
 import { ContactsHttpLive, ConversationsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
 import { FilesRoute } from "../files/Http.js"
 import { McpRoute } from "../mcp/Http.js"
+import { OAuthRoutes } from "../oauth/Http.js"
+import { AccountRoutes } from "../account/Http.js"
 import { MessagesHttpLive, OperatorUploadLimitLive } from "../messages/Http.js"
 import { ModelPoolHttpLive, PipelinesHttpLive } from "../pipelines/Http.js"
 import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
@@ -57,4 +59,13 @@ export const NotFoundRoute = HttpLayerRouter.add(
   HttpServerResponse.unsafeJson(errorBody(404, "Not found."), { status: 404 })
 )
 
-export const ApiRoutes = Layer.mergeAll(RestRoutes, DocsRoute, HealthRoutes, FilesRoute, McpRoute, NotFoundRoute)
+export const ApiRoutes = Layer.mergeAll(
+  RestRoutes,
+  DocsRoute,
+  HealthRoutes,
+  FilesRoute,
+  McpRoute,
+  OAuthRoutes,
+  AccountRoutes,
+  NotFoundRoute
+)

@@ -16,8 +16,8 @@ import {
 } from "@parley/domain"
 import { PgClient } from "@effect/sql-pg"
 import { Data, Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
-import { IdentityRepo } from "./IdentityRepo.js"
-import { hashPassword, newAccessToken, sha256Hex } from "./Secrets.js"
+import { IdentityRepo, type UserRow } from "./IdentityRepo.js"
+import { hashPassword, newAccessToken, randomBase62, sha256Hex, verifyPassword } from "./Secrets.js"
 
 /** An operator command that cannot be carried out (unknown email, duplicate user, bad scope). */
 export class CommandFailed extends Data.TaggedError("CommandFailed")<{ readonly message: string }> {}
@@ -116,18 +116,65 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       if (input.expiresInDays !== undefined && !(input.expiresInDays > 0)) {
         return yield* new CommandFailed({ message: "--expires-in-days must be a positive number" })
       }
-      const material = newAccessToken()
       const scopes = [...new Set(input.scopes)] as Array<Scope>
-      const row = yield* repo.insertToken({
-        user_id: user.id,
+      const issued = yield* issueToken({
+        userId: user.id,
         name: input.name ?? "CLI token",
+        scopes,
+        expiresAt: input.expiresInDays === undefined ? null : new Date(Date.now() + input.expiresInDays * 86_400_000),
+        oauthClientId: input.oauthClientId
+      })
+      return { id: issued.id, token: issued.token, user_id: user.id, scopes, expires_at: issued.expires_at }
+    })
+
+    /**
+     * A new token for a known user: the material is returned once and only its SHA-256 is stored. Runs in
+     * the caller's transaction when there is one (OAuth issues tokens together with grants and refresh tokens).
+     */
+    const issueToken = Effect.fn("Identity.issueToken")(function*(input: {
+      readonly userId: UserId
+      readonly name: string
+      readonly scopes: ReadonlyArray<Scope>
+      readonly expiresAt: Date | null
+      readonly prefix?: string | undefined
+      readonly oauthClientId?: string | undefined
+      readonly oauthGrantId?: number | undefined
+    }) {
+      const material = newAccessToken(input.prefix)
+      const row = yield* repo.insertToken({
+        user_id: input.userId,
+        name: input.name,
         token_hash: material.hash,
         token_hint: material.hint,
-        scopes,
-        expires_at: input.expiresInDays === undefined ? null : new Date(Date.now() + input.expiresInDays * 86_400_000),
-        ...(input.oauthClientId !== undefined ? { oauth_client_id: input.oauthClientId } : {})
+        scopes: input.scopes,
+        expires_at: input.expiresAt,
+        ...(input.oauthClientId !== undefined ? { oauth_client_id: input.oauthClientId } : {}),
+        ...(input.oauthGrantId !== undefined ? { oauth_grant_id: input.oauthGrantId } : {})
       })
-      return { id: row.id, token: material.token, user_id: user.id, scopes, expires_at: row.expires_at }
+      return { id: row.id, token: material.token, expires_at: row.expires_at }
+    })
+
+    // an unknown email costs the same scrypt as a wrong password, so timing does not tell which it was
+    const dummyHash = yield* Effect.cached(hashPassword(randomBase62(16)))
+
+    /** Email and password to the user (the sign-in page); none when either is wrong. */
+    const verifyCredentials = Effect.fn("Identity.verifyCredentials")(function*(email: string, password: string) {
+      const row = yield* repo.userByEmail(email.trim())
+      if (Option.isNone(row)) {
+        yield* verifyPassword(password, yield* dummyHash)
+        return Option.none<UserRow>()
+      }
+      const { password_hash, ...user } = row.value
+      return (yield* verifyPassword(password, password_hash)) ? Option.some<UserRow>(user) : Option.none<UserRow>()
+    })
+
+    const personalTokens = (userId: UserId) => repo.personalTokens(userId)
+
+    /** A user revoking one of their own personal tokens; false when it is not theirs or already gone. */
+    const revokePersonalToken = Effect.fn("Identity.revokePersonalToken")(function*(userId: UserId, id: TokenId) {
+      const revoked = yield* repo.revokeUserToken(userId, id)
+      if (revoked) yield* changed
+      return revoked
     })
 
     const revokeToken = Effect.fn("Identity.revokeToken")(function*(id: TokenId) {
@@ -221,6 +268,22 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       })
     })
 
-    return { createUser, grantManager, makeSuper, setWorkspace, createToken, revokeToken, authenticate, requireScope, me }
+    return {
+      createUser,
+      grantManager,
+      makeSuper,
+      setWorkspace,
+      createToken,
+      issueToken,
+      revokeToken,
+      verifyCredentials,
+      personalTokens,
+      revokePersonalToken,
+      /** Tokens were revoked elsewhere (OAuth): forget cached actors here and in every other process. */
+      tokensChanged: changed,
+      authenticate,
+      requireScope,
+      me
+    }
   })
 }) {}

@@ -14,6 +14,18 @@ export interface TokenRow {
   readonly last_used_at: string | null
 }
 
+/** A personal access token as its owner sees it in the account pages (never the secret). */
+export interface PersonalTokenRow {
+  readonly id: TokenId
+  readonly name: string
+  readonly token_hint: string
+  readonly scopes: ReadonlyArray<Scope>
+  readonly created_at: string
+  readonly last_used_at: string | null
+  readonly expires_at: string | null
+  readonly expired: boolean
+}
+
 export interface UserRow {
   readonly id: UserId
   readonly email: string
@@ -114,11 +126,12 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
         scopes: ReadonlyArray<Scope>
         expires_at: Date | null
         oauth_client_id?: string
+        oauth_grant_id?: number
       }) =>
         sql<{ id: TokenId; created_at: string; expires_at: string | null }>`
-          insert into access_tokens (user_id, name, token_hash, token_hint, scopes, expires_at, oauth_client_id)
+          insert into access_tokens (user_id, name, token_hash, token_hint, scopes, expires_at, oauth_client_id, oauth_grant_id)
           values (${t.user_id}, ${t.name}, ${t.token_hash}, ${t.token_hint}, ${t.scopes}::text[],
-                  ${t.expires_at}, ${t.oauth_client_id ?? null})
+                  ${t.expires_at}, ${t.oauth_client_id ?? null}, ${t.oauth_grant_id ?? null})
           returning id, created_at, expires_at`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie),
 
       revokeToken: (id: TokenId) =>
@@ -127,6 +140,21 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
           Effect.map((r) => r.length > 0),
           Effect.orDie
         ),
+
+      /** The user's own live personal tokens (OAuth tokens are listed per client instead), newest first. */
+      personalTokens: (userId: UserId) =>
+        sql<PersonalTokenRow>`
+          select id, name, token_hint, scopes, created_at, last_used_at, expires_at,
+                 (expires_at is not null and expires_at <= now()) as expired
+          from access_tokens
+          where user_id = ${userId} and oauth_client_id is null and revoked_at is null
+          order by id desc`.pipe(Effect.orDie),
+
+      revokeUserToken: (userId: UserId, id: TokenId) =>
+        sql<{ id: TokenId }>`
+          update access_tokens set revoked_at = now()
+          where id = ${id} and user_id = ${userId} and oauth_client_id is null and revoked_at is null
+          returning id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
 
       touchToken: (id: TokenId) =>
         sql`update access_tokens set last_used_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)

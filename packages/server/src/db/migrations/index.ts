@@ -11,6 +11,7 @@ import knowledge from "./0009_knowledge.js"
 import reembedding from "./0010_reembedding.js"
 import actions from "./0011_actions.js"
 import followups from "./0012_followups.js"
+import oauth from "./0013_oauth.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -25,5 +26,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0009_knowledge": knowledge,
   "0010_reembedding": reembedding,
   "0011_actions": actions,
-  "0012_followups": followups
+  "0012_followups": followups,
+  "0013_oauth": oauth
 }
