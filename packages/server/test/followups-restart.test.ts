@@ -11,30 +11,19 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { inject } from "vitest"
-import { DatabaseLive, ListenersLive, ServicesLive } from "../src/App.js"
+import { DatabaseLive } from "../src/App.js"
 import { AppConfig } from "../src/config/AppConfig.js"
 import { embeddedDataPath, openPglite } from "../src/db/Database.js"
-import { ApiListener, ReceiverListener } from "../src/http/Listener.js"
 import { assistantMessages, followupSetup, hooks, MINUTE, sequenceOf, stageOf, started } from "./support/Followups.js"
 import { makeOffsetClock } from "./support/OffsetClock.js"
-import { testConfig, TestServer } from "./support/TestServer.js"
+import { serverOn, testConfig, TestServer } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const clock = makeOffsetClock()
 
 /** The `all` role over the embedded database in `dataDir` (as `parley serve` runs it), on the offset clock. */
 const FileServerLive = (dataDir: string) =>
-  Layer.effect(
-    TestServer,
-    Effect.gen(function*() {
-      const api = yield* ApiListener
-      const receiver = yield* ReceiverListener
-      return { baseUrl: api.url, receiverUrl: receiver.url }
-    })
-  ).pipe(
-    Layer.provideMerge(ListenersLive),
-    Layer.provideMerge(ServicesLive),
-    Layer.provideMerge(DatabaseLive),
+  serverOn(DatabaseLive).pipe(
     Layer.provideMerge(AppConfig.Default),
     Layer.provide(testConfig({ PARLEY_DATA_DIR: dataDir, OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000" })),
     Layer.provide(clock.layer)

@@ -22,13 +22,18 @@ export const reembed = Effect.gen(function*() {
   const embedder = yield* Embedder
   const [state] = yield* sql<{ model: string }>`select model from knowledge_embedding_state`
   if (state?.model === embedder.key) return { embedded: 0, recognised: 0 }
-  yield* Effect.logInfo("Embedding knowledge points with the configured model").pipe(
-    Effect.annotateLogs({ from: state?.model ?? "(unrecorded)", to: embedder.key })
-  )
+  // a database without points (every fresh one) only records the model
+  const [points] = yield* sql<{ any: boolean }>`select exists (select 1 from knowledge_points) as any`
+  const any = points?.any === true
+  if (any) {
+    yield* Effect.logInfo("Embedding knowledge points with the configured model").pipe(
+      Effect.annotateLogs({ from: state?.model ?? "(unrecorded)", to: embedder.key })
+    )
+  }
   let after = "00000000-0000-0000-0000-000000000000"
   let embedded = 0
   let recognised = 0
-  while (true) {
+  while (any) {
     const rows = yield* sql<{ id: string; search_text: string; embedding_key: string | null; embedding_model: string | null }>`
       select id::text as id, search_text, embedding_key, embedding_model from knowledge_points
       where id > ${after}::uuid order by id limit ${BATCH}`
@@ -58,7 +63,9 @@ export const reembed = Effect.gen(function*() {
   yield* sql`
     insert into knowledge_embedding_state (model) values (${embedder.key})
     on conflict (id) do update set model = excluded.model, completed_at = now()`
-  yield* Effect.logInfo("Knowledge points embedded with the configured model").pipe(Effect.annotateLogs({ embedded, recognised }))
+  if (any) {
+    yield* Effect.logInfo("Knowledge points embedded with the configured model").pipe(Effect.annotateLogs({ embedded, recognised }))
+  }
   return { embedded, recognised }
 })
 

@@ -11,7 +11,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { inject } from "vitest"
-import { databaseWith, ListenersLive, ServicesLive } from "../../src/App.js"
+import { DatabaseLive, databaseWith, ListenersLive, ServicesLive } from "../../src/App.js"
 import { AppConfig } from "../../src/config/AppConfig.js"
 import { openPglite } from "../../src/db/Database.js"
 import * as PgliteClient from "../../src/db/PgliteClient.js"
@@ -61,8 +61,8 @@ export interface TestServerShape {
 }
 export class TestServer extends Context.Tag("test/TestServer")<TestServer, TestServerShape>() {}
 
-/** The `all` role: api and receiver listeners, services, a migrated database. */
-export const TestServerLive = (overrides: Record<string, string> = {}) =>
+/** The `all` role on `database` (already migrated by it): api and receiver listeners and the services. */
+export const serverOn = <E, R>(database: Layer.Layer<ServerDatabase, E, R>) =>
   Layer.effect(
     TestServer,
     Effect.gen(function*() {
@@ -73,7 +73,14 @@ export const TestServerLive = (overrides: Record<string, string> = {}) =>
   ).pipe(
     Layer.provideMerge(ListenersLive),
     Layer.provideMerge(ServicesLive),
-    Layer.provideMerge(databaseWith(TestDatabase)),
+    Layer.provideMerge(database)
+  )
+
+type ServerDatabase = Layer.Layer.Success<typeof DatabaseLive>
+
+/** The `all` role: api and receiver listeners, services, a migrated database. */
+export const TestServerLive = (overrides: Record<string, string> = {}) =>
+  serverOn(databaseWith(TestDatabase)).pipe(
     Layer.provideMerge(AppConfig.Default),
     Layer.provide(testConfig(overrides))
   )
