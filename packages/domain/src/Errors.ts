@@ -40,3 +40,9 @@ export class DeliveryFailed extends Schema.TaggedError<DeliveryFailed>()("Delive
   message: Schema.String
 }) {}
 export const DeliveryFailedResponse = ErrorResponse(DeliveryFailed, 500, "DeliveryFailed")
+
+/** 429: too many attempts from one address; `retry_after` seconds until the window resets. */
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", {
+  message: Schema.String
+}) {}
+export const TooManyRequestsResponse = ErrorResponse(TooManyRequests, 429, "TooManyRequests")

@@ -23,6 +23,7 @@ import { Messages } from "./messages/Messages.js"
 import { OAuth } from "./oauth/OAuth.js"
 import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
 import { WebChat } from "./webchat/WebChat.js"
+import { Widget } from "./widget/Widget.js"
 import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
 
 /** The database after migrations: everything that touches tables is built on this. */
@@ -40,6 +41,7 @@ const Services = Layer.mergeAll(
   AppSecret.Default,
   Opportunities.Default,
   WebChat.Default,
+  Widget.Default,
   FileStorage.Default,
   BoundAddresses.Default,
   Deliveries.Default,
@@ -62,7 +64,10 @@ export const ServicesLive = servicesFor("all")
 /** The api listener with socket.io on it (`Realtime`, built once it serves). */
 export const ApiServerLive = RealtimeLive.pipe(Layer.provideMerge(Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port }))
-)))
+))).pipe(
+  // the demo's webhook sink is on this listener: outbound calls may reach it (OutboundHttp)
+  Layer.tap((context) => Effect.flatMap(BoundAddresses, (b) => b.setApi(Context.get(context, ApiListener).url)))
+)
 
 /** The receiver's own host: `POST /web-chat/message`, health, and the 404 envelope. */
 const ReceiverRoutes = Layer.mergeAll(WebChatReceiverRoutes, HealthRoutes, NotFoundRoute)

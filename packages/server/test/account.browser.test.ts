@@ -5,31 +5,10 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import { type Browser, chromium } from "playwright-core"
 import { sha256Hex } from "../src/identity/Secrets.js"
+import { launch } from "./support/Browser.js"
 import { sqlRows } from "./support/Opportunities.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
-
-/** Debian's `chromium` (`.ci/run` installs it); CHROMIUM_PATH overrides. Missing, the suite fails, never skips. */
-const chromiumPath = () => {
-  const candidates = [
-    process.env.CHROMIUM_PATH,
-    ...(process.env.PATH ?? "").split(Path.delimiter).map((dir) => Path.join(dir, "chromium")),
-    "/usr/bin/chromium"
-  ]
-  const found = candidates.find((c) => c !== undefined && c !== "" && Fs.existsSync(c))
-  if (found === undefined) {
-    throw new Error("Chromium not found: install Debian's package (apt-get install -y chromium) or set CHROMIUM_PATH")
-  }
-  return found
-}
-
-const launch = Effect.acquireRelease(
-  Effect.promise(() => chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox"] })),
-  (browser: Browser) => Effect.promise(() => browser.close())
-)
 
 const restStatus = (baseUrl: string, token: string, path: string) =>
   Effect.map(fetchJson(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } }), (r) => r.status)

@@ -135,18 +135,21 @@ layer(TestServerLive())("channels over REST", (it) => {
         expect(got.body.data).not.toHaveProperty("client_secret")
       }))
 
-    it.effect("a widget channel has a wc_ client id but no secret", () =>
+    it.effect("a widget channel has a wc_ client id and a secret (it signs reply webhooks only), both rotated", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
         const created = yield* createChannel(alice, { kind: "widget" })
-        expect(created).toMatchObject({ kind: "widget", name: "Website widget", client_secret: null })
+        expect(created).toMatchObject({ kind: "widget", name: "Website widget" })
         expect(created.client_id).toMatch(CLIENT_ID)
-        expect((yield* storedSecret(created.id)).secret_ciphertext).toBeNull()
+        expect(created.client_secret).toMatch(/^wcs_/)
+        const stored = (yield* storedSecret(created.id)).secret_ciphertext
+        expect(stored).not.toContain(created.client_secret)
         const rotated = yield* post(alice, `/api/user/channels/${created.id}/rotate`)
         expect(rotated.status).toBe(200)
         expect(rotated.body.data.client_id).toMatch(CLIENT_ID)
         expect(rotated.body.data.client_id).not.toBe(created.client_id)
-        expect(rotated.body.data.client_secret).toBeNull()
+        expect(rotated.body.data.client_secret).toMatch(/^wcs_/)
+        expect(rotated.body.data.client_secret).not.toBe(created.client_secret)
       }))
 
     it.effect("a whatsapp channel has no client id and rotating it is 422", () =>

@@ -11,6 +11,7 @@ import { KnowledgeApi } from "./KnowledgeApi.js"
 import { ModelPoolApi } from "./ModelPoolApi.js"
 import { PipelinesApi } from "./PipelinesApi.js"
 import { WebChatApi } from "./WebChatApi.js"
+import { WidgetApi } from "./WidgetApi.js"
 
 const BaseApi = HttpApi.make("parley")
   .add(AccountApi)
@@ -20,6 +21,7 @@ const BaseApi = HttpApi.make("parley")
   .add(ContactsApi)
   .add(ConversationsApi)
   .add(WebChatApi)
+  .add(WidgetApi)
   .add(MessagesApi)
   .add(ModelPoolApi)
   .add(AnalyticsApi)

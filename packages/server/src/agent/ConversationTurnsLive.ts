@@ -292,6 +292,8 @@ export const ConversationTurnsLive = Layer.effect(
         if (!(c.credits > 0)) return skip("no_credits")
         if (p.max_conversation_messages !== null && c.ai_replies >= p.max_conversation_messages) return skip("message_limit")
         if (p.max_conversation_cost !== null && c.cost >= p.max_conversation_cost) return skip("cost_limit")
+        // the visitor's chat shows that an answer is coming; the reply's new_message ends it
+        yield* realtime.typing(Number(c.id), true)
         return { _tag: "Ready", context } satisfies Prepared
       }).pipe(Effect.withSpan("ConversationTurns.prepare"))
 
@@ -411,7 +413,7 @@ export const ConversationTurnsLive = Layer.effect(
           })
         }
         yield* markHandled(conversationId, upTo, "failed")
-      })).pipe(Effect.orDie)
+      })).pipe(Effect.orDie, Effect.zipLeft(realtime.typing(Number(conversationId), false)))
 
     const undelivered = (conversationId: string) =>
       sql<{ id: string }>`
@@ -438,7 +440,7 @@ export const ConversationTurnsLive = Layer.effect(
           ? "The conversation has no channel to send through."
           : m.is_active !== true
           ? "The conversation's channel is inactive."
-          : m.kind !== "web"
+          : m.kind !== "web" && m.kind !== "widget"
           ? `Sending on ${m.kind} channels is not supported by this server.`
           : null
         if (rejection === null) {

@@ -23,10 +23,14 @@ import { ChannelsRepo } from "./ChannelsRepo.js"
 
 const channelNotFound = new NotFound({ message: "Channel not found." })
 
-/** `wc_` client ids identify web and widget channels; only web channels have a secret (it signs webhooks). */
-const newCredentials = (kind: ChannelKind) => ({
+/**
+ * `wc_` client ids identify web and widget channels. Both get a secret that signs their reply webhooks; a
+ * web channel's also authenticates its server's calls, a widget channel's never leaves the business's server
+ * (browsers use the public client id, bound to allowed origins).
+ */
+const newCredentials = () => ({
   clientId: `wc_${randomBase62(32)}`,
-  secret: kind === "web" ? `wcs_${randomBase62(48)}` : null
+  secret: `wcs_${randomBase62(48)}`
 })
 
 const kindLabel: Record<ChannelKind, string> = {
@@ -79,7 +83,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
         return yield* Unprocessable.of([{ field: "workspace_id", message: "The selected workspace is invalid." }])
       }
       yield* checkPipeline(workspaceId, input.pipeline_id)
-      const credentials = hasClientCredentials(input.kind) ? newCredentials(input.kind) : null
+      const credentials = hasClientCredentials(input.kind) ? newCredentials() : null
       const id = yield* repo.insert({
         workspace_id: workspaceId,
         kind: input.kind,
@@ -112,7 +116,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       if (!hasClientCredentials(channel.kind)) {
         return yield* Unprocessable.of([{ field: "kind", message: `A ${channel.kind} channel has no credentials to rotate.` }])
       }
-      const credentials = newCredentials(channel.kind)
+      const credentials = newCredentials()
       yield* sql.withTransaction(
         repo.setCredentials(id, credentials.clientId, credentials.secret ? secrets.encrypt(credentials.secret) : null)
       ).pipe(Effect.orDie)

@@ -8,6 +8,7 @@ import { type DemoCredentials, seedDemo } from "../seed/Demo.js"
 
 const banner = (api: string | undefined, receiver: string | undefined, dataDir: string | undefined, demo: DemoCredentials | undefined) => {
   const lines = ["", "Parley is running."]
+  if (api && demo?.widget) lines.push(`  Demo      ${api}/   (the web-chat widget on a live demo page: open it in a browser)`)
   if (api) lines.push(`  API       ${api}    docs ${api}/docs   OpenAPI ${api}/openapi.json`)
   if (api) lines.push(`  Account   ${api}/account   (sign in: tokens, connected MCP clients)`)
   if (receiver) lines.push(`  Receiver  ${receiver}/web-chat/message`)
@@ -19,6 +20,7 @@ const banner = (api: string | undefined, receiver: string | undefined, dataDir: 
       `  user            ${demo.email} / ${demo.password}`,
       `  web channel     client_id ${demo.channel.client_id}`,
       `                  client_secret ${demo.channel.client_secret}`,
+      ...(demo.widget ? [`  widget channel  client_id ${demo.widget.client_id}   (public: <script src="${api}/widget.js" data-client-id="${demo.widget.client_id}">)`] : []),
       "",
       "Try it:",
       `  export PARLEY_TOKEN=${demo.token}`,
@@ -35,7 +37,7 @@ const AnnounceLive = Layer.effectDiscard(Effect.gen(function*() {
   const api = yield* Effect.serviceOption(ApiListener)
   const receiver = yield* Effect.serviceOption(ReceiverListener)
   const embedded = Option.isNone(config.databaseUrl)
-  const demo = config.seedDemo ? yield* seedDemo : undefined
+  const demo = config.seedDemo ? yield* seedDemo(Option.getOrUndefined(Option.map(api, (l) => l.url))) : undefined
   yield* Console.log(banner(
     Option.getOrUndefined(config.publicUrl) ?? Option.getOrUndefined(Option.map(api, (l) => l.url)),
     Option.getOrUndefined(config.receiverUrl) ?? Option.getOrUndefined(Option.map(receiver, (l) => l.url)),

@@ -28,6 +28,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const actionRetryBaseMs = yield* Config.integer("ACTION_RETRY_BASE_MS").pipe(Config.withDefault(5_000))
     const mcpAllowedOrigins = yield* Config.string("MCP_ALLOWED_ORIGINS").pipe(Config.option)
     const oauthRegistrationsPerHour = yield* Config.integer("OAUTH_REGISTRATIONS_PER_HOUR").pipe(Config.withDefault(20))
+    const widgetSessionsPerHour = yield* Config.integer("WIDGET_SESSIONS_PER_HOUR").pipe(Config.withDefault(60))
     const oauthAccessTokenTtlSeconds = yield* Config.integer("OAUTH_ACCESS_TOKEN_TTL_SECONDS").pipe(
       Config.validate({ message: "Expected a positive number of seconds", validation: (n) => n > 0 }),
       Config.withDefault(3600)
@@ -72,6 +73,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
         list.split(",").map((o) => trimSlash(o.trim())).filter((o) => o.length > 0)),
       /** Dynamic client registrations (`POST /register`) one IP address may make per hour. */
       oauthRegistrationsPerHour,
+      widgetSessionsPerHour,
       /** Lifetime of access tokens issued to OAuth clients; refresh tokens rotate on every use. */
       oauthAccessTokenTtlSeconds,
       oauthRefreshTokenTtlDays

@@ -38,6 +38,8 @@ export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSe
     const filesKey = derive("signed-files")
     /** Signs the account pages' CSRF tokens. */
     const accountKey = derive("account-csrf")
+    /** Signs website visitors' widget sessions. */
+    const widgetKey = derive("widget-session")
 
     const encrypt = (plaintext: string): string => {
       const iv = randomBytes(12)
@@ -54,6 +56,6 @@ export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSe
       decipher.setAuthTag(Buffer.from(tag, "base64url"))
       return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8")
     }
-    return { encrypt, decrypt, socketKey, socketAppKey, filesKey, accountKey }
+    return { encrypt, decrypt, socketKey, socketAppKey, filesKey, accountKey, widgetKey }
   })
 }) {}

@@ -17,6 +17,8 @@ import { AccountRoutes } from "../account/Http.js"
 import { MessagesHttpLive, OperatorUploadLimitLive } from "../messages/Http.js"
 import { ModelPoolHttpLive, PipelinesHttpLive } from "../pipelines/Http.js"
 import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
+import { WidgetAuthLive, WidgetHttpLive, WidgetRoutes } from "../widget/Http.js"
+import { DemoPageRoutes } from "../seed/DemoPage.js"
 
 const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
@@ -27,6 +29,7 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     ContactsHttpLive,
     ConversationsHttpLive,
     WebChatHttpLive,
+    WidgetHttpLive,
     MessagesHttpLive,
     ModelPoolHttpLive,
     AnalyticsHttpLive,
@@ -34,7 +37,7 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     KnowledgeHttpLive,
     AutomationHttpLive
   ]),
-  Layer.provide([AuthLive, WebChatAuthLive, OperatorUploadLimitLive])
+  Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive])
 )
 
 const DocsRoute = HttpApiScalar.layerHttpLayerRouter({ api: Api, path: "/docs" })
@@ -67,5 +70,7 @@ export const ApiRoutes = Layer.mergeAll(
   McpRoute,
   OAuthRoutes,
   AccountRoutes,
+  WidgetRoutes,
+  DemoPageRoutes,
   NotFoundRoute
 )

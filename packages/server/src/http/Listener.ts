@@ -51,9 +51,13 @@ export const listen = <I, E, R>(
 export class BoundAddresses extends Effect.Service<BoundAddresses>()("@parley/server/BoundAddresses", {
   sync: () => {
     let receiver: string | undefined
+    let api: string | undefined
     return {
       setReceiver: (url: string) => Effect.sync(() => void (receiver = url)),
-      receiver: Effect.sync(() => receiver)
+      receiver: Effect.sync(() => receiver),
+      setApi: (url: string) => Effect.sync(() => void (api = url)),
+      /** This process's API listener, once bound (read while a request is made, hence not an Effect). */
+      apiNow: () => api
     }
   }
 }) {}

@@ -84,7 +84,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       Effect.gen(function*() {
         if (t.channel_id === null || t.kind === null) return "The conversation has no channel to send through."
         if (t.is_active !== true) return "The conversation's channel is inactive."
-        if (t.kind !== "web") return `Sending on ${t.kind} channels is not supported by this server.`
+        if (t.kind !== "web" && t.kind !== "widget") return `Sending on ${t.kind} channels is not supported by this server.`
         yield* realtime.publish(t.id, [{ message: text ?? "", cost: 0, message_id: messageId, role: "assistant", is_manual: true }])
         if (t.callback_url !== null) yield* deliveries.start(messageId)
         return null

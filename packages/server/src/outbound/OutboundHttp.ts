@@ -9,6 +9,7 @@ import * as Dns from "node:dns"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import { isIP } from "node:net"
+import { BoundAddresses } from "../http/Listener.js"
 import { AppConfig } from "../config/AppConfig.js"
 
 export class OutboundError extends Data.TaggedError("OutboundError")<{
@@ -24,10 +25,19 @@ export interface OutboundResponse {
 const MAX_BODY = 64 * 1024
 
 export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server/OutboundHttp", {
-  dependencies: [AppConfig.Default],
+  dependencies: [AppConfig.Default, BoundAddresses.Default],
   effect: Effect.gen(function*() {
     const config = yield* AppConfig
     const allowPrivate = config.outboundAllowPrivate
+    const bound = yield* BoundAddresses
+    /**
+     * The one private target always allowed: the demo's webhook sink on this process's own API listener
+     * (so the first-run demo shows a real signed delivery without OUTBOUND_ALLOW_PRIVATE).
+     */
+    const isOwnDemoSink = (target: URL) => {
+      const api = bound.apiNow()
+      return api !== undefined && target.protocol === "http:" && target.host === new URL(api).host && target.pathname === "/demo/webhook"
+    }
 
     const guardedLookup: typeof Dns.lookup = ((hostname: string, options: Dns.LookupOptions, callback: any) =>
       Dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
@@ -52,7 +62,7 @@ export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server
           return resume(Effect.fail(new OutboundError({ reason: "InvalidUrl", message: "Only http and https URLs are allowed" })))
         }
         const host = target.hostname.replace(/^\[|\]$/g, "")
-        if (!allowPrivate && isIP(host) !== 0 && isPrivateAddress(host)) {
+        if (!allowPrivate && isIP(host) !== 0 && isPrivateAddress(host) && !isOwnDemoSink(target)) {
           return resume(Effect.fail(new OutboundError({ reason: "Refused", message: `Refusing to call a private address (${host})` })))
         }
         const client = target.protocol === "https:" ? Https : Http

@@ -16,6 +16,8 @@ import { ApiListener } from "../http/Listener.js"
 
 export const NEW_MESSAGE_EVENT = "new_message"
 export const JOIN_CHANNEL_EVENT = "join-channel"
+/** `{typing: true}` when the agent starts on a reply, `{typing: false}` when it stops without one. */
+export const AGENT_TYPING_EVENT = "agent_typing"
 /** engine.io's own path check: `path === req.url.slice(0, path.length)`. */
 const SOCKET_IO_PATH = "/socket.io/"
 
@@ -115,7 +117,10 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
       io.to(conversationChannel(conversationId)).emit(NEW_MESSAGE_EVENT, messages)
     })
 
-    return { publish, attach } as const
+    const typing = (conversationId: number, typing: boolean) =>
+      Effect.sync(() => void io.to(conversationChannel(conversationId)).emit(AGENT_TYPING_EVENT, { typing }))
+
+    return { publish, typing, attach } as const
   })
 }) {}
 

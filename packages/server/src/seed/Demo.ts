@@ -3,8 +3,8 @@
  * credentials are kept in `<data dir>/demo-credentials.json` (mode 0600) so later starts can print them.
  */
 import { SqlClient } from "@effect/sql"
-import { type Actor, CurrentActor, type PipelineId, Scopes, type WorkspaceId } from "@parley/domain"
-import { Effect } from "effect"
+import { type Actor, type ChannelId, CurrentActor, type PipelineId, Scopes, type TokenId, type UserId, type WorkspaceId } from "@parley/domain"
+import { Effect, Option } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Channels } from "../channels/Channels.js"
@@ -20,6 +20,8 @@ export interface DemoCredentials {
   readonly workspace_id: WorkspaceId
   readonly pipeline_id: PipelineId
   readonly channel: { readonly id: number; readonly client_id: string; readonly client_secret: string }
+  /** The website widget channel the demo page at `/` embeds; its secret signs the replies' webhooks to `/demo/webhook`. */
+  readonly widget?: { readonly id: number; readonly client_id: string; readonly client_secret: string }
 }
 
 export const demoCredentialsPath = (dataDir: string) => Path.join(dataDir, "demo-credentials.json")
@@ -32,8 +34,62 @@ export const readDemoCredentials = (dataDir: string): DemoCredentials | undefine
   }
 }
 
+/** Where the demo widget may be used from, and where its replies' webhooks go: this server's own API address. */
+const demoWidgetSettings = (api: string, publicUrl: string | undefined) => {
+  const port = new URL(api).port
+  const origins = new Set([new URL(api).origin, `http://localhost:${port}`, `http://127.0.0.1:${port}`])
+  if (publicUrl !== undefined) origins.add(new URL(publicUrl).origin)
+  return { allowed_origins: [...origins], callback_url: `${publicUrl ?? api}/demo/webhook` }
+}
+
+/**
+ * The demo's website widget channel: made on first run (or added to a demo seeded before widgets
+ * existed), and on every start pointed at the address this server serves on, which may change.
+ */
+const demoWidget = (credentials: DemoCredentials, api: string | undefined) =>
+  Effect.gen(function*() {
+    if (api === undefined) return credentials
+    const config = yield* AppConfig
+    const channels = yield* Channels
+    const sql = yield* SqlClient.SqlClient
+    const owner = yield* sql<{ user_id: number; token_id: number }>`
+      select u.id as user_id, t.id as token_id from users u join access_tokens t on t.user_id = u.id
+      where u.email = ${credentials.email} order by t.id limit 1`.pipe(Effect.orDie)
+    // the demo user gone or without a token: leave the demo as it is
+    if (owner[0] === undefined) return credentials
+    const actor: Actor = {
+      userId: owner[0].user_id as UserId,
+      authenticatedUserId: owner[0].user_id as UserId,
+      tokenId: owner[0].token_id as TokenId,
+      scopes: Scopes,
+      workspaceIds: [credentials.workspace_id],
+      defaultWorkspaceId: credentials.workspace_id
+    }
+    const settings = demoWidgetSettings(api, Option.getOrUndefined(config.publicUrl))
+    if (credentials.widget !== undefined) {
+      yield* channels.update(credentials.widget.id as ChannelId, settings).pipe(
+        Effect.provideService(CurrentActor, actor),
+        Effect.catchAll(() => Effect.void)
+      )
+      return credentials
+    }
+    const widget = yield* channels.create({ kind: "widget", name: "Demo website widget", pipeline_id: credentials.pipeline_id, ...settings }).pipe(
+      Effect.provideService(CurrentActor, actor),
+      Effect.orDie
+    )
+    const updated: DemoCredentials = {
+      ...credentials,
+      widget: { id: widget.id, client_id: widget.client_id!, client_secret: widget.client_secret! }
+    }
+    Fs.writeFileSync(demoCredentialsPath(config.dataDir), JSON.stringify(updated, null, 2), { mode: 0o600 })
+    return updated
+  })
+
 /** Seeds once, when the database has no user yet; returns the credentials either way (if kept). */
-export const seedDemo = Effect.gen(function*() {
+export const seedDemo = (api: string | undefined) =>
+  seedDemoWorkspace.pipe(Effect.flatMap((credentials) => credentials === undefined ? Effect.succeed(undefined) : demoWidget(credentials, api)))
+
+const seedDemoWorkspace = Effect.gen(function*() {
   const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
   const identity = yield* Identity
@@ -64,11 +120,11 @@ export const seedDemo = Effect.gen(function*() {
       description: "Answers questions about Parley and books a demo call.",
       persona: "A friendly, concise sales assistant for Parley.",
       instructions: [
-        "Greet the contact, find out what they need, answer from the knowledge you have, and offer a demo call.",
+        "Greet the contact, find out what they need and answer from what you know about Parley.",
         "Parley runs AI agents that hold sales and support conversations on web chat.",
         "The Starter plan costs 49 euros per month and includes one pipeline.",
         "The Growth plan costs 199 euros per month and adds Smart Routing and knowledge tables.",
-        "Parley is self-hosted: it runs on your own server with one command and keeps all data in your own Postgres.",
+        "Parley is self-hosted: you host it on your own server with one command, and all data stays in your own Postgres.",
         "A demo call takes 30 minutes and can be booked on any weekday."
       ].join("\n"),
       agent_type_id: 1 as never,
@@ -80,7 +136,7 @@ export const seedDemo = Effect.gen(function*() {
       name: "New lead",
       nature: "neutral",
       order: 1,
-      instructions: "Find out what the contact is looking for and whether a demo call would help.",
+      instructions: "Find out what the contact is looking for.",
       is_opening_message: true,
       opening_message_type: "static",
       static_opening_message: "Hi! I'm Parley's demo agent. What brings you here today?"
@@ -89,7 +145,7 @@ export const seedDemo = Effect.gen(function*() {
       name: "Demo booked",
       nature: "won",
       order: 2,
-      enter_condition: "The contact agrees to a demo call or says they want to buy."
+      enter_condition: "The contact asks to book a demo call."
     })
     yield* pipelines.createStage(pipeline.id, {
       name: "Not interested",

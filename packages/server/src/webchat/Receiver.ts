@@ -15,12 +15,14 @@ import {
   ulid,
   type WebChannel
 } from "@parley/domain"
-import { Data, Effect, Option, ParseResult, Redacted, Schema, Stream } from "effect"
+import { Data, Effect, Layer, Option, ParseResult, Redacted, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as NodeStreamP from "node:stream/promises"
 import { FileStorage } from "../files/FileStorage.js"
+import { corsFor } from "../widget/Http.js"
+import { Widget } from "../widget/Widget.js"
 import { WebChat } from "./WebChat.js"
 
 const MB = 1024 * 1024
@@ -145,13 +147,26 @@ export const receive = Effect.gen(function*() {
   const webChat = yield* WebChat
   const storage = yield* FileStorage
 
-  const credentials = basicCredentials(request.headers["authorization"])
-  if (Option.isNone(credentials)) return yield* new Refused({ status: 401, message: "Invalid client credentials" })
-  const channel: WebChannel = yield* webChat.authenticate(credentials.value.clientId, credentials.value.secret).pipe(
-    Effect.mapError((e) => new Refused({ status: e._tag === "Unauthorized" ? 401 : 422, message: e.message }))
-  )
-  if (!originAllowed(request.headers["origin"], channel.allowed_origins)) {
-    return yield* new Refused({ status: 403, message: "Origin not allowed" })
+  // a web channel's server: Basic client_id:client_secret; a website visitor: the widget session (Bearer)
+  const authorization = request.headers["authorization"] ?? ""
+  const origin = request.headers["origin"]
+  let channel: Pick<WebChannel, "id" | "workspace_id" | "pipeline_id" | "client_id" | "allowed_ips">
+  let visitorKey: string | undefined
+  const bearer = /^bearer (.+)$/i.exec(authorization)?.[1]
+  if (bearer !== undefined) {
+    const visitor = yield* Effect.flatMap(Widget, (w) => w.authenticate(bearer.trim(), origin)).pipe(
+      Effect.mapError((e) => new Refused({ status: e._tag === "Unauthorized" ? 401 : 403, message: e.message }))
+    )
+    channel = visitor.channel
+    visitorKey = visitor.contactKey
+  } else {
+    const credentials = basicCredentials(authorization)
+    if (Option.isNone(credentials)) return yield* new Refused({ status: 401, message: "Invalid client credentials" })
+    const web = yield* webChat.authenticate(credentials.value.clientId, credentials.value.secret).pipe(
+      Effect.mapError((e) => new Refused({ status: e._tag === "Unauthorized" ? 401 : 422, message: e.message }))
+    )
+    if (!originAllowed(origin, web.allowed_origins)) return yield* new Refused({ status: 403, message: "Origin not allowed" })
+    channel = web
   }
   if (!ipAllowed(Option.getOrElse(request.remoteAddress, () => ""), channel.allowed_ips)) {
     return yield* new Refused({ status: 403, message: "IP address not allowed" })
@@ -166,6 +181,9 @@ export const receive = Effect.gen(function*() {
     return yield* new Refused({ status: 413, message: `At most ${MAX_FILES} files per message.` })
   }
   const input = yield* Schema.decodeUnknown(InboundMessage)(parsed.body).pipe(Effect.mapError(validationFailed))
+  if (visitorKey !== undefined && input.contact_id !== visitorKey) {
+    return yield* new Refused({ status: 403, message: "The contact_id does not belong to this widget session." })
+  }
   const attachments: ReadonlyArray<Attachment> = input.attachments ?? []
 
   // JSON carries files uploaded before: their keys must be this channel's and exist
@@ -210,4 +228,8 @@ export const receive = Effect.gen(function*() {
   Effect.withSpan("Receiver.message")
 )
 
-export const ReceiverRoutes = HttpLayerRouter.add("POST", "/web-chat/message", receive)
+/** Browsers post here from widget pages on other origins (CORS: see widget/Http.ts). */
+export const ReceiverRoutes = Layer.mergeAll(
+  HttpLayerRouter.add("POST", "/web-chat/message", receive),
+  corsFor((path) => path === "/web-chat/message")
+)

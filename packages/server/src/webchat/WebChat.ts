@@ -54,6 +54,9 @@ export interface Thread {
   readonly stageId: StageId | null
 }
 
+/** What opening a thread and storing a message need of a channel (web or widget). */
+export type ThreadChannel = Pick<WebChannel, "id" | "workspace_id" | "pipeline_id" | "client_id">
+
 export interface Inbound {
   readonly contactKey: string
   readonly message: string
@@ -130,7 +133,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
      * the channel's pipeline (created in the first stage when the pipeline takes unknown contacts). Runs
      * inside the caller's transaction; concurrent first messages meet on the unique identifier.
      */
-    const resolveThread = (channel: WebChannel, contactKey: string) =>
+    const resolveThread = (channel: ThreadChannel, contactKey: string) =>
       Effect.gen(function*() {
         // a returning visitor with everything in place: one statement, nothing to create or lock
         const existing = yield* repo.existingThread(channel.workspace_id, channel.id, channel.pipeline_id, contactKey)
@@ -206,47 +209,65 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const publicUrl = (request: HttpServerRequest.HttpServerRequest) =>
       publicBaseUrl(config, request.headers)
 
+    /**
+     * Opens or resumes `contactKey`'s conversation on the channel after the checks of SPEC.md 4.4 (a linked
+     * pipeline, subscription, credits, stages), and fills the contact's missing identity fields.
+     */
+    const openThread = (
+      channel: ThreadChannel,
+      contactKey: string,
+      identity: { readonly name?: string | undefined; readonly email?: string | undefined; readonly phone?: string | undefined } = {}
+    ) =>
+      Effect.gen(function*() {
+        if (channel.pipeline_id === null) {
+          return yield* Unprocessable.of([{ field: "client_id", message: "Channel is not linked to any pipeline" }])
+        }
+        const standing = yield* repo.workspaceStanding(channel.workspace_id)
+        if (!standing.is_subscription_active) return yield* new BadRequest({ message: "No subscription found" })
+        if (!(standing.credits > 0)) return yield* new BadRequest({ message: "No credits found" })
+        const pipeline = yield* repo.pipelineForChat(channel.pipeline_id)
+        if (pipeline.first_stage_id === null) return yield* new BadRequest({ message: "No stages found for this pipeline" })
+        const phone = identity.phone === undefined ? null : normalisePhone(identity.phone) ?? null
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const thread = yield* resolveThread(channel, contactKey)
+          // SPEC.md 4.4: identity fields fill what the contact lacks and never overwrite
+          if (identity.name !== undefined || identity.email !== undefined || phone !== null) {
+            yield* opportunities.fillContact(thread.contactId, channel.workspace_id, {
+              name: identity.name ?? null,
+              email: identity.email?.trim() ?? null,
+              phone
+            })
+          }
+          return thread
+        })).pipe(Effect.orDie)
+      })
+
+    /** The session fields of SPEC.md 2.8 for one conversation: receiver, socket channel, join token. */
+    const sessionFields = (contactKey: string, conversationId: ConversationId) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        return {
+          contact_id: contactKey,
+          conversation_id: conversationId,
+          messages_webhook: yield* receiverUrl,
+          channel: conversationChannel(conversationId),
+          token: signSocketToken(secrets.socketKey, conversationId, Math.floor(Date.now() / 1000)),
+          socket_url: publicUrl(request),
+          app_key: secrets.socketAppKey,
+          event: "new_message" as const
+        }
+      })
+
     const initiate = Effect.fn("WebChat.initiate")(function*(input: InitiatePayload) {
       const channel = yield* CurrentChannel
-      if (channel.pipeline_id === null) {
-        return yield* Unprocessable.of([{ field: "client_id", message: "Channel is not linked to any pipeline" }])
-      }
-      const standing = yield* repo.workspaceStanding(channel.workspace_id)
-      if (!standing.is_subscription_active) return yield* new BadRequest({ message: "No subscription found" })
-      if (!(standing.credits > 0)) return yield* new BadRequest({ message: "No credits found" })
-      const pipeline = yield* repo.pipelineForChat(channel.pipeline_id)
-      if (pipeline.first_stage_id === null) return yield* new BadRequest({ message: "No stages found for this pipeline" })
-
       const contactKey = input.contact_id ?? ulid()
-      const phone = input.phone === undefined ? null : normalisePhone(input.phone) ?? null
-      const thread = yield* sql.withTransaction(Effect.gen(function*() {
-        const thread = yield* resolveThread(channel, contactKey)
-        // SPEC.md 4.4: identity fields fill what the contact lacks and never overwrite
-        yield* opportunities.fillContact(thread.contactId, channel.workspace_id, {
-          name: input.name ?? null,
-          email: input.email?.trim() ?? null,
-          phone
-        })
-        return thread
-      })).pipe(Effect.orDie)
-
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const api = publicUrl(request)
-      return new WebChatSession({
-        contact_id: contactKey,
-        conversation_id: thread.conversationId,
-        messages_webhook: yield* receiverUrl,
-        channel: conversationChannel(thread.conversationId),
-        token: signSocketToken(secrets.socketKey, thread.conversationId, Math.floor(Date.now() / 1000)),
-        socket_url: api,
-        app_key: secrets.socketAppKey,
-        event: "new_message"
-      })
+      const thread = yield* openThread(channel, contactKey, input)
+      return new WebChatSession(yield* sessionFields(contactKey, thread.conversationId))
     })
 
     /** Stores one inbound message (after its files) in one transaction; a repeated Idempotency-Key answers the first id. */
     const receive = Effect.fn("WebChat.receive")(function*(
-      channel: WebChannel,
+      channel: ThreadChannel,
       inbound: Inbound,
       idempotencyKey: string | undefined,
       newFiles: ReadonlyArray<{ key: string; name: string; mimetype: string; size: number }>
@@ -302,19 +323,25 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const withUrls = (base: string, entries: ReadonlyArray<unknown>) =>
       (entries as ReadonlyArray<FileEntry>).map((f) => new FileEntryWithUrl({ ...f, url: base + files.signedPath(f.path) }))
 
+    /** One page of a conversation's messages, newest first, files with signed URLs. */
+    const historyOf = (conversationId: ConversationId, page: number, perPage: number) =>
+      Effect.gen(function*() {
+        const [rows, total] = yield* repo.history(conversationId, page, perPage)
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const base = publicUrl(request)
+        const messages = rows.map((m) => ({ ...m, files: withUrls(base, m.files) }))
+        return toPage(messages, total, page, perPage, new URL(request.url, base))
+      })
+
     const history = Effect.fn("WebChat.history")(function*(query: HistoryQuery) {
       const channel = yield* CurrentChannel
       const conversationId = yield* repo.findThread(channel.id, { contactKey: query.contact_id, conversationId: query.conversation_id })
         .pipe(Effect.flatMap(Option.match({ onNone: () => Effect.fail(unauthorized), onSome: Effect.succeed })))
-      const [rows, total] = yield* repo.history(conversationId, query.page, query.per_page)
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const base = publicUrl(request)
-      const messages = rows.map((m) => ({ ...m, files: withUrls(base, m.files) }))
-      return toPage(messages, total, query.page, query.per_page, new URL(request.url, base))
+      return yield* historyOf(conversationId, query.page, query.per_page)
     })
 
     /** A file this channel uploaded before, as the entry a message carries (JSON bodies reference them by key). */
-    const storedFile = (channel: WebChannel, key: string) =>
+    const storedFile = (channel: Pick<WebChannel, "workspace_id">, key: string) =>
       repo.fileByKey(channel.workspace_id, key).pipe(Effect.map(Option.map((f): FileEntry => ({
         path: f.key,
         mimetype: f.mimetype,
@@ -323,7 +350,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
         name: f.name
       }))))
 
-    return { authenticate, initiate, receive, history, storedFile }
+    return { authenticate, initiate, openThread, sessionFields, receive, history, historyOf, storedFile, channelRow, receiverUrl }
   })
 }) {}
 
