@@ -10,9 +10,8 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Identity } from "../src/identity/Identity.js"
 import { createOpportunity, get, ok, post, sqlRows } from "./support/Opportunities.js"
-import { fetchJson, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 const TOOL_NAMES = [
@@ -173,7 +172,7 @@ layer(
     Effect.gen(function*() {
       const owner = yield* seedUser()
       yield* sqlRows`update workspaces set training_credits = 100 where id = ${owner.workspace_id}`
-      yield* Effect.flatMap(Identity, (i) => i.setWorkspace(owner.workspace_id as never, { credits: 100 })).pipe(Effect.orDie)
+      yield* giveCredits(owner.workspace_id)
       const crm = yield* target
       const mcp = yield* connect(owner.token)
       const called = new Set<string>()

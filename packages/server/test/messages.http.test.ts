@@ -13,7 +13,7 @@ import { io, type Socket } from "socket.io-client"
 import { FileStorage } from "../src/files/FileStorage.js"
 import { Identity } from "../src/identity/Identity.js"
 import { type Caller, count, expect422, expectStatus, funnel, get, ok, post, put, sqlRows, TIMESTAMP } from "./support/Opportunities.js"
-import { seedUser, TestServer, TestServerLive, tokenFor, fetchJson } from "./support/TestServer.js"
+import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/
@@ -65,8 +65,6 @@ const bytesOf = (n: number, seed = 1) => {
 
 const basic = (clientId: string, secret: string) => `Basic ${Buffer.from(`${clientId}:${secret}`).toString("base64")}`
 
-const giveCredits = (workspaceId: number) =>
-  Effect.flatMap(Identity, (identity) => identity.setWorkspace(workspaceId as any, { credits: 100 })).pipe(Effect.orDie)
 
 /**
  * An owner with credits, a pipeline ("Inbound" first by order), a web channel on it and one web-chat

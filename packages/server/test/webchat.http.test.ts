@@ -11,7 +11,6 @@ import * as Http from "node:http"
 import * as Path from "node:path"
 import { AppSecret } from "../src/config/AppSecret.js"
 import { FileStorage } from "../src/files/FileStorage.js"
-import { Identity } from "../src/identity/Identity.js"
 import {
   type Caller,
   count,
@@ -25,7 +24,7 @@ import {
   post,
   put
 } from "./support/Opportunities.js"
-import { seedUser, TestServer, TestServerLive, fetchJson } from "./support/TestServer.js"
+import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 
 interface Reply {
   readonly status: number
@@ -94,8 +93,6 @@ const pageOf = (r: Reply) => {
   return r.body.data
 }
 
-const giveCredits = (workspaceId: number, set: { credits?: number; is_subscription_active?: boolean } = { credits: 100 }) =>
-  Effect.flatMap(Identity, (identity) => identity.setWorkspace(workspaceId as any, set)).pipe(Effect.orDie)
 
 const createChannel = (who: Caller, body: Record<string, unknown>) => Effect.map(post(who, "/api/user/channels", body), ok)
 

@@ -8,15 +8,12 @@ import { expect, layer } from "@effect/vitest"
 import { verifyServiceSignature } from "@parley/domain"
 import { Effect } from "effect"
 import { io } from "socket.io-client"
-import { Identity } from "../src/identity/Identity.js"
 import { expect422, expectStatus, funnel, ok, post, sqlRows } from "./support/Opportunities.js"
-import { call, fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { call, fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const SHOP = "https://shop.example"
 
-const giveCredits = (workspaceId: number) =>
-  Effect.flatMap(Identity, (identity) => identity.setWorkspace(workspaceId as any, { credits: 100 })).pipe(Effect.orDie)
 
 /** An owner with credits, a pipeline and a widget channel allowed on SHOP. */
 const shop = (extra: Record<string, unknown> = {}) =>
