@@ -10,6 +10,10 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
+    // two suites at a time even on two cores (vitest's default leaves one core free): most of a suite's
+    // time is spent waiting on timers, child processes and sockets, not on the CPU
+    maxWorkers: 2,
+    minWorkers: 1,
     projects: [
       {
         extends: true,
