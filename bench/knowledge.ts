@@ -5,9 +5,10 @@
  * 1. A real `parley serve` on a fresh data dir with the demo seed; the demo workspace gets enough
  *    training credits (`parley workspace set`, through the server's admin endpoint).
  * 2. A products table (name, sku, category, description searchable; price not) and N generated rows
- *    (deterministic: names from word lists, a category, a 15–40 word description drawn Zipf-like from a
- *    3,000-word vocabulary so common words match thousands of rows, a unique code "SKU-012345-B"),
- *    upserted over REST in batches of 500 (each row embedded, its HNSW and GIN entries written on insert).
+ *    (bench/knowledge-data.ts, deterministic: names from word lists, a category, a 15–40 word description
+ *    drawn Zipf-like from a 3,000-word vocabulary so common words match thousands of rows, a unique code
+ *    "SKU-012345-B"), upserted over REST in batches of 500 (each row embedded, its HNSW and GIN entries
+ *    written on insert). BENCH_TEXT=topical: 40% of a description's words from its product type's terms.
  * 3. Q queries (Q - 20 natural-language ones built from a row's words, 20 exact product codes), one at a
  *    time, each in hybrid and in pure vector mode: latency p50 / p95 as the client sees it.
  * 4. The server stopped, the data dir opened with PGlite: for every query the exact top 5 (the same
@@ -22,127 +23,20 @@ import { Effect } from "effect"
 import { embeddedDataPath, openPglite } from "../packages/server/src/db/Database.js"
 import { localEmbedding, toVector } from "../packages/server/src/knowledge/Embedder.js"
 import { EF_SEARCH, keywordTerms } from "../packages/server/src/knowledge/Knowledge.js"
+import { generate, type Query, type TextKind } from "./knowledge-data.js"
 import { send } from "./support.js"
 
 const N = Number(process.argv[2] ?? 100_000)
 const QUERIES = Number(process.argv[3] ?? 200)
-const CODE_QUERIES = Math.min(20, QUERIES)
 const BATCH = 500
 const root = Path.resolve(import.meta.dirname, "..")
 const tsx = Path.join(root, "node_modules/.bin/tsx")
 const main = Path.join(root, "packages/server/src/cli/main.ts")
 
-// ---------------------------------------------------------------------------------------------------
-// deterministic data
-
-/** mulberry32 */
-const rng = (seed: number) => () => {
-  seed |= 0
-  seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
-const random = rng(42)
-const pick = <A>(xs: ReadonlyArray<A>) => xs[Math.floor(random() * xs.length)]!
-
-const adjectives = ("compact premium classic modern rugged portable heavy-duty lightweight deluxe smart wireless ergonomic " +
-  "foldable adjustable eco vintage professional mini ultra silent waterproof rechargeable stainless insulated reusable").split(" ")
-const materials = ("steel aluminium bamboo oak walnut ceramic glass cotton linen wool leather silicone copper brass carbon " +
-  "granite marble nylon canvas titanium").split(" ")
-const nouns = ("kettle lamp chair desk backpack blender toaster speaker headphones drill mug bottle jacket boots tent " +
-  "cushion rug shelf cabinet knife pan skillet grinder monitor keyboard mouse charger router camera tripod bicycle helmet " +
-  "scooter stroller crib mattress pillow blanket towel umbrella wallet watch sunglasses thermostat vacuum humidifier " +
-  "heater fan planter hose trimmer").split(" ")
-const categories = ("kitchen lighting furniture outdoor audio tools apparel footwear bedding bath office computing " +
-  "photography cycling baby garden climate travel accessories cleaning").split(" ")
-
-// a few hundred real words first (the frequent ranks), then generated words to 3,000
-const common = ("the and with for your this that from our are you can use easy quality design durable perfect home " +
-  "daily great comfort clean fits size colour warranty included free shipping return order stock available delivery " +
-  "price new best light strong soft handle cover battery power charge hours water resistant dishwasher safe " +
-  "machine wash assembly required dimensions weight capacity litres watts volts inch cm kg grams material finish " +
-  "matte gloss black white grey blue green red natural wood metal plastic frame base lid seal grip non-slip " +
-  "compatible model version set pack piece pair spare replacement part kit accessory care instructions guide " +
-  "support help question answer how long does take when will arrive exchange refund policy days within " +
-  "customer service contact email phone chat open monday friday hours store pickup local international " +
-  "gift card discount code sale offer bundle save subscribe account login password reset track shipment " +
-  "damaged missing item replace repair technician install setup manual download app bluetooth wifi pairing " +
-  "reset button light indicator blinking error noise smell heat overheating leak crack scratch stain wash " +
-  "dry iron fold store travel carry bag case strap zip pocket lining sole lace heel toe width fit true " +
-  "small medium large extra organic recycled sustainable vegan certified tested approved energy efficient " +
-  "quiet fast slow speed setting timer auto shutoff safety lock child proof indoor outdoor weather uv").split(" ")
-const syllables = "ka lo mi ne ra su ti vo ze pa dri fen gal hor jun kel mar nor pel quin ros sal tev urn vel wex yar zol".split(" ")
-const vocabulary = [...new Set(common)]
-while (vocabulary.length < 3000) {
-  const w = pick(syllables) + pick(syllables) + (random() < 0.6 ? pick(syllables) : "")
-  if (!vocabulary.includes(w)) vocabulary.push(w)
-}
-// Zipf (s = 1): P(rank r) ∝ 1/r
-const cumulative: Array<number> = []
-vocabulary.reduce((acc, _, r) => (cumulative.push(acc + 1 / (r + 1)), acc + 1 / (r + 1)), 0)
-const zipfWord = () => {
-  const x = random() * cumulative[cumulative.length - 1]!
-  let lo = 0
-  let hi = cumulative.length - 1
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if (cumulative[mid]! < x) lo = mid + 1
-    else hi = mid
-  }
-  return vocabulary[lo]!
-}
-
-const cap = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
-const skuOf = (i: number) => `SKU-${String(i).padStart(6, "0")}-${"ABCDEFGHJK"[i % 10]}`
-
-interface Product {
-  readonly default_id: string
-  readonly name: string
-  readonly sku: string
-  readonly category: string
-  readonly description: string
-  readonly price: number
-}
-
-const products: Array<Product> = Array.from({ length: N }, (_, i) => {
-  const length = 15 + Math.floor(random() * 26)
-  const description = cap(Array.from({ length }, zipfWord).join(" ")) + "."
-  return {
-    default_id: `p${i}`,
-    name: `${cap(pick(adjectives))} ${pick(materials)} ${pick(nouns)}`,
-    sku: skuOf(i),
-    category: pick(categories),
-    description,
-    price: Math.round(random() * 50000) / 100
-  }
-})
-
-const templates = [
-  (w: string) => `do you have a ${w}`,
-  (w: string) => `${w}`,
-  (w: string) => `looking for ${w}`,
-  (w: string) => `which ${w} is available`,
-  (w: string) => `I need a ${w} please`
-]
-interface Query {
-  readonly text: string
-  readonly target: number
-  readonly code: boolean
-}
-const queries: Array<Query> = []
-for (let q = 0; q < QUERIES - CODE_QUERIES; q++) {
-  const target = Math.floor(random() * N)
-  const p = products[target]!
-  const descWords = p.description.toLowerCase().replace(/[.]/g, "").split(" ")
-  const start = Math.floor(random() * Math.max(1, descWords.length - 4))
-  const words = `${p.name.toLowerCase()} ${descWords.slice(start, start + 2 + Math.floor(random() * 3)).join(" ")}`
-  queries.push({ text: pick(templates)(words), target, code: false })
-}
-for (let q = 0; q < CODE_QUERIES; q++) {
-  const target = Math.floor(random() * N)
-  queries.push({ text: products[target]!.sku, target, code: true })
-}
+// BENCH_TEXT=topical: descriptions that read like their product's (default uniform, the catalogue of every run so far)
+const TEXT = (process.env.BENCH_TEXT ?? "uniform") as TextKind
+if (TEXT !== "topical" && TEXT !== "uniform") throw new Error("BENCH_TEXT must be topical or uniform")
+const { products, queries } = generate(N, QUERIES, TEXT)
 
 // ---------------------------------------------------------------------------------------------------
 // the server (own start, so the data dir survives the stop for the exact-search pass)
@@ -336,7 +230,7 @@ try {
     nl.filter(([q, i]) => results[mode][i]!.defaultIds.includes(products[q.target]!.default_id)).length
 
   const lat = (mode: "hybrid" | "vector", which: ReadonlyArray<readonly [Query, number]>) => which.map(([, i]) => results[mode][i]!.ms)
-  console.log(`\nKnowledge search, ${N} rows, ${queries.length} queries (${codes.length} product codes), node ${process.version}\n`)
+  console.log(`\nKnowledge search, ${N} rows (${TEXT} text), ${queries.length} queries (${codes.length} product codes), node ${process.version}\n`)
   console.log("| rows | batches of | load s | rows/s | first 10 batches ms | last 10 batches ms |")
   console.log("|---|---|---|---|---|---|")
   if (loadSeconds > 0) console.log(`| ${N} | ${BATCH} | ${loadSeconds.toFixed(0)} | ${(N / loadSeconds).toFixed(0)} | ${ms(firstTen)} | ${ms(lastTen)} |`)
