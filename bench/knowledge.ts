@@ -22,7 +22,7 @@ import * as Path from "node:path"
 import { Effect } from "effect"
 import { embeddedDataPath, openPglite } from "../packages/server/src/db/Database.js"
 import { localEmbedding, toVector } from "../packages/server/src/knowledge/Embedder.js"
-import { EF_SEARCH, keywordTerms } from "../packages/server/src/knowledge/Knowledge.js"
+import { DEFAULT_EF_SEARCH, keywordTerms } from "../packages/server/src/knowledge/Knowledge.js"
 import { generate, type Query, type TextKind } from "./knowledge-data.js"
 import { send } from "./support.js"
 
@@ -35,6 +35,9 @@ const main = Path.join(root, "packages/server/src/cli/main.ts")
 
 // BENCH_TEXT=topical: descriptions that read like their product's (default uniform, the catalogue of every run so far)
 const TEXT = (process.env.BENCH_TEXT ?? "uniform") as TextKind
+// what the server runs with (the bench passes the environment on to it)
+const EF_SEARCH = Number(process.env.KNOWLEDGE_EF_SEARCH ?? DEFAULT_EF_SEARCH.vector)
+const EF_HYBRID = Number(process.env.KNOWLEDGE_HYBRID_EF_SEARCH ?? DEFAULT_EF_SEARCH.hybrid)
 if (TEXT !== "topical" && TEXT !== "uniform") throw new Error("BENCH_TEXT must be topical or uniform")
 const { products, queries } = generate(N, QUERIES, TEXT)
 
@@ -241,7 +244,8 @@ try {
     const all = results[mode].map((r) => r.ms)
     console.log(`| ${mode} | ${all.length} | ${ms(quantile(all, 0.5))} | ${ms(quantile(all, 0.95))} | ${ms(Math.max(...all))} | ${ms(quantile(lat(mode, nl), 0.95))} | ${ms(quantile(lat(mode, codes), 0.95))} |`)
   }
-  console.log(`\nrecall@5, HNSW (vector mode as served, ef_search ${EF_SEARCH}) vs exact: ${recall.toFixed(3)} (ties with the exact 5th distance counted: ${recallTies.toFixed(3)})`)
+  console.log(`\nef_search: vector ${EF_SEARCH}, hybrid ${EF_HYBRID}`)
+  console.log(`recall@5, HNSW (vector mode as served, ef_search ${EF_SEARCH}) vs exact: ${recall.toFixed(3)} (ties with the exact 5th distance counted: ${recallTies.toFixed(3)})`)
   console.log(`product code is the top hit: hybrid ${codeTop}/${codes.length}, vector ${codeTopVector}/${codes.length}`)
   console.log(`NL query's source row in the top 5: hybrid ${nlTarget("hybrid")}/${nl.length}, vector ${nlTarget("vector")}/${nl.length}`)
 } finally {
