@@ -177,7 +177,9 @@ try {
           `select id::text as id, embedding <=> $1::vector as d from knowledge_points where id::text = any($2::text[])`,
           [v, hnswIds]
         )
-        out.push({ ids: top.rows.map((r) => r.id), fifth: Number(top.rows[top.rows.length - 1]?.d ?? 0), hnswDistances: hnsw.rows.map((r) => Number(r.d)) })
+        // in the order vector mode returned them (the lookup returns rows in table order)
+        const distanceOf = new Map(hnsw.rows.map((r) => [r.id, Number(r.d)]))
+        out.push({ ids: top.rows.map((r) => r.id), fifth: Number(top.rows[top.rows.length - 1]?.d ?? 0), hnswDistances: hnswIds.map((id) => distanceOf.get(id) ?? Infinity) })
       }
       const plan = await db.query<{ "QUERY PLAN": string }>(
         `explain select id from knowledge_points where knowledge_table_id = $2 and embedding is not null order by embedding <=> $1::vector limit 5`,
@@ -195,13 +197,19 @@ try {
         parts.hnsw.push(performance.now() - t)
         const terms = keywordTerms(q.text)
         t = performance.now()
+        const tsTerms = terms.map((x) => x.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & "))
+          .filter((x) => x !== "").map((x) => `(${x})`)
+        // the server's keyword statement (rows with every term; each term's own rows only when none has them all)
         await db.query(
-          `with cand as (select distinct c.id from unnest($1::text[]) as term,
-             lateral (select p.id from knowledge_points p where p.knowledge_table_id = $2 and p.tsv @@ plainto_tsquery('simple', term) limit 50) c)
+          `with every_term as (select p.id from knowledge_points p where p.knowledge_table_id = $2
+             and p.tsv @@ to_tsquery('simple', $4) limit 50),
+           cand as (select id from every_term union
+             select c.id from unnest($1::text[]) as term,
+             lateral (select p.id from knowledge_points p where p.knowledge_table_id = $2 and p.tsv @@ plainto_tsquery('simple', term) limit 50) c
+             where not exists (select 1 from every_term))
            select p.id::text from knowledge_points p join cand using (id)
            order by ts_rank_cd(p.tsv, to_tsquery('simple', $3)) desc limit 50`,
-          [`{${terms.map((x) => `"${x.replace(/["\\]/g, "")}"`).join(",")}}`, tableId,
-            terms.map((x) => `(${x.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & ")})`).filter((x) => x !== "()").join(" | ") || "''"]
+          [`{${terms.map((x) => `"${x.replace(/["\\]/g, "")}"`).join(",")}}`, tableId, tsTerms.join(" | ") || "''", tsTerms.join(" & ") || "''"]
         )
         parts.keyword.push(performance.now() - t)
       }
@@ -213,18 +221,19 @@ try {
   })))
 
   // figures
-  let strict = 0
-  let tolerant = 0
+  const strict: Array<number> = []
+  const tolerant: Array<number> = []
   for (const [i, e] of exact.entries()) {
     const got = results.vector[i]!.ids.slice(0, 5)
     const truth = new Set(e.ids)
-    strict += got.filter((id) => truth.has(id)).length / Math.max(1, e.ids.length)
+    strict.push(got.filter((id) => truth.has(id)).length / Math.max(1, e.ids.length))
     // a hit tied with the exact 5th distance counts too (equal distances have no fixed order)
-    tolerant += Math.min(e.ids.length, got.filter((id) => truth.has(id)).length +
-      exact[i]!.hnswDistances.filter((d, j) => !truth.has(got[j] ?? "") && d <= e.fifth + 1e-6).length) / Math.max(1, e.ids.length)
+    tolerant.push(Math.min(e.ids.length, got.filter((id) => truth.has(id)).length +
+      exact[i]!.hnswDistances.filter((d, j) => !truth.has(got[j] ?? "") && d <= e.fifth + 1e-6).length) / Math.max(1, e.ids.length))
   }
-  const recall = strict / exact.length
-  const recallTies = tolerant / exact.length
+  const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length)
+  const recall = mean(strict)
+  const recallTies = mean(tolerant)
   const nl = queries.map((q, i) => [q, i] as const).filter(([q]) => !q.code)
   const codes = queries.map((q, i) => [q, i] as const).filter(([q]) => q.code)
   const codeTop = codes.filter(([q, i]) => results.hybrid[i]!.defaultIds[0] === products[q.target]!.default_id).length
@@ -246,6 +255,8 @@ try {
   }
   console.log(`\nef_search: vector ${EF_SEARCH}, hybrid ${EF_HYBRID}`)
   console.log(`recall@5, HNSW (vector mode as served, ef_search ${EF_SEARCH}) vs exact: ${recall.toFixed(3)} (ties with the exact 5th distance counted: ${recallTies.toFixed(3)})`)
+  console.log(`recall@5 by query kind: natural language ${mean(nl.map(([, i]) => strict[i]!)).toFixed(3)}, ` +
+    `product codes ${mean(codes.map(([, i]) => strict[i]!)).toFixed(3)}`)
   console.log(`product code is the top hit: hybrid ${codeTop}/${codes.length}, vector ${codeTopVector}/${codes.length}`)
   console.log(`NL query's source row in the top 5: hybrid ${nlTarget("hybrid")}/${nl.length}, vector ${nlTarget("vector")}/${nl.length}`)
 } finally {

@@ -192,6 +192,32 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
       expect422(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "" }), ["query"])
     }))
 
+  it.effect("hybrid search finds the one row with every query word when each word alone matches many rows, and falls back to each word", () =>
+    Effect.gen(function*() {
+      const { alice, table } = yield* fixture()
+      const filler = "delivered in a sturdy box with a printed manual a spare seal a cleaning brush and a two year " +
+        "warranty card covering parts labour and shipping to any address in the country within ten working days"
+      // 60 rows with "steel", 60 with "kettle", each in long text (far from the query as vectors), and 40 short
+      // rows that are near it as vectors but share no word with it ("steels kettles")
+      ok(yield* put(alice, pointsPath(table.id), {
+        points: [
+          ...Array.from({ length: 60 }, (_, i) => ({ default_id: `s${i}`, name: `steel ${filler} ${i}`, sku: `S-${i}` })),
+          ...Array.from({ length: 60 }, (_, i) => ({ default_id: `k${i}`, name: `kettle ${filler} ${i}`, sku: `K-${i}` })),
+          ...Array.from({ length: 40 }, (_, i) => ({ default_id: `n${i}`, name: `steels kettles ${i}`, sku: `N-${i}` }))
+        ]
+      }))
+      // stored after them all, so neither word's first rows include it
+      ok(yield* put(alice, pointsPath(table.id), { points: [{ default_id: "target", name: `steel kettle ${filler}`, sku: "T-1" }] }))
+      const hybrid = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "steel kettle" }))
+      expect(hybrid.results[0]).toMatchObject({ default_id: "target" })
+      const vector = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "steel kettle", use_hybrid: false }))
+      expect(vector.results.map((r: any) => r.default_id)).not.toContain("target")
+
+      // no row has every word (a typo): each word still brings its own rows
+      const typo = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "T-1 kettel" }))
+      expect(typo.results[0]).toMatchObject({ default_id: "target" })
+    }))
+
   it.effect("PUT pipeline attaches and detaches tables; a foreign table id is 422 and changes nothing", () =>
     Effect.gen(function*() {
       const { alice, table } = yield* fixture()

@@ -39,12 +39,12 @@ const TERM_CANDIDATES = 50
 const KEYWORD_TOP = 50
 /**
  * HNSW candidate list sizes (`hnsw.ef_search`): recall against exact search rises with them, and so does
- * latency. Pure vector search is a nearest-neighbour query and gets the longer list (recall@5 0.98,
- * counting rows at the exact 5th distance, at 100,000 rows on the graph of migration 0014); in hybrid
- * search the vector list is one of two fused by rank, and the keyword side finds the lexical matches a
- * hashing embedding stands for, so a shorter list keeps it under 30 ms p95 (docs/benchmarks.md).
+ * latency. Pure vector search is a nearest-neighbour query and gets the longest list pgvector allows
+ * (recall@5 0.950 on natural-language queries at 100,000 rows of the local hashing embedding, 32 ms p95
+ * served); in hybrid search the vector list is one of two fused by rank and the keyword side finds the
+ * lexical matches, so a shorter list keeps it near 20 ms p95. Figures: docs/benchmarks.md.
  */
-export const DEFAULT_EF_SEARCH = { vector: 250, hybrid: 64 } as const
+export const DEFAULT_EF_SEARCH = { vector: 1000, hybrid: 128 } as const
 const efSearch = (name: string, fallback: number) =>
   Config.integer(name).pipe(
     Config.validate({ message: "Expected an integer from 10 to 1000", validation: (n) => n >= 10 && n <= 1000 }),
@@ -340,9 +340,10 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
 
     /**
      * Ranked hits of one table. Vector: HNSW nearest neighbours by cosine distance. Hybrid adds a keyword
-     * side that stays bounded on common words: each query term contributes at most TERM_CANDIDATES rows
-     * (so a rare term, a product code, brings all of its rows), the union is ranked with ts_rank_cd and
-     * cut to KEYWORD_TOP; both lists are fused by reciprocal rank, so a keyword-only match is kept.
+     * side that stays bounded on common words: up to TERM_CANDIDATES rows holding every query term, or,
+     * when none does, up to TERM_CANDIDATES rows per term (so a rare term, a product code, brings all of
+     * its rows); the candidates are ranked with ts_rank_cd and cut to KEYWORD_TOP; both lists are fused
+     * by reciprocal rank, so a keyword-only match is kept.
      */
     const searchTable = (
       tableId: number,
@@ -371,14 +372,28 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
             select p.id::text as id, p.embedding <=> ${toVector(vector!)}::vector as distance from knowledge_points p
             where p.knowledge_table_id = ${tableId} and p.embedding is not null ${filter}
             order by p.embedding <=> ${toVector(vector!)}::vector limit ${candidates}`
-          const keywordHits = terms.length === 0 ? [] : yield* sql<{ id: string }>`
-            with cand as (
-              select distinct c.id from unnest(${`{${terms.map((t) => `"${t.replace(/["\\]/g, "")}"`).join(",")}}`}::text[]) as term,
+          // each term as a tsquery (a term with inner punctuation, "sku-012345-b", is its parts in a row)
+          const parts = terms.map((t) => t.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & "))
+            .filter((t) => t !== "").map((t) => `(${t})`)
+          const keywordHits = parts.length === 0 ? [] : yield* sql<{ id: string }>`
+            with every_term as (
+              -- the rows with every term: what someone typing several words means, and where each word
+              -- alone is in too many rows for its first ones to be the right ones, the only way to find them
+              select p.id from knowledge_points p where p.knowledge_table_id = ${tableId}
+              and p.tsv @@ to_tsquery('simple', ${parts.join(" & ")}) ${filter} limit ${TERM_CANDIDATES}
+            ),
+            cand as (
+              select id from every_term
+              union
+              -- none has them all (a typo, an extra word): each term brings its own rows (a one-time filter:
+              -- not read at all otherwise)
+              select c.id from unnest(${`{${terms.map((t) => `"${t.replace(/["\\]/g, "")}"`).join(",")}}`}::text[]) as term,
               lateral (select p.id from knowledge_points p where p.knowledge_table_id = ${tableId}
                        and p.tsv @@ plainto_tsquery('simple', term) ${filter} limit ${TERM_CANDIDATES}) c
+              where not exists (select 1 from every_term)
             )
             select p.id::text as id from knowledge_points p join cand using (id)
-            order by ts_rank_cd(p.tsv, to_tsquery('simple', ${terms.map((t) => `(${t.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & ")})`).filter((t) => t !== "()").join(" | ") || "''"})) desc
+            order by ts_rank_cd(p.tsv, to_tsquery('simple', ${parts.join(" | ")})) desc
             limit ${KEYWORD_TOP}`
           return { keywordHits, vectorHits }
         })).pipe(Effect.orDie)
