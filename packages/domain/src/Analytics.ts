@@ -71,6 +71,14 @@ export type AnalyticsQuery = typeof AnalyticsQuery.Type
 export const MessagingProvider = ChannelKind
 export type MessagingProvider = typeof MessagingProvider.Type
 
+/** A period's end may not come before its start (the REST query and the MCP tool share it). */
+export const endNotBeforeStart = (q: { readonly start_date?: string | undefined; readonly end_date?: string | undefined }) => {
+  if (q.start_date === undefined || q.end_date === undefined) return undefined
+  const start = parseIsoDate(q.start_date)!.date
+  const end = parseIsoDate(q.end_date)!.date
+  return end < start ? { path: ["end_date"], message: "must be a date after or equal to start_date" } : undefined
+}
+
 export const MessagingStatsQuery = Schema.Struct({
   ...scopeFields,
   start_date: Schema.optional(IsoDate).annotations({ description: "On messages' created_at, inclusive" }),
@@ -79,14 +87,7 @@ export const MessagingStatsQuery = Schema.Struct({
   }),
   pipeline_id: Schema.optional(IdParam(PipelineId)),
   provider: Schema.optional(MessagingProvider)
-}).pipe(
-  Schema.filter((q) => {
-    if (q.start_date === undefined || q.end_date === undefined) return undefined
-    const start = parseIsoDate(q.start_date)!.date
-    const end = parseIsoDate(q.end_date)!.date
-    return end < start ? { path: ["end_date"], message: "must be a date after or equal to start_date" } : undefined
-  })
-).annotations(all)
+}).pipe(Schema.filter((q) => endNotBeforeStart(q))).annotations(all)
 export type MessagingStatsQuery = typeof MessagingStatsQuery.Type
 
 const Count = Schema.Int.pipe(Schema.nonNegative())

@@ -14,6 +14,7 @@ import {
   CreateVariable,
   decodeMessagesCursor,
   DeletePoints,
+  endNotBeforeStart,
   FollowupIntervals,
   IsoDate,
   KnowledgeTableId,
@@ -139,7 +140,7 @@ const analytics: ReadonlyArray<Tool> = [
       ...Struct.pick(MessagingStatsQuery.from.fields, "start_date", "end_date"),
       pipeline_id: optional(PipelineId, "Only this pipeline's messages"),
       provider: optional(MessagingStatsQuery.from.fields.provider.from, "Only messages of channels of this kind")
-    }),
+    }).pipe(Schema.filter((q) => endNotBeforeStart(q))),
     run: (input) =>
       Effect.flatMap(backend, (b) => b.messagingStats({ ...input, include_test: false })).pipe(
         Effect.map((s) => output({ ...s }, `${plural(s.totals.messages, "message")} over ${plural(s.series.length, "day")}, cost ${s.totals.cost}.`))

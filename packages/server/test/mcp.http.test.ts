@@ -444,6 +444,10 @@ layer(
       expect((tooMany.structuredContent as any).validation.map((v: any) => v.field)).toEqual(["limit"])
       const badCursor = yield* mcp.call("list_messages", { cursor: "nonsense" })
       expect((badCursor.structuredContent as any).validation.map((v: any) => v.field)).toEqual(["cursor"])
+      // the same period rule as the REST query
+      const backwards = yield* mcp.call("get_messaging_stats", { start_date: "2026-03-02", end_date: "2026-03-01" })
+      expect(backwards.isError).toBe(true)
+      expect(backwards.structuredContent).toMatchObject({ validation: [{ field: "end_date", message: "The end_date field must be a date after or equal to start_date." }] })
 
       const notFound = yield* mcp.call("list_pipeline_stages", { pipeline_id: 999_999 })
       expect(notFound.isError).toBe(true)
