@@ -117,9 +117,9 @@ export class AccountSummary extends Schema.Class<AccountSummary>("AccountSummary
 export class AiPerformance extends Schema.Class<AiPerformance>("AiPerformance")({
   ai_messages: Count.annotations({ description: "Assistant messages written by the AI (not by an operator)" }),
   manual_messages: Count.annotations({ description: "Assistant messages sent by an operator" }),
-  responses: Count.annotations({ description: "Replies the average response time is taken over" }),
+  responses: Count.annotations({ description: "AI replies to a contact's message: what the average response time is taken over" }),
   average_response_seconds: Schema.NullOr(Schema.Number).annotations({
-    description: "Mean seconds from a contact's message to the reply; null before the first reply"
+    description: "Mean seconds from a contact's message to the AI's reply (operator replies left out); null before the first AI reply"
   }),
   total_cost: Schema.Number.annotations({ description: "Sum of the messages' cost_for_user" })
 }) {}

@@ -102,7 +102,7 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
       /** The conversations' response-time counters (kept by the messages trigger), summed. */
       responseTimes: (scope: AnalyticsScope) =>
         sql<{ seconds: number | null; responses: number }>`
-          select sum(cv.response_seconds_total) as seconds, coalesce(sum(cv.responses_count), 0) as responses
+          select sum(cv.ai_response_seconds_total) as seconds, coalesce(sum(cv.ai_responses_count), 0) as responses
           from conversations cv
           where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`` : sql`and not cv.is_test`}`.pipe(
           Effect.map((rows) => ({ seconds: Number(rows[0]?.seconds ?? 0), responses: Number(rows[0]?.responses ?? 0) })),
