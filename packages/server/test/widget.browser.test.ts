@@ -126,6 +126,51 @@ describe("the demo page in a browser", () => {
     await context.close()
   })
 
+  it("a long conversation: the newest 50 messages on open, the earlier ones on request, each once and in order", async () => {
+    const credentials = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
+    const context = await browser!.newContext()
+    const page = await context.newPage()
+    await page.goto(`${server!.api}/`)
+    await page.waitForSelector("#parley-widget[data-state=ready]", WAIT)
+    await assistantCount(page, 1)
+    const { session, contact_id } = JSON.parse((await page.evaluate((key) => localStorage.getItem(key), `parley:${credentials.widget.client_id}`))!)
+    // 55 messages from this visitor, sent as the widget sends them
+    const headers = { authorization: `Bearer ${session}`, origin: server!.api }
+    for (let i = 1; i <= 55; i++) {
+      const form = new FormData()
+      form.set("contact_id", contact_id)
+      form.set("message", `message ${i}`)
+      const res = await fetch(`${server!.receiver}/web-chat/message`, { method: "POST", headers, body: form })
+      expect(res.status).toBe(200)
+    }
+    // the agent's replies to them settle before the count is taken
+    await assistantCount(page, 2)
+    const total = await until("a settled conversation", async () => {
+      const counts: Array<number> = []
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${server!.api}/api/widget/messages?per_page=1`, { headers })
+        counts.push((await res.json()).data.total)
+        await page.waitForTimeout(700)
+      }
+      return counts.every((c) => c === counts[0]) ? counts[0]! : undefined
+    }, WAIT.timeout)
+    expect(total).toBeGreaterThan(56)
+
+    await page.reload()
+    await page.waitForSelector("#parley-widget[data-state=ready]", WAIT)
+    const earlier = page.getByRole("button", { name: "Earlier messages" })
+    await earlier.waitFor(WAIT)
+    expect(await messages(page).count()).toBe(50)
+    await earlier.click()
+    await until("every message", async () => ((await messages(page).count()) === total ? true : undefined), WAIT.timeout)
+    expect(await earlier.isHidden()).toBe(true)
+    const texts = await messages(page).allInnerTexts()
+    expect(texts[0]).toContain("Parley's demo agent")
+    const mine = texts.filter((t) => /^message \d+$/.test(t))
+    expect(mine).toEqual(Array.from({ length: 55 }, (_, i) => `message ${i + 1}`))
+    await context.close()
+  })
+
   it("refuses the widget on a page of an origin the channel does not allow", async () => {
     const credentials = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
     const site = Http.createServer((_, res) =>

@@ -58,6 +58,8 @@ h2{flex:1;margin:0;font-size:15px;font-weight:600;overflow:hidden;text-overflow:
 .log li[data-role=user]{align-self:flex-end;border-radius:14px 14px 4px 14px;background:#1f2937;color:#fff}
 .log li[data-pending]{opacity:.7}
 .log p{margin:0;white-space:pre-wrap}
+.more{align-self:center;margin:8px 0 0;padding:4px 12px;border:1px solid #d0d7de;border-radius:999px;background:#fff;font-size:12px;color:#57606a;cursor:pointer}
+.more:hover{background:#f3f4f6;color:#1f2328}
 .files{display:flex;flex-direction:column;gap:4px;margin-top:4px}
 .files a{color:inherit}
 .files img{display:block;max-width:160px;max-height:120px;margin-bottom:2px;border-radius:8px}
@@ -83,6 +85,7 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
 <section class="panel" id="pw-panel" role="dialog" tabindex="-1" hidden>
 <header><h2></h2><button type="button" class="icon close" aria-label="Close chat">${svg("M18 6 6 18M6 6l12 12")}</button></header>
 <p class="alert" role="alert" hidden></p>
+<button type="button" class="more" hidden>Earlier messages</button>
 <ol class="log" role="log" aria-live="polite" aria-label="Messages"></ol>
 <div class="typing" role="status"></div>
 <form hidden><ul class="chosen" aria-label="Attached files" hidden></ul><div class="row">
@@ -97,6 +100,7 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
   const wrap = $(".w"), panel = $(".panel"), bubble = $(".bubble"), alertEl = $(".alert");
   const log = $(".log"), typing = $(".typing"), form = $("form"), ta = $("textarea");
   const fileInput = $("input"), chosenEl = $(".chosen");
+  const more = $(".more");
   panel.setAttribute("aria-label", title);
   $("h2").textContent = title;
 
@@ -226,6 +230,8 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
     if (changed) {
       // session expired: a new contact, start the conversation over (unsent messages are kept and sent again)
       list.filter((m) => !m.pending).forEach(drop);
+      historyPages = 0;
+      showMore();
       setTyping(false);
       if (ws) {
         ws.onclose = null;
@@ -239,20 +245,47 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
   };
   const session = () => pendingSession || (pendingSession = establish().finally(() => (pendingSession = null)));
 
-  const loadHistory = async (again) => {
+  // ---- history: the newest page on open, earlier pages on request (newest first, so a page fetched
+  // after new messages arrived overlaps the one before it: shown once, by id, never a gap) ----
+  const PAGE = 50;
+  let historyPages = 0, historyLast = 1;
+  const showMore = () => { more.hidden = !(historyPages > 0 && historyPages < historyLast); };
+  const fetchPage = async (page, again) => {
     const s = sess;
+    const res = await fetch(API + "/api/widget/messages?per_page=" + PAGE + "&page=" + page, {
+      headers: { Authorization: "Bearer " + s.session },
+    });
+    if (res.status === 401 && !again) return (await session()) === "ok" ? fetchPage(page, true) : null;
+    const body = res.ok && (await res.json());
+    const d = body && body.data;
+    if (!d || !Array.isArray(d.data) || s.contact_id !== sess.contact_id) return null;
+    historyLast = d.last_page || 1;
+    return d.data;
+  };
+  const loadHistory = async () => {
     try {
-      const res = await fetch(API + "/api/widget/messages?per_page=50&page=1", {
-        headers: { Authorization: "Bearer " + s.session },
-      });
-      if (res.status === 401 && !again) {
-        if ((await session()) === "ok") loadHistory(true);
-        return;
-      }
-      const body = res.ok && (await res.json());
-      const recs = body && body.data && body.data.data;
-      if (Array.isArray(recs) && s.contact_id === sess.contact_id) recs.slice().reverse().forEach(add);
+      const recs = await fetchPage(1);
+      if (!recs) return;
+      recs.slice().reverse().forEach(add);
+      historyPages = Math.max(historyPages, 1);
+      showMore();
     } catch {}
+  };
+  more.onclick = async () => {
+    if (more.disabled) return;
+    more.disabled = true;
+    try {
+      const recs = await fetchPage(historyPages + 1);
+      if (recs) {
+        // keep what the visitor was reading in place while older messages go in above it
+        const before = log.scrollHeight, top = log.scrollTop;
+        recs.slice().reverse().forEach(add);
+        log.scrollTop = top + log.scrollHeight - before;
+        historyPages++;
+      }
+    } catch {}
+    more.disabled = false;
+    showMore();
   };
 
   // ---- socket (Engine.IO v4 / Socket.IO v5 over a plain WebSocket) ----
