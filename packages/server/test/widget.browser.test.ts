@@ -95,12 +95,17 @@ describe("the demo page in a browser", () => {
     await page.getByLabel("Attach files").setInputFiles({ name: "brochure.txt", mimeType: "text/plain", buffer: Buffer.from("Parley brochure") })
     await page.getByRole("button", { name: "Send" }).click()
     await page.locator("li[data-role=user]:not([data-pending])", { hasText: "brochure.txt" }).waitFor(WAIT)
-    await page.reload()
+    // once stored, the link is the file's own signed URL (not the page's local preview), and after a reload too
     const link = page.locator("li[data-role=user] a", { hasText: "brochure.txt" })
-    await link.waitFor(WAIT)
-    const href = (await link.getAttribute("href"))!
-    expect(href.startsWith(`${server!.api}/`)).toBe(true)
-    expect(await (await fetch(href)).text()).toBe("Parley brochure")
+    for (const reload of [false, true]) {
+      if (reload) await page.reload()
+      const href = await until("the stored file's link", async () => {
+        const h = await link.getAttribute("href", { timeout: WAIT.timeout }).catch(() => null)
+        return h?.startsWith(`${server!.api}/`) ? h : undefined
+      }, WAIT.timeout)
+      expect(await (await fetch(href)).text()).toBe("Parley brochure")
+    }
+    expect(await link.count()).toBe(1)
     expect(errors).toEqual([])
     await context.close()
   })

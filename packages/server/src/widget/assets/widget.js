@@ -404,6 +404,8 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
         m.pending = false;
         render(m);
       }
+      // the stored files' own (signed) links replace the local previews
+      if (m.blobs.length) loadHistory();
       return true;
     }
     if (res.status === 401 && !m.reauth) {
