@@ -13,6 +13,7 @@ import actions from "./0011_actions.js"
 import followups from "./0012_followups.js"
 import oauth from "./0013_oauth.js"
 import aiResponseTimes from "./0014_ai_response_times.js"
+import knowledgeGraph from "./0015_knowledge_graph.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -29,5 +30,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0011_actions": actions,
   "0012_followups": followups,
   "0013_oauth": oauth,
-  "0014_ai_response_times": aiResponseTimes
+  "0014_ai_response_times": aiResponseTimes,
+  "0015_knowledge_graph": knowledgeGraph
 }
