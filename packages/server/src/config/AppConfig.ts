@@ -25,6 +25,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const runnerHost = yield* Config.string("RUNNER_HOST").pipe(Config.withDefault(host))
     const runnerPort = yield* listenPort("RUNNER_PORT", 3002)
     const engineSweepMs = yield* Config.integer("ENGINE_SWEEP_INTERVAL_MS").pipe(Config.withDefault(30_000))
+    const embeddedVacuumMs = yield* Config.integer("EMBEDDED_VACUUM_INTERVAL_MS").pipe(Config.withDefault(60_000))
     const actionRetryBaseMs = yield* Config.integer("ACTION_RETRY_BASE_MS").pipe(Config.withDefault(5_000))
     const mcpAllowedOrigins = yield* Config.string("MCP_ALLOWED_ORIGINS").pipe(Config.option)
     const oauthRegistrationsPerHour = yield* Config.integer("OAUTH_REGISTRATIONS_PER_HOUR").pipe(Config.withDefault(20))
@@ -63,6 +64,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       runnerPort,
       /** How often runners look for work a crash left behind (hand-overs, overdue retries), and how old it must be. */
       engineSweepMs,
+      embeddedVacuumMs,
       /** Action retries wait this long before the second attempt, doubling each time (with jitter). */
       actionRetryBaseMs,
       /**

@@ -8,6 +8,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
 import { acquireDataDirLock } from "./DataDirLock.js"
+import { embeddedVacuum } from "./EmbeddedVacuum.js"
 import { migrations } from "./migrations/index.js"
 import * as PgliteClient from "./PgliteClient.js"
 import { pgTypeParser } from "./PgTypes.js"
@@ -47,7 +48,7 @@ export const SqlLive = Layer.unwrapScoped(Effect.gen(function*() {
   }
   yield* acquireDataDirLock(config.dataDir)
   const db = yield* openPglite({ dataDir: embeddedDataPath(config.dataDir) })
-  return PgliteClient.layer(db)
+  return embeddedVacuum(config.embeddedVacuumMs).pipe(Layer.provideMerge(PgliteClient.layer(db)))
 }))
 
 /** Runs pending migrations; everything that touches tables is built on top of this layer. */
