@@ -40,7 +40,7 @@ const KEYWORD_TOP = 50
 /**
  * HNSW candidate list sizes (`hnsw.ef_search`): recall against exact search rises with them, and so does
  * latency. Pure vector search is a nearest-neighbour query and gets the longest list pgvector allows
- * (recall@5 0.95 over the bench's queries, 0.97 on its natural-language ones, at 100,000 rows of the
+ * (recall@5 about 0.95 over the bench's queries, 0.96 on its natural-language ones, at 100,000 rows of the
  * local hashing embedding on the graph of migration 0015; about 40 ms p95 served); in hybrid search the
  * vector list is one of two fused by rank and the keyword side finds the lexical matches, so a shorter
  * list keeps it under 30 ms p95. Figures: docs/benchmarks.md.
