@@ -22,7 +22,7 @@ import * as Path from "node:path"
 import { Effect } from "effect"
 import { embeddedDataPath, openPglite } from "../packages/server/src/db/Database.js"
 import { localEmbedding, toVector } from "../packages/server/src/knowledge/Embedder.js"
-import { DEFAULT_EF_SEARCH, keywordTerms } from "../packages/server/src/knowledge/Knowledge.js"
+import { DEFAULT_EF_SEARCH, keywordTerms, termQueries } from "../packages/server/src/knowledge/Knowledge.js"
 import { generate, type Query, type TextKind } from "./knowledge-data.js"
 import { send } from "./support.js"
 
@@ -197,8 +197,7 @@ try {
         parts.hnsw.push(performance.now() - t)
         const terms = keywordTerms(q.text)
         t = performance.now()
-        const tsTerms = terms.map((x) => x.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & "))
-          .filter((x) => x !== "").map((x) => `(${x})`)
+        const tsTerms = termQueries(terms)
         // the server's keyword statement (rows with every term; each term's own rows only when none has them all)
         await db.query(
           `with every_term as (select p.id from knowledge_points p where p.knowledge_table_id = $2

@@ -2,7 +2,7 @@ import { ParseResult, Schema } from "effect"
 import { ChannelId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
 import { isAllDigits, normalisePhone } from "./Phone.js"
 import { StageNature } from "./Pipelines.js"
-import { all, IntFromQuery, Text, Timestamp } from "./Schemas.js"
+import { all, IntFromQuery, PageNumber, PerPage, Text, Timestamp } from "./Schemas.js"
 
 export const OpportunityId = Schema.Int.pipe(Schema.positive(), Schema.brand("OpportunityId"))
 export type OpportunityId = typeof OpportunityId.Type
@@ -188,8 +188,6 @@ const ManyIds = Schema.optional(
     )
   )
 )
-const PerPage = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" })))
-const Page = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be at least 1" })))
 const DateParam = Schema.String.pipe(Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "must be an ISO 8601 date"))
 
 const listFields = {
@@ -201,7 +199,7 @@ const listFields = {
   "tag_ids[]": ManyIds,
   start_date: Schema.optional(DateParam),
   end_date: Schema.optional(DateParam),
-  page: Schema.optionalWith(Page, { default: () => 1 }),
+  page: Schema.optionalWith(PageNumber, { default: () => 1 }),
   per_page: Schema.optionalWith(PerPage, { default: () => 25 })
 }
 

@@ -26,6 +26,10 @@ export const IntAtLeast = (min: number) =>
 
 /** Query-string integers (`?page=2`). */
 export const IntFromQuery = Schema.NumberFromString.pipe(Schema.int({ message: () => "must be an integer" }))
+/** `per_page` of a paginated list: 1 to 100. */
+export const PerPage = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" })))
+/** `page` of a paginated list, from 1. */
+export const PageNumber = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be at least 1" })))
 
 export const Timestamp = Schema.String.annotations({
   description: "ISO 8601 UTC timestamp with microseconds",

@@ -2,7 +2,7 @@ import { Context, Schema } from "effect"
 import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
 import { Attachment, FileEntryWithUrl } from "./Files.js"
 import { ConversationId, Email, OpportunityId } from "./Opportunities.js"
-import { all, IntFromQuery, Text, Timestamp } from "./Schemas.js"
+import { all, IntFromQuery, PageNumber, PerPage, Text, Timestamp } from "./Schemas.js"
 
 /** The web channel behind a request's Basic credentials. */
 export interface WebChannel {
@@ -62,14 +62,8 @@ export class HistoryMessage extends Schema.Class<HistoryMessage>("HistoryMessage
 export const HistoryQuery = Schema.Struct({
   conversation_id: Schema.optional(Schema.compose(IntFromQuery, ConversationId)),
   contact_id: Schema.optional(ContactKey),
-  per_page: Schema.optionalWith(
-    Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" }))),
-    { default: () => 10 }
-  ),
-  page: Schema.optionalWith(
-    Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be at least 1" }))),
-    { default: () => 1 }
-  )
+  per_page: Schema.optionalWith(PerPage, { default: () => 10 }),
+  page: Schema.optionalWith(PageNumber, { default: () => 1 })
 }).pipe(
   Schema.filter((q) =>
     q.conversation_id === undefined && q.contact_id === undefined

@@ -5,7 +5,7 @@
  */
 import { Context, Schema } from "effect"
 import type { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
-import { all, IntFromQuery } from "./Schemas.js"
+import { all, PageNumber, PerPage } from "./Schemas.js"
 import { WebChatSession } from "./WebChat.js"
 
 export const WidgetSessionPayload = Schema.Struct({
@@ -45,13 +45,7 @@ export interface WidgetVisitor {
 export class CurrentVisitor extends Context.Tag("@parley/domain/CurrentVisitor")<CurrentVisitor, WidgetVisitor>() {}
 
 export const WidgetHistoryQuery = Schema.Struct({
-  per_page: Schema.optionalWith(
-    Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" }))),
-    { default: () => 20 }
-  ),
-  page: Schema.optionalWith(
-    Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be at least 1" }))),
-    { default: () => 1 }
-  )
+  per_page: Schema.optionalWith(PerPage, { default: () => 20 }),
+  page: Schema.optionalWith(PageNumber, { default: () => 1 })
 }).annotations({ ...all, identifier: "WidgetHistoryQuery" })
 export type WidgetHistoryQuery = typeof WidgetHistoryQuery.Type

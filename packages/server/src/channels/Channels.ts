@@ -91,7 +91,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
         pipeline_id: input.pipeline_id ?? null,
         is_active: input.is_active ?? true,
         client_id: credentials?.clientId ?? null,
-        secret_ciphertext: credentials?.secret ? secrets.encrypt(credentials.secret) : null,
+        secret_ciphertext: credentials === null ? null : secrets.encrypt(credentials.secret),
         callback_url: input.callback_url ?? null,
         allowed_origins: origins(input.allowed_origins) ?? [],
         allowed_ips: input.allowed_ips ?? []
@@ -118,7 +118,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       }
       const credentials = newCredentials()
       yield* sql.withTransaction(
-        repo.setCredentials(id, credentials.clientId, credentials.secret ? secrets.encrypt(credentials.secret) : null)
+        repo.setCredentials(id, credentials.clientId, secrets.encrypt(credentials.secret))
       ).pipe(Effect.orDie)
       yield* changed
       const rotated = yield* find(actor, id)

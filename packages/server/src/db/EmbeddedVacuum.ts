@@ -18,7 +18,7 @@ interface Due {
 }
 
 /** The tables past autovacuum's default thresholds, most dead rows first. */
-export const dueTables = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+const dueTables = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql<Due>`
     select relname, (n_dead_tup > 50 + 0.2 * n_live_tup or n_ins_since_vacuum > 1000 + 0.2 * n_live_tup) as vacuum
     from pg_stat_user_tables

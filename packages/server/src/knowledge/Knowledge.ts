@@ -64,6 +64,10 @@ const STOP = new Set(
 export const keywordTerms = (query: string) =>
   [...new Set(query.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, " ").split(/\s+/).filter((t) => t.length > 0 && !STOP.has(t)))].slice(0, 12)
 
+/** Each term as a tsquery operand (a term with inner punctuation, "sku-012345-b", is its parts in a row). */
+export const termQueries = (terms: ReadonlyArray<string>) =>
+  terms.map((t) => t.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & ")).filter((t) => t !== "").map((t) => `(${t})`)
+
 const render = (columns: ReadonlyArray<KnowledgeColumn>, data: Record<string, unknown>, only?: (c: KnowledgeColumn) => boolean) =>
   columns
     .filter((c) => (only ? only(c) : true) && data[c.name] !== undefined && data[c.name] !== null && data[c.name] !== "")
@@ -373,9 +377,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
             select p.id::text as id, p.embedding <=> ${toVector(vector!)}::vector as distance from knowledge_points p
             where p.knowledge_table_id = ${tableId} and p.embedding is not null ${filter}
             order by p.embedding <=> ${toVector(vector!)}::vector limit ${candidates}`
-          // each term as a tsquery (a term with inner punctuation, "sku-012345-b", is its parts in a row)
-          const parts = terms.map((t) => t.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & "))
-            .filter((t) => t !== "").map((t) => `(${t})`)
+          const parts = termQueries(terms)
           const keywordHits = parts.length === 0 ? [] : yield* sql<{ id: string }>`
             with every_term as (
               -- the rows with every term: what someone typing several words means, and where each word

@@ -11,7 +11,7 @@ import { Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { Widget } from "../widget/Widget.js"
-import { readDemoCredentials } from "./Demo.js"
+import { type DemoCredentials, readDemoCredentials } from "./Demo.js"
 
 const template = Fs.readFileSync(new URL("../widget/assets/demo.html", import.meta.url), "utf8")
 
@@ -34,7 +34,19 @@ const html = (body: string) =>
 
 const json = (status: number, body: unknown) => HttpServerResponse.unsafeJson(body, { status })
 
-const demoOf = Effect.map(AppConfig, (config) => (config.seedDemo ? readDemoCredentials(config.dataDir) : undefined))
+/**
+ * The demo's credentials, read from the data dir until they name the widget channel (the seed writes it at
+ * start), then kept: the state endpoint is polled every second by each open demo page.
+ */
+const withWidget = new Map<string, DemoCredentials>()
+const demoOf = Effect.map(AppConfig, (config) => {
+  if (!config.seedDemo) return undefined
+  const kept = withWidget.get(config.dataDir)
+  if (kept !== undefined) return kept
+  const demo = readDemoCredentials(config.dataDir)
+  if (demo?.widget !== undefined) withWidget.set(config.dataDir, demo)
+  return demo
+})
 
 const page = Effect.gen(function*() {
   const config = yield* AppConfig

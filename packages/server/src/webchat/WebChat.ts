@@ -350,7 +350,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
         name: f.name
       }))))
 
-    return { authenticate, initiate, openThread, sessionFields, receive, history, historyOf, storedFile, channelRow, receiverUrl }
+    return { authenticate, initiate, openThread, sessionFields, receive, history, historyOf, storedFile, channelRow }
   })
 }) {}
 
