@@ -1,4 +1,4 @@
-import { ParseResult, Schema } from "effect"
+import { ParseResult, Predicate, Schema, SchemaAST as AST } from "effect"
 import { ChannelId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
 import { isAllDigits, normalisePhone } from "./Phone.js"
 import { StageNature } from "./Pipelines.js"
@@ -110,7 +110,7 @@ export const ContactInput = Schema.Struct({
   priority: Schema.optional(Priority)
 })
 
-export const CreateOpportunity = Schema.Struct({
+const CreateOpportunityFields = Schema.Struct({
   pipeline_id: PipelineId,
   stage_id: Schema.optional(StageId),
   contact_id: Schema.optional(ContactId),
@@ -131,6 +131,24 @@ export const CreateOpportunity = Schema.Struct({
       ]
       : undefined
   )
+).annotations(all)
+
+/** SPEC.md 4.1: with `contact_id`, `contact.*` is ignored and not required, so whatever it holds is dropped unread. */
+const withoutIgnoredContact = (input: unknown): unknown => {
+  if (!Predicate.isRecord(input) || input.contact_id === undefined || !("contact" in input)) return input
+  const { contact: _ignored, ...rest } = input
+  return rest
+}
+
+export const CreateOpportunity = Schema.transformOrFail(
+  // documented as the fields above (the surrogate is what JSON Schema generation reads)
+  Schema.Unknown.annotations({ [AST.SurrogateAnnotationId]: CreateOpportunityFields.ast }),
+  Schema.typeSchema(CreateOpportunityFields),
+  {
+    strict: true,
+    decode: (input, options) => ParseResult.decodeUnknown(CreateOpportunityFields)(withoutIgnoredContact(input), options),
+    encode: (payload, options) => ParseResult.encode(CreateOpportunityFields)(payload, options)
+  }
 ).annotations({ ...all, identifier: "CreateOpportunity" })
 export type CreateOpportunity = typeof CreateOpportunity.Type
 

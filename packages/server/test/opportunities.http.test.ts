@@ -488,6 +488,42 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       expect(yield* count`select count(*) as n from contacts where workspace_id = ${alice.workspace_id}`).toBe(1)
     }))
 
+  it.effect("ignores invalid contact fields beside contact_id instead of answering 422", () =>
+    Effect.gen(function*() {
+      const alice = yield* seedUser()
+      const { pipeline } = yield* funnel(alice)
+      const phone = freshPhone()
+      const first = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { phone, name: "Original", email: "original@example.com", priority: "low" }
+      })
+      const garbage: Array<unknown> = [
+        { email: "not-an-email", phone: "call me maybe", name: "x".repeat(300), priority: "urgent", extra: true },
+        "not an object",
+        null
+      ]
+      for (const contact of garbage) {
+        const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id, contact })
+        expect(o.contact_id).toBe(first.contact_id)
+      }
+      const got = (yield* get(alice, `/api/user/opportunities/${first.id}`)).body.data
+      expect(got).toMatchObject({
+        contact_name: "Original",
+        contact_email: "original@example.com",
+        contact_phone: phone,
+        contact_priority: "low",
+        contact_custom_name: null,
+        contact_custom_email: null,
+        contact_custom_phone: null
+      })
+      expect(yield* count`select count(*) as n from opportunities where contact_id = ${first.contact_id}`).toBe(4)
+      // without contact_id the same contact is still validated, next to the other fields' errors
+      expect422(
+        yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, name: "x".repeat(300), contact: { email: "not-an-email" } }),
+        ["contact.email", "name"]
+      )
+    }))
+
   it.effect("works for a contact whose only opportunity is in another pipeline of the workspace", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
