@@ -66,6 +66,9 @@ export class MessageEntry extends Schema.Class<MessageEntry>("MessageEntry")({
   is_manual: Schema.Boolean,
   call_type: Schema.NullOr(Schema.String),
   cost_for_user: Schema.Number,
+  external_message_id: Schema.NullOr(Schema.String).annotations({
+    description: "The `message_id` the reply-webhook receiver answered for this reply (SPEC.md 6.2)"
+  }),
   created_at: Timestamp
 }) {}
 

@@ -56,6 +56,9 @@ export class HistoryMessage extends Schema.Class<HistoryMessage>("HistoryMessage
   opportunity_id: Schema.NullOr(OpportunityId),
   error: Schema.NullOr(Schema.String),
   sender_id: Schema.NullOr(Schema.Int),
+  external_message_id: Schema.NullOr(Schema.String).annotations({
+    description: "The `message_id` your reply-webhook receiver answered for this reply (SPEC.md 6.2); null until then"
+  }),
   created_at: Timestamp
 }) {}
 

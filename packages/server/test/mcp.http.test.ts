@@ -12,7 +12,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { createOpportunity, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
-import { eventually } from "./support/WebhookReceiver.js"
+import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const TOOL_NAMES = [
   "get_account_summary",
@@ -385,6 +385,37 @@ layer(
       expect(ok(yield* get(owner, `/api/user/knowledge-tables/${table.id}/points`)).records.map((p: any) => p.default_id)).toEqual(["sku-3"])
 
       expect([...called].sort()).toEqual([...TOOL_NAMES].sort())
+    }))
+
+  it.scoped("the receiver's answered message_id comes back as external_message_id in list_messages and the web-chat history", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      const receiver = yield* webhookReceiver(() => "ok")
+      const pipeline = ok(yield* post(owner, "/api/user/pipelines", { name: "Replies", agent_type_id: 1, ai_model_id: 1, language_id: 1 }))
+      ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
+      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: receiver.url }))
+      const { baseUrl } = yield* TestServer
+      const session = ok((yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
+        method: "POST",
+        headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify({ contact_id: "visitor-ext" })
+      })) as any)
+      const sent = ok(yield* post(owner, `/api/user/${session.conversation_id}/messages`, { message: "Your order shipped" }))
+      // the receiver answers {"message_id": "ext-1"}
+      yield* eventually(Effect.sync(() => receiver.received.length === 1))
+
+      const history = () =>
+        Effect.map(
+          fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=visitor-ext`, { headers: { authorization: basic(channel) } }),
+          (r) => ok(r as any).data as Array<any>
+        )
+      const records = yield* eventually(Effect.map(history(), (data) => data[0]?.external_message_id !== null ? data : undefined))
+      expect(records).toMatchObject([{ id: sent._id, role: "assistant", external_message_id: "ext-1" }])
+
+      const mcp = yield* connect(owner.token)
+      const listed = yield* mcp.ok("list_messages", { pipeline_id: pipeline.id })
+      expect(listed.messages).toMatchObject([{ id: sent._id, role: "assistant", external_message_id: "ext-1" }])
     }))
 
   it.scoped("tools inherit the token's scopes: mcp:use alone lists pipelines but not opportunities", () =>

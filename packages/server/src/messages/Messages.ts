@@ -162,7 +162,8 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       ]
       const rows = yield* sql`
         select m.id, m.conversation_id, m.opportunity_id, m.contact_id, m.pipeline_id, m.stage_id, m.channel_id, m.role, m.message,
-               m.status, m.is_manual, m.call_type, m.cost_for_user::float8 as cost_for_user, m.created_at
+               m.status, m.is_manual, m.call_type, m.cost_for_user::float8 as cost_for_user, m.external_message_id,
+               m.created_at
         from messages m where ${sql.and(where)}
         order by m.created_at desc, m.id desc limit ${filter.limit + 1}`.pipe(
         Effect.flatMap(Schema.decodeUnknown(Schema.Array(MessageEntry))),

@@ -170,7 +170,8 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
 
       history: (conversationId: ConversationId, page: number, perPage: number) =>
         Effect.all([
-          sql`select id, role, message, status, files, attachments, conversation_id, opportunity_id, error, sender_id, created_at
+          sql`select id, role, message, status, files, attachments, conversation_id, opportunity_id, error, sender_id, external_message_id,
+                     created_at
               from messages where conversation_id = ${conversationId}
               order by created_at desc, id desc limit ${perPage} offset ${(page - 1) * perPage}`.pipe(
             Effect.orDie,
