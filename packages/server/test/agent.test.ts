@@ -266,6 +266,40 @@ layer(
       expect((yield* assistantMessages(conversationId)).filter((r) => r.call_type === "opening")).toHaveLength(1)
     }))
 
+  it.effect("a contact's first message gets the reply, not the greeting; an opportunity created over REST with contact_id is greeted", () =>
+    Effect.gen(function*() {
+      const { channel, open, owner, pipeline } = yield* agentSetup()
+      const greeting = "Welcome! Tell us what you are looking for."
+      ok(yield* put(owner, `/api/user/stages/${open.id}`, {
+        is_opening_message: true,
+        opening_message_type: "static",
+        static_opening_message: greeting
+      }))
+      // the contact's own first message creates the opportunity in the greeting stage
+      const first = yield* say(channel, "dana-12", "Hi, how much is the annual plan?")
+      yield* handled([first])
+      const conversationId = yield* conversationOf(first)
+      const [byMessage] = yield* sql<{ opportunity_id: number }>`select opportunity_id from messages where id = ${first}`
+      yield* eventually(Effect.map(
+        sql<{ consumed_at: string | null }>`select consumed_at from stage_entries where opportunity_id = ${byMessage!.opportunity_id}`,
+        (rows) => rows[0]?.consumed_at ?? undefined
+      ))
+      yield* Effect.sleep("500 millis")
+      expect((yield* assistantMessages(conversationId)).map((m) => m.call_type)).toEqual(["ai"])
+
+      // SPEC.md 3.1, 4.1 rule 3: a create on that contact runs the stage-start automations, the greeting included
+      const [contact] = yield* sql<{ contact_id: number }>`select contact_id from messages where id = ${first}`
+      const created = ok(yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, contact_id: contact!.contact_id }))
+      expect(created).toMatchObject({ stage_id: open.id, conversation: { id: conversationId } })
+      const opening = yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.find((r) => r.call_type === "opening")))
+      expect(opening).toMatchObject({ message: greeting, status: "sent_to_user" })
+      const { baseUrl } = yield* TestServer
+      const history = yield* fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=dana-12`, { headers: { authorization: basic(channel) } })
+      expect((history.body as any).data.data[0]).toMatchObject({ id: opening!.id, role: "assistant", message: greeting })
+      yield* Effect.sleep("1000 millis")
+      expect((yield* assistantMessages(conversationId)).map((m) => m.call_type)).toEqual(["ai", "opening"])
+    }))
+
   it.effect("the reply answers from a row of an attached knowledge table, and that row's used_count goes up", () =>
     Effect.gen(function*() {
       const { channel, owner, pipeline } = yield* agentSetup({

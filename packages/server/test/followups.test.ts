@@ -71,7 +71,7 @@ layer(
       expect(ok(yield* get(owner, `/api/user/opportunities/${opportunityId}`)).stage_id).toBe(noResponse.id)
       const entries = yield* sql<{ stage_id: number; previous_stage_id: number; cause: string }>`
         select stage_id, previous_stage_id, cause from stage_entries where opportunity_id = ${opportunityId} order by id`
-      expect(entries.map((e) => [Number(e.stage_id), e.cause])).toEqual([[nurture.id, "created"], [noResponse.id, "moved"]])
+      expect(entries.map((e) => [Number(e.stage_id), e.cause])).toEqual([[nurture.id, "inbound"], [noResponse.id, "moved"]])
       expect(yield* sequenceOf(opportunityId)).toMatchObject({ status: "completed", end_reason: "moved", steps_done: 2, next_due_at: null })
 
       // every message reached the webhook once, in order

@@ -476,8 +476,9 @@ export const ConversationTurnsLive = Layer.effect(
         if (!e || !e.is_opening_message || e.opening_message_type === null || e.conversation_id === null) return Option.none<OpeningContext>()
         // the opportunity has moved on since: that stage's opening is out of date
         if (e.current_stage_id !== e.stage_id) return Option.none()
-        // a contact who wrote first gets the agent's reply, not a greeting on top of it
-        if (e.cause === "created") {
+        // a contact whose own message made the entry gets the agent's reply, not a greeting on top of it;
+        // a create over the API greets even a contact who wrote before (SPEC.md 3.1, 4.1 rule 3)
+        if (e.cause === "inbound") {
           const wrote = yield* sql`select 1 from messages where conversation_id = ${e.conversation_id} and role = 'user' limit 1`
           if (wrote.length > 0) return Option.none()
         }

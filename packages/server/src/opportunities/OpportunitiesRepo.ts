@@ -294,14 +294,17 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
         )
       },
 
-      /** The stage-entry outbox row (SPEC.md 3.1: stage-start automations), in the caller's transaction. */
+      /**
+       * The stage-entry outbox row (SPEC.md 3.1: stage-start automations), in the caller's transaction.
+       * `inbound`: made by the contact's own arrival through web chat, not by a create over the API.
+       */
       recordStageEntry: (e: {
         workspace_id: WorkspaceId
         opportunity_id: OpportunityId
         pipeline_id: PipelineId
         stage_id: StageId
         previous_stage_id: StageId | null
-        cause: "created" | "moved"
+        cause: "created" | "inbound" | "moved"
       }) =>
         sql`insert into stage_entries (workspace_id, opportunity_id, pipeline_id, stage_id, previous_stage_id, cause)
             values (${e.workspace_id}, ${e.opportunity_id}, ${e.pipeline_id}, ${e.stage_id}, ${e.previous_stage_id}, ${e.cause})`

@@ -200,7 +200,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
           pipeline_id: pipelineId,
           stage_id: stageId,
           previous_stage_id: null,
-          cause: "created"
+          cause: "inbound"
         })
         yield* opportunities.linkConversation(opportunityId, conversationId)
         return { contactId, conversationId, opportunityId, stageId } satisfies Thread

@@ -14,6 +14,7 @@ import followups from "./0012_followups.js"
 import oauth from "./0013_oauth.js"
 import aiResponseTimes from "./0014_ai_response_times.js"
 import knowledgeGraph from "./0015_knowledge_graph.js"
+import stageEntryInbound from "./0016_stage_entry_inbound.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -31,5 +32,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0012_followups": followups,
   "0013_oauth": oauth,
   "0014_ai_response_times": aiResponseTimes,
-  "0015_knowledge_graph": knowledgeGraph
+  "0015_knowledge_graph": knowledgeGraph,
+  "0016_stage_entry_inbound": stageEntryInbound
 }
