@@ -10,7 +10,7 @@ import { createHmac } from "node:crypto"
 import { Deliveries } from "../src/delivery/Deliveries.js"
 import { attempts, replyOn } from "./support/Replies.js"
 import { call, seedUser, TestServerLive } from "./support/TestServer.js"
-import { type Behaviour, eventually, webhookReceiver } from "./support/WebhookReceiver.js"
+import { type Behaviour, droppingKeepAliveReceiver, eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 /** On a timeout, what the engine had stored: enough to tell a slow runner from a lost message. */
 const diagnose = (messageId: string) =>
@@ -82,6 +82,25 @@ layer(
       )
       expect(stored).toBe("ext-1")
       expect(yield* attempts(messageId)).toEqual([{ attempt: 1, status_code: 200, error: null, run: 0 }])
+    })))
+
+  it.effect("a request on a reused keep-alive connection the receiver dropped is sent again on a fresh one, within attempt 1", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const receiver = yield* droppingKeepAliveReceiver
+      const deliveries = yield* Deliveries
+      const first = yield* replyOn(receiver.url)
+      yield* deliveries.start(first.messageId)
+      yield* eventually(Effect.map(attempts(first.messageId), (rows) => rows.length === 1))
+      // the next reply goes out on the pooled connection, which the receiver drops
+      const second = yield* replyOn(receiver.url)
+      yield* deliveries.start(second.messageId)
+      yield* eventually(Effect.map(attempts(second.messageId), (rows) => rows.length === 1))
+      expect(receiver.dropped()).toBe(1)
+      expect(yield* attempts(second.messageId)).toEqual([{ attempt: 1, status_code: 200, error: null, run: 0 }])
+      expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([first.messageId, second.messageId])
+      // no second attempt follows
+      yield* Effect.sleep("2500 millis")
+      expect(yield* attempts(second.messageId)).toHaveLength(1)
     })))
 
   it.effect("a receiver that times out gets exactly two attempts, both logged", () =>

@@ -17,6 +17,9 @@ export class OutboundError extends Data.TaggedError("OutboundError")<{
   readonly message: string
 }> {}
 
+/** A reused keep-alive connection failed before any response byte: the request is sent again on a fresh one. */
+class StaleConnection extends Data.TaggedError("StaleConnection")<{ readonly message: string }> {}
+
 export interface OutboundResponse {
   readonly status: number
   readonly body: string
@@ -50,23 +53,29 @@ export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server
         return options.all ? callback(null, usable) : callback(null, usable[0]!.address, usable[0]!.family)
       })) as typeof Dns.lookup
 
-    const request = (method: string, url: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number) =>
-      Effect.async<OutboundResponse, OutboundError>((resume) => {
-        let target: URL
-        try {
-          target = new URL(url)
-        } catch {
-          return resume(Effect.fail(new OutboundError({ reason: "InvalidUrl", message: `Not a URL: ${url}` })))
-        }
-        if (target.protocol !== "http:" && target.protocol !== "https:") {
-          return resume(Effect.fail(new OutboundError({ reason: "InvalidUrl", message: "Only http and https URLs are allowed" })))
-        }
-        const host = target.hostname.replace(/^\[|\]$/g, "")
-        if (!allowPrivate && isIP(host) !== 0 && isPrivateAddress(host) && !isOwnDemoSink(target)) {
-          return resume(Effect.fail(new OutboundError({ reason: "Refused", message: `Refusing to call a private address (${host})` })))
-        }
+    /**
+     * One exchange. `agent: false` forces a fresh connection; otherwise the global keep-alive pool may
+     * lend a socket the receiver already closed, which fails before any response byte: `StaleConnection`.
+     */
+    const exchange = (
+      target: URL,
+      method: string,
+      headers: Record<string, string>,
+      body: string | undefined,
+      timeoutMs: number,
+      fresh: boolean
+    ) =>
+      Effect.async<OutboundResponse, OutboundError | StaleConnection>((resume) => {
         const client = target.protocol === "https:" ? Https : Http
-        const req = client.request(target, { method, headers, lookup: guardedLookup, timeout: timeoutMs }, (res) => {
+        let answered = false
+        const req = client.request(target, {
+          method,
+          headers,
+          lookup: guardedLookup,
+          timeout: timeoutMs,
+          ...(fresh ? { agent: false } : {})
+        }, (res) => {
+          answered = true
           const chunks: Array<Buffer> = []
           let size = 0
           res.on("data", (chunk: Buffer) => {
@@ -89,6 +98,8 @@ export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server
               ? new OutboundError({ reason: "Timeout", message: `No answer within ${timeoutMs} ms` })
               : e.code === "EPRIVATE"
               ? new OutboundError({ reason: "Refused", message: e.message })
+              : req.reusedSocket && !answered
+              ? new StaleConnection({ message: e.message })
               : new OutboundError({ reason: "Network", message: e.message })
           ))
         })
@@ -98,6 +109,30 @@ export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server
           clearTimeout(deadline)
           req.destroy()
         })
+      })
+
+    const request = (method: string, url: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number) =>
+      Effect.gen(function*() {
+        const target = yield* Effect.try({
+          try: () => new URL(url),
+          catch: () => new OutboundError({ reason: "InvalidUrl", message: `Not a URL: ${url}` })
+        })
+        if (target.protocol !== "http:" && target.protocol !== "https:") {
+          return yield* new OutboundError({ reason: "InvalidUrl", message: "Only http and https URLs are allowed" })
+        }
+        const host = target.hostname.replace(/^\[|\]$/g, "")
+        if (!allowPrivate && isIP(host) !== 0 && isPrivateAddress(host) && !isOwnDemoSink(target)) {
+          return yield* new OutboundError({ reason: "Refused", message: `Refusing to call a private address (${host})` })
+        }
+        const started = Date.now()
+        return yield* exchange(target, method, headers, body, timeoutMs, false).pipe(
+          // SPEC.md 6.2's transport-level retry: once, on a fresh connection, within the same time budget,
+          // and no attempt of the caller's is spent on it
+          Effect.catchTag("StaleConnection", () =>
+            exchange(target, method, headers, body, Math.max(1, timeoutMs - (Date.now() - started)), true).pipe(
+              Effect.catchTag("StaleConnection", (e) => new OutboundError({ reason: "Network", message: e.message }))
+            ))
+        )
       })
 
     return { request }
