@@ -64,7 +64,10 @@ const privateRanges = (() => {
     ["172.16.0.0", 12], ["192.0.0.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["224.0.0.0", 4], ["240.0.0.0", 4]] as const) {
     list.addSubnet(net, bits, "ipv4")
   }
-  for (const [net, bits] of [["::", 128], ["::1", 128], ["fc00::", 7], ["fe80::", 10], ["ff00::", 8], ["::ffff:0:0", 96]] as const) {
+  // ::/96 holds ::, ::1 and the deprecated IPv4-compatible form ([::127.0.0.1] is ::7f00:1). IPv4-mapped
+  // addresses (::ffff:7f00:1) are matched by BlockList against the IPv4 ranges; a ::ffff:0:0/96 entry here
+  // would also match every IPv4 address, public ones included.
+  for (const [net, bits] of [["::", 96], ["fc00::", 7], ["fe80::", 10], ["ff00::", 8]] as const) {
     list.addSubnet(net, bits, "ipv6")
   }
   return list
@@ -75,4 +78,22 @@ export const isPrivateAddress = (ip: string): boolean => {
   const version = isIP(ip)
   if (version === 0) return true
   return privateRanges.check(ip, version === 4 ? "ipv4" : "ipv6")
+}
+
+/**
+ * The host of a URL that names this machine or a private network without a DNS lookup: an IP literal that
+ * `isPrivateAddress` refuses (WHATWG parsing has already turned 127.1, 0x7f000001 and [::ffff:127.0.0.1]
+ * into canonical literals), or `localhost` and its subdomains. Other names are checked where they resolve,
+ * when the call is made. Undefined for anything else, unparseable URLs included.
+ */
+export const privateUrlHost = (url: string): string | undefined => {
+  let hostname: string
+  try {
+    hostname = new URL(url).hostname
+  } catch {
+    return undefined
+  }
+  const host = hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase()
+  if (isIP(host) !== 0) return isPrivateAddress(host) ? host : undefined
+  return host === "localhost" || host.endsWith(".localhost") ? host : undefined
 }

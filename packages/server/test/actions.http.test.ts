@@ -396,13 +396,45 @@ layer(
   TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "false", ACTION_RETRY_BASE_MS: "150", ENGINE_SWEEP_INTERVAL_MS: "1000" }),
   { excludeTestServices: true }
 )("actions without OUTBOUND_ALLOW_PRIVATE", (it) => {
-  it.effect("a private target is refused, not retried, and recorded as such", () =>
+  it.effect("a url at a loopback, private, link-local or metadata address is 422 on url, on create and on update", () =>
+    Effect.gen(function*() {
+      const alice = yield* seedUser()
+      const pipeline = yield* createPipeline(alice, "Saved")
+      const base = `/api/user/pipelines/${pipeline.id}/actions`
+      const valid = { name: "notify", method: "POST", is_active: true, fixed_trigger: "custom" }
+      for (const [url, host] of [
+        ["http://127.1:8080/hook", "127.0.0.1"],
+        ["http://0x7f000001/hook", "127.0.0.1"],
+        ["http://[::ffff:127.0.0.1]/hook", "::ffff:7f00:1"],
+        ["http://169.254.169.254/latest/meta-data", "169.254.169.254"],
+        ["https://10.1.2.3/hook", "10.1.2.3"],
+        ["http://[fd00::1]/hook", "fd00::1"],
+        ["http://localhost:3000/hook", "localhost"]
+      ] as const) {
+        const r = yield* post(alice, base, { ...valid, url })
+        expect422(r, ["url"])
+        expect(r.body.validation[0].message).toContain(`${host} is a loopback, private or link-local address`)
+        expect(r.body.validation[0].message).toContain("OUTBOUND_ALLOW_PRIVATE")
+      }
+      // public addresses and names are kept, placeholders outside the host too
+      yield* variable(alice, pipeline.id, { name: "lead_id", value: "opportunity.id", type: "from_system" })
+      const created = yield* action(alice, pipeline.id, { ...valid, url: "https://hooks.example.com/leads/{{lead_id}}" })
+      yield* action(alice, pipeline.id, { ...valid, name: "by_ip", url: "http://8.8.8.8/leads?id={{lead_id}}" })
+      expect422(yield* put(alice, `/api/user/actions/${created.id}`, { url: "http://192.168.1.20/leads" }), ["url"])
+      const kept = (ok(yield* get(alice, base)) as Array<any>).find((a) => a.id === created.id)
+      expect(kept.url).toBe("https://hooks.example.com/leads/{{lead_id}}")
+    }))
+
+  it.effect("a private target reached through a {{variable}} host is refused when called, not retried, and recorded as such", () =>
     Effect.scoped(Effect.gen(function*() {
       const hook = yield* target(() => ({ status: 200 }))
       const alice = yield* seedUser()
       const pipeline = yield* createPipeline(alice, "Guarded")
       yield* createStage(alice, pipeline.id, "Open", 1)
-      yield* action(alice, pipeline.id, { name: "internal", url: `${hook.url}/internal`, fixed_trigger: "stage_started", retries: 3 })
+      // the host is known only when the action runs, so saving cannot refuse it
+      const { hostname, port } = new URL(hook.url)
+      yield* variable(alice, pipeline.id, { name: "crm_host", value: hostname, type: "fixed" })
+      yield* action(alice, pipeline.id, { name: "internal", url: `http://{{crm_host}}:${port}/internal`, fixed_trigger: "stage_started", retries: 3 })
       yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "guard@example.com" } })
       const [run] = yield* runsWhen(alice, pipeline.id, 1)
       expect(hook.hits).toHaveLength(0)

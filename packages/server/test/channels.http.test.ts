@@ -244,6 +244,49 @@ layer(TestServerLive())("channels over REST", (it) => {
         expect((yield* get(alice, "/api/user/channels")).body.data).toHaveLength(1)
       }))
 
+    it.effect("a callback_url at a loopback, private, link-local or metadata address is 422 on callback_url, on create and on update", () =>
+      Effect.gen(function*() {
+        const alice = yield* seedUser()
+        // WHATWG parsing normalises the spellings before the check: 127.1 and 0x7f000001 are 127.0.0.1
+        for (const [callback_url, host] of [
+          ["http://127.1/hook", "127.0.0.1"],
+          ["http://0x7f000001:8080/hook", "127.0.0.1"],
+          ["http://2130706433/hook", "127.0.0.1"],
+          ["http://[::ffff:127.0.0.1]/hook", "::ffff:7f00:1"],
+          ["http://[::1]:3000/hook", "::1"],
+          ["http://169.254.169.254/latest/meta-data/", "169.254.169.254"],
+          ["https://10.0.0.8/hook", "10.0.0.8"],
+          ["http://192.168.1.20/hook", "192.168.1.20"],
+          ["http://100.64.0.1/hook", "100.64.0.1"],
+          ["http://0.0.0.0:3000/hook", "0.0.0.0"],
+          ["http://[fd00::1]/hook", "fd00::1"],
+          ["http://[fe80::1]/hook", "fe80::1"],
+          ["http://localhost:3000/hook", "localhost"],
+          ["http://app.localhost/hook", "app.localhost"]
+        ] as const) {
+          const r = yield* post(alice, "/api/user/channels", { kind: "web", callback_url })
+          expect422(r, ["callback_url"])
+          expect(r.body.validation[0].message).toBe(
+            `The callback_url field must point at a public address: ${host} is a loopback, private or link-local address, ` +
+              "which this server calls only when OUTBOUND_ALLOW_PRIVATE=true."
+          )
+        }
+        const created = yield* createChannel(alice, { kind: "web", callback_url: "https://hooks.example.com/parley" })
+        expect422(yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: "http://127.0.0.1:9/hook" }), ["callback_url"])
+        expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.callback_url).toBe("https://hooks.example.com/parley")
+        // an update that leaves callback_url alone is not checked again
+        expect((yield* put(alice, `/api/user/channels/${created.id}`, { name: "Renamed" })).status).toBe(200)
+      }))
+
+    it.effect("public addresses and host names are accepted as callback_url", () =>
+      Effect.gen(function*() {
+        const alice = yield* seedUser()
+        for (const callback_url of ["http://8.8.8.8/hook", "http://[::ffff:8.8.8.8]/hook", "https://[2001:4860:4860::8888]/hook", "https://hooks.example.com/parley"]) {
+          const created = yield* createChannel(alice, { kind: "web", callback_url })
+          expect(created.callback_url).toBe(callback_url)
+        }
+      }))
+
     it.effect("a bad origin is 422 naming the allowed_origins entry", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
@@ -396,4 +439,15 @@ layer(TestServerLive())("channels over REST", (it) => {
         expect(r.body).toMatchObject({ status: false, code: 401, validation: [], data: null })
       }))
   })
+})
+
+layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }))("channels with OUTBOUND_ALLOW_PRIVATE", (it) => {
+  it.effect("a loopback or private callback_url is saved", () =>
+    Effect.gen(function*() {
+      const alice = yield* seedUser()
+      const created = yield* createChannel(alice, { kind: "web", callback_url: "http://127.0.0.1:4000/hook" })
+      expect(created.callback_url).toBe("http://127.0.0.1:4000/hook")
+      const updated = yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: "http://10.0.0.8/hook" })
+      expect(updated.body.data.callback_url).toBe("http://10.0.0.8/hook")
+    }))
 })

@@ -104,6 +104,13 @@ describe("parley CLI", () => {
       ])
       expect(channel.client_id).toMatch(/^wc_/)
       expect(channel.client_secret).toMatch(/^wcs_/)
+      const metadata = await parley(dataDir, [
+        "channel", "create", "--workspace-id", "1", "--kind", "web", "--callback-url", "http://169.254.169.254/latest/meta-data"
+      ]).catch((e) => JSON.parse(e.stdout))
+      expect(metadata).toEqual({
+        error: "callback_url: The callback_url field must point at a public address: 169.254.169.254 is a loopback, private or " +
+          "link-local address, which this server calls only when OUTBOUND_ALLOW_PRIVATE=true."
+      })
       const channels = await api(server.api, "/api/user/channels", online.token)
       expect(channels.body.data.map((c: any) => c.client_id)).toEqual([channel.client_id])
       expect(channels.body.data[0]).toMatchObject({ pipeline_id: pipeline.body.data.id, allowed_origins: ["https://shop.example.com"] })

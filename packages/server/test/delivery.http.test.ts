@@ -157,7 +157,12 @@ layer(TestServerLive({ WEBHOOK_TIMEOUT_MS: "400", WEBHOOK_RETRY_DELAY_MS: "2000"
     it.effect("refuses a loopback callback URL without OUTBOUND_ALLOW_PRIVATE, once, and logs why", () =>
       Effect.scoped(Effect.gen(function*() {
         const receiver = yield* webhookReceiver(() => "ok")
-        const { messageId } = yield* replyOn(receiver.url)
+        const { channel, messageId, owner } = yield* replyOn("https://hooks.example.com/parley")
+        // saving it is refused too; a URL saved while OUTBOUND_ALLOW_PRIVATE was on is still refused when called
+        const saved = yield* call(`/api/user/channels/${channel.id}`, { method: "PUT", token: owner.token, body: { callback_url: receiver.url } })
+        expect(saved.status).toBe(422)
+        expect(saved.body.validation.map((v: { field: string }) => v.field)).toEqual(["callback_url"])
+        yield* (yield* SqlClient.SqlClient)`update channels set callback_url = ${receiver.url} where id = ${channel.id}`.pipe(Effect.orDie)
         yield* (yield* Deliveries).start(messageId)
         yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 1))
         yield* Effect.sleep("800 millis")

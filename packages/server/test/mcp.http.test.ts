@@ -535,3 +535,24 @@ layer(
       expect(ended.status).toBe(200)
     }))
 })
+
+layer(TestServerLive(), { excludeTestServices: true })("MCP without OUTBOUND_ALLOW_PRIVATE", (it) => {
+  it.scoped("create_action and update_action refuse a url at a private address as a tool error naming url", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      const mcp = yield* connect(owner.token)
+      const pipeline = (yield* mcp.ok("create_pipeline", { name: "Guarded", agent_type_id: 1, ai_model_id: 1, language_id: 1 })).pipeline
+      const request = { pipeline_id: pipeline.id, name: "crm", method: "POST", is_active: true, fixed_trigger: "custom" }
+      const refused = yield* mcp.call("create_action", { ...request, url: "http://169.254.169.254/latest/meta-data" })
+      expect(refused.isError).toBe(true)
+      expect((refused.structuredContent as any).validation).toEqual([{
+        field: "url",
+        message: "The url field must point at a public address: 169.254.169.254 is a loopback, private or link-local address, " +
+          "which this server calls only when OUTBOUND_ALLOW_PRIVATE=true."
+      }])
+      expect(textOf(refused)).toContain("- url: The url field must point at a public address")
+      const action = (yield* mcp.ok("create_action", { ...request, url: "https://crm.example.com/leads" })).action
+      const update = yield* mcp.call("update_action", { action_id: action.id, url: "http://[::ffff:10.0.0.1]/leads" })
+      expect((update.structuredContent as any).validation).toMatchObject([{ field: "url" }])
+    }))
+})

@@ -155,4 +155,59 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(r.text.toLowerCase()).toContain("<html")
       expect(r.text).toContain("Parley API")
     }))
+
+  it.effect("/docs runs no inline script and sends a CSP, frame and sniffing protection; Scalar's bundle is a cacheable file", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const page = yield* Effect.promise(async () => {
+        const response = await fetch(`${baseUrl}/docs`)
+        return { headers: response.headers, text: await response.text() }
+      })
+      expectPageHeaders(page.headers)
+      const csp = directives(page.headers)
+      expect(csp.get("script-src")).toEqual(["'self'", "'wasm-unsafe-eval'"])
+      expect(csp.get("connect-src")).toEqual(["'self'"])
+      // the spec is a JSON data block; the only script that runs is the bundle, by URL
+      const scripts = [...page.text.matchAll(/<script([^>]*)>/g)].map((m) => m[1]!)
+      expect(scripts).toHaveLength(2)
+      expect(scripts[0]).toContain(`type="application/json"`)
+      const src = /src="([^"]+)"/.exec(scripts[1]!)![1]!
+      expect(src).toMatch(/^docs\/scalar\.js\?v=[\w-]{16}$/)
+      const bundle = yield* Effect.promise(async () => {
+        const response = await fetch(new URL(src, `${baseUrl}/docs`))
+        return { status: response.status, headers: response.headers, text: await response.text() }
+      })
+      expect(bundle.status).toBe(200)
+      expect(bundle.headers.get("content-type")).toBe("text/javascript; charset=utf-8")
+      expect(bundle.headers.get("cache-control")).toContain("immutable")
+      expect(bundle.headers.get("x-content-type-options")).toBe("nosniff")
+      expect(bundle.text).toContain("@scalar/api-reference")
+    }))
+
+  it.effect("the page of links at / (no demo seeded) sends a CSP that runs no script, with frame and sniffing protection", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const response = yield* Effect.promise(() => fetch(`${baseUrl}/`))
+      expect(response.status).toBe(200)
+      expectPageHeaders(response.headers)
+      expect(directives(response.headers).get("script-src")).toBeUndefined()
+    }))
 })
+
+/** A CSP's directives by name. */
+const directives = (headers: Headers) =>
+  new Map((headers.get("content-security-policy") ?? "").split(";").map((d) => {
+    const [name, ...sources] = d.trim().split(/\s+/)
+    return [name!, sources] as const
+  }))
+
+const expectPageHeaders = (headers: Headers) => {
+  const csp = directives(headers)
+  expect(csp.get("default-src")).toEqual(["'none'"])
+  expect(csp.get("frame-ancestors")).toEqual(["'none'"])
+  expect(csp.get("base-uri")).toEqual(["'none'"])
+  expect(csp.get("script-src") ?? []).not.toContain("'unsafe-inline'")
+  expect(headers.get("x-frame-options")).toBe("DENY")
+  expect(headers.get("x-content-type-options")).toBe("nosniff")
+  expect(headers.get("referrer-policy")).toBe("no-referrer")
+}

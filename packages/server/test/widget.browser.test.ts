@@ -59,7 +59,13 @@ describe("the demo page in a browser", () => {
     const page = await context.newPage()
     const errors: Array<string> = []
     page.on("pageerror", (e) => errors.push(String(e)))
-    await page.goto(`${server!.api}/`)
+    // everything below runs under the page's CSP: its inline script and widget.js by nonce, nothing else
+    page.on("console", (m) => m.text().includes("Content Security Policy") && errors.push(m.text()))
+    const response = await page.goto(`${server!.api}/`)
+    const csp = response!.headers()["content-security-policy"]!
+    expect(csp).toMatch(/(^|; )script-src 'nonce-[A-Za-z0-9+/=]{24}'(;|$)/)
+    expect(csp).toContain("frame-ancestors 'none'")
+    expect(response!.headers()["x-frame-options"]).toBe("DENY")
     await page.waitForSelector("#parley-widget[data-state=ready]", WAIT)
     // the panel is open on the demo page; the pipeline's static opening message greets the visitor
     expect(await page.getByRole("dialog", { name: "Parley demo agent" }).isVisible()).toBe(true)

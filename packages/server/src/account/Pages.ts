@@ -2,11 +2,11 @@
  * The account and consent pages: small server-rendered HTML, no scripts, labelled controls, every
  * interpolated value escaped.
  */
-import { HttpServerResponse } from "@effect/platform"
 import { type Scope, Scopes } from "@parley/domain"
 import type { PersonalTokenRow } from "../identity/IdentityRepo.js"
 import type { ConnectedClientRow } from "../oauth/OAuthRepo.js"
 import type { AuthorizeRequest } from "../oauth/OAuth.js"
+import { htmlResponse } from "../http/PageHeaders.js"
 import type { Session } from "./Sessions.js"
 
 const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
@@ -50,9 +50,9 @@ export interface PageOptions {
   readonly formAction?: ReadonlyArray<string>
 }
 
-/** An HTML response that is never cached, framed or sent with a referrer. */
+/** An HTML page that is never cached, framed or sent with a referrer, and runs no script. */
 export const htmlPage = (title: string, body: string, options: PageOptions = {}) =>
-  HttpServerResponse.text(
+  htmlResponse(
     `<!doctype html>
 <html lang="en">
 <head>
@@ -68,23 +68,8 @@ ${body}
 </body>
 </html>
 `,
-    {
-      status: options.status ?? 200,
-      contentType: "text/html; charset=utf-8",
-      headers: {
-        "cache-control": "no-store",
-        "content-security-policy": [
-          "default-src 'none'",
-          "style-src 'unsafe-inline'",
-          `form-action 'self'${(options.formAction ?? []).map((s) => ` ${s}`).join("")}`,
-          "frame-ancestors 'none'",
-          "base-uri 'none'"
-        ].join("; "),
-        "x-frame-options": "DENY",
-        "x-content-type-options": "nosniff",
-        "referrer-policy": "no-referrer"
-      }
-    }
+    { "style-src": ["'unsafe-inline'"], "form-action": ["'self'", ...(options.formAction ?? [])] },
+    { status: options.status ?? 200, cache: "no-store" }
   )
 
 const hidden = (name: string, value: string) => `<input type="hidden" name="${escape(name)}" value="${escape(value)}">`

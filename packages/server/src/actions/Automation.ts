@@ -26,6 +26,7 @@ import {
 import { Effect, Schema } from "effect"
 import type { SqlError } from "@effect/sql/SqlError"
 import { isUniqueViolation } from "../db/SqlErrors.js"
+import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { someOrFail } from "../util/Effects.js"
 import { type ActionRow, AutomationRepo } from "./AutomationRepo.js"
 
@@ -118,9 +119,10 @@ const templateIssues = (
 
 /** Variables and actions of the caller's pipelines, and the record of action runs (SPEC.md 4.5). */
 export class Automation extends Effect.Service<Automation>()("@parley/server/Automation", {
-  dependencies: [AutomationRepo.Default],
+  dependencies: [AutomationRepo.Default, OutboundTargets.Default],
   effect: Effect.gen(function*() {
     const repo = yield* AutomationRepo
+    const targets = yield* OutboundTargets
 
     const ownPipeline = (id: PipelineId) =>
       Effect.flatMap(CurrentActor, (actor) => repo.pipelineWorkspace(actor.workspaceIds, id).pipe(someOrFail(pipelineNotFound)))
@@ -182,7 +184,8 @@ export class Automation extends Effect.Service<Automation>()("@parley/server/Aut
       const workspaceId = yield* ownPipeline(pipelineId)
       yield* failOn([
         ...(yield* stageIssues(pipelineId, input.stage_id)),
-        ...templateIssues(input.fixed_trigger, { url: input.url, headers: input.headers ?? {}, payload: input.payload ?? null }, yield* repo.variables(pipelineId))
+        ...templateIssues(input.fixed_trigger, { url: input.url, headers: input.headers ?? {}, payload: input.payload ?? null }, yield* repo.variables(pipelineId)),
+        ...targets.issues("url", input.url)
       ])
       const id = yield* repo.insertAction(workspaceId, pipelineId, input).pipe(
         Effect.catchTag("SqlError", nameTaken("actions_pipeline_name_key", "actions"))
@@ -219,6 +222,8 @@ export class Automation extends Effect.Service<Automation>()("@parley/server/Aut
       issues.push(...(yield* stageIssues(current.pipeline_id, input.stage_id)))
       const variables = yield* repo.variables(current.pipeline_id)
       issues.push(...templateIssues(next.fixed_trigger, next, variables))
+      // only a new url: one saved while OUTBOUND_ALLOW_PRIVATE was on stays editable
+      issues.push(...targets.issues("url", input.url))
       if (next.name !== current.name) {
         const reader = variables.find((v) => v.type === "from_action" && v.value.split(".")[0] === current.name)
         if (reader) issues.push({ field: "name", message: `may not change: the variable ${reader.name} reads this action's response` })

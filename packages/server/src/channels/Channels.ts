@@ -18,6 +18,7 @@ import { Effect, Option } from "effect"
 import { someOrFail } from "../util/Effects.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { randomBase62 } from "../identity/Secrets.js"
+import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { ChannelCache } from "./ChannelCache.js"
 import { ChannelsRepo } from "./ChannelsRepo.js"
 
@@ -43,9 +44,10 @@ const kindLabel: Record<ChannelKind, string> = {
 }
 
 export class Channels extends Effect.Service<Channels>()("@parley/server/Channels", {
-  dependencies: [ChannelsRepo.Default, AppSecret.Default, ChannelCache.Default],
+  dependencies: [ChannelsRepo.Default, AppSecret.Default, ChannelCache.Default, OutboundTargets.Default],
   effect: Effect.gen(function*() {
     const repo = yield* ChannelsRepo
+    const targets = yield* OutboundTargets
     const secrets = yield* AppSecret
     const channelCache = yield* ChannelCache
     const sql = yield* SqlClient.SqlClient
@@ -62,6 +64,11 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
           return yield* Unprocessable.of([{ field: "pipeline_id", message: "The selected pipeline does not exist." }])
         }
       })
+
+    const checkCallback = (url: string | null | undefined) => {
+      const issues = targets.issues("callback_url", url)
+      return issues.length > 0 ? Effect.fail(Unprocessable.of(issues)) : Effect.void
+    }
 
     const origins = (list: ReadonlyArray<string> | undefined) =>
       list === undefined ? undefined : [...new Set(list.map(normaliseOrigin))]
@@ -83,6 +90,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
         return yield* Unprocessable.of([{ field: "workspace_id", message: "The selected workspace is invalid." }])
       }
       yield* checkPipeline(workspaceId, input.pipeline_id)
+      yield* checkCallback(input.callback_url)
       const credentials = hasClientCredentials(input.kind) ? newCredentials() : null
       const id = yield* repo.insert({
         workspace_id: workspaceId,
@@ -104,6 +112,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       const actor = yield* CurrentActor
       const channel = yield* find(actor, id)
       yield* checkPipeline(channel.workspace_id, input.pipeline_id)
+      yield* checkCallback(input.callback_url)
       yield* repo.update(id, { ...input, allowed_origins: origins(input.allowed_origins) })
       yield* changed
       return yield* find(actor, id)

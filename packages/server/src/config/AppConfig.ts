@@ -96,3 +96,9 @@ export const publicBaseUrl = (
   config: { readonly publicUrl: Option.Option<string>; readonly host: string; readonly port: number },
   headers: Readonly<Record<string, string | undefined>>
 ) => Option.getOrElse(config.publicUrl, () => `http://${headers["host"] ?? `${config.host}:${config.port}`}`)
+
+/** The receiver's base URL for clients: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT. */
+export const receiverBaseUrl = (
+  config: { readonly receiverUrl: Option.Option<string>; readonly host: string; readonly receiverPort: number },
+  bound: string | undefined
+) => Option.getOrElse(config.receiverUrl, () => bound ?? `http://${config.host}:${config.receiverPort}`)

@@ -1,4 +1,4 @@
-import { HttpApiScalar, HttpLayerRouter, HttpServerResponse } from "@effect/platform"
+import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Api, errorBody } from "@parley/domain"
 import { Effect, Layer } from "effect"
@@ -19,6 +19,7 @@ import { ModelPoolHttpLive, PipelinesHttpLive } from "../pipelines/Http.js"
 import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
 import { WidgetAuthLive, WidgetHttpLive, WidgetRoutes } from "../widget/Http.js"
 import { DemoPageRoutes } from "../seed/DemoPage.js"
+import { DocsRoutes } from "./Docs.js"
 
 const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
@@ -39,8 +40,6 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
   ]),
   Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive])
 )
-
-const DocsRoute = HttpApiScalar.layerHttpLayerRouter({ api: Api, path: "/docs" })
 
 /** `/health`: the process answers. `/ready`: migrations ran (this layer is built after them) and the database answers. */
 export const HealthRoutes = Layer.mergeAll(
@@ -64,7 +63,7 @@ export const NotFoundRoute = HttpLayerRouter.add(
 
 export const ApiRoutes = Layer.mergeAll(
   RestRoutes,
-  DocsRoute,
+  DocsRoutes,
   HealthRoutes,
   FilesRoute,
   McpRoute,

@@ -9,7 +9,9 @@ import { SqlClient } from "@effect/sql"
 import { ulid, verifyServiceSignature } from "@parley/domain"
 import { Effect, Layer } from "effect"
 import * as Fs from "node:fs"
-import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
+import { AppConfig, publicBaseUrl, receiverBaseUrl } from "../config/AppConfig.js"
+import { BoundAddresses } from "../http/Listener.js"
+import { htmlResponse, type PagePolicy, scriptNonce } from "../http/PageHeaders.js"
 import { Widget } from "../widget/Widget.js"
 import { type DemoCredentials, readDemoCredentials } from "./Demo.js"
 
@@ -26,11 +28,29 @@ const landing = (api: string) => `<!doctype html>
 <p>The live demo page appears here when the demo workspace is seeded (<code>PARLEY_SEED_DEMO=true</code>, the default on the embedded database).</p>
 </main></body></html>`
 
-const html = (body: string) =>
-  HttpServerResponse.text(body, {
-    contentType: "text/html; charset=utf-8",
-    headers: { "cache-control": "no-store", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" }
-  })
+const originOf = (url: string) => {
+  try {
+    return [new URL(url).origin]
+  } catch {
+    return []
+  }
+}
+
+/**
+ * The demo page's one inline script and widget.js run by nonce; the widget talks to the API (fetch and
+ * its socket) and to the receiver, and shows files from the API.
+ */
+const demoPolicy = (nonce: string, api: string, receiver: string): PagePolicy => {
+  const apiOrigin = originOf(api)
+  return {
+    "script-src": [`'nonce-${nonce}'`],
+    "style-src": ["'unsafe-inline'"],
+    "connect-src": [...apiOrigin, ...apiOrigin.map((o) => o.replace(/^http/, "ws")), ...originOf(receiver)],
+    "img-src": ["'self'", ...apiOrigin, "blob:"]
+  }
+}
+
+const html = (body: string, policy: PagePolicy) => htmlResponse(body, policy, { cache: "no-store" })
 
 const json = (status: number, body: unknown) => HttpServerResponse.unsafeJson(body, { status })
 
@@ -53,8 +73,13 @@ const page = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const api = publicBaseUrl(config, request.headers)
   const demo = yield* demoOf
-  if (demo?.widget === undefined) return html(landing(escapeHtml(api)))
-  return html(template.replaceAll("__CLIENT_ID__", escapeHtml(demo.widget.client_id)).replaceAll("__API__", escapeHtml(api)))
+  if (demo?.widget === undefined) return html(landing(escapeHtml(api)), { "style-src": ["'unsafe-inline'"] })
+  const receiver = receiverBaseUrl(config, yield* Effect.flatMap(BoundAddresses, (b) => b.receiver))
+  const nonce = scriptNonce()
+  return html(
+    template.replaceAll("__CLIENT_ID__", escapeHtml(demo.widget.client_id)).replaceAll("__API__", escapeHtml(api)).replaceAll("__NONCE__", nonce),
+    demoPolicy(nonce, api, receiver)
+  )
 })
 
 /** The visitor's opportunity (stage, status, tags), the pipeline's stages, and the webhook attempts of its replies. */

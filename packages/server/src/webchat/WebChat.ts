@@ -27,7 +27,7 @@ import {
 import { Effect, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { Conversation } from "@parley/worker"
-import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
+import { AppConfig, publicBaseUrl, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
 import { FileStorage } from "../files/FileStorage.js"
@@ -90,10 +90,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const conversations = yield* Conversation.client
 
     /** The receiver's public base: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT. */
-    const receiverUrl = Effect.gen(function*() {
-      if (Option.isSome(config.receiverUrl)) return config.receiverUrl.value
-      return (yield* bound.receiver) ?? `http://${config.host}:${config.receiverPort}`
-    })
+    const receiverUrl = Effect.map(bound.receiver, (url) => receiverBaseUrl(config, url))
 
     const channelRow = (clientId: string) => channelCache.get(clientId, repo.channelByClientId(clientId))
     const decrypted = new Map<string, string>()
