@@ -15,6 +15,7 @@ import { EngineLive, HandlersLive } from "./delivery/Engine.js"
 import { FileStorage } from "./files/FileStorage.js"
 import { Followups } from "./followups/Followups.js"
 import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Listener.js"
+import { Readiness } from "./http/Readiness.js"
 import { Identity } from "./identity/Identity.js"
 import { Knowledge } from "./knowledge/Knowledge.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
@@ -44,6 +45,7 @@ const Services = Layer.mergeAll(
   Widget.Default,
   FileStorage.Default,
   BoundAddresses.Default,
+  Readiness.Default,
   Deliveries.Default,
   Messages.Default,
   Realtime.Default,

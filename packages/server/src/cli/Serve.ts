@@ -4,6 +4,7 @@ import { AdminServerLive } from "../admin/AdminServer.js"
 import { ApiServerLive, DatabaseLive, ListenersLive, ReceiverServerLive, servicesFor } from "../App.js"
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { ApiListener, ReceiverListener } from "../http/Listener.js"
+import { Readiness } from "../http/Readiness.js"
 import { type DemoCredentials, seedDemo } from "../seed/Demo.js"
 
 const banner = (api: string | undefined, receiver: string | undefined, dataDir: string | undefined, demo: DemoCredentials | undefined) => {
@@ -87,7 +88,10 @@ export const serveLayer = (role: Role) => {
     }
   })()
   const admin = Layer.unwrapEffect(Effect.map(AppConfig, (c) => Option.isNone(c.databaseUrl) ? AdminServerLive : Layer.empty))
-  return Layer.mergeAll(announce, admin).pipe(
+  // built after everything else: from here on `/ready` answers 200
+  const started = Layer.effectDiscard(Effect.flatMap(Readiness, (r) => r.markStarted))
+  return started.pipe(
+    Layer.provide(Layer.mergeAll(announce, admin)),
     Layer.provide(servicesFor(role)),
     Layer.provide(DatabaseLive),
     Layer.provide(AppConfig.Default),

@@ -20,6 +20,7 @@ import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
 import { WidgetAuthLive, WidgetHttpLive, WidgetRoutes } from "../widget/Http.js"
 import { DemoPageRoutes } from "../seed/DemoPage.js"
 import { DocsRoutes } from "./Docs.js"
+import { Readiness } from "./Readiness.js"
 
 const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
@@ -41,16 +42,25 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
   Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive])
 )
 
-/** `/health`: the process answers. `/ready`: migrations ran (this layer is built after them) and the database answers. */
+/**
+ * `/health`: the process answers. `/ready`: start-up finished (`Readiness`; migrations ran before this layer
+ * was built) and the database answers.
+ */
 export const HealthRoutes = Layer.mergeAll(
   HttpLayerRouter.add("GET", "/health", HttpServerResponse.unsafeJson({ status: "ok" })),
   HttpLayerRouter.add(
     "GET",
     "/ready",
-    Effect.flatMap(SqlClient.SqlClient, (sql) => sql`select 1`).pipe(
-      Effect.as(HttpServerResponse.unsafeJson({ status: "ready" })),
-      Effect.catchAllCause(() => Effect.succeed(HttpServerResponse.unsafeJson({ status: "unavailable" }, { status: 503 })))
-    )
+    Effect.gen(function*() {
+      if (!(yield* Effect.flatMap(Readiness, (r) => r.isStarted))) {
+        return HttpServerResponse.unsafeJson({ status: "starting" }, { status: 503 })
+      }
+      const sql = yield* SqlClient.SqlClient
+      return yield* sql`select 1`.pipe(
+        Effect.as(HttpServerResponse.unsafeJson({ status: "ready" })),
+        Effect.catchAllCause(() => Effect.succeed(HttpServerResponse.unsafeJson({ status: "unavailable" }, { status: 503 })))
+      )
+    })
   )
 )
 

@@ -17,6 +17,7 @@ import { openPglite } from "../../src/db/Database.js"
 import * as PgliteClient from "../../src/db/PgliteClient.js"
 import { pgTypeParser } from "../../src/db/PgTypes.js"
 import { ApiListener, ReceiverListener } from "../../src/http/Listener.js"
+import { Readiness } from "../../src/http/Readiness.js"
 import { Identity } from "../../src/identity/Identity.js"
 
 export const databaseMode = process.env.PARLEY_TEST_DATABASE === "socket" ? "socket" : "embedded"
@@ -68,6 +69,8 @@ export const serverOn = <E, R>(database: Layer.Layer<ServerDatabase, E, R>) =>
     Effect.gen(function*() {
       const api = yield* ApiListener
       const receiver = yield* ReceiverListener
+      // no announce step here: start-up is over once the listeners are bound
+      yield* Effect.flatMap(Readiness, (r) => r.markStarted)
       return { baseUrl: api.url, receiverUrl: receiver.url }
     })
   ).pipe(
