@@ -4,11 +4,9 @@
  */
 import { Schema } from "effect"
 import { ChannelKind } from "./Channels.js"
-import { PipelineId, WorkspaceId } from "./Ids.js"
+import { IdFromString, PipelineId, WorkspaceId } from "./Ids.js"
 import { all } from "./Schemas.js"
 
-const IdParam = <S extends Schema.Schema<any, number, never>>(id: S) =>
-  Schema.compose(Schema.NumberFromString, id).annotations({ message: () => "must be a positive integer id" })
 
 /** `true`/`false` (also `1`/`0`) in a query string. */
 const BooleanParam = Schema.transform(Schema.Literal("true", "false", "1", "0"), Schema.Boolean, {
@@ -56,7 +54,7 @@ export const IsoDate = Schema.String.pipe(
 
 /** Where the counts come from: every reachable workspace or one of them, test conversations left out unless asked for. */
 const scopeFields = {
-  workspace_id: Schema.optional(IdParam(WorkspaceId)).annotations({
+  workspace_id: Schema.optional(IdFromString(WorkspaceId)).annotations({
     description: "Count only this workspace (one you own or manage); all of them when omitted"
   }),
   include_test: Schema.optionalWith(BooleanParam, { default: () => false }).annotations({
@@ -85,7 +83,7 @@ export const MessagingStatsQuery = Schema.Struct({
   end_date: Schema.optional(IsoDate).annotations({
     description: "On messages' created_at, inclusive; a bare date includes that whole day (UTC)"
   }),
-  pipeline_id: Schema.optional(IdParam(PipelineId)),
+  pipeline_id: Schema.optional(IdFromString(PipelineId)),
   provider: Schema.optional(MessagingProvider)
 }).pipe(Schema.filter((q) => endNotBeforeStart(q))).annotations(all)
 export type MessagingStatsQuery = typeof MessagingStatsQuery.Type

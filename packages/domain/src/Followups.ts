@@ -11,10 +11,10 @@
  * interval still happens.
  */
 import { Schema } from "effect"
-import { PipelineId, StageId } from "./Ids.js"
+import { Id, PipelineId, StageId } from "./Ids.js"
 import { all, IntBetween, Text, Timestamp } from "./Schemas.js"
 
-export const FollowupId = Schema.Int.pipe(Schema.positive(), Schema.brand("FollowupId"))
+export const FollowupId = Id("FollowupId")
 export type FollowupId = typeof FollowupId.Type
 
 export const IntervalUnit = Schema.Literal("minute", "hour", "day", "week", "month")

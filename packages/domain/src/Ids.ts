@@ -1,9 +1,30 @@
-import { Schema } from "effect"
+import { ParseResult, Schema } from "effect"
 
-const Id = <B extends string>(brand: B) => Schema.Int.pipe(Schema.positive(), Schema.brand(brand))
+/** Ids are `bigint` identity columns; a JavaScript number holds them exactly up to 2^53 - 1. */
+export const MAX_ID = Number.MAX_SAFE_INTEGER
+
+const idMessage = () => "must be a positive integer id"
+
+/** A positive integer id of one kind (`PipelineId`), as bodies carry it. */
+export const Id = <B extends string>(brand: B) =>
+  Schema.Int.pipe(Schema.between(1, MAX_ID, { message: idMessage }), Schema.brand(brand)).annotations({ message: idMessage })
+
+/**
+ * An id in a path or query string: `^[1-9][0-9]*$` within range, nothing looser. `Number(" 1")`, `1e0`,
+ * `0x1`, `1.0`, `+1` and `01` all read as 1, which let a malformed id reach a real row.
+ */
+export const IdText = Schema.transformOrFail(Schema.String, Schema.Number, {
+  strict: true,
+  decode: (s, _, ast) =>
+    /^[1-9][0-9]{0,15}$/.test(s) && Number(s) <= MAX_ID
+      ? ParseResult.succeed(Number(s))
+      : ParseResult.fail(new ParseResult.Type(ast, s, idMessage())),
+  encode: (n) => ParseResult.succeed(String(n))
+}).annotations({ message: idMessage })
+
 /** Path parameters arrive as strings: `/pipelines/12`. */
-const IdFromString = <S extends Schema.Schema<any, number, never>>(id: S) =>
-  Schema.compose(Schema.NumberFromString, id).annotations({ message: () => "must be a positive integer id" })
+export const IdFromString = <S extends Schema.Schema<any, number, never>>(id: S) =>
+  Schema.compose(IdText, id).annotations({ message: idMessage })
 
 export const UserId = Id("UserId")
 export type UserId = typeof UserId.Type

@@ -1,7 +1,7 @@
 /** Knowledge tables, columns and points (SPEC.md 2.6, 2.7, 4.3, and the knowledge tools of 4.5). */
 import { Schema } from "effect"
 import { KnowledgeTableId, PipelineId, UserId, WorkspaceId } from "./Ids.js"
-import { all, IntBetween, IntFromQuery, NonEmptyString, Text, Timestamp } from "./Schemas.js"
+import { all, FiniteNumber, IntBetween, IntFromQuery, NonEmptyString, Text, Timestamp } from "./Schemas.js"
 
 export const ColumnDataType = Schema.Literal("string", "number", "boolean", "date")
 export type ColumnDataType = typeof ColumnDataType.Type
@@ -120,7 +120,7 @@ export const SearchKnowledge = Schema.Struct({
   query: NonEmptyString(2000),
   limit: Schema.optionalWith(IntBetween(1, 20), { default: () => 5 }),
   use_hybrid: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-  filters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean) }))
+  filters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, FiniteNumber, Schema.Boolean) }))
 }).annotations({ ...all, identifier: "SearchKnowledge" })
 export type SearchKnowledge = typeof SearchKnowledge.Type
 

@@ -1,4 +1,5 @@
 import { HttpApiSchema, Multipart } from "@effect/platform"
+import { StorableString } from "./StorableText.js"
 import { Schema } from "effect"
 import { FileEntryWithUrl } from "./Files.js"
 import { ChannelId, PipelineId, StageId } from "./Ids.js"
@@ -31,7 +32,7 @@ export class MessageRecord extends Schema.Class<MessageRecord>("MessageRecord")(
   updated_at: Timestamp
 }) {}
 
-const Text = Schema.String.pipe(Schema.maxLength(10_000, { message: () => "may not be greater than 10000 characters" }))
+const Text = StorableString.pipe(Schema.maxLength(10_000, { message: () => "may not be greater than 10000 characters" }))
 
 /** Text only, as JSON. */
 export const SendJson = Schema.Struct({

@@ -1,19 +1,17 @@
 import { ParseResult, Predicate, Schema, SchemaAST as AST } from "effect"
-import { ChannelId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
+import { ChannelId, Id, IdFromString, PipelineId, StageId, WorkspaceId } from "./Ids.js"
 import { isAllDigits, normalisePhone } from "./Phone.js"
 import { StageNature } from "./Pipelines.js"
 import { all, IntFromQuery, PageNumber, PerPage, Text, Timestamp } from "./Schemas.js"
 
-export const OpportunityId = Schema.Int.pipe(Schema.positive(), Schema.brand("OpportunityId"))
+export const OpportunityId = Id("OpportunityId")
 export type OpportunityId = typeof OpportunityId.Type
-export const ContactId = Schema.Int.pipe(Schema.positive(), Schema.brand("ContactId"))
+export const ContactId = Id("ContactId")
 export type ContactId = typeof ContactId.Type
-export const ConversationId = Schema.Int.pipe(Schema.positive(), Schema.brand("ConversationId"))
+export const ConversationId = Id("ConversationId")
 export type ConversationId = typeof ConversationId.Type
-export const ConversationIdFromString = Schema.compose(Schema.NumberFromString, ConversationId).annotations({
-  message: () => "must be a positive integer id"
-})
-export const TagId = Schema.Int.pipe(Schema.positive(), Schema.brand("TagId"))
+export const ConversationIdFromString = IdFromString(ConversationId)
+export const TagId = Id("TagId")
 export type TagId = typeof TagId.Type
 
 export const OpportunityStatus = Schema.Literal("pending", "active", "paused", "won", "lost")

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { AgentTypeId, AiModelId, ChannelId, DialectId, LanguageId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
-import { all, IntAtLeast, IntBetween, MinLength, NonEmptyString, Text, Timestamp } from "./Schemas.js"
+import { all, FiniteNumber, IntAtLeast, IntBetween, MinLength, NonEmptyString, Text, Timestamp } from "./Schemas.js"
 
 export const RagMode = Schema.Literal("none", "vector", "hybrid")
 export const PipelineStatus = Schema.Literal("active", "inactive")
@@ -82,7 +82,7 @@ export class PipelineWithStages extends Pipeline.extend<PipelineWithStages>("Pip
 }) {}
 
 const Temperature = Schema.Number.pipe(Schema.between(0.1, 1.0, { message: () => "must be between 0.1 and 1.0" }))
-const Cost = Schema.Number.pipe(Schema.positive({ message: () => "must be a positive number" }))
+const Cost = FiniteNumber.pipe(Schema.positive({ message: () => "must be a positive number" }))
 const OptionalText = Schema.optional(Schema.NullOr(Text(20_000)))
 
 /** Settings shared by create and update (SPEC.md 4.5 create_pipeline / update_pipeline). */

@@ -1,5 +1,5 @@
 /** Small reusable field schemas with the messages a client developer wants to read. */
-import { Schema } from "effect"
+import { ParseResult, Schema } from "effect"
 
 export const all = { parseOptions: { errors: "all" as const, onExcessProperty: "ignore" as const } }
 
@@ -18,18 +18,38 @@ export const MinLength = (min: number, max = 10_000) =>
     Schema.maxLength(max, { message: () => `may not be greater than ${max} characters` })
   )
 
+/** The largest value of a Postgres `integer` column: counts, limits and orders are stored as such. */
+export const INT4_MAX = 2_147_483_647
+
 export const IntBetween = (min: number, max: number) =>
   Schema.Int.pipe(Schema.between(min, max, { message: () => `must be an integer between ${min} and ${max}` }))
 
+/** At least `min`, and no more than an `integer` column holds. */
 export const IntAtLeast = (min: number) =>
-  Schema.Int.pipe(Schema.greaterThanOrEqualTo(min, { message: () => `must be an integer of at least ${min}` }))
+  Schema.Int.pipe(
+    Schema.greaterThanOrEqualTo(min, { message: () => `must be an integer of at least ${min}` }),
+    Schema.lessThanOrEqualTo(INT4_MAX, { message: () => `may not be greater than ${INT4_MAX}` })
+  )
 
-/** Query-string integers (`?page=2`). */
-export const IntFromQuery = Schema.NumberFromString.pipe(Schema.int({ message: () => "must be an integer" }))
+/** A JSON number that is a real number: `1e400` parses as Infinity. */
+export const FiniteNumber = Schema.Number.pipe(Schema.finite({ message: () => "must be a finite number" }))
+
+/** Query-string integers (`?page=2`): decimal digits with an optional minus, nothing looser (`1e0`, `0x1`, ` 1`). */
+export const IntFromQuery = Schema.transformOrFail(Schema.String, Schema.Number, {
+  strict: true,
+  decode: (s, _, ast) =>
+    /^-?(0|[1-9][0-9]{0,15})$/.test(s) && Number.isSafeInteger(Number(s))
+      ? ParseResult.succeed(Number(s))
+      : ParseResult.fail(new ParseResult.Type(ast, s, "must be an integer")),
+  encode: (n) => ParseResult.succeed(String(n))
+}).annotations({ message: () => "must be an integer" })
 /** `per_page` of a paginated list: 1 to 100. */
 export const PerPage = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" })))
 /** `page` of a paginated list, from 1. */
-export const PageNumber = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be at least 1" })))
+export const PageNumber = Schema.compose(
+  IntFromQuery,
+  Schema.Int.pipe(Schema.between(1, INT4_MAX, { message: () => `must be between 1 and ${INT4_MAX}` }))
+)
 
 export const Timestamp = Schema.String.annotations({
   description: "ISO 8601 UTC timestamp with microseconds",

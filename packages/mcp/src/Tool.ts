@@ -4,7 +4,15 @@
  * refusals, bad arguments and service errors are tool results with `isError: true` (SPEC.md 5.3).
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import { CurrentActor, issuesToValidation, missingScopeMessage, type Scope, type ValidationIssue } from "@parley/domain"
+import {
+  CurrentActor,
+  findUnstorableText,
+  issuesToValidation,
+  missingScopeMessage,
+  type Scope,
+  unstorableMessage,
+  ValidationIssue
+} from "@parley/domain"
 import { Effect, JSONSchema, ParseResult, Schema } from "effect"
 import * as AST from "effect/SchemaAST"
 import type { BackendFailure, McpBackend } from "./Backend.js"
@@ -99,6 +107,11 @@ export const tool = <A, I>(def: ToolDefinition<A, I>): Tool => {
         if (def.scope !== undefined && !actor.scopes.includes(def.scope)) {
           const message = missingScopeMessage(def.scope)
           return toolError(message, { error: "Forbidden", message, scope: def.scope })
+        }
+        const unstorable = findUnstorableText(args)
+        if (unstorable) {
+          const field = unstorable.field === "" ? "arguments" : unstorable.field
+          return validationError([new ValidationIssue({ field, message: `The ${field} argument ${unstorableMessage(unstorable.reason)}.` })], `Invalid arguments for ${def.name}`)
         }
         const decoded = yield* Effect.either(decode(args ?? {}))
         if (decoded._tag === "Left") {

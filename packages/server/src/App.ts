@@ -10,6 +10,7 @@ import { AppConfig, type Role } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
 import { MigrationsLive, SqlLive } from "./db/Database.js"
 import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
+import { ApiPolicy, ReceiverPolicy } from "./http/BodyLimits.js"
 import { Deliveries } from "./delivery/Deliveries.js"
 import { EngineLive, HandlersLive } from "./delivery/Engine.js"
 import { FileStorage } from "./files/FileStorage.js"
@@ -65,7 +66,7 @@ export const ServicesLive = servicesFor("all")
 
 /** The api listener with socket.io on it (`Realtime`, built once it serves). */
 export const ApiServerLive = RealtimeLive.pipe(Layer.provideMerge(Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port }))
+  Effect.map(AppConfig, (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port, policy: ApiPolicy }))
 ))).pipe(
   // the demo's webhook sink is on this listener: outbound calls may reach it (OutboundHttp)
   Layer.tap((context) => Effect.flatMap(BoundAddresses, (b) => b.setApi(Context.get(context, ApiListener).url)))
@@ -74,7 +75,7 @@ export const ApiServerLive = RealtimeLive.pipe(Layer.provideMerge(Layer.unwrapEf
 /** The receiver's own host: `POST /web-chat/message`, health, and the 404 envelope. */
 const ReceiverRoutes = Layer.mergeAll(WebChatReceiverRoutes, HealthRoutes, NotFoundRoute)
 export const ReceiverServerLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => listen(ReceiverListener, ReceiverRoutes, { host: config.host, port: config.receiverPort }))
+  Effect.map(AppConfig, (config) => listen(ReceiverListener, ReceiverRoutes, { host: config.host, port: config.receiverPort, policy: ReceiverPolicy }))
 ).pipe(
   // clients are told this address when RECEIVER_URL is not set (port 0 binds a free one)
   Layer.tap((context) => Effect.flatMap(BoundAddresses, (b) => b.setReceiver(Context.get(context, ReceiverListener).url)))

@@ -10,6 +10,7 @@ import { AppConfig } from "../src/config/AppConfig.js"
 import { AppSecret } from "../src/config/AppSecret.js"
 import { openPglite } from "../src/db/Database.js"
 import { NotFoundRoute } from "../src/http/ApiRoutes.js"
+import { ApiPolicy } from "../src/http/BodyLimits.js"
 import { ApiListener, listen } from "../src/http/Listener.js"
 import { Realtime, RealtimeLive } from "../src/realtime/Realtime.js"
 import { call, seedUser, TestServer, TestServerLive, testConfig } from "./support/TestServer.js"
@@ -304,7 +305,7 @@ const PostgresAdapterServer = Layer.unwrapScoped(Effect.gen(function*() {
     .pipe(Effect.map((r) => r.rows[0]!.n))
   const server = Layer.effect(TestServer, Effect.map(ApiListener, (api) => ({ baseUrl: api.url, receiverUrl: api.url })))
   return server.pipe(
-    Layer.provideMerge(RealtimeLive.pipe(Layer.provideMerge(listen(ApiListener, NotFoundRoute, { host: "127.0.0.1", port: 0 })))),
+    Layer.provideMerge(RealtimeLive.pipe(Layer.provideMerge(listen(ApiListener, NotFoundRoute, { host: "127.0.0.1", port: 0, policy: ApiPolicy })))),
     Layer.provideMerge(AppSecret.Default),
     Layer.provideMerge(AppConfig.Default),
     Layer.provideMerge(Layer.succeed(AdapterDatabase, { attachments })),

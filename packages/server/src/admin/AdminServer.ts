@@ -10,6 +10,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
 import { randomBase62 } from "../identity/Secrets.js"
+import { AdminPolicy } from "../http/BodyLimits.js"
 import { AdminListener, listen } from "../http/Listener.js"
 import { AdminCommand, runCommand } from "./Commands.js"
 
@@ -59,6 +60,6 @@ export const AdminServerLive = Layer.unwrapEffect(Effect.gen(function*() {
       () => Effect.sync(() => Fs.rmSync(file, { force: true }))
     )
   }))
-  const server = listen(AdminListener, commandRoute(secret), { host: "127.0.0.1", port: 0 })
+  const server = listen(AdminListener, commandRoute(secret), { host: "127.0.0.1", port: 0, policy: AdminPolicy })
   return info.pipe(Layer.provide(server))
 }))

@@ -3,6 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { type ListenerPolicy, requestGuard } from "./RequestGuard.js"
 
 export interface BoundListener {
   readonly server: Http.Server
@@ -26,7 +27,7 @@ export class AdminListener extends Context.Tag("@parley/server/AdminListener")<A
 export const listen = <I, E, R>(
   tag: Context.Tag<I, BoundListener>,
   routes: Layer.Layer<never, E, R>,
-  options: { readonly host: string; readonly port: number }
+  options: { readonly host: string; readonly port: number; readonly policy: ListenerPolicy }
 ) => {
   const server = Http.createServer()
   const bound = Layer.effect(
@@ -38,7 +39,9 @@ export const listen = <I, E, R>(
     })
   )
   // `serve` provides the shared router layer, which one build memoises: fresh gives each listener its own
-  const serve = Layer.fresh(HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }))
+  // the guard is built first, so it is the outermost middleware: it sees every answer, defects included
+  const guarded = Layer.provide(routes, requestGuard(options.policy))
+  const serve = Layer.fresh(HttpLayerRouter.serve(guarded, { disableListenLog: true, disableLogger: true }))
   return Layer.merge(serve, bound).pipe(
     Layer.provide(NodeHttpServer.layer(() => server, { host: options.host, port: options.port }))
   )

@@ -15,6 +15,7 @@ import {
   MessagesPage,
   MessageRecord,
   NotFound,
+  storableName,
   ulid,
   Unprocessable
 } from "@parley/domain"
@@ -117,8 +118,9 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
           const size = sizes[i]!
           const key = `messages/${t.workspace_id}/${month}/${ulid()}/${safeName(file.name)}`
           yield* storage.putFromPath(key, file.path)
-          const mimetype = file.contentType || "application/octet-stream"
-          return { key, name: file.name, mimetype, size, entry: { path: key, mimetype, type: classifyFile(mimetype), size, name: file.name } }
+          const mimetype = storableName(file.contentType) || "application/octet-stream"
+          const name = storableName(file.name)
+          return { key, name, mimetype, size, entry: { path: key, mimetype, type: classifyFile(mimetype), size, name } }
         }))
 
       const id = ulid()

@@ -8,11 +8,15 @@ import {
   Attachment,
   classifyFile,
   type FileEntry,
+  findUnstorableText,
   InboundMessage,
   ipAllowed,
   issuesToValidation,
+  jsonNestsDeeperThan,
   originAllowed,
+  storableName,
   ulid,
+  unstorableMessage,
   type WebChannel
 } from "@parley/domain"
 import { Data, Effect, Layer, Option, ParseResult, Redacted, Schema, Stream } from "effect"
@@ -88,7 +92,7 @@ const readParts = (request: HttpServerRequest.HttpServerRequest) =>
         return Effect.void
       }
       if ((part.key !== "files" && part.key !== "files[]") || part.name === "") return Stream.runDrain(part.content)
-      const upload: Upload = { name: part.name, contentType: part.contentType, path: Path.join(dir, String(uploads.length)) }
+      const upload: Upload = { name: storableName(part.name), contentType: storableName(part.contentType), path: Path.join(dir, String(uploads.length)) }
       uploads.push(upload)
       return Effect.tryPromise({
         try: async (signal) => {
@@ -126,6 +130,9 @@ const parseBody = (request: HttpServerRequest.HttpServerRequest) => {
           // a repeated field is no single value: left out, so validation names it
           for (const [key, value] of Object.entries(parts.fields)) if (typeof value === "string") fields[key] = value
           if (typeof fields.attachments === "string") {
+            if (jsonNestsDeeperThan(fields.attachments)) {
+              return yield* new Refused({ status: 400, message: "The attachments field nests too deeply." })
+            }
             fields.attachments = yield* Effect.try({
               try: () => JSON.parse(fields.attachments as string) as unknown,
               catch: () => new Refused({ status: 400, message: "The attachments field must be a JSON array." })
@@ -179,6 +186,12 @@ export const receive = Effect.gen(function*() {
   const parsed = yield* parseBody(request)
   if (parsed.uploads.length > MAX_FILES) {
     return yield* new Refused({ status: 413, message: `At most ${MAX_FILES} files per message.` })
+  }
+  // JSON bodies were checked by the listener's guard; multipart fields arrive here first
+  const unstorable = findUnstorableText(parsed.body)
+  if (unstorable) {
+    const message = `The ${unstorable.field} field ${unstorableMessage(unstorable.reason)}.`
+    return yield* new Refused({ status: 400, message, data: { validation: [{ field: unstorable.field, message }] } })
   }
   const input = yield* Schema.decodeUnknown(InboundMessage)(parsed.body).pipe(Effect.mapError(validationFailed))
   if (visitorKey !== undefined && input.contact_id !== visitorKey) {

@@ -142,7 +142,7 @@ export const seedUser = (options: { readonly scopes?: ReadonlyArray<Scope>; read
   }).pipe(Effect.orDie)
 
 /** Sets a workspace's credits and subscription (by default: 100 credits, enough for any test's replies). */
-export const giveCredits = (workspaceId: number, set: { credits?: number; is_subscription_active?: boolean } = { credits: 100 }) =>
+export const giveCredits = (workspaceId: number, set: { credits?: number; training_credits?: number; is_subscription_active?: boolean } = { credits: 100 }) =>
   Effect.flatMap(Identity, (identity) => identity.setWorkspace(workspaceId as never, set)).pipe(Effect.orDie)
 
 export const tokenFor = (email: string, scopes: ReadonlyArray<Scope>, expiresInDays?: number) =>

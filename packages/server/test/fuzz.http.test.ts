@@ -1,0 +1,307 @@
+/**
+ * Hostile input, generated (support/Fuzz.ts): every operation of the OpenAPI document, the receiver (JSON
+ * and multipart) and every MCP tool get known-good requests with one thing spoiled. Whatever comes back
+ * is a 4xx or 2xx in its listener's envelope, never a 5xx or a reset, and a refused request writes
+ * nothing (row counts and the configuration tables' contents are the same before and after).
+ * FUZZ_RUNS sets the cases per operation (the nightly run uses 150), FUZZ_SEED the seed.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect, Runtime } from "effect"
+import fc from "fast-check"
+import * as Fs from "node:fs"
+import { baseArguments, type BaseRequest, baseRequests, type Fixture, seedFixture } from "./support/FuzzFixture.js"
+import {
+  type JsonSchema,
+  describeMutation,
+  type Mutation,
+  mutations,
+  schemaPaths,
+  setAt,
+  toJsonText,
+  valuePaths,
+  fuzzRuns,
+  fuzzSeed
+} from "./support/Fuzz.js"
+import { databaseMode, TestServer, TestServerLive } from "./support/TestServer.js"
+
+/** What a refused request must leave as it was: counts of data tables, full contents of configuration tables. */
+const COUNTED = [
+  "users",
+  "workspaces",
+  "memberships",
+  "access_tokens",
+  "contacts",
+  "opportunities",
+  "conversations",
+  "conversation_opportunity",
+  "tags",
+  "opportunity_tags",
+  "knowledge_points",
+  "files",
+  "idempotency_keys"
+]
+const HASHED = ["pipelines", "stages", "channels", "variables", "actions", "followups", "knowledge_tables", "knowledge_columns", "pipeline_knowledge_tables"]
+
+const snapshot = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const columns = [
+    ...COUNTED.map((t) => `(select count(*) from ${t})::text as "${t}"`),
+    // AI, opening and followup messages are written in the background: contact and operator messages only
+    `(select count(*) from messages where role = 'user' or sender_id is not null)::text as "messages"`,
+    ...HASHED.map((t) => `(select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from ${t} x) as "${t}"`)
+  ]
+  const rows = yield* sql.unsafe<Record<string, string>>(`select ${columns.join(", ")}`)
+  return rows[0]!
+}).pipe(Effect.orDie)
+
+interface Sent {
+  readonly status: number
+  readonly text: string
+  readonly json: unknown
+}
+
+const send = async (url: string, init: RequestInit): Promise<Sent> => {
+  const response = await fetch(url, init)
+  const text = await response.text()
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, text, json }
+}
+
+const describeCase = (label: string, m: Mutation) => `${label} ${describeMutation(m)}`
+
+/** REST: `{status, code, message, data}` (with `validation` where SPEC.md has it), `code` equal to the status. */
+const expectRestEnvelope = (label: string, r: Sent) => {
+  expect(r.json, `${label}: not JSON: ${r.text.slice(0, 200)}`).toBeTypeOf("object")
+  const body = r.json as Record<string, unknown>
+  expect(body.status, label).toBe(r.status < 300)
+  expect(body.code, label).toBe(r.status)
+  expect(typeof body.message, label).toBe("string")
+  expect("data" in body, label).toBe(true)
+}
+
+/** Requests sent per surface and status, written to test-results/ for docs/reliability.md. */
+const tally: Record<string, Record<number, number>> = { rest: {}, receiver: {}, mcp: {} }
+const count = (surface: keyof typeof tally, status: number) => {
+  const bySurface = tally[surface]!
+  bySurface[status] = (bySurface[status] ?? 0) + 1
+}
+
+/** Runs the property with the fixed seed; fast-check's report names the seed and the failing case. */
+const check = <A>(arbitrary: fc.Arbitrary<A>, runs: number, run: (a: A) => Promise<void>) =>
+  Effect.promise(() => fc.assert(fc.asyncProperty(arbitrary, run), { seed: fuzzSeed, numRuns: runs, endOnFailure: true }))
+
+/** The request a mutation makes of an operation's known-good request. */
+const build = (
+  op: { readonly method: string; readonly path: string },
+  base: BaseRequest,
+  m: Mutation
+) => {
+  const pathValues = { ...base.path }
+  const query = { ...base.query }
+  let body = typeof base.body === "function" ? (base.body as () => unknown)() : base.body
+  let text: string | undefined
+  let contentType: string | undefined = base.body === undefined ? undefined : "application/json"
+  let authorization = base.authorization
+  switch (m.kind) {
+    case "field":
+      body = setAt(body, m.path, m.value)
+      break
+    case "drop":
+      body = setAt(body, m.path, undefined, true)
+      break
+    case "extra":
+      body = setAt(body, [m.key], m.value)
+      break
+    case "body":
+      text = m.text
+      contentType = m.contentType
+      break
+    case "path":
+      pathValues[m.name] = m.value
+      break
+    case "query":
+      query[m.name] = m.value
+      break
+    case "auth":
+      authorization = m.authorization
+      break
+    case "as-is":
+      break
+  }
+  const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => pathValues[name] ?? "1")
+  // query values are sent as written (some are percent-encodings on purpose)
+  const search = Object.entries(query).map(([k, v]) => `${encodeURIComponent(k)}=${v}`).join("&")
+  if (text === undefined && body !== undefined) text = toJsonText(body)
+  const headers: Record<string, string> = { accept: "application/json", ...base.headers }
+  if (contentType !== undefined) headers["content-type"] = contentType
+  if (authorization !== undefined) headers.authorization = authorization
+  return { url: `${path}${search === "" ? "" : `?${search}`}`, init: { method: op.method, headers, ...(text !== undefined ? { body: text } : {}) } }
+}
+
+/** Each test's time grows with the cases per operation (about 60 operations, 35 tools). */
+const timeout = { timeout: 60_000 + fuzzRuns(10) * 3_000 }
+
+layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }), { timeout: 600_000 })("fuzz: bad input never gets a 5xx", (it) => {
+  let fixture: Fixture
+
+  it.effect("seeds two workspaces to aim at", () =>
+    Effect.gen(function*() {
+      fixture = yield* seedFixture
+      expect(fixture.a.pipelineId).toBeGreaterThan(0)
+    }))
+
+  describe("REST", () => {
+    it.effect("every operation of the OpenAPI document answers bad input with a 4xx envelope and writes nothing", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const runtime = yield* Effect.runtime<SqlClient.SqlClient>()
+        const doc = (yield* Effect.promise(() => send(`${baseUrl}/openapi.json`, {}))).json as JsonSchema
+        const resolve = (ref: string) => ref.split("/").slice(1).reduce<any>((node, key) => node?.[key], doc) as JsonSchema | undefined
+        const bases = baseRequests(fixture)
+        const operations = Object.entries(doc.paths as Record<string, Record<string, JsonSchema>>)
+          .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase(), op })))
+          // what destroys the fixture's credentials or rows goes last
+          .sort((x, y) => Number(destructive(x)) - Number(destructive(y)))
+        for (const { path, method, op } of operations) {
+          const key = `${method} ${path}`
+          const base: BaseRequest = bases[key] ?? { path: fixture.a.pathValues, query: {}, body: op.requestBody ? {} : undefined, authorization: fixture.a.bearer }
+          const params = (op.parameters as Array<JsonSchema> | undefined) ?? []
+          const bodySchema = op.requestBody?.content?.["application/json"]?.schema as JsonSchema | undefined
+          const bodyPaths = [...schemaPaths(bodySchema, resolve), ...valuePaths(typeof base.body === "function" ? base.body() : base.body)]
+          const space = {
+            bodyPaths: [...new Map(bodyPaths.map((p) => [JSON.stringify(p), p])).values()],
+            hasBody: op.requestBody !== undefined,
+            pathParams: params.filter((p) => p.in === "path").map((p) => p.name as string),
+            queryParams: params.filter((p) => p.in === "query").map((p) => p.name as string),
+            foreignPathValues: Object.values(fixture.b.pathValues),
+            authorizations: [undefined, "Bearer pat_nope", "Basic Zm9vOmJhcg==", fixture.b.bearer, "Bearer \u00ff", "Bearer " + "x".repeat(5000)]
+          }
+          yield* check(mutations(space), fuzzRuns(10), async (m) => {
+            const label = describeCase(key, m)
+            const { url, init } = build({ method, path }, base, m)
+            const before = await Runtime.runPromise(runtime)(snapshot)
+            const r = await send(baseUrl + url, init)
+            count("rest", r.status)
+            expect(r.status, `${label}: ${r.text.slice(0, 300)}`).toBeLessThan(500)
+            expectRestEnvelope(label, r)
+            if (r.status >= 400) expect(await Runtime.runPromise(runtime)(snapshot), `${label} wrote rows`).toEqual(before)
+          })
+        }
+        expect(operations.length).toBeGreaterThanOrEqual(50)
+      }), timeout)
+  })
+
+  describe("receiver", () => {
+    it.effect("POST /web-chat/message answers bad JSON and multipart with a 4xx receiver envelope and writes nothing", () =>
+      Effect.gen(function*() {
+        const { receiverUrl } = yield* TestServer
+        const runtime = yield* Effect.runtime<SqlClient.SqlClient>()
+        const base = { contact_id: "fuzz-contact", message: "Hello there" }
+        const space = {
+          bodyPaths: [["contact_id"], ["message"], ["attachments"], ["attachments", 0, "url"], ["attachments", 0, "type"], ["files"], ["files", 0, "path"]],
+          hasBody: true,
+          pathParams: [],
+          queryParams: [],
+          foreignPathValues: [],
+          authorizations: [undefined, "Basic Zm9vOmJhcg==", fixture.b.basic, "Bearer nope", "Basic " + "x".repeat(5000)]
+        }
+        const arbitrary = fc.oneof(
+          mutations(space).map((m) => ({ multipart: false as const, m })),
+          fc.record({
+            field: fc.constantFrom("contact_id", "message", "attachments", "files", "files[]"),
+            value: fc.constantFrom("\u0000", "x\ud800", "", "y".repeat(300_000), "[{\"type\":\"image\"}]", "😀"),
+            fileName: fc.constantFrom("a.txt", "nul\u0000.txt", "\ud800.png", "x".repeat(5000), "../../../etc/passwd", ""),
+            fileType: fc.constantFrom("text/plain", "image/png\u0000", "", "application/x-\u00ff")
+          }).map((p) => ({ multipart: true as const, p, [fc.toStringMethod]: () => `multipart ${JSON.stringify(p).slice(0, 200)}` }))
+        )
+        yield* check(arbitrary, fuzzRuns(40), async (c) => {
+          let init: RequestInit
+          let label: string
+          if (c.multipart) {
+            label = `multipart ${JSON.stringify(c.p).slice(0, 200)}`
+            const form = new FormData()
+            form.set("contact_id", "fuzz-contact")
+            form.set("message", "Hello")
+            form.set(c.p.field, c.p.value)
+            form.append("files", new Blob(["content"], { type: c.p.fileType }), c.p.fileName)
+            init = { method: "POST", headers: { authorization: fixture.a.basic }, body: form }
+          } else {
+            label = describeCase("receiver", c.m)
+            init = build({ method: "POST", path: "/web-chat/message" }, { path: {}, query: {}, body: base, authorization: fixture.a.basic }, c.m).init
+          }
+          const before = await Runtime.runPromise(runtime)(snapshot)
+          const r = await send(`${receiverUrl}/web-chat/message`, init)
+          count("receiver", r.status)
+          expect(r.status, `${label}: ${r.text.slice(0, 300)}`).toBeLessThan(500)
+          expect(Object.keys(r.json as object).sort(), label).toEqual(["data", "message", "status"])
+          if (r.status >= 400) expect(await Runtime.runPromise(runtime)(snapshot), `${label} wrote rows`).toEqual(before)
+        })
+      }), timeout)
+  })
+
+  describe("MCP", () => {
+    it.effect("every tool answers bad arguments with a tool error or invalid params, never an internal error, and writes nothing", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const runtime = yield* Effect.runtime<SqlClient.SqlClient>()
+        const rpc = (body: string, authorization = fixture.a.bearer) =>
+          send(`${baseUrl}/mcp`, {
+            method: "POST",
+            headers: { accept: "application/json, text/event-stream", "content-type": "application/json", authorization },
+            body
+          })
+        const listed = (yield* Effect.promise(() => rpc(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" })))).json as any
+        const tools = listed.result.tools as Array<{ name: string; inputSchema: JsonSchema }>
+        expect(tools.length).toBeGreaterThanOrEqual(33)
+        const args = baseArguments(fixture)
+        for (const tool of tools.sort((x, y) => Number(x.name.startsWith("delete")) - Number(y.name.startsWith("delete")))) {
+          const baseOf = args[tool.name] ?? (() => ({}))
+          const base = baseOf()
+          const resolve = (ref: string) => ref.split("/").slice(1).reduce<any>((node, key) => node?.[key], tool.inputSchema) as JsonSchema | undefined
+          const paths = [...schemaPaths(tool.inputSchema, resolve), ...valuePaths(base)]
+          const space = {
+            bodyPaths: [...new Map(paths.map((p) => [JSON.stringify(p), p])).values()],
+            hasBody: false,
+            pathParams: [],
+            queryParams: [],
+            foreignPathValues: [],
+            authorizations: [fixture.a.bearer]
+          }
+          yield* check(mutations(space).filter((m) => m.kind !== "auth"), fuzzRuns(8), async (m) => {
+            const label = describeCase(`tools/call ${tool.name}`, m)
+            const fresh = baseOf()
+            const argsOf = m.kind === "field" ? setAt(fresh, m.path, m.value) : m.kind === "drop" ? setAt(fresh, m.path, undefined, true) : fresh
+            const text = toJsonText({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: tool.name, arguments: argsOf } })
+            const before = await Runtime.runPromise(runtime)(snapshot)
+            const r = await rpc(text)
+            count("mcp", r.status)
+            expect(r.status, `${label}: ${r.text.slice(0, 300)}`).toBeLessThan(500)
+            const body = r.json as any
+            expect(body?.jsonrpc, `${label}: ${r.text.slice(0, 300)}`).toBe("2.0")
+            if (body.error !== undefined) expect(body.error.code, `${label}: ${r.text.slice(0, 300)}`).not.toBe(-32603)
+            else expect(body.result.content?.[0]?.text ?? "", label).not.toMatch(/failed unexpectedly/)
+            if (body.error !== undefined || body.result?.isError === true || r.status >= 400) {
+              expect(await Runtime.runPromise(runtime)(snapshot), `${label} wrote rows`).toEqual(before)
+            }
+          })
+        }
+      }), timeout)
+  })
+
+  it.effect("reports what was sent", () =>
+    Effect.sync(() => {
+      const total = Object.values(tally).flatMap((bySurface) => Object.values(bySurface)).reduce((a, b) => a + b, 0)
+      const report = { runs_per_operation: fuzzRuns(10), seed: fuzzSeed, database: databaseMode, total, by_surface: tally }
+      Fs.mkdirSync("test-results", { recursive: true })
+      Fs.writeFileSync(`test-results/fuzz-${databaseMode}.json`, JSON.stringify(report, null, 2))
+      expect(Object.values(tally).flatMap((bySurface) => Object.keys(bySurface).map(Number)).every((s) => s < 500)).toBe(true)
+    }))
+})
+
+const destructive = (op: { readonly method: string; readonly path: string }) => op.method === "DELETE" || op.path.endsWith("/rotate")
