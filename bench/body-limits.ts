@@ -14,14 +14,18 @@ const concurrency = Number(process.argv[2] ?? 20)
 const BYTES = 50 * 1024 * 1024
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(Fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024
 
+// browsers and most HTTP clients keep connections alive; with `Connection: close` the server closes the
+// socket after its answer, and a client still writing may see EPIPE before it reads the 413
+const agent = new Http.Agent({ keepAlive: true, maxSockets: 64 })
+
 /** One 50 MB POST; `eager` stops writing once the answer arrives, otherwise the whole body is sent first. */
 const flood = (url: string, headers: Record<string, string>, chunked: boolean, eager: boolean) =>
-  new Promise<{ status: number; ms: number }>((resolve) => {
+  new Promise<{ status: number | string; ms: number }>((resolve) => {
     const started = performance.now()
     let answered = false
     const req = Http.request(url, {
       method: "POST",
-      agent: false,
+      agent,
       headers: { ...headers, "content-type": "application/json", ...(chunked ? { "transfer-encoding": "chunked" } : { "content-length": String(BYTES) }) }
     }, (res) => {
       const ms = performance.now() - started
@@ -32,7 +36,7 @@ const flood = (url: string, headers: Record<string, string>, chunked: boolean, e
         resolve({ status: res.statusCode ?? 0, ms })
       })
     })
-    req.on("error", () => answered ? undefined : resolve({ status: 0, ms: performance.now() - started }))
+    req.on("error", (e: NodeJS.ErrnoException) => answered ? undefined : resolve({ status: e.code ?? e.message, ms: performance.now() - started }))
     const chunk = Buffer.alloc(64 * 1024, 0x20)
     let sent = 0
     const pump = () => {
@@ -65,7 +69,7 @@ try {
   for (const eager of [true, false]) {
     for (const t of targets) {
       const answers = await Promise.all(Array.from({ length: concurrency }, (_, i) => flood(t.url, t.headers, i % 2 === 1, eager)))
-      const statuses = new Map<number, number>()
+      const statuses = new Map<number | string, number>()
       for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1)
       const ms = answers.map((a) => a.ms).sort((a, b) => a - b)
       console.log(

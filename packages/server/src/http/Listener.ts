@@ -30,6 +30,8 @@ export const listen = <I, E, R>(
   options: { readonly host: string; readonly port: number; readonly policy: ListenerPolicy }
 ) => {
   const server = Http.createServer()
+  // Node would answer "100 Continue" at once; the guard does, once the body's size is known to be allowed
+  server.on("checkContinue", (request, response) => server.emit("request", request, response))
   const bound = Layer.effect(
     tag,
     Effect.map(HttpServer.HttpServer, () => {

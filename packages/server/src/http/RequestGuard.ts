@@ -11,11 +11,11 @@ import {
   jsonNestsDeeperThan,
   mayHoldUnstorableText,
   tooDeepMessage,
-  ulid,
   unstorableMessage,
   type UnstorableText
 } from "@parley/domain"
 import { Cause, Effect, Option, Stream } from "effect"
+import { randomUUID } from "node:crypto"
 import type * as Http from "node:http"
 import { type BodyLimit, describeLimit } from "./BodyLimits.js"
 
@@ -40,7 +40,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 const requestIdOf = (request: HttpServerRequest.HttpServerRequest) => {
   const given = request.headers["x-request-id"]
-  return given !== undefined && REQUEST_ID.test(given) ? given : ulid()
+  return given !== undefined && REQUEST_ID.test(given) ? given : randomUUID()
 }
 
 type BodyRead = { readonly _tag: "Body"; readonly bytes: Buffer } | { readonly _tag: "TooLarge" }
@@ -110,49 +110,62 @@ const queryOf = (url: string) => {
 
 type Admission =
   | { readonly _tag: "Refused"; readonly response: HttpServerResponse.HttpServerResponse }
-  | { readonly _tag: "Admitted"; readonly request: HttpServerRequest.HttpServerRequest; readonly maxBody: number }
+  /** Nothing to read here: no body, or a multipart body the route streams up to `maxBody`. */
+  | { readonly _tag: "Admitted"; readonly maxBody: number | undefined }
+  | { readonly _tag: "ReadBody"; readonly limit: BodyLimit; readonly contentType: string }
 
-const refused = (response: HttpServerResponse.HttpServerResponse): Admission => ({ _tag: "Refused", response })
+const refused = (response: HttpServerResponse.HttpServerResponse) => ({ _tag: "Refused" as const, response })
+const noBody: Admission = { _tag: "Admitted", maxBody: undefined }
 
-/** URL, query and body checks; an admitted request carries its body already read (multipart excepted). */
-const admit = (policy: ListenerPolicy, request: HttpServerRequest.HttpServerRequest, path: string) =>
-  Effect.gen(function*() {
-    let decodedPath: string
-    try {
-      decodedPath = decodeURIComponent(path)
-    } catch {
-      return refused(policy.refuse(path, 400, "The request URL is not valid percent-encoded UTF-8."))
-    }
-    if (decodedPath.includes("\u0000")) return refused(policy.refuse(path, 404, "Not found."))
-    const query = queryOf(request.url)
-    if (query !== undefined) {
-      const bad = findUnstorableText(Object.fromEntries(new URLSearchParams(query)))
-      if (bad) return refused(invalidText(policy, path, bad))
-    }
+const tooLarge = (policy: ListenerPolicy, path: string, limit: BodyLimit) =>
+  policy.refuse(path, 413, `The request body may not be larger than ${describeLimit(limit)}.`)
 
-    const contentType = (request.headers["content-type"] ?? "").toLowerCase()
-    const limit = policy.bodyLimit(request.method, path, contentType)
-    const admitted = (r: HttpServerRequest.HttpServerRequest): Admission => ({ _tag: "Admitted", request: r, maxBody: limit.bytes })
-    const length = request.headers["content-length"]
-    if (request.headers["transfer-encoding"] === undefined && (length === undefined || length === "0")) return admitted(request)
-    const tooLarge = () => refused(policy.refuse(path, 413, `The request body may not be larger than ${describeLimit(limit)}.`))
-    if (length !== undefined && Number(length) > limit.bytes) return tooLarge()
-    if (contentType.includes("multipart/form-data")) {
-      if (!/;\s*boundary=/.test(contentType)) {
-        return refused(policy.refuse(path, 400, "A multipart/form-data body needs a boundary parameter in its Content-Type."))
-      }
-      // streamed by the route's own parser, which stops at the limit (MaxBodySize)
-      return admitted(request)
-    }
-    const read = yield* readBody(NodeHttpServerRequest.toIncomingMessage(request), limit.bytes)
-    if (read._tag === "TooLarge") return tooLarge()
+/** What the URL, the query and the body's headers allow, decided before a byte of the body is read. */
+const admit = (policy: ListenerPolicy, request: HttpServerRequest.HttpServerRequest, path: string): Admission => {
+  let decodedPath: string
+  try {
+    decodedPath = decodeURIComponent(path)
+  } catch {
+    return refused(policy.refuse(path, 400, "The request URL is not valid percent-encoded UTF-8."))
+  }
+  if (decodedPath.includes("\u0000")) return refused(policy.refuse(path, 404, "Not found."))
+  const query = queryOf(request.url)
+  if (query !== undefined) {
+    const bad = findUnstorableText(Object.fromEntries(new URLSearchParams(query)))
+    if (bad) return refused(invalidText(policy, path, bad))
+  }
+
+  const length = request.headers["content-length"]
+  if (request.headers["transfer-encoding"] === undefined && (length === undefined || length === "0")) return noBody
+  const contentType = (request.headers["content-type"] ?? "").toLowerCase()
+  const limit = policy.bodyLimit(request.method, path, contentType)
+  if (length !== undefined && Number(length) > limit.bytes) return refused(tooLarge(policy, path, limit))
+  const multipart = contentType.includes("multipart/form-data")
+  if (multipart && !/;\s*boundary=/.test(contentType)) {
+    return refused(policy.refuse(path, 400, "A multipart/form-data body needs a boundary parameter in its Content-Type."))
+  }
+  // a client that asked first (Expect: 100-continue) sends its body only now (see Listener.ts)
+  if (/100-continue/i.test(request.headers["expect"] ?? "")) NodeHttpServerRequest.toServerResponse(request).writeContinue()
+  // a multipart body is streamed by the route's own parser, which stops at the limit (MaxBodySize)
+  return multipart ? { _tag: "Admitted", maxBody: limit.bytes } : { _tag: "ReadBody", limit, contentType }
+}
+
+/** Reads the body within its limit and checks its text; the route gets a request whose body is this. */
+const readAndCheck = (
+  policy: ListenerPolicy,
+  request: HttpServerRequest.HttpServerRequest,
+  path: string,
+  { contentType, limit }: { readonly limit: BodyLimit; readonly contentType: string }
+) =>
+  Effect.map(readBody(NodeHttpServerRequest.toIncomingMessage(request), limit.bytes), (read) => {
+    if (read._tag === "TooLarge") return refused(tooLarge(policy, path, limit))
     if (isJsonLike(contentType)) {
       const text = read.bytes.toString("utf8")
       if (jsonNestsDeeperThan(text)) return refused(policy.refuse(path, policy.invalidTextStatus(path), tooDeepMessage))
       const bad = policy.checksBodyText(path) ? findUnstorableText(parsedBody(contentType, text)) : undefined
       if (bad) return refused(invalidText(policy, path, bad))
     }
-    return admitted(withBody(request, read.bytes))
+    return { _tag: "Read" as const, request: withBody(request, read.bytes) }
   })
 
 const invalidText = (policy: ListenerPolicy, path: string, bad: UnstorableText) => {
@@ -165,13 +178,14 @@ const invalidText = (policy: ListenerPolicy, path: string, bad: UnstorableText) 
  * A defect (or a failure no route turned into an answer) becomes a 500 in the listener's envelope with
  * the request id, logged at Error with its cause; a client that went away is not an error.
  */
-const answerDefects = (policy: ListenerPolicy, path: string, requestId: string) =>
+const answerDefects = (policy: ListenerPolicy, request: HttpServerRequest.HttpServerRequest, path: string, requestId: string) =>
   <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.catchAllCause(effect, (cause) =>
       Effect.flatMap(HttpServerError.causeResponse(cause), ([response]) => {
         if (Cause.isInterruptedOnly(cause)) return Effect.succeed(response)
         if (response.status >= 500) {
           return Effect.logError("Request failed", cause).pipe(
+            Effect.annotateLogs({ http_method: request.method, http_path: path, listener: policy.name }),
             Effect.as(policy.refuse(path, 500, `Internal server error (request id ${requestId}). The error was logged.`))
           )
         }
@@ -187,27 +201,31 @@ const FRAMEWORK_MESSAGES: Record<number, string> = {
   405: "Method not allowed."
 }
 
-export const requestGuard = (policy: ListenerPolicy) =>
-  HttpLayerRouter.middleware((app): Effect.Effect<
+/** The guard around one request: `app` is what the listener's router answers. */
+export const guard = (policy: ListenerPolicy) =>
+  (app: Effect.Effect<HttpServerResponse.HttpServerResponse, HttpLayerRouter.unhandled>): Effect.Effect<
     HttpServerResponse.HttpServerResponse,
     // every failure is answered here; the type keeps the router's marker for what is not
     HttpLayerRouter.unhandled,
     HttpServerRequest.HttpServerRequest
   > =>
-    Effect.gen(function*() {
-      const original = yield* HttpServerRequest.HttpServerRequest
-      const requestId = requestIdOf(original)
-      const path = original.url.split("?")[0]!
-      const response = yield* Effect.gen(function*() {
-        const admission = yield* admit(policy, original, path)
-        if (admission._tag === "Refused") return admission.response
-        return yield* app.pipe(
-          Effect.provideService(HttpServerRequest.HttpServerRequest, admission.request),
-          HttpIncomingMessage.withMaxBodySize(Option.some(admission.maxBody))
-        )
-      }).pipe(
-        answerDefects(policy, path, requestId),
-        Effect.annotateLogs({ request_id: requestId, http_method: original.method, http_path: path, listener: policy.name })
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const requestId = requestIdOf(request)
+      const path = request.url.split("?")[0]!
+      const admission = admit(policy, request, path)
+      const answer: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = admission._tag === "Refused"
+        ? Effect.succeed(admission.response)
+        : admission._tag === "ReadBody"
+        ? Effect.flatMap(readAndCheck(policy, request, path, admission), (read) =>
+          read._tag === "Read" ? Effect.provideService(app, HttpServerRequest.HttpServerRequest, read.request) : Effect.succeed(read.response))
+        : admission.maxBody === undefined
+        ? app
+        : HttpIncomingMessage.withMaxBodySize(app, Option.some(admission.maxBody))
+      return answer.pipe(
+        answerDefects(policy, request, path, requestId),
+        Effect.annotateLogs("request_id", requestId),
+        Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
       )
-      return HttpServerResponse.setHeader(response, "x-request-id", requestId)
-    }), { global: true })
+    })
+
+export const requestGuard = (policy: ListenerPolicy) => HttpLayerRouter.middleware(guard(policy), { global: true })
