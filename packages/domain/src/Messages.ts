@@ -3,6 +3,7 @@ import { StorableString } from "./StorableText.js"
 import { Schema } from "effect"
 import { FileEntryWithUrl } from "./Files.js"
 import { ChannelId, PipelineId, StageId } from "./Ids.js"
+import { NoReplyReasonField } from "./NoReply.js"
 import { ContactId, ConversationId, OpportunityId } from "./Opportunities.js"
 import { all, Timestamp } from "./Schemas.js"
 
@@ -70,6 +71,7 @@ export class MessageEntry extends Schema.Class<MessageEntry>("MessageEntry")({
   external_message_id: Schema.NullOr(Schema.String).annotations({
     description: "The `message_id` the reply-webhook receiver answered for this reply (SPEC.md 6.2)"
   }),
+  no_reply_reason: NoReplyReasonField,
   created_at: Timestamp
 }) {}
 

@@ -1,6 +1,7 @@
-import { Context, Schema } from "effect"
+import { Context, Schema, Struct } from "effect"
 import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
 import { Attachment, FileEntryWithUrl } from "./Files.js"
+import { NoReplyReasonField } from "./NoReply.js"
 import { ConversationId, Email, OpportunityId } from "./Opportunities.js"
 import { all, IntFromQuery, PageNumber, PerPage, Text, Timestamp } from "./Schemas.js"
 
@@ -59,8 +60,17 @@ export class HistoryMessage extends Schema.Class<HistoryMessage>("HistoryMessage
   external_message_id: Schema.NullOr(Schema.String).annotations({
     description: "The `message_id` your reply-webhook receiver answered for this reply (SPEC.md 6.2); null until then"
   }),
+  no_reply_reason: NoReplyReasonField,
   created_at: Timestamp
 }) {}
+
+/**
+ * The website widget's history record: the web-chat one without `no_reply_reason`, since a visitor has
+ * no business learning that the workspace ran out of credits or its model has no key.
+ */
+export class VisitorMessage extends Schema.Class<VisitorMessage>("VisitorMessage")(
+  Struct.omit(HistoryMessage.fields, "no_reply_reason")
+) {}
 
 export const HistoryQuery = Schema.Struct({
   conversation_id: Schema.optional(Schema.compose(IntFromQuery, ConversationId)),

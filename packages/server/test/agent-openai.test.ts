@@ -2,7 +2,7 @@
  * The agent with the `openai` provider against a local fake OpenAI-compatible server (Responses API):
  * the reply's cost comes from the catalogue's prices and the usage the provider reports, is summed on
  * the conversation and charged to the workspace; a provider that keeps failing is retried with backoff
- * and then recorded on the message as failed.
+ * and then recorded on the message as failed (the contact's message: `provider_error`).
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
@@ -123,6 +123,6 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       expect(reply!.error).toBeTruthy()
       expect(fake.requests.filter((r) => r.url === "/v1/responses")).toHaveLength(3)
       const [handled] = yield* sql<{ handled_reason: string }>`select handled_reason from messages where id = ${id}`
-      expect(handled!.handled_reason).toBe("failed")
+      expect(handled!.handled_reason).toBe("provider_error")
     }))
 })

@@ -343,13 +343,11 @@ layer(
       expect(usage.reduce((n, u) => n + u.used_count, 0)).toBe(1)
     }))
 
-  it.effect("a model whose provider is not configured records a failed reply with the reason", () =>
+  it.effect("a model whose provider is not configured makes no reply and records model_not_configured, before any model call", () =>
     Effect.gen(function*() {
       const { channel } = yield* agentSetup({ settings: { ai_model_id: 11 } })
       const id = yield* say(channel, "dana-10", "Hello")
-      expect(yield* handled([id])).toEqual(["failed"])
-      const [reply] = yield* assistantMessages(yield* conversationOf(id))
-      expect(reply).toMatchObject({ status: "failed", ai_model_id: 11, in_reply_to: id })
-      expect(reply!.error).toContain("OPENAI_API_KEY")
+      expect(yield* handled([id])).toEqual(["model_not_configured"])
+      expect(yield* assistantMessages(yield* conversationOf(id))).toEqual([])
     }))
 })

@@ -329,8 +329,8 @@ layer(TestServerLive())("web chat", (it) => {
         expect(page.data[0]).toMatchObject({ conversation_id: opportunity.conversations[0].id, opportunity_id: opportunity.id })
         // SPEC.md 2.4's history record: no integer contact id next to the string contact_id of web chat
         expect(Object.keys(page.data[0]).sort()).toEqual([
-          "attachments", "conversation_id", "created_at", "error", "external_message_id", "files", "id", "message", "opportunity_id",
-          "role", "sender_id", "status"
+          "attachments", "conversation_id", "created_at", "error", "external_message_id", "files", "id", "message", "no_reply_reason",
+          "opportunity_id", "role", "sender_id", "status"
         ])
         // Initiate afterwards resumes the same conversation, and no second opportunity appears
         expect(ok(yield* initiate(auth, { contact_id: "cold-visitor" })).conversation_id).toBe(opportunity.conversations[0].id)

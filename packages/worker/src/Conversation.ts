@@ -18,8 +18,8 @@
  */
 import { ClusterSchema, Entity, Singleton } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { ConversationTurns, FollowupOutcome, type ReplyDraft } from "@parley/domain"
-import { Cause, Clock, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { ConversationTurns, FollowupOutcome, type NoReplyReason, noReplySentence, type ReplyDraft } from "@parley/domain"
+import { Cause, Clock, Duration, Effect, Layer, Metric, Option, Schedule, Schema, Stream } from "effect"
 import * as Agent from "./agent/Agent.js"
 import type { ModelRegistry } from "./agent/Models.js"
 import { startFollowups } from "./FollowupWorkflow.js"
@@ -40,6 +40,25 @@ export const Conversation = Entity.make("Conversation", [
   })
 ]).annotateRpcs(ClusterSchema.Persisted, true)
 
+/** Turns that made no reply, tagged `reason` with the public code (`no_credits`, `provider_error`, ...). */
+export const repliesSkipped = Metric.counter("parley_replies_skipped_total", {
+  description: "Contact messages the agent made no reply to, by reason",
+  incremental: true
+})
+
+/** Replies the agent wrote and stored for delivery. */
+export const repliesMade = Metric.counter("parley_replies_made_total", {
+  description: "Replies the agent made to contact messages",
+  incremental: true
+})
+
+/** The Warning and the count of a turn that made no reply; the reason itself is stored on the contact messages. */
+const noReply = (conversationId: string, reason: NoReplyReason, detail?: string) =>
+  Effect.logWarning(`No reply in conversation ${conversationId}: ${reason} (${detail ?? noReplySentence[reason]})`).pipe(
+    Effect.annotateLogs({ conversation_id: conversationId, reason }),
+    Effect.zipRight(Metric.increment(Metric.tagged(repliesSkipped, "reason", reason)))
+  )
+
 const describe = (error: unknown) =>
   typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
     ? error.message
@@ -57,13 +76,24 @@ export const ConversationLive = Conversation.toLayer(
     const turn = (upTo: string) =>
       Effect.gen(function*() {
         const prepared = yield* turns.prepare(conversationId, upTo)
-        if (prepared._tag === "Skip") return yield* turns.skip(conversationId, upTo, prepared.reason)
+        if (prepared._tag === "Skip") {
+          yield* turns.skip(conversationId, upTo, prepared.reason)
+          // a conversation that is gone has no messages left to explain anything to
+          return prepared.reason === "closed"
+            ? yield* Effect.logDebug(`No reply in conversation ${conversationId}: it no longer exists`)
+            : yield* noReply(conversationId, prepared.reason, prepared.detail)
+        }
         const draft = yield* Agent.reply(prepared.context).pipe(Effect.either)
         if (draft._tag === "Left") {
-          yield* Effect.logWarning("The reply could not be produced", draft.left)
-          return yield* turns.fail(conversationId, upTo, describe(draft.left), prepared.context.model)
+          // retried already (Agent's policy): the turn ends here, recorded, instead of being redelivered forever
+          const error = describe(draft.left)
+          const reason = draft.left._tag === "ModelUnavailable" ? "model_not_configured" as const : "provider_error" as const
+          yield* turns.fail(conversationId, upTo, reason, error, prepared.context.model)
+          // the first line: the whole provider answer is on the failed reply's `error`
+          return yield* noReply(conversationId, reason, error.split("\n", 1)[0]!.slice(0, 300))
         }
         const id = yield* turns.commit(conversationId, upTo, draft.right)
+        yield* Metric.increment(repliesMade)
         yield* turns.deliver(id)
       })
 

@@ -8,7 +8,7 @@ import {
   UnprocessableResponse
 } from "../Errors.js"
 import { Paginated } from "../Pagination.js"
-import { HistoryMessage } from "../WebChat.js"
+import { VisitorMessage } from "../WebChat.js"
 import { CurrentVisitor, WidgetHistoryQuery, WidgetSession, WidgetSessionPayload } from "../Widget.js"
 
 export const widgetSession = HttpApiSecurity.bearer.pipe(
@@ -41,7 +41,7 @@ export class WidgetApi extends HttpApiGroup.make("widget")
   .add(
     HttpApiEndpoint.get("history", "/api/widget/messages")
       .setUrlParams(WidgetHistoryQuery)
-      .addSuccess(Ok(Paginated(HistoryMessage)))
+      .addSuccess(Ok(Paginated(VisitorMessage)))
       .middleware(WidgetAuth)
       .annotate(OpenApi.Summary, "The visitor's own conversation, newest first")
   )

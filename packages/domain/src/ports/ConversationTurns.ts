@@ -1,4 +1,5 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
+import type { NoReplyReason } from "../NoReply.js"
 import type { RoutingTier } from "../Pipelines.js"
 import type { FollowupOutcome } from "./FollowupSequences.js"
 
@@ -84,11 +85,18 @@ export interface TurnContext {
   readonly routing: ReadonlyArray<{ readonly tier: RoutingTier; readonly model: ModelRef; readonly instructions: string | null }> | null
 }
 
-/** Why a turn produced no reply (recorded on the contact messages as `handled_reason`). */
-export type SkipReason = "paused" | "message_limit" | "cost_limit" | "no_credits" | "no_agent" | "closed"
+/**
+ * Why a turn is not answered, known before the model is called (recorded on the contact messages as
+ * `handled_reason`); `closed`: the conversation is gone, so there is nothing to record it on.
+ */
+export type SkipReason = Exclude<NoReplyReason, "provider_error"> | "closed"
+
+/** Why a reply the model was asked for could not be produced. */
+export type FailReason = Extract<NoReplyReason, "provider_error" | "model_not_configured">
 
 export type Prepared =
-  | { readonly _tag: "Skip"; readonly reason: SkipReason }
+  /** `detail`: what exactly is missing, for the log line (e.g. which key a model needs) */
+  | { readonly _tag: "Skip"; readonly reason: SkipReason; readonly detail?: string }
   | { readonly _tag: "Ready"; readonly context: TurnContext }
 
 /** What the agent produced; stored and charged in one transaction. */
@@ -152,8 +160,8 @@ export interface ConversationTurnsPort {
   readonly skip: (conversationId: string, upToMessageId: string, reason: SkipReason) => Effect.Effect<void>
   /** Stores the reply (not yet delivered), charges the workspace, applies a stage move, marks the turn handled. Returns the reply's id. */
   readonly commit: (conversationId: string, upToMessageId: string, draft: ReplyDraft) => Effect.Effect<string>
-  /** Records a reply that could not be produced (`status: failed`, `error`) and marks the turn handled. */
-  readonly fail: (conversationId: string, upToMessageId: string, error: string, model: ModelRef | null) => Effect.Effect<void>
+  /** Records a reply that could not be produced (`status: failed`, `error`) and marks the turn handled with the reason. */
+  readonly fail: (conversationId: string, upToMessageId: string, reason: FailReason, error: string, model: ModelRef | null) => Effect.Effect<void>
   /** Replies stored but not yet delivered (a crash between storing and delivering). */
   readonly undelivered: (conversationId: string) => Effect.Effect<ReadonlyArray<string>>
   /** Socket event and signed webhook for a stored reply; marks it sent. */

@@ -6,6 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import {
   ConversationTurns,
+  type FailReason,
   type FollowupDue,
   type ModelRef,
   ReplyDelivery,
@@ -26,6 +27,7 @@ import { enqueueStageStarted, enqueueToolCalls } from "../actions/ActionRunsLive
 import { Deliveries } from "../delivery/Deliveries.js"
 import { blocker, FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
+import { ModelKeys } from "./ModelKeys.js"
 import { Realtime } from "../realtime/Realtime.js"
 
 interface ConversationRow {
@@ -38,6 +40,7 @@ interface ConversationRow {
   readonly cost: number
   readonly ai_replies: number
   readonly credits: number
+  readonly is_subscription_active: boolean
   readonly channel_pipeline_id: number | null
   readonly opportunity_id: number | null
   readonly opportunity_status: string | null
@@ -98,6 +101,7 @@ export const ConversationTurnsLive = Layer.effect(
     const replyDelivery = yield* ReplyDelivery
     const knowledge = yield* Knowledge
     const followupsRepo = yield* FollowupsRepo
+    const modelKeys = yield* ModelKeys
     const engine = yield* Effect.context<import("@effect/workflow").WorkflowEngine.WorkflowEngine>()
 
     const pending = (conversationId: string) =>
@@ -131,7 +135,7 @@ export const ConversationTurnsLive = Layer.effect(
         select c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, c.status, c.cost_for_user::float8 as cost,
                (select count(*) from messages m where m.conversation_id = c.id and m.role = 'assistant' and not m.is_manual
                   and m.status <> 'failed' and m.call_type = 'ai')::int as ai_replies,
-               w.credits::float8 as credits, ch.pipeline_id as channel_pipeline_id,
+               w.credits::float8 as credits, w.is_subscription_active, ch.pipeline_id as channel_pipeline_id,
                o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
                o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
                coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
@@ -280,7 +284,7 @@ export const ConversationTurnsLive = Layer.effect(
 
     const prepare = (conversationId: string, upTo: string) =>
       Effect.gen(function*() {
-        const skip = (reason: SkipReason): Prepared => ({ _tag: "Skip", reason })
+        const skip = (reason: SkipReason, detail?: string): Prepared => ({ _tag: "Skip", reason, ...(detail === undefined ? {} : { detail }) })
         const found = yield* conversation(conversationId)
         if (Option.isNone(found)) return skip("closed")
         const c = found.value
@@ -289,9 +293,16 @@ export const ConversationTurnsLive = Layer.effect(
         const { context, pipeline: p } = ready.value
         if (p.status !== "active" || p.is_archived) return skip("no_agent")
         if (c.status === "paused" || c.opportunity_status === "paused") return skip("paused")
+        // the rule Initiate refuses a conversation by (SPEC.md 4.4), applied to each reply
+        if (!c.is_subscription_active) return skip("no_subscription")
         if (!(c.credits > 0)) return skip("no_credits")
         if (p.max_conversation_messages !== null && c.ai_replies >= p.max_conversation_messages) return skip("message_limit")
         if (p.max_conversation_cost !== null && c.cost >= p.max_conversation_cost) return skip("cost_limit")
+        const unusable = [context.model, ...(context.routing ?? []).map((t) => t.model)].flatMap((m) => {
+          const key = modelKeys.missingKey(m.provider)
+          return key === null ? [] : [`the model ${m.model} needs ${key}, which is not set`]
+        })
+        if (unusable.length > 0) return skip("model_not_configured", [...new Set(unusable)].join("; "))
         // the visitor's chat shows that an answer is coming; the reply's new_message ends it
         yield* realtime.typing(Number(c.id), true)
         return { _tag: "Ready", context } satisfies Prepared
@@ -395,7 +406,7 @@ export const ConversationTurnsLive = Layer.effect(
         return id
       })).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.commit"))
 
-    const fail = (conversationId: string, upTo: string, error: string, model: ModelRef | null) =>
+    const fail = (conversationId: string, upTo: string, reason: FailReason, error: string, model: ModelRef | null) =>
       sql.withTransaction(Effect.gen(function*() {
         const earlier = yield* existingReply(upTo)
         if (Option.isNone(earlier)) {
@@ -412,7 +423,7 @@ export const ConversationTurnsLive = Layer.effect(
             callType: "ai"
           })
         }
-        yield* markHandled(conversationId, upTo, "failed")
+        yield* markHandled(conversationId, upTo, reason)
       })).pipe(Effect.orDie, Effect.zipLeft(realtime.typing(Number(conversationId), false)))
 
     const undelivered = (conversationId: string) =>
@@ -582,4 +593,4 @@ export const ConversationTurnsLive = Layer.effect(
       consumeStageEntry
     })
   })
-)
+).pipe(Layer.provide(ModelKeys.Default))

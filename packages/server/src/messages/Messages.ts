@@ -17,7 +17,8 @@ import {
   NotFound,
   storableName,
   ulid,
-  Unprocessable
+  Unprocessable,
+  withNoReplyReason
 } from "@parley/domain"
 import type { WorkflowEngine } from "@effect/workflow"
 import { Data, Effect, Option, Schema } from "effect"
@@ -162,13 +163,13 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
         ...(filter.end === undefined ? [] : [filter.endExclusive ? sql`m.created_at < ${filter.end}` : sql`m.created_at <= ${filter.end}`]),
         ...(filter.cursor === undefined ? [] : [sql`(m.created_at, m.id) < (${filter.cursor.createdAt}::timestamptz, ${filter.cursor.id})`])
       ]
-      const rows = yield* sql`
+      const rows = yield* sql<{ role: string; handled_reason: string | null }>`
         select m.id, m.conversation_id, m.opportunity_id, m.contact_id, m.pipeline_id, m.stage_id, m.channel_id, m.role, m.message,
                m.status, m.is_manual, m.call_type, m.cost_for_user::float8 as cost_for_user, m.external_message_id,
-               m.created_at
+               m.handled_reason, m.created_at
         from messages m where ${sql.and(where)}
         order by m.created_at desc, m.id desc limit ${filter.limit + 1}`.pipe(
-        Effect.flatMap(Schema.decodeUnknown(Schema.Array(MessageEntry))),
+        Effect.flatMap((rows) => Schema.decodeUnknown(Schema.Array(MessageEntry))(rows.map(withNoReplyReason))),
         Effect.orDie
       )
       const page = rows.slice(0, filter.limit)

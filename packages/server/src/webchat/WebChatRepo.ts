@@ -8,6 +8,7 @@ import {
   type OpportunityId,
   type PipelineId,
   type StageId,
+  withNoReplyReason,
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
@@ -170,12 +171,13 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
 
       history: (conversationId: ConversationId, page: number, perPage: number) =>
         Effect.all([
-          sql`select id, role, message, status, files, attachments, conversation_id, opportunity_id, error, sender_id, external_message_id,
-                     created_at
+          sql<{ role: string; handled_reason: string | null }>`
+              select id, role, message, status, files, attachments, conversation_id, opportunity_id, error, sender_id, external_message_id,
+                     handled_reason, created_at
               from messages where conversation_id = ${conversationId}
               order by created_at desc, id desc limit ${perPage} offset ${(page - 1) * perPage}`.pipe(
             Effect.orDie,
-            Effect.flatMap((rows) => Effect.orDie(decodeHistory(rows)))
+            Effect.flatMap((rows) => Effect.orDie(decodeHistory(rows.map(withNoReplyReason))))
           ),
           sql<{ n: number }>`select count(*)::int as n from messages where conversation_id = ${conversationId}`.pipe(
             Effect.map((rows) => rows[0]!.n),

@@ -158,8 +158,11 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
       })
     })
 
+    /** The web-chat history without `no_reply_reason`: why the agent is silent is the business's, not the visitor's. */
     const history = (visitor: WidgetVisitor, query: WidgetHistoryQuery) =>
-      webChat.historyOf(visitor.conversationId as ConversationId, query.page, query.per_page)
+      webChat.historyOf(visitor.conversationId as ConversationId, query.page, query.per_page).pipe(
+        Effect.map((page) => ({ ...page, data: page.data.map(({ no_reply_reason: _, ...message }) => message) }))
+      )
 
     return { session, authenticate, history }
   })

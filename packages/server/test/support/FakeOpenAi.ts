@@ -1,4 +1,7 @@
-/** Bodies of a fake OpenAI Responses API (`POST /v1/responses`), as @effect/ai-openai decodes them. */
+/** Bodies of a fake OpenAI Responses API (`POST /v1/responses`), as @effect/ai-openai decodes them, and a server answering them. */
+import { Effect } from "effect"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
 
 /** A Responses API answer for `model` with the given output items and token usage. */
 export const openAiResponse = (
@@ -39,3 +42,38 @@ export const textOutput = (text: string) => ({
   status: "completed",
   content: [{ type: "output_text", text, annotations: [] }]
 })
+
+/** What a fake OpenAI server received, and how it answers next. */
+export interface FakeOpenAiState {
+  readonly requests: Array<{ readonly url: string | undefined; readonly body: any; readonly authorization: string | undefined }>
+  /** 500 with an error body on every `POST /v1/responses` while true */
+  failing: boolean
+}
+
+/**
+ * A local OpenAI-compatible server (Responses API at `/v1/responses`) on a random port: answers `text` with
+ * 1000 input and 500 output tokens, or 500s while `state.failing`. Its base URL (for OPENAI_BASE_URL); closed with the scope.
+ */
+export const fakeOpenAi = (state: FakeOpenAiState, text = "The annual plan is 990 euros per year.") =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<Http.Server>((resolve) => {
+        const server = Http.createServer((req, res) => {
+          let raw = ""
+          req.on("data", (c) => (raw += c))
+          req.on("end", () => {
+            const body = raw ? JSON.parse(raw) : undefined
+            state.requests.push({ url: req.url, body, authorization: req.headers.authorization })
+            if (req.url !== "/v1/responses") return res.writeHead(404).end()
+            if (state.failing) {
+              return res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "overloaded" } }))
+            }
+            const answer = openAiResponse(`resp_${state.requests.length}`, body.model, [textOutput(text)], { input: 1000, output: 500 })
+            res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer))
+          })
+        })
+        server.listen(0, "127.0.0.1", () => resolve(server))
+      })
+    ),
+    (server) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+  ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`))
