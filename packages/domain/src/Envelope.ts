@@ -58,6 +58,38 @@ export const Ok = <A, I, R>(data: Schema.Schema<A, I, R>, options: OkOptions = {
     }).annotations({ ...HttpApiSchema.annotations({ status }), ...envelopeIdentifier(data, "Response") })
 }
 
+/** A saved resource and, when something about it needs the caller's attention, a warning sentence. */
+export interface WithWarning<A> {
+  readonly data: A
+  readonly warning: string | null
+}
+
+/**
+ * Success whose `message` may carry a warning: `"<message> Warning: <warning>"`. The envelope and status
+ * are `Ok`'s (SPEC.md 2.1); only the text of `message` changes.
+ */
+export const OkWithWarning = <A, I, R>(data: Schema.Schema<A, I, R>, options: { readonly message: string }) => {
+  const separator = " Warning: "
+  return Schema.transform(
+    envelope(data),
+    Schema.Struct({ data: Schema.typeSchema(data), warning: Schema.NullOr(Schema.String) }),
+    {
+      strict: true,
+      decode: (env) => {
+        const at = env.message.indexOf(separator)
+        return { data: env.data, warning: at < 0 ? null : env.message.slice(at + separator.length) }
+      },
+      encode: ({ data, warning }) => ({
+        status: true,
+        code: 200,
+        validation: [],
+        message: warning === null ? options.message : `${options.message}${separator}${warning}`,
+        data
+      })
+    }
+  ).annotations({ ...HttpApiSchema.annotations({ status: 200 }), ...envelopeIdentifier(data, "Response") })
+}
+
 const ErrorEnvelope = envelope(Schema.Null)
 type ErrorEnvelope = typeof ErrorEnvelope.Type
 

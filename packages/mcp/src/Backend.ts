@@ -50,7 +50,8 @@ import type {
   UpdateStage,
   UpdateVariable,
   Variable,
-  VariableId
+  VariableId,
+  WithWarning
 } from "@parley/domain"
 import { Context, type Effect } from "effect"
 
@@ -67,8 +68,9 @@ export interface McpBackendShape {
   // pipelines, stages, model pool, catalogue
   readonly pipelineOptions: (query: { readonly language_code: string; readonly ai_provider_id?: number | undefined }) => Op<PipelineOptions>
   readonly listPipelines: () => Op<ReadonlyArray<Pipeline>>
-  readonly createPipeline: (input: CreatePipeline) => Op<PipelineWithStages>
-  readonly updatePipeline: (id: PipelineId, input: UpdatePipeline) => Op<PipelineWithStages>
+  /** `warning`: the pipeline's model cannot be called in this server (no provider key) */
+  readonly createPipeline: (input: CreatePipeline) => Op<WithWarning<PipelineWithStages>>
+  readonly updatePipeline: (id: PipelineId, input: UpdatePipeline) => Op<WithWarning<PipelineWithStages>>
   readonly listStages: (pipelineId: PipelineId) => Op<ReadonlyArray<Stage>>
   readonly createStage: (pipelineId: PipelineId, input: CreateStage) => Op<Stage>
   readonly updateStage: (id: StageId, input: UpdateStage) => Op<Stage>

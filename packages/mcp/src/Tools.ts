@@ -62,6 +62,9 @@ const stageId = required(StageId, "The stage's id (from list_pipeline_stages)")
 const knowledgeTableId = required(KnowledgeTableId, "The knowledge table's id (from list_knowledge_tables)")
 const none = Schema.Struct({})
 
+/** A save's summary, with the warning the REST envelope's `message` carries too. */
+const withWarning = (summary: string, warning: string | null) => warning === null ? summary : `${summary} Warning: ${warning}`
+
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
 
 /** A bare end date covers that whole day (UTC), as on the REST list endpoints. */
@@ -521,7 +524,9 @@ const build: ReadonlyArray<Tool> = [
     input: Schema.Struct(Struct.omit(CreatePipeline.from.fields, "workspace_id", "reply_debounce_ms")).pipe(Schema.filter(modelRoutingRule)),
     run: (input) =>
       Effect.flatMap(backend, (b) => b.createPipeline(input)).pipe(
-        Effect.map((p) => output({ pipeline: p }, `Pipeline #${p.id} ${p.name} created (${p.status}).`))
+        Effect.map(({ data: p, warning }) =>
+          output({ pipeline: p, warning }, withWarning(`Pipeline #${p.id} ${p.name} created (${p.status}).`, warning))
+        )
       )
   }),
   tool({
@@ -648,7 +653,9 @@ const update: ReadonlyArray<Tool> = [
     }),
     run: ({ pipeline_id, ...input }) =>
       Effect.flatMap(backend, (b) => b.updatePipeline(pipeline_id, input)).pipe(
-        Effect.map((p) => output({ pipeline: p }, `Pipeline #${p.id} ${p.name} updated (${p.status}).`))
+        Effect.map(({ data: p, warning }) =>
+          output({ pipeline: p, warning }, withWarning(`Pipeline #${p.id} ${p.name} updated (${p.status}).`, warning))
+        )
       )
   }),
   tool({

@@ -2,6 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { Sessions } from "./account/Sessions.js"
+import { ModelKeysCheckLive } from "./agent/ModelKeys.js"
 import { Automation } from "./actions/Automation.js"
 import { Analytics } from "./analytics/Analytics.js"
 import { Catalogue } from "./catalogue/Catalogue.js"
@@ -58,9 +59,15 @@ const Services = Layer.mergeAll(
   Sessions.Default
 )
 
-/** Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use services). */
+/**
+ * Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use services).
+ * Processes that make replies name each active pipeline whose model they cannot call.
+ */
 export const servicesFor = (role: Role) =>
-  HandlersLive.pipe(Layer.provideMerge(Services), Layer.provideMerge(EngineLive(role)))
+  Layer.merge(HandlersLive, role === "all" || role === "worker" ? ModelKeysCheckLive : Layer.empty).pipe(
+    Layer.provideMerge(Services),
+    Layer.provideMerge(EngineLive(role))
+  )
 
 export const ServicesLive = servicesFor("all")
 

@@ -3,7 +3,8 @@
  * server with the deterministic local model (and a fake OpenAI server that answers 500s): the reason is on
  * the contact's message in the web-chat history and in MCP `list_messages` (not in the website widget's
  * history), a Warning log line names the conversation and the reason, and `parley_replies_skipped_total`
- * counts it by reason.
+ * counts it by reason. Choosing a model whose provider has no key is a warning in the create and update
+ * answers (REST and MCP).
  */
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -243,6 +244,51 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
         expect(record).toMatchObject({ id, role: "user", message: "Hello?" })
         expect(record).not.toHaveProperty("no_reply_reason")
       }))
+
+    it.effect("create and update answer with a warning when the pipeline's model has no provider key (REST and MCP)", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const owner = yield* seedUser()
+        const warning = "the model gpt-4.1-mini needs OPENAI_API_KEY; replies will not be made until it is set."
+        const local = yield* post(owner, "/api/user/pipelines", { name: "Local", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
+        expect(local.body).toMatchObject({ status: true, code: 200, validation: [], message: "Pipeline created successfully." })
+
+        const created = yield* post(owner, "/api/user/pipelines", { name: "Remote", agent_type_id: 1, ai_model_id: 11, language_id: 1 })
+        expect(created.status).toBe(200)
+        expect(created.body).toMatchObject({ status: true, code: 200, validation: [], message: `Pipeline created successfully. Warning: ${warning}` })
+        expect(created.body.data).toMatchObject({ name: "Remote", ai_model_id: 11 })
+
+        const switched = yield* put(owner, `/api/user/pipelines/${local.body.data.id}`, { ai_model_id: 11 })
+        expect(switched.body).toMatchObject({ status: true, code: 200, message: `Pipeline updated successfully. Warning: ${warning}` })
+        const back = yield* put(owner, `/api/user/pipelines/${local.body.data.id}`, { ai_model_id: 1 })
+        expect(back.body.message).toBe("Pipeline updated successfully.")
+
+        // Smart Routing: a tier's model counts too (Claude Sonnet 4 needs ANTHROPIC_API_KEY)
+        const models = yield* sqlRows<{ id: number; model: string }>`
+          select m.id, m.model from ai_models m join ai_providers p on p.id = m.ai_provider_id where p.slug = 'anthropic' order by m.id limit 1`
+        const routed = yield* put(owner, `/api/user/pipelines/${local.body.data.id}`, {
+          is_model_routing_enabled: true,
+          is_model_routing: [
+            { tier: "router", ai_model_id: 1 },
+            { tier: "simple", ai_model_id: 1 },
+            { tier: "moderate", ai_model_id: 11 },
+            { tier: "complex", ai_model_id: models[0]!.id }
+          ]
+        })
+        expect(routed.body.message).toBe(
+          `Pipeline updated successfully. Warning: the model gpt-4.1-mini needs OPENAI_API_KEY and the model ${models[0]!.model} needs ANTHROPIC_API_KEY; replies will not be made until they are set.`
+        )
+
+        const use = yield* mcp(owner.token)
+        const viaMcp = yield* use("create_pipeline", { name: "Remote by MCP", agent_type_id: 1, ai_model_id: 11, language_id: 1 })
+        expect(viaMcp.text).toContain(`created (active). Warning: ${warning}`)
+        expect(viaMcp.structured.warning).toBe(warning)
+        const localByMcp = yield* use("create_pipeline", { name: "Local by MCP", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
+        expect(localByMcp.structured.warning).toBeNull()
+        expect(localByMcp.text).not.toContain("Warning")
+        const updated = yield* use("update_pipeline", { pipeline_id: localByMcp.structured.pipeline.id, ai_model_id: 11 })
+        expect(updated.text).toContain(`updated (active). Warning: ${warning}`)
+        expect(updated.structured.warning).toBe(warning)
+      })))
   }
 )
 

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { PipelineOptions, PipelineOptionsQuery } from "../Catalogue.js"
-import { Ok } from "../Envelope.js"
+import { Ok, OkWithWarning } from "../Envelope.js"
 import { BadRequestResponse, NotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { PipelineIdFromString, StageId, StageIdFromString } from "../Ids.js"
 import {
@@ -17,6 +17,9 @@ import { Authorized } from "./Auth.js"
 
 const pipelinePath = Schema.Struct({ pipeline: PipelineIdFromString })
 const stagePath = Schema.Struct({ stage: StageIdFromString })
+
+const modelWarning =
+  "When the pipeline's model (or, with Smart Routing on, a tier's model) belongs to a provider whose key is not set on the server, the pipeline is saved and `message` goes on with a warning, e.g. `Pipeline created successfully. Warning: the model gpt-4o needs OPENAI_API_KEY; replies will not be made until it is set.`"
 
 export class PipelinesApi extends HttpApiGroup.make("pipelines")
   .add(
@@ -39,10 +42,11 @@ export class PipelinesApi extends HttpApiGroup.make("pipelines")
   .add(
     HttpApiEndpoint.post("create", "/api/user/pipelines")
       .setPayload(CreatePipeline)
-      .addSuccess(Ok(PipelineWithStages, { message: "Pipeline created successfully." }))
+      .addSuccess(OkWithWarning(PipelineWithStages, { message: "Pipeline created successfully." }))
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Create a pipeline")
+      .annotate(OpenApi.Description, modelWarning)
   )
   .add(
     HttpApiEndpoint.get("get", "/api/user/pipelines/:pipeline")
@@ -56,11 +60,12 @@ export class PipelinesApi extends HttpApiGroup.make("pipelines")
     HttpApiEndpoint.put("update", "/api/user/pipelines/:pipeline")
       .setPath(pipelinePath)
       .setPayload(UpdatePipeline)
-      .addSuccess(Ok(PipelineWithStages, { message: "Pipeline updated successfully." }))
+      .addSuccess(OkWithWarning(PipelineWithStages, { message: "Pipeline updated successfully." }))
       .addError(NotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Update a pipeline (only the fields sent change)")
+      .annotate(OpenApi.Description, modelWarning)
   )
   .add(
     HttpApiEndpoint.get("listStages", "/api/user/pipelines/:pipeline/stages")

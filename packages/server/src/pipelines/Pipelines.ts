@@ -18,10 +18,12 @@ import {
   type UpdatePipeline,
   type UpdateStage,
   ValidationIssue,
+  type WithWarning,
   type WorkspaceId
 } from "@parley/domain"
 import { Effect } from "effect"
 import { someOrFail } from "../util/Effects.js"
+import { ModelKeys, pipelineModelIds } from "../agent/ModelKeys.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
@@ -47,9 +49,10 @@ const modelPoolOf = (pipeline: Pipeline) =>
 
 /** Agent configurations and their ordered stages, scoped to the caller's workspaces. */
 export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipelines", {
-  dependencies: [PipelinesRepo.Default, Catalogue.Default, Knowledge.Default],
+  dependencies: [PipelinesRepo.Default, Catalogue.Default, Knowledge.Default, ModelKeys.Default],
   effect: Effect.gen(function*() {
     const repo = yield* PipelinesRepo
+    const modelKeys = yield* ModelKeys
     const catalogue = yield* Catalogue
     const knowledge = yield* Knowledge
     const sql = yield* SqlClient.SqlClient
@@ -63,6 +66,13 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
         const stages = yield* repo.stages(id)
         return new PipelineWithStages({ ...pipeline, stages })
       })
+
+    /** The saved pipeline, warning when a model it replies with has no provider key in this process. */
+    const saved = (pipeline: PipelineWithStages) =>
+      Effect.map(
+        modelKeys.warningFor(pipelineModelIds({ ...pipeline, pool: pipeline.is_model_routing })),
+        (warning): WithWarning<PipelineWithStages> => ({ data: pipeline, warning })
+      )
 
     const channelIssues = (workspaceId: WorkspaceId, channelId: number | null | undefined) =>
       channelId === undefined || channelId === null
@@ -99,7 +109,7 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       })).pipe(
         Effect.catchTag("SqlError", (e) => isUniqueViolation(e, "pipelines_workspace_name_key") ? Effect.fail(nameTaken) : Effect.die(e))
       )
-      return yield* withStages(actor, id).pipe(Effect.catchTag("NotFound", Effect.die))
+      return yield* saved(yield* withStages(actor, id).pipe(Effect.catchTag("NotFound", Effect.die)))
     })
 
     const update = Effect.fn("Pipelines.update")(function*(id: PipelineId, input: UpdatePipeline) {
@@ -128,7 +138,7 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       })).pipe(
         Effect.catchTag("SqlError", (e) => isUniqueViolation(e, "pipelines_workspace_name_key") ? Effect.fail(nameTaken) : Effect.die(e))
       )
-      return yield* withStages(actor, id)
+      return yield* saved(yield* withStages(actor, id))
     })
 
     const listStages = Effect.fn("Pipelines.listStages")(function*(id: PipelineId) {

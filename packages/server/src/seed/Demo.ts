@@ -115,7 +115,7 @@ const seedDemoWorkspace = Effect.gen(function*() {
     defaultWorkspaceId: user.workspace_id
   }
   const { pipeline, channel } = yield* Effect.gen(function*() {
-    const pipeline = yield* pipelines.create({
+    const { data: pipeline } = yield* pipelines.create({
       name: "Demo sales agent",
       description: "Answers questions about Parley and books a demo call.",
       persona: "A friendly, concise sales assistant for Parley.",
