@@ -1,7 +1,8 @@
 /**
  * `/docs`: the Scalar API reference of `Api`, as `HttpApiScalar` renders it, but with Scalar's bundle
  * (the copy @effect/platform ships) served as its own cacheable file instead of 3.4 MB of inline script,
- * so the page runs under a CSP without `unsafe-inline` scripts.
+ * so the page runs under a CSP without `unsafe-inline` scripts, and without Scalar's web fonts, so it
+ * loads nothing from the internet (system fonts instead).
  */
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Api } from "@parley/domain"
@@ -32,12 +33,14 @@ const policy: PagePolicy = {
   // Scalar compiles a WebAssembly module (no JavaScript eval)
   "script-src": ["'self'", "'wasm-unsafe-eval'"],
   "style-src": ["'self'", "'unsafe-inline'"],
-  // Scalar's default fonts; without them (offline) it falls back to system fonts
-  "font-src": ["'self'", "data:", "https://fonts.scalar.com"],
+  "font-src": ["'self'", "data:"],
   "img-src": ["'self'", "data:", "blob:"],
   // the "Test Request" client calls this API
   "connect-src": ["'self'"]
 }
+
+// `withDefaultFonts: false`: no Inter and JetBrains Mono from fonts.scalar.com
+const configuration = { _integration: "html", withDefaultFonts: false }
 
 export const DocsRoutes = Layer.unwrapEffect(Effect.gen(function*() {
   const bundle = yield* scalarBundle
@@ -55,7 +58,7 @@ export const DocsRoutes = Layer.unwrapEffect(Effect.gen(function*() {
 <title>${escapeHtml(spec.info.title)}</title>
 ${description}</head>
 <body>
-<script id="api-reference" type="application/json" data-configuration="${escapeHtml(JSON.stringify({ _integration: "html" }))}">${scriptData(spec)}</script>
+<script id="api-reference" type="application/json" data-configuration="${escapeHtml(JSON.stringify(configuration))}">${scriptData(spec)}</script>
 <script src="docs/scalar.js?v=${version}"></script>
 </body>
 </html>
