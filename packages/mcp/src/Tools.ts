@@ -325,7 +325,7 @@ const discover: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "opportunities:read",
     description:
-      "Messages exchanged with contacts, newest first, filtered by pipeline, contact, role or date. Pass next_cursor from the answer back as cursor for the next page. Needs scope opportunities:read.",
+      "Messages exchanged with contacts, newest first, filtered by pipeline, contact, role or date. A contact message the agent did not answer has no_reply_reason (no_credits, no_subscription, paused, message_limit, cost_limit, model_not_configured, provider_error, no_agent); null otherwise. Pass next_cursor from the answer back as cursor for the next page. Needs scope opportunities:read.",
     input: Schema.Struct({
       pipeline_id: optional(PipelineId, "Only this pipeline's messages"),
       contact_id: optional(ContactId, "Only messages with this contact"),

@@ -321,6 +321,11 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("no reply when the pro
       yield* Effect.sleep("2500 millis")
       expect(openAi.requests.filter((r) => r.url === "/v1/responses")).toHaveLength(3)
 
+      // a turn handled before the reasons were public stored `failed`: it reads as provider_error too
+      yield* sqlRows`update messages set handled_reason = 'failed' where id = ${id}`
+      expect((yield* history(channel, "unlucky")).find((r) => r.id === id)!.no_reply_reason).toBe("provider_error")
+      yield* sqlRows`update messages set handled_reason = 'provider_error' where id = ${id}`
+
       // the provider is back: the next message is answered
       openAi.failing = false
       const next = yield* say(channel, "unlucky", "Hello again?")
