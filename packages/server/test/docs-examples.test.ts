@@ -11,7 +11,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { type Running, serve, stop } from "./support/ChildServer.js"
-import { type Block, blocksOf, isRunnable, keyOf, runDocument, shellBlocks, where } from "./support/DocExamples.js"
+import { type Block, blocksOf, documents, isRunnable, keyOf, runDocument, shellBlocks, where } from "./support/DocExamples.js"
 
 const root = Path.resolve(__dirname, "../../..")
 
@@ -96,6 +96,13 @@ describe("the shell examples of README.md and docs/*.md", () => {
     expect(Object.keys(skipped).filter((key) => !keys.has(key)), "skip-list entries that name no block").toEqual([])
     const neither = blocks.filter((b) => !(keyOf(b) in skipped) && !isRunnable(b)).map((b) => `${where(b)} ${keyOf(b)}`)
     expect(neither, "blocks neither runnable (curl, or only exports) nor on the skip list").toEqual([])
+    // shell under another tag would escape the run
+    const otherShells = documents(root).flatMap((file) =>
+      blocksOf(file, Fs.readFileSync(Path.join(root, file), "utf8"))
+        .filter((b) => ["bash", "shell", "zsh", "console", "shell-session"].includes(b.lang))
+        .map((b) => `${where(b)} ${b.lang}`)
+    )
+    expect(otherShells, "shell blocks not tagged sh").toEqual([])
   })
 
   it("report an answer other than the one shown, a 4xx shown as nothing, a capture that finds nothing", () => {
@@ -126,7 +133,8 @@ describe("the shell examples of README.md and docs/*.md", () => {
     ])
   })
 
-  it("run in order against a fresh server and answer as they claim", () => {
+  // each document's shell has two minutes (a reply the examples wait for that never comes ends it)
+  it("run in order against a fresh server and answer as they claim", { timeout: 600_000 }, () => {
     const runnable = blocks.map((block, index) => ({ block, index })).filter(({ block }) => !(keyOf(block) in skipped))
     const problems: Array<string> = []
     let requests = 0
