@@ -8,8 +8,11 @@
  * (vLLM, LiteLLM, a gateway) must not require opening webhooks to private addresses too.
  */
 import type { LanguageModel } from "@effect/ai"
-import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
-import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
+// the modules, not the packages' indexes: those also load tokenizers (tiktoken's WebAssembly) we never use
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
+import * as OpenAiLanguageModel from "@effect/ai-openai/OpenAiLanguageModel"
 import { HttpClient, HttpClientError } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { type ModelRef, ModelUnavailable } from "@parley/worker"

@@ -1,3 +1,4 @@
+import { NodeRuntime } from "@effect/platform-node"
 import { Config, ConfigError, Console, Effect, Either, Layer, Logger, LogLevel, Option } from "effect"
 import * as Path from "node:path"
 import { AdminServerLive } from "../admin/AdminServer.js"
@@ -6,6 +7,7 @@ import { AppConfig, type Role } from "../config/AppConfig.js"
 import { ApiListener, ReceiverListener } from "../http/Listener.js"
 import { Readiness } from "../http/Readiness.js"
 import { type DemoCredentials, seedDemo } from "../seed/Demo.js"
+import { PrintedProgress, progress } from "../StartupProgress.js"
 
 const banner = (api: string | undefined, receiver: string | undefined, dataDir: string | undefined, demo: DemoCredentials | undefined) => {
   const lines = ["", "Parley is running."]
@@ -38,6 +40,8 @@ const AnnounceLive = Layer.effectDiscard(Effect.gen(function*() {
   const api = yield* Effect.serviceOption(ApiListener)
   const receiver = yield* Effect.serviceOption(ReceiverListener)
   const embedded = Option.isNone(config.databaseUrl)
+  const bound = [...Option.toArray(Option.map(api, (l) => `api ${l.url}`)), ...Option.toArray(Option.map(receiver, (l) => `receiver ${l.url}`))]
+  if (bound.length > 0) yield* progress(`Listening: ${bound.join(", ")}`)
   const demo = config.seedDemo ? yield* seedDemo(Option.getOrUndefined(Option.map(api, (l) => l.url))) : undefined
   yield* Console.log(banner(
     Option.getOrUndefined(config.publicUrl) ?? Option.getOrUndefined(Option.map(api, (l) => l.url)),
@@ -95,6 +99,9 @@ export const serveLayer = (role: Role) => {
     Layer.provide(servicesFor(role)),
     Layer.provide(DatabaseLive),
     Layer.provide(AppConfig.Default),
-    Layer.provide(LogLevelLive)
+    Layer.provide(Layer.merge(LogLevelLive, PrintedProgress))
   )
 }
+
+/** `parley serve --role <role>`: runs until SIGTERM or SIGINT, then closes everything in order. */
+export const launch = (role: Role) => Layer.launch(serveLayer(role)).pipe(NodeRuntime.runMain)

@@ -1,246 +1,29 @@
 /**
  * `pnpm parley <command>`: the operator's tool. Prints results for people, or JSON with `--json`.
- * On the embedded database only one process may open the data directory: while a server holds it,
- * commands go to that server's loopback admin endpoint; otherwise this process opens it itself.
+ * Only what a command needs is loaded: `--help` answers without the server, `serve` loads the server,
+ * other commands the command runner (Run.ts).
  */
-import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer, Logger, LogLevel, Option, Schema } from "effect"
-import * as Fs from "node:fs"
 import { parseArgs } from "node:util"
-import { type ServerInfo, serverInfoPath } from "../admin/AdminServer.js"
-import { AdminCommand, runCommand } from "../admin/Commands.js"
-import { DatabaseLive, ServicesLive } from "../App.js"
-import { AppConfig, type Role } from "../config/AppConfig.js"
-import { SqlLive } from "../db/Database.js"
-import { DataDirBusy, lockHolder } from "../db/DataDirLock.js"
-import { CommandFailed } from "../identity/Identity.js"
-import { ImportUsageError, progressReporter, readRows, runImport, summary, type Column, type Execute } from "./Import.js"
-import { serveLayer } from "./Serve.js"
+import { USAGE } from "./Usage.js"
 
-const USAGE = `Usage: pnpm parley <command> [options] [--json]
-
-  migrate
-  serve [--role all|api|receiver|worker]
-  user create --email E --password P [--name N] [--workspace-name W]
-  user grant-manager --email E --workspace-id N
-  user make-super --email E
-  workspace set --workspace-id N [--credits N] [--training-credits N] [--subscription active|inactive]
-  token create --email E --scopes a,b [--name N] [--expires-in-days N]
-  token revoke --id N
-  channel create --workspace-id N --kind web [--pipeline-id N] [--name N] [--callback-url U]
-                 [--allowed-origins a,b] [--allowed-ips a,b]
-  channel rotate --id N
-  knowledge import --table-id N --file rows.csv|rows.jsonl [--batch-size 200]
-      (CSV with a header row, or JSON Lines; a default_id column is required. Exit code 1 when
-       some rows were rejected, with the reasons; 2 for usage errors)
-`
-
-class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
-
-const options = {
-  json: { type: "boolean" },
-  help: { type: "boolean", short: "h" },
-  role: { type: "string" },
-  email: { type: "string" },
-  password: { type: "string" },
-  name: { type: "string" },
-  "workspace-name": { type: "string" },
-  "workspace-id": { type: "string" },
-  credits: { type: "string" },
-  "training-credits": { type: "string" },
-  subscription: { type: "string" },
-  scopes: { type: "string" },
-  "expires-in-days": { type: "string" },
-  id: { type: "string" },
-  kind: { type: "string" },
-  "pipeline-id": { type: "string" },
-  "callback-url": { type: "string" },
-  "allowed-origins": { type: "string" },
-  "allowed-ips": { type: "string" },
-  "table-id": { type: "string" },
-  file: { type: "string" },
-  "batch-size": { type: "string" }
-} as const
-
-type Flags = { readonly [K in keyof typeof options]?: (typeof options)[K]["type"] extends "boolean" ? boolean : string }
-
-const list = (value: string | undefined) => value?.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
-const drop = <A extends Record<string, unknown>>(record: A) =>
-  Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as A
-
-/** The command line as an AdminCommand (decoded, so numbers and kinds are checked here). */
-const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
-  const raw = (() => {
-    switch (words.join(" ")) {
-      case "migrate":
-        return { _tag: "migrate" }
-      case "user create":
-        return { _tag: "user.create", email: f.email, password: f.password, name: f.name, workspaceName: f["workspace-name"] }
-      case "user grant-manager":
-        return { _tag: "user.grant-manager", email: f.email, workspaceId: num(f["workspace-id"]) }
-      case "user make-super":
-        return { _tag: "user.make-super", email: f.email }
-      case "workspace set":
-        return {
-          _tag: "workspace.set",
-          workspaceId: num(f["workspace-id"]),
-          credits: num(f.credits),
-          trainingCredits: num(f["training-credits"]),
-          subscription: f.subscription
-        }
-      case "token create":
-        return { _tag: "token.create", email: f.email, scopes: list(f.scopes), name: f.name, expiresInDays: num(f["expires-in-days"]) }
-      case "token revoke":
-        return { _tag: "token.revoke", id: num(f.id) }
-      case "channel create":
-        return {
-          _tag: "channel.create",
-          workspaceId: num(f["workspace-id"]),
-          kind: f.kind,
-          pipelineId: num(f["pipeline-id"]),
-          name: f.name,
-          callbackUrl: f["callback-url"],
-          allowedOrigins: list(f["allowed-origins"]),
-          allowedIps: list(f["allowed-ips"])
-        }
-      case "channel rotate":
-        return { _tag: "channel.rotate", id: num(f.id) }
-      default:
-        return undefined
-    }
-  })()
-  if (raw === undefined) return Effect.fail(new UsageError({ message: `Unknown command: ${words.join(" ") || "(none)"}` }))
-  return Schema.decodeUnknown(AdminCommand, { errors: "all" })(drop(raw)).pipe(
-    Effect.mapError((e) => new UsageError({ message: `Invalid arguments for ${words.join(" ")}:\n${e.message}` }))
-  )
-}
-
-const num = (value: string | undefined) => (value === undefined ? undefined : Number(value))
-
-/** A live server holding the embedded data dir, if there is one. */
-const runningServer = (dataDir: string): ServerInfo | undefined => {
-  if (lockHolder(dataDir) === undefined) return undefined
-  try {
-    return JSON.parse(Fs.readFileSync(serverInfoPath(dataDir), "utf8")) as ServerInfo
-  } catch {
-    return undefined
-  }
-}
-
-const viaServer = (info: ServerInfo, command: AdminCommand) =>
-  Effect.gen(function*() {
-    const body = yield* Schema.encode(AdminCommand)(command).pipe(Effect.orDie)
-    const response = yield* Effect.tryPromise({
-      try: () =>
-        fetch(`${info.admin_url}/admin/commands`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${info.admin_secret}`, "content-type": "application/json" },
-          body: JSON.stringify(body)
-        }).then((r) => r.json() as Promise<{ ok: boolean; result?: unknown; error?: string }>),
-      catch: () =>
-        new CommandFailed({ message: `The server (pid ${info.pid}) holds the database but its admin endpoint does not answer` })
-    })
-    if (!response.ok) return yield* new CommandFailed({ message: response.error ?? "The server refused the command" })
-    return response.result
-  })
-
-const directly = (command: AdminCommand) =>
-  // `migrate` opens the bare database so it can report what it applied; other commands migrate first
-  command._tag === "migrate"
-    ? runCommand(command).pipe(Effect.provide(ServicesLive), Effect.provide(SqlLive))
-    : runCommand(command).pipe(Effect.provide(ServicesLive), Effect.provide(DatabaseLive))
-
-/** Runs `use` with a way to execute commands: through the server holding the data dir, or on a database opened once here. */
-const withExecutor = <A, E>(use: (execute: Execute) => Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    const config = yield* AppConfig
-    const server = Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined
-    if (server) return yield* use((command) => viaServer(server, command))
-    return yield* Effect.gen(function*() {
-      const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof runCommand>>>()
-      return yield* use((command) => runCommand(command).pipe(Effect.provide(context)))
-    }).pipe(Effect.provide(ServicesLive), Effect.provide(DatabaseLive))
-  })
-
-/** `knowledge import`: exit code 0 when every row was upserted, 1 when some were rejected. */
-const knowledgeImport = (f: Flags) =>
-  Effect.gen(function*() {
-    const tableId = Number(f["table-id"])
-    const batchSize = f["batch-size"] === undefined ? 200 : Number(f["batch-size"])
-    if (f["table-id"] === undefined || !Number.isInteger(tableId) || tableId <= 0) {
-      return yield* new UsageError({ message: "knowledge import needs --table-id N (a positive integer)" })
-    }
-    if (f.file === undefined) return yield* new UsageError({ message: "knowledge import needs --file rows.csv|rows.jsonl" })
-    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 1000) {
-      return yield* new UsageError({ message: "--batch-size must be an integer from 1 to 1000" })
-    }
-    const file = f.file
-    if (!Fs.existsSync(file)) return yield* new UsageError({ message: `Cannot read ${file}: no such file` })
-    const started = Date.now()
-    const result = yield* withExecutor((execute) =>
-      Effect.gen(function*() {
-        const table = yield* execute({ _tag: "knowledge.columns", tableId: tableId as never }).pipe(
-          Effect.catchTag("CommandFailed", (e) =>
-            Effect.fail(/^No knowledge table/.test(e.message) ? new UsageError({ message: e.message }) : e))
-        ) as Effect.Effect<{ columns: ReadonlyArray<Column> }, CommandFailed | UsageError>
-        const rows = yield* readRows(file, table.columns).pipe(
-          Effect.mapError((e: ImportUsageError) => new UsageError({ message: e.message }))
-        )
-        return yield* runImport({ execute, tableId, rows, batchSize, progress: progressReporter(rows.length) })
-      })
-    )
-    if (f.json === true) yield* Console.log(JSON.stringify(result))
-    else yield* Console.log(summary(result, Date.now() - started))
-    if (result.rejected.length > 0) process.exitCode = 1
-  })
-
-const print = (result: unknown, asJson: boolean) =>
-  Console.log(
-    asJson
-      ? JSON.stringify(result)
-      : Object.entries(result as Record<string, unknown>)
-        .map(([k, v]) => `${k.padEnd(18)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : String(v)}`)
-        .join("\n")
-  )
-
-const argv = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })
-const flags = argv.values as Flags
+const argv = parseArgs({ args: process.argv.slice(2), options: { help: { type: "boolean", short: "h" }, role: { type: "string" } }, allowPositionals: true, strict: false })
 const words = argv.positionals
 
-if (flags.help || words.length === 0) {
+if (argv.values.help === true || words.length === 0) {
   console.log(USAGE)
-  process.exit(words.length === 0 && !flags.help ? 2 : 0)
+  process.exit(words.length === 0 && argv.values.help !== true ? 2 : 0)
 }
 
 if (words[0] === "serve") {
-  const role = (flags.role ?? "all") as Role
+  const role = typeof argv.values.role === "string" ? argv.values.role : "all"
   if (!["all", "api", "receiver", "worker"].includes(role)) {
     console.error(`Unknown role: ${role}\n\n${USAGE}`)
     process.exit(2)
   }
-  Layer.launch(serveLayer(role)).pipe(NodeRuntime.runMain)
+  const { launch } = await import("./Serve.js")
+  launch(role as "all" | "api" | "receiver" | "worker")
 } else {
-  const program = Effect.gen(function*() {
-    if (words.join(" ") === "knowledge import") return yield* knowledgeImport(flags)
-    const command = yield* toCommand(words, flags)
-    const config = yield* AppConfig
-    const server = Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined
-    const result = server ? yield* viaServer(server, command) : yield* directly(command)
-    yield* print(result, flags.json === true)
-  }).pipe(
-    Effect.provide(AppConfig.Default),
-    Effect.catchAll((e) => {
-      if (e instanceof UsageError) {
-        return Effect.zipRight(Console.error(`${e.message}\n\n${USAGE}`), Effect.sync(() => (process.exitCode = 2)))
-      }
-      const message = e instanceof CommandFailed || e instanceof DataDirBusy ? e.message : undefined
-      if (message === undefined) return Effect.fail(e)
-      return Effect.zipRight(
-        flags.json ? Console.log(JSON.stringify({ error: message })) : Console.error(`Error: ${message}`),
-        Effect.sync(() => (process.exitCode = 1))
-      )
-    }),
-    Logger.withMinimumLogLevel(LogLevel.Warning)
-  )
-  NodeRuntime.runMain(program, { disableErrorReporting: false })
+  const { options, runCli } = await import("./Run.js")
+  const parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })
+  runCli(parsed.positionals, parsed.values as never)
 }

@@ -18,6 +18,7 @@ import { FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { ModelRegistryLive } from "../agent/ModelRegistryLive.js"
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
+import { progress } from "../StartupProgress.js"
 import { ReembedLive } from "../knowledge/Reembed.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
@@ -44,7 +45,18 @@ const RunnerLive = (role: Role) =>
     return NodeClusterSocket.layer({ storage: "sql", shardingConfig: { ...shardingConfig, runnerAddress: Option.some(address) } })
   })).pipe(Layer.orDie)
 
-export const EngineLive = (role: Role) => ClusterWorkflowEngine.layer.pipe(Layer.provideMerge(RunnerLive(role)))
+const announce = (role: Role) =>
+  Layer.effectDiscard(Effect.flatMap(AppConfig, (config) =>
+    progress(
+      config.cluster === "single"
+        ? "Starting the engine (one runner in this process)"
+        : role === "api" || role === "receiver"
+        ? "Joining the cluster as a client (entities and workflows run on workers)"
+        : `Starting the engine (a cluster runner at ${config.runnerHost}:${config.runnerPort})`
+    )))
+
+export const EngineLive = (role: Role) =>
+  ClusterWorkflowEngine.layer.pipe(Layer.provideMerge(RunnerLive(role)), Layer.provideMerge(announce(role)))
 
 /**
  * Every entity and workflow implementation, with what they use (a client-only process registers them

@@ -5,7 +5,8 @@
  * embedded by another model (or from other text) is embedded again.
  */
 import { EmbeddingModel } from "@effect/ai"
-import { OpenAiClient, OpenAiEmbeddingModel } from "@effect/ai-openai"
+import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
+import * as OpenAiEmbeddingModel from "@effect/ai-openai/OpenAiEmbeddingModel"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash } from "node:crypto"

@@ -9,6 +9,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Channels } from "../channels/Channels.js"
 import { AppConfig } from "../config/AppConfig.js"
+import { progress } from "../StartupProgress.js"
 import { Identity } from "../identity/Identity.js"
 import { randomBase62 } from "../identity/Secrets.js"
 import { Pipelines } from "../pipelines/Pipelines.js"
@@ -100,6 +101,7 @@ const seedDemoWorkspace = Effect.gen(function*() {
     Effect.orDie
   )
   if (users > 0) return readDemoCredentials(config.dataDir)
+  yield* progress("Seeding the demo workspace (first start)")
 
   const email = "demo@parley.local"
   const password = randomBase62(16)

@@ -8,14 +8,14 @@ import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/
 import { SqlClient } from "@effect/sql"
 import { ulid, verifyServiceSignature } from "@parley/domain"
 import { Effect, Layer } from "effect"
-import * as Fs from "node:fs"
+import { readAsset } from "../Assets.js"
 import { AppConfig, publicBaseUrl, receiverBaseUrl } from "../config/AppConfig.js"
 import { BoundAddresses } from "../http/Listener.js"
 import { htmlResponse, type PagePolicy, scriptNonce } from "../http/PageHeaders.js"
 import { Widget } from "../widget/Widget.js"
 import { type DemoCredentials, readDemoCredentials } from "./Demo.js"
 
-const template = Fs.readFileSync(new URL("../widget/assets/demo.html", import.meta.url), "utf8")
+const template = readAsset("demo.html").toString("utf8")
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 

@@ -2,8 +2,8 @@ import { HttpApiBuilder, HttpLayerRouter, HttpServerRequest, HttpServerResponse 
 import { Api, CurrentVisitor, WidgetAuth } from "@parley/domain"
 import { Effect, Layer, Redacted } from "effect"
 import { createHash } from "node:crypto"
-import * as Fs from "node:fs"
 import * as Zlib from "node:zlib"
+import { readAsset } from "../Assets.js"
 import { Widget } from "./Widget.js"
 
 export const WidgetAuthLive = Layer.effect(
@@ -51,7 +51,7 @@ export const corsFor = (paths: (path: string) => boolean) =>
 
 /** widget.js, read once; gzip-encoded for clients that accept it. */
 const widgetScript = (() => {
-  const raw = Fs.readFileSync(new URL("./assets/widget.js", import.meta.url))
+  const raw = readAsset("widget.js")
   return { raw, gzip: Zlib.gzipSync(raw, { level: 9 }), etag: `"${createHash("sha256").update(raw).digest("base64url").slice(0, 16)}"` }
 })()
 

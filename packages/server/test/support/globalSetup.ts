@@ -2,13 +2,12 @@
  * Initialising a PGlite data directory takes seconds, so it is done once per run: migrate a fresh
  * in-memory database, dump it, and let every suite load its own copy of the dump.
  */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { TestProject } from "vitest/node"
-import { MigrationsLive, openPglite } from "../../src/db/Database.js"
-import * as PgliteClient from "../../src/db/PgliteClient.js"
+import { writeMigratedDump } from "../../src/db/InitialDatabase.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -19,12 +18,7 @@ declare module "vitest" {
 export default async function setup(project: TestProject) {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-test-"))
   const file = Path.join(dir, "migrated.tar.gz")
-  await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const db = yield* openPglite({})
-    yield* Layer.build(MigrationsLive.pipe(Layer.provide(PgliteClient.layer(db))))
-    const dump = yield* Effect.promise(() => db.dumpDataDir("gzip"))
-    Fs.writeFileSync(file, Buffer.from(yield* Effect.promise(() => dump.arrayBuffer())))
-  })))
+  await Effect.runPromise(writeMigratedDump(file))
   project.provide("pgDumpPath", file)
   return () => Fs.rmSync(dir, { recursive: true, force: true })
 }

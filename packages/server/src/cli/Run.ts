@@ -1,0 +1,213 @@
+/**
+ * The CLI's commands other than `serve`: each one through the server holding the embedded data dir (its
+ * loopback admin endpoint), or on a database opened here. Loaded by main.ts only when a command runs.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, Logger, LogLevel, Option, Schema } from "effect"
+import * as Fs from "node:fs"
+import { type ServerInfo, serverInfoPath } from "../admin/AdminServer.js"
+import { AdminCommand, runCommand } from "../admin/Commands.js"
+import { DatabaseLive, ServicesLive } from "../App.js"
+import { AppConfig } from "../config/AppConfig.js"
+import { SqlLive } from "../db/Database.js"
+import { DataDirBusy, lockHolder } from "../db/DataDirLock.js"
+import { CommandFailed } from "../identity/Identity.js"
+import { ImportUsageError, progressReporter, readRows, runImport, summary, type Column, type Execute } from "./Import.js"
+import { USAGE } from "./Usage.js"
+
+
+class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
+
+export const options = {
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  role: { type: "string" },
+  email: { type: "string" },
+  password: { type: "string" },
+  name: { type: "string" },
+  "workspace-name": { type: "string" },
+  "workspace-id": { type: "string" },
+  credits: { type: "string" },
+  "training-credits": { type: "string" },
+  subscription: { type: "string" },
+  scopes: { type: "string" },
+  "expires-in-days": { type: "string" },
+  id: { type: "string" },
+  kind: { type: "string" },
+  "pipeline-id": { type: "string" },
+  "callback-url": { type: "string" },
+  "allowed-origins": { type: "string" },
+  "allowed-ips": { type: "string" },
+  "table-id": { type: "string" },
+  file: { type: "string" },
+  "batch-size": { type: "string" }
+} as const
+
+export type Flags = { readonly [K in keyof typeof options]?: (typeof options)[K]["type"] extends "boolean" ? boolean : string }
+
+const list = (value: string | undefined) => value?.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+const drop = <A extends Record<string, unknown>>(record: A) =>
+  Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as A
+
+/** The command line as an AdminCommand (decoded, so numbers and kinds are checked here). */
+const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
+  const raw = (() => {
+    switch (words.join(" ")) {
+      case "migrate":
+        return { _tag: "migrate" }
+      case "user create":
+        return { _tag: "user.create", email: f.email, password: f.password, name: f.name, workspaceName: f["workspace-name"] }
+      case "user grant-manager":
+        return { _tag: "user.grant-manager", email: f.email, workspaceId: num(f["workspace-id"]) }
+      case "user make-super":
+        return { _tag: "user.make-super", email: f.email }
+      case "workspace set":
+        return {
+          _tag: "workspace.set",
+          workspaceId: num(f["workspace-id"]),
+          credits: num(f.credits),
+          trainingCredits: num(f["training-credits"]),
+          subscription: f.subscription
+        }
+      case "token create":
+        return { _tag: "token.create", email: f.email, scopes: list(f.scopes), name: f.name, expiresInDays: num(f["expires-in-days"]) }
+      case "token revoke":
+        return { _tag: "token.revoke", id: num(f.id) }
+      case "channel create":
+        return {
+          _tag: "channel.create",
+          workspaceId: num(f["workspace-id"]),
+          kind: f.kind,
+          pipelineId: num(f["pipeline-id"]),
+          name: f.name,
+          callbackUrl: f["callback-url"],
+          allowedOrigins: list(f["allowed-origins"]),
+          allowedIps: list(f["allowed-ips"])
+        }
+      case "channel rotate":
+        return { _tag: "channel.rotate", id: num(f.id) }
+      default:
+        return undefined
+    }
+  })()
+  if (raw === undefined) return Effect.fail(new UsageError({ message: `Unknown command: ${words.join(" ") || "(none)"}` }))
+  return Schema.decodeUnknown(AdminCommand, { errors: "all" })(drop(raw)).pipe(
+    Effect.mapError((e) => new UsageError({ message: `Invalid arguments for ${words.join(" ")}:\n${e.message}` }))
+  )
+}
+
+const num = (value: string | undefined) => (value === undefined ? undefined : Number(value))
+
+/** A live server holding the embedded data dir, if there is one. */
+const runningServer = (dataDir: string): ServerInfo | undefined => {
+  if (lockHolder(dataDir) === undefined) return undefined
+  try {
+    return JSON.parse(Fs.readFileSync(serverInfoPath(dataDir), "utf8")) as ServerInfo
+  } catch {
+    return undefined
+  }
+}
+
+const viaServer = (info: ServerInfo, command: AdminCommand) =>
+  Effect.gen(function*() {
+    const body = yield* Schema.encode(AdminCommand)(command).pipe(Effect.orDie)
+    const response = yield* Effect.tryPromise({
+      try: () =>
+        fetch(`${info.admin_url}/admin/commands`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${info.admin_secret}`, "content-type": "application/json" },
+          body: JSON.stringify(body)
+        }).then((r) => r.json() as Promise<{ ok: boolean; result?: unknown; error?: string }>),
+      catch: () =>
+        new CommandFailed({ message: `The server (pid ${info.pid}) holds the database but its admin endpoint does not answer` })
+    })
+    if (!response.ok) return yield* new CommandFailed({ message: response.error ?? "The server refused the command" })
+    return response.result
+  })
+
+const directly = (command: AdminCommand) =>
+  // `migrate` opens the bare database so it can report what it applied; other commands migrate first
+  command._tag === "migrate"
+    ? runCommand(command).pipe(Effect.provide(ServicesLive), Effect.provide(SqlLive))
+    : runCommand(command).pipe(Effect.provide(ServicesLive), Effect.provide(DatabaseLive))
+
+/** Runs `use` with a way to execute commands: through the server holding the data dir, or on a database opened once here. */
+const withExecutor = <A, E>(use: (execute: Execute) => Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const server = Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined
+    if (server) return yield* use((command) => viaServer(server, command))
+    return yield* Effect.gen(function*() {
+      const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof runCommand>>>()
+      return yield* use((command) => runCommand(command).pipe(Effect.provide(context)))
+    }).pipe(Effect.provide(ServicesLive), Effect.provide(DatabaseLive))
+  })
+
+/** `knowledge import`: exit code 0 when every row was upserted, 1 when some were rejected. */
+const knowledgeImport = (f: Flags) =>
+  Effect.gen(function*() {
+    const tableId = Number(f["table-id"])
+    const batchSize = f["batch-size"] === undefined ? 200 : Number(f["batch-size"])
+    if (f["table-id"] === undefined || !Number.isInteger(tableId) || tableId <= 0) {
+      return yield* new UsageError({ message: "knowledge import needs --table-id N (a positive integer)" })
+    }
+    if (f.file === undefined) return yield* new UsageError({ message: "knowledge import needs --file rows.csv|rows.jsonl" })
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 1000) {
+      return yield* new UsageError({ message: "--batch-size must be an integer from 1 to 1000" })
+    }
+    const file = f.file
+    if (!Fs.existsSync(file)) return yield* new UsageError({ message: `Cannot read ${file}: no such file` })
+    const started = Date.now()
+    const result = yield* withExecutor((execute) =>
+      Effect.gen(function*() {
+        const table = yield* execute({ _tag: "knowledge.columns", tableId: tableId as never }).pipe(
+          Effect.catchTag("CommandFailed", (e) =>
+            Effect.fail(/^No knowledge table/.test(e.message) ? new UsageError({ message: e.message }) : e))
+        ) as Effect.Effect<{ columns: ReadonlyArray<Column> }, CommandFailed | UsageError>
+        const rows = yield* readRows(file, table.columns).pipe(
+          Effect.mapError((e: ImportUsageError) => new UsageError({ message: e.message }))
+        )
+        return yield* runImport({ execute, tableId, rows, batchSize, progress: progressReporter(rows.length) })
+      })
+    )
+    if (f.json === true) yield* Console.log(JSON.stringify(result))
+    else yield* Console.log(summary(result, Date.now() - started))
+    if (result.rejected.length > 0) process.exitCode = 1
+  })
+
+const print = (result: unknown, asJson: boolean) =>
+  Console.log(
+    asJson
+      ? JSON.stringify(result)
+      : Object.entries(result as Record<string, unknown>)
+        .map(([k, v]) => `${k.padEnd(18)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : String(v)}`)
+        .join("\n")
+  )
+
+
+/** Runs the command named by `words` with `flags`, then exits with its code. */
+export const runCli = (words: ReadonlyArray<string>, flags: Flags) => {
+  const program = Effect.gen(function*() {
+    if (words.join(" ") === "knowledge import") return yield* knowledgeImport(flags)
+    const command = yield* toCommand(words, flags)
+    const config = yield* AppConfig
+    const server = Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined
+    const result = server ? yield* viaServer(server, command) : yield* directly(command)
+    yield* print(result, flags.json === true)
+  }).pipe(
+    Effect.provide(AppConfig.Default),
+    Effect.catchAll((e) => {
+      if (e instanceof UsageError) {
+        return Effect.zipRight(Console.error(`${e.message}\n\n${USAGE}`), Effect.sync(() => (process.exitCode = 2)))
+      }
+      const message = e instanceof CommandFailed || e instanceof DataDirBusy ? e.message : undefined
+      if (message === undefined) return Effect.fail(e)
+      return Effect.zipRight(
+        flags.json ? Console.log(JSON.stringify({ error: message })) : Console.error(`Error: ${message}`),
+        Effect.sync(() => (process.exitCode = 1))
+      )
+    }),
+    Logger.withMinimumLogLevel(LogLevel.Warning)
+  )
+  NodeRuntime.runMain(program, { disableErrorReporting: false })
+}
