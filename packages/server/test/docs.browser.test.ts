@@ -49,8 +49,19 @@ layer(TestServerLive(), { excludeTestServices: true })("the API reference in a b
         })
       )
       expect(navigation.load).toBeGreaterThan(0)
+      // a second visit: the bundle from the browser's cache (it is immutable), so what is left is running it
+      yield* run(() => page.reload({ waitUntil: "load" }))
+      yield* run(() => page.getByText("Pipelines and stages").first().waitFor({ timeout: 20_000 }))
+      const reloaded = yield* run(() =>
+        page.evaluate(() => (performance.getEntriesByType("navigation") as Array<PerformanceNavigationTiming>)[0]!.loadEventEnd)
+      )
       // information for docs/benchmarks.md, not an assertion: a busy machine must not fail the suite
-      const timing = { load_event_ms: Math.round(navigation.load), goto_load_ms: loaded, first_group_rendered_ms: rendered }
+      const timing = {
+        load_event_ms: Math.round(navigation.load),
+        goto_load_ms: loaded,
+        first_group_rendered_ms: rendered,
+        reload_load_event_ms: Math.round(reloaded)
+      }
       Fs.mkdirSync("test-results", { recursive: true })
       Fs.writeFileSync(Path.join("test-results", "docs-load.json"), JSON.stringify(timing, null, 2))
       yield* Effect.logInfo("/docs load").pipe(Effect.annotateLogs(timing))
