@@ -19,7 +19,7 @@
 import { ClusterSchema, Entity, Singleton } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { ConversationTurns, FollowupOutcome, type NoReplyReason, noReplySentence, type ReplyDraft } from "@parley/domain"
-import { Cause, Clock, Duration, Effect, Layer, Metric, Option, Schedule, Schema, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Layer, Metric, MetricBoundaries, Option, Schedule, Schema, Stream } from "effect"
 import * as Agent from "./agent/Agent.js"
 import type { ModelRegistry } from "./agent/Models.js"
 import { startFollowups } from "./FollowupWorkflow.js"
@@ -52,6 +52,19 @@ export const repliesMade = Metric.counter("parley_replies_made_total", {
   incremental: true
 })
 
+/** From the newest contact message of a turn (its arrival) to its reply being stored: debounce included. */
+export const replyLatency = Metric.histogram(
+  "parley_reply_latency_seconds",
+  MetricBoundaries.fromIterable([0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120]),
+  "Time from a contact message's arrival to the agent's reply being stored"
+)
+
+/** Followup steps by outcome: `sent`, or why not (`skipped`, `contact_replied`, `limit_reached`, ...). */
+export const followupSteps = Metric.counter("parley_followup_steps_total", {
+  description: "Followup steps that came due, by outcome",
+  incremental: true
+})
+
 /** The Warning and the count of a turn that made no reply; the reason itself is stored on the contact messages. */
 const noReply = (conversationId: string, reason: NoReplyReason, detail?: string) =>
   Effect.logWarning(`No reply in conversation ${conversationId}: ${reason} (${detail ?? noReplySentence[reason]})`).pipe(
@@ -73,7 +86,7 @@ export const ConversationLive = Conversation.toLayer(
     /** Replies stored by an earlier, interrupted run of this entity go out first. */
     const deliverLeftovers = turns.undelivered(conversationId).pipe(Effect.flatMap(Effect.forEach(turns.deliver, { discard: true })))
 
-    const turn = (upTo: string) =>
+    const turn = (upTo: string, arrivedAt: Date) =>
       Effect.gen(function*() {
         const prepared = yield* turns.prepare(conversationId, upTo)
         if (prepared._tag === "Skip") {
@@ -94,6 +107,8 @@ export const ConversationLive = Conversation.toLayer(
         }
         const id = yield* turns.commit(conversationId, upTo, draft.right)
         yield* Metric.increment(repliesMade)
+        const now = yield* Clock.currentTimeMillis
+        yield* Metric.update(replyLatency, Math.max(0, now - arrivedAt.getTime()) / 1000)
         yield* turns.deliver(id)
       })
 
@@ -107,7 +122,7 @@ export const ConversationLive = Conversation.toLayer(
         const now = yield* Clock.currentTimeMillis
         // capped at the window itself, so a clock skew between database and runner cannot stall a reply
         const wait = Math.min(latestAt.getTime() + debounceMs - now, debounceMs)
-        if (wait <= 0) return yield* turn(latestMessageId)
+        if (wait <= 0) return yield* turn(latestMessageId, latestAt)
         yield* Effect.sleep(Duration.millis(wait))
       }
     })
@@ -158,6 +173,7 @@ export const ConversationLive = Conversation.toLayer(
       // a defect leaves the step unsent; the sequence goes on
       Followup: ({ payload }) =>
         followup(payload.sequenceId, payload.step).pipe(
+          Effect.tap((outcome) => Metric.increment(Metric.tagged(followupSteps, "outcome", outcome))),
           Effect.provide(context),
           Effect.catchAllCause((cause) =>
             Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.as(Effect.logError("Followup failed", cause), "skipped" as const)

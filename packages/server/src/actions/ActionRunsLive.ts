@@ -19,9 +19,15 @@ import {
   type VariableDataType,
   type VariableType
 } from "@parley/domain"
-import { Effect, Either, Layer, Stream } from "effect"
+import { Effect, Either, Layer, Metric, Stream } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { OutboundError, OutboundHttp } from "../outbound/OutboundHttp.js"
+
+/** Action attempts by outcome: `succeeded`, `retrying` (a retry is due), `failed` (no more), `skipped` (not sent). */
+const actionAttempts = Metric.counter("parley_action_attempts_total", {
+  description: "Action runs' HTTP attempts by outcome, and runs skipped before sending",
+  incremental: true
+})
 
 type Sql = SqlClient.SqlClient
 
@@ -190,6 +196,7 @@ export const ActionRunsLive = Layer.effect(
 
     const skip = (runId: number, reason: string) =>
       sql`update action_runs set status = 'skipped', reason = ${reason}, finished_at = now(), updated_at = now() where id = ${runId}`.pipe(
+        Effect.zipLeft(Metric.increment(Metric.tagged(actionAttempts, "outcome", "skipped"))),
         Effect.as(new ActionPrepared({ send: false, maxAttempts: 0 }))
       )
 
@@ -308,6 +315,7 @@ export const ActionRunsLive = Layer.effect(
               finished_at = ${final ? new Date() : null}, updated_at = now()
             where id = ${runId}`
         }))
+        yield* Metric.increment(Metric.tagged(actionAttempts, "outcome", ok ? "succeeded" : final ? "failed" : "retrying"))
         return new ActionAttemptOutcome({ done: ok, retryable })
       }).pipe(
         Effect.orDie,

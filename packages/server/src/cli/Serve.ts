@@ -1,5 +1,5 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Config, ConfigError, Console, Effect, Either, Layer, Logger, LogLevel, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as Path from "node:path"
 import { AdminServerLive } from "../admin/AdminServer.js"
 import { ApiServerLive, DatabaseLive, ListenersLive, ReceiverServerLive, servicesFor } from "../App.js"
@@ -7,14 +7,24 @@ import { AppConfig, type Role } from "../config/AppConfig.js"
 import { ApiListener, ReceiverListener } from "../http/Listener.js"
 import { Readiness } from "../http/Readiness.js"
 import { type DemoCredentials, seedDemo } from "../seed/Demo.js"
-import { PrintedProgress, progress } from "../StartupProgress.js"
+import { LoggingLive } from "../observability/Logging.js"
+import { MetricsListener, MetricsServerLive } from "../observability/MetricsServer.js"
+import { TelemetryLive } from "../observability/Telemetry.js"
+import { PrintedProgress, printLine, progress } from "../StartupProgress.js"
 
-const banner = (api: string | undefined, receiver: string | undefined, dataDir: string | undefined, demo: DemoCredentials | undefined) => {
+const banner = (
+  api: string | undefined,
+  receiver: string | undefined,
+  dataDir: string | undefined,
+  demo: DemoCredentials | undefined,
+  metrics: string | undefined
+) => {
   const lines = ["", "Parley is running."]
   if (api && demo?.widget) lines.push(`  Demo      ${api}/   (the web-chat widget on a live demo page: open it in a browser)`)
   if (api) lines.push(`  API       ${api}    docs ${api}/docs   OpenAPI ${api}/openapi.json`)
   if (api) lines.push(`  Account   ${api}/account   (sign in: tokens, connected MCP clients)`)
   if (receiver) lines.push(`  Receiver  ${receiver}/web-chat/message`)
+  if (metrics) lines.push(`  Metrics   ${metrics}/metrics`)
   if (dataDir) lines.push(`  Data      ${Path.resolve(dataDir)}`)
   if (demo && api) {
     lines.push(
@@ -39,43 +49,19 @@ const AnnounceLive = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig
   const api = yield* Effect.serviceOption(ApiListener)
   const receiver = yield* Effect.serviceOption(ReceiverListener)
+  const metrics = yield* Effect.serviceOption(MetricsListener)
   const embedded = Option.isNone(config.databaseUrl)
   const bound = [...Option.toArray(Option.map(api, (l) => `api ${l.url}`)), ...Option.toArray(Option.map(receiver, (l) => `receiver ${l.url}`))]
   if (bound.length > 0) yield* progress(`Listening: ${bound.join(", ")}`)
   const demo = config.seedDemo ? yield* seedDemo(Option.getOrUndefined(Option.map(api, (l) => l.url))) : undefined
-  yield* Console.log(banner(
+  yield* printLine(config.logFormat, banner(
     Option.getOrUndefined(config.publicUrl) ?? Option.getOrUndefined(Option.map(api, (l) => l.url)),
     Option.getOrUndefined(config.receiverUrl) ?? Option.getOrUndefined(Option.map(receiver, (l) => l.url)),
     embedded ? config.dataDir : undefined,
-    demo
+    demo,
+    Option.getOrUndefined(Option.map(metrics, (l) => l.url))
   ))
 }))
-
-const levels: Record<string, LogLevel.LogLevel> = {
-  trace: LogLevel.Trace,
-  debug: LogLevel.Debug,
-  info: LogLevel.Info,
-  warning: LogLevel.Warning,
-  warn: LogLevel.Warning,
-  error: LogLevel.Error,
-  fatal: LogLevel.Fatal,
-  none: LogLevel.None,
-  off: LogLevel.None
-}
-
-/** `LOG_LEVEL`: Trace, Debug, Info, Warning, Error, Fatal or None (any case). */
-const LogLevelLive = Layer.unwrapEffect(
-  Config.string("LOG_LEVEL").pipe(
-    Config.withDefault("info"),
-    Config.mapOrFail((value) => {
-      const level = levels[value.toLowerCase()]
-      return level
-        ? Either.right(level)
-        : Either.left(ConfigError.InvalidData([], `Expected one of ${Object.keys(levels).join(", ")}, got ${value}`))
-    }),
-    Effect.map(Logger.minimumLogLevel)
-  )
-)
 
 /** Everything one `parley serve --role <role>` process runs. */
 export const serveLayer = (role: Role) => {
@@ -92,14 +78,17 @@ export const serveLayer = (role: Role) => {
     }
   })()
   const admin = Layer.unwrapEffect(Effect.map(AppConfig, (c) => Option.isNone(c.databaseUrl) ? AdminServerLive : Layer.empty))
+  const metrics = MetricsServerLive
   // built after everything else: from here on `/ready` answers 200
   const started = Layer.effectDiscard(Effect.flatMap(Readiness, (r) => r.markStarted))
   return started.pipe(
-    Layer.provide(Layer.mergeAll(announce, admin)),
+    Layer.provide(Layer.mergeAll(announce, admin).pipe(Layer.provideMerge(metrics))),
     Layer.provide(servicesFor(role)),
     Layer.provide(DatabaseLive),
-    Layer.provide(AppConfig.Default),
-    Layer.provide(Layer.merge(LogLevelLive, PrintedProgress))
+    // the tracer and logger first: every layer above starts its fibers with them
+    Layer.provide(Layer.merge(TelemetryLive(role), LoggingLive)),
+    Layer.provide(PrintedProgress),
+    Layer.provide(AppConfig.Default)
   )
 }
 

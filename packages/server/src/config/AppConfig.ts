@@ -38,6 +38,14 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       Config.validate({ message: "Expected a positive number of days", validation: (n) => n > 0 }),
       Config.withDefault(30)
     )
+    const otlpEndpoint = yield* Config.string("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(Config.option)
+    const otelServiceName = yield* Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("parley"))
+    const otelExportDelayMs = yield* Config.integer("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.withDefault(5_000))
+    const metricsPort = yield* Config.integer("METRICS_PORT").pipe(
+      Config.validate({ message: "Expected a port between 0 and 65535", validation: (n) => n >= 0 && n <= 65535 }),
+      Config.option
+    )
+    const logFormat = yield* Config.literal("text", "json")("LOG_FORMAT").pipe(Config.withDefault("text" as const))
     return {
       host,
       port,
@@ -78,7 +86,16 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       widgetSessionsPerHour,
       /** Lifetime of access tokens issued to OAuth clients; refresh tokens rotate on every use. */
       oauthAccessTokenTtlSeconds,
-      oauthRefreshTokenTtlDays
+      oauthRefreshTokenTtlDays,
+      /** OTLP over HTTP (JSON) to `<endpoint>/v1/traces` and `/v1/metrics`; unset, no spans leave the process. */
+      otlpEndpoint: Option.map(otlpEndpoint, trimSlash),
+      otelServiceName,
+      /** How often batches of finished spans are sent (the OpenTelemetry BatchSpanProcessor's delay). */
+      otelExportDelayMs,
+      /** Prometheus `/metrics` on its own listener at HOST:METRICS_PORT; unset, none. */
+      metricsPort,
+      /** `json`: one JSON object a line, with trace and span ids. */
+      logFormat
     } as const
   })
 }) {}

@@ -13,7 +13,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { makeCompiler, PgClient, type PgClientConfig } from "@effect/sql-pg/PgClient"
-import { Context, Effect, Layer, Stream } from "effect"
+import { Context, Effect, Layer, Metric, MetricBoundaries, Stream } from "effect"
 import { serialize } from "pg-protocol"
 import { parsers } from "./PgTypes.js"
 
@@ -119,6 +119,20 @@ const concat = (parts: ReadonlyArray<Uint8Array>) => {
   return out
 }
 
+/** The embedded database has one session: how long statements and transactions wait for it. */
+const sessionWait = Metric.histogram(
+  "parley_db_session_wait_seconds",
+  MetricBoundaries.fromIterable([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]),
+  "Embedded database: time a statement or transaction waited for the single PGlite session"
+)
+
+/** Takes `permits` of the lock, recording the wait. */
+const timedTake = (take: Effect.Effect<number>) =>
+  Effect.suspend(() => {
+    const started = performance.now()
+    return Effect.tap(take, () => Metric.update(sessionWait, (performance.now() - started) / 1000))
+  })
+
 const run = <A>(f: () => Promise<A>) =>
   Effect.tryPromise({ try: f, catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" }) })
 
@@ -147,12 +161,16 @@ export const make = (db: PGlite) =>
           Stream.fromIterableEffect(Effect.map(query(sql, params), (rows) => transform ? transform(rows) : rows))
       }
     }
-    const plain = makeConnection(lock.withPermits(1))
+    const plain = makeConnection((effect) =>
+      Effect.suspend(() => {
+        const started = performance.now()
+        return lock.withPermits(1)(Effect.zipRight(Metric.update(sessionWait, (performance.now() - started) / 1000), effect))
+      }))
     const reserved = makeConnection((e) => e)
 
     const client = yield* Client.make({
       acquirer: Effect.succeed(plain),
-      transactionAcquirer: Effect.acquireRelease(lock.take(1), () => lock.release(1)).pipe(Effect.as(reserved)),
+      transactionAcquirer: Effect.acquireRelease(timedTake(lock.take(1)), () => lock.release(1)).pipe(Effect.as(reserved)),
       compiler: makeCompiler(undefined, false),
       spanAttributes: [["db.system.name", "postgresql"], ["db.namespace", "pglite"]]
     })

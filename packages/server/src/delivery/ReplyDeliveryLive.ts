@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { DeliveryOutcome, ReplyDelivery, webhookHeaders } from "@parley/domain"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Either, Layer, Metric, MetricLabel } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
@@ -15,6 +15,15 @@ interface Target {
   readonly secret_ciphertext: string | null
   readonly callback_url: string | null
 }
+
+/**
+ * Reply-webhook attempts by `attempt` (1, 2) and `outcome`: `delivered` (2xx), `rejected` (another
+ * status), or the transport's failure (`timeout`, `network`, `refused`, `invalidurl`).
+ */
+const webhookDeliveries = Metric.counter("parley_webhook_deliveries_total", {
+  description: "Reply-webhook delivery attempts by attempt and outcome",
+  incremental: true
+})
 
 /** One attempt of SPEC.md 6.2: the signed POST, its record in the delivery log, and `external_message_id`. */
 export const ReplyDeliveryLive = Layer.effect(
@@ -60,6 +69,12 @@ export const ReplyDeliveryLive = Layer.effect(
           values (${target.workspace_id}, ${target.channel_id}, ${target.id}, ${run}, ${attempt}, ${target.callback_url}, ${status},
                   ${duration}, ${Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`},
                   ${Either.isRight(result) ? result.right.body.slice(0, 1000) : null})`
+        yield* Metric.increment(
+          Metric.taggedWithLabels(webhookDeliveries, [
+            MetricLabel.make("outcome", ok ? "delivered" : Either.isLeft(result) ? result.left.reason.toLowerCase() : "rejected"),
+            MetricLabel.make("attempt", String(attempt))
+          ])
+        )
         if (ok) {
           const external = externalMessageId(Either.getOrThrow(result).body)
           if (external !== undefined) {

@@ -14,7 +14,7 @@ import {
   unstorableMessage,
   type UnstorableText
 } from "@parley/domain"
-import { Cause, Effect, Option, Stream } from "effect"
+import { Cause, Effect, Metric, MetricBoundaries, MetricLabel, Option, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import type * as Http from "node:http"
 import { type BodyLimit, describeLimit } from "./BodyLimits.js"
@@ -201,6 +201,39 @@ const FRAMEWORK_MESSAGES: Record<number, string> = {
   405: "Method not allowed."
 }
 
+const httpRequests = Metric.counter("parley_http_requests_total", {
+  description: "HTTP requests answered, by listener, method, route and status",
+  incremental: true
+})
+const httpDuration = Metric.histogram(
+  "parley_http_request_duration_seconds",
+  MetricBoundaries.fromIterable([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
+  "Time from a request's arrival at the guard to its answer, by listener, method and route"
+)
+
+/**
+ * Counts the answer under the route the router matched (the server span's `http.route`), so an id in a
+ * path does not make a series of its own.
+ */
+const measure = (policy: ListenerPolicy, method: string, started: number) => (response: HttpServerResponse.HttpServerResponse) =>
+  Effect.flatMap(Effect.currentSpan.pipe(Effect.option), (span) => {
+    const route = Option.match(span, { onNone: () => undefined, onSome: (s) => s.attributes.get("http.route") })
+    const labels = [
+      MetricLabel.make("listener", policy.name),
+      MetricLabel.make("method", method),
+      MetricLabel.make("route", typeof route === "string" ? route : "unmatched")
+    ]
+    const seconds = (performance.now() - started) / 1000
+    return Effect.all([
+      Metric.increment(Metric.taggedWithLabels(httpRequests, [...labels, MetricLabel.make("status", String(response.status))])),
+      Metric.update(Metric.taggedWithLabels(httpDuration, labels), seconds),
+      // the access log: at Debug, so a busy listener costs nothing until someone asks for it
+      Effect.logDebug(`${method} ${typeof route === "string" ? route : "(unmatched)"} ${response.status}`).pipe(
+        Effect.annotateLogs({ http_status: response.status, duration_ms: Math.round(seconds * 1000), listener: policy.name })
+      )
+    ], { discard: true })
+  })
+
 /** The guard around one request: `app` is what the listener's router answers. */
 export const guard = (policy: ListenerPolicy) =>
   (app: Effect.Effect<HttpServerResponse.HttpServerResponse, HttpLayerRouter.unhandled>): Effect.Effect<
@@ -210,6 +243,7 @@ export const guard = (policy: ListenerPolicy) =>
     HttpServerRequest.HttpServerRequest
   > =>
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const started = performance.now()
       const requestId = requestIdOf(request)
       const path = request.url.split("?")[0]!
       const admission = admit(policy, request, path)
@@ -223,6 +257,7 @@ export const guard = (policy: ListenerPolicy) =>
         : HttpIncomingMessage.withMaxBodySize(app, Option.some(admission.maxBody))
       return answer.pipe(
         answerDefects(policy, request, path, requestId),
+        Effect.tap(measure(policy, request.method, started)),
         Effect.annotateLogs("request_id", requestId),
         Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
       )

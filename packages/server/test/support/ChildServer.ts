@@ -55,6 +55,9 @@ export interface Running {
   readonly exited: Promise<void>
 }
 
+/** How long a starting server may print nothing before the start counts as failed. */
+const START_SILENCE_MS = 120_000
+
 /** `parley serve` on `dataDir` with the demo seed, free ports, private webhooks allowed, and `env`. */
 export const serve = (dataDir: string, env: Record<string, string>) =>
   new Promise<Running>((resolve, reject) => {
@@ -75,9 +78,13 @@ export const serve = (dataDir: string, env: Record<string, string>) =>
     })
     const exited = new Promise<void>((r) => child.on("exit", () => r()))
     let output = ""
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 45_000)
+    // no fixed deadline for the whole start (a busy machine takes minutes): the server prints a line per
+    // step (opening the database, migrating, the engine, the listeners), and only a long silence fails
+    let timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), START_SILENCE_MS)
     child.stdout!.on("data", (chunk: Buffer) => {
       output += chunk.toString()
+      clearTimeout(timer)
+      timer = setTimeout(() => reject(new Error(`server did not start (silent for ${START_SILENCE_MS / 1000} s):\n${output}`)), START_SILENCE_MS)
       const api = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
       const receiver = /Receiver\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
       if (api && receiver && output.includes("Data ")) {

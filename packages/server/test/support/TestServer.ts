@@ -19,6 +19,8 @@ import { pgTypeParser } from "../../src/db/PgTypes.js"
 import { ApiListener, ReceiverListener } from "../../src/http/Listener.js"
 import { Readiness } from "../../src/http/Readiness.js"
 import { Identity } from "../../src/identity/Identity.js"
+import { MetricsServerLive } from "../../src/observability/MetricsServer.js"
+import { TelemetryLive } from "../../src/observability/Telemetry.js"
 
 export const databaseMode = process.env.PARLEY_TEST_DATABASE === "socket" ? "socket" : "embedded"
 
@@ -74,7 +76,7 @@ export const serverOn = <E, R>(database: Layer.Layer<ServerDatabase, E, R>) =>
       return { baseUrl: api.url, receiverUrl: receiver.url }
     })
   ).pipe(
-    Layer.provideMerge(ListenersLive),
+    Layer.provideMerge(Layer.merge(ListenersLive, MetricsServerLive)),
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(database)
   )
@@ -84,6 +86,7 @@ type ServerDatabase = Layer.Layer.Success<typeof DatabaseLive>
 /** The `all` role: api and receiver listeners, services, a migrated database. */
 export const TestServerLive = (overrides: Record<string, string> = {}) =>
   serverOn(databaseWith(TestDatabase)).pipe(
+    Layer.provide(TelemetryLive("all")),
     Layer.provideMerge(AppConfig.Default),
     Layer.provide(testConfig(overrides))
   )

@@ -8,7 +8,7 @@
  */
 import { type AiError, type LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
 import type { FollowupContext, ModelRef, ReplyDraft, RoutingTier, TurnContext } from "@parley/domain"
-import { Effect, Ref, Schedule, Schema } from "effect"
+import { Effect, Metric, MetricLabel, Ref, Schedule, Schema } from "effect"
 import { costOf, ModelRegistry, type ModelUnavailable } from "./Models.js"
 import { candidateStages, extractionPrompt, followupPrompt, openingPrompt, parseTier, replyPrompt, routerPrompt } from "./Prompting.js"
 
@@ -47,11 +47,22 @@ const retryPolicy = Schedule.exponential("500 millis", 2).pipe(Schedule.intersec
 /** One model call; transient provider failures are retried (3 calls in all). */
 const call = <A>(effect: Effect.Effect<A, AiError.AiError>) => Effect.retry(effect, retryPolicy)
 
+/** Tokens by `provider`, `model` and `direction` (input, output), and their cost in USD by model. */
+const modelTokens = Metric.counter("parley_model_tokens_total", { description: "Model tokens used, by provider, model and direction", incremental: true })
+const modelCost = Metric.counter("parley_model_cost_usd_total", { description: "Cost of model calls in USD (catalogue prices), by provider and model", incremental: true })
+
 const count = (tally: Tally, model: ModelRef, usage: { readonly inputTokens: number | undefined; readonly outputTokens: number | undefined }) => {
   const u = { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 }
+  const cost = costOf(model, u)
   tally.inputTokens += u.inputTokens
   tally.outputTokens += u.outputTokens
-  tally.cost += costOf(model, u)
+  tally.cost += cost
+  const tags = [MetricLabel.make("provider", model.provider), MetricLabel.make("model", model.model)]
+  return Effect.all([
+    Metric.incrementBy(Metric.taggedWithLabels(modelTokens, [...tags, MetricLabel.make("direction", "input")]), u.inputTokens),
+    Metric.incrementBy(Metric.taggedWithLabels(modelTokens, [...tags, MetricLabel.make("direction", "output")]), u.outputTokens),
+    Metric.incrementBy(Metric.taggedWithLabels(modelCost, tags), cost)
+  ], { discard: true })
 }
 
 const route = (ctx: TurnContext, lm: (m: ModelRef) => Effect.Effect<LanguageModel.Service, ModelUnavailable>, tally: Tally) =>
@@ -61,7 +72,7 @@ const route = (ctx: TurnContext, lm: (m: ModelRef) => Effect.Effect<LanguageMode
     if (!tiers || !router) return { model: ctx.model, instructions: null, tier: null as RoutingTier | null }
     const routerModel = yield* lm(router.model)
     const classified = yield* call(routerModel.generateText({ prompt: routerPrompt(ctx, router.instructions), toolChoice: "none" }))
-    count(tally, router.model, classified.usage)
+    yield* count(tally, router.model, classified.usage)
     const tier = parseTier(classified.text) ?? "moderate"
     const chosen = tiers.find((t) => t.tier === tier)
     if (!chosen) return { model: ctx.model, instructions: null, tier: null as RoutingTier | null }
@@ -83,10 +94,8 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
     /** A `from_ai` variable: one short extraction call; what cannot be answered stays empty (unresolved). */
     const extract = (name: string, instruction: string) =>
       call(model.generateText({ prompt: extractionPrompt(ctx, name, instruction), toolChoice: "none" })).pipe(
-        Effect.map((response) => {
-          count(tally, routed.model, response.usage)
-          return response.text.trim()
-        }),
+        Effect.tap((response) => count(tally, routed.model, response.usage)),
+        Effect.map((response) => response.text.trim()),
         Effect.tapError((e) => Effect.logWarning("A from_ai variable could not be extracted", e)),
         Effect.orElseSucceed(() => "")
       )
@@ -116,12 +125,12 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
       const last = step === MAX_STEPS || (candidates.length === 0 && actions.length === 0)
       if (last) {
         const response = yield* call(model.generateText({ prompt, toolChoice: "none" }))
-        count(tally, routed.model, response.usage)
+        yield* count(tally, routed.model, response.usage)
         text = response.text
         break
       }
       const response = yield* call(model.generateText({ prompt, toolkit: AgentTools }).pipe(Effect.provide(handlers)))
-      count(tally, routed.model, response.usage)
+      yield* count(tally, routed.model, response.usage)
       text = response.text
       if (response.toolCalls.length === 0) break
       prompt = Prompt.merge(prompt, Prompt.fromResponseParts(response.content))
@@ -147,7 +156,7 @@ export const opening = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiE
     const model = yield* registry.languageModel(ctx.model)
     const response = yield* call(model.generateText({ prompt: openingPrompt(ctx), toolChoice: "none" }))
     const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
-    count(tally, ctx.model, response.usage)
+    yield* count(tally, ctx.model, response.usage)
     return { text: response.text.trim(), model: ctx.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
   }).pipe(Effect.withSpan("Agent.opening", { attributes: { conversationId: ctx.conversationId } }))
 
@@ -158,6 +167,6 @@ export const followup = (f: FollowupContext): Effect.Effect<ReplyDraft, AiError.
     const model = yield* registry.languageModel(f.context.model)
     const response = yield* call(model.generateText({ prompt: followupPrompt(f), toolChoice: "none" }))
     const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
-    count(tally, f.context.model, response.usage)
+    yield* count(tally, f.context.model, response.usage)
     return { text: response.text.trim(), model: f.context.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
   }).pipe(Effect.withSpan("Agent.followup", { attributes: { conversationId: f.context.conversationId, step: f.step } }))
