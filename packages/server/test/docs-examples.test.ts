@@ -44,7 +44,29 @@ const skipped: Record<string, string> = {
     "runs a test suite",
   "docs/reliability.md: FUZZ_RUNS=150 npx vitest run --project embedded packages/server/test/fuzz.http.test.ts":
     "runs a test suite",
-  "docs/reliability.md: npx tsx bench/body-limits.ts": "a benchmark run"
+  "docs/reliability.md: npx tsx bench/body-limits.ts": "a benchmark run",
+  "docs/deploy.md: sudo apt-get install -y postgresql-15 postgresql-server-dev-15 build-essential":
+    "installs Postgres and builds pgvector on a host",
+  "docs/deploy.md: sudo -u postgres psql -c \"create role parley login password 'a-long-random-password'\"":
+    "sets up a Postgres server's role and database",
+  "docs/deploy.md: git clone https://example.com/your/parley.git /opt/parley/src && cd /opt/parley/src   # or git pull":
+    "builds and installs a release on a host",
+  "docs/deploy.md: #!/bin/sh":
+    "a wrapper script to save on a host, not commands",
+  "docs/deploy.md: sudo systemctl daemon-reload":
+    "systemd and the command line on a host",
+  "docs/deploy.md: # the database, as its owner (custom format: compressed, restorable table by table); then the files":
+    "backs up a Postgres server and a file store",
+  "docs/deploy.md: sudo systemctl stop parley.target":
+    "restores a Postgres server's backup",
+  "docs/deploy.md: cd /opt/parley/src && git pull && pnpm install --frozen-lockfile && pnpm build":
+    "an upgrade on a host",
+  "docs/deploy.md: docker build -t parley .":
+    "Docker, which test machines lack (scripts/docker-build-check.sh runs the image's build stage)",
+  "docs/deploy.md: printf 'APP_SECRET=%s\\nPOSTGRES_PASSWORD=%s\\n' \"$(openssl rand -hex 32)\" \"$(openssl rand -hex 24)\" > .env":
+    "Docker Compose, which test machines lack",
+  "docs/deploy.md: docker compose exec -T postgres pg_dump -U parley -d parley -Fc > parley-$(date +%F).dump":
+    "Docker Compose, which test machines lack"
 }
 
 /** The files the examples upload with `-F "files[]=@name"`: the reader's own, small stand-ins here. */
