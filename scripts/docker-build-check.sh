@@ -29,6 +29,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/parley-docker-check.XXXXXX")
 chmod 755 "$work"
 cache=${PARLEY_DOCKER_CHECK_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/parley-docker-build-check}
 mkdir -p "$cache"
+# entries made over a month ago go (one per version of the migrations; a build remakes its own)
+find "$cache" -type f -mtime +30 -delete 2>/dev/null || true
 server_pid=""
 
 say() { printf '[docker-build-check %3ss] %s\n' "$(($(date +%s) - started))" "$*"; }
