@@ -1,8 +1,12 @@
 /**
- * `/docs`: the Scalar API reference of `Api`, as `HttpApiScalar` renders it, but with Scalar's bundle
+ * `/docs`: the API reference, plain HTML rendered once at start-up from the OpenAPI document of `Api`
+ * (`ApiReference.ts`), with its stylesheet and filter script as files, so it reads without JavaScript,
+ * loads nothing from the internet and is ready as soon as its HTML has arrived.
+ *
+ * `/docs/try`: Scalar's interactive reference, as `HttpApiScalar` renders it, but with Scalar's bundle
  * (the copy @effect/platform ships) served as its own cacheable file instead of 3.4 MB of inline script,
- * so the page runs under a CSP without `unsafe-inline` scripts, and without Scalar's web fonts, so it
- * loads nothing from the internet (system fonts instead).
+ * so the page runs under a CSP without `unsafe-inline` scripts, and without Scalar's web fonts (system
+ * fonts instead). It takes seconds to load (docs/benchmarks.md), which is why it is not `/docs`.
  */
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Api } from "@parley/domain"
@@ -13,14 +17,45 @@ import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import { promisify } from "node:util"
 import * as Zlib from "node:zlib"
-import { htmlResponse, type PagePolicy } from "./PageHeaders.js"
+import { escapeHtml, operationScopes, renderApiReference } from "./ApiReference.js"
+import { referenceScript, referenceStylesheet } from "./ApiReferenceAssets.js"
+import { htmlResponse, type PagePolicy, pageHeaders } from "./PageHeaders.js"
 
 const gzip = promisify(Zlib.gzip)
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+const hash = (body: Uint8Array) => Crypto.createHash("sha256").update(body).digest("base64url").slice(0, 16)
+
 // a JSON data block may not contain `</script>`; U+2028/9 are JSON but not JavaScript
 const scriptData = (value: unknown) =>
   JSON.stringify(value).replace(/</g, "\\u003c").replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`)
+
+/** A body fixed at start-up, gzipped once, with one ETag per encoding. */
+interface Fixed {
+  readonly raw: Uint8Array
+  readonly gzip: Uint8Array
+  readonly version: string
+}
+
+const fixed = (body: string): Fixed => {
+  const raw = Buffer.from(body, "utf8")
+  return { raw, gzip: Zlib.gzipSync(raw, { level: 9 }), version: hash(raw) }
+}
+
+const matches = (ifNoneMatch: string | undefined, etag: string) =>
+  ifNoneMatch !== undefined &&
+  ifNoneMatch.split(",").map((t) => t.trim().replace(/^W\//, "")).some((t) => t === etag || t === "*")
+
+/** Serves `body`: gzip when accepted, 304 when the client holds this encoding's ETag. */
+const serveFixed = (body: Fixed, headers: Readonly<Record<string, string>>) =>
+  Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+    const gzipped = /\bgzip\b/.test(request.headers["accept-encoding"] ?? "")
+    const etag = `"${body.version}${gzipped ? "-gz" : ""}"`
+    const all = { ...headers, etag, vary: "Accept-Encoding" }
+    if (matches(request.headers["if-none-match"], etag)) return HttpServerResponse.empty({ status: 304, headers: all })
+    return HttpServerResponse.uint8Array(gzipped ? body.gzip : body.raw, {
+      headers: gzipped ? { ...all, "content-encoding": "gzip" } : all
+    })
+  })
 
 /** The bundle `HttpApiScalar.layer` inlines; the package exports no path to it, so it is loaded by file. */
 const scalarBundle = Effect.promise(async () => {
@@ -29,7 +64,12 @@ const scalarBundle = Effect.promise(async () => {
   return Buffer.from(module.javascript, "utf8")
 })
 
-const policy: PagePolicy = {
+const referencePolicy: PagePolicy = {
+  "script-src": ["'self'"],
+  "style-src": ["'self'"]
+}
+
+const scalarPolicy: PagePolicy = {
   // Scalar compiles a WebAssembly module (no JavaScript eval)
   "script-src": ["'self'", "'wasm-unsafe-eval'"],
   "style-src": ["'self'", "'unsafe-inline'"],
@@ -42,15 +82,26 @@ const policy: PagePolicy = {
 // `withDefaultFonts: false`: no Inter and JetBrains Mono from fonts.scalar.com
 const configuration = { _integration: "html", withDefaultFonts: false }
 
+// named by their hash in the page, so a browser keeps them until the page names others
+const immutable = "public, max-age=31536000, immutable"
+
 export const DocsRoutes = Layer.unwrapEffect(Effect.gen(function*() {
-  const bundle = yield* scalarBundle
-  const version = Crypto.createHash("sha256").update(bundle).digest("base64url").slice(0, 16)
-  const gzipped = yield* Effect.cached(Effect.promise(() => gzip(bundle)))
   const spec = OpenApi.fromApi(Api)
+
+  const stylesheet = fixed(referenceStylesheet)
+  const script = fixed(referenceScript)
+  const reference = fixed(renderApiReference(
+    { spec, scopes: operationScopes(Api) },
+    { stylesheet: `docs/reference.css?v=${stylesheet.version}`, script: `docs/reference.js?v=${script.version}` }
+  ))
+
+  const bundle = yield* scalarBundle
+  const bundleVersion = hash(bundle)
+  const bundleGzipped = yield* Effect.cached(Effect.promise(() => gzip(bundle)))
   const description = spec.info.description === undefined
     ? ""
     : `<meta name="description" content="${escapeHtml(spec.info.description)}">\n`
-  const page = `<!doctype html>
+  const scalarPage = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -59,24 +110,44 @@ export const DocsRoutes = Layer.unwrapEffect(Effect.gen(function*() {
 ${description}</head>
 <body>
 <script id="api-reference" type="application/json" data-configuration="${escapeHtml(JSON.stringify(configuration))}">${scriptData(spec)}</script>
-<script src="docs/scalar.js?v=${version}"></script>
+<script src="scalar.js?v=${bundleVersion}"></script>
 </body>
 </html>
 `
-  const script = Effect.gen(function*() {
+  const scalarScript = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const headers = {
       "content-type": "text/javascript; charset=utf-8",
-      // the page names the bundle by its hash
-      "cache-control": "public, max-age=31536000, immutable",
+      "cache-control": immutable,
       vary: "Accept-Encoding",
       "x-content-type-options": "nosniff"
     }
     if (!/\bgzip\b/.test(request.headers["accept-encoding"] ?? "")) return HttpServerResponse.uint8Array(bundle, { headers })
-    return HttpServerResponse.uint8Array(yield* gzipped, { headers: { ...headers, "content-encoding": "gzip" } })
+    return HttpServerResponse.uint8Array(yield* bundleGzipped, { headers: { ...headers, "content-encoding": "gzip" } })
   })
+
   return Layer.mergeAll(
-    HttpLayerRouter.add("GET", "/docs", Effect.succeed(htmlResponse(page, policy))),
-    HttpLayerRouter.add("GET", "/docs/scalar.js", script)
+    HttpLayerRouter.add(
+      "GET",
+      "/docs",
+      serveFixed(reference, {
+        "content-type": "text/html; charset=utf-8",
+        // revalidated on each visit: a reload is a 304
+        "cache-control": "no-cache",
+        ...pageHeaders(referencePolicy)
+      })
+    ),
+    HttpLayerRouter.add(
+      "GET",
+      "/docs/reference.css",
+      serveFixed(stylesheet, { "content-type": "text/css; charset=utf-8", "cache-control": immutable, "x-content-type-options": "nosniff" })
+    ),
+    HttpLayerRouter.add(
+      "GET",
+      "/docs/reference.js",
+      serveFixed(script, { "content-type": "text/javascript; charset=utf-8", "cache-control": immutable, "x-content-type-options": "nosniff" })
+    ),
+    HttpLayerRouter.add("GET", "/docs/try", Effect.succeed(htmlResponse(scalarPage, scalarPolicy))),
+    HttpLayerRouter.add("GET", "/docs/scalar.js", scalarScript)
   )
 }))
