@@ -156,11 +156,29 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(r.text).toContain("Parley API")
     }))
 
-  it.effect("/docs runs no inline script and sends a CSP, frame and sniffing protection; Scalar's bundle is a cacheable file", () =>
+  it.effect("/docs runs no inline script or style and sends a CSP, frame and sniffing protection", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestServer
       const page = yield* Effect.promise(async () => {
         const response = await fetch(`${baseUrl}/docs`)
+        return { headers: response.headers, text: await response.text() }
+      })
+      expectPageHeaders(page.headers)
+      const csp = directives(page.headers)
+      expect(csp.get("script-src")).toEqual(["'self'"])
+      expect(csp.get("style-src")).toEqual(["'self'"])
+      expect(csp.get("connect-src")).toBeUndefined()
+      // the one script is the optional filter, by URL
+      const scripts = [...page.text.matchAll(/<script([^>]*)>/g)].map((m) => m[1]!)
+      expect(scripts).toHaveLength(1)
+      expect(scripts[0]).toMatch(/src="docs\/reference\.js\?v=[\w-]{16}"/)
+    }))
+
+  it.effect("/docs/try (Scalar) runs no inline script and sends a CSP, frame and sniffing protection; Scalar's bundle is a cacheable file", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const page = yield* Effect.promise(async () => {
+        const response = await fetch(`${baseUrl}/docs/try`)
         return { headers: response.headers, text: await response.text() }
       })
       expectPageHeaders(page.headers)
@@ -172,9 +190,9 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(scripts).toHaveLength(2)
       expect(scripts[0]).toContain(`type="application/json"`)
       const src = /src="([^"]+)"/.exec(scripts[1]!)![1]!
-      expect(src).toMatch(/^docs\/scalar\.js\?v=[\w-]{16}$/)
+      expect(src).toMatch(/^scalar\.js\?v=[\w-]{16}$/)
       const bundle = yield* Effect.promise(async () => {
-        const response = await fetch(new URL(src, `${baseUrl}/docs`))
+        const response = await fetch(new URL(src, `${baseUrl}/docs/try`))
         return { status: response.status, headers: response.headers, text: await response.text() }
       })
       expect(bundle.status).toBe(200)
