@@ -50,8 +50,8 @@ pre code { overflow-wrap: normal; }
 .filter { margin: 0 0 0.75rem; }
 .filter label { display: block; font-size: 0.875rem; color: var(--muted); }
 .filter input { width: 100%; font: inherit; padding: 0.375rem 0.5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); }
+/* always rendered, so screen readers announce its changes; empty, it takes no room */
 .filter-status { margin: 0; font-size: 0.875rem; color: var(--muted); }
-.filter-status:empty { display: none; }
 main { padding: 0 1rem 3rem; max-width: 60rem; min-width: 0; }
 h1 { font-size: 1.75rem; margin: 1rem 0 0.5rem; }
 h2 { font-size: 1.375rem; margin: 2.5rem 0 0.5rem; padding-bottom: 0.25rem; border-bottom: 1px solid var(--line); }
