@@ -1,19 +1,38 @@
 /**
- * The CLI as an operator runs it: real child processes on a temporary data dir, first with no server
- * (the CLI opens the embedded database itself), then while `parley serve` holds it (commands travel
- * to the server's loopback admin endpoint; the data dir is never opened twice).
+ * The CLI as an operator runs it: real child processes (through tsx). On the embedded database, first
+ * with no server (the CLI opens the data dir itself), then while `parley serve` holds it (commands travel
+ * to the server's loopback admin endpoint; the data dir is never opened twice). With DATABASE_URL, against
+ * PGlite behind pglite-socket as the Postgres, with RUNNER_PORT taken and room for two connections only:
+ * the CLI is a client of the database that never joins the cluster.
+ *
+ * Every wait is a multiple of `unit`, this machine's time to start the CLI at all (measured when the file
+ * loads), so a busy machine (another copy of the suite beside this one) gets longer waits, not failures.
  */
-import { describe, expect, it } from "@effect/vitest"
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { PGlite } from "@electric-sql/pglite"
+import { vector } from "@electric-sql/pglite-pgvector"
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { ChannelKind } from "@parley/domain"
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { createHash } from "node:crypto"
 import * as Fs from "node:fs"
+import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { promisify } from "node:util"
+import { migrations } from "../src/db/migrations/index.js"
 
-const run = promisify(execFile)
 const root = Path.resolve(__dirname, "../../..")
 const cli = Path.join(root, "packages/server/src/cli/main.ts")
 const tsx = Path.join(root, "node_modules/.bin/tsx")
+
+const unit = (() => {
+  const started = performance.now()
+  execFileSync(tsx, [cli, "--help"], { cwd: root, stdio: "ignore" })
+  return Math.max(1_000, Math.round(performance.now() - started))
+})()
+/** A child that loads the server (a start, or a command on a database opened here) takes a few units. */
+const serverStart = 60 * unit
+const testTimeout = 300 * unit
 
 const envFor = (dataDir: string, extra: Record<string, string> = {}) => ({
   ...process.env,
@@ -21,17 +40,41 @@ const envFor = (dataDir: string, extra: Record<string, string> = {}) => ({
   PORT: "0",
   RECEIVER_PORT: "0",
   PARLEY_SEED_DEMO: "false",
+  LOG_LEVEL: "Warning",
   ...extra
 })
 
-const parley = async (dataDir: string, args: ReadonlyArray<string>) => {
-  const { stdout } = await run(tsx, [cli, ...args, "--json"], { cwd: root, env: envFor(dataDir) })
-  return JSON.parse(stdout.trim()) as any
+interface Ran {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** `parley <args>`: its exit code and output, whatever the code. */
+const run = (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
+  new Promise<Ran>((resolve) => {
+    execFile(tsx, [cli, ...args], { cwd: root, env: envFor(dataDir, extra), timeout: serverStart }, (error, stdout, stderr) =>
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }))
+  })
+
+/** `parley <args> --json`, which must succeed: its answer. */
+const parley = async (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) => {
+  const ran = await run(dataDir, [...args, "--json"], extra)
+  expect(ran.code, `parley ${args.join(" ")}:\n${ran.stdout}${ran.stderr}`).toBe(0)
+  return JSON.parse(ran.stdout.trim()) as any
+}
+
+/** `parley <args>` for people, which must succeed: what it printed. */
+const parleyText = async (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) => {
+  const ran = await run(dataDir, args, extra)
+  expect(ran.code, `parley ${args.join(" ")}:\n${ran.stdout}${ran.stderr}`).toBe(0)
+  return ran.stdout
 }
 
 interface Running {
   readonly child: ChildProcess
   readonly api: string
+  readonly receiver: string
   readonly output: () => string
 }
 
@@ -39,13 +82,14 @@ const serve = (dataDir: string, extra: Record<string, string> = {}) =>
   new Promise<Running>((resolve, reject) => {
     const child = spawn(tsx, [cli, "serve"], { cwd: root, env: envFor(dataDir, extra) })
     let output = ""
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000)
+    const timer = setTimeout(() => reject(new Error(`server did not start within ${serverStart} ms:\n${output}`)), serverStart)
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
-      const match = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)
-      if (match && output.includes("Data ")) {
+      const api = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
+      const receiver = /Receiver\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
+      if (api && receiver && output.includes("Data ")) {
         clearTimeout(timer)
-        resolve({ child, api: match[1]!, output: () => output })
+        resolve({ child, api, receiver, output: () => output })
       }
     }
     child.stdout.on("data", onData)
@@ -53,8 +97,9 @@ const serve = (dataDir: string, extra: Record<string, string> = {}) =>
     child.on("exit", (code) => reject(new Error(`server exited with ${code}:\n${output}`)))
   })
 
-const stop = (server: Running) =>
+const stop = (server: Running | undefined) =>
   new Promise<void>((resolve) => {
+    if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return resolve()
     server.child.on("exit", () => resolve())
     server.child.kill("SIGTERM")
   })
@@ -67,78 +112,318 @@ const api = async (base: string, path: string, token: string, init: RequestInit 
   return { status: response.status, body: (await response.json()) as any }
 }
 
-describe("parley CLI", () => {
-  it("creates a user, token and channel with the server stopped and while it runs", async () => {
-    const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-cli-"))
+/** Runs `tasks` a few at a time (each is a child process; the machine has two cores). */
+const few = async <A>(tasks: ReadonlyArray<() => Promise<A>>, width = 3) => {
+  const results: Array<A> = new Array(tasks.length)
+  let next = 0
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < tasks.length) {
+      const i = next++
+      results[i] = await tasks[i]!()
+    }
+  }))
+  return results
+}
 
-    // server stopped: the CLI opens (and migrates) the embedded database itself
-    const user = await parley(dataDir, ["user", "create", "--email", "ops@example.com", "--password", "s3cret-pass", "--workspace-name", "Ops"])
-    expect(user).toMatchObject({ email: "ops@example.com", workspace_id: 1 })
-    const offline = await parley(dataDir, ["token", "create", "--email", "ops@example.com", "--scopes", "pipelines:read,pipelines:write,channels:read"])
-    expect(offline.token).toMatch(/^pat_[0-9A-Za-z]{43}$/)
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex")
+
+describe("parley CLI on the embedded database", () => {
+  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-cli-"))
+  let owner: { id: number; token: string }
+  let web: any
+  let widget: any
+
+  it("with no server, opens and migrates the data dir itself, says what a new workspace needs, and leaves no lock", async () => {
+    const created = await parleyText(dataDir, ["user", "create", "--email", "ops@example.com", "--password", "s3cret-pass", "--workspace-name", "Ops"])
+    expect(created).toMatch(/^user_id\s+1$/m)
+    expect(created).toMatch(/^workspace_id\s+1$/m)
+    expect(created).toContain("Before its agent replies, workspace 1 still needs:")
+    expect(created).toContain("credits: pnpm parley workspace set --workspace-id 1 --credits 100 (or --credits N when creating)")
+    expect(created).toContain("an active pipeline with stages")
+    expect(created).toContain("a channel linked to that pipeline: pnpm parley channel create --workspace-id 1 --kind web|widget")
     expect(Fs.existsSync(Path.join(dataDir, "lock"))).toBe(false)
+  }, testTimeout)
 
-    const server = await serve(dataDir)
-    try {
+  describe("while `parley serve` holds the data dir", () => {
+    let server: Running
+    const secrets: Array<string> = []
+    let pipelineId = 0
+
+    beforeAll(async () => {
+      server = await serve(dataDir)
+    }, serverStart)
+    afterAll(() => stop(server))
+
+    it("creates through the server's admin endpoint: tokens, channels of every kind with their web-chat URLs", async () => {
       const info = JSON.parse(Fs.readFileSync(Path.join(dataDir, "server.json"), "utf8"))
       expect(info.admin_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
       // the serving process (tsx runs it as a child) holds the data-dir lock
       expect(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8")).toBe(String(info.pid))
-
-      const me = await api(server.api, "/api/user/me", offline.token)
+      // the user made with no server running
+      owner = await parley(dataDir, ["token", "create", "--email", "ops@example.com", "--scopes", "pipelines:read,pipelines:write,channels:read"])
+      expect(owner.token).toMatch(/^pat_[0-9A-Za-z]{43}$/)
+      const me = await api(server.api, "/api/user/me", owner.token)
       expect(me.status).toBe(200)
       expect(me.body.data.user.email).toBe("ops@example.com")
 
-      // server running: commands go through its admin endpoint
       const online = await parley(dataDir, ["token", "create", "--email", "ops@example.com", "--scopes", "channels:read", "--name", "online"])
       expect((await api(server.api, "/api/user/channels", online.token)).status).toBe(200)
+      secrets.push(owner.token, online.token)
 
-      const pipeline = await api(server.api, "/api/user/pipelines", offline.token, {
+      const pipeline = await api(server.api, "/api/user/pipelines", owner.token, {
         method: "POST",
         body: JSON.stringify({ name: "CLI pipeline", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
       })
       expect(pipeline.status).toBe(200)
-      const channel = await parley(dataDir, [
-        "channel", "create", "--workspace-id", "1", "--kind", "web", "--pipeline-id", String(pipeline.body.data.id),
+      pipelineId = pipeline.body.data.id
+      const stage = await api(server.api, `/api/user/pipelines/${pipelineId}/stages`, owner.token, {
+        method: "POST",
+        body: JSON.stringify({ name: "New", nature: "neutral", order: 1 })
+      })
+      expect(stage.status).toBe(200)
+
+      web = await parley(dataDir, [
+        "channel", "create", "--workspace-id", "1", "--kind", "web", "--pipeline-id", String(pipelineId),
         "--callback-url", "https://example.com/hook", "--allowed-origins", "https://shop.example.com"
       ])
-      expect(channel.client_id).toMatch(/^wc_/)
-      expect(channel.client_secret).toMatch(/^wcs_/)
-      const metadata = await parley(dataDir, [
-        "channel", "create", "--workspace-id", "1", "--kind", "web", "--callback-url", "http://169.254.169.254/latest/meta-data"
-      ]).catch((e) => JSON.parse(e.stdout))
-      expect(metadata).toEqual({
+      widget = await parley(dataDir, ["channel", "create", "--workspace-id", "1", "--kind", "widget", "--name", "Shop widget", "--allowed-origins", "https://shop.example.com"])
+      expect(web.client_id).toMatch(/^wc_/)
+      expect(web.client_secret).toMatch(/^wcs_/)
+      expect(web).toMatchObject({
+        initiate_url: `${server.api}/api/user/web-chat/initiate`,
+        messages_url: `${server.receiver}/web-chat/message`,
+        widget_embed: null
+      })
+      expect(widget).toMatchObject({
+        kind: "widget",
+        initiate_url: null,
+        messages_url: `${server.receiver}/web-chat/message`,
+        widget_embed: `<script src="${server.api}/widget.js" data-client-id="${widget.client_id}" async></script>`
+      })
+      secrets.push(web.client_secret, widget.client_secret)
+
+      const metadata = await run(dataDir, ["channel", "create", "--workspace-id", "1", "--kind", "web", "--callback-url", "http://169.254.169.254/latest/meta-data", "--json"])
+      expect(metadata.code).toBe(1)
+      expect(JSON.parse(metadata.stdout)).toEqual({
         error: "callback_url: The callback_url field must point at a public address: 169.254.169.254 is a loopback, private or " +
           "link-local address, which this server calls only when OUTBOUND_ALLOW_PRIVATE=true."
       })
       const channels = await api(server.api, "/api/user/channels", online.token)
-      expect(channels.body.data.map((c: any) => c.client_id)).toEqual([channel.client_id])
-      expect(channels.body.data[0]).toMatchObject({ pipeline_id: pipeline.body.data.id, allowed_origins: ["https://shop.example.com"] })
+      expect(channels.body.data.map((c: any) => c.client_id)).toEqual([web.client_id, widget.client_id])
+      expect(channels.body.data[0]).toMatchObject({ pipeline_id: pipelineId, allowed_origins: ["https://shop.example.com"] })
 
-      const revoked = await parley(dataDir, ["token", "revoke", "--id", String(online.id)])
+      const [revoked, failure] = await few([
+        () => parley(dataDir, ["token", "revoke", "--id", String(online.id)]),
+        () => run(dataDir, ["user", "grant-manager", "--email", "nobody@example.com", "--workspace-id", "1", "--json"])
+      ])
       expect(revoked).toEqual({ id: online.id, revoked: true })
       expect((await api(server.api, "/api/user/channels", online.token)).status).toBe(401)
+      expect(JSON.parse((failure as Ran).stdout)).toEqual({ error: "No user with email nobody@example.com" })
+    }, testTimeout)
 
-      const failure = await parley(dataDir, ["user", "grant-manager", "--email", "nobody@example.com", "--workspace-id", "1"])
-        .catch((e) => JSON.parse(e.stdout))
-      expect(failure).toEqual({ error: "No user with email nobody@example.com" })
-    } finally {
-      await stop(server)
-    }
+    it("user and workspace create say what the workspace still needs to reply; --credits gives it credits", async () => {
+      // one after the other, so the workspaces are 2, 3 and 4
+      const creates = async () => [
+        await parley(dataDir, ["user", "create", "--email", "second@example.com", "--password", "s3cret-pass", "--credits", "25"]),
+        await parleyText(dataDir, ["workspace", "create", "--email", "ops@example.com", "--name", "Second shop", "--credits", "5"]),
+        await parley(dataDir, ["workspace", "create", "--email", "second@example.com", "--name", "Bare"])
+      ]
+      // workspace 1 has an active pipeline with a stage and a channel linked to it: only credits are missing
+      const [[user, workspace, bare], set] = await Promise.all([creates(), parleyText(dataDir, ["workspace", "set", "--workspace-id", "1", "--credits", "50"])])
+      expect(user).toMatchObject({ email: "second@example.com", credits: 25, is_subscription_active: true, needs: ["pipeline", "channel"] })
+      expect(workspace).toMatch(/^name\s+Second shop$/m)
+      expect(workspace).toMatch(/^credits\s+5$/m)
+      expect(workspace).toMatch(/still needs:\n {2}- an active pipeline with stages.*\n {2}- a channel linked to that pipeline/)
+      expect(workspace).not.toContain("- credits")
+      expect(bare).toMatchObject({ name: "Bare", owner_email: "second@example.com", credits: 0, needs: ["credits", "pipeline", "channel"] })
+      expect(set).toMatch(/^credits\s+50$/m)
+      expect(set).toContain("Workspace 1 has what its agent needs to reply.")
+      const off = await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--subscription", "inactive"])
+      expect(off).toMatchObject({ id: 4, is_subscription_active: false, needs: ["subscription", "credits", "pipeline", "channel"] })
+    }, testTimeout)
+
+    it("lists and shows users, workspaces, tokens, channels and pipelines, as text and as JSON, never a secret", async () => {
+      const shows = [
+        ["user", "list"],
+        ["user", "show", "--email", "ops@example.com"],
+        ["workspace", "list"],
+        ["workspace", "show", "--workspace-id", "1"],
+        ["token", "list"],
+        ["token", "show", "--id", String(owner.id)],
+        ["channel", "list"],
+        ["channel", "show", "--id", String(widget.id)],
+        ["pipeline", "list"],
+        ["pipeline", "show", "--id", String(pipelineId)]
+      ]
+      const answers = await few(shows.flatMap((args) => [() => parleyText(dataDir, args), () => parleyText(dataDir, [...args, "--json"])]))
+      const answer = (i: number) => ({ text: answers[2 * i]!, json: JSON.parse(answers[2 * i + 1]!) })
+      const [userList, userShow, workspaceList, workspaceShow, tokenList] = [answer(0), answer(1), answer(2), answer(3), answer(4)]
+      const [tokenShow, channelList, channelShow, pipelineList, pipelineShow] = [answer(5), answer(6), answer(7), answer(8), answer(9)]
+
+      for (const answer of answers) {
+        for (const secret of secrets) {
+          expect(answer).not.toContain(secret)
+          expect(answer).not.toContain(sha256(secret))
+        }
+        expect(answer).not.toContain("s3cret-pass")
+        expect(answer).not.toMatch(/scrypt\$|client_secret|secret_ciphertext|token_hash|password/)
+      }
+
+      expect(userList.json.map((u: any) => [u.id, u.email, u.workspaces.map((w: any) => [w.workspace_id, w.role])])).toEqual([
+        [1, "ops@example.com", [[1, "owner"], [3, "owner"]]],
+        [2, "second@example.com", [[2, "owner"], [4, "owner"]]]
+      ])
+      expect(userList.text).toMatch(/^ID\s+EMAIL\s+NAME\s+SUPER\s+WORKSPACES\s+CREATED$/m)
+      expect(userList.text).toMatch(/^1\s+ops@example\.com\s+-\s+no\s+1 \(owner\), 3 \(owner\)\s/m)
+      expect(userShow.json).toMatchObject({ id: 1, email: "ops@example.com", workspaces: [{ workspace_id: 1, name: "Ops", role: "owner" }, { workspace_id: 3 }] })
+      expect(userShow.text).toMatch(/^email\s+ops@example\.com$/m)
+      expect(userShow.text).toMatch(/^ {2}1\s+Ops\s+owner$/m)
+
+      expect(workspaceList.json.map((w: any) => [w.id, w.name, w.credits, w.is_subscription_active, w.needs])).toEqual([
+        [1, "Ops", 50, true, []],
+        [2, "second's workspace", 25, true, ["pipeline", "channel"]],
+        [3, "Second shop", 5, true, ["pipeline", "channel"]],
+        [4, "Bare", 0, false, ["subscription", "credits", "pipeline", "channel"]]
+      ])
+      expect(workspaceList.text).toMatch(/^1\s+Ops\s+ops@example\.com\s+50\s+active\s+1\s+2\s+-$/m)
+      expect(workspaceList.text).toMatch(/^4\s+Bare\s+second@example\.com\s+0\s+inactive\s+0\s+0\s+subscription, credits, pipeline, channel$/m)
+      expect(workspaceShow.json).toMatchObject({
+        id: 1,
+        owner_email: "ops@example.com",
+        pipelines: 1,
+        channels: 2,
+        needs: [],
+        members: [{ user_id: 1, email: "ops@example.com", role: "owner" }]
+      })
+      expect(workspaceShow.text).toMatch(/^owner_email\s+ops@example\.com$/m)
+      expect(workspaceShow.text).toContain("Workspace 1 has what its agent needs to reply.")
+
+      expect(tokenList.json.map((t: any) => [t.id, t.email, t.name, t.status])).toEqual([
+        [owner.id, "ops@example.com", "CLI token", "active"],
+        [owner.id + 1, "ops@example.com", "online", "revoked"]
+      ])
+      expect(tokenList.json[0].token_hint).toBe(owner.token.slice(-4))
+      expect(tokenList.text).toMatch(new RegExp(`^${owner.id}\\s+ops@example\\.com\\s+CLI token\\s+…${owner.token.slice(-4)}\\s+pipelines:read,pipelines:write,channels:read\\s+active`, "m"))
+      expect(tokenShow.json).toMatchObject({ id: owner.id, user_id: 1, scopes: ["pipelines:read", "pipelines:write", "channels:read"], revoked_at: null })
+      expect(tokenShow.text).toMatch(/^status\s+active$/m)
+
+      expect(channelList.json.map((c: any) => [c.id, c.kind, c.client_id, c.messages_url])).toEqual([
+        [web.id, "web", web.client_id, `${server.receiver}/web-chat/message`],
+        [widget.id, "widget", widget.client_id, `${server.receiver}/web-chat/message`]
+      ])
+      expect(channelList.json[0].initiate_url).toBe(`${server.api}/api/user/web-chat/initiate`)
+      expect(channelList.text).toContain(`${server.api}/api/user/web-chat/initiate  ${server.receiver}/web-chat/message`)
+      expect(channelList.text).toContain(`<script src="${server.api}/widget.js" data-client-id="${widget.client_id}" async></script>`)
+      expect(channelShow.json).toMatchObject({ id: widget.id, name: "Shop widget", widget_embed: widget.widget_embed, allowed_origins: ["https://shop.example.com"] })
+      expect(channelShow.text).toMatch(/^widget_embed\s+<script /m)
+
+      expect(pipelineList.json.map((p: any) => [p.id, p.name, p.stages_count, p.channel_id])).toEqual([[pipelineId, "CLI pipeline", 1, web.id]])
+      expect(pipelineList.text).toMatch(new RegExp(`^${pipelineId}\\s+1\\s+CLI pipeline\\s+active\\s+no\\s+1\\s+1\\s+${web.id}$`, "m"))
+      expect(pipelineShow.json).toMatchObject({ id: pipelineId, name: "CLI pipeline", stages: [{ name: "New", nature: "neutral", order: 1 }] })
+      expect(pipelineShow.text).toMatch(/^Stages:\n {2}ID\s+ORDER\s+NAME\s+NATURE\n {2}\d+\s+1\s+New\s+neutral$/m)
+
+      const unknown = await run(dataDir, ["pipeline", "show", "--id", "999", "--json"])
+      expect([unknown.code, JSON.parse(unknown.stdout)]).toEqual([1, { error: "No pipeline with id 999" }])
+    }, testTimeout)
+  })
+
+  it("once the server stopped, opens the data dir again and sees what the server wrote", async () => {
     expect(Fs.existsSync(Path.join(dataDir, "server.json"))).toBe(false)
     expect(Fs.existsSync(Path.join(dataDir, "lock"))).toBe(false)
+    // a channel the server made
+    const rotated = await parley(dataDir, ["channel", "rotate", "--id", String(web.id)])
+    expect(rotated).toMatchObject({ id: web.id, name: "Web chat", pipeline_id: web.pipeline_id })
+    expect(rotated.client_secret).toMatch(/^wcs_/)
+    expect(rotated.client_id).not.toBe(web.client_id)
+    // no server: the addresses follow HOST, PORT and RECEIVER_PORT (0 here: unknown)
+    expect(rotated).toMatchObject({ initiate_url: null, messages_url: null })
+  }, testTimeout)
+})
 
-    // stopped again: direct access sees everything the server wrote
-    const rotated = await parley(dataDir, ["channel", "rotate", "--id", "1"])
-    expect(rotated.client_id).not.toBe(undefined)
-    const again = await serve(dataDir)
-    try {
-      const list = await api(again.api, "/api/user/channels", offline.token)
-      expect(list.body.data.map((c: any) => c.client_id)).toEqual([rotated.client_id])
-    } finally {
-      await stop(again)
+describe("parley CLI with DATABASE_URL: a client of the database, never of the cluster", () => {
+  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-cli-pg-"))
+  let db: PGlite
+  let postgres: PGLiteSocketServer
+  const runnerPort = Net.createServer()
+  let env: Record<string, string>
+
+  beforeAll(async () => {
+    db = await PGlite.create({ extensions: { vector } })
+    // two connections: more than the CLI's pool (and a LISTEN connection, or a cluster's) is refused
+    postgres = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 2 })
+    await postgres.start()
+    // a server beside the CLI holds RUNNER_PORT: the CLI must never need it
+    await new Promise<void>((resolve) => runnerPort.listen(0, "127.0.0.1", resolve))
+    env = {
+      DATABASE_URL: `postgres://postgres@${postgres.getServerConn()}/postgres`,
+      RUNNER_PORT: String((runnerPort.address() as Net.AddressInfo).port),
+      APP_SECRET: "cli-test-app-secret",
+      PUBLIC_URL: "https://parley.example.com",
+      RECEIVER_URL: "https://chat.example.com"
     }
-  }, 180_000)
+  })
+  /** What a cluster runner or client creates in the database when it starts (its storage), and the CLI never should. */
+  const clusterTables = async () =>
+    (await db.query<{ tablename: string }>("select tablename from pg_tables where tablename like 'cluster%'")).rows.map((r) => r.tablename)
+
+  afterAll(async () => {
+    await new Promise((resolve) => runnerPort.close(resolve))
+    await postgres?.stop()
+    await db?.close()
+  })
+
+  it("`parley migrate` on an empty database applies every migration and nothing else, and logs nothing", async () => {
+    const migrate = await run(dataDir, ["migrate"], env)
+    expect(migrate.stderr).toBe("")
+    expect(migrate.code).toBe(0)
+    expect(migrate.stdout).toContain(`Applied ${Object.keys(migrations).length} migrations:\n  0001_identity\n`)
+    expect(await clusterTables()).toEqual([])
+  }, testTimeout)
+
+  it("creates, lists and shows with RUNNER_PORT taken and two connections, web-chat URLs from PUBLIC_URL and RECEIVER_URL", async () => {
+    const user = await run(dataDir, ["user", "create", "--email", "pg@example.com", "--password", "s3cret-pass", "--credits", "10"], env)
+    expect(user.stderr).toBe("")
+    expect(user.code).toBe(0)
+    expect(user.stdout).toMatch(/^credits\s+10$/m)
+    expect(user.stdout).not.toContain("- credits")
+    expect(user.stdout).toContain("Before its agent replies, workspace 1 still needs:")
+    const widget = await parley(dataDir, ["channel", "create", "--workspace-id", "1", "--kind", "widget"], env)
+    expect(widget.client_secret).toMatch(/^wcs_/)
+    const listed = await run(dataDir, ["channel", "list", "--json"], env)
+    expect(listed.stderr).toBe("")
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({
+      id: widget.id,
+      client_id: widget.client_id,
+      initiate_url: null,
+      messages_url: "https://chat.example.com/web-chat/message",
+      widget_embed: `<script src="https://parley.example.com/widget.js" data-client-id="${widget.client_id}" async></script>`
+    })])
+    expect(listed.stdout).not.toContain(widget.client_secret)
+    expect(await clusterTables()).toEqual([])
+  }, testTimeout)
+})
+
+describe("parley CLI usage", () => {
+  it("--help lists every command and every kind of channel, widget too", async () => {
+    const help = await run(Os.tmpdir(), ["--help"])
+    expect(help.code).toBe(0)
+    const kinds = /channel create .*--kind ([a-z|]+)/.exec(help.stdout)?.[1]?.split("|")
+    expect(kinds).toEqual([...ChannelKind.literals])
+    expect(kinds).toContain("widget")
+    for (const noun of ["user", "workspace", "token", "channel", "pipeline"]) {
+      expect(help.stdout).toContain(`${noun} list`)
+      expect(help.stdout).toContain(`${noun} show`)
+    }
+    expect(help.stdout).toContain("[--credits N]")
+  }, testTimeout)
+
+  it("refuses an unknown command with the usage text and exit code 2", async () => {
+    const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-usage-"))
+    const error = await run(dataDir, ["frobnicate"])
+    expect(error.code).toBe(2)
+    expect(error.stderr).toContain("Unknown command: frobnicate")
+    expect(error.stderr).toContain("Usage: pnpm parley")
+  }, testTimeout)
 
   it("first start seeds a demo workspace whose printed token works, and later starts reuse it", async () => {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-demo-"))
@@ -167,13 +452,5 @@ describe("parley CLI", () => {
     } finally {
       await stop(second)
     }
-  }, 180_000)
-
-  it("refuses an unknown command with the usage text and exit code 2", async () => {
-    const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-usage-"))
-    const error = await run(tsx, [cli, "frobnicate"], { cwd: root, env: envFor(dataDir) }).catch((e) => e)
-    expect(error.code).toBe(2)
-    expect(error.stderr).toContain("Unknown command: frobnicate")
-    expect(error.stderr).toContain("Usage: pnpm parley")
-  })
+  }, testTimeout)
 })

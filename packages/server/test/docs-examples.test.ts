@@ -23,6 +23,8 @@ const skipped: Record<string, string> = {
   "README.md: pnpm install && pnpm start     # the whole service on the embedded defaults (data in .parley/)":
     "installs and starts the server this suite starts itself (test/widget.browser.test.ts drives that first start)",
   "README.md: pnpm parley migrate": "the command line, with `serve` among its commands; test/cli.test.ts runs it",
+  "README.md: pnpm parley user create --email you@example.com --password 'long-password' --workspace-name Acme --credits 100":
+    "the command line, for a user of your own; test/cli.test.ts runs `user create --credits`",
   "README.md: pnpm typecheck                 # tsc, strict with exactOptionalPropertyTypes": "development commands, not requests",
   "docs/benchmarks.md: pnpm bench:rest          # 10 s per scenario; `npx tsx bench/rest.ts 5` for 5 s": "a benchmark run, minutes long",
   "docs/benchmarks.md: pnpm bench:receiver      # 10 s per row and 5,000 sockets; `npx tsx bench/receiver.ts 5 1000` for less":

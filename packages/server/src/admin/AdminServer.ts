@@ -7,20 +7,14 @@ import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/
 import { Effect, Layer, Option, Schema } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import * as Fs from "node:fs"
-import * as Path from "node:path"
 import { AppConfig } from "../config/AppConfig.js"
 import { randomBase62 } from "../identity/Secrets.js"
 import { AdminPolicy } from "../http/BodyLimits.js"
 import { AdminListener, listen } from "../http/Listener.js"
-import { AdminCommand, runCommand } from "./Commands.js"
-
-export const serverInfoPath = (dataDir: string) => Path.join(dataDir, "server.json")
-
-export interface ServerInfo {
-  readonly pid: number
-  readonly admin_url: string
-  readonly admin_secret: string
-}
+import { AdminCommand } from "./AdminCommand.js"
+import { AdminRepo } from "./AdminRepo.js"
+import { runCommand } from "./Commands.js"
+import { type ServerInfo, serverInfoPath } from "./ServerInfo.js"
 
 const sameSecret = (a: string, b: string) => {
   const x = Buffer.from(a)
@@ -61,5 +55,5 @@ export const AdminServerLive = Layer.unwrapEffect(Effect.gen(function*() {
     )
   }))
   const server = listen(AdminListener, commandRoute(secret), { host: "127.0.0.1", port: 0, policy: AdminPolicy })
-  return info.pipe(Layer.provide(server))
+  return info.pipe(Layer.provide(server), Layer.provide(AdminRepo.Default))
 }))

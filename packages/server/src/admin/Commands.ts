@@ -1,74 +1,41 @@
 /**
- * Operator commands: what `pnpm parley ...` does. One schema for both ways a command travels: run here
- * on a database this process opened, or posted to the running server's loopback admin endpoint.
+ * Operator commands: what `pnpm parley ...` does, run where the database is open (the CLI's own
+ * connection, or the server holding the embedded data dir, for its admin endpoint). None of them needs
+ * the worker engine: they write rows and notify caches, and never send an entity or workflow message, so
+ * the CLI runs them without joining the cluster (cli/Direct.ts).
  */
 import { SqlClient } from "@effect/sql"
-import * as PgMigrator from "@effect/sql-pg/PgMigrator"
-import { NodeContext } from "@effect/platform-node"
 import {
   type Actor,
-  ChannelId,
-  ChannelKind,
+  type Channel,
+  type ChannelId,
   CurrentActor,
-  KnowledgeTableId,
-  PipelineId,
+  type KnowledgeTableId,
   Scopes,
-  TokenId,
   type UserId,
-  WorkspaceId
+  type WorkspaceId
 } from "@parley/domain"
-import { Effect, Schema } from "effect"
+import { Effect, Option } from "effect"
 import { Channels } from "../channels/Channels.js"
-import { migrations } from "../db/migrations/index.js"
-import { CommandFailed, Identity } from "../identity/Identity.js"
+import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
+import { BoundAddresses } from "../http/Listener.js"
+import { CommandFailed } from "../identity/CommandFailed.js"
+import { Identity } from "../identity/Identity.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
+import { Pipelines } from "../pipelines/Pipelines.js"
+import type { AdminCommand } from "./AdminCommand.js"
+import { AdminRepo } from "./AdminRepo.js"
+import { migrate } from "./Migrate.js"
 
-export const AdminCommand = Schema.Union(
-  Schema.TaggedStruct("migrate", {}),
-  Schema.TaggedStruct("user.create", {
-    email: Schema.String,
-    password: Schema.String,
-    name: Schema.optional(Schema.String),
-    workspaceName: Schema.optional(Schema.String)
-  }),
-  Schema.TaggedStruct("user.grant-manager", { email: Schema.String, workspaceId: WorkspaceId }),
-  Schema.TaggedStruct("user.make-super", { email: Schema.String }),
-  Schema.TaggedStruct("workspace.set", {
-    workspaceId: WorkspaceId,
-    credits: Schema.optional(Schema.Number),
-    trainingCredits: Schema.optional(Schema.Number),
-    subscription: Schema.optional(Schema.Literal("active", "inactive"))
-  }),
-  Schema.TaggedStruct("token.create", {
-    email: Schema.String,
-    scopes: Schema.Array(Schema.String),
-    name: Schema.optional(Schema.String),
-    expiresInDays: Schema.optional(Schema.Number)
-  }),
-  Schema.TaggedStruct("token.revoke", { id: TokenId }),
-  Schema.TaggedStruct("channel.create", {
-    workspaceId: WorkspaceId,
-    kind: ChannelKind,
-    pipelineId: Schema.optional(PipelineId),
-    name: Schema.optional(Schema.String),
-    callbackUrl: Schema.optional(Schema.String),
-    allowedOrigins: Schema.optional(Schema.Array(Schema.String)),
-    allowedIps: Schema.optional(Schema.Array(Schema.String))
-  }),
-  Schema.TaggedStruct("channel.rotate", { id: ChannelId }),
-  /** The table's columns (the importer converts CSV cells to their types); unknown table: failure. */
-  Schema.TaggedStruct("knowledge.columns", { tableId: KnowledgeTableId }),
-  /**
-   * One batch of `knowledge import`. A batch that fails validation is not a command failure: the result
-   * is `{ rejected: [{field, message}] }` (fields as in the REST 422, `points.<i>.<column>`), so the
-   * importer can tell it apart from other failures through the admin endpoint too.
-   */
-  Schema.TaggedStruct("knowledge.upsert", {
-    tableId: KnowledgeTableId,
-    points: Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
-  })
-)
-export type AdminCommand = typeof AdminCommand.Type
+/** The operator, seeing the given workspaces through the REST services' own rules. */
+const operator = (workspaceIds: ReadonlyArray<WorkspaceId>): Actor => ({
+  userId: 0 as UserId,
+  authenticatedUserId: 0 as UserId,
+  tokenId: 0 as never,
+  scopes: Scopes,
+  workspaceIds,
+  defaultWorkspaceId: workspaceIds[0] ?? (0 as WorkspaceId)
+})
 
 /** Channel commands run as the workspace's owner, through the same rules as the REST API. */
 const asOwnerOf = (workspaceId: WorkspaceId) =>
@@ -109,32 +76,97 @@ const explain = <A, R>(effect: Effect.Effect<A, { readonly _tag: string; readonl
         : e.message
     }))
 
+const found = <A>(what: string) => (option: Option.Option<A>) =>
+  Option.match(option, { onNone: () => Effect.fail(new CommandFailed({ message: `No ${what}` })), onSome: Effect.succeed })
+
+/**
+ * Where clients reach this deployment: PUBLIC_URL and RECEIVER_URL, else where this process's listeners
+ * bound (a command run by the server), else HOST and the configured ports (null when that port is 0).
+ */
+const publicBases = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const bound = yield* BoundAddresses
+  const configured = (port: number) => port === 0 ? null : `http://${config.host}:${port}`
+  const receiver = yield* bound.receiver
+  return {
+    api: Option.getOrElse(config.publicUrl, () => bound.apiNow() ?? configured(config.port)),
+    receiver: receiver === undefined && Option.isNone(config.receiverUrl) && config.receiverPort === 0
+      ? null
+      : receiverBaseUrl(config, receiver)
+  }
+})
+
+/**
+ * A channel with the addresses its integration uses (docs/web-chat.md): a web channel's server calls
+ * initiate on the API and sends messages to the receiver; a widget channel is one script tag on the site.
+ */
+const withUrls = (bases: { readonly api: string | null; readonly receiver: string | null }) => (channel: Channel) => {
+  const messages = bases.receiver === null ? null : `${bases.receiver}/web-chat/message`
+  return {
+    ...channel,
+    initiate_url: channel.kind === "web" && bases.api !== null ? `${bases.api}/api/user/web-chat/initiate` : null,
+    messages_url: channel.kind === "web" || channel.kind === "widget" ? messages : null,
+    widget_embed: channel.kind === "widget" && bases.api !== null && channel.client_id !== null
+      ? `<script src="${bases.api}/widget.js" data-client-id="${channel.client_id}" async></script>`
+      : null
+  }
+}
+
 export const runCommand = (command: AdminCommand) =>
   Effect.gen(function*() {
     const identity = yield* Identity
     const channels = yield* Channels
+    const admin = yield* AdminRepo
+    const workspaceOf = (table: "channels" | "pipelines", id: number) =>
+      Effect.flatMap(admin.workspaceOf(table, id), found(`${table.slice(0, -1)} with id ${id}`))
+    /** The user and what their new workspace still needs. */
+    const withNeeds = <A extends { readonly workspace_id: WorkspaceId }>(created: A) =>
+      Effect.map(
+        Effect.flatMap(admin.workspace(created.workspace_id), found(`workspace with id ${created.workspace_id}`)),
+        (w) => ({ ...created, credits: w.credits, is_subscription_active: w.is_subscription_active, needs: w.needs })
+      )
     switch (command._tag) {
-      case "migrate": {
-        const applied = yield* PgMigrator.run({ loader: PgMigrator.fromRecord(migrations) }).pipe(
-          Effect.provide(NodeContext.layer),
-          Effect.orDie
-        )
-        return { applied: applied.map(([id, name]) => `${String(id).padStart(4, "0")}_${name}`) }
-      }
+      case "migrate":
+        return yield* migrate
       case "user.create":
-        return yield* identity.createUser(command)
+        return yield* Effect.flatMap(identity.createUser(command), withNeeds)
+      case "user.list":
+        return yield* admin.users
+      case "user.show": {
+        if ((command.email === undefined) === (command.id === undefined)) {
+          return yield* new CommandFailed({ message: "user show needs --email E or --id N" })
+        }
+        return yield* Effect.flatMap(admin.user(command), found(command.id !== undefined ? `user with id ${command.id}` : `user with email ${command.email}`))
+      }
       case "user.grant-manager":
         return yield* identity.grantManager(command.email, command.workspaceId)
       case "user.make-super":
         return yield* identity.makeSuper(command.email)
-      case "workspace.set":
-        return yield* identity.setWorkspace(command.workspaceId, {
+      case "workspace.create":
+        return yield* Effect.flatMap(identity.createWorkspace(command), withNeeds)
+      case "workspace.list":
+        return yield* admin.workspaces
+      case "workspace.show": {
+        const workspace = yield* Effect.flatMap(admin.workspace(command.workspaceId), found(`workspace with id ${command.workspaceId}`))
+        return { ...workspace, members: yield* admin.members(command.workspaceId) }
+      }
+      case "workspace.set": {
+        yield* identity.setWorkspace(command.workspaceId, {
           ...(command.credits !== undefined ? { credits: command.credits } : {}),
           ...(command.trainingCredits !== undefined ? { training_credits: command.trainingCredits } : {}),
           ...(command.subscription !== undefined ? { is_subscription_active: command.subscription === "active" } : {})
         })
+        return yield* Effect.flatMap(admin.workspace(command.workspaceId), found(`workspace with id ${command.workspaceId}`))
+      }
       case "token.create":
         return yield* identity.createToken(command)
+      case "token.list": {
+        if (command.email === undefined) return yield* admin.tokens()
+        const user = yield* Effect.flatMap(admin.user({ email: command.email }), found(`user with email ${command.email}`))
+        return yield* admin.tokens(user.id)
+      }
+      case "token.show":
+        return yield* Effect.flatMap(admin.token(command.id), found(`token with id ${command.id}`))
       case "token.revoke":
         return yield* identity.revokeToken(command.id)
       case "channel.create": {
@@ -147,15 +179,33 @@ export const runCommand = (command: AdminCommand) =>
           ...(command.callbackUrl !== undefined ? { callback_url: command.callbackUrl } : {}),
           ...(command.allowedOrigins !== undefined ? { allowed_origins: command.allowedOrigins } : {}),
           ...(command.allowedIps !== undefined ? { allowed_ips: command.allowedIps } : {})
-        })).pipe(Effect.provideService(CurrentActor, actor))
+        })).pipe(Effect.map(withUrls(yield* publicBases)), Effect.provideService(CurrentActor, actor))
+      }
+      case "channel.list": {
+        const ids = command.workspaceId !== undefined ? [command.workspaceId] : yield* admin.workspaceIds
+        if (ids.length === 0) return []
+        const list = yield* channels.list().pipe(Effect.provideService(CurrentActor, operator(ids)))
+        return list.map(withUrls(yield* publicBases))
+      }
+      case "channel.show": {
+        const workspaceId = yield* workspaceOf("channels", command.id)
+        const channel = yield* explain(channels.get(command.id as ChannelId)).pipe(Effect.provideService(CurrentActor, operator([workspaceId])))
+        return withUrls(yield* publicBases)(channel)
       }
       case "channel.rotate": {
-        const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ workspace_id: WorkspaceId }>`select workspace_id from channels where id = ${command.id}`
-          .pipe(Effect.orDie)
-        if (rows.length === 0) return yield* new CommandFailed({ message: `No channel with id ${command.id}` })
-        const actor = yield* asOwnerOf(rows[0]!.workspace_id)
-        return yield* explain(channels.rotate(command.id)).pipe(Effect.provideService(CurrentActor, actor))
+        const actor = yield* asOwnerOf(yield* workspaceOf("channels", command.id))
+        return yield* explain(channels.rotate(command.id)).pipe(Effect.map(withUrls(yield* publicBases)), Effect.provideService(CurrentActor, actor))
+      }
+      case "pipeline.list": {
+        const pipelines = yield* Pipelines
+        const ids = command.workspaceId !== undefined ? [command.workspaceId] : yield* admin.workspaceIds
+        if (ids.length === 0) return []
+        return yield* pipelines.list().pipe(Effect.provideService(CurrentActor, operator(ids)))
+      }
+      case "pipeline.show": {
+        const pipelines = yield* Pipelines
+        const workspaceId = yield* workspaceOf("pipelines", command.id)
+        return yield* explain(pipelines.get(command.id)).pipe(Effect.provideService(CurrentActor, operator([workspaceId])))
       }
       case "knowledge.columns": {
         const knowledge = yield* Knowledge

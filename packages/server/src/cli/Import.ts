@@ -6,8 +6,8 @@
  */
 import { Effect, Schema } from "effect"
 import * as Fs from "node:fs"
-import type { AdminCommand } from "../admin/Commands.js"
-import type { CommandFailed } from "../identity/Identity.js"
+import type { AdminCommand } from "../admin/AdminCommand.js"
+import type { CommandFailed } from "../identity/CommandFailed.js"
 
 export class ImportUsageError extends Schema.TaggedError<ImportUsageError>()("ImportUsageError", { message: Schema.String }) {}
 

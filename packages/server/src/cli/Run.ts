@@ -1,20 +1,20 @@
 /**
  * The CLI's commands other than `serve`: each one through the server holding the embedded data dir (its
- * loopback admin endpoint), or on a database opened here. Loaded by main.ts only when a command runs.
+ * loopback admin endpoint), or on a database opened here (Direct.ts, loaded only then). What this module
+ * loads itself is kept small (the command schema, config, no services), so a command beside a running
+ * server answers in about a second.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Effect, Logger, LogLevel, Option, Schema } from "effect"
 import * as Fs from "node:fs"
-import { type ServerInfo, serverInfoPath } from "../admin/AdminServer.js"
-import { AdminCommand, runCommand } from "../admin/Commands.js"
-import { DatabaseLive, ServicesLive } from "../App.js"
+import { AdminCommand } from "../admin/AdminCommand.js"
+import { type ServerInfo, serverInfoPath } from "../admin/ServerInfo.js"
 import { AppConfig } from "../config/AppConfig.js"
-import { SqlLive } from "../db/Database.js"
 import { DataDirBusy, lockHolder } from "../db/DataDirLock.js"
-import { CommandFailed } from "../identity/Identity.js"
+import { CommandFailed } from "../identity/CommandFailed.js"
+import { render } from "./Format.js"
 import { ImportUsageError, progressReporter, readRows, runImport, summary, type Column, type Execute } from "./Import.js"
 import { USAGE } from "./Usage.js"
-
 
 class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
 
@@ -56,11 +56,29 @@ const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
       case "migrate":
         return { _tag: "migrate" }
       case "user create":
-        return { _tag: "user.create", email: f.email, password: f.password, name: f.name, workspaceName: f["workspace-name"] }
+        return {
+          _tag: "user.create",
+          email: f.email,
+          password: f.password,
+          name: f.name,
+          workspaceName: f["workspace-name"],
+          credits: num(f.credits),
+          trainingCredits: num(f["training-credits"])
+        }
+      case "user list":
+        return { _tag: "user.list" }
+      case "user show":
+        return { _tag: "user.show", email: f.email, id: num(f.id) }
       case "user grant-manager":
         return { _tag: "user.grant-manager", email: f.email, workspaceId: num(f["workspace-id"]) }
       case "user make-super":
         return { _tag: "user.make-super", email: f.email }
+      case "workspace create":
+        return { _tag: "workspace.create", email: f.email, name: f.name, credits: num(f.credits), trainingCredits: num(f["training-credits"]) }
+      case "workspace list":
+        return { _tag: "workspace.list" }
+      case "workspace show":
+        return { _tag: "workspace.show", workspaceId: num(f["workspace-id"] ?? f.id) }
       case "workspace set":
         return {
           _tag: "workspace.set",
@@ -71,6 +89,10 @@ const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
         }
       case "token create":
         return { _tag: "token.create", email: f.email, scopes: list(f.scopes), name: f.name, expiresInDays: num(f["expires-in-days"]) }
+      case "token list":
+        return { _tag: "token.list", email: f.email }
+      case "token show":
+        return { _tag: "token.show", id: num(f.id) }
       case "token revoke":
         return { _tag: "token.revoke", id: num(f.id) }
       case "channel create":
@@ -84,13 +106,24 @@ const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
           allowedOrigins: list(f["allowed-origins"]),
           allowedIps: list(f["allowed-ips"])
         }
+      case "channel list":
+        return { _tag: "channel.list", workspaceId: num(f["workspace-id"]) }
+      case "channel show":
+        return { _tag: "channel.show", id: num(f.id) }
       case "channel rotate":
         return { _tag: "channel.rotate", id: num(f.id) }
+      case "pipeline list":
+        return { _tag: "pipeline.list", workspaceId: num(f["workspace-id"]) }
+      case "pipeline show":
+        return { _tag: "pipeline.show", id: num(f.id) }
       default:
         return undefined
     }
   })()
   if (raw === undefined) return Effect.fail(new UsageError({ message: `Unknown command: ${words.join(" ") || "(none)"}` }))
+  if (raw._tag === "user.show" && (f.email === undefined) === (f.id === undefined)) {
+    return Effect.fail(new UsageError({ message: "user show needs --email E or --id N" }))
+  }
   return Schema.decodeUnknown(AdminCommand, { errors: "all" })(drop(raw)).pipe(
     Effect.mapError((e) => new UsageError({ message: `Invalid arguments for ${words.join(" ")}:\n${e.message}` }))
   )
@@ -125,22 +158,27 @@ const viaServer = (info: ServerInfo, command: AdminCommand) =>
     return response.result
   })
 
+/** The server commands go to: the one holding the embedded data dir (with DATABASE_URL, none). */
+const holder = Effect.map(AppConfig, (config) => Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined)
+
+/** The heavy part, loaded only when a command runs here: the services and the database driver. */
+const direct = Effect.promise(() => import("./Direct.js"))
+
+/** One command on a database opened here. `migrate` opens the bare database and only migrates. */
 const directly = (command: AdminCommand) =>
-  // `migrate` opens the bare database so it can report what it applied; other commands migrate first
   command._tag === "migrate"
-    ? runCommand(command).pipe(Effect.provide(ServicesLive), Effect.provide(SqlLive))
-    : runCommand(command).pipe(Effect.provide(ServicesLive), Effect.provide(DatabaseLive))
+    ? Effect.flatMap(
+      Effect.promise(() => Promise.all([import("../admin/Migrate.js"), import("./CliDatabase.js")])),
+      ([{ migrate }, { CliSqlLive }]) => Effect.provide(migrate, CliSqlLive)
+    )
+    : Effect.flatMap(direct, (d) => d.withDatabase((execute) => execute(command)))
 
 /** Runs `use` with a way to execute commands: through the server holding the data dir, or on a database opened once here. */
 const withExecutor = <A, E>(use: (execute: Execute) => Effect.Effect<A, E>) =>
   Effect.gen(function*() {
-    const config = yield* AppConfig
-    const server = Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined
+    const server = yield* holder
     if (server) return yield* use((command) => viaServer(server, command))
-    return yield* Effect.gen(function*() {
-      const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof runCommand>>>()
-      return yield* use((command) => runCommand(command).pipe(Effect.provide(context)))
-    }).pipe(Effect.provide(ServicesLive), Effect.provide(DatabaseLive))
+    return yield* Effect.flatMap(direct, (d) => d.withDatabase(use))
   })
 
 /** `knowledge import`: exit code 0 when every row was upserted, 1 when some were rejected. */
@@ -175,30 +213,22 @@ const knowledgeImport = (f: Flags) =>
     if (result.rejected.length > 0) process.exitCode = 1
   })
 
-const print = (result: unknown, asJson: boolean) =>
-  Console.log(
-    asJson
-      ? JSON.stringify(result)
-      : Object.entries(result as Record<string, unknown>)
-        .map(([k, v]) => `${k.padEnd(18)} ${typeof v === "object" && v !== null ? JSON.stringify(v) : String(v)}`)
-        .join("\n")
-  )
-
-
 /** Runs the command named by `words` with `flags`, then exits with its code. */
 export const runCli = (words: ReadonlyArray<string>, flags: Flags) => {
   const program = Effect.gen(function*() {
     if (words.join(" ") === "knowledge import") return yield* knowledgeImport(flags)
     const command = yield* toCommand(words, flags)
-    const config = yield* AppConfig
-    const server = Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined
+    const server = yield* holder
     const result = server ? yield* viaServer(server, command) : yield* directly(command)
-    yield* print(result, flags.json === true)
+    yield* Console.log(flags.json === true ? JSON.stringify(result) : render(command, result))
   }).pipe(
     Effect.provide(AppConfig.Default),
     Effect.catchAll((e) => {
       if (e instanceof UsageError) {
-        return Effect.zipRight(Console.error(`${e.message}\n\n${USAGE}`), Effect.sync(() => (process.exitCode = 2)))
+        return Effect.zipRight(
+          flags.json ? Console.log(JSON.stringify({ error: e.message })) : Console.error(`${e.message}\n\n${USAGE}`),
+          Effect.sync(() => (process.exitCode = 2))
+        )
       }
       const message = e instanceof CommandFailed || e instanceof DataDirBusy ? e.message : undefined
       if (message === undefined) return Effect.fail(e)

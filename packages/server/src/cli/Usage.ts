@@ -1,18 +1,43 @@
 /** The CLI's usage text: printed without loading the server (`parley --help` answers at once). */
 export const USAGE = `Usage: pnpm parley <command> [options] [--json]
 
-  migrate
   serve [--role all|api|receiver|worker]
-  user create --email E --password P [--name N] [--workspace-name W]
+  migrate                      apply pending migrations, and nothing else
+
+  user create --email E --password P [--name N] [--workspace-name W] [--credits N] [--training-credits N]
+  user list
+  user show --email E | --id N
   user grant-manager --email E --workspace-id N
   user make-super --email E
+
+  workspace create --email OWNER --name N [--credits N] [--training-credits N]
+  workspace list
+  workspace show --workspace-id N
   workspace set --workspace-id N [--credits N] [--training-credits N] [--subscription active|inactive]
+
   token create --email E --scopes a,b [--name N] [--expires-in-days N]
+  token list [--email E]
+  token show --id N
   token revoke --id N
-  channel create --workspace-id N --kind web [--pipeline-id N] [--name N] [--callback-url U]
-                 [--allowed-origins a,b] [--allowed-ips a,b]
+
+  channel create --workspace-id N --kind web|widget|whatsapp|messenger|instagram|linkedin
+                 [--pipeline-id N] [--name N] [--callback-url U] [--allowed-origins a,b] [--allowed-ips a,b]
+  channel list [--workspace-id N]
+  channel show --id N
   channel rotate --id N
+
+  pipeline list [--workspace-id N]
+  pipeline show --id N
+
   knowledge import --table-id N --file rows.csv|rows.jsonl [--batch-size 200]
       (CSV with a header row, or JSON Lines; a default_id column is required. Exit code 1 when
        some rows were rejected, with the reasons; 2 for usage errors)
+
+Creating a user or workspace prints what it still needs before its agent replies (credits, an active
+subscription, a pipeline with stages, a channel linked to it). Lists and shows never print secrets:
+a token's secret and a channel's client secret are shown once, by create (and channel rotate).
+
+While \`parley serve\` holds the embedded data dir, commands go to it; otherwise the CLI opens the
+database itself (DATABASE_URL, or the data dir), runs the command and exits. It never starts the
+worker engine. --json prints the result (or {"error": ...}) as JSON.
 `

@@ -15,12 +15,12 @@ import {
   WorkspaceSummary
 } from "@parley/domain"
 import { PgClient } from "@effect/sql-pg"
-import { Data, Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
+import { Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
+import { CommandFailed } from "./CommandFailed.js"
 import { IdentityRepo, type UserRow } from "./IdentityRepo.js"
 import { hashPassword, newAccessToken, randomBase62, sha256Hex, verifyPassword } from "./Secrets.js"
 
-/** An operator command that cannot be carried out (unknown email, duplicate user, bad scope). */
-export class CommandFailed extends Data.TaggedError("CommandFailed")<{ readonly message: string }> {}
+export { CommandFailed }
 
 const LAST_USED_RESOLUTION_MS = 60_000
 const AUTH_CACHE_TTL_MS = 30_000
@@ -53,6 +53,8 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       readonly password: string
       readonly name?: string | undefined
       readonly workspaceName?: string | undefined
+      readonly credits?: number | undefined
+      readonly trainingCredits?: number | undefined
     }) {
       const email = input.email.trim().toLowerCase()
       if (!EMAIL.test(email)) return yield* new CommandFailed({ message: `Not a valid email: ${input.email}` })
@@ -65,12 +67,31 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
         const user = yield* repo.insertUser({ email, name: input.name ?? null, password_hash })
         const workspaceId = yield* repo.insertWorkspace({
           name: input.workspaceName ?? `${input.name ?? email.split("@")[0]}'s workspace`,
-          credits: 0,
-          training_credits: 0
+          credits: input.credits ?? 0,
+          training_credits: input.trainingCredits ?? 0
         })
         yield* repo.upsertMembership(user.id, workspaceId, "owner")
         return { user_id: user.id, email: user.email, name: user.name, workspace_id: workspaceId }
       })).pipe(Effect.orDie)
+    })
+
+    /** Another workspace, owned by an existing user. */
+    const createWorkspace = Effect.fn("Identity.createWorkspace")(function*(input: {
+      readonly email: string
+      readonly name: string
+      readonly credits?: number | undefined
+      readonly trainingCredits?: number | undefined
+    }) {
+      const user = yield* userByEmail(input.email)
+      const name = input.name.trim()
+      if (name.length === 0) return yield* new CommandFailed({ message: "A workspace needs a name" })
+      const workspaceId = yield* sql.withTransaction(Effect.gen(function*() {
+        const id = yield* repo.insertWorkspace({ name, credits: input.credits ?? 0, training_credits: input.trainingCredits ?? 0 })
+        yield* repo.upsertMembership(user.id, id, "owner")
+        return id
+      })).pipe(Effect.orDie)
+      yield* changed
+      return { workspace_id: workspaceId, name, owner_user_id: user.id, owner_email: user.email }
     })
 
     const grantManager = Effect.fn("Identity.grantManager")(function*(email: string, workspaceId: WorkspaceId) {
@@ -270,6 +291,7 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
 
     return {
       createUser,
+      createWorkspace,
       grantManager,
       makeSuper,
       setWorkspace,
