@@ -6,7 +6,7 @@ import { ApiServerLive, DatabaseLive, ListenersLive, ReceiverServerLive, service
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { ApiListener, ReceiverListener } from "../http/Listener.js"
 import { Readiness } from "../http/Readiness.js"
-import { type DemoCredentials, seedDemo } from "../seed/Demo.js"
+import { demoCredentialsPath, type DemoCredentials, seedDemo } from "../seed/Demo.js"
 import { LoggingLive } from "../observability/Logging.js"
 import { MetricsListener, MetricsServerLive } from "../observability/MetricsServer.js"
 import { TelemetryLive } from "../observability/Telemetry.js"
@@ -17,7 +17,8 @@ const banner = (
   receiver: string | undefined,
   dataDir: string | undefined,
   demo: DemoCredentials | undefined,
-  metrics: string | undefined
+  metrics: string | undefined,
+  credentialsFile: string
 ) => {
   const lines = ["", "Parley is running."]
   if (api && demo?.widget) lines.push(`  Demo      ${api}/   (the web-chat widget on a live demo page: open it in a browser)`)
@@ -29,7 +30,7 @@ const banner = (
   if (demo && api) {
     lines.push(
       "",
-      `Demo workspace (credentials kept in ${Path.join(dataDir ?? ".parley", "demo-credentials.json")}):`,
+      `Demo workspace (credentials kept in ${credentialsFile}):`,
       `  user            ${demo.email} / ${demo.password}`,
       `  web channel     client_id ${demo.channel.client_id}`,
       `                  client_secret ${demo.channel.client_secret}`,
@@ -59,7 +60,8 @@ const AnnounceLive = Layer.effectDiscard(Effect.gen(function*() {
     Option.getOrUndefined(config.receiverUrl) ?? Option.getOrUndefined(Option.map(receiver, (l) => l.url)),
     embedded ? config.dataDir : undefined,
     demo,
-    Option.getOrUndefined(Option.map(metrics, (l) => l.url))
+    Option.getOrUndefined(Option.map(metrics, (l) => l.url)),
+    demoCredentialsPath(config.dataDir)
   ))
 }))
 

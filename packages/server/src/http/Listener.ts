@@ -30,6 +30,7 @@ export const listen = <I, E, R>(
   options: { readonly host: string; readonly port: number; readonly policy: ListenerPolicy }
 ) => {
   const server = Http.createServer()
+  answerUntilServed(server, options.policy)
   // Node would answer "100 Continue" at once; the guard does, once the body's size is known to be allowed
   server.on("checkContinue", (request, response) => server.emit("request", request, response))
   const bound = Layer.effect(
@@ -47,6 +48,34 @@ export const listen = <I, E, R>(
   return Layer.merge(serve, bound).pipe(
     Layer.provide(NodeHttpServer.layer(() => server, { host: options.host, port: options.port }))
   )
+}
+
+/**
+ * The port is bound before the routes are served (NodeHttpServer listens as its layer builds, `serve`
+ * attaches its handler once the routes are built): a request in between would get no answer at all, so
+ * until the first other `request` handler is attached, each is answered 503 in the listener's envelope
+ * with `Retry-After`, as `/ready` answers while the process starts. Once another handler is attached it
+ * never answers again, even where a wrapper that kept it calls it (socket.io's `attach` does so).
+ */
+const answerUntilServed = (server: Http.Server, policy: ListenerPolicy) => {
+  let served = false
+  const starting = (request: Http.IncomingMessage, response: Http.ServerResponse) => {
+    if (served) return
+    const path = (request.url ?? "/").split("?")[0]!
+    const refusal = policy.refuse(path, 503, "Parley is starting; try again in a moment")
+    const body = refusal.body._tag === "Uint8Array" ? refusal.body.body : new Uint8Array()
+    request.resume()
+    response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
+    response.end(body)
+  }
+  const onNewListener = (event: string | symbol, listener: unknown) => {
+    if (event !== "request" || listener === starting) return
+    served = true
+    server.off("request", starting)
+    server.off("newListener", onNewListener)
+  }
+  server.on("request", starting)
+  server.on("newListener", onNewListener)
 }
 
 /**
