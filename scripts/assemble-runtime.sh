@@ -4,7 +4,6 @@
 # at run time:
 #   @electric-sql/pglite, @electric-sql/pglite-pgvector   the embedded database (scripts/build.mjs leaves
 #       them external: they load their WebAssembly and data files from beside their own modules)
-#   @effect/platform   http/Docs.ts loads Scalar's bundle for /docs from that package's files, by path
 # They are copied, symlinks followed, from the versions the lockfile installed. Nothing else of
 # node_modules is needed: `node <dir>/dist/parley.mjs` runs every command and role.
 #
@@ -22,9 +21,9 @@ if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
   echo "assemble-runtime: $out is not empty" >&2
   exit 1
 fi
-mkdir -p "$out/node_modules/@electric-sql" "$out/node_modules/@effect"
+mkdir -p "$out/node_modules/@electric-sql"
 cp -R "$server/dist" "$out/dist"
-for module in @electric-sql/pglite @electric-sql/pglite-pgvector @effect/platform; do
+for module in @electric-sql/pglite @electric-sql/pglite-pgvector; do
   cp -RL "$server/node_modules/$module" "$out/node_modules/$module"
 done
 echo "assemble-runtime: $out ($(du -sh "$out" | cut -f1)): node $out/dist/parley.mjs --help"

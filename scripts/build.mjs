@@ -10,7 +10,8 @@ import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
+import { createRequire } from "node:module"
+import { fileURLToPath, pathToFileURL } from "node:url"
 
 const root = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
 export const dist = Path.join(root, "packages/server/dist")
@@ -91,7 +92,18 @@ export const build = async () => {
   const assets = Path.join(Path.dirname(Path.resolve(root, chunk[0])), "assets")
   Fs.cpSync(Path.join(root, "packages/server/src/assets"), assets, { recursive: true })
   Fs.copyFileSync(initialDatabase(dist), Path.join(assets, "initial-database.tar.gz"))
+  Fs.writeFileSync(Path.join(assets, "scalar.js"), await scalarBundle())
   return performance.now() - started
+}
+
+/**
+ * Scalar's bundle for `/docs/try`, which HttpApiScalar inlines from a module @effect/platform does not
+ * export: written as an asset so the build needs no node_modules for it (src/http/Docs.ts reads it).
+ */
+const scalarBundle = async () => {
+  const platform = Path.dirname(createRequire(Path.join(root, "packages/server/package.json")).resolve("@effect/platform/package.json"))
+  const module = await import(pathToFileURL(Path.join(platform, "dist/esm/internal/httpApiScalar.js")).href)
+  return module.javascript
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -341,7 +341,7 @@ const main = async () => {
   const anonymous = await get(`${api}/api/user/me`)
   expect("GET /api/user/me without a token is 401", anonymous.status === 401, `${anonymous.status}`)
   const scalar = await get(`${api}/docs/scalar.js`)
-  expect("GET /docs/scalar.js (read from @effect/platform at run time)", scalar.status === 200 && scalar.body.length > 100_000, `${scalar.status}, ${scalar.body.length} bytes`)
+  expect("GET /docs/scalar.js (an asset of the build)", scalar.status === 200 && scalar.body.length > 100_000, `${scalar.status}, ${scalar.body.length} bytes`)
   const widget = await get(`${api}/widget.js`)
   expect("GET /widget.js (an asset beside the bundle)", widget.status === 200 && widget.body.length > 1000, `${widget.status}, ${widget.body.length} bytes`)
   const receiver = await get(`http://127.0.0.1:${receiverPort}/ready`)

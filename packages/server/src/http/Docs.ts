@@ -17,6 +17,7 @@ import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import { promisify } from "node:util"
 import * as Zlib from "node:zlib"
+import { optionalAsset } from "../Assets.js"
 import { escapeHtml, operationScopes, renderApiReference } from "./ApiReference.js"
 import { referenceScript, referenceStylesheet } from "./ApiReferenceAssets.js"
 import { htmlResponse, type PagePolicy, pageHeaders } from "./PageHeaders.js"
@@ -57,8 +58,13 @@ const serveFixed = (body: Fixed, headers: Readonly<Record<string, string>>) =>
     })
   })
 
-/** The bundle `HttpApiScalar.layer` inlines; the package exports no path to it, so it is loaded by file. */
+/**
+ * The bundle `HttpApiScalar.layer` inlines: an asset in the production build (scripts/build.mjs); from
+ * the sources, loaded by file, as the package exports no path to it.
+ */
 const scalarBundle = Effect.promise(async () => {
+  const asset = optionalAsset("scalar.js")
+  if (asset !== undefined) return asset
   const root = Path.dirname(createRequire(import.meta.url).resolve("@effect/platform/package.json"))
   const module = (await import(pathToFileURL(Path.join(root, "dist/esm/internal/httpApiScalar.js")).href)) as { readonly javascript: string }
   return Buffer.from(module.javascript, "utf8")
