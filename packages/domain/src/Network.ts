@@ -97,3 +97,36 @@ export const privateUrlHost = (url: string): string | undefined => {
   if (isIP(host) !== 0) return isPrivateAddress(host) ? host : undefined
   return host === "localhost" || host.endsWith(".localhost") ? host : undefined
 }
+
+/** `loopback` in TRUST_PROXY: a proxy on the same host. */
+const LOOPBACK = ["127.0.0.0/8", "::1"]
+
+/** TRUST_PROXY's entries (addresses, CIDR ranges, `loopback`), or the first that is none of these. */
+export const parseTrustedProxies = (value: string): { readonly entries: ReadonlyArray<string> } | { readonly invalid: string } => {
+  const entries: Array<string> = []
+  for (const raw of value.split(",").map((s) => s.trim()).filter((s) => s.length > 0)) {
+    if (raw === "loopback") entries.push(...LOOPBACK)
+    else if (isIpOrCidr(raw)) entries.push(raw)
+    else return { invalid: raw }
+  }
+  return { entries }
+}
+
+/**
+ * The client's address: the connection's peer, unless the peer is a trusted proxy; then `X-Forwarded-For`
+ * read from the right (each proxy appends the address it was connected from), skipping trusted proxies,
+ * up to the first address that is not one. An entry that is not an address ends the walk at the hop
+ * before it, so a client can never name an address of its choosing past a trusted proxy.
+ */
+export const clientAddress = (peer: string, forwardedFor: string | undefined, trusted: ReadonlyArray<string>): string => {
+  if (trusted.length === 0 || forwardedFor === undefined || !ipAllowed(peer, trusted)) return peer
+  const hops = forwardedFor.split(",").map((s) => s.trim())
+  let client = peer
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i]!
+    if (isIP(hop) === 0) return client
+    client = hop
+    if (!ipAllowed(hop, trusted)) return hop
+  }
+  return client
+}

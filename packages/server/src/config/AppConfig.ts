@@ -1,4 +1,5 @@
-import { Config, Effect, Option, type Redacted } from "effect"
+import { parseTrustedProxies } from "@parley/domain/Network"
+import { Config, ConfigError, Effect, Either, Option, type Redacted } from "effect"
 
 export type Role = "all" | "api" | "receiver" | "worker"
 
@@ -30,6 +31,15 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const mcpAllowedOrigins = yield* Config.string("MCP_ALLOWED_ORIGINS").pipe(Config.option)
     const oauthRegistrationsPerHour = yield* Config.integer("OAUTH_REGISTRATIONS_PER_HOUR").pipe(Config.withDefault(20))
     const widgetSessionsPerHour = yield* Config.integer("WIDGET_SESSIONS_PER_HOUR").pipe(Config.withDefault(60))
+    const trustProxy = yield* Config.string("TRUST_PROXY").pipe(
+      Config.withDefault(""),
+      Config.mapOrFail((value) => {
+        const parsed = parseTrustedProxies(value)
+        return "invalid" in parsed
+          ? Either.left(ConfigError.InvalidData(["TRUST_PROXY"], `Expected addresses, CIDR ranges or loopback, got ${parsed.invalid}`))
+          : Either.right(parsed.entries)
+      })
+    )
     const oauthAccessTokenTtlSeconds = yield* Config.integer("OAUTH_ACCESS_TOKEN_TTL_SECONDS").pipe(
       Config.validate({ message: "Expected a positive number of seconds", validation: (n) => n > 0 }),
       Config.withDefault(3600)
@@ -84,6 +94,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       /** Dynamic client registrations (`POST /register`) one IP address may make per hour. */
       oauthRegistrationsPerHour,
       widgetSessionsPerHour,
+      /**
+       * Proxies whose `X-Forwarded-For` names the client (addresses, CIDR ranges, `loopback`). Empty: the
+       * client is the connection's peer, and the header is ignored.
+       */
+      trustProxy,
       /** Lifetime of access tokens issued to OAuth clients; refresh tokens rotate on every use. */
       oauthAccessTokenTtlSeconds,
       oauthRefreshTokenTtlDays,

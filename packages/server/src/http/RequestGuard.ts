@@ -7,6 +7,7 @@
 import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import {
+  clientAddress,
   findUnstorableText,
   jsonNestsDeeperThan,
   mayHoldUnstorableText,
@@ -17,6 +18,7 @@ import {
 import { Cause, Effect, Metric, MetricBoundaries, MetricLabel, Option, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import type * as Http from "node:http"
+import { AppConfig } from "../config/AppConfig.js"
 import { type BodyLimit, describeLimit } from "./BodyLimits.js"
 
 /** How one listener answers: its envelope, and what limits a request's body. */
@@ -234,27 +236,40 @@ const measure = (policy: ListenerPolicy, method: string, started: number) => (re
     ], { discard: true })
   })
 
+/**
+ * The request as routes see it: with the client's address in place of a trusted proxy's (TRUST_PROXY),
+ * so per-address limits and allowlists see clients, not the proxy.
+ */
+const fromClient = (request: HttpServerRequest.HttpServerRequest, trusted: ReadonlyArray<string>) => {
+  if (trusted.length === 0 || Option.isNone(request.remoteAddress)) return request
+  const peer = request.remoteAddress.value
+  const client = clientAddress(peer, request.headers["x-forwarded-for"], trusted)
+  return client === peer ? request : request.modify({ remoteAddress: client })
+}
+
 /** The guard around one request: `app` is what the listener's router answers. */
-export const guard = (policy: ListenerPolicy) =>
+export const guard = (policy: ListenerPolicy, trustedProxies: ReadonlyArray<string> = []) =>
   (app: Effect.Effect<HttpServerResponse.HttpServerResponse, HttpLayerRouter.unhandled>): Effect.Effect<
     HttpServerResponse.HttpServerResponse,
     // every failure is answered here; the type keeps the router's marker for what is not
     HttpLayerRouter.unhandled,
     HttpServerRequest.HttpServerRequest
   > =>
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (received) => {
       const started = performance.now()
+      const request = fromClient(received, trustedProxies)
       const requestId = requestIdOf(request)
       const path = request.url.split("?")[0]!
       const admission = admit(policy, request, path)
+      const routed = request === received ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
       const answer: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = admission._tag === "Refused"
         ? Effect.succeed(admission.response)
         : admission._tag === "ReadBody"
         ? Effect.flatMap(readAndCheck(policy, request, path, admission), (read) =>
           read._tag === "Read" ? Effect.provideService(app, HttpServerRequest.HttpServerRequest, read.request) : Effect.succeed(read.response))
         : admission.maxBody === undefined
-        ? app
-        : HttpIncomingMessage.withMaxBodySize(app, Option.some(admission.maxBody))
+        ? routed
+        : HttpIncomingMessage.withMaxBodySize(routed, Option.some(admission.maxBody))
       return answer.pipe(
         answerDefects(policy, request, path, requestId),
         Effect.tap(measure(policy, request.method, started)),
@@ -263,4 +278,10 @@ export const guard = (policy: ListenerPolicy) =>
       )
     })
 
-export const requestGuard = (policy: ListenerPolicy) => HttpLayerRouter.middleware(guard(policy), { global: true })
+/** The guard as the listener's outermost middleware, with TRUST_PROXY when the process has a config. */
+export const requestGuard = (policy: ListenerPolicy) =>
+  HttpLayerRouter.middleware(
+    Effect.map(Effect.serviceOption(AppConfig), (config) =>
+      guard(policy, Option.match(config, { onNone: () => [], onSome: (c) => c.trustProxy }))),
+    { global: true }
+  )
