@@ -53,7 +53,8 @@ layer(
         contact_id: "visitor-42",
         message_id: messageId,
         text: "Happy to help!",
-        timestamp: hit!.headers["x-service-timestamp"]
+        timestamp: hit!.headers["x-service-timestamp"],
+        sender: "ai"
       })
       expect(hit!.headers["content-type"]).toBe("application/json")
       expect(verifyServiceSignature(

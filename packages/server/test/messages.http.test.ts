@@ -266,7 +266,8 @@ layer(
           contact_id: contactKey,
           message_id: record._id,
           text: "Your order has shipped",
-          timestamp: hit!.headers["x-service-timestamp"]
+          timestamp: hit!.headers["x-service-timestamp"],
+          sender: "operator"
         })
         expect(hit!.headers["content-type"]).toBe("application/json")
         const headers = {

@@ -14,6 +14,7 @@ interface Target {
   readonly client_id: string | null
   readonly secret_ciphertext: string | null
   readonly callback_url: string | null
+  readonly is_manual: boolean
 }
 
 /**
@@ -37,7 +38,7 @@ export const ReplyDeliveryLive = Layer.effect(
     const attempt = (messageId: string, run: number, attempt: number) =>
       Effect.gen(function*() {
         const rows = yield* sql<Target>`
-          select m.id, m.message, m.external_chat_id as contact_key, m.workspace_id, m.channel_id,
+          select m.id, m.message, m.external_chat_id as contact_key, m.workspace_id, m.channel_id, m.is_manual,
                  c.client_id, c.secret_ciphertext, c.callback_url
           from messages m join channels c on c.id = m.channel_id where m.id = ${messageId}`
         const target = rows[0]
@@ -52,7 +53,9 @@ export const ReplyDeliveryLive = Layer.effect(
           contact_id: target.contact_key,
           message_id: target.id,
           text: target.message ?? "",
-          timestamp
+          timestamp,
+          // beyond SPEC.md 6.2: who wrote it, so an integrator can tell an operator's message from the agent's
+          sender: target.is_manual ? "operator" : "ai"
         })
         const secret = secrets.decrypt(target.secret_ciphertext)
         const started = Date.now()
