@@ -46,3 +46,9 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooM
   message: Schema.String
 }) {}
 export const TooManyRequestsResponse = ErrorResponse(TooManyRequests, 429, "TooManyRequests")
+
+/** 409: a handoff move that does not apply to the conversation's current state (docs/handoff.md). */
+export class HandoffConflict extends Schema.TaggedError<HandoffConflict>()("HandoffConflict", {
+  message: Schema.String
+}) {}
+export const HandoffConflictResponse = ErrorResponse(HandoffConflict, 409, "HandoffConflict")

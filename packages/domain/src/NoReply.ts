@@ -9,6 +9,7 @@ import { Schema } from "effect"
 export const NoReplyReasons = [
   "no_agent",
   "paused",
+  "waiting_for_person",
   "no_subscription",
   "no_credits",
   "message_limit",
@@ -22,7 +23,8 @@ export type NoReplyReason = typeof NoReplyReasons[number]
 /** One sentence per reason, for people: log lines and the docs say the same. */
 export const noReplySentence: { readonly [R in NoReplyReason]: string } = {
   no_agent: "The conversation's channel is not linked to a pipeline, or its pipeline is inactive or archived.",
-  paused: "The conversation or its opportunity is paused.",
+  paused: "The conversation or its opportunity is paused (an operator has it).",
+  waiting_for_person: "A person was asked for (docs/handoff.md); the agent is silent until an operator takes over or hands back.",
   no_subscription: "The workspace has no active subscription.",
   no_credits: "The workspace has no credits left.",
   message_limit: "The conversation reached its pipeline's max_conversation_messages.",
@@ -41,7 +43,7 @@ export const NoReplyReason = Schema.Literal(...NoReplyReasons).annotations({
 /** On a message record: the reason on a contact message the agent did not answer; null otherwise. */
 export const NoReplyReasonField = Schema.NullOr(NoReplyReason).annotations({
   description:
-    "Contact (`role: user`) messages only: why the agent made no reply to it (`no_credits`, `no_subscription`, `paused`, `message_limit`, `cost_limit`, `model_not_configured`, `provider_error`, `no_agent`). Null when a reply was made, while one is still pending, and on assistant messages."
+    "Contact (`role: user`) messages only: why the agent made no reply to it (`no_credits`, `no_subscription`, `paused`, `waiting_for_person`, `message_limit`, `cost_limit`, `model_not_configured`, `provider_error`, `no_agent`). Null when a reply was made, while one is still pending, and on assistant messages."
 })
 
 const known = new Set<string>(NoReplyReasons)

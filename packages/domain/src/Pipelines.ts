@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { AgentTypeId, AiModelId, ChannelId, DialectId, LanguageId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
+import { HandoffBridgeMode, HandoffTimeoutAction } from "./Handoff.js"
 import { all, FiniteNumber, IntAtLeast, IntBetween, MinLength, NonEmptyString, Text, Timestamp } from "./Schemas.js"
 
 export const RagMode = Schema.Literal("none", "vector", "hybrid")
@@ -42,6 +43,7 @@ export class Stage extends Schema.Class<Stage>("Stage")({
   is_opening_message: Schema.Boolean,
   opening_message_type: Schema.NullOr(OpeningMessageType),
   static_opening_message: Schema.NullOr(Schema.String),
+  handoff_instructions: Schema.NullOr(Schema.String),
   created_at: Timestamp,
   updated_at: Timestamp
 }) {}
@@ -72,6 +74,13 @@ export class Pipeline extends Schema.Class<Pipeline>("Pipeline")({
   is_unknown_contacts_enabled: Schema.Boolean,
   is_model_routing_enabled: Schema.Boolean,
   is_model_routing: Schema.Array(ModelPoolEntry),
+  handoff_instructions: Schema.NullOr(Schema.String),
+  handoff_bridge_mode: HandoffBridgeMode,
+  handoff_bridge_text: Schema.NullOr(Schema.String),
+  handoff_timeout_seconds: Schema.NullOr(Schema.Int),
+  handoff_timeout_action: HandoffTimeoutAction,
+  handoff_keywords: Schema.Array(Schema.String),
+  handoff_after_failures: Schema.NullOr(Schema.Int),
   stages_count: Schema.Int,
   created_at: Timestamp,
   updated_at: Timestamp
@@ -84,6 +93,30 @@ export class PipelineWithStages extends Pipeline.extend<PipelineWithStages>("Pip
 const Temperature = Schema.Number.pipe(Schema.between(0.1, 1.0, { message: () => "must be between 0.1 and 1.0" }))
 const Cost = FiniteNumber.pipe(Schema.positive({ message: () => "must be a positive number" }))
 const OptionalText = Schema.optional(Schema.NullOr(Text(20_000)))
+
+/** When the agent asks for a person and what the contact is told meanwhile (docs/handoff.md). */
+export const handoffFields = {
+  handoff_instructions: OptionalText.annotations({
+    description: "When the agent should ask for a person, besides the contact asking for one (\"refund requests over 100 euros\")"
+  }),
+  handoff_bridge_mode: Schema.optional(HandoffBridgeMode).annotations({
+    description: "`static` (default): the contact is told handoff_bridge_text. `ai_generated`: the agent writes it"
+  }),
+  handoff_bridge_text: Schema.optional(Schema.NullOr(Text(2_000))).annotations({ description: "The bridge message; null: the default text" }),
+  handoff_timeout_seconds: Schema.optional(Schema.NullOr(IntBetween(30, 7 * 24 * 3600))).annotations({
+    description: "How long a conversation may wait for a person before handoff_timeout_action; null: no limit"
+  }),
+  handoff_timeout_action: Schema.optional(HandoffTimeoutAction).annotations({
+    description: "`return` (default): the agent has it again. `second_bridge`: the contact is told once more to wait"
+  }),
+  handoff_keywords: Schema.optional(Schema.Array(Text(100)).pipe(Schema.maxItems(50))).annotations({
+    description: "Words or phrases that, in a contact's message, ask for a person (a rule)"
+  }),
+  handoff_after_failures: Schema.optional(Schema.NullOr(IntBetween(1, 20))).annotations({
+    description: "Ask for a person after this many replies in a row could not be made (a rule); null: never"
+  })
+}
+export const handoffFieldNames = Object.keys(handoffFields) as ReadonlyArray<keyof typeof handoffFields>
 
 /** Settings shared by create and update (SPEC.md 4.5 create_pipeline / update_pipeline). */
 const settingsFields = {
@@ -105,7 +138,8 @@ const settingsFields = {
   followup_limit: Schema.optional(IntAtLeast(1)),
   is_unknown_contacts_enabled: Schema.optional(Schema.Boolean),
   is_model_routing_enabled: Schema.optional(Schema.Boolean),
-  is_model_routing: Schema.optional(ModelPool)
+  is_model_routing: Schema.optional(ModelPool),
+  ...handoffFields
 }
 
 /** Smart Routing on needs the four tiers (create pipeline, and the MCP tool built on the same fields). */
@@ -155,7 +189,8 @@ const stageFields = {
   parent_id: Schema.optional(Schema.NullOr(StageId)),
   is_opening_message: Schema.optional(Schema.Boolean),
   opening_message_type: Schema.optional(Schema.NullOr(OpeningMessageType)),
-  static_opening_message: Schema.optional(Schema.NullOr(Text(10_000)))
+  static_opening_message: Schema.optional(Schema.NullOr(Text(10_000))),
+  handoff_instructions: OptionalText.annotations({ description: "When the agent should ask for a person in this stage (docs/handoff.md)" })
 }
 
 /** `opening_message_type` is required with an opening message; a static one needs its text. */

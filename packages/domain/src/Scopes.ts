@@ -7,6 +7,7 @@ export const Scopes = [
   "knowledge:read",
   "knowledge:write",
   "messages:send",
+  "conversations:read",
   "conversations:write",
   "mcp:use",
   "pipelines:read",

@@ -10,6 +10,7 @@ import {
   CreateAction,
   CreateKnowledgeTable,
   CreatePipeline,
+  handoffFieldNames,
   CreateStage,
   CreateVariable,
   decodeMessagesCursor,
@@ -521,7 +522,7 @@ const build: ReadonlyArray<Tool> = [
     group: "build",
     description:
       "Creates a pipeline (AI agent): agent type, model, language, persona, instructions and limits. Get the ids from get_pipeline_options or start_pipeline_journey. Add stages with create_stage afterwards. With is_model_routing_enabled, is_model_routing needs the four tiers.",
-    input: Schema.Struct(Struct.omit(CreatePipeline.from.fields, "workspace_id", "reply_debounce_ms")).pipe(Schema.filter(modelRoutingRule)),
+    input: Schema.Struct(Struct.omit(CreatePipeline.from.fields, "workspace_id", "reply_debounce_ms", ...handoffFieldNames)).pipe(Schema.filter(modelRoutingRule)),
     run: (input) =>
       Effect.flatMap(backend, (b) => b.createPipeline(input)).pipe(
         Effect.map(({ data: p, warning }) =>
@@ -535,7 +536,7 @@ const build: ReadonlyArray<Tool> = [
     group: "build",
     description:
       "Adds a stage to a pipeline at position order (1 = first; later stages shift down). nature is neutral, won or lost. enter_condition tells the AI when to move an opportunity here; an opening message can greet on entry.",
-    input: Schema.Struct({ pipeline_id: pipelineId, ...CreateStage.from.fields }).pipe(Schema.filter(openingMessageRule)),
+    input: Schema.Struct({ pipeline_id: pipelineId, ...Struct.omit(CreateStage.from.fields, "handoff_instructions") }).pipe(Schema.filter(openingMessageRule)),
     run: ({ pipeline_id, ...input }) =>
       Effect.flatMap(backend, (b) => b.createStage(pipeline_id, input)).pipe(
         Effect.map((s) => output({ stage: s }, `Stage #${s.id} ${s.name} created at position ${s.order}.`))
@@ -676,7 +677,7 @@ const update: ReadonlyArray<Tool> = [
     group: "update",
     description:
       "Changes a stage: name, nature, instructions, AI persona, entry condition, order (siblings re-number) or opening message. Only the fields sent change.",
-    input: Schema.Struct({ stage_id: stageId, ...UpdateStage.fields }),
+    input: Schema.Struct({ stage_id: stageId, ...Struct.omit(UpdateStage.fields, "handoff_instructions") }),
     run: ({ stage_id, ...input }) =>
       Effect.flatMap(backend, (b) => b.updateStage(stage_id, input)).pipe(
         Effect.map((s) => output({ stage: s }, `Stage #${s.id} ${s.name} updated (position ${s.order}).`))

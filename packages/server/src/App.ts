@@ -20,6 +20,8 @@ import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Li
 import { Readiness } from "./http/Readiness.js"
 import { Identity } from "./identity/Identity.js"
 import { Knowledge } from "./knowledge/Knowledge.js"
+import { Conversations } from "./conversations/Conversations.js"
+import { Handoff } from "./handoff/Handoff.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Messages } from "./messages/Messages.js"
@@ -43,6 +45,8 @@ const Services = Layer.mergeAll(
   Catalogue.Default,
   AppSecret.Default,
   Opportunities.Default,
+  Conversations.Default,
+  Handoff.Default,
   WebChat.Default,
   Widget.Default,
   FileStorage.Default,

@@ -8,7 +8,7 @@ import { io, type ManagerOptions, type Socket, type SocketOptions } from "socket
 import { inject } from "vitest"
 import { AppConfig } from "../src/config/AppConfig.js"
 import { AppSecret } from "../src/config/AppSecret.js"
-import { openPglite } from "../src/db/Database.js"
+import { openPglite, SqlLive } from "../src/db/Database.js"
 import { NotFoundRoute } from "../src/http/ApiRoutes.js"
 import { ApiPolicy } from "../src/http/BodyLimits.js"
 import { ApiListener, listen } from "../src/http/Listener.js"
@@ -307,6 +307,8 @@ const PostgresAdapterServer = Layer.unwrapScoped(Effect.gen(function*() {
   return server.pipe(
     Layer.provideMerge(RealtimeLive.pipe(Layer.provideMerge(listen(ApiListener, NotFoundRoute, { host: "127.0.0.1", port: 0, policy: ApiPolicy })))),
     Layer.provideMerge(AppSecret.Default),
+    // operators' tokens are checked against the database (join-workspace)
+    Layer.provideMerge(SqlLive),
     Layer.provideMerge(AppConfig.Default),
     Layer.provideMerge(Layer.succeed(AdapterDatabase, { attachments })),
     Layer.provide(testConfig({ DATABASE_URL: `postgres://postgres@${pgServer.getServerConn()}/postgres` }))

@@ -9,6 +9,7 @@
  *   to the newest in one turn: skip (and why), or reply, store, charge, deliver. The wait is derived
  *   from stored timestamps, so after a crash the redelivered message waits only what is left.
  * - `StageEntered`: the opportunity entered a stage with an opening message: send it, once.
+ * - `Handoff`: a person was asked for: send the contact the bridge message, write the operator's summary.
  * - `Followup`: a step of a followup sequence is due: unless the contact wrote since the sequence began
  *   (or the sequence is otherwise over), write, store and send the followup, once per step.
  *
@@ -18,7 +19,7 @@
  */
 import { ClusterSchema, Entity, Singleton } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { ConversationTurns, FollowupOutcome, type NoReplyReason, noReplySentence, type ReplyDraft } from "@parley/domain"
+import { ConversationTurns, FollowupOutcome, HandoffTurns, type NoReplyReason, noReplySentence, type ReplyDraft } from "@parley/domain"
 import { Cause, Clock, Duration, Effect, Layer, Metric, MetricBoundaries, Option, Schedule, Schema, Stream } from "effect"
 import * as Agent from "./agent/Agent.js"
 import type { ModelRegistry } from "./agent/Models.js"
@@ -37,6 +38,11 @@ export const Conversation = Entity.make("Conversation", [
     payload: { sequenceId: Schema.Number, step: Schema.Number },
     success: FollowupOutcome,
     primaryKey: ({ sequenceId, step }) => `followup:${sequenceId}:${step}`
+  }),
+  /** A handoff event (docs/handoff.md): the contact's bridge message and the operator's summary, once. */
+  Rpc.make("Handoff", {
+    payload: { eventId: Schema.Number },
+    primaryKey: ({ eventId }) => `handoff:${eventId}`
   })
 ]).annotateRpcs(ClusterSchema.Persisted, true)
 
@@ -80,6 +86,7 @@ const describe = (error: unknown) =>
 export const ConversationLive = Conversation.toLayer(
   Effect.gen(function*() {
     const turns = yield* ConversationTurns
+    const handoffs = yield* HandoffTurns
     const context = yield* Effect.context<ModelRegistry>()
     const conversationId = (yield* Entity.CurrentAddress).entityId
 
@@ -159,6 +166,43 @@ export const ConversationLive = Conversation.toLayer(
         return "sent" as const
       })
 
+    const staticDraft = (text: string): ReplyDraft => ({
+      text,
+      model: null,
+      inputTokens: 0,
+      outputTokens: 0,
+      cost: 0,
+      tier: null,
+      moveToStageId: null,
+      knowledgePointIds: []
+    })
+
+    const handoff = (eventId: number) =>
+      Effect.gen(function*() {
+        yield* deliverLeftovers
+        const due = yield* handoffs.due(eventId)
+        if (Option.isNone(due)) return
+        const { bridge, summary } = due.value
+        if (bridge !== null) {
+          const draft = bridge.kind === "static"
+            ? staticDraft(bridge.text)
+            : yield* Agent.bridge(bridge.context, bridge.second).pipe(
+              Effect.filterOrFail((d) => d.text.trim() !== ""),
+              Effect.tapError((e) => Effect.logWarning("The bridge message could not be written; the pipeline's text goes instead", e)),
+              Effect.orElseSucceed(() => staticDraft(bridge.fallback))
+            )
+          const id = yield* handoffs.commitBridge(eventId, draft)
+          yield* turns.deliver(id)
+        }
+        if (summary !== null) {
+          const text = yield* Agent.summarise(summary).pipe(
+            Effect.tapError((e) => Effect.logWarning("The handoff summary could not be written", e)),
+            Effect.orElseSucceed(() => "")
+          )
+          if (text !== "") yield* handoffs.storeSummary(eventId, text)
+        }
+      })
+
     // a defect in one turn is logged and the message counts as handled: redelivering it would repeat the defect forever
     const guarded = <E>(name: string, effect: Effect.Effect<void, E, ModelRegistry>) =>
       effect.pipe(
@@ -170,6 +214,7 @@ export const ConversationLive = Conversation.toLayer(
     return {
       Inbound: () => guarded("Inbound", inbound),
       StageEntered: ({ payload }) => guarded("StageEntered", stageEntered(payload.entryId)),
+      Handoff: ({ payload }) => guarded("Handoff", handoff(payload.eventId)),
       // a defect leaves the step unsent; the sequence goes on
       Followup: ({ payload }) =>
         followup(payload.sequenceId, payload.step).pipe(

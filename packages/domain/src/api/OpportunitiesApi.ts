@@ -4,8 +4,6 @@ import { Ok } from "../Envelope.js"
 import { BadRequestResponse, ForbiddenResponse, NotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import {
   Contact,
-  ConversationIdFromString,
-  ConversationState,
   CreateOpportunity,
   Identifier,
   ListContactsQuery,
@@ -13,7 +11,6 @@ import {
   LookupQuery,
   Opportunity,
   OpportunityOnContact,
-  UpdateConversation,
   UpdateOpportunity
 } from "../Opportunities.js"
 import { Paginated } from "../Pagination.js"
@@ -87,15 +84,3 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
       .annotate(OpenApi.Description, "Never 404: no match is an empty list.")
   )
   .annotate(OpenApi.Title, "Contacts") {}
-
-export class ConversationsApi extends HttpApiGroup.make("conversations")
-  .add(
-    HttpApiEndpoint.put("update", "/api/user/conversations/:id")
-      .setPath(Schema.Struct({ id: ConversationIdFromString }))
-      .setPayload(UpdateConversation)
-      .addSuccess(Ok(ConversationState, { message: "Conversation updated successfully.", withoutValidation: true }))
-      .addError(NotFoundResponse)
-      .middleware(Authorized["conversations:write"])
-      .annotate(OpenApi.Summary, "Pause or resume a conversation (operator takeover) and replace its notes")
-  )
-  .annotate(OpenApi.Title, "Conversations") {}

@@ -83,6 +83,21 @@ export interface TurnContext {
   readonly actions?: ReadonlyArray<TurnAction>
   /** Smart Routing tiers when enabled, else null */
   readonly routing: ReadonlyArray<{ readonly tier: RoutingTier; readonly model: ModelRef; readonly instructions: string | null }> | null
+  /** An operator's note from handing the conversation back (docs/handoff.md): context for the replies that follow */
+  readonly operatorNote?: string | null
+  /** Whether the agent may ask for a person in this turn (`request_human`), when, and what the contact is told */
+  readonly handoff?: TurnHandoff
+}
+
+/** The pipeline's (and stage's) handoff settings, as a turn uses them. */
+export interface TurnHandoff {
+  /** false once an operator handed back after this turn's messages: no loop */
+  readonly canRequest: boolean
+  /** `handoff_instructions` of the pipeline and the current stage: when to ask for a person */
+  readonly instructions: string | null
+  /** `static`: the contact is told `text`; `ai_generated`: the reply the model writes with its request */
+  readonly bridgeMode: "static" | "ai_generated"
+  readonly bridgeText: string
 }
 
 /**
@@ -116,6 +131,8 @@ export interface ReplyDraft {
   readonly knowledgePointIds: ReadonlyArray<string>
   /** actions the model called as tools, with the values it gave for their `from_ai` variables (run after the commit) */
   readonly actionCalls?: ReadonlyArray<{ readonly actionId: number; readonly values: Readonly<Record<string, string>> }>
+  /** the model asked for a person (`request_human`), and why: the reply is the bridge message */
+  readonly handoffReason?: string | null
 }
 
 /** An opening message for a stage an opportunity entered. */
@@ -154,6 +171,8 @@ export interface ConversationTurnsPort {
   readonly pending: (conversationId: string) => Effect.Effect<Option.Option<PendingTurn>>
   /** Conversations whose contact messages were stored but never reached their entity (a crash in between). */
   readonly orphaned: (olderThanMs: number) => Effect.Effect<ReadonlyArray<{ readonly conversationId: string; readonly messageId: string }>>
+  /** The conversation's turn context as it stands (its latest messages), when it has an agent. */
+  readonly context: (conversationId: string) => Effect.Effect<Option.Option<TurnContext>>
   /** Whether to answer, and with what. */
   readonly prepare: (conversationId: string, upToMessageId: string) => Effect.Effect<Prepared>
   /** Marks the turn's contact messages handled without a reply, and why. */

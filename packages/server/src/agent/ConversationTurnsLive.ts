@@ -5,7 +5,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import {
+  type ConversationId,
   ConversationTurns,
+  DEFAULT_BRIDGE_TEXT,
+  handoffKeywordIn,
   type FailReason,
   type FollowupDue,
   type ModelRef,
@@ -18,6 +21,7 @@ import {
   templatedStrings,
   type TurnAction,
   type TurnContext,
+  type TurnHandoff,
   type TurnStage,
   ulid
 } from "@parley/domain"
@@ -28,7 +32,8 @@ import { Deliveries } from "../delivery/Deliveries.js"
 import { blocker, FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { ModelKeys } from "./ModelKeys.js"
-import { Realtime } from "../realtime/Realtime.js"
+import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
+import { Handoff } from "../handoff/Handoff.js"
 
 interface ConversationRow {
   readonly id: number
@@ -51,6 +56,10 @@ interface ConversationRow {
   readonly contact_email: string | null
   readonly contact_phone: string | null
   readonly contact_identifier: string | null
+  readonly handoff_state: "ai" | "waiting" | "human"
+  readonly handoff_return_note: string | null
+  readonly handoff_returned_upto: string | null
+  readonly stage_handoff_instructions: string | null
 }
 
 interface PipelineRow {
@@ -73,6 +82,11 @@ interface PipelineRow {
   readonly agent_type_description: string | null
   readonly language: string
   readonly dialect: string | null
+  readonly handoff_instructions: string | null
+  readonly handoff_bridge_mode: "static" | "ai_generated"
+  readonly handoff_bridge_text: string | null
+  readonly handoff_keywords: ReadonlyArray<string>
+  readonly handoff_after_failures: number | null
 }
 
 interface ModelRow {
@@ -103,6 +117,36 @@ export const ConversationTurnsLive = Layer.effect(
     const followupsRepo = yield* FollowupsRepo
     const modelKeys = yield* ModelKeys
     const engine = yield* Effect.context<import("@effect/workflow").WorkflowEngine.WorkflowEngine>()
+    const handoff = yield* Handoff
+
+    /** The handoff part of a turn's context: no request for messages an operator already handed back after. */
+    const turnHandoff = (c: ConversationRow, p: PipelineRow, upTo: string | null): TurnHandoff => ({
+      canRequest: upTo === null || c.handoff_returned_upto === null || upTo > c.handoff_returned_upto,
+      instructions: [p.handoff_instructions, c.stage_handoff_instructions].filter((t): t is string => t !== null && t.trim() !== "")
+        .join("\n") || null,
+      bridgeMode: p.handoff_bridge_mode,
+      bridgeText: p.handoff_bridge_text ?? DEFAULT_BRIDGE_TEXT
+    })
+
+    /** The pipeline's `handoff_after_failures` rule: that many failed replies in a row ask for a person. */
+    const failureRule = (conversationId: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{ limit: number | null; failed: number }>`
+          select p.handoff_after_failures as limit,
+                 (select count(*)::int from (
+                    select status from messages where conversation_id = c.id and role = 'assistant' and call_type = 'ai'
+                    order by created_at desc, id desc limit coalesce(p.handoff_after_failures, 0)) recent
+                  where recent.status = 'failed') as failed
+          from conversations c join channels ch on ch.id = c.channel_id join pipelines p on p.id = ch.pipeline_id
+          where c.id = ${conversationId} and c.handoff_state = 'ai'`
+        const rule = rows[0]
+        if (rule === undefined || rule.limit === null || rule.failed < rule.limit) return
+        yield* handoff.moveAsSystem(Number(conversationId) as ConversationId, {
+          action: "request",
+          actor: "rule",
+          reason: `${rule.limit} replies in a row could not be made`
+        }).pipe(Effect.catchAll((e) => Effect.logWarning("The failure rule could not ask for a person", e)))
+      })
 
     const pending = (conversationId: string) =>
       sql<{ id: string; created_at: string; reply_debounce_ms: number | null }>`
@@ -139,7 +183,9 @@ export const ConversationTurnsLive = Layer.effect(
                o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
                o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
                coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
-               coalesce(ct.custom_phone, ct.phone) as contact_phone, ct.identifier as contact_identifier
+               coalesce(ct.custom_phone, ct.phone) as contact_phone, ct.identifier as contact_identifier,
+               c.handoff_state, c.handoff_return_note, c.handoff_returned_upto,
+               (select s.handoff_instructions from stages s where s.id = o.stage_id) as stage_handoff_instructions
         from conversations c
         join workspaces w on w.id = c.workspace_id
         join contacts ct on ct.id = c.contact_id
@@ -156,7 +202,8 @@ export const ConversationTurnsLive = Layer.effect(
         select p.id, p.name, p.status, p.is_archived, p.persona, p.instructions, p.model_temperature::float8 as model_temperature,
                p.agent_memory_window, p.rag_mode, p.no_of_relevant_points, p.max_conversation_cost::float8 as max_conversation_cost, p.max_conversation_messages,
                p.ai_model_id, p.is_model_routing_enabled, p.model_pool,
-               at.name as agent_type_name, at.description as agent_type_description, l.name as language, d.name as dialect
+               at.name as agent_type_name, at.description as agent_type_description, l.name as language, d.name as dialect,
+               p.handoff_instructions, p.handoff_bridge_mode, p.handoff_bridge_text, p.handoff_keywords, p.handoff_after_failures
         from pipelines p
         join agent_types at on at.id = p.agent_type_id
         join languages l on l.id = p.language_id
@@ -277,7 +324,9 @@ export const ConversationTurnsLive = Layer.effect(
           actions: yield* turnActions(pl.id, c.opportunity_pipeline_id === pl.id ? c.opportunity_stage_id : null),
           routing: pool === null
             ? null
-            : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null }))
+            : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null })),
+          operatorNote: c.handoff_return_note,
+          handoff: turnHandoff(c, pl, upTo)
         }
         return Option.some({ context, pipeline: pl })
       })
@@ -292,7 +341,15 @@ export const ConversationTurnsLive = Layer.effect(
         if (Option.isNone(ready)) return skip("no_agent")
         const { context, pipeline: p } = ready.value
         if (p.status !== "active" || p.is_archived) return skip("no_agent")
-        if (c.status === "paused" || c.opportunity_status === "paused") return skip("paused")
+        if (c.status === "paused" || c.opportunity_status === "paused" || c.handoff_state === "human") return skip("paused")
+        if (c.handoff_state === "waiting") return skip("waiting_for_person")
+        // this turn's own messages: those handled while waiting or handed back are never read again
+        const keyword = p.handoff_keywords.length === 0 ? null : handoffKeywordIn(p.handoff_keywords, yield* turnTexts(conversationId, upTo))
+        if (keyword !== null && context.handoff?.canRequest === true) {
+          yield* handoff.moveAsSystem(Number(c.id) as ConversationId, { action: "request", actor: "rule", reason: `The contact wrote "${keyword}"` })
+            .pipe(Effect.catchAll((e) => Effect.logWarning("The keyword rule could not ask for a person", e)))
+          return skip("waiting_for_person", `keyword rule: "${keyword}"`)
+        }
         // the rule Initiate refuses a conversation by (SPEC.md 4.4), applied to each reply
         if (!c.is_subscription_active) return skip("no_subscription")
         if (!(c.credits > 0)) return skip("no_credits")
@@ -307,6 +364,16 @@ export const ConversationTurnsLive = Layer.effect(
         yield* realtime.typing(Number(c.id), true)
         return { _tag: "Ready", context } satisfies Prepared
       }).pipe(Effect.withSpan("ConversationTurns.prepare"))
+
+    /** The texts of the contact messages a turn answers: unhandled, up to `upTo`. */
+    const turnTexts = (conversationId: string, upTo: string) =>
+      sql<{ message: string | null }>`
+        select message from messages
+        where conversation_id = ${conversationId} and role = 'user' and handled_at is null
+          and (created_at, id) <= (select created_at, id from messages where id = ${upTo})`.pipe(
+        Effect.map((rows) => rows.map((r) => r.message ?? "")),
+        Effect.orDie
+      )
 
     const markHandled = (conversationId: string, upTo: string, reason: string) =>
       sql`
@@ -391,6 +458,11 @@ export const ConversationTurnsLive = Layer.effect(
         const c = Option.getOrThrow(yield* conversation(conversationId))
         const id = yield* insertReply(c, generated(upTo, draft, "ai"))
         if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId)
+        if (draft.handoffReason !== undefined && draft.handoffReason !== null) {
+          yield* handoff.moveAsSystem(c.id as ConversationId, { action: "request", actor: "ai", reason: draft.handoffReason }).pipe(
+            Effect.catchTags({ HandoffConflict: Effect.logWarning, NotFound: Effect.logWarning, Unprocessable: Effect.logWarning })
+          )
+        }
         if (draft.actionCalls !== undefined && draft.actionCalls.length > 0) {
           yield* enqueueToolCalls(sql, {
             workspaceId: c.workspace_id,
@@ -424,6 +496,7 @@ export const ConversationTurnsLive = Layer.effect(
           })
         }
         yield* markHandled(conversationId, upTo, reason)
+        yield* failureRule(conversationId)
       })).pipe(Effect.orDie, Effect.zipLeft(realtime.typing(Number(conversationId), false)))
 
     const undelivered = (conversationId: string) =>
@@ -437,13 +510,14 @@ export const ConversationTurnsLive = Layer.effect(
       Effect.gen(function*() {
         const rows = yield* sql<{
           conversation_id: number
+          workspace_id: number
           message: string | null
           cost: number
           kind: string | null
           is_active: boolean | null
           callback_url: string | null
         }>`
-          select m.conversation_id, m.message, m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url
+          select m.conversation_id, m.workspace_id, m.message, m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url
           from messages m left join channels ch on ch.id = m.channel_id where m.id = ${messageId}`
         const m = rows[0]
         if (!m) return
@@ -464,6 +538,14 @@ export const ConversationTurnsLive = Layer.effect(
         }
         yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
                    updated_at = now() where id = ${messageId}`
+        yield* realtime.toWorkspace(m.workspace_id, NEW_MESSAGE_EVENT, {
+          conversation_id: m.conversation_id,
+          message_id: messageId,
+          role: "assistant",
+          sender: "ai",
+          sender_id: null,
+          message: m.message
+        })
       }).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.deliver", { attributes: { messageId } }))
 
     const opening = (entryId: number) =>
@@ -568,6 +650,16 @@ export const ConversationTurnsLive = Layer.effect(
         const consumed = yield* sql`update stage_entries set consumed_at = now() where id = ${entryId} and consumed_at is null returning id`
         // stage_started actions fire with the entry's consumption, exactly once
         if (consumed.length > 0) yield* enqueueStageStarted(sql, entryId)
+        // a won or lost stage resolves the opportunity's conversations: the agent has them again
+        const resolved = consumed.length === 0 ? [] : yield* sql<{ id: ConversationId }>`
+          select c.id from stage_entries e
+          join stages s on s.id = e.stage_id and s.nature in ('won', 'lost')
+          join conversation_opportunity co on co.opportunity_id = e.opportunity_id
+          join conversations c on c.id = co.conversation_id and c.handoff_state <> 'ai'
+          where e.id = ${entryId}`
+        for (const c of resolved) {
+          yield* handoff.moveAsSystem(c.id, { action: "resolve" }).pipe(Effect.catchTag("HandoffConflict", () => Effect.void))
+        }
       })).pipe(Effect.orDie)
 
     const stageEntriesWritten = pg.listen("parley_stage_entries").pipe(
@@ -575,8 +667,13 @@ export const ConversationTurnsLive = Layer.effect(
       Stream.catchAllCause((cause) => Stream.fromEffect(Effect.logWarning("stage-entry notifications stopped; polling only", cause)).pipe(Stream.drain))
     )
 
+    const currentContext = (conversationId: string) =>
+      Effect.flatMap(conversation(conversationId), (found) =>
+        Option.isNone(found) ? Effect.succeedNone : Effect.map(contextFor(found.value, null), Option.map((r) => r.context)))
+
     return ConversationTurns.of({
       stageEntriesWritten,
+      context: currentContext,
       pending,
       orphaned,
       prepare,

@@ -13,6 +13,8 @@ import { ActionEngineLive, ConversationEngineLive, DeliverReplyLive, FollowupSeq
 import { Duration, Effect, Layer, Option } from "effect"
 import { ActionRunsLive } from "../actions/ActionRunsLive.js"
 import { ConversationTurnsLive } from "../agent/ConversationTurnsLive.js"
+import { HandoffEventsLive } from "../handoff/HandoffEvents.js"
+import { HandoffTurnsLive } from "../handoff/HandoffTurnsLive.js"
 import { FollowupSequencesLive } from "../followups/FollowupSequencesLive.js"
 import { FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { ModelRegistryLive } from "../agent/ModelRegistryLive.js"
@@ -70,9 +72,11 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     FollowupSequenceLive,
     FollowupSweepLive(Duration.millis(config.engineSweepMs)),
     ActionEngineLive({ every: Duration.millis(Math.min(1_000, config.engineSweepMs)), retryBaseMs: config.actionRetryBaseMs, sweepMs: config.engineSweepMs }),
-    ReembedLive
+    ReembedLive,
+    HandoffEventsLive({ every: Duration.millis(Math.min(5_000, config.engineSweepMs)), timerEvery: Duration.millis(Math.min(1_000, config.engineSweepMs)) })
   )
 )).pipe(
+  Layer.provide(HandoffTurnsLive),
   Layer.provide([ConversationTurnsLive, ModelRegistryLive, ActionRunsLive]),
   Layer.provide(FollowupSequencesLive),
   Layer.provide(FollowupsRepo.Default),

@@ -9,7 +9,9 @@ import { FollowupsHttpLive } from "../followups/Http.js"
 import { KnowledgeHttpLive } from "../knowledge/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
-import { ContactsHttpLive, ConversationsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
+import { ConversationsHttpLive } from "../conversations/Http.js"
+import { ContactsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
+import { PublicOriginLive } from "./PublicOrigin.js"
 import { FilesRoute } from "../files/Http.js"
 import { McpRoute } from "../mcp/Http.js"
 import { OAuthRoutes } from "../oauth/Http.js"
@@ -39,7 +41,7 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     KnowledgeHttpLive,
     AutomationHttpLive
   ]),
-  Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive])
+  Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive, PublicOriginLive])
 )
 
 /**

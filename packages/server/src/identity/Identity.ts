@@ -250,12 +250,10 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
         return { actor, tokenExpiresAt: t.expires_at === null ? null : Date.parse(t.expires_at) }
       })
 
-    /** Bearer token (and optional `X-Act-As-User`) to the actor every tenant query is scoped by. */
-    const authenticate = Effect.fn("Identity.authenticate")(function*(bearer: Redacted.Redacted<string>) {
+    /** A token (and who a super user acts as) to the actor every tenant query is scoped by. */
+    const authenticateToken = Effect.fn("Identity.authenticateToken")(function*(bearer: Redacted.Redacted<string>, actAs: string | undefined) {
       const token = Redacted.value(bearer).trim()
       if (token.length === 0) return yield* invalidToken
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const actAs = request.headers["x-act-as-user"]
       const hash = sha256Hex(token)
       const key = `${hash}|${actAs ?? ""}`
       const now = Date.now()
@@ -273,6 +271,10 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       }
       return entry.actor
     })
+
+    /** Bearer token (and optional `X-Act-As-User`) of the current request. */
+    const authenticate = (bearer: Redacted.Redacted<string>) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticateToken(bearer, request.headers["x-act-as-user"]))
 
     const requireScope = (actor: Actor, scope: Scope) =>
       actor.scopes.includes(scope) ? Effect.succeed(actor) : Effect.fail(new Forbidden({ message: missingScopeMessage(scope) }))
@@ -304,6 +306,7 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       /** Tokens were revoked elsewhere (OAuth): forget cached actors here and in every other process. */
       tokensChanged: changed,
       authenticate,
+      authenticateToken,
       requireScope,
       me
     }

@@ -26,7 +26,7 @@ import * as Fs from "node:fs"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { Deliveries } from "../delivery/Deliveries.js"
 import { FileStorage } from "../files/FileStorage.js"
-import { Realtime } from "../realtime/Realtime.js"
+import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 
 /** The channel refused the message (SPEC.md 3.4: `failed`, answered with a 500). */
 export class ChannelRejected extends Data.TaggedError("ChannelRejected")<{ readonly message: string; readonly record: MessageRecord }> {}
@@ -139,6 +139,14 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       })).pipe(Effect.orDie, Effect.onError(() => Effect.forEach(stored, (f) => storage.remove(f.key))))
 
       const rejection = yield* deliver(t, id, text)
+      yield* realtime.toWorkspace(t.workspace_id, NEW_MESSAGE_EVENT, {
+        conversation_id: t.id,
+        message_id: id,
+        role: "assistant",
+        sender: "operator",
+        sender_id: actor.userId,
+        message: text
+      })
       yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
                  updated_at = now() where id = ${id}`.pipe(Effect.orDie)
       const request = yield* HttpServerRequest.HttpServerRequest

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Api, ConversationState } from "@parley/domain"
+import { Api } from "@parley/domain"
 import { Effect } from "effect"
 import { Opportunities } from "./Opportunities.js"
 
@@ -19,11 +19,4 @@ export const ContactsHttpLive = HttpApiBuilder.group(Api, "contacts", (handlers)
     return handlers
       .handle("list", ({ urlParams }) => opportunities.listContacts(urlParams))
       .handle("opportunities", ({ path, urlParams }) => opportunities.ofContact(path.identifier, urlParams.pipeline_id))
-  }))
-
-export const ConversationsHttpLive = HttpApiBuilder.group(Api, "conversations", (handlers) =>
-  Effect.gen(function*() {
-    const opportunities = yield* Opportunities
-    return handlers.handle("update", ({ path, payload }) =>
-      Effect.map(opportunities.updateConversation(path.id, payload), (c) => new ConversationState(c)))
   }))

@@ -23,12 +23,13 @@ const settingColumns = [
   "name", "description", "persona", "instructions", "status", "is_archived", "agent_type_id", "ai_model_id",
   "language_id", "dialect_id", "rag_mode", "model_temperature", "no_of_relevant_points", "agent_memory_window",
   "context_message_count", "max_conversation_cost", "max_conversation_messages", "reply_debounce_ms", "followup_limit",
-  "is_unknown_contacts_enabled", "is_model_routing_enabled"
+  "is_unknown_contacts_enabled", "is_model_routing_enabled", "handoff_instructions", "handoff_bridge_mode", "handoff_bridge_text",
+  "handoff_timeout_seconds", "handoff_timeout_action", "handoff_keywords", "handoff_after_failures"
 ] as const
 
 const stageColumns = [
   "name", "nature", "description", "ai_persona", "instructions", "notes", "enter_condition", "parent_id",
-  "is_opening_message", "opening_message_type", "static_opening_message"
+  "is_opening_message", "opening_message_type", "static_opening_message", "handoff_instructions"
 ] as const
 
 const pick = <K extends string>(source: Partial<Record<K, unknown>>, keys: ReadonlyArray<K>) => {
@@ -47,13 +48,14 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
              (select min(c.id) from channels c where c.pipeline_id = p.id) as channel_id,
              p.rag_mode, p.model_temperature, p.no_of_relevant_points, p.agent_memory_window, p.context_message_count,
              p.max_conversation_cost, p.max_conversation_messages, p.reply_debounce_ms, p.followup_limit, p.is_unknown_contacts_enabled,
-             p.is_model_routing_enabled, p.model_pool as is_model_routing,
+             p.is_model_routing_enabled, p.model_pool as is_model_routing, p.handoff_instructions, p.handoff_bridge_mode,
+             p.handoff_bridge_text, p.handoff_timeout_seconds, p.handoff_timeout_action, p.handoff_keywords, p.handoff_after_failures,
              (select count(*) from stages s where s.pipeline_id = p.id)::int as stages_count,
              p.created_at, p.updated_at
       from pipelines p`
     const selectStage = sql`
       select id, pipeline_id, name, nature, sort_order as "order", description, ai_persona, instructions, notes,
-             enter_condition, parent_id, is_opening_message, opening_message_type, static_opening_message,
+             enter_condition, parent_id, is_opening_message, opening_message_type, static_opening_message, handoff_instructions,
              created_at, updated_at
       from stages`
 

@@ -2,6 +2,10 @@
  * The web-chat live stream (SPEC.md 6.1): socket.io on the api listener. A client connects, emits
  * `join-channel` with `{channel, app_key, token}` from Initiate (SPEC.md 2.8) and then receives
  * `new_message` for that conversation.
+ *
+ * Operators (docs/handoff.md) emit `join-workspace` with `{workspace_id, token}` (a personal access or
+ * OAuth token with `conversations:read` of a user of that workspace) and receive, on `workspace.<id>`,
+ * `new_message` for every message of the workspace and `handoff` for every handoff transition.
  */
 import { conversationChannel, verifySocketToken } from "@parley/domain"
 import { createAdapter } from "@socket.io/postgres-adapter"
@@ -13,9 +17,13 @@ import { Server, type Socket } from "socket.io"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { ApiListener } from "../http/Listener.js"
+import { Identity } from "../identity/Identity.js"
 
 export const NEW_MESSAGE_EVENT = "new_message"
 export const JOIN_CHANNEL_EVENT = "join-channel"
+export const JOIN_WORKSPACE_EVENT = "join-workspace"
+export const HANDOFF_EVENT = "handoff"
+export const workspaceChannel = (workspaceId: number) => `workspace.${workspaceId}`
 /** `{typing: true}` when the agent starts on a reply, `{typing: false}` when it stops without one. */
 export const AGENT_TYPING_EVENT = "agent_typing"
 /** engine.io's own path check: `path === req.url.slice(0, path.length)`. */
@@ -23,12 +31,15 @@ const SOCKET_IO_PATH = "/socket.io/"
 
 const JoinChannel = Schema.Struct({ channel: Schema.String, app_key: Schema.String, token: Schema.String })
 const decodeJoinChannel = Schema.decodeUnknownOption(JoinChannel)
+const JoinWorkspace = Schema.Struct({ workspace_id: Schema.Number, token: Schema.String })
+const decodeJoinWorkspace = Schema.decodeUnknownOption(JoinWorkspace)
 
 export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtime", {
-  dependencies: [AppConfig.Default, AppSecret.Default],
+  dependencies: [AppConfig.Default, AppSecret.Default, Identity.Default],
   scoped: Effect.gen(function*() {
     const config = yield* AppConfig
     const secret = yield* AppSecret
+    const identity = yield* Identity
     const runtime = yield* Effect.runtime<never>()
     const logWarning = (message: string, cause: unknown) =>
       Runtime.runFork(runtime)(Effect.logWarning(message, cause).pipe(Effect.annotateLogs("component", "Realtime")))
@@ -80,8 +91,26 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
       void this.join(channel)
       if (typeof ack === "function") ack({ status: true, channel })
     }
+    /** An operator's socket: the token must read conversations of that workspace; otherwise an error ack. */
+    const joinWorkspace = (socket: Socket, payload: unknown, ack: unknown) => {
+      const answer = (body: unknown) => (typeof ack === "function" ? ack(body) : undefined)
+      const join = decodeJoinWorkspace(payload)
+      if (Option.isNone(join)) return answer({ status: false, message: "Send {workspace_id, token}" })
+      const check = identity.authenticateToken(Redacted.make(join.value.token), undefined).pipe(
+        Effect.flatMap((actor) => identity.requireScope(actor, "conversations:read")),
+        Effect.map((actor) => actor.workspaceIds.includes(join.value.workspace_id as never)),
+        Effect.orElseSucceed(() => false)
+      )
+      Runtime.runFork(runtime)(Effect.map(check, (allowed) => {
+        if (!allowed) return answer({ status: false, message: "This token cannot read that workspace's conversations" })
+        const channel = workspaceChannel(join.value.workspace_id)
+        void socket.join(channel)
+        return answer({ status: true, channel })
+      }))
+    }
     io.on("connection", (socket) => {
       socket.on(JOIN_CHANNEL_EVENT, onJoinChannel)
+      socket.on(JOIN_WORKSPACE_EVENT, (payload: unknown, ack?: unknown) => joinWorkspace(socket, payload, ack))
     })
 
     /**
@@ -117,10 +146,14 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
       io.to(conversationChannel(conversationId)).emit(NEW_MESSAGE_EVENT, messages)
     })
 
+    /** `new_message` (with its conversation) and `handoff` to the operators of a workspace. */
+    const toWorkspace = (workspaceId: number, event: string, payload: unknown) =>
+      Effect.sync(() => void io.to(workspaceChannel(workspaceId)).emit(event, payload))
+
     const typing = (conversationId: number, typing: boolean) =>
       Effect.sync(() => void io.to(conversationChannel(conversationId)).emit(AGENT_TYPING_EVENT, { typing }))
 
-    return { publish, typing, attach } as const
+    return { publish, typing, attach, toWorkspace } as const
   })
 }) {}
 

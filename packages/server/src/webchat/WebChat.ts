@@ -26,6 +26,7 @@ import {
 } from "@parley/domain"
 import { Effect, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
+import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 import { Conversation } from "@parley/worker"
 import { AppConfig, publicBaseUrl, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
@@ -76,7 +77,8 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     AppSecret.Default,
     AppConfig.Default,
     FileStorage.Default,
-    BoundAddresses.Default
+    BoundAddresses.Default,
+    Realtime.Default
   ],
   effect: Effect.gen(function*() {
     const repo = yield* WebChatRepo
@@ -88,6 +90,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const sql = yield* SqlClient.SqlClient
     const bound = yield* BoundAddresses
     const conversations = yield* Conversation.client
+    const realtime = yield* Realtime
 
     /** The receiver's public base: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT. */
     const receiverUrl = Effect.map(bound.receiver, (url) => receiverBaseUrl(config, url))
@@ -308,6 +311,16 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
         Effect.orDie
       )
       if (result.duplicate) yield* Effect.forEach(newFiles, (f) => files.remove(f.key))
+      else {
+        yield* realtime.toWorkspace(channel.workspace_id, NEW_MESSAGE_EVENT, {
+          conversation_id: result.conversationId,
+          message_id: result.messageId,
+          role: "user",
+          sender: "contact",
+          sender_id: null,
+          message: inbound.message
+        })
+      }
       // handed to the conversation's entity, persisted before the answer goes out; a retry hands over
       // the same request again (same primary key), which never makes a second one. The message is
       // committed already: should the hand-over fail, the entity's orphan sweep makes it later.

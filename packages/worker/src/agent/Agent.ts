@@ -10,7 +10,17 @@ import { type AiError, type LanguageModel, Prompt, Tool, Toolkit } from "@effect
 import type { FollowupContext, ModelRef, ReplyDraft, RoutingTier, TurnContext } from "@parley/domain"
 import { Effect, Metric, MetricLabel, Ref, Schedule, Schema } from "effect"
 import { costOf, ModelRegistry, type ModelUnavailable } from "./Models.js"
-import { candidateStages, extractionPrompt, followupPrompt, openingPrompt, parseTier, replyPrompt, routerPrompt } from "./Prompting.js"
+import {
+  bridgePrompt,
+  candidateStages,
+  extractionPrompt,
+  followupPrompt,
+  openingPrompt,
+  parseTier,
+  replyPrompt,
+  routerPrompt,
+  summaryPrompt
+} from "./Prompting.js"
 
 /** Model calls in one reply, tool round trips included; the last is made without tools. */
 export const MAX_STEPS = 4
@@ -34,7 +44,16 @@ export const TriggerAction = Tool.make("trigger_action", {
   success: Schema.Struct({ triggered: Schema.Boolean, action: Schema.optional(Schema.String), error: Schema.optional(Schema.String) })
 })
 
-export const AgentTools = Toolkit.make(MoveToStage, TriggerAction)
+/** docs/handoff.md: the agent asks for a person; the reply it writes is the contact's bridge message. */
+export const RequestHuman = Tool.make("request_human", {
+  description: "Ask for a member of the team to take over this conversation, when the contact asks for a person or the handoff instructions say so.",
+  parameters: {
+    reason: Schema.String.annotations({ description: "Why a person is needed, in a few words, for the team" })
+  },
+  success: Schema.Struct({ requested: Schema.Boolean, error: Schema.optional(Schema.String) })
+})
+
+export const AgentTools = Toolkit.make(MoveToStage, TriggerAction, RequestHuman)
 
 interface Tally {
   inputTokens: number
@@ -91,6 +110,8 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
     const moved = yield* Ref.make<number | null>(null)
     const actions = ctx.actions ?? []
     const called = yield* Ref.make<ReadonlyArray<{ readonly actionId: number; readonly values: Readonly<Record<string, string>> }>>([])
+    const canRequest = ctx.handoff?.canRequest === true
+    const handoffReason = yield* Ref.make<string | null>(null)
     /** A `from_ai` variable: one short extraction call; what cannot be answered stays empty (unresolved). */
     const extract = (name: string, instruction: string) =>
       call(model.generateText({ prompt: extractionPrompt(ctx, name, instruction), toolChoice: "none" })).pipe(
@@ -110,6 +131,10 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
           yield* Ref.update(called, (all) => [...all, { actionId: action.id, values }])
           return { triggered: true, action: action.name }
         }),
+      request_human: ({ reason }) =>
+        canRequest
+          ? Effect.as(Ref.set(handoffReason, reason.trim().slice(0, 1000) || "The agent asked for a person"), { requested: true })
+          : Effect.succeed({ requested: false, error: "A person cannot be asked for in this conversation now" }),
       move_to_stage: ({ stage_id }) =>
         Effect.gen(function*() {
           const stage = candidates.find((s) => s.id === stage_id)
@@ -122,7 +147,7 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
     let prompt = replyPrompt(ctx, routed.instructions)
     let text = ""
     for (let step = 1; step <= MAX_STEPS; step++) {
-      const last = step === MAX_STEPS || (candidates.length === 0 && actions.length === 0)
+      const last = step === MAX_STEPS || (candidates.length === 0 && actions.length === 0 && !canRequest)
       if (last) {
         const response = yield* call(model.generateText({ prompt, toolChoice: "none" }))
         yield* count(tally, routed.model, response.usage)
@@ -136,8 +161,16 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
       prompt = Prompt.merge(prompt, Prompt.fromResponseParts(response.content))
     }
 
+    const requested = yield* Ref.get(handoffReason)
+    // the reply that goes with a request is the contact's bridge message: the pipeline's text, or the model's
+    const bridged = requested === null
+      ? text.trim()
+      : ctx.handoff?.bridgeMode === "ai_generated" && text.trim() !== ""
+      ? text.trim()
+      : ctx.handoff?.bridgeText ?? text.trim()
     return {
-      text: text.trim(),
+      text: bridged,
+      handoffReason: requested,
       model: routed.model,
       inputTokens: tally.inputTokens,
       outputTokens: tally.outputTokens,
@@ -170,3 +203,24 @@ export const followup = (f: FollowupContext): Effect.Effect<ReplyDraft, AiError.
     yield* count(tally, f.context.model, response.usage)
     return { text: response.text.trim(), model: f.context.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
   }).pipe(Effect.withSpan("Agent.followup", { attributes: { conversationId: f.context.conversationId, step: f.step } }))
+
+/** The contact's bridge message of a handoff, written by the pipeline's model. */
+export const bridge = (ctx: TurnContext, second: boolean): Effect.Effect<ReplyDraft, AiError.AiError | ModelUnavailable, ModelRegistry> =>
+  Effect.gen(function*() {
+    const registry = yield* ModelRegistry
+    const model = yield* registry.languageModel(ctx.model)
+    const response = yield* call(model.generateText({ prompt: bridgePrompt(ctx, second), toolChoice: "none" }))
+    const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
+    yield* count(tally, ctx.model, response.usage)
+    return { text: response.text.trim(), model: ctx.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
+  }).pipe(Effect.withSpan("Agent.bridge", { attributes: { conversationId: ctx.conversationId } }))
+
+/** The summary an operator reads when a person is asked for. */
+export const summarise = (ctx: TurnContext): Effect.Effect<string, AiError.AiError | ModelUnavailable, ModelRegistry> =>
+  Effect.gen(function*() {
+    const registry = yield* ModelRegistry
+    const model = yield* registry.languageModel(ctx.model)
+    const response = yield* call(model.generateText({ prompt: summaryPrompt(ctx), toolChoice: "none" }))
+    yield* count({ inputTokens: 0, outputTokens: 0, cost: 0 }, ctx.model, response.usage)
+    return response.text.trim()
+  }).pipe(Effect.withSpan("Agent.summarise", { attributes: { conversationId: ctx.conversationId } }))

@@ -10,12 +10,15 @@
  *   instructions; a `from_ai` extraction answers with an e-mail address or number the instruction asks for,
  *   else the contact's latest message;
  * - an opening message: a greeting plus the first sentence of the stage's instructions;
- * - a followup: a nudge that names the step, the first sentence of the followup instructions and of the assets.
+ * - a followup: a nudge that names the step, the first sentence of the followup instructions and of the assets;
+ * - a person (`request_human`, when offered): asked for when the contact asks for one ("talk to a human",
+ *   "a real person", "an agent") or says most content words of the handoff instructions; the bridge
+ *   message says a member of the team takes over; the summary quotes what the contact asked and what was answered.
  * Token counts are estimated (4 characters a token) so cost and limits behave as with a real provider.
  */
 import { LanguageModel, type Prompt, type Response } from "@effect/ai"
 import { Duration, Effect } from "effect"
-import { EXTRACT_MARKER, FOLLOWUP_MARKER, OPENING_MARKER, ROUTER_MARKER } from "./Prompting.js"
+import { BRIDGE_MARKER, EXTRACT_MARKER, FOLLOWUP_MARKER, HANDOFF_SECTION, OPENING_MARKER, ROUTER_MARKER, SUMMARY_MARKER } from "./Prompting.js"
 
 const STOP = new Set(
   ("a an and are as at be but by can could do does for from has have how i if in is it its me my of on or our so " +
@@ -140,6 +143,30 @@ const followupText = (system: string, name: string | null) => {
   return [opener, ask, asset ? `This may help: ${asset}` : null].filter((p) => p !== null).join(" ")
 }
 
+/** The contact asks for a person, in so many words. */
+const ASKS_FOR_PERSON = /\b(human|real person|a person|someone (real|from)|an? (agent|operator|representative)|speak to|talk to|talk with|customer service)\b/i
+
+/** The handoff instructions in the system prompt (after "or when:"), if any. */
+const handoffCondition = (system: string) => sectionOf(system, HANDOFF_SECTION).match(/or when: (.*?)\. (Then|A member)/)?.[1] ?? null
+
+const wantsPerson = (system: string, contactText: string) => {
+  if (ASKS_FOR_PERSON.test(contactText)) return "The contact asked to talk to a person"
+  const condition = handoffCondition(system)
+  return condition !== null && conditionMet(condition, contactText) >= 0.6 ? `The handoff instructions apply: ${condition}` : null
+}
+
+/** Three lines for the operator, from what was said. */
+const summaryText = (messages: ReadonlyArray<Prompt.Message>) => {
+  const contact = messages.filter((m) => m.role === "user").map(textOf).filter((t) => t.trim() !== "")
+  const agent = messages.filter((m) => m.role === "assistant").map(textOf).filter((t) => t.trim() !== "")
+  const open = contact.flatMap((t) => sentences(t)).filter((s) => s.endsWith("?"))
+  return [
+    `Wants: ${contact.slice(-2).join(" ").slice(0, 300) || "nothing said yet"}`,
+    `Tried: ${agent.slice(-1).join(" ").slice(0, 300) || "no reply yet"}`,
+    `Open: ${open.slice(-2).join(" ").slice(0, 300) || "none"}`
+  ].join("\n")
+}
+
 const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncoded> => {
   const messages = options.prompt.content
   const system = messages.filter((m) => m.role === "system").map(textOf).join("\n")
@@ -153,7 +180,17 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
     return textParts(options.prompt, extractValue(system, messages.filter((m) => m.role === "user").map(textOf)))
   }
 
+  if (system.includes(SUMMARY_MARKER)) return textParts(options.prompt, summaryText(messages))
+
   const name = firstName(system)
+  if (system.includes(BRIDGE_MARKER)) {
+    return textParts(
+      options.prompt,
+      system.includes("waiting for a member of the team longer")
+        ? `Thank you for your patience${name ? `, ${name}` : ""}. Our team has your conversation and will reply here as soon as they can.`
+        : `I'm asking a member of our team to take over${name ? `, ${name}` : ""}. They will reply here shortly.`
+    )
+  }
   if (system.includes(FOLLOWUP_MARKER)) return textParts(options.prompt, followupText(system, name))
 
   if (system.includes(OPENING_MARKER)) {
@@ -170,6 +207,17 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
 
   const canMove = options.tools.some((t) => t.name === "move_to_stage") && options.toolChoice !== "none"
   const canTrigger = options.tools.some((t) => t.name === "trigger_action") && options.toolChoice !== "none"
+  const canHandOff = options.tools.some((t) => t.name === "request_human") && options.toolChoice !== "none" && system.includes(`## ${HANDOFF_SECTION}`)
+  const handOff = canHandOff && toolResults.length === 0 ? wantsPerson(system, contactText) : null
+  if (handOff !== null) {
+    const call = { type: "tool-call" as const, id: "local_handoff", name: "request_human", params: { reason: handOff }, providerExecuted: false }
+    return [call, { type: "finish", reason: "tool-calls", usage: usageFor(options.prompt, call.name) }]
+  }
+  const handedOff = toolResults.flatMap((m) => (m.content as ReadonlyArray<any>))
+    .some((p) => p.type === "tool-result" && p.name === "request_human" && (p.result as any)?.requested === true)
+  if (handedOff) {
+    return textParts(options.prompt, `I'm asking a member of our team to take over${name ? `, ${name}` : ""}. They will reply here shortly.`)
+  }
   if ((canMove || canTrigger) && toolResults.length === 0) {
     const best = canMove
       ? candidatesIn(system)

@@ -12,6 +12,10 @@ export const OPENING_MARKER = "[task: opening-message]"
 export const REPLY_MARKER = "[task: reply]"
 export const EXTRACT_MARKER = "[task: extract-value]"
 export const FOLLOWUP_MARKER = "[task: followup-message]"
+export const BRIDGE_MARKER = "[task: handoff-bridge]"
+export const SUMMARY_MARKER = "[task: handoff-summary]"
+/** The system prompt's section that offers `request_human` (the local model looks for it). */
+export const HANDOFF_SECTION = "Handing off to a person"
 
 const section = (title: string, body: string | null | undefined) =>
   body !== null && body !== undefined && body.trim() !== "" ? `## ${title}\n${body.trim()}` : null
@@ -67,9 +71,26 @@ export const systemPrompt = (ctx: TurnContext, tierInstructions: string | null) 
         "Call the trigger_action tool with an action's id when the conversation calls for that action (as its instructions say), then reply as usual.\n" +
           (ctx.actions ?? []).map((a) => `- action_id ${a.id} "${a.name}": ${(a.instructions ?? a.description ?? a.name).replace(/\n/g, " ")}`).join("\n")
       )
+      : null,
+    section(
+      "Operator's note",
+      ctx.operatorNote ? `A person from the team handed this conversation back to you with this note. Follow it:\n${ctx.operatorNote}` : null
+    ),
+    ctx.handoff?.canRequest === true
+      ? section(
+        HANDOFF_SECTION,
+        "Call the request_human tool when the contact asks to talk to a person (a human, an agent, someone from the team)" +
+          (ctx.handoff.instructions ? `, or when: ${ctx.handoff.instructions.replace(/\n/g, "; ")}` : "") +
+          ". " +
+          (ctx.handoff.bridgeMode === "ai_generated"
+            ? "Then tell the contact, in one or two sentences, that a member of the team will take over here."
+            : "A member of the team then takes over.")
+      )
       : null
   ].filter((s) => s !== null).join("\n\n")
 }
+
+const withoutHandoff = ({ handoff: _, ...ctx }: TurnContext): TurnContext => ctx
 
 const historyMessages = (ctx: TurnContext) =>
   ctx.history.map((m) =>
@@ -112,7 +133,7 @@ export const openingPrompt = (ctx: TurnContext): Prompt.Prompt =>
       role: "system",
       content: [
         OPENING_MARKER,
-        `${systemPrompt(ctx, null).replace(REPLY_MARKER, "").trim()}`,
+        `${systemPrompt(withoutHandoff(ctx), null).replace(REPLY_MARKER, "").trim()}`,
         `Write the first message of this stage${ctx.stage ? ` ("${ctx.stage.name}")` : ""} to the contact: one or two friendly sentences that follow the stage's instructions.`
       ].join("\n\n")
     },
@@ -126,7 +147,7 @@ export const followupPrompt = (f: FollowupContext): Prompt.Prompt =>
       role: "system",
       content: [
         FOLLOWUP_MARKER,
-        `${systemPrompt(f.context, null).replace(REPLY_MARKER, "").trim()}`,
+        `${systemPrompt(withoutHandoff(f.context), null).replace(REPLY_MARKER, "").trim()}`,
         section("Followup instructions", f.instructions),
         section("Assets you may share", f.assets),
         `The contact has not written since your last message. Write followup ${f.step} of ${f.steps}: one or two short, friendly ` +
@@ -145,6 +166,36 @@ export const extractionPrompt = (ctx: TurnContext, variable: string, instruction
         EXTRACT_MARKER,
         `Read the conversation and answer with the value of "${variable}" only, no other words: ${instruction}`,
         "When the conversation does not say, answer with nothing at all."
+      ].join("\n\n")
+    },
+    ...historyMessages(ctx)
+  ])
+
+/** The contact's bridge message when a person is asked for (`second`: the wait outlasted the timeout). */
+export const bridgePrompt = (ctx: TurnContext, second: boolean): Prompt.Prompt =>
+  Prompt.make([
+    {
+      role: "system",
+      content: [
+        BRIDGE_MARKER,
+        `${systemPrompt(withoutHandoff(ctx), null).replace(REPLY_MARKER, "").trim()}`,
+        second
+          ? "The contact has been waiting for a member of the team longer than expected. In one or two sentences, thank them for their patience and tell them the team has their conversation and will reply here."
+          : "A member of the team will take over this conversation. In one or two sentences, tell the contact so, and that they will reply here."
+      ].join("\n\n")
+    },
+    ...historyMessages(ctx)
+  ])
+
+/** The operator's summary of the conversation so far: what the contact wants, what was tried, open questions. */
+export const summaryPrompt = (ctx: TurnContext): Prompt.Prompt =>
+  Prompt.make([
+    {
+      role: "system",
+      content: [
+        SUMMARY_MARKER,
+        "A member of the team is taking over this conversation. Summarise it for them in three short lines, in English:\n" +
+        "Wants: what the contact wants.\nTried: what the agent already answered or did.\nOpen: the questions still open (or none)."
       ].join("\n\n")
     },
     ...historyMessages(ctx)

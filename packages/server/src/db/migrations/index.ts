@@ -15,6 +15,7 @@ import oauth from "./0013_oauth.js"
 import aiResponseTimes from "./0014_ai_response_times.js"
 import knowledgeGraph from "./0015_knowledge_graph.js"
 import stageEntryInbound from "./0016_stage_entry_inbound.js"
+import handoff from "./0017_handoff.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -33,5 +34,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0013_oauth": oauth,
   "0014_ai_response_times": aiResponseTimes,
   "0015_knowledge_graph": knowledgeGraph,
-  "0016_stage_entry_inbound": stageEntryInbound
+  "0016_stage_entry_inbound": stageEntryInbound,
+  "0017_handoff": handoff
 }

@@ -1,0 +1,174 @@
+/**
+ * The handoff columns of `conversations` and the `handoff_events` history (migration 0017): their only
+ * writer. A move reads the conversation `for update`, so two operators taking the same conversation at
+ * once are serialised, and the second is told it no longer applies.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import {
+  type ConversationId,
+  HandoffEvent,
+  type HandoffEventAction,
+  HandoffState,
+  type HandoffActor,
+  type HandoffRequester,
+  HandoffTimeoutAction,
+  UserId,
+  type WorkspaceId
+} from "@parley/domain"
+import { Effect, Option, Schema } from "effect"
+
+/** A conversation's handoff as a move reads it, with its pipeline's settings. */
+export const Locked = Schema.Struct({
+  id: Schema.Number,
+  workspace_id: Schema.Number,
+  state: HandoffState,
+  assignee_id: Schema.NullOr(UserId),
+  timeout_seconds: Schema.NullOr(Schema.Number),
+  timeout_action: HandoffTimeoutAction,
+  /** the newest contact message: a hand-back records it so no rule hands off again for it */
+  newest_contact_message: Schema.NullOr(Schema.String)
+})
+export type Locked = typeof Locked.Type
+
+/** The columns a move sets; `undefined` leaves one as it is. */
+export interface HandoffColumns {
+  readonly state: HandoffState
+  readonly status: "active" | "paused"
+  readonly requested_at?: "now" | null
+  readonly requested_by?: HandoffRequester | null
+  readonly reason?: string | null
+  readonly summary?: string | null
+  readonly assignee_id?: number | null
+  readonly taken_at?: "now" | null
+  readonly returned_at?: "now" | null
+  readonly return_note?: string | null
+  readonly returned_upto?: string | null
+  /** seconds from now, or null to clear */
+  readonly due_in_seconds?: number | null
+}
+
+export interface EventRow {
+  readonly workspace_id: number
+  readonly conversation_id: number
+  readonly action: HandoffEventAction
+  readonly from_state: HandoffState
+  readonly to_state: HandoffState
+  readonly actor: HandoffActor
+  readonly user_id: number | null
+  readonly assignee_id: number | null
+  readonly reason: string | null
+  readonly note: string | null
+  readonly bridge: "first" | "second" | null
+}
+
+export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/HandoffRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const lock = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.Number, workspaceIds: Schema.Array(Schema.Number) }),
+      Result: Locked,
+      execute: ({ id, workspaceIds }) =>
+        sql`
+          select c.id, c.workspace_id, c.handoff_state as state, c.handoff_assignee_id as assignee_id,
+                 p.handoff_timeout_seconds as timeout_seconds, coalesce(p.handoff_timeout_action, 'return') as timeout_action,
+                 (select m.id from messages m where m.conversation_id = c.id and m.role = 'user'
+                  order by m.created_at desc, m.id desc limit 1) as newest_contact_message
+          from conversations c
+          left join channels ch on ch.id = c.channel_id
+          left join lateral (
+            select o.pipeline_id from conversation_opportunity co join opportunities o on o.id = co.opportunity_id
+            where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
+          ) o on true
+          left join pipelines p on p.id = coalesce(o.pipeline_id, ch.pipeline_id)
+          where c.id = ${id} and c.workspace_id in ${sql.in(workspaceIds)}
+          for update of c`
+    })
+
+    const events = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: HandoffEvent,
+      execute: (conversationId) =>
+        sql`
+          select id, action, from_state, to_state, actor, user_id, assignee_id, reason, note, created_at
+          from handoff_events where conversation_id = ${conversationId} order by id`
+    })
+
+    const update = (id: number, c: HandoffColumns) => {
+      const at = (v: "now" | null) => (v === null ? sql`null` : sql`now()`)
+      const set = [
+        sql`handoff_state = ${c.state}`,
+        sql`status = ${c.status}`,
+        ...(c.requested_at === undefined ? [] : [sql`handoff_requested_at = ${at(c.requested_at)}`]),
+        ...(c.requested_by === undefined ? [] : [sql`handoff_requested_by = ${c.requested_by}`]),
+        ...(c.reason === undefined ? [] : [sql`handoff_reason = ${c.reason}`]),
+        ...(c.summary === undefined ? [] : [sql`handoff_summary = ${c.summary}`]),
+        ...(c.assignee_id === undefined ? [] : [sql`handoff_assignee_id = ${c.assignee_id}`]),
+        ...(c.taken_at === undefined ? [] : [sql`handoff_taken_at = ${at(c.taken_at)}`]),
+        ...(c.returned_at === undefined ? [] : [sql`handoff_returned_at = ${at(c.returned_at)}`]),
+        ...(c.return_note === undefined ? [] : [sql`handoff_return_note = ${c.return_note}`]),
+        ...(c.returned_upto === undefined ? [] : [sql`handoff_returned_upto = ${c.returned_upto}`]),
+        ...(c.due_in_seconds === undefined
+          ? []
+          : [sql`handoff_due_at = ${c.due_in_seconds === null ? sql`null` : sql`now() + ${c.due_in_seconds}::int * interval '1 second'`}`]),
+        sql`updated_at = now()`
+      ]
+      return sql`update conversations set ${sql.csv(set)} where id = ${id}`.pipe(Effect.asVoid)
+    }
+
+    const insertEvent = (e: EventRow) =>
+      sql<{ id: number }>`
+        insert into handoff_events (workspace_id, conversation_id, action, from_state, to_state, actor, user_id, assignee_id,
+                                    reason, note, bridge)
+        values (${e.workspace_id}, ${e.conversation_id}, ${e.action}, ${e.from_state}, ${e.to_state}, ${e.actor}, ${e.user_id},
+                ${e.assignee_id}, ${e.reason}, ${e.note}, ${e.bridge})
+        returning id`.pipe(Effect.map((rows) => rows[0]!.id))
+
+    const isMember = (userId: number, workspaceId: number) =>
+      sql<{ n: number }>`select count(*)::int as n from memberships where user_id = ${userId} and workspace_id = ${workspaceId}`.pipe(
+        Effect.map((rows) => rows[0]!.n > 0)
+      )
+
+    return {
+      lock: (id: ConversationId, workspaceIds: ReadonlyArray<WorkspaceId>) => lock({ id, workspaceIds }).pipe(Effect.orDie),
+      update: (id: number, c: HandoffColumns) => Effect.orDie(update(id, c)),
+      insertEvent: (e: EventRow) => Effect.orDie(insertEvent(e)),
+      events: (conversationId: number) => Effect.orDie(events(conversationId)),
+      isMember: (userId: number, workspaceId: number) => Effect.orDie(isMember(userId, workspaceId)),
+      /** The summary of a request, on the handoff and appended to the notes, once (while no later request replaced it). */
+      storeSummary: (eventId: number, summary: string) =>
+        sql`
+          update conversations c set handoff_summary = ${summary},
+            notes = c.notes || array[${`Handoff summary: ${summary}`}]::text[], updated_at = now()
+          from handoff_events e
+          where e.id = ${eventId} and c.id = e.conversation_id and c.handoff_summary is null`.pipe(Effect.asVoid, Effect.orDie),
+      /** Events not yet dispatched (bridge, summary and socket events), oldest first. */
+      undispatched: (limit: number) =>
+        sql<{ id: number; workspace_id: number; conversation_id: number; action: HandoffEventAction; from_state: string; to_state: string;
+              actor: string; user_id: number | null; assignee_id: number | null; reason: string | null; note: string | null;
+              bridge: string | null; created_at: string }>`
+          select id, workspace_id, conversation_id, action, from_state, to_state, actor, user_id, assignee_id, reason, note, bridge, created_at
+          from handoff_events where dispatched_at is null order by id limit ${limit}`.pipe(Effect.orDie),
+      markDispatched: (eventId: number) =>
+        sql`update handoff_events set dispatched_at = now() where id = ${eventId}`.pipe(Effect.asVoid, Effect.orDie),
+      /** Waiting conversations whose timeout ran out, with what the pipeline says to do. */
+      dueTimeouts: sql<{ id: number; action: "return" | "second_bridge" }>`
+        select c.id, coalesce(p.handoff_timeout_action, 'return') as action
+        from conversations c
+        left join channels ch on ch.id = c.channel_id
+        left join lateral (
+          select o.pipeline_id from conversation_opportunity co join opportunities o on o.id = co.opportunity_id
+          where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
+        ) o on true
+        left join pipelines p on p.id = coalesce(o.pipeline_id, ch.pipeline_id)
+        where c.handoff_due_at <= now() and c.handoff_state = 'waiting'
+        order by c.handoff_due_at limit 100`.pipe(Effect.orDie),
+      /** Whether `messageId` is at or before the newest contact message when an operator last handed back. */
+      handedBackAfter: (conversationId: number, messageId: string) =>
+        sql<{ upto: string | null }>`select handoff_returned_upto as upto from conversations where id = ${conversationId}`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0]?.upto).pipe(Option.exists((upto) => messageId <= upto))),
+          Effect.orDie
+        )
+    }
+  })
+}) {}
