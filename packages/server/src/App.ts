@@ -22,6 +22,7 @@ import { Identity } from "./identity/Identity.js"
 import { Knowledge } from "./knowledge/Knowledge.js"
 import { Conversations } from "./conversations/Conversations.js"
 import { Handoff } from "./handoff/Handoff.js"
+import { EventWebhooks } from "./webhooks/EventWebhooks.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Messages } from "./messages/Messages.js"
@@ -47,6 +48,7 @@ const Services = Layer.mergeAll(
   Opportunities.Default,
   Conversations.Default,
   Handoff.Default,
+  EventWebhooks.Default,
   WebChat.Default,
   Widget.Default,
   FileStorage.Default,

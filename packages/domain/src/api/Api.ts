@@ -6,6 +6,7 @@ import { AutomationApi } from "./AutomationApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
 import { FollowupsApi } from "./FollowupsApi.js"
 import { ConversationsApi } from "./ConversationsApi.js"
+import { EventWebhooksApi } from "./EventWebhooksApi.js"
 import { ContactsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
 import { MessagesApi } from "./MessagesApi.js"
 import { KnowledgeApi } from "./KnowledgeApi.js"
@@ -21,6 +22,7 @@ const BaseApi = HttpApi.make("parley")
   .add(OpportunitiesApi)
   .add(ContactsApi)
   .add(ConversationsApi)
+  .add(EventWebhooksApi)
   .add(WebChatApi)
   .add(WidgetApi)
   .add(MessagesApi)

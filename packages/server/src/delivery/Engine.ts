@@ -15,6 +15,7 @@ import { ActionRunsLive } from "../actions/ActionRunsLive.js"
 import { ConversationTurnsLive } from "../agent/ConversationTurnsLive.js"
 import { HandoffEventsLive } from "../handoff/HandoffEvents.js"
 import { HandoffTurnsLive } from "../handoff/HandoffTurnsLive.js"
+import { EventSenderLive } from "../webhooks/EventSender.js"
 import { FollowupSequencesLive } from "../followups/FollowupSequencesLive.js"
 import { FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { ModelRegistryLive } from "../agent/ModelRegistryLive.js"
@@ -73,6 +74,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     FollowupSweepLive(Duration.millis(config.engineSweepMs)),
     ActionEngineLive({ every: Duration.millis(Math.min(1_000, config.engineSweepMs)), retryBaseMs: config.actionRetryBaseMs, sweepMs: config.engineSweepMs }),
     ReembedLive,
+    EventSenderLive(Duration.millis(Math.min(1_000, config.engineSweepMs))),
     HandoffEventsLive({ every: Duration.millis(Math.min(5_000, config.engineSweepMs)), timerEvery: Duration.millis(Math.min(1_000, config.engineSweepMs)) })
   )
 )).pipe(

@@ -10,6 +10,7 @@ import { KnowledgeHttpLive } from "../knowledge/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
 import { ConversationsHttpLive } from "../conversations/Http.js"
+import { EventWebhooksHttpLive } from "../webhooks/Http.js"
 import { ContactsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
 import { PublicOriginLive } from "./PublicOrigin.js"
 import { FilesRoute } from "../files/Http.js"
@@ -32,6 +33,7 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     OpportunitiesHttpLive,
     ContactsHttpLive,
     ConversationsHttpLive,
+    EventWebhooksHttpLive,
     WebChatHttpLive,
     WidgetHttpLive,
     MessagesHttpLive,

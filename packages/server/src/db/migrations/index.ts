@@ -16,6 +16,7 @@ import aiResponseTimes from "./0014_ai_response_times.js"
 import knowledgeGraph from "./0015_knowledge_graph.js"
 import stageEntryInbound from "./0016_stage_entry_inbound.js"
 import handoff from "./0017_handoff.js"
+import eventWebhooks from "./0018_event_webhooks.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -35,5 +36,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0014_ai_response_times": aiResponseTimes,
   "0015_knowledge_graph": knowledgeGraph,
   "0016_stage_entry_inbound": stageEntryInbound,
-  "0017_handoff": handoff
+  "0017_handoff": handoff,
+  "0018_event_webhooks": eventWebhooks
 }
