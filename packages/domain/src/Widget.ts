@@ -49,3 +49,8 @@ export const WidgetHistoryQuery = Schema.Struct({
   page: Schema.optionalWith(PageNumber, { default: () => 1 })
 }).annotations({ ...all, identifier: "WidgetHistoryQuery" })
 export type WidgetHistoryQuery = typeof WidgetHistoryQuery.Type
+
+/** What the visitor's request for a person came to. */
+export class WidgetHandoff extends Schema.Class<WidgetHandoff>("WidgetHandoff")({
+  state: Schema.Literal("ai", "waiting", "human")
+}) {}

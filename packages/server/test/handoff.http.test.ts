@@ -330,6 +330,30 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(resolved.handoff_events.map((e: any) => [e.action, e.actor])).toEqual([["take", "operator"], ["resolve", "system"]])
       }))
 
+    it.effect("the website widget's 'Talk to a person' is a request by the contact; asking again answers the state", () =>
+      Effect.gen(function*() {
+        const owner = (yield* seedUser()) as Caller
+        const { pipeline } = yield* agent(owner, null)
+        const widget = ok(yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: ["https://shop.example.com"] }))
+        const { baseUrl } = yield* TestServer
+        const headers = { origin: "https://shop.example.com", "content-type": "application/json" }
+        const session = yield* Effect.promise(() =>
+          fetch(`${baseUrl}/api/widget/session`, { method: "POST", headers, body: JSON.stringify({ client_id: widget.client_id }) }).then((r) => r.json() as Promise<any>))
+        const ask = Effect.promise(() =>
+          fetch(`${baseUrl}/api/widget/handoff`, { method: "POST", headers: { ...headers, authorization: `Bearer ${session.data.session}` } })
+            .then(async (r) => ({ status: r.status, body: (await r.json()) as any })))
+        expect(yield* ask).toMatchObject({ status: 200, body: { data: { state: "waiting" } } })
+        expect(yield* ask).toMatchObject({ status: 200, body: { data: { state: "waiting" } } })
+        const id = session.data.conversation_id
+        const c = yield* conversation(owner, id)
+        expect(c.handoff).toMatchObject({ state: "waiting", requested_by: "contact" })
+        expect(c.handoff_events).toHaveLength(1)
+        const [bridge] = yield* assistantMessages(id, 1)
+        expect(bridge!.call_type).toBe("handoff_bridge")
+        const anonymous = yield* Effect.promise(() => fetch(`${baseUrl}/api/widget/handoff`, { method: "POST", headers }).then((r) => r.status))
+        expect(anonymous).toBe(401)
+      }))
+
     it.scoped("a token that cannot read a workspace's conversations is refused on the operators' socket", () =>
       Effect.gen(function*() {
         const owner = (yield* seedUser()) as Caller

@@ -116,6 +116,20 @@ describe("the demo page in a browser", () => {
     await context.close()
   })
 
+  it("'Talk to a person' asks for the team: the contact sees the bridge message, and the button says so", async () => {
+    const context = await browser!.newContext()
+    const page = await context.newPage()
+    await page.goto(`${server!.api}/`)
+    await page.waitForSelector("#parley-widget[data-state=ready]", WAIT)
+    await assistantCount(page, 1)
+    await page.getByRole("button", { name: "Talk to a person" }).click()
+    await page.getByRole("button", { name: "A person has been asked for" }).waitFor(WAIT)
+    expect(await page.getByRole("button", { name: "A person has been asked for" }).isDisabled()).toBe(true)
+    const replies = await assistantCount(page, 2)
+    expect(replies[1]).toContain("member of our team")
+    await context.close()
+  })
+
   it("loses the network, keeps a message queued, sends it once when back, and misses no reply", async () => {
     const context = await browser!.newContext()
     const page = await context.newPage()

@@ -9,7 +9,7 @@ import {
 } from "../Errors.js"
 import { Paginated } from "../Pagination.js"
 import { VisitorMessage } from "../WebChat.js"
-import { CurrentVisitor, WidgetHistoryQuery, WidgetSession, WidgetSessionPayload } from "../Widget.js"
+import { CurrentVisitor, WidgetHandoff, WidgetHistoryQuery, WidgetSession, WidgetSessionPayload } from "../Widget.js"
 
 export const widgetSession = HttpApiSecurity.bearer.pipe(
   HttpApiSecurity.annotate(OpenApi.Description, "The visitor's `session` from `POST /api/widget/session`.")
@@ -44,5 +44,15 @@ export class WidgetApi extends HttpApiGroup.make("widget")
       .addSuccess(Ok(Paginated(VisitorMessage)))
       .middleware(WidgetAuth)
       .annotate(OpenApi.Summary, "The visitor's own conversation, newest first")
+  )
+  .add(
+    HttpApiEndpoint.post("handoff", "/api/widget/handoff")
+      .addSuccess(Ok(WidgetHandoff, { message: "A member of the team was asked for." }))
+      .middleware(WidgetAuth)
+      .annotate(OpenApi.Summary, "The visitor asks to talk to a person (the widget's menu): a handoff request by the contact")
+      .annotate(
+        OpenApi.Description,
+        "The conversation waits for an operator (docs/handoff.md): the visitor gets the bridge message, the agent stops replying. Asking again while waiting or while an operator has it changes nothing and answers the current state."
+      )
   )
   .annotate(OpenApi.Title, "Website widget") {}

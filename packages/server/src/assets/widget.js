@@ -52,6 +52,9 @@ header{display:flex;align-items:center;gap:8px;padding:10px 10px 10px 16px;borde
 h2{flex:1;margin:0;font-size:15px;font-weight:600;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .icon{display:grid;place-items:center;flex:none;width:34px;height:34px;border:0;border-radius:8px;background:none;color:#57606a;cursor:pointer}
 .icon:hover{background:#f3f4f6;color:#1f2328}
+.human{flex:none;padding:4px 10px;border:1px solid #d0d7de;border-radius:999px;background:#fff;font-size:12px;color:#57606a;cursor:pointer}
+.human:hover:not(:disabled){background:#f3f4f6;color:#1f2328}
+.human:disabled{cursor:default;opacity:.7}
 .alert{margin:16px;padding:10px 12px;border-radius:8px;background:#fef2f2;color:#991b1b}
 .log{flex:1;overflow-y:auto;margin:0;padding:16px;list-style:none;display:flex;flex-direction:column;gap:8px}
 .log li{align-self:flex-start;max-width:85%;padding:8px 12px;border-radius:14px 14px 14px 4px;background:#f1f3f5;overflow-wrap:anywhere}
@@ -83,7 +86,7 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
   const root = host.attachShadow({ mode: "open" });
   root.innerHTML = `<style>${CSS}</style><div class="w">
 <section class="panel" id="pw-panel" role="dialog" tabindex="-1" hidden>
-<header><h2></h2><button type="button" class="icon close" aria-label="Close chat">${svg("M18 6 6 18M6 6l12 12")}</button></header>
+<header><h2></h2><button type="button" class="human" hidden>Talk to a person</button><button type="button" class="icon close" aria-label="Close chat">${svg("M18 6 6 18M6 6l12 12")}</button></header>
 <p class="alert" role="alert" hidden></p>
 <button type="button" class="more" hidden>Earlier messages</button>
 <ol class="log" role="log" aria-live="polite" aria-label="Messages"></ol>
@@ -202,6 +205,7 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
   const setState = (s) => {
     state = host.dataset.state = s;
     alertEl.hidden = s === "ready";
+    $(".human").hidden = s !== "ready";
     if (s === "unavailable") alertEl.textContent = "Chat is unavailable right now.";
   };
 
@@ -499,6 +503,20 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
   };
   bubble.addEventListener("click", () => (panel.hidden ? open() : close()));
   $(".close").addEventListener("click", close);
+  // ---- "Talk to a person": the contact asks for the team (docs/handoff.md); the bridge message arrives as any reply ----
+  const human = $(".human");
+  const askForPerson = async (again) => {
+    if (!sess) return;
+    human.disabled = true;
+    const res = await fetch(API + "/api/widget/handoff", { method: "POST", headers: { Authorization: "Bearer " + sess.session } }).catch(() => null);
+    if (res && res.status === 401 && !again && (await session()) === "ok") return askForPerson(true);
+    const body = res && res.ok ? await res.json().catch(() => null) : null;
+    if (body && body.data && body.data.state !== "ai") {
+      human.textContent = "A person has been asked for";
+      emit("parley:handoff", { state: body.data.state });
+    } else human.disabled = false;
+  };
+  human.addEventListener("click", () => void askForPerson(false));
   panel.addEventListener("keydown", (e) => {
     if (e.key === "Escape") {
       e.stopPropagation();

@@ -20,6 +20,7 @@ export const WidgetHttpLive = HttpApiBuilder.group(Api, "widget", (handlers) =>
     return handlers
       .handle("session", ({ payload }) => widget.session(payload))
       .handle("history", ({ urlParams }) => Effect.flatMap(CurrentVisitor, (visitor) => widget.history(visitor, urlParams)))
+      .handle("handoff", () => Effect.flatMap(CurrentVisitor, widget.requestPerson))
   }))
 
 /**

@@ -6,6 +6,7 @@
  * can never attach itself to an existing contact.
  */
 import { HttpServerRequest } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
 import {
   type ConversationId,
   Forbidden,
@@ -17,6 +18,7 @@ import {
   Unprocessable,
   type WidgetChannel,
   type WidgetHistoryQuery,
+  WidgetHandoff,
   WidgetSession,
   type WidgetSessionPayload,
   type WidgetVisitor
@@ -28,6 +30,7 @@ import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { makeRateLimiter } from "../oauth/RateLimiter.js"
 import { WebChat } from "../webchat/WebChat.js"
+import { Handoff } from "../handoff/Handoff.js"
 
 export const WIDGET_SESSION_TTL_SECONDS = 30 * 24 * 60 * 60
 
@@ -74,9 +77,11 @@ const verify = (key: Uint8Array, token: string, nowSeconds: number): Claims | un
 }
 
 export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
-  dependencies: [WebChat.Default, AppSecret.Default, AppConfig.Default],
+  dependencies: [WebChat.Default, AppSecret.Default, AppConfig.Default, Handoff.Default],
   effect: Effect.gen(function*() {
     const webChat = yield* WebChat
+    const handoff = yield* Handoff
+    const sql = yield* SqlClient.SqlClient
     const secrets = yield* AppSecret
     const config = yield* AppConfig
     const newSessions = makeRateLimiter({ limit: config.widgetSessionsPerHour, windowMs: 3_600_000 })
@@ -164,6 +169,18 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
         Effect.map((page) => ({ ...page, data: page.data.map(({ no_reply_reason: _, ...message }) => message) }))
       )
 
-    return { session, authenticate, history }
+    /** The visitor's "Talk to a person": a request by the contact; asked already, the state as it is. */
+    const requestPerson = Effect.fn("Widget.requestPerson")(function*(visitor: WidgetVisitor) {
+      const id = visitor.conversationId as ConversationId
+      const moved = yield* handoff.moveAsSystem(id, { action: "request", actor: "contact", reason: "The contact asked for a person in the chat" }).pipe(
+        Effect.map((m) => m.to),
+        Effect.catchTag("HandoffConflict", () =>
+          Effect.map(sql<{ state: "ai" | "waiting" | "human" }>`select handoff_state as state from conversations where id = ${id}`, (rows) => rows[0]!.state)),
+        Effect.orDie
+      )
+      return new WidgetHandoff({ state: moved })
+    })
+
+    return { session, authenticate, history, requestPerson }
   })
 }) {}
