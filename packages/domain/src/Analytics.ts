@@ -1,6 +1,7 @@
 /**
  * Account analytics (REST twins of the MCP tools `get_account_summary`, `get_ai_performance` and
- * `get_messaging_stats`, SPEC.md 4.5): counts over every workspace the caller reaches, or one of them.
+ * `get_messaging_stats`, SPEC.md 4.5) and handoff figures by pipeline (issue 19, REST only): counts over
+ * every workspace the caller reaches, or one of them.
  */
 import { Schema } from "effect"
 import { ChannelKind } from "./Channels.js"
@@ -142,5 +143,49 @@ export class MessagingStats extends Schema.Class<MessagingStats>("MessagingStats
   totals: MessagingTotals,
   series: Schema.Array(MessagingDay).annotations({
     description: "One entry per UTC day from the first to the last day with a message, days without any included as zeros"
+  })
+}) {}
+
+export const HandoffStatsQuery = Schema.Struct({
+  ...scopeFields,
+  start_date: Schema.optional(IsoDate).annotations({ description: "On the `request` events' created_at, inclusive" }),
+  end_date: Schema.optional(IsoDate).annotations({
+    description: "On the `request` events' created_at, inclusive; a bare date includes that whole day (UTC)"
+  }),
+  pipeline_id: Schema.optional(IdFromString(PipelineId)).annotations({
+    description: "Only this pipeline's conversations (the newest opportunity's pipeline, else the channel's)"
+  })
+}).pipe(Schema.filter((q) => endNotBeforeStart(q))).annotations(all)
+export type HandoffStatsQuery = typeof HandoffStatsQuery.Type
+
+/** Every figure is over the requests made in the period; what followed each one counts even after the period. */
+const handoffFields = {
+  requested: Count.annotations({ description: "`request` events: a person asked for (by the contact, the agent, a rule or an operator)" }),
+  taken: Count.annotations({ description: "Requests an operator took (`take`) or was assigned (`assign`) before the agent had the conversation again" }),
+  median_take_seconds: Schema.NullOr(Schema.Number).annotations({
+    description: "Median seconds from a request to its first `take` or `assign` over the `taken` requests; null when none"
+  }),
+  handed_back: Count.annotations({
+    description: "Requests whose wait or takeover ended with a `return` (an operator's) or a `timeout` that returned the conversation to the agent"
+  }),
+  resolved: Count.annotations({ description: "Requests whose wait or takeover ended with `resolve` (a won or lost stage)" }),
+  open: Count.annotations({ description: "Requests still waiting or with an operator" }),
+  handed_back_share: Schema.NullOr(Schema.Number).annotations({
+    description: "handed_back / (handed_back + resolved): of the requests that ended, the share the agent got back unresolved; null when none ended"
+  })
+}
+
+export class HandoffTotals extends Schema.Class<HandoffTotals>("HandoffTotals")(handoffFields) {}
+
+export class PipelineHandoffs extends Schema.Class<PipelineHandoffs>("PipelineHandoffs")({
+  pipeline_id: Schema.NullOr(PipelineId).annotations({ description: "null: conversations with neither an opportunity nor a channel pipeline" }),
+  pipeline_name: Schema.NullOr(Schema.String),
+  ...handoffFields
+}) {}
+
+export class HandoffStats extends Schema.Class<HandoffStats>("HandoffStats")({
+  totals: HandoffTotals,
+  pipelines: Schema.Array(PipelineHandoffs).annotations({
+    description: "One entry per pipeline with a request in the period, by pipeline id"
   })
 }) {}

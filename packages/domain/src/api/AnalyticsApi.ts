@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { AccountSummary, AiPerformance, AnalyticsQuery, MessagingStats, MessagingStatsQuery } from "../Analytics.js"
+import { AccountSummary, AiPerformance, AnalyticsQuery, HandoffStats, HandoffStatsQuery, MessagingStats, MessagingStatsQuery } from "../Analytics.js"
 import { Ok } from "../Envelope.js"
 import { NotFoundResponse } from "../Errors.js"
 import { Authorized } from "./Auth.js"
@@ -37,6 +37,18 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
       .annotate(
         OpenApi.Description,
         `\`start_date\` and \`end_date\` (ISO 8601) bound messages' \`created_at\`, both inclusive; a bare end date includes that whole UTC day. \`provider\` is the kind of the message's channel. A \`pipeline_id\` outside the counted workspaces is 404 \`Pipeline not found.\`. ${scopeNote}`
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("handoffs", "/api/user/analytics/handoffs")
+      .setUrlParams(HandoffStatsQuery)
+      .addSuccess(Ok(HandoffStats))
+      .addError(NotFoundResponse)
+      .middleware(Authorized["opportunities:read"])
+      .annotate(OpenApi.Summary, "Handoffs requested, median time to take and the share handed back, by pipeline")
+      .annotate(
+        OpenApi.Description,
+        `Over the \`request\` events made between \`start_date\` and \`end_date\` (ISO 8601, both inclusive; a bare end date includes that whole UTC day); what followed a request counts even when it came later. A conversation belongs to its newest opportunity's pipeline, else its channel's. A \`pipeline_id\` outside the counted workspaces is 404 \`Pipeline not found.\`. ${scopeNote}`
       )
   )
   .annotate(OpenApi.Title, "Analytics") {}

@@ -4,6 +4,9 @@ import {
   AiPerformance,
   type AnalyticsQuery,
   CurrentActor,
+  HandoffStats,
+  type HandoffStatsQuery,
+  HandoffTotals,
   MessageRoleCounts,
   MessagingDay,
   MessagingStats,
@@ -12,10 +15,11 @@ import {
   NotFound,
   OpportunityStatusCounts,
   parseIsoDate,
+  PipelineHandoffs,
   type WorkspaceId
 } from "@parley/domain"
 import { Effect } from "effect"
-import { type AnalyticsScope, AnalyticsRepo, type MessagingRow } from "./AnalyticsRepo.js"
+import { type AnalyticsScope, AnalyticsRepo, type HandoffRow, type MessagingRow, type Period } from "./AnalyticsRepo.js"
 
 // another workspace's id answers like a missing one (docs/api.md), so ids reveal nothing
 const workspaceNotFound = new NotFound({ message: "Workspace not found." })
@@ -40,6 +44,36 @@ const countsOf = (row: MessagingRow | undefined) => ({
   manual_messages: Number(row?.manual_messages ?? 0),
   cost: money(Number(row?.cost ?? 0))
 })
+
+/** A query's dates as bounds: a bare end date includes that whole UTC day. */
+const periodOf = (query: { readonly start_date?: string | undefined; readonly end_date?: string | undefined }): Period => {
+  const start = query.start_date === undefined ? undefined : parseIsoDate(query.start_date)
+  const end = query.end_date === undefined ? undefined : parseIsoDate(query.end_date)
+  return {
+    start: start?.date,
+    end: end === undefined
+      ? undefined
+      : end.dateOnly
+      ? { at: new Date(end.date.getTime() + DAY_MS), exclusive: true }
+      : { at: end.date, exclusive: false }
+  }
+}
+
+/** A row's figures (zeros without one); the share is of the requests that ended: handed back rather than resolved. */
+const handoffFigures = (row: HandoffRow | undefined) => {
+  const requested = row?.requested ?? 0
+  const handedBack = row?.handed_back ?? 0
+  const resolved = row?.resolved ?? 0
+  return {
+    requested,
+    taken: row?.taken ?? 0,
+    median_take_seconds: row?.median_take_seconds ?? null,
+    handed_back: handedBack,
+    resolved,
+    open: requested - handedBack - resolved,
+    handed_back_share: handedBack + resolved === 0 ? null : Math.round((handedBack / (handedBack + resolved)) * 10_000) / 10_000
+  }
+}
 
 /** Every day from the first to the last with messages; days without any are zeros. */
 const denseSeries = (days: ReadonlyArray<MessagingRow>) => {
@@ -106,25 +140,27 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
       if (query.pipeline_id !== undefined && !(yield* repo.pipelineIn(scope.workspaceIds, query.pipeline_id))) {
         return yield* pipelineNotFound
       }
-      const start = query.start_date === undefined ? undefined : parseIsoDate(query.start_date)
-      const end = query.end_date === undefined ? undefined : parseIsoDate(query.end_date)
-      const rows = yield* repo.messaging({
-        ...scope,
-        pipelineId: query.pipeline_id,
-        provider: query.provider,
-        start: start?.date,
-        end: end === undefined
-          ? undefined
-          : end.dateOnly
-          ? { at: new Date(end.date.getTime() + DAY_MS), exclusive: true }
-          : { at: end.date, exclusive: false }
-      })
+      const rows = yield* repo.messaging({ ...scope, ...periodOf(query), pipelineId: query.pipeline_id, provider: query.provider })
       return new MessagingStats({
         totals: new MessagingTotals(countsOf(rows.find((r) => r.day === null))),
         series: denseSeries(rows.filter((r) => r.day !== null))
       })
     })
 
-    return { summary, aiPerformance, messagingStats }
+    const handoffs = Effect.fn("Analytics.handoffs")(function*(query: HandoffStatsQuery) {
+      const scope = yield* scopeOf(yield* CurrentActor, query)
+      if (query.pipeline_id !== undefined && !(yield* repo.pipelineIn(scope.workspaceIds, query.pipeline_id))) {
+        return yield* pipelineNotFound
+      }
+      const rows = yield* repo.handoffs({ ...scope, ...periodOf(query), pipelineId: query.pipeline_id })
+      return new HandoffStats({
+        totals: new HandoffTotals(handoffFigures(rows.find((r) => r.grand))),
+        pipelines: rows.filter((r) => !r.grand).map((r) =>
+          new PipelineHandoffs({ pipeline_id: r.pipeline_id, pipeline_name: r.pipeline_name, ...handoffFigures(r) })
+        )
+      })
+    })
+
+    return { summary, aiPerformance, messagingStats, handoffs }
   })
 }) {}

@@ -10,4 +10,5 @@ export const AnalyticsHttpLive = HttpApiBuilder.group(Api, "analytics", (handler
       .handle("summary", ({ urlParams }) => analytics.summary(urlParams))
       .handle("aiPerformance", ({ urlParams }) => analytics.aiPerformance(urlParams))
       .handle("messagingStats", ({ urlParams }) => analytics.messagingStats(urlParams))
+      .handle("handoffs", ({ urlParams }) => analytics.handoffs(urlParams))
   }))
