@@ -1,0 +1,89 @@
+/**
+ * Handoff timers are durable (issue 19): a conversation waiting for a person whose pipeline's timeout
+ * runs out while no server runs is handed back when a server is built again on the same file-backed
+ * database, by that server (its timeout event is later than the restart), once.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Scope } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { inject } from "vitest"
+import { DatabaseLive } from "../src/App.js"
+import { AppConfig } from "../src/config/AppConfig.js"
+import { embeddedDataPath, openPglite } from "../src/db/Database.js"
+import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
+import { giveCredits, seedUser, serverOn, testConfig } from "./support/TestServer.js"
+import { say } from "./support/WebChat.js"
+import { eventually } from "./support/WebhookReceiver.js"
+
+const FileServerLive = (dataDir: string) =>
+  serverOn(DatabaseLive).pipe(
+    Layer.provideMerge(AppConfig.Default),
+    Layer.provide(testConfig({ PARLEY_DATA_DIR: dataDir, ENGINE_SWEEP_INTERVAL_MS: "1000" }))
+  )
+
+const freshDataDir = Effect.gen(function*() {
+  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-handoff-"))
+  const dump = new Blob([Fs.readFileSync(inject("pgDumpPath"))])
+  yield* Effect.scoped(openPglite({ dataDir: embeddedDataPath(dataDir), loadDataDir: dump }))
+  yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dataDir, { recursive: true, force: true })))
+  return dataDir
+})
+
+const boot = (dataDir: string) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(FileServerLive(dataDir), scope)
+    return {
+      run: <A, E>(effect: Effect.Effect<A, E, any>) => Effect.provide(effect, context) as Effect.Effect<A, E>,
+      close: Scope.close(scope, Exit.void)
+    }
+  })
+
+describe("handoff timeouts across restarts", () => {
+  it.live("a wait that runs out while the server is down is handed back by the next server, once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dataDir = yield* freshDataDir
+      const first = yield* boot(dataDir)
+      const { owner, id, dueAt } = yield* first.run(Effect.gen(function*() {
+        const owner = yield* seedUser()
+        yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })
+        const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
+          name: "Timeouts",
+          agent_type_id: 1,
+          ai_model_id: 1,
+          language_id: 1,
+          reply_debounce_ms: 0,
+          handoff_timeout_seconds: 3600,
+          handoff_timeout_action: "return"
+        }))
+        yield* createStage(owner, pipeline.id, "Open", 1)
+        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+        yield* say(channel, "restart-1", "Hello")
+        const id = (yield* sqlRows<{ id: number }>`select conversation_id as id from messages where external_chat_id = 'restart-1'`)[0]!.id
+        ok(yield* post(owner, `/api/user/conversations/${id}/handoff`, { action: "request", reason: "Needs a person" }))
+        // the hour is shortened to two seconds from now, so it runs out while no server runs
+        const due = (yield* sqlRows<{ due: string }>`
+          update conversations set handoff_due_at = now() + interval '2 seconds' where id = ${id} returning handoff_due_at as due`)[0]!.due
+        return { owner, id, dueAt: Date.parse(due) }
+      }))
+      yield* first.close
+      // wait out the timeout while down: measured, not guessed
+      yield* Effect.sleep(Math.max(0, dueAt - Date.now()) + 200)
+
+      const restartedAt = Date.now()
+      const second = yield* boot(dataDir)
+      yield* second.run(Effect.gen(function*() {
+        const after = yield* eventually(Effect.map(get(owner, `/api/user/conversations/${id}`), (r) => {
+          const c = ok(r)
+          return c.handoff.state === "ai" ? c : undefined
+        }), 20_000)
+        const events = after.handoff_events.map((e: any) => [e.action, e.from_state, e.to_state, e.actor])
+        expect(events).toEqual([["request", "ai", "waiting", "operator"], ["timeout", "waiting", "ai", "system"]])
+        expect(Date.parse(after.handoff_events[1].created_at)).toBeGreaterThanOrEqual(restartedAt - 1000)
+        expect(after.handoff.due_at).toBeNull()
+      }))
+      yield* second.close
+    })))
+})
