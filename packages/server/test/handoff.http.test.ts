@@ -293,6 +293,20 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         yield* eventually(Effect.map(conversation(owner, id), (c) => c.handoff.state === "waiting" || undefined))
       }))
 
+    it.effect("with an ai_generated bridge the agent writes the contact's bridge message itself, for its own request and an operator's", () =>
+      Effect.gen(function*() {
+        const owner = (yield* seedUser()) as Caller
+        const { channel } = yield* agent(owner, null, { handoff_bridge_mode: "ai_generated" })
+        yield* say(channel, "written-1", "I would like to speak to a real person")
+        const id = yield* conversationOf("written-1")
+        const [own] = yield* assistantMessages(id, 1)
+        expect(own).toMatchObject({ call_type: "ai", message: "I'm asking a member of our team to take over. They will reply here shortly." })
+        ok(yield* handoff(owner, id, { action: "return" }))
+        ok(yield* handoff(owner, id, { action: "request", reason: "Escalation" }))
+        const [, operators] = yield* assistantMessages(id, 2)
+        expect(operators).toMatchObject({ call_type: "handoff_bridge", message: "I'm asking a member of our team to take over. They will reply here shortly." })
+      }))
+
     it.effect("an operator's hand-back does not loop: the rule does not ask again for the message it was handed back after", () =>
       Effect.gen(function*() {
         const owner = (yield* seedUser()) as Caller

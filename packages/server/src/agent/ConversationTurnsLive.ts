@@ -613,7 +613,10 @@ export const ConversationTurnsLive = Layer.effect(
         if (s.conversation_id === null) return skip("skipped")
         const c = yield* conversation(String(s.conversation_id))
         if (Option.isNone(c)) return skip("skipped")
-        if (c.value.status === "paused" || c.value.opportunity_status === "paused" || !(c.value.credits > 0)) return skip("skipped")
+        // a person was asked for, or has it: the stage's followups stay silent (docs/handoff.md)
+        if (c.value.status === "paused" || c.value.opportunity_status === "paused" || c.value.handoff_state !== "ai" || !(c.value.credits > 0)) {
+          return skip("skipped")
+        }
         const ready = yield* contextFor(c.value, null)
         if (Option.isNone(ready)) return skip("skipped")
         const p = ready.value.pipeline
