@@ -11,6 +11,11 @@ import type {
   AiPerformance,
   BadRequest,
   Contact,
+  ConversationDetail,
+  ConversationId,
+  ConversationMessagesPage,
+  ConversationMessagesQuery,
+  ConversationsPage,
   CreateAction,
   CreateKnowledgeTable,
   CreatePipeline,
@@ -18,9 +23,12 @@ import type {
   CreateVariable,
   CurrentActor,
   Forbidden,
+  HandoffCommand,
+  HandoffConflict,
   KnowledgeTableId,
   KnowledgeTableWithColumns,
   ListContactsQuery,
+  ListConversationsQuery,
   ListOpportunitiesQuery,
   MessagesFilter,
   MessagesPage,
@@ -56,7 +64,7 @@ import type {
 import { Context, type Effect } from "effect"
 
 /** What a backend call may fail with: the REST errors, each becoming a tool error with its message. */
-export type BackendFailure = NotFound | Unprocessable | BadRequest | Forbidden
+export type BackendFailure = NotFound | Unprocessable | BadRequest | Forbidden | HandoffConflict
 
 export type Op<A> = Effect.Effect<A, BackendFailure, CurrentActor>
 
@@ -92,6 +100,11 @@ export interface McpBackendShape {
   readonly listOpportunities: (query: ListOpportunitiesQuery) => Op<Page<Opportunity>>
   readonly updateOpportunity: (id: OpportunityId, input: UpdateOpportunity) => Op<Opportunity>
   readonly listMessages: (filter: MessagesFilter) => Op<MessagesPage>
+  // conversations and handoff (issue 19)
+  readonly listConversations: (query: ListConversationsQuery) => Op<ConversationsPage>
+  readonly getConversation: (id: ConversationId) => Op<ConversationDetail>
+  readonly conversationMessages: (id: ConversationId, query: ConversationMessagesQuery) => Op<ConversationMessagesPage>
+  readonly handoffConversation: (id: ConversationId, command: HandoffCommand) => Op<ConversationDetail>
   // knowledge
   readonly listKnowledgeTables: () => Op<ReadonlyArray<KnowledgeTableWithColumns>>
   readonly createKnowledgeTable: (input: CreateKnowledgeTable) => Op<KnowledgeTableWithColumns>

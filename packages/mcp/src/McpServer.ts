@@ -32,7 +32,8 @@ const serverInfo = { name: "parley", title: "Parley", version: "1.0.0" }
 
 const instructions =
   "Tools for a Parley account: analytics, discovery (pipelines, stages, actions, variables, contacts, opportunities, messages, knowledge), " +
-  "building pipelines (start with start_pipeline_journey) and updating them. Tools act as the token's user and need the token's scopes."
+  "building pipelines (start with start_pipeline_journey) and updating them, and conversations (read them, hand them between the agent and a person). " +
+  "Tools act as the token's user and need the token's scopes."
 
 const toolList: ListToolsResult = {
   tools: Tools.map((t) => ({

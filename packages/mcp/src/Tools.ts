@@ -1,7 +1,8 @@
 /**
- * The MCP tool catalogue of SPEC.md 4.5: 3 analytics, 14 discover, 8 build and 8 update tools. Every
- * input schema is composed from the domain's field schemas (the ones the REST payloads use), so REST and
- * MCP validate alike; tool-only parameters (ids that REST carries in the path, paging) are added here.
+ * The MCP tool catalogue of SPEC.md 4.5: 3 analytics, 14 discover, 8 build and 8 update tools, then the
+ * three conversation tools of issue 19 (ConversationTools.ts). Every input schema is composed from the
+ * domain's field schemas (the ones the REST payloads use), so REST and MCP validate alike; tool-only
+ * parameters (ids that REST carries in the path, paging) are added here.
  */
 import {
   ActionId,
@@ -45,18 +46,12 @@ import {
 import { IntAtLeast, IntBetween } from "@parley/domain/Schemas"
 import { Effect, Schema, Struct } from "effect"
 import { McpBackend } from "./Backend.js"
+import { conversationTools } from "./ConversationTools.js"
 import { pipelineJourney } from "./Journey.js"
 import { output, type Tool, tool } from "./Tool.js"
+import { optional, plural, required, withDefault } from "./ToolFields.js"
 
 const backend = McpBackend
-
-/** A field with a description a model reads when it decides what to send. */
-const required = <A, I>(schema: Schema.Schema<A, I, never>, description: string): Schema.Schema<A, I, never> =>
-  schema.annotations({ description })
-// on the schema, not the property: a refinement's own description ("a positive number") would win
-const optional = <A, I>(schema: Schema.Schema<A, I, never>, description: string) => Schema.optional(schema.annotations({ description }))
-const withDefault = <A, I>(schema: Schema.Schema<A, I, never>, value: A & I, description: string) =>
-  Schema.optionalWith(schema.annotations({ default: value }), { default: () => value }).annotations({ description })
 
 const pipelineId = required(PipelineId, "The pipeline's id (from list_pipelines)")
 const stageId = required(StageId, "The stage's id (from list_pipeline_stages)")
@@ -65,8 +60,6 @@ const none = Schema.Struct({})
 
 /** A save's summary, with the warning the REST envelope's `message` carries too. */
 const withWarning = (summary: string, warning: string | null) => warning === null ? summary : `${summary} Warning: ${warning}`
-
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
 
 /** A bare end date covers that whole day (UTC), as on the REST list endpoints. */
 const endBound = (value: string | undefined) => {
@@ -775,7 +768,7 @@ const update: ReadonlyArray<Tool> = [
   })
 ]
 
-/** Every tool, in the order of SPEC.md 4.5. */
-export const Tools: ReadonlyArray<Tool> = [...analytics, ...discover, ...build, ...update]
+/** Every tool: SPEC.md 4.5's 33 in its order, then the conversation tools of issue 19. */
+export const Tools: ReadonlyArray<Tool> = [...analytics, ...discover, ...build, ...update, ...conversationTools]
 
 export const toolByName: ReadonlyMap<string, Tool> = new Map(Tools.map((t) => [t.name, t]))

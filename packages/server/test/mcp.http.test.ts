@@ -47,7 +47,11 @@ const TOOL_NAMES = [
   "update_variable",
   "update_opportunities",
   "update_followup",
-  "delete_knowledge_points"
+  "delete_knowledge_points",
+  // SPEC.md 4.5's 33 above stay as they are; issue 19's conversation tools follow them
+  "list_conversations",
+  "get_conversation",
+  "handoff_conversation"
 ]
 
 interface Mcp {
@@ -131,7 +135,7 @@ layer(
   TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000", WEBHOOK_TIMEOUT_MS: "2000" }),
   { excludeTestServices: true }
 )("MCP server over Streamable HTTP", (it) => {
-  it.scoped("tools/list returns the 33 tools of SPEC.md 4.5, each with an object input schema and a description", () =>
+  it.scoped("tools/list returns the 33 tools of SPEC.md 4.5 and the 3 conversation tools, each with an object input schema and a description", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
       const mcp = yield* connect(owner.token)
@@ -355,6 +359,13 @@ layer(
       const older = yield* use("list_messages", { pipeline_id: pipeline.id, role: "assistant", limit: 5, cursor: newest.next_cursor })
       expect(older.messages.map((m: any) => m.message)).toEqual(["First operator note"])
       expect(older.next_cursor).toBeNull()
+      // issue 19's conversation tools on the web conversation (in depth in mcp-conversations.http.test.ts)
+      const web = yield* use("list_conversations", { channel_id: channel.id })
+      expect(web.conversations.map((c: any) => c.id)).toEqual([session.conversation_id])
+      const latest = yield* use("get_conversation", { conversation_id: session.conversation_id, messages_limit: 1 })
+      expect(latest.messages.map((m: any) => [m.sender, m.message])).toEqual([["operator", "Second operator note"]])
+      const taken = yield* use("handoff_conversation", { conversation_id: session.conversation_id, action: "take" })
+      expect(taken.conversation.handoff).toMatchObject({ state: "human", assignee_id: owner.user_id })
 
       // bulk update: moving into Won fires the action made through MCP
       const moved = yield* use("update_opportunities", { ids: [alice.id, bob.id], stage_id: won.id, tags: ["closed"], notes: "Closed via MCP" })

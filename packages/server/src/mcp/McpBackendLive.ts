@@ -1,10 +1,12 @@
 import { HttpServerRequest } from "@effect/platform"
-import { CurrentActor } from "@parley/domain"
+import { CurrentActor, PublicBaseUrl } from "@parley/domain"
 import { McpBackend } from "@parley/mcp"
 import { Effect } from "effect"
 import { Automation } from "../actions/Automation.js"
 import { Analytics } from "../analytics/Analytics.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
+import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
+import { Conversations } from "../conversations/Conversations.js"
 import { Followups } from "../followups/Followups.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { Messages } from "../messages/Messages.js"
@@ -13,12 +15,13 @@ import { Pipelines } from "../pipelines/Pipelines.js"
 
 /**
  * The MCP tools' port over the same services the REST handlers call (one line each, like a handler).
- * Built per request: the paginated lists take their links from the request.
+ * Built per request: the paginated lists take their links from the request, signed file links its public base URL.
  */
 export const makeMcpBackend = Effect.gen(function*() {
   const analytics = yield* Analytics
   const automation = yield* Automation
   const catalogue = yield* Catalogue
+  const conversations = yield* Conversations
   const followups = yield* Followups
   const knowledge = yield* Knowledge
   const messages = yield* Messages
@@ -26,6 +29,7 @@ export const makeMcpBackend = Effect.gen(function*() {
   const pipelines = yield* Pipelines
   const request = yield* HttpServerRequest.HttpServerRequest
   const withRequest = Effect.provideService(HttpServerRequest.HttpServerRequest, request)
+  const withBaseUrl = Effect.provideService(PublicBaseUrl, publicBaseUrl(yield* AppConfig, request.headers))
   const everyWorkspace = { include_test: false }
 
   return McpBackend.of({
@@ -58,6 +62,11 @@ export const makeMcpBackend = Effect.gen(function*() {
     listOpportunities: (query) => withRequest(opportunities.list(query)),
     updateOpportunity: (id, input) => opportunities.update(String(id), undefined, input),
     listMessages: (filter) => messages.list(filter),
+
+    listConversations: (query) => conversations.list(query),
+    getConversation: (id) => conversations.get(id),
+    conversationMessages: (id, query) => withBaseUrl(conversations.messages(id, query)),
+    handoffConversation: (id, command) => conversations.move(id, command),
 
     listKnowledgeTables: () => knowledge.list(),
     createKnowledgeTable: (input) => knowledge.create(input),
