@@ -6,56 +6,25 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Scope } from "effect"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
-import { inject } from "vitest"
-import { DatabaseLive } from "../src/App.js"
-import { AppConfig } from "../src/config/AppConfig.js"
-import { embeddedDataPath, openPglite } from "../src/db/Database.js"
+import { Effect } from "effect"
+import { boot, FileServerLive, freshDataDir } from "./support/FileServer.js"
 import { assistantMessages, followupSetup, hooks, MINUTE, sequenceOf, stageOf, started } from "./support/Followups.js"
 import { makeOffsetClock } from "./support/OffsetClock.js"
-import { serverOn, testConfig, TestServer } from "./support/TestServer.js"
+import { TestServer } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const clock = makeOffsetClock()
 
-/** The `all` role over the embedded database in `dataDir` (as `parley serve` runs it), on the offset clock. */
-const FileServerLive = (dataDir: string) =>
-  serverOn(DatabaseLive).pipe(
-    Layer.provideMerge(AppConfig.Default),
-    Layer.provide(testConfig({ PARLEY_DATA_DIR: dataDir, OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000" })),
-    Layer.provide(clock.layer)
-  )
-
-/** A data dir holding the run's migrated database (initialising one takes seconds). */
-const freshDataDir = Effect.gen(function*() {
-  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-followups-"))
-  const dump = new Blob([Fs.readFileSync(inject("pgDumpPath"))])
-  yield* Effect.scoped(openPglite({ dataDir: embeddedDataPath(dataDir), loadDataDir: dump }))
-  yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dataDir, { recursive: true, force: true })))
-  return dataDir
-})
-
-/** Builds the server; `close` tears it all down (listeners, runner, database). */
-const boot = (dataDir: string) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(FileServerLive(dataDir), scope)
-    return {
-      run: <A, E>(effect: Effect.Effect<A, E, any>) => Effect.provide(effect, context) as Effect.Effect<A, E>,
-      close: Scope.close(scope, Exit.void)
-    }
-  })
+/** The server on `dataDir`, on the offset clock (carried over restarts, as wall time would be). */
+const FileServer = (dataDir: string) => FileServerLive(dataDir, { OUTBOUND_ALLOW_PRIVATE: "true" }, clock.layer)
 
 describe("followup sequences across restarts", () => {
   it.live("a server torn down mid-sequence and built again sends the rest once, then moves the opportunity", () =>
     Effect.scoped(Effect.gen(function*() {
-      const dataDir = yield* freshDataDir
+      const dataDir = yield* freshDataDir("parley-followups-")
       const receiver = yield* webhookReceiver(() => "ok")
 
-      const first = yield* boot(dataDir)
+      const first = yield* boot(FileServer(dataDir))
       const { channel, conversationId, noResponse, opportunityId } = yield* first.run(Effect.gen(function*() {
         const setup = yield* followupSetup(receiver.url, { intervals: 3 })
         const ids = yield* started(setup.channel, "rey-1", receiver.received)
@@ -67,7 +36,7 @@ describe("followup sequences across restarts", () => {
 
       // down while the second interval (2 minutes) passes
       yield* clock.advance(2 * MINUTE)
-      const second = yield* boot(dataDir)
+      const second = yield* boot(FileServer(dataDir))
       yield* second.run(Effect.gen(function*() {
         yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s!.steps_done === 2 ? true : undefined), 20_000)
         yield* clock.advance(3 * MINUTE)
@@ -91,9 +60,9 @@ describe("followup sequences across restarts", () => {
 
   it.live("a sequence whose durable wake-up vanished is resumed by the sweep", () =>
     Effect.scoped(Effect.gen(function*() {
-      const dataDir = yield* freshDataDir
+      const dataDir = yield* freshDataDir("parley-followups-")
       const receiver = yield* webhookReceiver(() => "ok")
-      const server = yield* boot(dataDir)
+      const server = yield* boot(FileServer(dataDir))
       yield* server.run(Effect.gen(function*() {
         const setup = yield* followupSetup(receiver.url, { intervals: 1 })
         const { conversationId, opportunityId } = yield* started(setup.channel, "rey-2", receiver.received)

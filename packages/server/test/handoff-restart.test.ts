@@ -4,48 +4,18 @@
  * database, by that server (its timeout event is later than the restart), once.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Scope } from "effect"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
-import { inject } from "vitest"
-import { DatabaseLive } from "../src/App.js"
-import { AppConfig } from "../src/config/AppConfig.js"
-import { embeddedDataPath, openPglite } from "../src/db/Database.js"
+import { Effect } from "effect"
+import { boot, FileServerLive, freshDataDir } from "./support/FileServer.js"
 import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
-import { giveCredits, seedUser, serverOn, testConfig } from "./support/TestServer.js"
+import { giveCredits, seedUser } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
-
-const FileServerLive = (dataDir: string) =>
-  serverOn(DatabaseLive).pipe(
-    Layer.provideMerge(AppConfig.Default),
-    Layer.provide(testConfig({ PARLEY_DATA_DIR: dataDir, ENGINE_SWEEP_INTERVAL_MS: "1000" }))
-  )
-
-const freshDataDir = Effect.gen(function*() {
-  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-handoff-"))
-  const dump = new Blob([Fs.readFileSync(inject("pgDumpPath"))])
-  yield* Effect.scoped(openPglite({ dataDir: embeddedDataPath(dataDir), loadDataDir: dump }))
-  yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dataDir, { recursive: true, force: true })))
-  return dataDir
-})
-
-const boot = (dataDir: string) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(FileServerLive(dataDir), scope)
-    return {
-      run: <A, E>(effect: Effect.Effect<A, E, any>) => Effect.provide(effect, context) as Effect.Effect<A, E>,
-      close: Scope.close(scope, Exit.void)
-    }
-  })
 
 describe("handoff timeouts across restarts", () => {
   it.live("a wait that runs out while the server is down is handed back by the next server, once", () =>
     Effect.scoped(Effect.gen(function*() {
-      const dataDir = yield* freshDataDir
-      const first = yield* boot(dataDir)
+      const dataDir = yield* freshDataDir("parley-handoff-")
+      const first = yield* boot(FileServerLive(dataDir))
       const { owner, id, dueAt } = yield* first.run(Effect.gen(function*() {
         const owner = yield* seedUser()
         yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })
@@ -73,7 +43,7 @@ describe("handoff timeouts across restarts", () => {
       yield* Effect.sleep(Math.max(0, dueAt - Date.now()) + 200)
 
       const restartedAt = Date.now()
-      const second = yield* boot(dataDir)
+      const second = yield* boot(FileServerLive(dataDir))
       yield* second.run(Effect.gen(function*() {
         const after = yield* eventually(Effect.map(get(owner, `/api/user/conversations/${id}`), (r) => {
           const c = ok(r)

@@ -15,6 +15,7 @@ import {
   UserId,
   type WorkspaceId
 } from "@parley/domain"
+import { joinConversationPipeline } from "./ConversationPipeline.js"
 import { Effect, Option, Schema } from "effect"
 
 /** A conversation's handoff as a move reads it, with its pipeline's settings. */
@@ -64,6 +65,7 @@ export interface EventRow {
 export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/HandoffRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const pipelineOfConversation = joinConversationPipeline(sql)
 
     const lock = SqlSchema.findOne({
       Request: Schema.Struct({ id: Schema.Number, workspaceIds: Schema.Array(Schema.Number) }),
@@ -75,12 +77,7 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
                  (select m.id from messages m where m.conversation_id = c.id and m.role = 'user'
                   order by m.created_at desc, m.id desc limit 1) as newest_contact_message
           from conversations c
-          left join channels ch on ch.id = c.channel_id
-          left join lateral (
-            select o.pipeline_id from conversation_opportunity co join opportunities o on o.id = co.opportunity_id
-            where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
-          ) o on true
-          left join pipelines p on p.id = coalesce(o.pipeline_id, ch.pipeline_id)
+          ${pipelineOfConversation}
           where c.id = ${id} and c.workspace_id in ${sql.in(workspaceIds)}
           for update of c`
     })
@@ -155,12 +152,7 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
       dueTimeouts: sql<{ id: number; action: "return" | "second_bridge" }>`
         select c.id, coalesce(p.handoff_timeout_action, 'return') as action
         from conversations c
-        left join channels ch on ch.id = c.channel_id
-        left join lateral (
-          select o.pipeline_id from conversation_opportunity co join opportunities o on o.id = co.opportunity_id
-          where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
-        ) o on true
-        left join pipelines p on p.id = coalesce(o.pipeline_id, ch.pipeline_id)
+          ${pipelineOfConversation}
         where c.handoff_due_at <= now() and c.handoff_state = 'waiting'
         order by c.handoff_due_at limit 100`.pipe(Effect.orDie),
       /** Whether `messageId` is at or before the newest contact message when an operator last handed back. */

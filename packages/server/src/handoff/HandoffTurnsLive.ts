@@ -13,6 +13,7 @@ import {
   type ReplyDraft,
   ulid
 } from "@parley/domain"
+import { joinConversationPipeline } from "./ConversationPipeline.js"
 import { Effect, Layer, Option } from "effect"
 import { HandoffRepo } from "./HandoffRepo.js"
 
@@ -33,6 +34,7 @@ export const HandoffTurnsLive = Layer.effect(
   HandoffTurns,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const pipelineOfConversation = joinConversationPipeline(sql)
     const turns = yield* ConversationTurns
     const repo = yield* HandoffRepo
 
@@ -49,12 +51,7 @@ export const HandoffTurnsLive = Layer.effect(
                                 and later.action = 'request' and later.id > e.id)) as summary_due
         from handoff_events e
         join conversations c on c.id = e.conversation_id
-        left join channels ch on ch.id = c.channel_id
-        left join lateral (
-          select o.pipeline_id from conversation_opportunity co join opportunities o on o.id = co.opportunity_id
-          where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
-        ) o on true
-        left join pipelines p on p.id = coalesce(o.pipeline_id, ch.pipeline_id)
+          ${pipelineOfConversation}
         where e.id = ${eventId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
 
     const due = (eventId: number) =>
