@@ -2,7 +2,6 @@ import { PGlite } from "@electric-sql/pglite"
 import { vector } from "@electric-sql/pglite-pgvector"
 import { NodeContext } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import * as PgMigrator from "@effect/sql-pg/PgMigrator"
 import { Data, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs"
@@ -14,7 +13,7 @@ import { initialDatabase } from "./InitialDatabase.js"
 import { embeddedVacuum } from "./EmbeddedVacuum.js"
 import { migrations } from "./migrations/index.js"
 import * as PgliteClient from "./PgliteClient.js"
-import { pgTypeParser } from "./PgTypes.js"
+import { pooledPgClient } from "./PgPool.js"
 
 export class DatabaseOpenError extends Data.TaggedError("DatabaseOpenError")<{ readonly message: string; readonly cause?: unknown }> {}
 
@@ -44,11 +43,7 @@ export const SqlLive = Layer.unwrapScoped(Effect.gen(function*() {
   const config = yield* AppConfig
   if (Option.isSome(config.databaseUrl)) {
     yield* progress("Connecting to Postgres (DATABASE_URL)")
-    return PgClient.layer({
-      url: config.databaseUrl.value,
-      maxConnections: config.databasePoolSize,
-      types: { getTypeParser: pgTypeParser }
-    })
+    return pooledPgClient(config.databaseUrl.value, config.databasePoolSize)
   }
   yield* acquireDataDirLock(config.dataDir)
   const path = embeddedDataPath(config.dataDir)

@@ -120,7 +120,7 @@ const concat = (parts: ReadonlyArray<Uint8Array>) => {
 }
 
 /** The embedded database has one session: how long statements and transactions wait for it. */
-const sessionWait = Metric.histogram(
+export const sessionWait = Metric.histogram(
   "parley_db_session_wait_seconds",
   MetricBoundaries.fromIterable([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]),
   "Embedded database: time a statement or transaction waited for the single PGlite session"

@@ -8,6 +8,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Metric, Option } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { AppConfig } from "../config/AppConfig.js"
+import { poolGauges } from "../db/PgPool.js"
 import { NotFoundRoute } from "../http/ApiRoutes.js"
 import { ApiPolicy } from "../http/BodyLimits.js"
 import { type BoundListener, listen } from "../http/Listener.js"
@@ -47,6 +48,7 @@ const engineBacklog = Effect.gen(function*() {
 const MetricsRoute = HttpLayerRouter.add("GET", "/metrics", Effect.gen(function*() {
   const delay = yield* Effect.succeed(loopDelay)
   yield* engineBacklog
+  yield* poolGauges
   const memory = process.memoryUsage()
   yield* Metric.set(residentMemory, memory.rss)
   yield* Metric.set(heapUsed, memory.heapUsed)

@@ -4,7 +4,6 @@
  * through @effect/sql-pg, the production driver.
  */
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
-import { PgClient } from "@effect/sql-pg"
 import { type Scope, Scopes } from "@parley/domain"
 import { ConfigProvider, Context, Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
@@ -15,7 +14,7 @@ import { DatabaseLive, databaseWith, ListenersLive, ServicesLive } from "../../s
 import { AppConfig } from "../../src/config/AppConfig.js"
 import { openPglite } from "../../src/db/Database.js"
 import * as PgliteClient from "../../src/db/PgliteClient.js"
-import { pgTypeParser } from "../../src/db/PgTypes.js"
+import { pooledPgClient } from "../../src/db/PgPool.js"
 import { ApiListener, ReceiverListener } from "../../src/http/Listener.js"
 import { Readiness } from "../../src/http/Readiness.js"
 import { Identity } from "../../src/identity/Identity.js"
@@ -34,15 +33,8 @@ export const TestDatabase = Layer.unwrapScoped(Effect.gen(function*() {
   // the pool, plus one LISTEN connection each for identity, channel and stage-entry notifications, plus one spare
   const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: POOL_SIZE + 4 })
   yield* Effect.acquireRelease(Effect.promise(() => server.start()), () => Effect.promise(() => server.stop()))
-  const [host, port] = server.getServerConn().split(":")
-  return PgClient.layer({
-    host: host!,
-    port: Number(port),
-    username: "postgres",
-    database: "postgres",
-    maxConnections: POOL_SIZE,
-    types: { getTypeParser: pgTypeParser }
-  })
+  // the production pool (db/PgPool.ts), as DATABASE_URL makes it
+  return pooledPgClient(Redacted.make(`postgres://postgres@${server.getServerConn()}/postgres`), POOL_SIZE)
 }))
 
 export const testConfig = (overrides: Record<string, string> = {}) => {
