@@ -7,7 +7,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { fakeOpenAi, type FakeOpenAiState } from "./support/FakeOpenAi.js"
 import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
-import { giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
+import { giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
@@ -53,5 +53,37 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after fai
         (rows) => rows[0]
       ), 20_000)
       expect(bridge.message).toBe("I'm bringing in a member of our team to help with this. They will reply here shortly.")
+    }))
+
+  it.effect("the website widget's history never shows the visitor a reply that failed, nor the provider's error", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })
+      const pipeline = ok(yield* post(owner, "/api/user/pipelines", { name: "Remote widget", agent_type_id: 1, ai_model_id: 11, language_id: 1, reply_debounce_ms: 0 }))
+      yield* createStage(owner, pipeline.id, "Open", 1)
+      const widget = ok(yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: ["https://shop.example.com"] }))
+      const { baseUrl, receiverUrl } = yield* TestServer
+      const origin = { origin: "https://shop.example.com" }
+      const call = (url: string, init: RequestInit) => Effect.promise(() => fetch(url, init).then(async (r) => ({ status: r.status, body: (await r.json()) as any })))
+      const session = (yield* call(`${baseUrl}/api/widget/session`, {
+        method: "POST",
+        headers: { ...origin, "content-type": "application/json" },
+        body: JSON.stringify({ client_id: widget.client_id })
+      })).body.data
+      const auth = { ...origin, authorization: `Bearer ${session.session}` }
+      const sent = yield* call(`${receiverUrl}/web-chat/message`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ contact_id: session.contact_id, message: "Hello?" })
+      })
+      expect(sent.status).toBe(200)
+      yield* eventually(Effect.map(
+        sqlRows<{ n: number }>`select count(*)::int as n from messages where conversation_id = ${session.conversation_id}
+                               and role = 'assistant' and status = 'failed'`,
+        (rows) => rows[0]!.n > 0 || undefined
+      ), 20_000)
+      const history = (yield* call(`${baseUrl}/api/widget/messages`, { headers: auth })).body.data.data
+      expect(history.map((m: any) => m.role)).toEqual(["user"])
+      expect(JSON.stringify(history)).not.toContain("overloaded")
     }))
 })

@@ -163,10 +163,19 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
       })
     })
 
-    /** The web-chat history without `no_reply_reason`: why the agent is silent is the business's, not the visitor's. */
+    /**
+     * The web-chat history as the visitor may see it: without `no_reply_reason` and without the errors of
+     * the business's side (why the agent is silent, a provider's answer, a failed webhook are the
+     * business's, not the visitor's); a reply that could not be made at all (no text) is left out.
+     */
     const history = (visitor: WidgetVisitor, query: WidgetHistoryQuery) =>
       webChat.historyOf(visitor.conversationId as ConversationId, query.page, query.per_page).pipe(
-        Effect.map((page) => ({ ...page, data: page.data.map(({ no_reply_reason: _, ...message }) => message) }))
+        Effect.map((page) => ({
+          ...page,
+          data: page.data
+            .filter((m) => !(m.role === "assistant" && m.status === "failed" && (m.message ?? "") === "" && m.files.length === 0))
+            .map(({ no_reply_reason: _, ...message }) => (message.role === "assistant" ? { ...message, error: null } : message))
+        }))
       )
 
     /** The visitor's "Talk to a person": a request by the contact; asked already, the state as it is. */
