@@ -21,7 +21,7 @@ import {
 } from "./support/Followups.js"
 import { makeOffsetClock } from "./support/OffsetClock.js"
 import { say } from "./support/WebChat.js"
-import { createStage, get, ok, put } from "./support/Opportunities.js"
+import { createStage, get, ok, post, put } from "./support/Opportunities.js"
 import { TestServerLive } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
@@ -99,6 +99,24 @@ layer(
       expect((yield* assistantMessages(conversationId)).map((m) => m.call_type)).toEqual(["ai", "followup", "ai"])
       expect(yield* stageOf(opportunityId)).toBe(nurture.id)
       expect(answer).toBeTruthy()
+    })))
+
+  it.effect("while a person is asked for, and without a subscription, a step that comes due sends nothing", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const receiver = yield* webhookReceiver(() => "ok")
+      const { channel, owner } = yield* followupSetup(receiver.url, { intervals: 3 })
+      const { conversationId, opportunityId } = yield* started(channel, "lee-4", receiver.received)
+      ok(yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "request", reason: "VIP" }))
+      // the bridge message, then step 1 comes due while waiting
+      yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.some((r) => r.call_type === "handoff_bridge") || undefined))
+      yield* clock.advance(MINUTE)
+      yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => (s?.steps_done ?? 0) >= 1 || undefined))
+      ok(yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "return" }))
+      // step 2 comes due without a subscription
+      yield* sql`update workspaces set is_subscription_active = false where id = ${owner.workspace_id}`
+      yield* clock.advance(2 * MINUTE)
+      yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => (s?.steps_done ?? 0) >= 2 || undefined))
+      expect(yield* followupsIn(conversationId)).toHaveLength(0)
     })))
 
   it.effect("followup_limit caps the followups of a conversation; the move after the last interval still happens", () =>

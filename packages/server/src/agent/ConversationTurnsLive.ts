@@ -614,7 +614,8 @@ export const ConversationTurnsLive = Layer.effect(
         const c = yield* conversation(String(s.conversation_id))
         if (Option.isNone(c)) return skip("skipped")
         // a person was asked for, or has it: the stage's followups stay silent (docs/handoff.md)
-        if (c.value.status === "paused" || c.value.opportunity_status === "paused" || c.value.handoff_state !== "ai" || !(c.value.credits > 0)) {
+        if (c.value.status === "paused" || c.value.opportunity_status === "paused" || c.value.handoff_state !== "ai" || !c.value.is_subscription_active ||
+          !(c.value.credits > 0)) {
           return skip("skipped")
         }
         const ready = yield* contextFor(c.value, null)
