@@ -146,7 +146,8 @@ export class MessagingStats extends Schema.Class<MessagingStats>("MessagingStats
   })
 }) {}
 
-export const HandoffStatsQuery = Schema.Struct({
+/** The handoff figures' parameters; the time series takes the same ones. */
+const handoffQueryFields = {
   ...scopeFields,
   start_date: Schema.optional(IsoDate).annotations({ description: "On the `request` events' created_at, inclusive" }),
   end_date: Schema.optional(IsoDate).annotations({
@@ -155,7 +156,9 @@ export const HandoffStatsQuery = Schema.Struct({
   pipeline_id: Schema.optional(IdFromString(PipelineId)).annotations({
     description: "Only this pipeline's conversations (the newest opportunity's pipeline, else the channel's)"
   })
-}).pipe(Schema.filter((q) => endNotBeforeStart(q))).annotations(all)
+}
+
+export const HandoffStatsQuery = Schema.Struct(handoffQueryFields).pipe(Schema.filter((q) => endNotBeforeStart(q))).annotations(all)
 export type HandoffStatsQuery = typeof HandoffStatsQuery.Type
 
 /** Every figure is over the requests made in the period; what followed each one counts even after the period. */
@@ -187,5 +190,49 @@ export class HandoffStats extends Schema.Class<HandoffStats>("HandoffStats")({
   totals: HandoffTotals,
   pipelines: Schema.Array(PipelineHandoffs).annotations({
     description: "One entry per pipeline with a request in the period, by pipeline id"
+  })
+}) {}
+
+/** At most this many UTC days in one series (a leap year). */
+export const MAX_SERIES_DAYS = 366
+
+export const TimeseriesQuery = Schema.Struct({
+  ...handoffQueryFields,
+  start_date: handoffQueryFields.start_date.annotations({
+    description: "The first day (UTC) of the series, an inclusive bound on each figure's created_at; default 29 days before end_date"
+  }),
+  end_date: handoffQueryFields.end_date.annotations({
+    description: `The last day (UTC) of the series, inclusive; a bare date includes that whole day; default today. At most ${MAX_SERIES_DAYS} days in all`
+  }),
+  pipeline_id: handoffQueryFields.pipeline_id.annotations({
+    description: "Only this pipeline: messages' pipeline_id, handoffs' conversation pipeline, the stage's pipeline"
+  })
+}).pipe(Schema.filter((q) => endNotBeforeStart(q))).annotations(all)
+export type TimeseriesQuery = typeof TimeseriesQuery.Type
+
+const Median = Schema.NullOr(Schema.Number)
+
+export class TimeseriesDay extends Schema.Class<TimeseriesDay>("TimeseriesDay")({
+  date: Schema.String.annotations({ description: "UTC day, YYYY-MM-DD" }),
+  contact_messages: Count.annotations({ description: "Messages from the contact (role user)" }),
+  ai_messages: Count.annotations({ description: "Assistant messages the AI wrote" }),
+  operator_messages: Count.annotations({ description: "Assistant messages an operator sent (is_manual)" }),
+  ai_cost: Schema.Number.annotations({ description: "Sum of the AI messages' cost_for_user" }),
+  median_ai_response_seconds: Median.annotations({
+    description: "Median seconds from a contact's message to the AI's reply that came right after it (the ai-performance rule), over that day's replies; null when none"
+  }),
+  handoffs_requested: Count.annotations({ description: "`request` events that day (the handoffs endpoint's `requested`)" }),
+  median_take_seconds: Median.annotations({
+    description: "Median seconds to the first `take` or `assign` of that day's requests (the handoffs endpoint's rule); null when none was taken"
+  }),
+  won: Count.annotations({ description: "Opportunities that entered a won stage that day" }),
+  lost: Count.annotations({ description: "Opportunities that entered a lost stage that day" })
+}) {}
+
+export class Timeseries extends Schema.Class<Timeseries>("Timeseries")({
+  start_date: Schema.String.annotations({ description: "The series' first UTC day" }),
+  end_date: Schema.String.annotations({ description: "The series' last UTC day" }),
+  series: Schema.Array(TimeseriesDay).annotations({
+    description: "One entry per UTC day from start_date to end_date, in order; days without data are zeros with null medians"
   })
 }) {}

@@ -1,7 +1,17 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { AccountSummary, AiPerformance, AnalyticsQuery, HandoffStats, HandoffStatsQuery, MessagingStats, MessagingStatsQuery } from "../Analytics.js"
+import {
+  AccountSummary,
+  AiPerformance,
+  AnalyticsQuery,
+  HandoffStats,
+  HandoffStatsQuery,
+  MessagingStats,
+  MessagingStatsQuery,
+  Timeseries,
+  TimeseriesQuery
+} from "../Analytics.js"
 import { Ok } from "../Envelope.js"
-import { NotFoundResponse } from "../Errors.js"
+import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { Authorized } from "./Auth.js"
 
 const scopeNote =
@@ -49,6 +59,19 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
       .annotate(
         OpenApi.Description,
         `Over the \`request\` events made between \`start_date\` and \`end_date\` (ISO 8601, both inclusive; a bare end date includes that whole UTC day); what followed a request counts even when it came later. A conversation belongs to its newest opportunity's pipeline, else its channel's. A \`pipeline_id\` outside the counted workspaces is 404 \`Pipeline not found.\`. ${scopeNote}`
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("timeseries", "/api/user/analytics/timeseries")
+      .setUrlParams(TimeseriesQuery)
+      .addSuccess(Ok(Timeseries))
+      .addError(NotFoundResponse)
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["opportunities:read"])
+      .annotate(OpenApi.Summary, "Per-day messages by sender, AI cost and response time, handoffs, won and lost opportunities")
+      .annotate(
+        OpenApi.Description,
+        `One entry per UTC day from \`start_date\` to \`end_date\` (default: the 30 days to today), at most 366 days (else 422 on \`end_date\`), days without data as zeros. The parameters and the handoff figures are the handoffs endpoint's; the response time is ai-performance's. ${scopeNote}`
       )
   )
   .annotate(OpenApi.Title, "Analytics") {}

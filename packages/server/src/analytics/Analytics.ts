@@ -7,6 +7,7 @@ import {
   HandoffStats,
   type HandoffStatsQuery,
   HandoffTotals,
+  MAX_SERIES_DAYS,
   MessageRoleCounts,
   MessagingDay,
   MessagingStats,
@@ -16,10 +17,16 @@ import {
   OpportunityStatusCounts,
   parseIsoDate,
   PipelineHandoffs,
+  Timeseries,
+  TimeseriesDay,
+  type TimeseriesQuery,
+  Unprocessable,
   type WorkspaceId
 } from "@parley/domain"
-import { Effect } from "effect"
-import { type AnalyticsScope, AnalyticsRepo, type HandoffRow, type MessagingRow, type Period } from "./AnalyticsRepo.js"
+import { Clock, Effect } from "effect"
+import { AnalyticsRepo, type HandoffRow, type MessagingRow } from "./AnalyticsRepo.js"
+import type { AnalyticsScope, Period } from "./AnalyticsSql.js"
+import { TimeseriesRepo } from "./TimeseriesRepo.js"
 
 // another workspace's id answers like a missing one (docs/api.md), so ids reveal nothing
 const workspaceNotFound = new NotFound({ message: "Workspace not found." })
@@ -89,11 +96,33 @@ const denseSeries = (days: ReadonlyArray<MessagingRow>) => {
   return series
 }
 
+const dayOf = (t: number) => new Date(t).toISOString().slice(0, 10)
+
+/**
+ * A series' period and its first and last UTC days: the query's bounds, else the 30 days to today (`now`).
+ * Fails with 422 on `end_date` past MAX_SERIES_DAYS days or before the first day.
+ */
+const seriesPeriod = (query: TimeseriesQuery, now: number) => {
+  const given = periodOf(query)
+  const today = Date.parse(`${dayOf(now)}T00:00:00Z`)
+  const end = given.end ?? { at: new Date(today + DAY_MS), exclusive: true }
+  const lastDay = Date.parse(`${dayOf(end.exclusive ? end.at.getTime() - 1 : end.at.getTime())}T00:00:00Z`)
+  const start = given.start ?? new Date(lastDay - 29 * DAY_MS)
+  const firstDay = Date.parse(`${dayOf(start.getTime())}T00:00:00Z`)
+  const days = (lastDay - firstDay) / DAY_MS + 1
+  if (days < 1) return Effect.fail(Unprocessable.of([{ field: "end_date", message: "must be a date after or equal to start_date" }]))
+  if (days > MAX_SERIES_DAYS) {
+    return Effect.fail(Unprocessable.of([{ field: "end_date", message: `must be at most ${MAX_SERIES_DAYS} days from start_date` }]))
+  }
+  return Effect.succeed({ start, end, firstDay: dayOf(firstDay), lastDay: dayOf(lastDay) })
+}
+
 /** Account analytics over the caller's workspaces (SPEC.md 4.5 analytics tools). */
 export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analytics", {
-  dependencies: [AnalyticsRepo.Default],
+  dependencies: [AnalyticsRepo.Default, TimeseriesRepo.Default],
   effect: Effect.gen(function*() {
     const repo = yield* AnalyticsRepo
+    const timeseriesRepo = yield* TimeseriesRepo
 
     const scopeOf = (actor: Actor, query: AnalyticsQuery): Effect.Effect<AnalyticsScope, NotFound> => {
       const workspaceId = query.workspace_id as WorkspaceId | undefined
@@ -161,6 +190,20 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
       })
     })
 
-    return { summary, aiPerformance, messagingStats, handoffs }
+    const timeseries = Effect.fn("Analytics.timeseries")(function*(query: TimeseriesQuery) {
+      const scope = yield* scopeOf(yield* CurrentActor, query)
+      if (query.pipeline_id !== undefined && !(yield* repo.pipelineIn(scope.workspaceIds, query.pipeline_id))) {
+        return yield* pipelineNotFound
+      }
+      const period = yield* seriesPeriod(query, yield* Clock.currentTimeMillis)
+      const rows = yield* timeseriesRepo.series({ ...scope, ...period, pipelineId: query.pipeline_id })
+      return new Timeseries({
+        start_date: period.firstDay,
+        end_date: period.lastDay,
+        series: rows.map((row) => new TimeseriesDay({ ...row, ai_cost: money(row.ai_cost) }))
+      })
+    })
+
+    return { summary, aiPerformance, messagingStats, handoffs, timeseries }
   })
 }) {}

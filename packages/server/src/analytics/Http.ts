@@ -11,4 +11,5 @@ export const AnalyticsHttpLive = HttpApiBuilder.group(Api, "analytics", (handler
       .handle("aiPerformance", ({ urlParams }) => analytics.aiPerformance(urlParams))
       .handle("messagingStats", ({ urlParams }) => analytics.messagingStats(urlParams))
       .handle("handoffs", ({ urlParams }) => analytics.handoffs(urlParams))
+      .handle("timeseries", ({ urlParams }) => analytics.timeseries(urlParams))
   }))
