@@ -7,12 +7,10 @@ import { SqlClient } from "@effect/sql"
 import {
   type ConversationId,
   ConversationTurns,
-  DEFAULT_BRIDGE_TEXT,
   handoffKeywordIn,
   type FailReason,
   type FollowupDue,
   type ModelRef,
-  ReplyDelivery,
   type OpeningContext,
   type Prepared,
   type ReplyDraft,
@@ -21,19 +19,19 @@ import {
   templatedStrings,
   type TurnAction,
   type TurnContext,
-  type TurnHandoff,
   type TurnStage,
   ulid
 } from "@parley/domain"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Stream } from "effect"
 import { enqueueStageStarted, enqueueToolCalls } from "../actions/ActionRunsLive.js"
-import { Deliveries } from "../delivery/Deliveries.js"
 import { blocker, FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { ModelKeys } from "./ModelKeys.js"
-import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
+import { Realtime } from "../realtime/Realtime.js"
 import { Handoff } from "../handoff/Handoff.js"
+import { makeTurnDelivery } from "./TurnDelivery.js"
+import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
 
 interface ConversationRow {
   readonly id: number
@@ -111,42 +109,12 @@ export const ConversationTurnsLive = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const pg = yield* PgClient.PgClient
     const realtime = yield* Realtime
-    const deliveries = yield* Deliveries
-    const replyDelivery = yield* ReplyDelivery
     const knowledge = yield* Knowledge
     const followupsRepo = yield* FollowupsRepo
     const modelKeys = yield* ModelKeys
-    const engine = yield* Effect.context<import("@effect/workflow").WorkflowEngine.WorkflowEngine>()
     const handoff = yield* Handoff
-
-    /** The handoff part of a turn's context: no request for messages an operator already handed back after. */
-    const turnHandoff = (c: ConversationRow, p: PipelineRow, upTo: string | null): TurnHandoff => ({
-      canRequest: upTo === null || c.handoff_returned_upto === null || upTo > c.handoff_returned_upto,
-      instructions: [p.handoff_instructions, c.stage_handoff_instructions].filter((t): t is string => t !== null && t.trim() !== "")
-        .join("\n") || null,
-      bridgeMode: p.handoff_bridge_mode,
-      bridgeText: p.handoff_bridge_text ?? DEFAULT_BRIDGE_TEXT
-    })
-
-    /** The pipeline's `handoff_after_failures` rule: that many failed replies in a row ask for a person. */
-    const failureRule = (conversationId: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{ limit: number | null; failed: number }>`
-          select p.handoff_after_failures as limit,
-                 (select count(*)::int from (
-                    select status from messages where conversation_id = c.id and role = 'assistant' and call_type = 'ai'
-                    order by created_at desc, id desc limit coalesce(p.handoff_after_failures, 0)) recent
-                  where recent.status = 'failed') as failed
-          from conversations c join channels ch on ch.id = c.channel_id join pipelines p on p.id = ch.pipeline_id
-          where c.id = ${conversationId} and c.handoff_state = 'ai'`
-        const rule = rows[0]
-        if (rule === undefined || rule.limit === null || rule.failed < rule.limit) return
-        yield* handoff.moveAsSystem(Number(conversationId) as ConversationId, {
-          action: "request",
-          actor: "rule",
-          reason: `${rule.limit} replies in a row could not be made`
-        }).pipe(Effect.catchAll((e) => Effect.logWarning("The failure rule could not ask for a person", e)))
-      })
+    const { turnHandoff, failureRule, turnTexts } = yield* makeTurnHandoffRules
+    const { undelivered, deliver } = yield* makeTurnDelivery
 
     const pending = (conversationId: string) =>
       sql<{ id: string; created_at: string; reply_debounce_ms: number | null }>`
@@ -365,16 +333,6 @@ export const ConversationTurnsLive = Layer.effect(
         return { _tag: "Ready", context } satisfies Prepared
       }).pipe(Effect.withSpan("ConversationTurns.prepare"))
 
-    /** The texts of the contact messages a turn answers: unhandled, up to `upTo`. */
-    const turnTexts = (conversationId: string, upTo: string) =>
-      sql<{ message: string | null }>`
-        select message from messages
-        where conversation_id = ${conversationId} and role = 'user' and handled_at is null
-          and (created_at, id) <= (select created_at, id from messages where id = ${upTo})`.pipe(
-        Effect.map((rows) => rows.map((r) => r.message ?? "")),
-        Effect.orDie
-      )
-
     const markHandled = (conversationId: string, upTo: string, reason: string) =>
       sql`
         update messages set handled_at = now(), handled_reason = ${reason}
@@ -498,55 +456,6 @@ export const ConversationTurnsLive = Layer.effect(
         yield* markHandled(conversationId, upTo, reason)
         yield* failureRule(conversationId)
       })).pipe(Effect.orDie, Effect.zipLeft(realtime.typing(Number(conversationId), false)))
-
-    const undelivered = (conversationId: string) =>
-      sql<{ id: string }>`
-        select id from messages where conversation_id = ${conversationId} and status = 'ai_generated' order by created_at, id`.pipe(
-        Effect.map((rows) => rows.map((r) => r.id)),
-        Effect.orDie
-      )
-
-    const deliver = (messageId: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{
-          conversation_id: number
-          workspace_id: number
-          message: string | null
-          cost: number
-          kind: string | null
-          is_active: boolean | null
-          callback_url: string | null
-        }>`
-          select m.conversation_id, m.workspace_id, m.message, m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url
-          from messages m left join channels ch on ch.id = m.channel_id where m.id = ${messageId}`
-        const m = rows[0]
-        if (!m) return
-        const rejection = m.kind === null
-          ? "The conversation has no channel to send through."
-          : m.is_active !== true
-          ? "The conversation's channel is inactive."
-          : m.kind !== "web" && m.kind !== "widget"
-          ? `Sending on ${m.kind} channels is not supported by this server.`
-          : null
-        if (rejection === null) {
-          yield* realtime.publish(m.conversation_id, [{ message: m.message ?? "", cost: m.cost, message_id: messageId, role: "assistant", is_manual: false }])
-          if (m.callback_url !== null) {
-            // attempt 1 inline (this turn is itself durable: a crash repeats it), the retry as a durable workflow
-            const outcome = yield* replyDelivery.attempt(messageId, 0, 1)
-            if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
-          }
-        }
-        yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
-                   updated_at = now() where id = ${messageId}`
-        yield* realtime.toWorkspace(m.workspace_id, NEW_MESSAGE_EVENT, {
-          conversation_id: m.conversation_id,
-          message_id: messageId,
-          role: "assistant",
-          sender: "ai",
-          sender_id: null,
-          message: m.message
-        })
-      }).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.deliver", { attributes: { messageId } }))
 
     const opening = (entryId: number) =>
       Effect.gen(function*() {

@@ -1,0 +1,70 @@
+/**
+ * Delivering what a turn stored (a reply, an opening, a followup, a bridge message): the socket event,
+ * the signed reply webhook's first attempt inline (the turn is itself durable) and its retry as a
+ * durable workflow, the message's status, and the operators' `new_message`.
+ */
+import { SqlClient } from "@effect/sql"
+import { ReplyDelivery } from "@parley/domain"
+import type { WorkflowEngine } from "@effect/workflow"
+import { Effect } from "effect"
+import { Deliveries } from "../delivery/Deliveries.js"
+import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
+
+export const makeTurnDelivery = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const realtime = yield* Realtime
+  const deliveries = yield* Deliveries
+  const replyDelivery = yield* ReplyDelivery
+  const engine = yield* Effect.context<WorkflowEngine.WorkflowEngine>()
+
+  const undelivered = (conversationId: string) =>
+    sql<{ id: string }>`
+      select id from messages where conversation_id = ${conversationId} and status = 'ai_generated' order by created_at, id`.pipe(
+      Effect.map((rows) => rows.map((r) => r.id)),
+      Effect.orDie
+    )
+
+  const deliver = (messageId: string) =>
+    Effect.gen(function*() {
+      const rows = yield* sql<{
+        conversation_id: number
+        workspace_id: number
+        message: string | null
+        cost: number
+        kind: string | null
+        is_active: boolean | null
+        callback_url: string | null
+      }>`
+        select m.conversation_id, m.workspace_id, m.message, m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url
+        from messages m left join channels ch on ch.id = m.channel_id where m.id = ${messageId}`
+      const m = rows[0]
+      if (!m) return
+      const rejection = m.kind === null
+        ? "The conversation has no channel to send through."
+        : m.is_active !== true
+        ? "The conversation's channel is inactive."
+        : m.kind !== "web" && m.kind !== "widget"
+        ? `Sending on ${m.kind} channels is not supported by this server.`
+        : null
+      if (rejection === null) {
+        yield* realtime.publish(m.conversation_id, [{ message: m.message ?? "", cost: m.cost, message_id: messageId, role: "assistant", is_manual: false }])
+        if (m.callback_url !== null) {
+          // attempt 1 inline (this turn is itself durable: a crash repeats it), the retry as a durable workflow
+          const outcome = yield* replyDelivery.attempt(messageId, 0, 1)
+          if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
+        }
+      }
+      yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
+                 updated_at = now() where id = ${messageId}`
+      yield* realtime.toWorkspace(m.workspace_id, NEW_MESSAGE_EVENT, {
+        conversation_id: m.conversation_id,
+        message_id: messageId,
+        role: "assistant",
+        sender: "ai",
+        sender_id: null,
+        message: m.message
+      })
+    }).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.deliver", { attributes: { messageId } }))
+
+  return { undelivered, deliver }
+})

@@ -1,0 +1,68 @@
+/**
+ * The handoff side of a turn (docs/handoff.md): whether the agent may ask for a person and what the
+ * contact is told, the pipeline's failure rule, and the texts the keyword rule reads (the turn's own
+ * unhandled messages, so messages handled while waiting are never read again: no loop).
+ */
+import { SqlClient } from "@effect/sql"
+import { type ConversationId, DEFAULT_BRIDGE_TEXT, type TurnHandoff } from "@parley/domain"
+import { Effect } from "effect"
+import { Handoff } from "../handoff/Handoff.js"
+
+/** The conversation's columns a turn's handoff reads. */
+export interface HandoffConversation {
+  readonly handoff_returned_upto: string | null
+  readonly stage_handoff_instructions: string | null
+}
+
+/** The pipeline's handoff settings a turn reads. */
+export interface HandoffPipeline {
+  readonly handoff_instructions: string | null
+  readonly handoff_bridge_mode: "static" | "ai_generated"
+  readonly handoff_bridge_text: string | null
+}
+
+export const makeTurnHandoffRules = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const handoff = yield* Handoff
+
+  /** The handoff part of a turn's context: no request for messages an operator already handed back after. */
+  const turnHandoff = (c: HandoffConversation, p: HandoffPipeline, upTo: string | null): TurnHandoff => ({
+    canRequest: upTo === null || c.handoff_returned_upto === null || upTo > c.handoff_returned_upto,
+    instructions: [p.handoff_instructions, c.stage_handoff_instructions].filter((t): t is string => t !== null && t.trim() !== "")
+      .join("\n") || null,
+    bridgeMode: p.handoff_bridge_mode,
+    bridgeText: p.handoff_bridge_text ?? DEFAULT_BRIDGE_TEXT
+  })
+
+  /** The pipeline's `handoff_after_failures` rule: that many failed replies in a row ask for a person. */
+  const failureRule = (conversationId: string) =>
+    Effect.gen(function*() {
+      const rows = yield* sql<{ limit: number | null; failed: number }>`
+        select p.handoff_after_failures as limit,
+               (select count(*)::int from (
+                  select status from messages where conversation_id = c.id and role = 'assistant' and call_type = 'ai'
+                  order by created_at desc, id desc limit coalesce(p.handoff_after_failures, 0)) recent
+                where recent.status = 'failed') as failed
+        from conversations c join channels ch on ch.id = c.channel_id join pipelines p on p.id = ch.pipeline_id
+        where c.id = ${conversationId} and c.handoff_state = 'ai'`
+      const rule = rows[0]
+      if (rule === undefined || rule.limit === null || rule.failed < rule.limit) return
+      yield* handoff.moveAsSystem(Number(conversationId) as ConversationId, {
+        action: "request",
+        actor: "rule",
+        reason: `${rule.limit} replies in a row could not be made`
+      }).pipe(Effect.catchAll((e) => Effect.logWarning("The failure rule could not ask for a person", e)))
+    })
+
+  /** The texts of the contact messages a turn answers: unhandled, up to `upTo`. */
+  const turnTexts = (conversationId: string, upTo: string) =>
+    sql<{ message: string | null }>`
+      select message from messages
+      where conversation_id = ${conversationId} and role = 'user' and handled_at is null
+        and (created_at, id) <= (select created_at, id from messages where id = ${upTo})`.pipe(
+      Effect.map((rows) => rows.map((r) => r.message ?? "")),
+      Effect.orDie
+    )
+
+  return { turnHandoff, failureRule, turnTexts }
+})
