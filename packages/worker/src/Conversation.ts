@@ -52,7 +52,7 @@ export const repliesSkipped = Metric.counter("parley_replies_skipped_total", {
   incremental: true
 })
 
-/** Replies the agent wrote and stored for delivery. */
+/** Replies the agent wrote and stored for delivery (counted once per reply, by the commit that stores it). */
 export const repliesMade = Metric.counter("parley_replies_made_total", {
   description: "Replies the agent made to contact messages",
   incremental: true
@@ -112,8 +112,8 @@ export const ConversationLive = Conversation.toLayer(
           // the first line: the whole provider answer is on the failed reply's `error`
           return yield* noReply(conversationId, reason, error.split("\n", 1)[0]!.slice(0, 300))
         }
+        // counted by the commit, which knows whether this run stored the reply or an earlier, interrupted one did
         const id = yield* turns.commit(conversationId, upTo, draft.right)
-        yield* Metric.increment(repliesMade)
         const now = yield* Clock.currentTimeMillis
         yield* Metric.update(replyLatency, Math.max(0, now - arrivedAt.getTime()) / 1000)
         yield* turns.deliver(id)

@@ -23,12 +23,13 @@ import {
   ulid
 } from "@parley/domain"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Effect, Layer, Metric, Option, Stream } from "effect"
 import { enqueueStageStarted, enqueueToolCalls } from "../actions/ActionRunsLive.js"
 import { blocker, FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { ModelKeys } from "./ModelKeys.js"
 import { Realtime } from "../realtime/Realtime.js"
+import { repliesMade } from "@parley/worker"
 import { Handoff } from "../handoff/Handoff.js"
 import { makeTurnDelivery } from "./TurnDelivery.js"
 import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
@@ -411,7 +412,7 @@ export const ConversationTurnsLive = Layer.effect(
         const earlier = yield* existingReply(upTo)
         if (Option.isSome(earlier)) {
           yield* markHandled(conversationId, upTo, "replied")
-          return earlier.value
+          return { id: earlier.value, stored: false }
         }
         const c = Option.getOrThrow(yield* conversation(conversationId))
         const id = yield* insertReply(c, generated(upTo, draft, "ai"))
@@ -433,8 +434,14 @@ export const ConversationTurnsLive = Layer.effect(
         }
         yield* knowledge.recordUsage(draft.knowledgePointIds)
         yield* markHandled(conversationId, upTo, "replied")
-        return id
-      })).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.commit"))
+        return { id, stored: true }
+      })).pipe(
+        // a turn repeated after a crash finds its reply stored: counted once, when it was stored
+        Effect.tap(({ stored }) => stored ? Metric.increment(repliesMade) : Effect.void),
+        Effect.map(({ id }) => id),
+        Effect.orDie,
+        Effect.withSpan("ConversationTurns.commit")
+      )
 
     const fail = (conversationId: string, upTo: string, reason: FailReason, error: string, model: ModelRef | null) =>
       sql.withTransaction(Effect.gen(function*() {
