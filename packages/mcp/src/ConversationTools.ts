@@ -10,6 +10,7 @@ import {
   ConversationId,
   type ConversationListItem,
   type ConversationMessage,
+  ConversationMessagesQuery,
   ConversationStatus,
   HandoffCommand,
   HandoffState,
@@ -84,18 +85,23 @@ export const conversationTools: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "conversations:read",
     description:
-      "One conversation with its notes, costs, handoff state and history, and its latest messages (newest first). Each message has sender: contact, ai (the agent) or operator (sender_id is the user), files, status and no_reply_reason. Needs scope conversations:read.",
+      "One conversation with its notes, costs, handoff state and history, and its latest messages (newest first; pass messages_cursor back for earlier ones). Each message has sender: contact, ai (the agent) or operator (sender_id is the user), files, status and no_reply_reason. Needs scope conversations:read.",
     input: Schema.Struct({
       conversation_id: conversationId,
-      messages_limit: withDefault(IntBetween(1, 100), 20, "Latest messages to include, 1 to 100 (default 20)")
+      messages_limit: withDefault(IntBetween(1, 100), 20, "Latest messages to include, 1 to 100 (default 20)"),
+      messages_cursor: optional(ConversationMessagesQuery.fields.cursor.from, "messages_cursor of the previous call, for the messages before those; omit for the latest")
     }),
-    run: ({ conversation_id, messages_limit }) =>
+    run: ({ conversation_id, messages_cursor, messages_limit }) =>
       Effect.gen(function*() {
         const b = yield* McpBackend
         const conversation = yield* b.getConversation(conversation_id)
-        const page = yield* b.conversationMessages(conversation_id, { direction: "older", per_page: messages_limit })
+        const page = yield* b.conversationMessages(conversation_id, {
+          direction: "older",
+          per_page: messages_limit,
+          ...(messages_cursor === undefined ? {} : { cursor: messages_cursor })
+        })
         return output(
-          { conversation, messages: page.messages, has_more_messages: page.next_cursor !== null },
+          { conversation, messages: page.messages, has_more_messages: page.next_cursor !== null, messages_cursor: page.next_cursor },
           [
             `${headline(conversation)}, ${plural(conversation.messages_count, "message")}. Latest ${page.messages.length}, newest first:`,
             ...page.messages.map(messageLine)

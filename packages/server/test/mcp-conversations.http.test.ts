@@ -124,6 +124,9 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP conversation tools",
       const newest = yield* mcp.use("get_conversation", { conversation_id: id, messages_limit: 1 })
       expect(newest.structured.messages.map((m: any) => m.sender)).toEqual(["ai"])
       expect(newest.structured.has_more_messages).toBe(true)
+      const earlier = yield* mcp.use("get_conversation", { conversation_id: id, messages_limit: 1, messages_cursor: newest.structured.messages_cursor })
+      expect(earlier.structured.messages.map((m: any) => m.sender)).toEqual(["contact"])
+      expect(earlier.structured).toMatchObject({ has_more_messages: false, messages_cursor: null })
     }))
 
   it.scoped("handoff_conversation takes over, and taking again is a HandoffConflict tool error; assign needs a member; the operator's message and the hand-back show in get_conversation", () =>
