@@ -171,7 +171,7 @@ export interface ConversationTurnsPort {
   readonly pending: (conversationId: string) => Effect.Effect<Option.Option<PendingTurn>>
   /** Conversations whose contact messages were stored but never reached their entity (a crash in between). */
   readonly orphaned: (olderThanMs: number) => Effect.Effect<ReadonlyArray<{ readonly conversationId: string; readonly messageId: string }>>
-  /** The conversation's turn context as it stands (its latest messages), when it has an agent. */
+  /** The conversation's turn context as it stands (its latest messages, no knowledge retrieved), when it has an agent. */
   readonly context: (conversationId: string) => Effect.Effect<Option.Option<TurnContext>>
   /** Whether to answer, and with what. */
   readonly prepare: (conversationId: string, upToMessageId: string) => Effect.Effect<Prepared>

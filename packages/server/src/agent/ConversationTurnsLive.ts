@@ -255,7 +255,8 @@ export const ConversationTurnsLive = Layer.effect(
       }).pipe(Effect.orDie)
 
     /** The turn context, or why there is no agent to answer. */
-    const contextFor = (c: ConversationRow, upTo: string | null) =>
+    /** `withKnowledge` false: no retrieval (a bridge message or a summary answers no question). */
+    const contextFor = (c: ConversationRow, upTo: string | null, withKnowledge = true) =>
       Effect.gen(function*() {
         const pipelineId = c.opportunity_pipeline_id ?? c.channel_pipeline_id
         if (pipelineId === null) return Option.none<{ context: TurnContext; pipeline: PipelineRow }>()
@@ -268,7 +269,7 @@ export const ConversationTurnsLive = Layer.effect(
         const memory = yield* history(String(c.id), upTo, pl.agent_memory_window)
         const lastAssistant = memory.map((m) => m.role).lastIndexOf("assistant")
         const asked = memory.slice(lastAssistant + 1).filter((m) => m.role === "user").map((m) => m.text).join("\n")
-        const hits = pl.rag_mode === "none" || asked.trim() === ""
+        const hits = !withKnowledge || pl.rag_mode === "none" || asked.trim() === ""
           ? []
           : yield* knowledge.retrieve(pl.id, asked, pl.rag_mode, pl.no_of_relevant_points)
         const context: TurnContext = {
@@ -589,7 +590,7 @@ export const ConversationTurnsLive = Layer.effect(
 
     const currentContext = (conversationId: string) =>
       Effect.flatMap(conversation(conversationId), (found) =>
-        Option.isNone(found) ? Effect.succeedNone : Effect.map(contextFor(found.value, null), Option.map((r) => r.context)))
+        Option.isNone(found) ? Effect.succeedNone : Effect.map(contextFor(found.value, null, false), Option.map((r) => r.context)))
 
     return ConversationTurns.of({
       stageEntriesWritten,

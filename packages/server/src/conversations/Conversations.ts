@@ -20,6 +20,7 @@ import {
   type ListConversationsQuery,
   noReplyReasonOf,
   PublicBaseUrl,
+  statusOfHandoff,
   ReadMarker,
   Unprocessable,
   type UpdateConversation
@@ -134,11 +135,15 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
       })
     })
 
+    /** The caller's conversation row (404 for another workspace's), without the handoff history. */
+    const owned = (id: ConversationId) =>
+      Effect.flatMap(CurrentActor, (actor) =>
+        repo.find(actor.workspaceIds, actor.userId, id).pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(conversationNotFound), onSome: Effect.succeed }))
+        ))
+
     const get = Effect.fn("Conversations.get")(function*(id: ConversationId) {
-      const actor = yield* CurrentActor
-      const row = yield* repo.find(actor.workspaceIds, actor.userId, id).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(conversationNotFound), onSome: Effect.succeed }))
-      )
+      const row = yield* owned(id)
       const events = yield* handoff.events(row.id)
       return yield* Effect.orDie(decodeDetail({
         ...listItem(row),
@@ -150,7 +155,7 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
     })
 
     const messages = Effect.fn("Conversations.messages")(function*(id: ConversationId, query: ConversationMessagesQuery) {
-      const conversation = yield* get(id)
+      const conversation = yield* owned(id)
       const base = yield* PublicBaseUrl
       const after = query.cursor === undefined ? undefined : decodeMessagesCursor(query.cursor)
       if (query.cursor !== undefined && after === undefined) return yield* badCursor
@@ -184,9 +189,9 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
 
     const markRead = Effect.fn("Conversations.markRead")(function*(id: ConversationId) {
       const actor = yield* CurrentActor
-      const conversation = yield* get(id)
+      const conversation = yield* owned(id)
       const readAt = yield* repo.markRead(actor.userId, conversation.id)
-      return new ReadMarker({ conversation_id: conversation.id, read_at: readAt, unread_count: 0 })
+      return new ReadMarker({ conversation_id: id, read_at: readAt, unread_count: 0 })
     })
 
     const move = Effect.fn("Conversations.move")(function*(id: ConversationId, command: HandoffCommand) {
@@ -198,15 +203,14 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
     /** SPEC.md 4.2: `paused` is a takeover by the caller, `active` a hand-back; notes are replaced. */
     const update = Effect.fn("Conversations.update")(function*(id: ConversationId, input: UpdateConversation) {
       const actor = yield* CurrentActor
-      const current = yield* get(id)
-      const state = current.handoff.state
-      if (input.status === "paused" && state !== "human") yield* handoff.move(id, { action: "take", userId: actor.userId })
-      if (input.status === "active" && state !== "ai") {
-        yield* handoff.move(id, { action: "return", actor: "operator", userId: actor.userId, note: null })
-      }
+      const { handoff_state: state } = yield* owned(id)
+      const moved = input.status === "paused" && state !== "human"
+        ? yield* handoff.move(id, { action: "take", userId: actor.userId })
+        : input.status === "active" && state !== "ai"
+        ? yield* handoff.move(id, { action: "return", actor: "operator", userId: actor.userId, note: null })
+        : undefined
       if (input.notes !== undefined) yield* opportunities.updateConversation(id, { notes: input.notes })
-      const after = yield* get(id)
-      return { id: after.id, status: after.status }
+      return { id, status: statusOfHandoff(moved?.to ?? state) }
     }, Effect.catchTags({ HandoffConflict: Effect.die, Unprocessable: Effect.die }))
 
     return { list, get, messages, markRead, move, update }
