@@ -74,7 +74,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     FollowupSweepLive(Duration.millis(config.engineSweepMs)),
     ActionEngineLive({ every: Duration.millis(Math.min(1_000, config.engineSweepMs)), retryBaseMs: config.actionRetryBaseMs, sweepMs: config.engineSweepMs }),
     ReembedLive,
-    EventSenderLive(Duration.millis(config.engineSweepMs)),
+    EventSenderLive(Duration.millis(Math.min(1_000, config.engineSweepMs))),
     HandoffEventsLive({ every: Duration.millis(Math.min(5_000, config.engineSweepMs)), timerEvery: Duration.millis(Math.min(1_000, config.engineSweepMs)) })
   )
 )).pipe(

@@ -1,7 +1,6 @@
 /**
  * Sends workspace events to their webhooks (docs/handoff.md, "Events"), on one runner of the cluster (a
- * singleton): woken by NOTIFY when events are written, otherwise asleep until the earliest pending
- * delivery is due (a retry), polling at most every ENGINE_SWEEP_INTERVAL_MS in case a notification is lost. Each new event is
+ * singleton): woken by NOTIFY when events are written, and every second for retries. Each new event is
  * fanned out to the workspace's subscribed webhooks once; each delivery is claimed (its next attempt
  * pushed out by a lease), posted with Standard Webhooks headers, and recorded: delivered on a 2xx, else
  * retried after WEBHOOK_RETRY_DELAY_MS doubling each time, and failed after MAX_ATTEMPTS. All of it is in
@@ -10,7 +9,7 @@
 import { Singleton } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
 import { eventMessageId, eventSignature } from "@parley/domain"
-import { Duration, Effect, Either, Layer, Metric, MetricLabel, Option, Queue, Stream } from "effect"
+import { Duration, Effect, Either, Layer, Metric, MetricLabel, Stream } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
@@ -73,19 +72,13 @@ export const EventSenderLive = (every: Duration.DurationInput) =>
         yield* Effect.forEach(due, send, { concurrency: 4, discard: true })
       }).pipe(Effect.catchAllCause(Effect.logWarning))
 
-      // woken by new events; otherwise asleep until the earliest pending delivery is due (at most `every`)
-      const wake = yield* Queue.sliding<void>(1)
-      yield* pg.listen("parley_workspace_events").pipe(
-        Stream.runForEach(() => Queue.offer(wake, undefined)),
-        Effect.catchAllCause((cause) => Effect.logWarning("workspace event notifications stopped; polling only", cause)),
-        Effect.forkScoped
+      const written = pg.listen("parley_workspace_events").pipe(
+        Stream.as(undefined as void),
+        Stream.catchAllCause((cause) => Stream.fromEffect(Effect.logWarning("workspace event notifications stopped; polling only", cause)).pipe(Stream.drain))
       )
-      const pause = Effect.gen(function*() {
-        const next = yield* repo.nextDue
-        const untilDue = Option.match(next, { onNone: () => Infinity, onSome: (at) => Date.parse(at) - Date.now() })
-        const ms = Math.max(0, Math.min(untilDue, Duration.toMillis(every)))
-        yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(ms)))
-      })
-      yield* Effect.forever(Effect.zipRight(round, pause))
+      yield* Stream.merge(written, Stream.tick(every)).pipe(
+        Stream.buffer({ capacity: 1, strategy: "sliding" }),
+        Stream.runForEach(() => round)
+      )
     })
   ).pipe(Layer.provide(EventWebhooksRepo.Default))

@@ -4,7 +4,7 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { EventDelivery, EventWebhook, type EventWebhookId, type WorkspaceId } from "@parley/domain"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
 
 const WebhookRow = Schema.Struct({ ...EventWebhook.fields, secret_ciphertext: Schema.String })
 
@@ -115,13 +115,7 @@ export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("@par
               last_error = ${outcome.error}, delivered_at = ${outcome.delivered ? sql`now()` : sql`null`},
               next_attempt_at = now() + ${outcome.retryInSeconds ?? 0}::int * interval '1 second'
             where id = ${delivery}`
-        })).pipe(Effect.orDie),
-
-      /** The earliest pending delivery's due time, to sleep until it. */
-      nextDue: sql<{ at: string | null }>`select min(next_attempt_at) as at from event_deliveries where status = 'pending'`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0]?.at)),
-        Effect.orDie
-      )
+        })).pipe(Effect.orDie)
     }
   })
 }) {}
