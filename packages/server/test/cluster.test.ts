@@ -22,18 +22,10 @@ import { Deliveries } from "../src/delivery/Deliveries.js"
 import { funnel, linkWebChannel, ok, put } from "./support/Opportunities.js"
 import { attempts, replyOn } from "./support/Replies.js"
 import { fetchJson, seedUser, TestServer, testConfig } from "./support/TestServer.js"
+import { freePort as freePortNow } from "./support/Ports.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
-const freePort = () =>
-  Effect.promise(() =>
-    new Promise<number>((resolve) => {
-      const server = Net.createServer()
-      server.listen(0, "127.0.0.1", () => {
-        const { port } = server.address() as Net.AddressInfo
-        server.close(() => resolve(port))
-      })
-    })
-  )
+const freePort = () => Effect.promise(freePortNow)
 
 const sqlAt = (host: string, port: number) =>
   PgClient.layer({ host, port, username: "postgres", database: "postgres", maxConnections: 3, types: { getTypeParser: pgTypeParser } })

@@ -7,20 +7,10 @@
 import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { type Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
 import { ApiPolicy, ReceiverPolicy } from "../src/http/BodyLimits.js"
 import { ApiListener, type BoundListener, listen, ReceiverListener } from "../src/http/Listener.js"
 import type { ListenerPolicy } from "../src/http/RequestGuard.js"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = Http.createServer()
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
+import { freePort } from "./support/Ports.js"
 
 /** The first answer from `url` (a refused connection means the port is not bound yet: ask again). */
 const firstAnswer = (url: string) =>

@@ -7,14 +7,13 @@
  * the tools need the same scopes as `/api/user/conversations`.
  */
 import { expect, layer } from "@effect/vitest"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
 import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
-import { giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
+import { mcpClient, textOf } from "./support/McpClient.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number; readonly user_id: number; readonly email: string }
 
@@ -47,22 +46,10 @@ const answeredConversation = (channel: { client_id: string; client_secret: strin
     ), 20_000)
   })
 
-const textOf = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n")
-
 /** The SDK's client over Streamable HTTP with the token as a bearer header; closed with the scope. */
 const connect = (token: string) =>
   Effect.gen(function*() {
-    const { baseUrl } = yield* TestServer
-    const client = yield* Effect.acquireRelease(
-      Effect.promise(async () => {
-        const client = new Client({ name: "parley-test", version: "1.0.0" })
-        await client.connect(
-          new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
-        )
-        return client
-      }),
-      (client) => Effect.promise(() => client.close())
-    )
+    const client = yield* mcpClient(token)
     const call = (name: string, args: Record<string, unknown> = {}) =>
       Effect.promise(() => client.callTool({ name, arguments: args }) as Promise<CallToolResult>)
     /** A successful call: its structured result and text. */

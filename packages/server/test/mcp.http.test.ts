@@ -5,7 +5,6 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
 import * as Http from "node:http"
@@ -13,6 +12,7 @@ import type { AddressInfo } from "node:net"
 import { createOpportunity, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
+import { mcpClient, textOf } from "./support/McpClient.js"
 
 const TOOL_NAMES = [
   "get_account_summary",
@@ -64,17 +64,7 @@ interface Mcp {
 /** The SDK client over Streamable HTTP with the token as a bearer header; closed with the scope. */
 const connect = (token: string) =>
   Effect.gen(function*() {
-    const { baseUrl } = yield* TestServer
-    const client = yield* Effect.acquireRelease(
-      Effect.promise(async () => {
-        const client = new Client({ name: "parley-test", version: "1.0.0" })
-        await client.connect(
-          new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
-        )
-        return client
-      }),
-      (client) => Effect.promise(() => client.close())
-    )
+    const client = yield* mcpClient(token)
     const call = (name: string, args: Record<string, unknown> = {}) =>
       Effect.promise(() => client.callTool({ name, arguments: args }) as Promise<CallToolResult>)
     const okCall = (name: string, args: Record<string, unknown> = {}) =>
@@ -86,7 +76,6 @@ const connect = (token: string) =>
     return { client, call, ok: okCall } satisfies Mcp
   })
 
-const textOf = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n")
 
 /** A JSON-RPC POST to /mcp by hand, for what the client hides (status codes, headers). */
 const rawMcp = (init: { method?: string; token?: string; body?: unknown; headers?: Record<string, string> }) =>

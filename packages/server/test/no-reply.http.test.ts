@@ -7,28 +7,21 @@
  * answers (REST and MCP).
  */
 import { expect, layer } from "@effect/vitest"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { repliesMade, repliesSkipped } from "@parley/worker"
-import { Effect, HashMap, Layer, Logger, Metric } from "effect"
+import { Effect, Layer, Metric } from "effect"
 import { fakeOpenAi, type FakeOpenAiState } from "./support/FakeOpenAi.js"
 import { createStage, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { call, fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { basic, say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
+import { mcpClient, textOf } from "./support/McpClient.js"
+import { captureWarnings } from "./support/Warnings.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number }
 type Channel = { readonly id: number; readonly client_id: string; readonly client_secret: string }
 
-const warnings: Array<{ readonly message: string; readonly annotations: Record<string, unknown> }> = []
-const CaptureWarnings = Logger.add(Logger.make(({ annotations, logLevel, message }) => {
-  if (logLevel._tag !== "Warning") return
-  warnings.push({
-    message: Array.isArray(message) ? message.map(String).join(" ") : String(message),
-    annotations: Object.fromEntries(HashMap.toEntries(annotations))
-  })
-}))
+const { layer: CaptureWarnings, warnings } = captureWarnings()
 
 const skippedCount = (reason: string) => Effect.map(Metric.value(Metric.tagged(repliesSkipped, "reason", reason)), (s) => s.count)
 const madeCount = Effect.map(Metric.value(repliesMade), (s) => s.count)
@@ -81,21 +74,11 @@ const unanswered = (channel: Channel, contactId: string, id: string) =>
 /** The SDK's client over Streamable HTTP; closed with the scope. */
 const mcp = (token: string) =>
   Effect.gen(function*() {
-    const { baseUrl } = yield* TestServer
-    const client = yield* Effect.acquireRelease(
-      Effect.promise(async () => {
-        const client = new Client({ name: "parley-test", version: "1.0.0" })
-        await client.connect(
-          new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
-        )
-        return client
-      }),
-      (client) => Effect.promise(() => client.close())
-    )
+    const client = yield* mcpClient(token)
     return (name: string, args: Record<string, unknown>) =>
       Effect.promise(() => client.callTool({ name, arguments: args }) as Promise<CallToolResult>).pipe(
         Effect.map((result) => {
-          const text = result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n")
+          const text = textOf(result)
           if (result.isError) expect(text).toBe(`a successful ${name}`)
           return { text, structured: result.structuredContent as any }
         })

@@ -18,6 +18,7 @@ import { sha256Hex } from "../src/identity/Secrets.js"
 import { sqlRows } from "./support/Opportunities.js"
 import { MemoryOAuthProvider, ScriptedBrowser } from "./support/ScriptedBrowser.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { textOf } from "./support/McpClient.js"
 
 const REDIRECT = "http://127.0.0.1:53682/callback"
 const PASSWORD = "correct horse battery"
@@ -114,7 +115,6 @@ const mcpClient = (serverUrl: URL, provider: MemoryOAuthProvider) =>
     (client) => Effect.promise(() => client.close())
   )
 
-const textOf = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n")
 
 /** A registration from another loopback source address, so its rate-limit window is its own. */
 const registerFrom = (baseUrl: string, localAddress: string, body: unknown) =>

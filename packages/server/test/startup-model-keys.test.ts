@@ -4,7 +4,7 @@
  * database: the first start creates the pipelines, the second is watched.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, HashMap, Layer, Logger, Scope } from "effect"
+import { Effect, Exit, Layer, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -14,15 +14,9 @@ import { AppConfig } from "../src/config/AppConfig.js"
 import { embeddedDataPath, openPglite } from "../src/db/Database.js"
 import { ok, post, put } from "./support/Opportunities.js"
 import { seedUser, serverOn, testConfig } from "./support/TestServer.js"
+import { captureWarnings } from "./support/Warnings.js"
 
-const warnings: Array<{ readonly message: string; readonly annotations: Record<string, unknown> }> = []
-const CaptureWarnings = Logger.add(Logger.make(({ annotations, logLevel, message }) => {
-  if (logLevel._tag !== "Warning") return
-  warnings.push({
-    message: Array.isArray(message) ? message.map(String).join(" ") : String(message),
-    annotations: Object.fromEntries(HashMap.toEntries(annotations))
-  })
-}))
+const { layer: CaptureWarnings, warnings } = captureWarnings()
 
 /** A data dir holding the run's migrated database. */
 const freshDataDir = Effect.gen(function*() {

@@ -4,20 +4,10 @@
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { type Running, serve, sleep, stop } from "./support/ChildServer.js"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = Http.createServer()
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
+import { freePort } from "./support/Ports.js"
 
 let server: Running | undefined
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-ready-"))
