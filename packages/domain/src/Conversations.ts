@@ -17,6 +17,13 @@ const BooleanParam = Schema.transform(Schema.Literal("true", "false", "1", "0"),
   encode: (b) => (b ? "true" : "false")
 })
 
+/**
+ * `activity`: newest activity first. `queue`: an operator's work list: conversations waiting for a person
+ * (longest waiting first), then those the caller has (newest activity first), then the rest (the same).
+ */
+export const ConversationsOrder = Schema.Literal("activity", "queue")
+export type ConversationsOrder = typeof ConversationsOrder.Type
+
 const Cursor = Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "`next_cursor` of the previous page" })
 
 export const ListConversationsQuery = Schema.Struct({
@@ -26,11 +33,16 @@ export const ListConversationsQuery = Schema.Struct({
   handoff: Schema.optional(HandoffState),
   assignee_id: Schema.optional(IdFromString(UserId)),
   opportunity_id: Schema.optional(IdFromString(OpportunityId)),
+  stage_id: Schema.optional(IdFromString(StageId)).annotations({ description: "Only conversations whose current opportunity is in this stage" }),
   contact_id: Schema.optional(IdFromString(ContactId)),
   q: Schema.optional(Schema.String.pipe(Schema.maxLength(255))).annotations({
     description: "Part of the contact's name, email, phone or identifier, or of a message's text"
   }),
   unread: Schema.optional(BooleanParam).annotations({ description: "`true`: only conversations with contact messages the caller has not read" }),
+  order: Schema.optional(ConversationsOrder).annotations({
+    description:
+      "`activity` (default): newest activity first. `queue`: waiting for a person first (longest waiting first), then those assigned to the caller, then the rest (newest activity first each)"
+  }),
   cursor: Schema.optional(Cursor),
   per_page: Schema.optionalWith(PerPage, { default: () => 25 })
 }).annotations({ ...all, identifier: "ListConversationsQuery" })

@@ -10,11 +10,14 @@ import {
   get,
   linkWebChannel,
   ok,
+  post,
   put,
   sqlRows,
   TIMESTAMP
 } from "./support/Opportunities.js"
+import { Identity } from "../src/identity/Identity.js"
 import { seedUser, TestServerLive } from "./support/TestServer.js"
+import { eventually } from "./support/WebhookReceiver.js"
 
 /** An opportunity created on an existing contact, which joins (here: opens) a conversation on the pipeline's channel. */
 const withConversation = (who: Caller) =>
@@ -176,5 +179,129 @@ layer(TestServerLive())("the conversation summary in an opportunity", (it) => {
       yield* sqlRows`update conversations set last_message_at = '2026-03-01T12:30:00+02:00' where id = ${conversationId}`
       const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`))
       expect(got.conversations[0].last_message_at).toBe("2026-03-01T10:30:00.000000Z")
+    }))
+})
+
+/** A pipeline with a web channel; `open` starts a conversation with a new contact whose current opportunity is in `stageId`. */
+const inbox = (who: Caller) =>
+  Effect.gen(function*() {
+    const f = yield* funnel(who)
+    yield* linkWebChannel(who, f.pipeline.id)
+    const open = (stageId: number = f.inbound.id) =>
+      Effect.gen(function*() {
+        const first = yield* createOpportunity(who, { pipeline_id: f.pipeline.id, contact: { phone: freshPhone() } })
+        const o = yield* createOpportunity(who, { pipeline_id: f.pipeline.id, contact_id: first.contact_id, stage_id: stageId })
+        return { id: o.conversation.id as number, contactId: first.contact_id as number }
+      })
+    return { ...f, open }
+  })
+
+const idsOf = (page: { conversations: ReadonlyArray<{ id: number }> }) => page.conversations.map((c) => c.id)
+
+/** Every page of `query`, one conversation at a time, following next_cursor to the end. */
+const walk = (who: Caller, query: string) =>
+  Effect.gen(function*() {
+    const ids: Array<number> = []
+    let cursor: string | null = null
+    do {
+      const page: any = ok(yield* get(who, `/api/user/conversations?per_page=1&${query}${cursor === null ? "" : `&cursor=${cursor}`}`))
+      expect(page.conversations.length).toBe(1)
+      ids.push(...idsOf(page))
+      cursor = page.next_cursor
+    } while (cursor !== null && ids.length < 50)
+    return ids
+  })
+
+const handoff = (who: Caller, id: number, body: Record<string, unknown>) => Effect.map(post(who, `/api/user/conversations/${id}/handoff`, body), ok)
+
+// the live clock: the handoff requests' bridge messages are written by the conversations' entities
+layer(TestServerLive(), { excludeTestServices: true })("listing conversations", (it) => {
+  it.effect("stage_id keeps the conversations whose current opportunity is in that stage; a bad one is 422 naming stage_id", () =>
+    Effect.gen(function*() {
+      const alice = yield* seedUser()
+      const stranger = yield* seedUser()
+      const { inbound, open, pipeline, qualified, won } = yield* inbox(alice)
+      const a = yield* open(inbound.id)
+      const b = yield* open(qualified.id)
+      // c was qualified, but its newest opportunity is inbound: that one is the current one
+      const c = yield* open(qualified.id)
+      yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: c.contactId, stage_id: inbound.id })
+
+      const ofStage = (stageId: number, more = "") => Effect.map(get(alice, `/api/user/conversations?stage_id=${stageId}${more}`), ok)
+      expect(idsOf(yield* ofStage(qualified.id))).toEqual([b.id])
+      expect(new Set(idsOf(yield* ofStage(inbound.id)))).toEqual(new Set([a.id, c.id]))
+      const rows = (yield* ofStage(inbound.id)).conversations
+      expect(rows.every((r: any) => r.opportunity.stage_id === inbound.id)).toBe(true)
+      expect(idsOf(yield* ofStage(won.id))).toEqual([])
+      expect(idsOf(yield* ofStage(inbound.id, `&contact_id=${a.contactId}&order=queue`))).toEqual([a.id])
+      // another workspace's stage finds nothing of theirs
+      expect(idsOf(ok(yield* get(stranger, `/api/user/conversations?stage_id=${inbound.id}`)))).toEqual([])
+      for (const bad of ["abc", "0", "-3", "1.5", "01"]) {
+        expect422(yield* get(alice, `/api/user/conversations?stage_id=${bad}`), ["stage_id"])
+      }
+    }))
+
+  it.effect("order=queue lists waiting (longest first), then the caller's, then the rest by activity, and pages one by one", () =>
+    Effect.gen(function*() {
+      const alice = yield* seedUser()
+      const bob = yield* seedUser()
+      yield* Effect.flatMap(Identity, (identity) => identity.grantManager(bob.email, alice.workspace_id as never)).pipe(Effect.orDie)
+      const { open } = yield* inbox(alice)
+      const [waitingLong, waitingShort, taken, assigned, bobs, aiNew, aiTieA, aiTieB] = yield* Effect.forEach(
+        Array.from({ length: 8 }),
+        () => Effect.map(open(), (c) => c.id)
+      )
+      yield* handoff(alice, waitingShort!, { action: "request", reason: "Asked later" })
+      yield* handoff(alice, waitingLong!, { action: "request", reason: "Asked first" })
+      yield* handoff(alice, taken!, { action: "take" })
+      yield* handoff(alice, assigned!, { action: "assign", assignee_id: alice.user_id })
+      yield* handoff(alice, bobs!, { action: "assign", assignee_id: bob.user_id })
+      // the requests' bridge messages are written and sent before the clock below is set
+      yield* eventually(Effect.map(
+        sqlRows`select count(*)::int as n from messages where conversation_id in (${waitingLong}, ${waitingShort})
+                and call_type = 'handoff_bridge' and status <> 'ai_generated'`,
+        (rows) => rows[0]!.n === 2 || undefined
+      ), 20_000)
+      const at = (id: number, lastMessageAt: string, requestedAt: string | null = null) =>
+        sqlRows`update conversations set last_message_at = ${lastMessageAt}::timestamptz,
+                handoff_requested_at = coalesce(${requestedAt}::timestamptz, handoff_requested_at) where id = ${id}`
+      // the waiting ones by when they asked (not by activity), the rest by activity; aiTieA and aiTieB tie
+      yield* at(waitingLong!, "2026-03-01T08:00:00.000001Z", "2026-03-01T07:00:00.000001Z")
+      yield* at(waitingShort!, "2026-03-01T12:00:00Z", "2026-03-01T07:00:00.000002Z")
+      yield* at(taken!, "2026-03-01T09:00:00Z")
+      yield* at(assigned!, "2026-03-01T10:00:00Z")
+      yield* at(bobs!, "2026-03-01T11:00:00.5Z")
+      yield* at(aiNew!, "2026-03-01T11:30:00Z")
+      yield* at(aiTieA!, "2026-03-01T06:00:00.123456Z")
+      yield* at(aiTieB!, "2026-03-01T06:00:00.123456Z")
+      const [tieFirst, tieSecond] = [aiTieA!, aiTieB!].sort((x, y) => x - y)
+
+      expect(yield* walk(alice, "order=queue")).toEqual([waitingLong, waitingShort, assigned, taken, aiNew, bobs, tieFirst, tieSecond])
+      // the caller's own come second: for bob, the one assigned to him
+      expect(yield* walk(bob, "order=queue")).toEqual([waitingLong, waitingShort, bobs, aiNew, assigned, taken, tieFirst, tieSecond])
+      // filters apply within the queue
+      expect(yield* walk(alice, "order=queue&handoff=human")).toEqual([assigned, taken, bobs])
+      const page = ok(yield* get(alice, "/api/user/conversations?order=queue&per_page=3"))
+      expect(idsOf(page)).toEqual([waitingLong, waitingShort, assigned])
+      expect(page.conversations[0].handoff).toMatchObject({ state: "waiting", requested_at: "2026-03-01T07:00:00.000001Z" })
+
+      // the default order is unchanged: newest activity first
+      const activity = [waitingShort, aiNew, bobs, assigned, taken, waitingLong, tieSecond, tieFirst]
+      expect(yield* walk(alice, "order=activity")).toEqual(activity)
+      expect(yield* walk(alice, "")).toEqual(activity)
+
+      // a cursor belongs to its order; garbage is no cursor; an unknown order is 422
+      const queueCursor = ok(yield* get(alice, "/api/user/conversations?order=queue&per_page=1")).next_cursor
+      const activityCursor = ok(yield* get(alice, "/api/user/conversations?per_page=1")).next_cursor
+      expect422(yield* get(alice, `/api/user/conversations?order=activity&cursor=${queueCursor}`), ["cursor"])
+      expect422(yield* get(alice, `/api/user/conversations?cursor=${queueCursor}`), ["cursor"])
+      expect422(yield* get(alice, `/api/user/conversations?order=queue&cursor=${activityCursor}`), ["cursor"])
+      const forged = Buffer.from("q|7|1|1", "utf8").toString("base64url")
+      for (const cursor of ["nonsense", forged, Buffer.from("q|0|1e9|1", "utf8").toString("base64url")]) {
+        expect422(yield* get(alice, `/api/user/conversations?order=queue&cursor=${cursor}`), ["cursor"])
+      }
+      for (const order of ["newest", "QUEUE", ""]) {
+        expect422(yield* get(alice, `/api/user/conversations?order=${order}`), ["order"])
+      }
     }))
 })

@@ -11,6 +11,7 @@ import {
   ConversationMessagesPage,
   type ConversationMessagesQuery,
   ConversationsPage,
+  type ConversationsOrder,
   CurrentActor,
   decodeMessagesCursor,
   encodeMessagesCursor,
@@ -29,7 +30,7 @@ import { Effect, Option, Schema } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
 import { conversationNotFound, Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
-import { type ConversationRow, ConversationsRepo } from "./ConversationsRepo.js"
+import { type ConversationRow, ConversationsRepo, type ListCursor } from "./ConversationsRepo.js"
 
 const listItem = (r: ConversationRow) => ({
   id: r.id,
@@ -73,12 +74,25 @@ const decodeItem = Schema.decodeUnknown(ConversationListItem)
 const decodeDetail = Schema.decodeUnknown(ConversationDetail)
 const decodeMessage = Schema.decodeUnknown(ConversationMessage)
 
-/** Opaque to clients: base64url of `<activity_at>|<id>`. */
-const encodeListCursor = (r: ConversationRow) => Buffer.from(`${r.activity_at}|${r.id}`, "utf8").toString("base64url")
-const decodeListCursor = (s: string) => {
-  const [at, id] = Buffer.from(s, "base64url").toString("utf8").split("|")
-  return at !== undefined && id !== undefined && !Number.isNaN(Date.parse(at)) && /^[1-9][0-9]{0,15}$/.test(id)
-    ? { activityAt: at, id: Number(id) }
+/**
+ * Opaque to clients: base64url of `<activity_at>|<id>` in the activity order, `q|<rank>|<key>|<id>` in
+ * the queue order, so a cursor of one order is refused by the other.
+ */
+const encodeListCursor = (order: ConversationsOrder, r: ConversationRow) =>
+  Buffer.from(order === "queue" ? `q|${r.queue_rank}|${r.queue_key}|${r.id}` : `${r.activity_at}|${r.id}`, "utf8").toString("base64url")
+const isId = (s: string | undefined): s is string => s !== undefined && /^[1-9][0-9]{0,15}$/.test(s)
+const decodeListCursor = (order: ConversationsOrder, s: string): ListCursor | undefined => {
+  const parts = Buffer.from(s, "base64url").toString("utf8").split("|")
+  if (order === "queue") {
+    const [tag, rank, key, id] = parts
+    return parts.length === 4 && tag === "q" && rank !== undefined && /^[012]$/.test(rank) && key !== undefined &&
+        /^-?[0-9]{1,12}(\.[0-9]{1,9})?$/.test(key) && isId(id)
+      ? { order, rank: Number(rank), key, id: Number(id) }
+      : undefined
+  }
+  const [at, id] = parts
+  return parts.length === 2 && at !== undefined && !Number.isNaN(Date.parse(at)) && isId(id)
+    ? { order, activityAt: at, id: Number(id) }
     : undefined
 }
 const badCursor = Unprocessable.of([{ field: "cursor", message: "is not a cursor this endpoint returned" }])
@@ -109,7 +123,8 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
 
     const list = Effect.fn("Conversations.list")(function*(query: ListConversationsQuery) {
       const actor = yield* CurrentActor
-      const after = query.cursor === undefined ? undefined : decodeListCursor(query.cursor)
+      const order = query.order ?? "activity"
+      const after = query.cursor === undefined ? undefined : decodeListCursor(order, query.cursor)
       if (query.cursor !== undefined && after === undefined) return yield* badCursor
       const rows = yield* repo.list({
         workspaceIds: actor.workspaceIds,
@@ -120,9 +135,11 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
         handoff: query.handoff,
         assigneeId: query.assignee_id,
         opportunityId: query.opportunity_id,
+        stageId: query.stage_id,
         contactId: query.contact_id,
         q: query.q,
         unread: query.unread,
+        order,
         after,
         limit: query.per_page + 1
       })
@@ -131,7 +148,7 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
       const last = page[page.length - 1]
       return new ConversationsPage({
         conversations: items,
-        next_cursor: rows.length > query.per_page && last !== undefined ? encodeListCursor(last) : null
+        next_cursor: rows.length > query.per_page && last !== undefined ? encodeListCursor(order, last) : null
       })
     })
 

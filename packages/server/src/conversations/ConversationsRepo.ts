@@ -1,7 +1,7 @@
 /**
- * Conversations as operators read them: the list (keyset-paged on last activity), one conversation,
- * its messages with their delivery attempts, and each user's read marker (`conversation_reads`, written
- * only here).
+ * Conversations as operators read them: the list (keyset-paged on last activity, or on the operators'
+ * queue), one conversation, its messages with their delivery attempts, and each user's read marker
+ * (`conversation_reads`, written only here).
  */
 import { SqlClient } from "@effect/sql"
 import type { Fragment } from "@effect/sql/Statement"
@@ -43,6 +43,10 @@ export interface ConversationRow {
   readonly messages_count: number
   readonly unread_count: number
   readonly activity_at: string
+  /** The queue order's sort key with `c.id`: 0 waiting, 1 the caller's, 2 the rest. */
+  readonly queue_rank: number
+  /** Epoch seconds (numeric, as text): requested_at for rank 0, minus the last activity otherwise. */
+  readonly queue_key: string
   readonly created_at: string
   readonly notes: ReadonlyArray<string>
   readonly cost_for_user: number
@@ -58,12 +62,19 @@ export interface ConversationFilter {
   readonly handoff?: string | undefined
   readonly assigneeId?: number | undefined
   readonly opportunityId?: number | undefined
+  readonly stageId?: number | undefined
   readonly contactId?: number | undefined
   readonly q?: string | undefined
   readonly unread?: boolean | undefined
-  readonly after?: { readonly activityAt: string; readonly id: number } | undefined
+  readonly order: "activity" | "queue"
+  readonly after?: ListCursor | undefined
   readonly limit: number
 }
+
+/** Where the previous page ended, in the order it was listed in. */
+export type ListCursor =
+  | { readonly order: "activity"; readonly activityAt: string; readonly id: number }
+  | { readonly order: "queue"; readonly rank: number; readonly key: string; readonly id: number }
 
 export interface MessageRow {
   readonly id: string
@@ -98,7 +109,15 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const select = (userId: UserId, where: ReadonlyArray<Fragment>, limit: number) =>
+    // the queue as one ascending key (rank, key, id), so a row value compares the keyset
+    const queueRank = (userId: UserId) =>
+      sql`(case when c.handoff_state = 'waiting' then 0
+                when c.handoff_state = 'human' and c.handoff_assignee_id = ${userId} then 1 else 2 end)`
+    const queueKey = sql`(case when c.handoff_state = 'waiting' then extract(epoch from coalesce(c.handoff_requested_at, c.created_at))
+                               else -extract(epoch from coalesce(c.last_message_at, c.created_at)) end)`
+    const activityOrder = sql`coalesce(c.last_message_at, c.created_at) desc, c.id desc`
+
+    const select = (userId: UserId, where: ReadonlyArray<Fragment>, order: Fragment, limit: number) =>
       sql<ConversationRow>`
         select c.id, c.workspace_id, c.status, c.is_test, c.channel_id, ch.kind as channel_kind,
                ct.id as contact_id, coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
@@ -110,7 +129,8 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
                c.last_message_at, c.last_message_content, c.messages_count,
                (select count(*)::int from messages m
                 where m.conversation_id = c.id and m.role = 'user' and m.created_at > coalesce(r.read_at, '-infinity')) as unread_count,
-               coalesce(c.last_message_at, c.created_at) as activity_at, c.created_at, c.notes,
+               coalesce(c.last_message_at, c.created_at) as activity_at, ${queueRank(userId)} as queue_rank,
+               ${queueKey}::text as queue_key, c.created_at, c.notes,
                c.cost_for_user::float8 as cost_for_user,
                case when c.responses_count = 0 then 0 else c.response_seconds_total / c.responses_count end as avg_response_time
         from conversations c
@@ -124,7 +144,7 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
         ) o on true
         left join stages s on s.id = o.stage_id
         where ${sql.and(where)}
-        order by coalesce(c.last_message_at, c.created_at) desc, c.id desc
+        order by ${order}
         limit ${limit}`
 
     const list = (f: ConversationFilter) => {
@@ -137,6 +157,7 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
       if (f.opportunityId !== undefined) {
         where.push(sql`exists (select 1 from conversation_opportunity co where co.conversation_id = c.id and co.opportunity_id = ${f.opportunityId})`)
       }
+      if (f.stageId !== undefined) where.push(sql`o.stage_id = ${f.stageId}`)
       if (f.contactId !== undefined) where.push(sql`c.contact_id = ${f.contactId}`)
       if (f.q !== undefined && f.q.trim() !== "") {
         const pattern = like(f.q.trim())
@@ -153,10 +174,14 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
         where.push(sql`not exists (select 1 from messages m where m.conversation_id = c.id and m.role = 'user'
                                     and m.created_at > coalesce(r.read_at, '-infinity'))`)
       }
-      if (f.after !== undefined) {
+      if (f.after?.order === "activity") {
         where.push(sql`(coalesce(c.last_message_at, c.created_at), c.id) < (${f.after.activityAt}::timestamptz, ${f.after.id})`)
       }
-      return select(f.userId, where, f.limit)
+      if (f.after?.order === "queue") {
+        where.push(sql`(${queueRank(f.userId)}, ${queueKey}, c.id) > (${f.after.rank}::int, ${f.after.key}::numeric, ${f.after.id})`)
+      }
+      const order = f.order === "queue" ? sql`${queueRank(f.userId)}, ${queueKey}, c.id` : activityOrder
+      return select(f.userId, where, order, f.limit)
     }
 
     const messages = (conversationId: number, page: {
@@ -194,7 +219,7 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
     return {
       list: (f: ConversationFilter) => Effect.orDie(list(f)),
       find: (workspaceIds: ReadonlyArray<WorkspaceId>, userId: UserId, id: ConversationId) =>
-        select(userId, [sql`c.id = ${id}`, sql`c.workspace_id in ${sql.in(workspaceIds)}`], 1).pipe(
+        select(userId, [sql`c.id = ${id}`, sql`c.workspace_id in ${sql.in(workspaceIds)}`], activityOrder, 1).pipe(
           Effect.map((rows) => Option.fromNullable(rows[0])),
           Effect.orDie
         ),
