@@ -3,7 +3,8 @@
  * conversations (list, one, messages, read markers), the agent asks for a person when the contact asks
  * for one (bridge message, summary, silence while waiting or taken), operators take over, write, hand back
  * with a note the agent then uses, rules (keywords) ask for a person, timeouts fire, moves that do not
- * apply are 409, other workspaces' conversations are 404, and operators see it all live on the socket.
+ * apply are 409, other workspaces' conversations are 404, and operators see it all live on the socket
+ * (the agent typing included).
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -366,6 +367,26 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(bridge!.call_type).toBe("handoff_bridge")
         const anonymous = yield* Effect.promise(() => fetch(`${baseUrl}/api/widget/handoff`, { method: "POST", headers }).then((r) => r.status))
         expect(anonymous).toBe(401)
+      }))
+
+    it.scoped("the operators' socket sees the agent typing in a conversation, then its reply", () =>
+      Effect.gen(function*() {
+        const owner = (yield* seedUser()) as Caller
+        const { channel } = yield* agent(owner, null)
+        const live = yield* operatorSocket(owner.token, owner.workspace_id)
+        expect(live.ack.status).toBe(true)
+        yield* say(channel, "typing-1", "How long does delivery take?")
+        const id = yield* conversationOf("typing-1")
+        const [reply] = yield* assistantMessages(id, 1)
+        const replied = yield* eventually(Effect.sync(() => {
+          const at = live.events.findIndex((e) => e.name === "new_message" && e.payload.message_id === reply!.id)
+          return at >= 0 ? at : undefined
+        }))
+        expect(live.events[replied]!.payload).toMatchObject({ conversation_id: id, role: "assistant", sender: "ai" })
+        const typing = live.events.findIndex((e) => e.name === "agent_typing")
+        expect(typing).toBeGreaterThanOrEqual(0)
+        expect(typing).toBeLessThan(replied)
+        expect(live.events[typing]!.payload).toEqual({ conversation_id: id, typing: true })
       }))
 
     it.scoped("a token that cannot read a workspace's conversations is refused on the operators' socket", () =>

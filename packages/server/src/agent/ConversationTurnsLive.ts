@@ -331,7 +331,7 @@ export const ConversationTurnsLive = Layer.effect(
         })
         if (unusable.length > 0) return skip("model_not_configured", [...new Set(unusable)].join("; "))
         // the visitor's chat shows that an answer is coming; the reply's new_message ends it
-        yield* realtime.typing(Number(c.id), true)
+        yield* realtime.typing(Number(c.id), c.workspace_id, true)
         return { _tag: "Ready", context } satisfies Prepared
       }).pipe(Effect.withSpan("ConversationTurns.prepare"))
 
@@ -447,8 +447,9 @@ export const ConversationTurnsLive = Layer.effect(
     const fail = (conversationId: string, upTo: string, reason: FailReason, error: string, model: ModelRef | null) =>
       sql.withTransaction(Effect.gen(function*() {
         const earlier = yield* existingReply(upTo)
+        const found = yield* conversation(conversationId)
         if (Option.isNone(earlier)) {
-          const c = Option.getOrThrow(yield* conversation(conversationId))
+          const c = Option.getOrThrow(found)
           yield* insertReply(c, {
             inReplyTo: upTo,
             status: "failed",
@@ -463,7 +464,14 @@ export const ConversationTurnsLive = Layer.effect(
         }
         yield* markHandled(conversationId, upTo, reason)
         yield* failureRule(conversationId)
-      })).pipe(Effect.orDie, Effect.zipLeft(realtime.typing(Number(conversationId), false)))
+        return Option.map(found, (c) => c.workspace_id)
+      })).pipe(
+        Effect.orDie,
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.void,
+          onSome: (workspaceId) => realtime.typing(Number(conversationId), workspaceId, false)
+        }))
+      )
 
     const opening = (entryId: number) =>
       Effect.gen(function*() {

@@ -5,7 +5,8 @@
  *
  * Operators (docs/handoff.md) emit `join-workspace` with `{workspace_id, token}` (a personal access or
  * OAuth token with `conversations:read` of a user of that workspace) and receive, on `workspace.<id>`,
- * `new_message` for every message of the workspace and `handoff` for every handoff transition.
+ * `new_message` for every message of the workspace, `handoff` for every handoff transition and
+ * `agent_typing` (with its conversation) while the agent writes a reply.
  */
 import { conversationChannel, verifySocketToken } from "@parley/domain"
 import { createAdapter } from "@socket.io/postgres-adapter"
@@ -24,7 +25,10 @@ export const JOIN_CHANNEL_EVENT = "join-channel"
 export const JOIN_WORKSPACE_EVENT = "join-workspace"
 export const HANDOFF_EVENT = "handoff"
 export const workspaceChannel = (workspaceId: number) => `workspace.${workspaceId}`
-/** `{typing: true}` when the agent starts on a reply, `{typing: false}` when it stops without one. */
+/**
+ * `{typing: true}` when the agent starts on a reply, `{typing: false}` when it stops without one; the
+ * operators' room gets `{conversation_id, typing}`.
+ */
 export const AGENT_TYPING_EVENT = "agent_typing"
 /** engine.io's own path check: `path === req.url.slice(0, path.length)`. */
 const SOCKET_IO_PATH = "/socket.io/"
@@ -150,8 +154,11 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
     const toWorkspace = (workspaceId: number, event: string, payload: unknown) =>
       Effect.sync(() => void io.to(workspaceChannel(workspaceId)).emit(event, payload))
 
-    const typing = (conversationId: number, typing: boolean) =>
-      Effect.sync(() => void io.to(conversationChannel(conversationId)).emit(AGENT_TYPING_EVENT, { typing }))
+    const typing = (conversationId: number, workspaceId: number, typing: boolean) =>
+      Effect.sync(() => {
+        io.to(conversationChannel(conversationId)).emit(AGENT_TYPING_EVENT, { typing })
+        io.to(workspaceChannel(workspaceId)).emit(AGENT_TYPING_EVENT, { conversation_id: conversationId, typing })
+      })
 
     return { publish, typing, attach, toWorkspace } as const
   })
