@@ -30,6 +30,7 @@ import { OAuth } from "./oauth/OAuth.js"
 import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
 import { WebChat } from "./webchat/WebChat.js"
 import { Widget } from "./widget/Widget.js"
+import { Members } from "./workspaces/Members.js"
 import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
 
 /** The database after migrations: everything that touches tables is built on this. */
@@ -62,7 +63,8 @@ const Services = Layer.mergeAll(
   Knowledge.Default,
   Automation.Default,
   OAuth.Default,
-  Sessions.Default
+  Sessions.Default,
+  Members.Default
 )
 
 /**

@@ -14,9 +14,11 @@ import { ModelPoolApi } from "./ModelPoolApi.js"
 import { PipelinesApi } from "./PipelinesApi.js"
 import { WebChatApi } from "./WebChatApi.js"
 import { WidgetApi } from "./WidgetApi.js"
+import { WorkspacesApi } from "./WorkspacesApi.js"
 
 const BaseApi = HttpApi.make("parley")
   .add(AccountApi)
+  .add(WorkspacesApi)
   .add(PipelinesApi)
   .add(ChannelsApi)
   .add(OpportunitiesApi)

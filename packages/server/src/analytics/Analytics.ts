@@ -29,7 +29,7 @@ import type { AnalyticsScope, Period } from "./AnalyticsSql.js"
 import { TimeseriesRepo } from "./TimeseriesRepo.js"
 
 // another workspace's id answers like a missing one (docs/api.md), so ids reveal nothing
-const workspaceNotFound = new NotFound({ message: "Workspace not found." })
+export const workspaceNotFound = new NotFound({ message: "Workspace not found." })
 const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
 
 const DAY_MS = 86_400_000

@@ -9,6 +9,7 @@ import { FollowupsHttpLive } from "../followups/Http.js"
 import { KnowledgeHttpLive } from "../knowledge/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
+import { WorkspacesHttpLive } from "../workspaces/Http.js"
 import { ConversationsHttpLive } from "../conversations/Http.js"
 import { EventWebhooksHttpLive } from "../webhooks/Http.js"
 import { ContactsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
@@ -28,6 +29,7 @@ import { Readiness } from "./Readiness.js"
 const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
     AccountHttpLive,
+    WorkspacesHttpLive,
     PipelinesHttpLive,
     ChannelsHttpLive,
     OpportunitiesHttpLive,

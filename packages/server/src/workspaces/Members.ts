@@ -1,0 +1,22 @@
+/** A workspace's members, for the workspaces the caller reaches (docs/api.md). */
+import { CurrentActor, type WorkspaceId } from "@parley/domain"
+import { Effect } from "effect"
+import { workspaceNotFound } from "../analytics/Analytics.js"
+import { MembersRepo } from "./MembersRepo.js"
+
+export class Members extends Effect.Service<Members>()("@parley/server/Members", {
+  dependencies: [MembersRepo.Default],
+  effect: Effect.gen(function*() {
+    const repo = yield* MembersRepo
+
+    const list = Effect.fn("Members.list")(function*(workspaceId: WorkspaceId) {
+      yield* Effect.annotateCurrentSpan("workspace.id", workspaceId)
+      const actor = yield* CurrentActor
+      // another workspace's id answers like a missing one
+      if (!actor.workspaceIds.includes(workspaceId)) return yield* workspaceNotFound
+      return yield* repo.members(workspaceId)
+    })
+
+    return { list }
+  })
+}) {}
