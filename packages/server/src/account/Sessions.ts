@@ -18,6 +18,8 @@ export class TooManyAttempts extends Data.TaggedError("TooManyAttempts")<{ reado
 
 /** A signed-in browser: the user and the CSRF token its forms must carry. */
 export interface Session {
+  /** The session's row: the console's tokens are bound to it. */
+  readonly id: number
   readonly userId: UserId
   readonly email: string
   readonly name: string | null
@@ -50,7 +52,7 @@ export class Sessions extends Effect.Service<Sessions>()("@parley/server/Session
       if (cookie === undefined || cookie === "") return Option.none<Session>()
       const hash = sha256Hex(cookie)
       const row = yield* repo.live(hash)
-      return Option.map(row, (r): Session => ({ userId: r.user_id, email: r.email, name: r.name, csrf: mac("session", hash) }))
+      return Option.map(row, (r): Session => ({ id: r.id, userId: r.user_id, email: r.email, name: r.name, csrf: mac("session", hash) }))
     })
 
     /** Email and password to a new session cookie value; none when they are wrong. */
@@ -69,7 +71,8 @@ export class Sessions extends Effect.Service<Sessions>()("@parley/server/Session
       return Option.some(token)
     })
 
-    const signOut = (cookie: string) => repo.remove(sha256Hex(cookie))
+    /** Ends the session and, with it, the console tokens it was given. */
+    const signOut = (cookie: string) => Effect.zipRight(repo.remove(sha256Hex(cookie)), identity.tokensChanged)
 
     return {
       current,

@@ -3,6 +3,7 @@ import type { UserId } from "@parley/domain"
 import { Effect, Option } from "effect"
 
 export interface SessionRow {
+  readonly id: number
   readonly user_id: UserId
   readonly email: string
   readonly name: string | null
@@ -22,7 +23,7 @@ export class SessionsRepo extends Effect.Service<SessionsRepo>()("@parley/server
 
       live: (hash: string) =>
         sql<SessionRow>`
-          select s.user_id, u.email, u.name from account_sessions s join users u on u.id = s.user_id
+          select s.id::int as id, s.user_id, u.email, u.name from account_sessions s join users u on u.id = s.user_id
           where s.session_hash = ${hash} and s.expires_at > now()`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie),
 
       remove: (hash: string) => sql`delete from account_sessions where session_hash = ${hash}`.pipe(Effect.asVoid, Effect.orDie)

@@ -160,6 +160,8 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       readonly prefix?: string | undefined
       readonly oauthClientId?: string | undefined
       readonly oauthGrantId?: number | undefined
+      /** The account session the token dies with (the console's tokens). */
+      readonly accountSessionId?: number | undefined
     }) {
       const material = newAccessToken(input.prefix)
       const row = yield* repo.insertToken({
@@ -170,9 +172,28 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
         scopes: input.scopes,
         expires_at: input.expiresAt,
         ...(input.oauthClientId !== undefined ? { oauth_client_id: input.oauthClientId } : {}),
-        ...(input.oauthGrantId !== undefined ? { oauth_grant_id: input.oauthGrantId } : {})
+        ...(input.oauthGrantId !== undefined ? { oauth_grant_id: input.oauthGrantId } : {}),
+        ...(input.accountSessionId !== undefined ? { account_session_id: input.accountSessionId } : {})
       })
       return { id: row.id, token: material.token, expires_at: row.expires_at }
+    })
+
+    /** A short-lived token bound to an account session (the console's): deleted with the session. */
+    const issueSessionToken = Effect.fn("Identity.issueSessionToken")(function*(input: {
+      readonly userId: UserId
+      readonly sessionId: number
+      readonly scopes: ReadonlyArray<Scope>
+      readonly ttlMs: number
+    }) {
+      yield* repo.sweepSessionTokens(input.sessionId)
+      return yield* issueToken({
+        userId: input.userId,
+        name: "Console",
+        scopes: input.scopes,
+        expiresAt: new Date(Date.now() + input.ttlMs),
+        prefix: "cst_",
+        accountSessionId: input.sessionId
+      })
     })
 
     // an unknown email costs the same scrypt as a wrong password, so timing does not tell which it was
@@ -299,6 +320,7 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       setWorkspace,
       createToken,
       issueToken,
+      issueSessionToken,
       revokeToken,
       verifyCredentials,
       personalTokens,

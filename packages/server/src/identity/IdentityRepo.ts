@@ -127,11 +127,12 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
         expires_at: Date | null
         oauth_client_id?: string
         oauth_grant_id?: number
+        account_session_id?: number
       }) =>
         sql<{ id: TokenId; created_at: string; expires_at: string | null }>`
-          insert into access_tokens (user_id, name, token_hash, token_hint, scopes, expires_at, oauth_client_id, oauth_grant_id)
+          insert into access_tokens (user_id, name, token_hash, token_hint, scopes, expires_at, oauth_client_id, oauth_grant_id, account_session_id)
           values (${t.user_id}, ${t.name}, ${t.token_hash}, ${t.token_hint}, ${t.scopes}::text[],
-                  ${t.expires_at}, ${t.oauth_client_id ?? null}, ${t.oauth_grant_id ?? null})
+                  ${t.expires_at}, ${t.oauth_client_id ?? null}, ${t.oauth_grant_id ?? null}, ${t.account_session_id ?? null})
           returning id, created_at, expires_at`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie),
 
       revokeToken: (id: TokenId) =>
@@ -147,14 +148,18 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
           select id, name, token_hint, scopes, created_at, last_used_at, expires_at,
                  (expires_at is not null and expires_at <= now()) as expired
           from access_tokens
-          where user_id = ${userId} and oauth_client_id is null and revoked_at is null
+          where user_id = ${userId} and oauth_client_id is null and account_session_id is null and revoked_at is null
           order by id desc`.pipe(Effect.orDie),
 
       revokeUserToken: (userId: UserId, id: TokenId) =>
         sql<{ id: TokenId }>`
           update access_tokens set revoked_at = now()
-          where id = ${id} and user_id = ${userId} and oauth_client_id is null and revoked_at is null
+          where id = ${id} and user_id = ${userId} and oauth_client_id is null and account_session_id is null and revoked_at is null
           returning id`.pipe(Effect.map((r) => r.length > 0), Effect.orDie),
+
+      /** The session's console tokens that ran out: each console page asks for a new one before its last expires. */
+      sweepSessionTokens: (sessionId: number) =>
+        sql`delete from access_tokens where account_session_id = ${sessionId} and expires_at <= now()`.pipe(Effect.asVoid, Effect.orDie),
 
       touchToken: (id: TokenId) =>
         sql`update access_tokens set last_used_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)

@@ -17,6 +17,7 @@ import knowledgeGraph from "./0015_knowledge_graph.js"
 import stageEntryInbound from "./0016_stage_entry_inbound.js"
 import handoff from "./0017_handoff.js"
 import eventWebhooks from "./0018_event_webhooks.js"
+import consoleTokens from "./0019_console_tokens.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -37,5 +38,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0015_knowledge_graph": knowledgeGraph,
   "0016_stage_entry_inbound": stageEntryInbound,
   "0017_handoff": handoff,
-  "0018_event_webhooks": eventWebhooks
+  "0018_event_webhooks": eventWebhooks,
+  "0019_console_tokens": consoleTokens
 }
