@@ -11,7 +11,6 @@
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Api } from "@parley/domain"
 import { Effect, Layer } from "effect"
-import * as Crypto from "node:crypto"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -21,42 +20,13 @@ import { optionalAsset } from "../Assets.js"
 import { escapeHtml, operationScopes, renderApiReference } from "./ApiReference.js"
 import { referenceScript, referenceStylesheet } from "./ApiReferenceAssets.js"
 import { htmlResponse, type PagePolicy, pageHeaders } from "./PageHeaders.js"
+import { fixed, hash, immutable, serveFixed } from "./StaticBody.js"
 
 const gzip = promisify(Zlib.gzip)
-
-const hash = (body: Uint8Array) => Crypto.createHash("sha256").update(body).digest("base64url").slice(0, 16)
 
 // a JSON data block may not contain `</script>`; U+2028/9 are JSON but not JavaScript
 const scriptData = (value: unknown) =>
   JSON.stringify(value).replace(/</g, "\\u003c").replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`)
-
-/** A body fixed at start-up, gzipped once, with one ETag per encoding. */
-interface Fixed {
-  readonly raw: Uint8Array
-  readonly gzip: Uint8Array
-  readonly version: string
-}
-
-const fixed = (body: string): Fixed => {
-  const raw = Buffer.from(body, "utf8")
-  return { raw, gzip: Zlib.gzipSync(raw, { level: 9 }), version: hash(raw) }
-}
-
-const matches = (ifNoneMatch: string | undefined, etag: string) =>
-  ifNoneMatch !== undefined &&
-  ifNoneMatch.split(",").map((t) => t.trim().replace(/^W\//, "")).some((t) => t === etag || t === "*")
-
-/** Serves `body`: gzip when accepted, 304 when the client holds this encoding's ETag. */
-const serveFixed = (body: Fixed, headers: Readonly<Record<string, string>>) =>
-  Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
-    const gzipped = /\bgzip\b/.test(request.headers["accept-encoding"] ?? "")
-    const etag = `"${body.version}${gzipped ? "-gz" : ""}"`
-    const all = { ...headers, etag, vary: "Accept-Encoding" }
-    if (matches(request.headers["if-none-match"], etag)) return HttpServerResponse.empty({ status: 304, headers: all })
-    return HttpServerResponse.uint8Array(gzipped ? body.gzip : body.raw, {
-      headers: gzipped ? { ...all, "content-encoding": "gzip" } : all
-    })
-  })
 
 /**
  * The bundle `HttpApiScalar.layer` inlines: an asset in the production build (scripts/build.mjs); from
@@ -87,9 +57,6 @@ const scalarPolicy: PagePolicy = {
 
 // `withDefaultFonts: false`: no Inter and JetBrains Mono from fonts.scalar.com
 const configuration = { _integration: "html", withDefaultFonts: false }
-
-// named by their hash in the page, so a browser keeps them until the page names others
-const immutable = "public, max-age=31536000, immutable"
 
 export const DocsRoutes = Layer.unwrapEffect(Effect.gen(function*() {
   const spec = OpenApi.fromApi(Api)
