@@ -82,12 +82,18 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       }).pipe(Effect.orDie)
 
     /** Hand-off through the channel; what a channel kind cannot carry is a rejection, recorded on the message. */
-    const deliver = (t: Target, messageId: string, text: string | null): Effect.Effect<string | null, never, WorkflowEngine.WorkflowEngine> =>
+    const deliver = (
+      t: Target,
+      messageId: string,
+      text: string | null,
+      files: ReadonlyArray<FileEntryWithUrl>
+    ): Effect.Effect<string | null, never, WorkflowEngine.WorkflowEngine> =>
       Effect.gen(function*() {
         if (t.channel_id === null || t.kind === null) return "The conversation has no channel to send through."
         if (t.is_active !== true) return "The conversation's channel is inactive."
         if (t.kind !== "web" && t.kind !== "widget") return `Sending on ${t.kind} channels is not supported by this server.`
-        yield* realtime.publish(t.id, [{ message: text ?? "", cost: 0, message_id: messageId, role: "assistant", is_manual: true }])
+        // the files with their signed links, so the contact sees them live, not only in the history
+        yield* realtime.publish(t.id, [{ message: text ?? "", cost: 0, message_id: messageId, role: "assistant", is_manual: true, files }])
         if (t.callback_url !== null) yield* deliveries.start(messageId)
         return null
       })
@@ -138,7 +144,10 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
                   ${t.external_chat_id}, 'manual', true, ${actor.userId})`
       })).pipe(Effect.orDie, Effect.onError(() => Effect.forEach(stored, (f) => storage.remove(f.key))))
 
-      const rejection = yield* deliver(t, id, text)
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const base = publicBaseUrl(config, request.headers)
+      const withUrls = stored.map((f) => new FileEntryWithUrl({ ...f.entry, url: base + storage.signedPath(f.key) }))
+      const rejection = yield* deliver(t, id, text, withUrls)
       yield* realtime.toWorkspace(t.workspace_id, NEW_MESSAGE_EVENT, {
         conversation_id: t.id,
         message_id: id,
@@ -149,8 +158,6 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       })
       yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
                  updated_at = now() where id = ${id}`.pipe(Effect.orDie)
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const base = publicBaseUrl(config, request.headers)
       const result = yield* record(id, base)
       if (rejection !== null) return yield* new ChannelRejected({ message: rejection, record: result })
       return result
