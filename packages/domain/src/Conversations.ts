@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { FileEntryWithUrl } from "./Files.js"
 import { Handoff, HandoffEvent, HandoffState } from "./Handoff.js"
-import { ChannelId, IdFromString, PipelineId, StageId, UserId } from "./Ids.js"
+import { ChannelId, IdFromString, PipelineId, StageId, UserId, WorkspaceId } from "./Ids.js"
 import { NoReplyReasonField } from "./NoReply.js"
 import { ContactId, ConversationId, ConversationStatus, OpportunityId } from "./Opportunities.js"
 import { all, PerPage, Timestamp } from "./Schemas.js"
@@ -27,6 +27,9 @@ export type ConversationsOrder = typeof ConversationsOrder.Type
 const Cursor = Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "`next_cursor` of the previous page" })
 
 export const ListConversationsQuery = Schema.Struct({
+  workspace_id: Schema.optional(IdFromString(WorkspaceId)).annotations({
+    description: "Only this workspace's conversations (one you own or manage; another is 404); default: every workspace you reach"
+  }),
   pipeline_id: Schema.optional(IdFromString(PipelineId)),
   channel_id: Schema.optional(IdFromString(ChannelId)),
   status: Schema.optional(ConversationStatus),

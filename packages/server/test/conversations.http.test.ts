@@ -241,6 +241,28 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
       }
     }))
 
+  it.effect("workspace_id keeps one workspace the caller reaches (owned or managed); another is 404 and a bad one 422", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      const manager = yield* seedUser()
+      const stranger = yield* seedUser()
+      const theirs = yield* withConversation(owner)
+      const own = yield* withConversation(manager)
+      yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id as never)).pipe(Effect.orDie)
+
+      const list = (who: Caller, query: string) => get(who, `/api/user/conversations?${query}`)
+      const all = idsOf(ok(yield* list(manager, "per_page=100")))
+      expect(all).toEqual(expect.arrayContaining([theirs.conversationId, own.conversationId]))
+      expect(idsOf(ok(yield* list(manager, `workspace_id=${owner.workspace_id}`)))).toEqual([theirs.conversationId])
+      expect(idsOf(ok(yield* list(manager, `workspace_id=${manager.workspace_id}&order=queue`)))).toEqual([own.conversationId])
+      for (const who of [stranger, owner]) {
+        const r = yield* list(who, `workspace_id=${manager.workspace_id}`)
+        expect(r.status).toBe(404)
+        expect(r.body.message).toBe("Workspace not found.")
+      }
+      expect422(yield* list(manager, "workspace_id=abc"), ["workspace_id"])
+    }))
+
   it.effect("order=queue lists waiting (longest first), then the caller's, then the rest by activity, and pages one by one", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()

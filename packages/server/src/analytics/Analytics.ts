@@ -26,10 +26,9 @@ import {
 import { Clock, Effect } from "effect"
 import { AnalyticsRepo, type HandoffRow, type MessagingRow } from "./AnalyticsRepo.js"
 import type { AnalyticsScope, Period } from "./AnalyticsSql.js"
+import { workspaceNotFound } from "../workspaces/WorkspaceNotFound.js"
 import { TimeseriesRepo } from "./TimeseriesRepo.js"
 
-// another workspace's id answers like a missing one (docs/api.md), so ids reveal nothing
-export const workspaceNotFound = new NotFound({ message: "Workspace not found." })
 const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
 
 const DAY_MS = 86_400_000

@@ -30,6 +30,7 @@ import { Effect, Option, Schema } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
 import { conversationNotFound, Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
+import { workspaceNotFound } from "../workspaces/WorkspaceNotFound.js"
 import { type ConversationRow, ConversationsRepo, type ListCursor } from "./ConversationsRepo.js"
 
 const listItem = (r: ConversationRow) => ({
@@ -126,8 +127,9 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
       const order = query.order ?? "activity"
       const after = query.cursor === undefined ? undefined : decodeListCursor(order, query.cursor)
       if (query.cursor !== undefined && after === undefined) return yield* badCursor
+      if (query.workspace_id !== undefined && !actor.workspaceIds.includes(query.workspace_id)) return yield* workspaceNotFound
       const rows = yield* repo.list({
-        workspaceIds: actor.workspaceIds,
+        workspaceIds: query.workspace_id === undefined ? actor.workspaceIds : [query.workspace_id],
         userId: actor.userId,
         pipelineId: query.pipeline_id,
         channelId: query.channel_id,

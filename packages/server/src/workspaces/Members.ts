@@ -1,7 +1,7 @@
 /** A workspace's members, for the workspaces the caller reaches (docs/api.md). */
 import { CurrentActor, type WorkspaceId } from "@parley/domain"
 import { Effect } from "effect"
-import { workspaceNotFound } from "../analytics/Analytics.js"
+import { workspaceNotFound } from "./WorkspaceNotFound.js"
 import { MembersRepo } from "./MembersRepo.js"
 
 export class Members extends Effect.Service<Members>()("@parley/server/Members", {
