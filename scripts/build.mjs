@@ -93,6 +93,11 @@ export const build = async () => {
   Fs.cpSync(Path.join(root, "packages/server/src/assets"), assets, { recursive: true })
   Fs.copyFileSync(initialDatabase(dist), Path.join(assets, "initial-database.tar.gz"))
   Fs.writeFileSync(Path.join(assets, "scalar.js"), await scalarBundle())
+  // the operator console's browser bundle (packages/console): src/console/ConsoleBundle.ts reads these
+  const { bundleConsole } = await import(pathToFileURL(Path.join(root, "packages/console/build.mjs")).href)
+  const consoleBundle = await bundleConsole()
+  Fs.writeFileSync(Path.join(assets, "console.js"), consoleBundle.js)
+  Fs.writeFileSync(Path.join(assets, "console.css"), consoleBundle.css)
   return performance.now() - started
 }
 

@@ -13,7 +13,8 @@
 #    own RUN lines (the /data volume's owner) are system setup of the image and are not run.
 # 4. That command on free ports with a fresh data dir (the embedded database), and an empty environment
 #    but for the stage's ENV: /ready polled with a timeout from the machine's cores and load, one
-#    authenticated request with the demo token from demo-credentials.json, /docs/scalar.js and /widget.js
+#    authenticated request with the demo token from demo-credentials.json, /docs/scalar.js, the console's
+#    script and /widget.js
 #    (files the server reads at run time), the receiver's /ready and `--help`; then SIGTERM and exit 0.
 #
 # Usage: bash scripts/docker-build-check.sh        (from anywhere; about a minute on 2 cores)
@@ -342,6 +343,8 @@ const main = async () => {
   expect("GET /api/user/me without a token is 401", anonymous.status === 401, `${anonymous.status}`)
   const scalar = await get(`${api}/docs/scalar.js`)
   expect("GET /docs/scalar.js (an asset of the build)", scalar.status === 200 && scalar.body.length > 100_000, `${scalar.status}, ${scalar.body.length} bytes`)
+  const consoleScript = await get(`${api}/console/assets/console.js`)
+  expect("GET /console/assets/console.js (the console's bundle, an asset of the build)", consoleScript.status === 200 && consoleScript.body.length > 10_000, `${consoleScript.status}, ${consoleScript.body.length} bytes`)
   const widget = await get(`${api}/widget.js`)
   expect("GET /widget.js (an asset beside the bundle)", widget.status === 200 && widget.body.length > 1000, `${widget.status}, ${widget.body.length} bytes`)
   const receiver = await get(`http://127.0.0.1:${receiverPort}/ready`)

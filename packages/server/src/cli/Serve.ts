@@ -23,6 +23,7 @@ const banner = (
   const lines = ["", "Parley is running."]
   if (api && demo?.widget) lines.push(`  Demo      ${api}/   (the web-chat widget on a live demo page: open it in a browser)`)
   if (api) lines.push(`  API       ${api}    docs ${api}/docs   OpenAPI ${api}/openapi.json`)
+  if (api) lines.push(`  Console   ${api}/console   (operators: inbox, takeover, board, analytics; sign in${demo ? " as the demo user below" : ""})`)
   if (api) lines.push(`  Account   ${api}/account   (sign in: tokens, connected MCP clients)`)
   if (receiver) lines.push(`  Receiver  ${receiver}/web-chat/message`)
   if (metrics) lines.push(`  Metrics   ${metrics}/metrics`)

@@ -18,6 +18,7 @@ import { FilesRoute } from "../files/Http.js"
 import { McpRoute } from "../mcp/Http.js"
 import { OAuthRoutes } from "../oauth/Http.js"
 import { AccountRoutes } from "../account/Http.js"
+import { ConsoleRoutes } from "../console/Http.js"
 import { MessagesHttpLive, OperatorUploadLimitLive } from "../messages/Http.js"
 import { ModelPoolHttpLive, PipelinesHttpLive } from "../pipelines/Http.js"
 import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
@@ -85,6 +86,7 @@ export const ApiRoutes = Layer.mergeAll(
   McpRoute,
   OAuthRoutes,
   AccountRoutes,
+  ConsoleRoutes,
   WidgetRoutes,
   DemoPageRoutes,
   NotFoundRoute

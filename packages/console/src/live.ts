@@ -1,0 +1,64 @@
+/**
+ * The operators' socket (docs/handoff.md, "The operators' socket"): joins `workspace.<id>` with the
+ * console's token and hands `new_message`, `handoff` and `agent_typing` to whoever listens. Re-joins
+ * after a reconnect and with each renewed token.
+ */
+import { io, type Socket } from "socket.io-client"
+import { currentToken, onToken } from "./api.js"
+import { connection } from "./state.js"
+
+export interface NewMessageEvent {
+  readonly conversation_id: number
+  readonly message_id: string
+  readonly role: "user" | "assistant"
+  readonly sender: "contact" | "ai" | "operator"
+  readonly sender_id: number | null
+  readonly message: string | null
+}
+export interface HandoffEvent {
+  readonly conversation_id: number
+  readonly event: { readonly action: string; readonly to_state: string; readonly assignee_id: number | null }
+}
+export interface TypingEvent {
+  readonly conversation_id: number
+  readonly typing: boolean
+}
+
+type Listener = {
+  readonly message?: (e: NewMessageEvent) => void
+  readonly handoff?: (e: HandoffEvent) => void
+  readonly typing?: (e: TypingEvent) => void
+}
+const listeners = new Set<Listener>()
+export const listen = (listener: Listener) => {
+  listeners.add(listener)
+  return () => void listeners.delete(listener)
+}
+
+let socket: Socket | undefined
+let joined: number | undefined
+
+const join = async (workspace: number) => {
+  const token = await currentToken()
+  socket?.emit("join-workspace", { workspace_id: workspace, token }, (ack: { status: boolean }) => {
+    connection.value = ack.status ? "live" : "offline"
+  })
+}
+
+/** Follows one workspace: the socket leaves the last one by reconnecting (rooms are per connection). */
+export const follow = (workspace: number) => {
+  if (joined === workspace && socket !== undefined) return
+  socket?.disconnect()
+  joined = workspace
+  connection.value = "connecting"
+  socket = io({ transports: ["websocket"] })
+  socket.on("connect", () => void join(workspace))
+  socket.on("disconnect", () => (connection.value = "offline"))
+  socket.on("new_message", (e: NewMessageEvent) => listeners.forEach((l) => l.message?.(e)))
+  socket.on("handoff", (e: HandoffEvent) => listeners.forEach((l) => l.handoff?.(e)))
+  socket.on("agent_typing", (e: TypingEvent) => listeners.forEach((l) => l.typing?.(e)))
+}
+
+onToken(() => {
+  if (socket?.connected === true && joined !== undefined) void join(joined)
+})

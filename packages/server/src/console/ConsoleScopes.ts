@@ -1,0 +1,15 @@
+import type { Scope } from "@parley/domain"
+
+/** What the console's token may do: read and work conversations, send, move opportunities; read pipelines and channels. */
+export const CONSOLE_SCOPES: ReadonlyArray<Scope> = [
+  "conversations:read",
+  "conversations:write",
+  "messages:send",
+  "opportunities:read",
+  "opportunities:write",
+  "pipelines:read",
+  "channels:read"
+]
+
+/** A console token lives 15 minutes; the page renews it at two thirds of that. */
+export const CONSOLE_TOKEN_TTL_MS = 15 * 60_000

@@ -1,0 +1,246 @@
+/**
+ * The operator console in real Chromium, beside a visitor in the demo page's widget, on a first-run
+ * server (`parley serve`, demo seeded). The visitor asks for a person; the conversation comes to the top
+ * of the inbox marked waiting, with the bridge message and the summary; the operator takes over and
+ * replies with a file, which the visitor sees live; hands back with a note that the agent's next reply
+ * follows; drags the opportunity's card on the board to the won stage (checked over REST, and the
+ * stage's opening message reaches the visitor); the analytics page draws charts. At 390 px the inbox and
+ * the conversation fit the screen. Signing out ends the console's token. Screenshots of each screen are
+ * kept in test-results/console-*.png.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as Zlib from "node:zlib"
+import type { Browser, BrowserContext, Page } from "playwright-core"
+import { launchBrowser } from "./support/Browser.js"
+import { call, type Running, serve, stop, until } from "./support/ChildServer.js"
+
+const root = Path.resolve(__dirname, "../../..")
+const artifacts = Path.join(root, "test-results")
+const WAIT = { timeout: 30_000 }
+/** A plain PNG of one colour (the operator's attachment), big enough to see in the screenshots. */
+const png = (width: number, height: number, rgb: readonly [number, number, number]) => {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data])
+    const out = Buffer.alloc(body.length + 8)
+    out.writeUInt32BE(data.length, 0)
+    body.copy(out, 4)
+    out.writeUInt32BE(Zlib.crc32(body), body.length + 4)
+    return out
+  }
+  const header = Buffer.alloc(13)
+  header.writeUInt32BE(width, 0)
+  header.writeUInt32BE(height, 4)
+  header.set([8, 2, 0, 0, 0], 8)
+  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: width }, () => rgb).flat())])
+  const pixels = Zlib.deflateSync(Buffer.concat(Array.from({ length: height }, () => row)))
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", header), chunk("IDAT", pixels), chunk("IEND", Buffer.alloc(0))])
+}
+const PNG = png(120, 80, [37, 99, 235])
+
+interface Demo {
+  readonly email: string
+  readonly password: string
+  readonly token: string
+  readonly pipeline_id: number
+}
+
+let server: Running | undefined
+let browser: Browser | undefined
+let dataDir: string
+let demo: Demo
+
+beforeAll(async () => {
+  dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-console-"))
+  server = await serve(dataDir, {})
+  browser = await launchBrowser()
+  demo = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as Demo
+  Fs.mkdirSync(artifacts, { recursive: true })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await stop(server)
+  Fs.rmSync(dataDir, { recursive: true, force: true })
+})
+
+const rest = (path: string, init: RequestInit & { token?: string } = {}) =>
+  call(`${server!.api}/api/user/${path}`, { token: demo.token, ...init })
+
+const shot = (page: Page, name: string) => page.screenshot({ path: Path.join(artifacts, `console-${name}.png`) })
+
+/** A page that fails the test on a script error or a CSP violation. */
+const watched = async (context: BrowserContext, errors: Array<string>) => {
+  const page = await context.newPage()
+  page.on("pageerror", (e) => errors.push(String(e)))
+  page.on("console", (m) => m.text().includes("Content Security Policy") && errors.push(m.text()))
+  return page
+}
+
+const signIn = async (page: Page, path: string) => {
+  await page.goto(`${server!.api}${path}`)
+  expect(page.url()).toContain("/account/sign-in?return_to=")
+  await page.getByLabel("Email").fill(demo.email)
+  await page.getByLabel("Password").fill(demo.password)
+  await page.getByRole("button", { name: "Sign in" }).click()
+  await page.waitForURL(`**${path}`)
+  await page.locator(".conn[data-state=live]").waitFor(WAIT)
+}
+
+const widgetSay = async (page: Page, text: string) => {
+  await page.getByRole("textbox", { name: "Message" }).fill(text)
+  await page.getByRole("textbox", { name: "Message" }).press("Enter")
+}
+
+const widgetReply = (page: Page, text: string) =>
+  page.getByRole("log", { name: "Messages" }).locator("li[data-role=assistant]", { hasText: text }).first()
+
+describe("the operator console in a browser", () => {
+  it("takes a handoff from the inbox to a reply with a file and back to the agent; moves a card on the board; draws analytics", async () => {
+    const errors: Array<string> = []
+    const operatorContext = await browser!.newContext({ viewport: { width: 1280, height: 800 } })
+    const visitorContext = await browser!.newContext({ viewport: { width: 1100, height: 800 } })
+    const operator = await watched(operatorContext, errors)
+    const visitor = await watched(visitorContext, errors)
+
+    // the console's page: signed in by the account session, scripts only from itself
+    const first = await operator.request.get(`${server!.api}/console`, { maxRedirects: 0 })
+    expect(first.status()).toBe(303)
+    await signIn(operator, "/console")
+    const response = await operator.goto(`${server!.api}/console`)
+    const csp = response!.headers()["content-security-policy"]!
+    expect(csp).toMatch(/(^|; )script-src 'self'(;|$)/)
+    expect(csp).not.toContain("unsafe-inline'; script")
+    expect(response!.headers()["x-frame-options"]).toBe("DENY")
+    await operator.locator(".conn[data-state=live]").waitFor(WAIT)
+
+    // the visitor opens the demo page (its conversation starts with the opening message) and asks for a person
+    await visitor.goto(`${server!.api}/`)
+    await visitor.waitForSelector("#parley-widget[data-state=ready]", WAIT)
+    // the demo page and the start banner lead operators to the console
+    expect(await visitor.getByRole("link", { name: "Operator console" }).getAttribute("href")).toBe("/console")
+    expect(server!.output()).toContain(`Console   ${server!.api}/console`)
+    await widgetReply(visitor, "Parley's demo agent").waitFor(WAIT)
+    await widgetSay(visitor, "My order arrived broken. Can I talk to a person please?")
+
+    // it comes to the top of the inbox, live, marked waiting
+    const top = operator.locator("ul.rows li.row").first()
+    await until("the waiting conversation on top", async () => (await top.getAttribute("data-state")) === "waiting" || undefined, WAIT.timeout)
+    expect(await top.locator(".badge").innerText()).toMatch(/^Waiting \d+ s$/)
+    const conversationId = Number(await top.getAttribute("data-id"))
+    await top.click()
+    await operator.waitForURL(`**/console/c/${conversationId}`)
+    const transcript = operator.getByRole("log", { name: "Messages" })
+    await transcript.locator(".msg.from-ai", { hasText: "member of our team" }).waitFor(WAIT)
+    const summary = operator.getByRole("complementary", { name: "Handoff summary" })
+    await summary.waitFor(WAIT)
+    expect(await summary.innerText()).toContain("Wants:")
+    expect(await operator.getByTestId("handoff-state").innerText()).toContain("Waiting for a person")
+    await shot(operator, "inbox-waiting")
+
+    // take over; reply with a file; the visitor sees it live
+    await operator.getByRole("button", { name: "Take over" }).click()
+    await until("taken", async () => (await operator.getByTestId("handoff-state").innerText()) === "With you" || undefined, WAIT.timeout)
+    await operator.locator("#composer-files").setInputFiles({ name: "replacement-label.png", mimeType: "image/png", buffer: PNG })
+    await operator.getByRole("list", { name: "Files to send" }).getByText("replacement-label.png").waitFor(WAIT)
+    await operator.getByRole("textbox", { name: "Message to the contact" }).fill("Sorry about that! Here is the label for the replacement.")
+    await operator.getByRole("button", { name: "Send" }).click()
+    const sent = transcript.locator(".msg.from-operator", { hasText: "label for the replacement" })
+    await sent.waitFor(WAIT)
+    await sent.locator("img[alt='replacement-label.png']").waitFor(WAIT)
+    const seen = widgetReply(visitor, "label for the replacement")
+    await seen.waitFor(WAIT)
+    await seen.locator(".files a", { hasText: "replacement-label.png" }).waitFor(WAIT)
+    await shot(operator, "conversation-operator")
+    await visitor.screenshot({ path: Path.join(artifacts, "console-visitor-widget.png") })
+
+    // hand back with a note; the agent's next reply follows it
+    await operator.getByRole("button", { name: "Hand back to AI" }).click()
+    await operator.getByLabel("A note for the AI (optional)").fill("Replacement approved. Offer the voucher code BIKE10 for the trouble.")
+    await operator.getByRole("button", { name: "Hand back", exact: true }).click()
+    await until("handed back", async () => (await operator.getByTestId("handoff-state").innerText()) === "The AI has it" || undefined, WAIT.timeout)
+    await widgetSay(visitor, "Is there a voucher for the trouble?")
+    await widgetReply(visitor, "BIKE10").waitFor(WAIT)
+    await transcript.locator(".msg.from-ai", { hasText: "BIKE10" }).waitFor(WAIT)
+    const conversation = (await rest(`conversations/${conversationId}`)).body.data
+    expect(conversation.handoff).toMatchObject({ state: "ai", return_note: "Replacement approved. Offer the voucher code BIKE10 for the trouble." })
+    const opportunityId = conversation.opportunity.id as number
+
+    // the board: drag the card to the won stage, which now has an opening message
+    const stages = (await rest(`pipelines/${demo.pipeline_id}/stages`)).body.data as Array<{ id: number; nature: string; name: string }>
+    const won = stages.find((s) => s.nature === "won")!
+    expect((await rest(`stages/${won.id}`, {
+      method: "PUT",
+      body: JSON.stringify({ is_opening_message: true, opening_message_type: "static", static_opening_message: "Your demo is booked. See you on the call!" })
+    })).status).toBe(200)
+    await operator.getByRole("link", { name: "Board" }).click()
+    await operator.waitForURL("**/console/board")
+    const card = operator.locator(`li.card[data-id="${opportunityId}"]`)
+    await card.waitFor(WAIT)
+    const wonColumn = operator.locator(`section.column[data-stage="${won.id}"]`)
+    await card.dragTo(wonColumn)
+    await wonColumn.locator(`li.card[data-id="${opportunityId}"]`).waitFor(WAIT)
+    expect(await wonColumn.locator(".total").innerText()).toBe("1")
+    expect((await rest(`opportunities/${opportunityId}`)).body.data).toMatchObject({ stage_id: won.id, stage_nature: "won" })
+    await widgetReply(visitor, "Your demo is booked").waitFor(WAIT)
+    await shot(operator, "board")
+
+    // analytics: charts of the day's messages, handoffs and the won opportunity
+    await operator.getByRole("link", { name: "Analytics" }).click()
+    await operator.waitForURL("**/console/analytics")
+    await until("charts with data", async () => (await operator.locator("figure.chart[data-empty=false]").count()) >= 4 || undefined, WAIT.timeout)
+    expect(await operator.locator("figure.chart svg rect").count()).toBeGreaterThan(0)
+    expect(await operator.getByRole("img", { name: /^Opportunities won and lost per day: Won 1 in total/ }).count()).toBe(1)
+    await shot(operator, "analytics")
+
+    // the keys: k/j move through the inbox, Enter opens, e hands back
+    await operator.getByRole("link", { name: "Inbox" }).click()
+    await operator.waitForURL(/\/console$/)
+    await operator.locator("ul.rows li.row").first().waitFor(WAIT)
+    await operator.locator("body").click({ position: { x: 5, y: 790 } })
+    await operator.keyboard.press("k")
+    await operator.keyboard.press("Enter")
+    await operator.waitForURL(/\/console\/c\/\d+$/)
+    const opened = Number(/\/c\/(\d+)$/.exec(operator.url())![1])
+    expect((await rest(`conversations/${opened}/handoff`, { method: "POST", body: JSON.stringify({ action: "take" }) })).status).toBe(200)
+    await until("the operator's take shows", async () => (await operator.getByTestId("handoff-state").innerText()).startsWith("With ") || undefined, WAIT.timeout)
+    await operator.locator("body").click({ position: { x: 5, y: 790 } })
+    await operator.keyboard.press("e")
+    await until("e handed back", async () => (await rest(`conversations/${opened}`)).body.data.handoff.state === "ai" || undefined, WAIT.timeout)
+
+    // a phone: the inbox, then the conversation alone, without sideways scrolling
+    const phone = await watched(operatorContext, errors)
+    await phone.setViewportSize({ width: 390, height: 844 })
+    await phone.goto(`${server!.api}/console`)
+    await phone.locator("ul.rows li.row").first().waitFor(WAIT)
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    await shot(phone, "phone-inbox")
+    await phone.locator("ul.rows li.row").first().click()
+    await phone.getByRole("log", { name: "Messages" }).locator("li").first().waitFor(WAIT)
+    expect(await phone.locator("section.inbox").isVisible()).toBe(false)
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    await shot(phone, "phone-conversation")
+
+    // the token lives in memory only, and signing out ends it
+    const token = await operator.evaluate(async () => {
+      const csrf = document.querySelector<HTMLMetaElement>("meta[name=parley-csrf]")!.content
+      const r = await fetch("/console/token", { method: "POST", headers: { "x-csrf-token": csrf } })
+      return ((await r.json()) as { access_token: string }).access_token
+    })
+    const stored = await operator.evaluate(() => JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie }))
+    expect(stored).not.toContain(token)
+    expect(stored).not.toContain("cst_")
+    expect((await rest("me", { token })).status).toBe(200)
+    const forged = await operator.evaluate(async () => (await fetch("/console/token", { method: "POST" })).status)
+    expect(forged).toBe(403)
+    await operator.getByRole("button", { name: /^Sign out/ }).click()
+    await operator.waitForURL("**/account/sign-in")
+    expect((await rest("me", { token })).status).toBe(401)
+
+    expect(errors).toEqual([])
+    await operatorContext.close()
+    await visitorContext.close()
+  })
+})
