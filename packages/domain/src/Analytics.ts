@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { ChannelKind } from "./Channels.js"
-import { IdFromString, PipelineId, WorkspaceId } from "./Ids.js"
+import { IdFromString, PipelineId, StageId, WorkspaceId } from "./Ids.js"
 import { all } from "./Schemas.js"
 
 
@@ -212,6 +212,14 @@ export type TimeseriesQuery = typeof TimeseriesQuery.Type
 
 const Median = Schema.NullOr(Schema.Number)
 
+/** One won or lost stage's entries on a day of the time series. */
+export class TimeseriesStageCount extends Schema.Class<TimeseriesStageCount>("TimeseriesStageCount")({
+  stage_id: StageId.annotations({ description: "The won or lost stage entered" }),
+  stage_name: Schema.String.annotations({ description: "The stage's name (today's)" }),
+  nature: Schema.Literal("won", "lost").annotations({ description: "The stage's nature" }),
+  count: Count.annotations({ description: "Opportunities that entered this stage that day (each opportunity once)" })
+}) {}
+
 export class TimeseriesDay extends Schema.Class<TimeseriesDay>("TimeseriesDay")({
   date: Schema.String.annotations({ description: "UTC day, YYYY-MM-DD" }),
   contact_messages: Count.annotations({ description: "Messages from the contact (role user)" }),
@@ -226,7 +234,11 @@ export class TimeseriesDay extends Schema.Class<TimeseriesDay>("TimeseriesDay")(
     description: "Median seconds to the first `take` or `assign` of that day's requests (the handoffs endpoint's rule); null when none was taken"
   }),
   won: Count.annotations({ description: "Opportunities that entered a won stage that day" }),
-  lost: Count.annotations({ description: "Opportunities that entered a lost stage that day" })
+  lost: Count.annotations({ description: "Opportunities that entered a lost stage that day" }),
+  closed_by_stage: Schema.Array(TimeseriesStageCount).annotations({
+    description:
+      "`won` and `lost` by the stage entered: one entry per won or lost stage that opportunities entered that day, by stage_id; empty on a day without any. An opportunity entering two such stages that day counts once in `won`/`lost` but in each stage's entry"
+  })
 }) {}
 
 export class Timeseries extends Schema.Class<Timeseries>("Timeseries")({

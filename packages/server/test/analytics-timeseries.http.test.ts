@@ -139,10 +139,28 @@ const build = Effect.gen(function*() {
   yield* handoffs(bob, theirs, "ts-foreign", "2025-06-01", [["request", 0], ["take", 5]])
   yield* closing(bob, theirs, [theirs.won.id], ["2025-06-01"])
 
-  return { alice, bob, sales: sales.pipeline, support: support.pipeline, theirs: theirs.pipeline }
+  const closedIn = (a: Agent) => ({
+    won: { stage_id: a.won.id as number, stage_name: "Closed won", nature: "won" },
+    lost: { stage_id: a.lost.id as number, stage_name: "Closed lost", nature: "lost" }
+  })
+  return {
+    alice,
+    bob,
+    sales: sales.pipeline,
+    support: support.pipeline,
+    theirs: theirs.pipeline,
+    salesStages: closedIn(sales),
+    supportStages: closedIn(support),
+    theirStages: closedIn(theirs)
+  }
 })
 
-const day = (date: string, figures: Record<string, number | null> = {}) => ({
+type StageCount = { stage_id: number; stage_name: string; nature: string; count: number }
+
+/** A `closed_by_stage` entry: one of the fixture's won or lost stages with its count. */
+const entered = (stage: Omit<StageCount, "count">, count: number): StageCount => ({ ...stage, count })
+
+const day = (date: string, figures: Record<string, number | null | ReadonlyArray<StageCount>> = {}) => ({
   date,
   contact_messages: 0,
   ai_messages: 0,
@@ -153,6 +171,7 @@ const day = (date: string, figures: Record<string, number | null> = {}) => ({
   median_take_seconds: null,
   won: 0,
   lost: 0,
+  closed_by_stage: [],
   ...figures
 })
 
@@ -166,7 +185,9 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
 
   it.effect("every day of the range, each series by day, a day without data as zeros and null medians", () =>
     Effect.gen(function*() {
-      const { alice } = yield* fixture
+      const { alice, salesStages, supportStages } = yield* fixture
+      // 06-03's two stages in stage_id order: Sales' were created first
+      expect(salesStages.lost.stage_id).toBeLessThan(supportStages.won.stage_id)
       expect(yield* series(alice)).toEqual({
         start_date: "2025-06-01",
         end_date: "2025-06-04",
@@ -179,7 +200,8 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
             median_ai_response_seconds: 60,
             handoffs_requested: 2,
             median_take_seconds: 70,
-            won: 1
+            won: 1,
+            closed_by_stage: [entered(salesStages.won, 1)]
           }),
           day("2025-06-02"),
           day("2025-06-03", {
@@ -189,16 +211,24 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
             median_ai_response_seconds: 40,
             handoffs_requested: 1,
             won: 1,
-            lost: 1
+            lost: 1,
+            closed_by_stage: [entered(salesStages.lost, 1), entered(supportStages.won, 1)]
           }),
-          day("2025-06-04", { ai_messages: 1, operator_messages: 1, ai_cost: 0.05, won: 1 })
+          // won, open, won again: the opportunity counts once for its stage too
+          day("2025-06-04", {
+            ai_messages: 1,
+            operator_messages: 1,
+            ai_cost: 0.05,
+            won: 1,
+            closed_by_stage: [entered(salesStages.won, 1)]
+          })
         ]
       })
     }), 120_000)
 
   it.effect("pipeline_id narrows every series to one pipeline", () =>
     Effect.gen(function*() {
-      const { alice, sales } = yield* fixture
+      const { alice, sales, salesStages } = yield* fixture
       expect((yield* series(alice, `${june}&pipeline_id=${sales.id}`)).series).toEqual([
         day("2025-06-01", {
           contact_messages: 1,
@@ -208,17 +238,27 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
           median_ai_response_seconds: 30,
           handoffs_requested: 1,
           median_take_seconds: 40,
-          won: 1
+          won: 1,
+          closed_by_stage: [entered(salesStages.won, 1)]
         }),
         day("2025-06-02"),
-        day("2025-06-03", { contact_messages: 2, ai_messages: 1, ai_cost: 0.1, median_ai_response_seconds: 40, handoffs_requested: 1, lost: 1 }),
-        day("2025-06-04", { won: 1 })
+        // Support's won stage is left out
+        day("2025-06-03", {
+          contact_messages: 2,
+          ai_messages: 1,
+          ai_cost: 0.1,
+          median_ai_response_seconds: 40,
+          handoffs_requested: 1,
+          lost: 1,
+          closed_by_stage: [entered(salesStages.lost, 1)]
+        }),
+        day("2025-06-04", { won: 1, closed_by_stage: [entered(salesStages.won, 1)] })
       ])
     }), 120_000)
 
   it.effect("test data counts only with include_test; date-times bound the figures and the days", () =>
     Effect.gen(function*() {
-      const { alice } = yield* fixture
+      const { alice, salesStages } = yield* fixture
       const withTest = yield* series(alice, "?start_date=2025-06-01&end_date=2025-06-01&include_test=true")
       expect(withTest.series).toEqual([day("2025-06-01", {
         contact_messages: 3,
@@ -228,7 +268,8 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
         median_ai_response_seconds: 30,
         handoffs_requested: 2,
         median_take_seconds: 70,
-        won: 2
+        won: 2,
+        closed_by_stage: [entered(salesStages.won, 2)]
       })])
       // from 10:30 on 06-01: c1's first exchange and the Sales handoff and won entry at 10:00 are left out
       const fromHalfPast = yield* series(alice, "?start_date=2025-06-01T10:30:00Z&end_date=2025-06-02")
@@ -259,7 +300,7 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
 
   it.effect("another workspace's data is never counted; its pipeline and workspace are 404", () =>
     Effect.gen(function*() {
-      const { alice, bob, support, theirs } = yield* fixture
+      const { alice, bob, support, theirs, theirStages } = yield* fixture
       const foreign = yield* get(alice, `/api/user/analytics/timeseries?pipeline_id=${theirs.id}`)
       expect(foreign.status).toBe(404)
       expect(foreign.body).toEqual({ status: false, code: 404, validation: [], message: "Pipeline not found.", data: null })
@@ -276,7 +317,8 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
           median_ai_response_seconds: 5,
           handoffs_requested: 1,
           median_take_seconds: 5,
-          won: 1
+          won: 1,
+          closed_by_stage: [entered(theirStages.won, 1)]
         }),
         day("2025-06-02")
       ])

@@ -1,4 +1,5 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
+import { TimeseriesStageCount } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import { analyticsSql, HandoffFilter } from "./AnalyticsSql.js"
 
@@ -20,7 +21,12 @@ export class TimeseriesRow extends Schema.Class<TimeseriesRow>("TimeseriesRow")(
   handoffs_requested: Schema.Number,
   median_take_seconds: Schema.NullOr(Schema.Number),
   won: Schema.Number,
-  lost: Schema.Number
+  lost: Schema.Number,
+  // a json column: parsed by one driver, text from another
+  closed_by_stage: Schema.Union(
+    Schema.Array(TimeseriesStageCount),
+    Schema.parseJson(Schema.Array(TimeseriesStageCount))
+  )
 }) {}
 
 const utcDay = (column: string) => `(${column} at time zone 'UTC')::date`
@@ -75,14 +81,29 @@ export class TimeseriesRepo extends Effect.Service<TimeseriesRepo>()("@parley/se
             from ${handoffRequestsFrom(f)}
             group by 1
           ),
-          closed as (
-            select ${sql.literal(utcDay("e.created_at"))} as day,
-                   count(distinct e.opportunity_id) filter (where s.nature = 'won') as won,
-                   count(distinct e.opportunity_id) filter (where s.nature = 'lost') as lost
+          entered as (
+            select ${sql.literal(utcDay("e.created_at"))} as day, e.opportunity_id, s.id as stage_id, s.name as stage_name, s.nature
             from stage_entries e
             join stages s on s.id = e.stage_id
             join opportunities o on o.id = e.opportunity_id
             where ${sql.and(entries)}
+          ),
+          closed as (
+            select day,
+                   count(distinct opportunity_id) filter (where nature = 'won') as won,
+                   count(distinct opportunity_id) filter (where nature = 'lost') as lost
+            from entered
+            group by 1
+          ),
+          by_stage as (
+            select day,
+                   json_agg(json_build_object('stage_id', stage_id, 'stage_name', stage_name, 'nature', nature, 'count', count)
+                            order by stage_id) as stages
+            from (
+              select day, stage_id, stage_name, nature, count(distinct opportunity_id)::int as count
+              from entered
+              group by 1, 2, 3, 4
+            ) per_stage
             group by 1
           )
           select to_char(days.day, 'YYYY-MM-DD') as date,
@@ -94,12 +115,14 @@ export class TimeseriesRepo extends Effect.Service<TimeseriesRepo>()("@parley/se
                  coalesce(handoffs.requested, 0)::int as handoffs_requested,
                  handoffs.median::float8 as median_take_seconds,
                  coalesce(closed.won, 0)::int as won,
-                 coalesce(closed.lost, 0)::int as lost
+                 coalesce(closed.lost, 0)::int as lost,
+                 coalesce(by_stage.stages, '[]'::json) as closed_by_stage
           from days
           left join sent using (day)
           left join replies using (day)
           left join handoffs using (day)
           left join closed using (day)
+          left join by_stage using (day)
           order by days.day`
       }
     })
