@@ -181,7 +181,12 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
         where.push(sql`(${queueRank(f.userId)}, ${queueKey}, c.id) > (${f.after.rank}::int, ${f.after.key}::numeric, ${f.after.id})`)
       }
       const order = f.order === "queue" ? sql`${queueRank(f.userId)}, ${queueKey}, c.id` : activityOrder
-      return select(f.userId, where, order, f.limit)
+      // filters on the conversation's own columns: the page's ids come from `conversations` alone, so the
+      // opportunity, contact and unread lookups run for the page's rows, not for every conversation
+      const ownColumnsOnly = f.pipelineId === undefined && f.stageId === undefined && f.unread === undefined &&
+        (f.q === undefined || f.q.trim() === "")
+      if (!ownColumnsOnly) return select(f.userId, where, order, f.limit)
+      return select(f.userId, [sql`c.id in (select c.id from conversations c where ${sql.and(where)} order by ${order} limit ${f.limit})`], order, f.limit)
     }
 
     const messages = (conversationId: number, page: {
