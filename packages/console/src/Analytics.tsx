@@ -29,6 +29,16 @@ export const Analytics = () => {
 
   const s = series.value?.series ?? []
   const days = s.map((d) => d.date)
+  // one stacked series per won or lost stage entered in the range, won stages in greens, lost in reds
+  const closedStages = new Map<number, { name: string; nature: "won" | "lost" }>()
+  for (const d of s) for (const e of d.closed_by_stage) closedStages.set(e.stage_id, { name: e.stage_name, nature: e.nature })
+  const shades = { won: ["green", "teal"], lost: ["red", "rose"] } as const
+  const seen = { won: 0, lost: 0 }
+  const byStage = [...closedStages.entries()].sort(([a], [b]) => a - b).map(([id, stage]) => ({
+    name: `${stage.name} (${stage.nature})`,
+    color: shades[stage.nature][seen[stage.nature]++ % 2]!,
+    values: s.map((d) => d.closed_by_stage.find((e) => e.stage_id === id)?.count ?? 0)
+  }))
   const totals = handoffs.value?.totals
   return (
     <section class="analytics" aria-labelledby="analytics-title">
@@ -64,10 +74,12 @@ export const Analytics = () => {
         <Chart title="Median AI response time" kind="line" unit=" s" days={days} series={[{ name: "Seconds", color: "blue", values: s.map((d) => d.median_ai_response_seconds) }]} />
         <Chart title="Handoffs requested per day" kind="bar" days={days} series={[{ name: "Requested", color: "amber", values: s.map((d) => d.handoffs_requested) }]} />
         <Chart title="Median time to take a handoff" kind="line" unit=" s" days={days} series={[{ name: "Seconds", color: "amber", values: s.map((d) => d.median_take_seconds) }]} />
-        <Chart title="Opportunities won and lost per day" kind="bar" days={days} series={[
-          { name: "Won", color: "green", values: s.map((d) => d.won) },
-          { name: "Lost", color: "red", values: s.map((d) => d.lost) }
-        ]} />
+        <Chart
+          title="Opportunities won and lost by stage per day"
+          kind="bar"
+          days={days}
+          series={byStage.length > 0 ? byStage : [{ name: "Won", color: "green", values: s.map((d) => d.won) }, { name: "Lost", color: "red", values: s.map((d) => d.lost) }]}
+        />
       </div>
     </section>
   )

@@ -4,15 +4,17 @@
  */
 import { useEffect } from "preact/hooks"
 import { Analytics } from "./Analytics.js"
-import { api, type MeInfo, type Member, type PipelineRecord } from "./api.js"
+import { api, type ChannelRecord, type MeInfo, type Member, type PipelineRecord } from "./api.js"
 import { Board } from "./Board.js"
 import { ConversationView } from "./Conversation.js"
 import { Inbox } from "./Inbox.js"
 import { useKeys } from "./keys.js"
+import { filters } from "./inboxStore.js"
 import { follow } from "./live.js"
-import { connection, fail, me, members, navigate, notice, pipelines, route, workspaceId } from "./state.js"
+import { channels, connection, fail, me, members, navigate, notice, pipelines, route, workspaceId } from "./state.js"
 
 const WORKSPACE_KEY = "parley.console.workspace"
+let shownWorkspace: number | undefined
 
 const csrf = () => document.querySelector<HTMLMetaElement>("meta[name=parley-csrf]")?.content ?? ""
 
@@ -63,11 +65,15 @@ export const App = () => {
       workspaceId.value = m.workspaces.some((w) => w.id === saved) ? saved : m.workspaces[0]?.id
     }, fail)
     api<ReadonlyArray<PipelineRecord>>("GET", "pipelines").then((p) => (pipelines.value = p), fail)
+    api<ReadonlyArray<ChannelRecord>>("GET", "channels").then((c) => (channels.value = c), fail)
   }, [])
 
   const workspace = workspaceId.value
   useEffect(() => {
     if (workspace === undefined) return
+    // another workspace's pipelines, stages and channels mean nothing here
+    if (shownWorkspace !== undefined && shownWorkspace !== workspace) filters.value = {}
+    shownWorkspace = workspace
     sessionStorage.setItem(WORKSPACE_KEY, String(workspace))
     follow(workspace)
     api<ReadonlyArray<Member>>("GET", `workspaces/${workspace}/members`).then((list) => (members.value = list), fail)

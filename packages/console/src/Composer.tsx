@@ -87,7 +87,7 @@ export const Composer = ({ conversationId, onSent }: { conversationId: number; o
         </ul>
       )}
       <div class="composer-actions">
-        <input ref={picker} id="composer-files" type="file" multiple class="visually-hidden" onChange={(e) => (add(e.currentTarget.files), (e.currentTarget.value = ""))} />
+        <input ref={picker} id="composer-files" type="file" multiple class="visually-hidden" aria-label="Files to attach" tabIndex={-1} onChange={(e) => (add(e.currentTarget.files), (e.currentTarget.value = ""))} />
         <button type="button" onClick={() => picker.current?.click()}>Attach files</button>
         <button type="submit" class="primary" disabled={sending.value}>{sending.value ? "Sending…" : "Send"}</button>
       </div>

@@ -9,7 +9,7 @@ import type { Conversation, StageRecord } from "./api.js"
 import { api } from "./api.js"
 import { contactName, clock, since } from "./format.js"
 import { filters, loading, loadMore, nextCursor, reload, rows, selected, typing } from "./inboxStore.js"
-import { fail, memberName, navigate, route, workspaceId, workspacePipelines } from "./state.js"
+import { fail, memberName, navigate, route, workspaceChannels, workspaceId, workspacePipelines } from "./state.js"
 
 const ROW = 78
 const OVERSCAN = 6
@@ -92,6 +92,13 @@ const FilterBar = () => {
         <select value={filters.value.stage_id ?? ""} disabled={pipelineId === undefined} onChange={(e) => set({ stage_id: num(e.currentTarget.value) })}>
           <option value="">All stages</option>
           {stages.value.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
+        </select>
+      </label>
+      <label>
+        <span class="visually-hidden">Channel</span>
+        <select value={filters.value.channel_id ?? ""} onChange={(e) => set({ channel_id: num(e.currentTarget.value) })}>
+          <option value="">All channels</option>
+          {workspaceChannels.value.map((c) => <option key={c.id} value={c.id}>{c.name} ({c.kind})</option>)}
         </select>
       </label>
       <label>

@@ -4,6 +4,7 @@
  * signed-in session. The token lives in this module's memory only and is renewed before it runs out.
  */
 import type {
+  Channel,
   ConversationDetail,
   ConversationListItem,
   ConversationMessage,
@@ -20,6 +21,7 @@ import type {
 /** What a schema's JSON looks like on the wire. */
 type Wire<S extends { readonly Encoded: unknown }> = S["Encoded"]
 
+export type ChannelRecord = Wire<typeof Channel>
 export type Conversation = Wire<typeof ConversationListItem>
 export type ConversationFull = Wire<typeof ConversationDetail>
 export type Message = Wire<typeof ConversationMessage>

@@ -45,18 +45,28 @@ const join = async (workspace: number) => {
   })
 }
 
-/** Follows one workspace: the socket leaves the last one by reconnecting (rooms are per connection). */
-export const follow = (workspace: number) => {
-  if (joined === workspace && socket !== undefined) return
-  socket?.disconnect()
-  joined = workspace
-  connection.value = "connecting"
+/** Opens the socket at once (before the workspace is known), so joining waits for nothing but the token. */
+export const connect = () => {
+  if (socket !== undefined) return
   socket = io({ transports: ["websocket"] })
-  socket.on("connect", () => void join(workspace))
+  socket.on("connect", () => void (joined !== undefined && join(joined)))
   socket.on("disconnect", () => (connection.value = "offline"))
   socket.on("new_message", (e: NewMessageEvent) => listeners.forEach((l) => l.message?.(e)))
   socket.on("handoff", (e: HandoffEvent) => listeners.forEach((l) => l.handoff?.(e)))
   socket.on("agent_typing", (e: TypingEvent) => listeners.forEach((l) => l.typing?.(e)))
+}
+
+/** Follows one workspace; another one reconnects the socket first (rooms are per connection, and there is no leave). */
+export const follow = (workspace: number) => {
+  connect()
+  if (joined === workspace) return
+  const switching = joined !== undefined
+  joined = workspace
+  connection.value = "connecting"
+  if (switching) {
+    socket!.disconnect()
+    socket!.connect()
+  } else if (socket!.connected) void join(workspace)
 }
 
 onToken(() => {

@@ -1,15 +1,18 @@
 /** The console's shared state: the user, the chosen workspace, the route, notices. Signals, read anywhere. */
 import { computed, signal } from "@preact/signals"
-import type { MeInfo, Member, PipelineRecord } from "./api.js"
+import type { ChannelRecord, MeInfo, Member, PipelineRecord } from "./api.js"
 
 export const me = signal<MeInfo | undefined>(undefined)
 export const workspaceId = signal<number | undefined>(undefined)
 export const pipelines = signal<ReadonlyArray<PipelineRecord>>([])
 export const members = signal<ReadonlyArray<Member>>([])
+export const channels = signal<ReadonlyArray<ChannelRecord>>([])
 /** The socket's state, shown in the header: live updates need it. */
 export const connection = signal<"connecting" | "live" | "offline">("connecting")
 
 export const workspacePipelines = computed(() => pipelines.value.filter((p) => p.workspace_id === workspaceId.value && !p.is_archived))
+
+export const workspaceChannels = computed(() => channels.value.filter((c) => c.workspace_id === workspaceId.value))
 
 export const userId = computed(() => me.value?.user.id)
 

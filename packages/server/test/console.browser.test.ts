@@ -79,6 +79,21 @@ const watched = async (context: BrowserContext, errors: Array<string>) => {
   return page
 }
 
+/** Form controls and buttons on screen without an accessible name (a label, aria-label or text). */
+const unlabelled = (page: Page) =>
+  page.evaluate(() =>
+    Array.from(document.querySelectorAll<HTMLElement>("input:not([type=hidden]), select, textarea, button, a[href]"))
+      .filter((el) => el.getClientRects().length > 0 || el.classList.contains("visually-hidden"))
+      .filter((el) => {
+        const labels = (el as HTMLInputElement).labels
+        const named = (labels !== undefined && labels !== null && Array.from(labels).some((l) => l.textContent!.trim() !== "")) ||
+          (el.getAttribute("aria-label") ?? "").trim() !== "" || (el.textContent ?? "").trim() !== "" ||
+          el.querySelector("img[alt]:not([alt=''])") !== null
+        return !named
+      })
+      .map((el) => el.outerHTML.slice(0, 120))
+  )
+
 const signIn = async (page: Page, path: string) => {
   await page.goto(`${server!.api}${path}`)
   expect(page.url()).toContain("/account/sign-in?return_to=")
@@ -139,6 +154,7 @@ describe("the operator console in a browser", () => {
     expect(await summary.innerText()).toContain("Wants:")
     expect(await operator.getByTestId("handoff-state").innerText()).toContain("Waiting for a person")
     await shot(operator, "inbox-waiting")
+    expect(await unlabelled(operator)).toEqual([])
 
     // take over; reply with a file; the visitor sees it live
     await operator.getByRole("button", { name: "Take over" }).click()
@@ -186,14 +202,17 @@ describe("the operator console in a browser", () => {
     expect((await rest(`opportunities/${opportunityId}`)).body.data).toMatchObject({ stage_id: won.id, stage_nature: "won" })
     await widgetReply(visitor, "Your demo is booked").waitFor(WAIT)
     await shot(operator, "board")
+    expect(await unlabelled(operator)).toEqual([])
 
     // analytics: charts of the day's messages, handoffs and the won opportunity
     await operator.getByRole("link", { name: "Analytics" }).click()
     await operator.waitForURL("**/console/analytics")
     await until("charts with data", async () => (await operator.locator("figure.chart[data-empty=false]").count()) >= 4 || undefined, WAIT.timeout)
     expect(await operator.locator("figure.chart svg rect").count()).toBeGreaterThan(0)
-    expect(await operator.getByRole("img", { name: /^Opportunities won and lost per day: Won 1 in total/ }).count()).toBe(1)
+    // by stage: the card moved to the won stage that day
+    expect(await operator.getByRole("img", { name: new RegExp(`^Opportunities won and lost by stage per day: ${won.name} \\(won\\) 1 in total`) }).count()).toBe(1)
     await shot(operator, "analytics")
+    expect(await unlabelled(operator)).toEqual([])
 
     // the keys: k/j move through the inbox, Enter opens, e hands back
     await operator.getByRole("link", { name: "Inbox" }).click()
