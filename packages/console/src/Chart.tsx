@@ -27,7 +27,7 @@ export const Chart = (
   const x = (i: number) => PAD.left + (n <= 1 ? plotW / 2 : (i * plotW) / (n - 1))
   const band = plotW / Math.max(1, n)
   const y = (v: number) => PAD.top + plotH - (v / max) * plotH
-  const fmt = (v: number) => `${Number.isInteger(v) ? v : v.toFixed(v < 1 ? 4 : 2)}${unit}`
+  const fmt = (v: number) => `${Number.isInteger(v) ? v : Number(v.toPrecision(v < 1 ? 2 : 3))}${unit}`
   const sums = series.map((s) => s.values.reduce<number>((a, v) => a + (v ?? 0), 0))
   const label = `${title}: ${series.map((s, i) => kind === "bar" ? `${s.name} ${fmt(sums[i]!)} in total` : `${s.name} up to ${fmt(Math.max(0, ...s.values.map((v) => v ?? 0)))}`).join(", ")}, from ${days[0] ?? ""} to ${days[n - 1] ?? ""}`
 
