@@ -23,9 +23,9 @@ export default defineConfig({
       {
         extends: true,
         test: {
-          name: "postgres-wire",
+          name: "postgres",
           include: ["packages/server/test/**/*.http.test.ts"],
-          env: { PARLEY_TEST_DATABASE: "socket" }
+          env: { PARLEY_TEST_DATABASE: "postgres" }
         }
       }
     ]

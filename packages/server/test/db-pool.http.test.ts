@@ -1,6 +1,6 @@
 /**
  * Issue 18, "say what happens": how long database work waits is measured on both paths. With DATABASE_URL
- * (this project's `postgres-wire` run, through the real pg pool) every checkout of a pooled connection is
+ * (the `postgres` project: native Postgres through the real pg pool) every checkout of a pooled connection is
  * timed and the pool's connections are gauged at each scrape; on the embedded database every statement's
  * wait for the single PGlite session is timed.
  */
@@ -14,12 +14,12 @@ import { databaseMode, seedUser, TestServerLive } from "./support/TestServer.js"
 layer(TestServerLive())("database wait metrics", (it) => {
   it.effect("requests record their wait for a connection (pool) or the session (embedded)", () =>
     Effect.gen(function*() {
-      const waited = databaseMode === "socket" ? poolWait : sessionWait
+      const waited = databaseMode === "postgres" ? poolWait : sessionWait
       const before = (yield* Metric.value(waited)).count
       const owner = yield* seedUser()
       ok(yield* get(owner, "/api/user/pipelines"))
       expect((yield* Metric.value(waited)).count).toBeGreaterThan(before)
-      if (databaseMode === "socket") {
+      if (databaseMode === "postgres") {
         yield* poolGauges
         const total = yield* Metric.value(Metric.tagged(poolConnections, "state", "total"))
         expect(total.value).toBeGreaterThan(0)

@@ -1,14 +1,15 @@
 /**
- * The real server on random ports over a fresh database loaded from the run's migrated dump: in-process
- * PGlite by default, or (PARLEY_TEST_DATABASE=socket) the same PGlite behind pglite-socket reached
- * through @effect/sql-pg, the production driver.
+ * The real server on random ports over a fresh database: in-process PGlite loaded from the run's migrated
+ * dump by default, or (PARLEY_TEST_DATABASE=postgres) a database of its own on the run's native Postgres
+ * cluster, created from the migrated template (globalSetup.ts) and reached through the production pool
+ * (db/PgPool.ts, @effect/sql-pg) as DATABASE_URL makes it.
  */
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { type Scope, Scopes } from "@parley/domain"
 import { ConfigProvider, Context, Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import pg from "pg"
 import { inject } from "vitest"
 import { DatabaseLive, databaseWith, ListenersLive, ServicesLive } from "../../src/App.js"
 import { AppConfig } from "../../src/config/AppConfig.js"
@@ -20,21 +21,41 @@ import { Readiness } from "../../src/http/Readiness.js"
 import { Identity } from "../../src/identity/Identity.js"
 import { MetricsServerLive } from "../../src/observability/MetricsServer.js"
 import { TelemetryLive } from "../../src/observability/Telemetry.js"
+import { TEMPLATE_DATABASE } from "./NativePostgres.js"
 
-export const databaseMode = process.env.PARLEY_TEST_DATABASE === "socket" ? "socket" : "embedded"
+export const databaseMode: "embedded" | "postgres" = process.env.PARLEY_TEST_DATABASE === "postgres" ? "postgres" : "embedded"
+
+let databases = 0
+
+/** A database of this suite's own on the native cluster, from the migrated template; dropped at the end. */
+const nativeDatabase = Effect.gen(function*() {
+  const adminUrl = inject("pgAdminUrl")
+  const name = `parley_test_${process.pid}_${++databases}_${Date.now().toString(36)}`
+  const admin = (statement: string) =>
+    Effect.promise(async () => {
+      const client = new pg.Client({ connectionString: adminUrl })
+      await client.connect()
+      try {
+        await client.query(statement)
+      } finally {
+        await client.end()
+      }
+    })
+  yield* Effect.acquireRelease(
+    admin(`create database ${name} template ${TEMPLATE_DATABASE}`),
+    () => admin(`drop database if exists ${name} with (force)`)
+  )
+  return adminUrl.replace(/\/postgres$/, `/${name}`)
+})
 
 const POOL_SIZE = 4
 
 /** A fresh database from the migrated dump, as the SqlClient the app will use. */
 export const TestDatabase = Layer.unwrapScoped(Effect.gen(function*() {
-  const dump = new Blob([Fs.readFileSync(inject("pgDumpPath"))])
-  const db = yield* openPglite({ loadDataDir: dump })
-  if (databaseMode === "embedded") return PgliteClient.layer(db)
-  // the pool, plus one LISTEN connection each for identity, channel and stage-entry notifications, plus one spare
-  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: POOL_SIZE + 4 })
-  yield* Effect.acquireRelease(Effect.promise(() => server.start()), () => Effect.promise(() => server.stop()))
   // the production pool (db/PgPool.ts), as DATABASE_URL makes it
-  return pooledPgClient(Redacted.make(`postgres://postgres@${server.getServerConn()}/postgres`), POOL_SIZE)
+  if (databaseMode === "postgres") return pooledPgClient(Redacted.make(yield* nativeDatabase), POOL_SIZE)
+  const dump = new Blob([Fs.readFileSync(inject("pgDumpPath"))])
+  return PgliteClient.layer(yield* openPglite({ loadDataDir: dump }))
 }))
 
 export const testConfig = (overrides: Record<string, string> = {}) => {
