@@ -24,7 +24,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: "postgres",
-          include: ["packages/server/test/**/*.http.test.ts"],
+          // *.postgres.test.ts: suites that need the native cluster itself (several processes on one database)
+          include: ["packages/server/test/**/*.http.test.ts", "packages/server/test/**/*.postgres.test.ts"],
           env: { PARLEY_TEST_DATABASE: "postgres" }
         }
       }

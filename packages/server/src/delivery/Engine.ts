@@ -27,10 +27,17 @@ import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
 import { RetrySweepLive } from "./RetrySweep.js"
 
-// every field the cluster would otherwise read from the environment (its HOST and PORT are not ours)
+// every field the cluster would otherwise read from the environment (its HOST and PORT are not ours).
+// Failover (docs/operations.md): a runner that dies is found by the others' health check (every 2 s, a
+// ping over the runner socket) and marked unhealthy, its shards are reassigned on the next refresh
+// (1 s), and their locks (advisory on Postgres, freed with the dead session; else expiring after 6 s,
+// refreshed every 2 s) let the new owner start at once.
 const shardingConfig = {
   entityMessagePollInterval: 250,
   refreshAssignmentsInterval: 1000,
+  runnerHealthCheckInterval: 2000,
+  shardLockRefreshInterval: 2000,
+  shardLockExpiration: 6000,
   runnerListenAddress: Option.none()
 }
 

@@ -1,0 +1,188 @@
+/**
+ * Failover on native Postgres (issue 21): the multi-process topology as users scale it, in real
+ * processes (`parley serve --role ...` with DATABASE_URL and PARLEY_CLUSTER=socket): two api, one receiver
+ * and two worker processes on a database of this suite's own. 200 contact messages from 50 contacts go
+ * through the receiver while one worker is killed with SIGKILL; nothing the receiver acknowledged is lost,
+ * the conversations resume within 10 s of the kill (the health check marks the dead runner unhealthy and
+ * its shards move), and a restarted worker registers and takes shards again.
+ * Runs in the `postgres` project only (vitest.config.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import pg from "pg"
+import { inject } from "vitest"
+import { TEMPLATE_DATABASE } from "./support/NativePostgres.js"
+import { freePort } from "./support/Ports.js"
+import { until } from "./support/ChildServer.js"
+
+const root = Path.resolve(__dirname, "../../..")
+const tsx = Path.join(root, "node_modules/.bin/tsx")
+const cli = Path.join(root, "packages/server/src/cli/main.ts")
+const database = `parley_failover_${process.pid}`
+const adminUrl = inject("pgAdminUrl")
+const url = adminUrl.replace(/\/postgres$/, `/${database}`)
+const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-failover-"))
+// a start prints its progress; one that prints nothing for this long failed
+const START_SILENCE_MS = 120_000
+
+interface Proc {
+  readonly role: string
+  readonly child: ChildProcess
+  readonly env: Record<string, string>
+  readonly output: () => string
+}
+const procs: Array<Proc> = []
+let admin: pg.Client
+let db: pg.Client
+
+const start = async (role: "api" | "receiver" | "worker", extra: Record<string, string> = {}): Promise<Proc> => {
+  const env = {
+    DATABASE_URL: url,
+    APP_SECRET: "failover-test-secret",
+    PARLEY_CLUSTER: "socket",
+    PARLEY_DATA_DIR: dataDir,
+    HOST: "127.0.0.1",
+    PORT: String(await freePort()),
+    RECEIVER_PORT: String(await freePort()),
+    RUNNER_PORT: String(await freePort()),
+    LOG_LEVEL: "Warning",
+    PARLEY_SEED_DEMO: "false",
+    ...extra
+  }
+  const child = spawn(tsx, [cli, "serve", "--role", role], { cwd: root, env: { ...process.env, ...env }, detached: true })
+  let out = ""
+  let lastOutput = Date.now()
+  child.stdout!.on("data", (c: Buffer) => ((out += c.toString()), (lastOutput = Date.now())))
+  child.stderr!.on("data", (c: Buffer) => ((out += c.toString()), (lastOutput = Date.now())))
+  const proc = { role, child, env, output: () => out }
+  procs.push(proc)
+  const readyUrl = role === "api" ? `http://127.0.0.1:${env.PORT}/ready` : role === "receiver" ? `http://127.0.0.1:${env.RECEIVER_PORT}/ready` : undefined
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${role} exited:\n${out}`)
+    if (Date.now() - lastOutput > START_SILENCE_MS) throw new Error(`${role} printed nothing for ${START_SILENCE_MS} ms:\n${out}`)
+    if (readyUrl === undefined) {
+      if (out.includes("Parley is running")) return proc
+    } else {
+      const status = await fetch(readyUrl).then((r) => r.status, () => 0)
+      if (status === 200) return proc
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+const kill = (p: Proc, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-p.child.pid!, signal)
+  } catch {
+    // already gone
+  }
+}
+
+const runners = async () =>
+  (await db.query<{ address: string; healthy: boolean }>("select address, healthy from cluster_runners order by address")).rows
+
+beforeAll(async () => {
+  admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  await admin.query(`create database ${database} template ${TEMPLATE_DATABASE}`)
+  db = new pg.Client({ connectionString: url })
+  await db.connect()
+})
+
+afterAll(async () => {
+  for (const p of procs) kill(p, "SIGKILL")
+  await db?.end()
+  await admin?.query(`drop database if exists ${database} with (force)`)
+  await admin?.end()
+  Fs.rmSync(dataDir, { recursive: true, force: true })
+})
+
+describe("a cluster on native Postgres", () => {
+  it("loses nothing when a worker is killed mid-traffic, resumes within 10 s, and takes a restarted worker back", async () => {
+    // the first api process seeds the demo workspace (a web channel, credits); the rest join the same database
+    const api = await start("api", { PARLEY_SEED_DEMO: "true" })
+    await start("api")
+    const receiver = await start("receiver")
+    const w1 = await start("worker")
+    const w2 = await start("worker")
+    const credentials = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
+    const basic = `Basic ${Buffer.from(`${credentials.channel.client_id}:${credentials.channel.client_secret}`).toString("base64")}`
+    // each message its own reply, at once
+    const tuned = await fetch(`http://127.0.0.1:${api.env.PORT}/api/user/pipelines/${credentials.pipeline_id}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${credentials.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ reply_debounce_ms: 0 })
+    })
+    expect(tuned.status).toBe(200)
+    await until("both workers registered and healthy", async () => {
+      const rows = await runners()
+      return rows.length === 2 && rows.every((r) => r.healthy) ? rows : undefined
+    }, 60_000)
+
+    // 200 messages from 50 contacts; the first worker is killed after the 60th is acknowledged
+    const sent: Array<{ readonly id: string; readonly at: number }> = []
+    let killedAt = 0
+    for (let i = 0; i < 200; i++) {
+      const response = await fetch(`http://127.0.0.1:${receiver.env.RECEIVER_PORT}/web-chat/message`, {
+        method: "POST",
+        headers: { authorization: basic, "content-type": "application/json" },
+        body: JSON.stringify({ contact_id: `failover-${i % 50}`, message: `message ${i}` })
+      })
+      expect(response.status).toBe(200)
+      sent.push({ id: ((await response.json()) as { data: { message_id: string } }).data.message_id, at: Date.now() })
+      if (i === 59) {
+        kill(w1, "SIGKILL")
+        killedAt = Date.now()
+      }
+      await new Promise((r) => setTimeout(r, 20))
+    }
+
+    // nothing acknowledged is lost: every message is stored and handled (a reply made for it)
+    const handled = await until("every message handled", async () => {
+      const rows = (await db.query<{ id: string; handled_at: Date | null }>("select id, handled_at from messages where id = any($1)", [sent.map((s) => s.id)])).rows
+      return rows.length === sent.length && rows.every((r) => r.handled_at !== null) ? new Map(rows.map((r) => [r.id, r.handled_at!.getTime()])) : undefined
+    }, 120_000)
+    expect(handled.size).toBe(200)
+    const replies = (await db.query<{ n: number }>(
+      `select count(distinct c.id)::int as n from conversations c
+       where exists (select 1 from messages m where m.conversation_id = c.id and m.role = 'assistant' and m.created_at > to_timestamp($1 / 1000.0))`,
+      [killedAt]
+    )).rows[0]!.n
+    expect(replies).toBe(50)
+
+    // the dead worker's conversations resumed within 10 s of the kill
+    const afterKill = sent.filter((s) => s.at > killedAt).map((s) => handled.get(s.id)! - Math.max(s.at, killedAt))
+    expect(Math.max(...afterKill)).toBeLessThan(10_000)
+    // runner storage no longer counts the dead runner as healthy (marked unhealthy, or removed)
+    const dead = `127.0.0.1:${w1.env.RUNNER_PORT}`
+    const state = async () => {
+      const row = (await runners()).find((r) => r.address === dead)
+      return row === undefined ? "removed" : row.healthy ? "healthy" : "unhealthy"
+    }
+    await until("the dead runner out of the healthy set", async () => (await state()) !== "healthy" || undefined, 60_000)
+
+    // a restarted worker registers and takes shards again: with the other worker then killed too, it
+    // alone handles the next messages of all 50 contacts
+    const w3 = await start("worker")
+    const address = `127.0.0.1:${w3.env.RUNNER_PORT}`
+    await until("the restarted worker registered", async () => (await runners()).find((r) => r.address === address)?.healthy === true || undefined, 60_000)
+    kill(w2, "SIGKILL")
+    const later: Array<string> = []
+    for (let i = 0; i < 50; i++) {
+      const response = await fetch(`http://127.0.0.1:${receiver.env.RECEIVER_PORT}/web-chat/message`, {
+        method: "POST",
+        headers: { authorization: basic, "content-type": "application/json" },
+        body: JSON.stringify({ contact_id: `failover-${i}`, message: "still there?" })
+      })
+      expect(response.status).toBe(200)
+      later.push(((await response.json()) as { data: { message_id: string } }).data.message_id)
+    }
+    await until("the restarted worker handled them all", async () => {
+      const rows = (await db.query<{ n: number }>("select count(*)::int as n from messages where id = any($1) and handled_at is not null", [later])).rows
+      return rows[0]!.n === 50 || undefined
+    }, 120_000)
+  }, 300_000)
+})
