@@ -18,7 +18,7 @@ export default defineConfig({
       {
         extends: true,
         // also the browser suite (*.browser.test.ts: headless Chromium), which runs here only
-        test: { name: "embedded", include: ["packages/*/test/**/*.test.ts"] }
+        test: { name: "embedded", include: ["packages/*/test/**/*.test.ts"], exclude: ["packages/server/test/**/*.postgres.test.ts", "**/node_modules/**"] }
       },
       {
         extends: true,

@@ -125,8 +125,11 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_RETRY_DELAY_MS: "
         const returned = bodies(receiver.received).find((b) => b.type === "conversation.returned")
         expect(returned.data).toMatchObject({ conversation_id: conversationId, action: "return", note: "Done", to_state: "ai" })
 
-        const log = ok(yield* get(owner, `/api/user/webhooks/${hook.id}/deliveries`))
-        const retriedLog = log.find((d: any) => d.event_id === failedOnce.headers["webhook-id"])
+        // the sender logs an attempt after its answer arrives, so the receiver can see the retry first
+        const retriedLog = yield* eventually(Effect.map(get(owner, `/api/user/webhooks/${hook.id}/deliveries`), (r) => {
+          const entry = ok(r).find((d: any) => d.event_id === failedOnce.headers["webhook-id"])
+          return entry?.status === "delivered" ? entry : undefined
+        }), 20_000)
         expect(retriedLog).toMatchObject({ status: "delivered", attempts: 2, last_status_code: 200, type: "message.created" })
 
         // the handoff-only webhook got the two handoff events and no message
