@@ -22,7 +22,12 @@ const delivery = (m: Message) => {
   if (m.role !== "assistant" || m.deliveries.length === 0) return null
   const last = m.deliveries[m.deliveries.length - 1]!
   const ok = last.status_code !== null && last.status_code >= 200 && last.status_code < 300
-  const text = ok ? `Webhook delivered (${last.status_code})` : `Webhook ${last.status_code ?? "failed"}${last.error === null ? "" : `: ${last.error}`}`
+  // the log records an attempt before it is sent (error "In progress" until the answer)
+  const text = ok
+    ? `Webhook delivered (${last.status_code})`
+    : last.status_code === null && last.error === "In progress"
+    ? "Webhook sending"
+    : `Webhook ${last.status_code ?? "failed"}${last.error === null ? "" : `: ${last.error}`}`
   return <span class="delivery" data-ok={ok} title={`${m.deliveries.length} attempt(s), last to ${last.url}`}>{text}</span>
 }
 

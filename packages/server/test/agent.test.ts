@@ -132,8 +132,10 @@ layer(
       yield* eventually(Effect.sync(() => receiver.received.length >= 2 ? true : undefined), 20_000)
       const [reply] = yield* assistantMessages(yield* conversationOf(id))
       expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([reply!.id, reply!.id])
-      const attempts = yield* sql<{ attempt: number; status_code: number }>`
-        select attempt, status_code from webhook_deliveries where message_id = ${reply!.id} order by attempt`
+      // the second attempt's row gets its status once the answer is read, just after the receiver saw it
+      const attempts = yield* eventually(Effect.map(sql<{ attempt: number; status_code: number | null }>`
+        select attempt, status_code from webhook_deliveries where message_id = ${reply!.id} order by attempt`.pipe(Effect.orDie),
+        (rows) => rows.every((a) => a.status_code !== null) ? rows : undefined), 10_000)
       expect(attempts.map((a) => [a.attempt, a.status_code])).toEqual([[1, 503], [2, 200]])
       yield* Effect.sleep("1500 millis")
       expect(receiver.received).toHaveLength(2)

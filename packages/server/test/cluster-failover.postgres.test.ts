@@ -4,9 +4,8 @@
  * and two worker processes on a database of this suite's own. 200 contact messages from 50 contacts go
  * through the receiver while one worker is killed with SIGKILL; nothing the receiver acknowledged is lost,
  * the conversations resume within 10 s of the kill (the health check finds the dead runner and its shards
- * move), and a restarted worker registers. (How runner storage records the dead
- * runner varies: marked unhealthy, removed, or, on a loaded machine, still healthy a minute later; it is
- * not asserted here.)
+ * move), every reply reaches the webhook (a duplicate only as the same message), every attempt the webhook
+ * saw is in the delivery log, the dead runner is marked unhealthy, and a restarted worker takes shards.
  * Runs in the `postgres` project only (vitest.config.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -18,7 +17,7 @@ import pg from "pg"
 import { inject } from "vitest"
 import { TEMPLATE_DATABASE } from "./support/NativePostgres.js"
 import { freePort } from "./support/Ports.js"
-import { until } from "./support/ChildServer.js"
+import { startReceiver, until } from "./support/ChildServer.js"
 
 const root = Path.resolve(__dirname, "../../..")
 const tsx = Path.join(root, "node_modules/.bin/tsx")
@@ -52,6 +51,7 @@ const start = async (role: "api" | "receiver" | "worker", extra: Record<string, 
     RUNNER_PORT: String(await freePort()),
     LOG_LEVEL: "Warning",
     PARLEY_SEED_DEMO: "false",
+    OUTBOUND_ALLOW_PRIVATE: "true",
     ...extra
   }
   const child = spawn(tsx, [cli, "serve", "--role", role], { cwd: root, env: { ...process.env, ...env }, detached: true })
@@ -83,6 +83,13 @@ const kill = (p: Proc, signal: NodeJS.Signals) => {
   }
 }
 
+/** Backends holding shard locks (advisory locks are taken only by runners' lock connections). */
+const lockHolders = async () =>
+  new Set((await db.query<{ pid: number }>(
+    `select distinct pid from pg_locks where locktype = 'advisory' and granted
+     and database = (select oid from pg_database where datname = current_database())`
+  )).rows.map((r) => r.pid))
+
 const runners = async () =>
   (await db.query<{ address: string; healthy: boolean }>("select address, healthy from cluster_runners order by address")).rows
 
@@ -103,7 +110,7 @@ afterAll(async () => {
 })
 
 describe("a cluster on native Postgres", () => {
-  it("loses nothing when a worker is killed mid-traffic, resumes within 10 s, and registers a restarted worker", async () => {
+  it("loses nothing when a worker is killed mid-traffic, resumes within 10 s, logs every attempt, marks the dead runner and gives a restarted worker shards", async () => {
     // the first api process seeds the demo workspace (a web channel, credits); the rest join the same database
     const api = await start("api", { PARLEY_SEED_DEMO: "true" })
     await start("api")
@@ -111,6 +118,14 @@ describe("a cluster on native Postgres", () => {
     const w1 = await start("worker")
     await start("worker")
     const credentials = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
+    // the channel's reply webhook: records every request (a duplicate delivery included), answers 200
+    const webhook = await startReceiver(() => ({ status: 200, body: "{}" }))
+    const channel = await fetch(`http://127.0.0.1:${api.env.PORT}/api/user/channels/${credentials.channel.id}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${credentials.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ callback_url: webhook.url })
+    })
+    expect(channel.status).toBe(200)
     const basic = `Basic ${Buffer.from(`${credentials.channel.client_id}:${credentials.channel.client_secret}`).toString("base64")}`
     // each message its own reply, at once
     const tuned = await fetch(`http://127.0.0.1:${api.env.PORT}/api/user/pipelines/${credentials.pipeline_id}`, {
@@ -158,9 +173,48 @@ describe("a cluster on native Postgres", () => {
     // the dead worker's conversations resumed within 10 s of the kill
     const afterKill = sent.filter((s) => s.at > killedAt).map((s) => handled.get(s.id)! - Math.max(s.at, killedAt))
     expect(Math.max(...afterKill)).toBeLessThan(10_000)
-    // a restarted worker registers as a healthy runner
+
+    // every reply reached the webhook at least once; a duplicate delivery is the same reply (same
+    // message_id, same text); every request the webhook got is an attempt in the delivery log, where no
+    // attempt is left in progress
+    const replyIds = (await db.query<{ id: string; message: string }>(
+      `select m.id, m.message from messages m join conversations c on c.id = m.conversation_id
+       where m.role = 'assistant' and c.channel_id = $1`,
+      [credentials.channel.id]
+    )).rows
+    const delivered = await until("every reply delivered", () => {
+      const byId = new Map<string, Array<{ text: string }>>()
+      for (const hit of webhook.hits) {
+        const body = JSON.parse(hit.rawBody) as { message_id: string; text: string }
+        byId.set(body.message_id, [...(byId.get(body.message_id) ?? []), { text: body.text }])
+      }
+      return replyIds.every((r) => byId.has(r.id)) ? byId : undefined
+    }, 60_000)
+    expect(new Set(delivered.keys())).toEqual(new Set(replyIds.map((r) => r.id)))
+    const texts = new Map(replyIds.map((r) => [r.id, r.message]))
+    for (const [id, hits] of delivered) expect(new Set(hits.map((h) => h.text))).toEqual(new Set([texts.get(id)]))
+    const log = await until("no attempt in progress", async () => {
+      const rows = (await db.query<{ message_id: string; n: number; in_progress: number }>(
+        `select message_id, count(*)::int as n, count(*) filter (where status_code is null and error = 'In progress')::int as in_progress
+         from webhook_deliveries where channel_id = $1 group by message_id`,
+        [credentials.channel.id]
+      )).rows
+      return rows.every((r) => r.in_progress === 0) ? new Map(rows.map((r) => [r.message_id, r.n])) : undefined
+    }, 60_000)
+    for (const [id, hits] of delivered) expect(log.get(id) ?? 0, `attempts logged for ${id}`).toBeGreaterThanOrEqual(hits.length)
+
+    // the dead runner is marked unhealthy
+    const dead = `127.0.0.1:${w1.env.RUNNER_PORT}`
+    await until("the killed worker marked unhealthy", async () => (await runners()).find((r) => r.address === dead)?.healthy === false || undefined, 60_000)
+
+    // a restarted worker registers as a healthy runner and takes shards: a lock connection other than
+    // the surviving worker's holds shard locks
+    const before = await lockHolders()
+    expect(before.size).toBe(1)
     const w3 = await start("worker")
     const address = `127.0.0.1:${w3.env.RUNNER_PORT}`
     await until("the restarted worker registered", async () => (await runners()).find((r) => r.address === address)?.healthy === true || undefined, 60_000)
+    await until("the restarted worker holds shards", async () => [...await lockHolders()].some((pid) => !before.has(pid)) || undefined, 60_000)
+    await webhook.close()
   }, 300_000)
 })

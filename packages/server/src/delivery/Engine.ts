@@ -26,10 +26,12 @@ import { ReembedLive } from "../knowledge/Reembed.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
 import { RetrySweepLive } from "./RetrySweep.js"
+import { RunnerReaperLive } from "./RunnerReaper.js"
 
 // every field the cluster would otherwise read from the environment (its HOST and PORT are not ours).
 // Failover (docs/operations.md): a runner that dies is found by the others' health check (every 2 s, a
-// ping over the runner socket) and marked unhealthy, its shards are reassigned on the next refresh
+// ping over the runner socket) and marked unhealthy (or, when that check ran on the dead runner itself, by
+// RunnerReaper once its heartbeat is older than the lock expiry), its shards are reassigned on the next refresh
 // (1 s), and their locks (advisory on Postgres, freed with the dead session; else expiring after 6 s,
 // refreshed every 2 s) let the new owner start at once.
 const shardingConfig = {
@@ -77,6 +79,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     DeliverReplyLive,
     ConversationEngineLive({ sweepEvery: Duration.millis(config.engineSweepMs), stageEntriesEvery: Duration.millis(Math.min(5_000, config.engineSweepMs)) }),
     RetrySweepLive(config.engineSweepMs),
+    RunnerReaperLive({ every: shardingConfig.runnerHealthCheckInterval, expiry: shardingConfig.shardLockExpiration }),
     FollowupSequenceLive,
     FollowupSweepLive(Duration.millis(config.engineSweepMs)),
     ActionEngineLive({ every: Duration.millis(Math.min(1_000, config.engineSweepMs)), retryBaseMs: config.actionRetryBaseMs, sweepMs: config.engineSweepMs }),

@@ -26,6 +26,10 @@ const webhookDeliveries = Metric.counter("parley_webhook_deliveries_total", {
   incremental: true
 })
 
+/** The delivery log's `error` while an attempt awaits its answer, and once a crash cut it short. */
+export const IN_PROGRESS = "In progress"
+export const INTERRUPTED = "Interrupted: the process stopped before the answer was recorded (the receiver may have got it)"
+
 /** One attempt of SPEC.md 6.2: the signed POST, its record in the delivery log, and `external_message_id`. */
 export const ReplyDeliveryLive = Layer.effect(
   ReplyDelivery,
@@ -58,20 +62,36 @@ export const ReplyDeliveryLive = Layer.effect(
           sender: target.is_manual ? "operator" : "ai"
         })
         const secret = secrets.decrypt(target.secret_ciphertext)
+        // logged before it is sent, so an attempt cut short by a crash is in the log too (marked interrupted
+        // when the attempt is made again); the same statement clears an earlier attempt's due retry
+        const [logged] = yield* sql<{ id: string }>`
+          with earlier as (
+            update webhook_deliveries
+            set retry_at = null,
+                error = case when status_code is null and error = ${IN_PROGRESS} then ${INTERRUPTED} else error end
+            where message_id = ${target.id} and run = ${run} and (retry_at is not null or (status_code is null and error = ${IN_PROGRESS}))
+          )
+          insert into webhook_deliveries (workspace_id, channel_id, message_id, run, attempt, url, status_code, duration_ms, error)
+          values (${target.workspace_id}, ${target.channel_id}, ${target.id}, ${run}, ${attempt}, ${target.callback_url}, null, 0, ${IN_PROGRESS})
+          returning id`
         const started = Date.now()
         const result = yield* http.request("POST", target.callback_url, webhookHeaders(secret, target.id, timestamp, body), body, config.webhookTimeoutMs)
           .pipe(Effect.either)
         const duration = Date.now() - started
         const status = Either.isRight(result) ? result.right.status : null
         const ok = status !== null && status >= 200 && status < 300
-        if (attempt > 1) {
-          yield* sql`update webhook_deliveries set retry_at = null where message_id = ${target.id} and run = ${run} and retry_at is not null`
-        }
+        const retryable = !ok && (Either.isLeft(result)
+          ? result.left.reason === "Timeout" || result.left.reason === "Network"
+          : status! >= 500 || status === 429)
+        // a first attempt worth retrying records when the retry is due: RetrySweep resumes the workflow
+        // should its wake-up be lost
         yield* sql`
-          insert into webhook_deliveries (workspace_id, channel_id, message_id, run, attempt, url, status_code, duration_ms, error, response_excerpt)
-          values (${target.workspace_id}, ${target.channel_id}, ${target.id}, ${run}, ${attempt}, ${target.callback_url}, ${status},
-                  ${duration}, ${Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`},
-                  ${Either.isRight(result) ? result.right.body.slice(0, 1000) : null})`
+          update webhook_deliveries
+          set status_code = ${status}, duration_ms = ${duration},
+              error = ${Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`},
+              response_excerpt = ${Either.isRight(result) ? result.right.body.slice(0, 1000) : null},
+              retry_at = ${retryable && attempt === 1 ? sql`now() + make_interval(secs => ${config.webhookRetryDelayMs / 1000})` : null}
+          where id = ${logged!.id}`
         yield* Metric.increment(
           Metric.taggedWithLabels(webhookDeliveries, [
             MetricLabel.make("outcome", ok ? "delivered" : Either.isLeft(result) ? result.left.reason.toLowerCase() : "rejected"),
@@ -84,14 +104,6 @@ export const ReplyDeliveryLive = Layer.effect(
             yield* sql`update messages set external_message_id = ${external}, updated_at = now() where id = ${target.id}`
           }
           return new DeliveryOutcome({ delivered: true, retryable: false })
-        }
-        const retryable = Either.isLeft(result)
-          ? result.left.reason === "Timeout" || result.left.reason === "Network"
-          : status! >= 500 || status === 429
-        if (retryable && attempt === 1) {
-          // due again after the retry delay: RetrySweep resumes the workflow should its wake-up be lost
-          yield* sql`update webhook_deliveries set retry_at = now() + make_interval(secs => ${config.webhookRetryDelayMs / 1000})
-                     where message_id = ${target.id} and run = ${run} and attempt = 1`
         }
         return new DeliveryOutcome({ delivered: false, retryable })
       }).pipe(

@@ -36,8 +36,10 @@ export const replyOn = (callbackUrl: string) =>
     return { owner, channel, messageId }
   })
 
+/** The attempts that have their outcome (an attempt is logged before it is sent, "In progress" until then). */
 export const attempts = (messageId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<{ attempt: number; status_code: number | null; error: string | null; run: number }>`
-      select attempt, status_code, error, run from webhook_deliveries where message_id = ${messageId} order by id`).pipe(Effect.orDie)
+      select attempt, status_code, error, run from webhook_deliveries
+      where message_id = ${messageId} and not (status_code is null and error = 'In progress') order by id`).pipe(Effect.orDie)
 
