@@ -5,8 +5,9 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Metric, MetricBoundaries, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Metric, MetricBoundaries, Redacted } from "effect"
 import pg from "pg"
+import { makePgListener } from "./PgListener.js"
 import { pgTypeParser } from "./PgTypes.js"
 
 export const poolWait = Metric.histogram(
@@ -57,6 +58,8 @@ export const poolGauges = Effect.suspend(() => {
   ], { discard: true })
 })
 
+const CONNECT_TIMEOUT_MS = 10_000
+
 const types = { getTypeParser: pgTypeParser } as pg.CustomTypesConfig
 
 /** A pool of at most `max` connections to `url`, checked with one query first (as PgClient.layer does). */
@@ -64,7 +67,15 @@ const acquirePool = (url: Redacted.Redacted<string>, max: number) =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
-        const pool = timed(new pg.Pool({ connectionString: Redacted.value(url), max, application_name: "parley", types }))
+        const pool = timed(new pg.Pool({
+          connectionString: Redacted.value(url),
+          max,
+          application_name: "parley",
+          types,
+          // a checkout (a new connection, or a wait for a busy pool) fails after this rather than hanging
+          // on a database that does not answer: the request is answered 503 (DatabaseUnavailable.ts)
+          connectionTimeoutMillis: CONNECT_TIMEOUT_MS
+        }))
         // an idle connection the server dropped is replaced on the next checkout; without a listener it would crash the process
         pool.on("error", () => {})
         try {
@@ -84,6 +95,14 @@ const acquirePool = (url: Redacted.Redacted<string>, max: number) =>
     (pool) => Effect.promise(() => (pools.delete(pool), pool.end())).pipe(Effect.timeoutOption(1000))
   )
 
-/** PgClient over the pool (LISTEN connections are made from its connection string, as PgClient.layer's). */
+/**
+ * PgClient over the pool; its `listen` is PgListener's, which reconnects when Postgres restarts (the
+ * client object is the SqlClient and the PgClient at once, so the method is replaced in place).
+ */
 export const pooledPgClient = (url: Redacted.Redacted<string>, max: number) =>
-  PgClient.layerFromPool({ acquire: acquirePool(url, max), applicationName: "parley", types })
+  Layer.scopedContext(Effect.gen(function*() {
+    const context = yield* Layer.build(PgClient.layerFromPool({ acquire: acquirePool(url, max), applicationName: "parley", types }))
+    const listener = yield* makePgListener(Redacted.value(url))
+    Object.assign(Context.get(context, PgClient.PgClient), { listen: listener.listen })
+    return context
+  }))

@@ -19,6 +19,7 @@ import { Cause, Effect, Metric, MetricBoundaries, MetricLabel, Option, Stream } 
 import { randomUUID } from "node:crypto"
 import type * as Http from "node:http"
 import { AppConfig } from "../config/AppConfig.js"
+import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from "../db/DatabaseUnavailable.js"
 import { type BodyLimit, describeLimit } from "./BodyLimits.js"
 
 /** How one listener answers: its envelope, and what limits a request's body. */
@@ -178,13 +179,20 @@ const invalidText = (policy: ListenerPolicy, path: string, bad: UnstorableText) 
 
 /**
  * A defect (or a failure no route turned into an answer) becomes a 500 in the listener's envelope with
- * the request id, logged at Error with its cause; a client that went away is not an error.
+ * the request id, logged at Error with its cause; a client that went away is not an error; the database
+ * being away (DatabaseUnavailable.ts) is a 503 with Retry-After, logged at Warning.
  */
 const answerDefects = (policy: ListenerPolicy, request: HttpServerRequest.HttpServerRequest, path: string, requestId: string) =>
   <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.catchAllCause(effect, (cause) =>
       Effect.flatMap(HttpServerError.causeResponse(cause), ([response]) => {
         if (Cause.isInterruptedOnly(cause)) return Effect.succeed(response)
+        if (isDatabaseUnavailable(cause)) {
+          return Effect.logWarning("Request refused: the database is unavailable", String(Cause.squash(cause))).pipe(
+            Effect.annotateLogs({ http_method: request.method, http_path: path, listener: policy.name }),
+            Effect.as(HttpServerResponse.setHeader(policy.refuse(path, 503, DATABASE_UNAVAILABLE_MESSAGE), "retry-after", "1"))
+          )
+        }
         if (response.status >= 500) {
           return Effect.logError("Request failed", cause).pipe(
             Effect.annotateLogs({ http_method: request.method, http_path: path, listener: policy.name }),

@@ -69,6 +69,20 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
         (pool) => Effect.promise(() => pool.end())
       )
       pool.on("error", (error) => logWarning("socket.io adapter: idle Postgres connection failed", error))
+      // the adapter keeps one client checked out for LISTEN and listens for its "end" only: without an
+      // error listener a Postgres restart would crash the process, and the ended client would hold a pool
+      // slot for good (the adapter takes a new one and LISTENs again by itself)
+      pool.on("connect", (client) => {
+        client.on("error", (error) => logWarning("socket.io adapter: Postgres connection failed", error))
+        client.once("end", () => {
+          const checkedOut = client as pg.PoolClient
+          try {
+            checkedOut.release?.(new Error("connection ended"))
+          } catch {
+            // it was idle in the pool, which removes it itself
+          }
+        })
+      })
       // payloads over NOTIFY's 8000 bytes travel through `socket_io_attachments` (migration 0006)
       io.adapter(createAdapter(pool, { errorHandler: (error) => logWarning("socket.io adapter: Postgres error", error) }))
     }

@@ -58,7 +58,10 @@ export interface Running {
 /** How long a starting server may print nothing before the start counts as failed. */
 const START_SILENCE_MS = 120_000
 
-/** `parley serve` on `dataDir` with the demo seed, free ports, private webhooks allowed, and `env`. */
+/**
+ * `parley serve` on `dataDir` with the demo seed, free ports, private webhooks allowed, and `env` (with
+ * DATABASE_URL, the data dir keeps only the demo's credentials file).
+ */
 export const serve = (dataDir: string, env: Record<string, string>) =>
   new Promise<Running>((resolve, reject) => {
     // its own process group, so the tsx launcher and the node process it starts can be killed together
@@ -87,7 +90,9 @@ export const serve = (dataDir: string, env: Record<string, string>) =>
       timer = setTimeout(() => reject(new Error(`server did not start (silent for ${START_SILENCE_MS / 1000} s):\n${output}`)), START_SILENCE_MS)
       const api = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
       const receiver = /Receiver\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
-      if (api && receiver && output.includes("Data ")) {
+      // the banner is written at once: its Data line (embedded), or with DATABASE_URL its Receiver line
+      const banner = env.DATABASE_URL === undefined ? output.includes("Data ") : /Parley is running\.[\s\S]*Receiver\s+\S+\n/.test(output)
+      if (api && receiver && banner) {
         clearTimeout(timer)
         resolve({ child, api, receiver, output: () => output, exited })
       }

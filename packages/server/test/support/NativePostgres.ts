@@ -29,6 +29,9 @@ export interface Cluster {
   readonly url: (database: string) => string
   /** Runs one SQL statement on `database` with psql. */
   readonly psql: (database: string, statement: string) => void
+  /** Stops the server (fast shutdown: sessions are cut) and starts it again on the same port. */
+  readonly stopServer: () => void
+  readonly startServer: () => void
   readonly stop: () => void
 }
 
@@ -55,13 +58,18 @@ export const startCluster = async (): Promise<Cluster> => {
     "-c full_page_writes=off",
     "-c max_connections=500"
   ].join(" ")
-  try {
-    run("pg_ctl", ["-D", data, "-l", Path.join(dir, "server.log"), "-w", "-t", "120", "-o", options, "start"])
-  } catch (e) {
-    const log = Fs.existsSync(Path.join(dir, "server.log")) ? Fs.readFileSync(Path.join(dir, "server.log"), "utf8") : ""
-    throw new Error(`Postgres did not start: ${String(e)}\n${log}`)
+  const startServer = () => {
+    try {
+      run("pg_ctl", ["-D", data, "-l", Path.join(dir, "server.log"), "-w", "-t", "120", "-o", options, "start"])
+    } catch (e) {
+      const log = Fs.existsSync(Path.join(dir, "server.log")) ? Fs.readFileSync(Path.join(dir, "server.log"), "utf8") : ""
+      throw new Error(`Postgres did not start: ${String(e)}\n${log}`)
+    }
   }
+  startServer()
   return {
+    stopServer: () => void run("pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "120", "stop"]),
+    startServer,
     url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
     psql: (database, statement) =>
       void execFileSync(Path.join(bin, "psql"), ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", database, "-c", statement], {
@@ -70,6 +78,8 @@ export const startCluster = async (): Promise<Cluster> => {
     stop: () => {
       try {
         run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"])
+      } catch {
+        // already stopped
       } finally {
         Fs.rmSync(dir, { recursive: true, force: true })
       }
