@@ -25,7 +25,15 @@ export default defineConfig({
         test: {
           name: "postgres",
           // *.postgres.test.ts: suites that need the native cluster itself (several processes on one database)
-          include: ["packages/server/test/**/*.http.test.ts", "packages/server/test/**/*.postgres.test.ts"],
+          include: [
+            "packages/server/test/**/*.http.test.ts",
+            "packages/server/test/**/*.postgres.test.ts",
+            // in-process servers (TestServerLive) not named *.http.test.ts
+            "packages/server/test/agent.test.ts",
+            "packages/server/test/agent-openai.test.ts",
+            "packages/server/test/conversation-engine.test.ts",
+            "packages/server/test/followups.test.ts"
+          ],
           env: { PARLEY_TEST_DATABASE: "postgres" }
         }
       }

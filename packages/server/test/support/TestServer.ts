@@ -9,7 +9,6 @@ import { ConfigProvider, Context, Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import pg from "pg"
 import { inject } from "vitest"
 import { DatabaseLive, databaseWith, ListenersLive, ServicesLive } from "../../src/App.js"
 import { AppConfig } from "../../src/config/AppConfig.js"
@@ -21,32 +20,15 @@ import { Readiness } from "../../src/http/Readiness.js"
 import { Identity } from "../../src/identity/Identity.js"
 import { MetricsServerLive } from "../../src/observability/MetricsServer.js"
 import { TelemetryLive } from "../../src/observability/Telemetry.js"
-import { TEMPLATE_DATABASE } from "./NativePostgres.js"
+import { createNativeDatabase, databaseMode } from "./NativeDatabase.js"
 
-export const databaseMode: "embedded" | "postgres" = process.env.PARLEY_TEST_DATABASE === "postgres" ? "postgres" : "embedded"
-
-let databases = 0
+export { databaseMode }
 
 /** A database of this suite's own on the native cluster, from the migrated template; dropped at the end. */
-const nativeDatabase = Effect.gen(function*() {
-  const adminUrl = inject("pgAdminUrl")
-  const name = `parley_test_${process.pid}_${++databases}_${Date.now().toString(36)}`
-  const admin = (statement: string) =>
-    Effect.promise(async () => {
-      const client = new pg.Client({ connectionString: adminUrl })
-      await client.connect()
-      try {
-        await client.query(statement)
-      } finally {
-        await client.end()
-      }
-    })
-  yield* Effect.acquireRelease(
-    admin(`create database ${name} template ${TEMPLATE_DATABASE}`),
-    () => admin(`drop database if exists ${name} with (force)`)
-  )
-  return adminUrl.replace(/\/postgres$/, `/${name}`)
-})
+const nativeDatabase = Effect.map(
+  Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop)),
+  (db) => db.url
+)
 
 const POOL_SIZE = 4
 
