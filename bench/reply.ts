@@ -1,22 +1,22 @@
 /**
- * The agent's reply end to end, on the embedded database: from a contact's `POST /web-chat/message` to
- * the signed reply webhook arriving at the channel's receiver, with Parley's local model (no latency)
- * and `reply_debounce_ms` 0.
+ * The agent's reply end to end: from a contact's `POST /web-chat/message` to the signed reply webhook
+ * arriving at the channel's receiver, with Parley's local model (no latency) and `reply_debounce_ms` 0.
  * Run: pnpm bench:reply   (or: npx tsx bench/reply.ts [seconds] [conversations])
+ * On Postgres: BENCH_PG=throwaway (a cluster for this run) or DATABASE_URL=… (an empty database), and
+ * BENCH_TOPOLOGY=single|split, BENCH_WORKERS=n (see support.ts, postgres.ts).
  *
  * Closed loop: each of `concurrency` loops owns its own conversations (distinct contact_ids, so two
  * messages of one conversation are never in flight together), sends a message, waits for its reply at
  * the webhook, and goes on with its next conversation. Every webhook's signature is checked. For a split
  * of the time, the stored timestamps of the contact message and of the reply are read back afterwards:
  * POST → message stored (receiver), stored → reply stored (hand-over, entity, turn), reply stored →
- * webhook received (delivery workflow and HTTP).
+ * webhook received (delivery workflow and HTTP). "Server CPU per reply" is the user + system time of every
+ * server process over the row, per reply (by role, and Postgres's when it runs here).
  */
-import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Path from "node:path"
 import { verifyServiceSignature } from "../packages/domain/src/Webhooks.js"
-import { send, startServer } from "./support.js"
+import { costsHeader, costsRow, measure, send, serverProcs, setup, startServer, statementsTable } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
 const conversationCount = Number(process.argv[3] ?? 64)
@@ -78,18 +78,17 @@ interface Sample {
   readonly replyId: string
 }
 
-/** CPU time (user + system) the process has used, in ms (Linux). */
-const cpuMs = (pid: number) => {
-  const fields = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
-}
-
 const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
 const sortedBy = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)
 
 let secret = ""
 const receiver = await startReceiver(() => secret)
-const server = await startServer({ OUTBOUND_ALLOW_PRIVATE: "true", LOCAL_MODEL_LATENCY_MS: "0" })
+const s = await setup()
+const server = await startServer({ OUTBOUND_ALLOW_PRIVATE: "true", LOCAL_MODEL_LATENCY_MS: "0" }, s).catch(async (e) => {
+  receiver.close()
+  await s.database.stop()
+  throw e
+})
 try {
   const { client_id, client_secret } = server.demo.channel
   secret = client_secret
@@ -124,12 +123,10 @@ try {
     await Promise.all(contacts.slice(i, i + 16).map((c) => exchange(c, "Hello")))
   }
 
-  const pid = JSON.parse(Fs.readFileSync(Path.join(server.dataDir, "server.json"), "utf8")).pid as number
   const run = async (concurrency: number) => {
     const samples: Array<Sample> = []
     const deadline = Date.now() + seconds * 1000
     const started = Date.now()
-    const cpuBefore = cpuMs(pid)
     await Promise.all(Array.from({ length: concurrency }, async (_, loop) => {
       const own = contacts.filter((_, i) => i % concurrency === loop)
       if (own.length === 0) return
@@ -138,7 +135,7 @@ try {
       }
     }))
     const elapsed = (Date.now() - started) / 1000
-    return { concurrency, samples, elapsed, cpu: cpuMs(pid) - cpuBefore }
+    return { concurrency, samples, elapsed, requests: samples.length }
   }
 
   /** Stored timestamps of the contact messages and their replies (newest first, one page per conversation). */
@@ -156,15 +153,21 @@ try {
   }
 
   const results = []
-  for (const concurrency of [1, 16]) results.push(await run(concurrency))
+  for (const concurrency of [1, 16]) {
+    const { result, costs } = await measure(s.database, serverProcs(server), () => run(concurrency))
+    results.push({ ...result, costs })
+  }
 
-  console.log(`\nReply end to end on the embedded database, local model, reply_debounce_ms 0, ${seconds} s per row, ${conversationCount} conversations, node ${process.version}\n`)
+  console.log(`\nReply end to end on ${server.label}; local model, reply_debounce_ms 0, ${seconds} s per row, ${conversationCount} conversations, node ${process.version}\n`)
   console.log("| concurrency | replies | replies/s | p50 ms | p99 ms | max ms | server CPU per reply |")
   console.log("|---|---|---|---|---|---|---|")
-  for (const { concurrency, samples, elapsed, cpu } of results) {
+  for (const { concurrency, samples, elapsed, costs } of results) {
     const total = sortedBy(samples.map((s) => s.webhookAt - s.sentAt))
+    const cpu = costs.cpu.reduce((sum, [, v]) => sum + v, 0)
     console.log(
-      `| ${concurrency} | ${samples.length} | ${(samples.length / elapsed).toFixed(1)} | ${quantile(total, 0.5)} | ${quantile(total, 0.99)} | ${total.at(-1)} | ${(cpu / samples.length).toFixed(1)} ms |`
+      `| ${concurrency} | ${samples.length} | ${(samples.length / elapsed).toFixed(1)} | ${quantile(total, 0.5)} | ${quantile(total, 0.99)} | ${total.at(-1)} | ${cpu.toFixed(1)} ms${
+        costs.postgresCpu === undefined ? "" : ` (+ Postgres ${costs.postgresCpu.toFixed(1)} ms)`
+      } |`
     )
   }
   console.log("\nWhere the time goes (p50 / p99 ms of each leg; stored timestamps from the server, same clock):\n")
@@ -183,9 +186,14 @@ try {
     }
     console.log(`| ${concurrency} | ${cell(0)} | ${cell(1)} | ${cell(2)} | ${cell(3)} |`)
   }
+  console.log("\nWhere the time goes (per reply):\n")
+  console.log(costsHeader)
+  for (const { concurrency, costs } of results) console.log(costsRow(`reply, concurrency ${concurrency}`, costs))
+  for (const { concurrency, costs } of results) console.log(statementsTable(`reply, concurrency ${concurrency}`, costs))
   console.log(`\nwebhooks: ${receiver.stats.received} received, ${receiver.stats.badSignatures} bad signatures, ${receiver.stats.unexpected} unexpected`)
 } finally {
   await server.stop()
   receiver.close()
+  await s.database.stop()
 }
 process.exit(0)
