@@ -26,6 +26,11 @@ import type { ModelRegistry } from "./agent/Models.js"
 import { startFollowups } from "./FollowupWorkflow.js"
 
 export const Conversation = Entity.make("Conversation", [
+  /**
+   * Not persisted: the contact's message row is itself the durable record, and the hand-over sweep
+   * (below) re-sends what a crash left unhandled or undelivered. Persisting it cost a reply three
+   * storage writes and a read of the cluster's message storage.
+   */
   Rpc.make("Inbound", {
     payload: { messageId: Schema.String },
     primaryKey: ({ messageId }) => messageId
@@ -33,18 +38,18 @@ export const Conversation = Entity.make("Conversation", [
   Rpc.make("StageEntered", {
     payload: { entryId: Schema.Number },
     primaryKey: ({ entryId }) => `stage-entry:${entryId}`
-  }),
+  }).annotate(ClusterSchema.Persisted, true),
   Rpc.make("Followup", {
     payload: { sequenceId: Schema.Number, step: Schema.Number },
     success: FollowupOutcome,
     primaryKey: ({ sequenceId, step }) => `followup:${sequenceId}:${step}`
-  }),
+  }).annotate(ClusterSchema.Persisted, true),
   /** A handoff event (docs/handoff.md): the contact's bridge message and the operator's summary, once. */
   Rpc.make("Handoff", {
     payload: { eventId: Schema.Number },
     primaryKey: ({ eventId }) => `handoff:${eventId}`
-  })
-]).annotateRpcs(ClusterSchema.Persisted, true)
+  }).annotate(ClusterSchema.Persisted, true)
+])
 
 /** Turns that made no reply, tagged `reason` with the public code (`no_credits`, `provider_error`, ...). */
 export const repliesSkipped = Metric.counter("parley_replies_skipped_total", {
@@ -120,12 +125,13 @@ export const ConversationLive = Conversation.toLayer(
       })
 
     const inbound = Effect.gen(function*() {
-      yield* deliverLeftovers
       while (true) {
         const pending = yield* turns.pending(conversationId)
+        // replies stored by an earlier, interrupted run go out first
+        yield* Effect.forEach(pending.undelivered, turns.deliver, { discard: true })
         // an earlier message's turn already answered this one
-        if (Option.isNone(pending)) return
-        const { debounceMs, latestAt, latestMessageId } = pending.value
+        if (Option.isNone(pending.turn)) return
+        const { debounceMs, latestAt, latestMessageId } = pending.turn.value
         const now = yield* Clock.currentTimeMillis
         // capped at the window itself, so a clock skew between database and runner cannot stall a reply
         const wait = Math.min(latestAt.getTime() + debounceMs - now, debounceMs)
@@ -231,17 +237,19 @@ export const ConversationLive = Conversation.toLayer(
 )
 
 /**
- * The receiver hands each message over right after its commit. Should the process die in between, this
- * sweep (one runner of the cluster runs it) hands over what was left behind; a message handed over twice
- * is one request (its primary key), so the sweep never causes a second reply.
+ * The receiver hands each message over right after its commit, and the hand-over is not persisted.
+ * Should the process die in between, or the runner holding the conversation die during its turn or
+ * before delivering what the turn stored, this sweep (one runner of the cluster runs it, every `every`)
+ * hands over what was left behind once it is `grace` overdue. A turn finds the message handled, or its
+ * reply stored, and does only what is left, so a hand-over twice never makes a second reply.
  */
-export const OrphanSweepLive = (every: Duration.DurationInput) =>
+export const OrphanSweepLive = (every: Duration.DurationInput, grace: Duration.DurationInput) =>
   Singleton.make(
     "Conversation/orphan-sweep",
     Effect.gen(function*() {
       const turns = yield* ConversationTurns
       const client = yield* Conversation.client
-      const sweep = turns.orphaned(Duration.toMillis(every)).pipe(
+      const sweep = turns.orphaned(Duration.toMillis(grace)).pipe(
         Effect.flatMap(Effect.forEach(({ conversationId, messageId }) =>
           client(conversationId).Inbound({ messageId }, { discard: true }).pipe(Effect.ignoreLogged)
         )),
@@ -280,6 +288,10 @@ export const StageEntriesLive = (every: Duration.DurationInput) =>
     })
   )
 
-/** The entity, the hand-over sweep (messages older than `sweepEvery`) and the stage-entry consumer. */
-export const ConversationEngineLive = (options: { readonly sweepEvery: Duration.DurationInput; readonly stageEntriesEvery: Duration.DurationInput }) =>
-  Layer.mergeAll(ConversationLive, OrphanSweepLive(options.sweepEvery), StageEntriesLive(options.stageEntriesEvery))
+/** The entity, the hand-over sweep and the stage-entry consumer. */
+export const ConversationEngineLive = (options: {
+  readonly handoverEvery: Duration.DurationInput
+  readonly handoverGrace: Duration.DurationInput
+  readonly stageEntriesEvery: Duration.DurationInput
+}) =>
+  Layer.mergeAll(ConversationLive, OrphanSweepLive(options.handoverEvery, options.handoverGrace), StageEntriesLive(options.stageEntriesEvery))

@@ -12,6 +12,13 @@ export interface PendingTurn {
   readonly debounceMs: number
 }
 
+/** What a conversation has waiting when its entity gets an `Inbound`. */
+export interface PendingWork {
+  readonly turn: Option.Option<PendingTurn>
+  /** replies stored but not delivered (a crash between storing and delivering): they go out first */
+  readonly undelivered: ReadonlyArray<string>
+}
+
 /** A model of the catalogue (`ai_models` joined with its provider). */
 export interface ModelRef {
   readonly id: number
@@ -168,9 +175,13 @@ export type FollowupDue =
  * recorded, never raised.
  */
 export interface ConversationTurnsPort {
-  readonly pending: (conversationId: string) => Effect.Effect<Option.Option<PendingTurn>>
-  /** Conversations whose contact messages were stored but never reached their entity (a crash in between). */
-  readonly orphaned: (olderThanMs: number) => Effect.Effect<ReadonlyArray<{ readonly conversationId: string; readonly messageId: string }>>
+  /** The turn waiting, if any, and replies an interrupted run stored but did not deliver (in one read). */
+  readonly pending: (conversationId: string) => Effect.Effect<PendingWork>
+  /**
+   * Conversations a crash left work in: a contact message unhandled `graceMs` past its debounce window,
+   * or a reply stored and not delivered `graceMs` after it was stored (the hand-over is not persisted).
+   */
+  readonly orphaned: (graceMs: number) => Effect.Effect<ReadonlyArray<{ readonly conversationId: string; readonly messageId: string }>>
   /** The conversation's turn context as it stands (its latest messages, no knowledge retrieved), when it has an agent. */
   readonly context: (conversationId: string) => Effect.Effect<Option.Option<TurnContext>>
   /** Whether to answer, and with what. */

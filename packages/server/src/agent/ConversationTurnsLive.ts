@@ -12,6 +12,7 @@ import {
   type FollowupDue,
   type ModelRef,
   type OpeningContext,
+  type PendingWork,
   type Prepared,
   type ReplyDraft,
   type SkipReason,
@@ -33,6 +34,7 @@ import { repliesMade } from "@parley/worker"
 import { Handoff } from "../handoff/Handoff.js"
 import { makeTurnDelivery } from "./TurnDelivery.js"
 import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
+import { TurnsRepo } from "./TurnsRepo.js"
 
 interface ConversationRow {
   readonly id: number
@@ -110,6 +112,7 @@ export const ConversationTurnsLive = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const pg = yield* PgClient.PgClient
     const realtime = yield* Realtime
+    const repo = yield* TurnsRepo
     const knowledge = yield* Knowledge
     const followupsRepo = yield* FollowupsRepo
     const modelKeys = yield* ModelKeys
@@ -118,26 +121,28 @@ export const ConversationTurnsLive = Layer.effect(
     const { undelivered, deliver } = yield* makeTurnDelivery
 
     const pending = (conversationId: string) =>
-      sql<{ id: string; created_at: string; reply_debounce_ms: number | null }>`
-        select m.id, m.created_at, p.reply_debounce_ms
-        from messages m left join pipelines p on p.id = m.pipeline_id
-        where m.conversation_id = ${conversationId} and m.role = 'user' and m.handled_at is null
-        order by m.created_at desc, m.id desc limit 1`.pipe(
-        Effect.map((rows) =>
-          Option.map(Option.fromNullable(rows[0]), (row) => ({
-            latestMessageId: row.id,
-            latestAt: new Date(row.created_at),
-            debounceMs: row.reply_debounce_ms ?? 0
-          }))
-        ),
-        Effect.orDie
-      )
+      Effect.map(repo.pendingWork(conversationId), (row): PendingWork => ({
+        turn: row.latest_id === null
+          ? Option.none()
+          : Option.some({ latestMessageId: row.latest_id, latestAt: new Date(row.latest_at!), debounceMs: row.debounce_ms ?? 0 }),
+        undelivered: row.undelivered
+      }))
 
-    const orphaned = (olderThanMs: number) =>
+    /**
+     * What the hand-over sweep re-sends: contact messages still unhandled `graceMs` after their debounce
+     * window closed, and replies stored but still undelivered `graceMs` after they were stored (a crash
+     * between a turn's commit and its delivery). Re-sending one that is in progress is harmless.
+     */
+    const orphaned = (graceMs: number) =>
       sql<{ conversation_id: string; message_id: string }>`
-        select conversation_id::text as conversation_id, max(id) as message_id
-        from messages
-        where role = 'user' and handled_at is null and created_at < now() - make_interval(secs => ${olderThanMs / 1000})
+        select conversation_id::text as conversation_id, max(id) as message_id from (
+          select m.conversation_id, m.id from messages m left join pipelines p on p.id = m.pipeline_id
+          where m.role = 'user' and m.handled_at is null
+            and m.created_at < now() - make_interval(secs => (coalesce(p.reply_debounce_ms, 0) + ${graceMs}) / 1000.0)
+          union all
+          select conversation_id, id from messages
+          where status = 'ai_generated' and created_at < now() - make_interval(secs => ${graceMs / 1000})
+        ) o
         group by conversation_id limit 500`.pipe(
         Effect.map((rows) => rows.map((r) => ({ conversationId: r.conversation_id, messageId: r.message_id }))),
         Effect.orDie
@@ -408,15 +413,32 @@ export const ConversationTurnsLive = Layer.effect(
           values (${c.workspace_id}, ${c.opportunity_id}, ${c.opportunity_pipeline_id}, ${stageId}, ${c.opportunity_stage_id}, 'moved')`
       })
 
-    const commit = (conversationId: string, upTo: string, draft: ReplyDraft) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const earlier = yield* existingReply(upTo)
-        if (Option.isSome(earlier)) {
-          yield* markHandled(conversationId, upTo, "replied")
-          return { id: earlier.value, stored: false }
-        }
+    /** The reply's own columns for TurnsRepo.storeReply. */
+    const replyColumns = (conversationId: string, upTo: string, draft: ReplyDraft) => ({
+      id: ulid(),
+      conversationId,
+      inReplyTo: upTo,
+      upTo,
+      reason: "replied",
+      status: "ai_generated",
+      text: draft.text,
+      modelId: draft.model?.id ?? null,
+      model: draft.model?.model ?? null,
+      inputTokens: draft.inputTokens,
+      outputTokens: draft.outputTokens,
+      cost: draft.cost,
+      error: null,
+      callType: "ai"
+    })
+
+    /** What a reply does beyond being stored: a stage move, a handoff, action calls, knowledge use. */
+    const hasEffects = (draft: ReplyDraft) =>
+      draft.moveToStageId !== null || (draft.handoffReason !== undefined && draft.handoffReason !== null) ||
+      (draft.actionCalls !== undefined && draft.actionCalls.length > 0) || draft.knowledgePointIds.length > 0
+
+    const applyEffects = (conversationId: string, upTo: string, draft: ReplyDraft) =>
+      Effect.gen(function*() {
         const c = Option.getOrThrow(yield* conversation(conversationId))
-        const id = yield* insertReply(c, generated(upTo, draft, "ai"))
         if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId)
         if (draft.handoffReason !== undefined && draft.handoffReason !== null) {
           yield* handoff.moveAsSystem(c.id as ConversationId, { action: "request", actor: "ai", reason: draft.handoffReason }).pipe(
@@ -434,15 +456,24 @@ export const ConversationTurnsLive = Layer.effect(
           }, draft.actionCalls)
         }
         yield* knowledge.recordUsage(draft.knowledgePointIds)
-        yield* markHandled(conversationId, upTo, "replied")
-        return { id, stored: true }
-      })).pipe(
-        // a turn repeated after a crash finds its reply stored: counted once, when it was stored
-        Effect.tap(({ stored }) => stored ? Metric.increment(repliesMade) : Effect.void),
-        Effect.map(({ id }) => id),
-        Effect.orDie,
-        Effect.withSpan("ConversationTurns.commit")
-      )
+      })
+
+    /**
+     * A reply alone is one statement (stored, charged, the turn marked handled); one with effects runs
+     * them in the same transaction, only when this run stored it (a repeat after a crash applies nothing twice).
+     */
+    const commit = (conversationId: string, upTo: string, draft: ReplyDraft) => {
+      const store = repo.storeReply(replyColumns(conversationId, upTo, draft))
+      return (hasEffects(draft)
+        ? sql.withTransaction(Effect.tap(store, (r) => r.stored_id === null ? Effect.void : applyEffects(conversationId, upTo, draft)))
+        : store).pipe(
+          // a turn repeated after a crash finds its reply stored: counted once, when it was stored
+          Effect.tap((r) => r.stored_id === null ? Effect.void : Metric.increment(repliesMade)),
+          Effect.map((r) => (r.stored_id ?? r.existing_id)!),
+          Effect.orDie,
+          Effect.withSpan("ConversationTurns.commit")
+        )
+    }
 
     const fail = (conversationId: string, upTo: string, reason: FailReason, error: string, model: ModelRef | null) =>
       sql.withTransaction(Effect.gen(function*() {
@@ -619,4 +650,4 @@ export const ConversationTurnsLive = Layer.effect(
       consumeStageEntry
     })
   })
-).pipe(Layer.provide(ModelKeys.Default))
+).pipe(Layer.provide([ModelKeys.Default, TurnsRepo.Default]))

@@ -4,17 +4,17 @@
  * durable workflow, the message's status, and the operators' `new_message`.
  */
 import { SqlClient } from "@effect/sql"
-import { ReplyDelivery } from "@parley/domain"
 import type { WorkflowEngine } from "@effect/workflow"
 import { Effect } from "effect"
 import { Deliveries } from "../delivery/Deliveries.js"
+import { ReplyAttempts, type ReplyTarget } from "../delivery/ReplyDeliveryLive.js"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 
 export const makeTurnDelivery = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const realtime = yield* Realtime
   const deliveries = yield* Deliveries
-  const replyDelivery = yield* ReplyDelivery
+  const attempts = yield* ReplyAttempts
   const engine = yield* Effect.context<WorkflowEngine.WorkflowEngine>()
 
   const undelivered = (conversationId: string) =>
@@ -24,18 +24,15 @@ export const makeTurnDelivery = Effect.gen(function*() {
       Effect.orDie
     )
 
+  /**
+   * The reply's row and channel in one read; with a callback URL, attempt 1's second statement also
+   * marks the reply sent (three statements in all), else one more statement does.
+   */
   const deliver = (messageId: string) =>
     Effect.gen(function*() {
-      const rows = yield* sql<{
-        conversation_id: number
-        workspace_id: number
-        message: string | null
-        cost: number
-        kind: string | null
-        is_active: boolean | null
-        callback_url: string | null
-      }>`
-        select m.conversation_id, m.workspace_id, m.message, m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url
+      const rows = yield* sql<ReplyTarget & { conversation_id: number; cost: number; kind: string | null; is_active: boolean | null }>`
+        select m.id, m.conversation_id, m.workspace_id, m.channel_id, m.message, m.external_chat_id as contact_key, m.is_manual,
+               m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url, ch.client_id, ch.secret_ciphertext
         from messages m left join channels ch on ch.id = m.channel_id where m.id = ${messageId}`
       const m = rows[0]
       if (!m) return
@@ -46,16 +43,20 @@ export const makeTurnDelivery = Effect.gen(function*() {
         : m.kind !== "web" && m.kind !== "widget"
         ? `Sending on ${m.kind} channels is not supported by this server.`
         : null
+      let marked = false
       if (rejection === null) {
         yield* realtime.publish(m.conversation_id, [{ message: m.message ?? "", cost: m.cost, message_id: messageId, role: "assistant", is_manual: false }])
-        if (m.callback_url !== null) {
+        if (m.callback_url !== null && m.secret_ciphertext !== null && m.client_id !== null) {
           // attempt 1 inline (this turn is itself durable: a crash repeats it), the retry as a durable workflow
-          const outcome = yield* replyDelivery.attempt(messageId, 0, 1)
+          const outcome = yield* attempts.attemptTarget(m, 0, 1, { markSent: true })
+          marked = true
           if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
         }
       }
-      yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
-                 updated_at = now() where id = ${messageId}`
+      if (!marked) {
+        yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
+                   updated_at = now() where id = ${messageId}`
+      }
       yield* realtime.toWorkspace(m.workspace_id, NEW_MESSAGE_EVENT, {
         conversation_id: m.conversation_id,
         message_id: messageId,

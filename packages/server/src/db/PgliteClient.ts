@@ -15,6 +15,7 @@ import * as Statement from "@effect/sql/Statement"
 import { makeCompiler, PgClient, type PgClientConfig } from "@effect/sql-pg/PgClient"
 import { Context, Effect, Layer, Metric, MetricBoundaries, Stream } from "effect"
 import { serialize } from "pg-protocol"
+import { countStatement } from "./StatementCount.js"
 import { parsers } from "./PgTypes.js"
 
 const PgJson = Statement.custom<Statement.Custom<"PgJson", unknown>>("PgJson")
@@ -134,7 +135,7 @@ const timedTake = (take: Effect.Effect<number>) =>
   })
 
 const run = <A>(f: () => Promise<A>) =>
-  Effect.tryPromise({ try: f, catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" }) })
+  Effect.tryPromise({ try: () => (countStatement(), f()), catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" }) })
 
 export const make = (db: PGlite) =>
   Effect.gen(function*() {

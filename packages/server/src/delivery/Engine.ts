@@ -43,6 +43,10 @@ const shardingConfig = {
   runnerListenAddress: Option.none()
 }
 
+/** How often the hand-over sweep looks, and how overdue a message or an undelivered reply must be. */
+const HANDOVER_SWEEP_MS = 2_000
+const HANDOVER_GRACE_MS = 5_000
+
 const RunnerLive = (role: Role) =>
   Layer.unwrapEffect(Effect.map(AppConfig, (config) => {
     if (config.cluster === "single") {
@@ -77,7 +81,12 @@ export const EngineLive = (role: Role) =>
 export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
   Layer.mergeAll(
     DeliverReplyLive,
-    ConversationEngineLive({ sweepEvery: Duration.millis(config.engineSweepMs), stageEntriesEvery: Duration.millis(Math.min(5_000, config.engineSweepMs)) }),
+    ConversationEngineLive({
+      // the hand-over to a conversation is not persisted: what a crash left behind is found within seconds
+      handoverEvery: Duration.millis(Math.min(HANDOVER_SWEEP_MS, config.engineSweepMs)),
+      handoverGrace: Duration.millis(Math.min(HANDOVER_GRACE_MS, config.engineSweepMs)),
+      stageEntriesEvery: Duration.millis(Math.min(5_000, config.engineSweepMs))
+    }),
     RetrySweepLive(config.engineSweepMs),
     RunnerReaperLive({ every: shardingConfig.runnerHealthCheckInterval, expiry: shardingConfig.shardLockExpiration }),
     FollowupSequenceLive,

@@ -5,7 +5,8 @@ import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 
-interface Target {
+/** A reply and its channel, as an attempt needs them. */
+export interface ReplyTarget {
   readonly id: string
   readonly message: string | null
   readonly contact_key: string | null
@@ -30,24 +31,22 @@ const webhookDeliveries = Metric.counter("parley_webhook_deliveries_total", {
 export const IN_PROGRESS = "In progress"
 export const INTERRUPTED = "Interrupted: the process stopped before the answer was recorded (the receiver may have got it)"
 
-/** One attempt of SPEC.md 6.2: the signed POST, its record in the delivery log, and `external_message_id`. */
-export const ReplyDeliveryLive = Layer.effect(
-  ReplyDelivery,
-  Effect.gen(function*() {
+/**
+ * One attempt of SPEC.md 6.2: the signed POST, its record in the delivery log, and `external_message_id`.
+ * Two statements: the log row before the POST, and after it the row's outcome together with the
+ * message's own columns (`external_message_id`; with `markSent`, the status a turn's delivery sets).
+ */
+export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/server/ReplyAttempts", {
+  effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const http = yield* OutboundHttp
     const secrets = yield* AppSecret
     const config = yield* AppConfig
 
-    const attempt = (messageId: string, run: number, attempt: number) =>
+    const attemptTarget = (target: ReplyTarget, run: number, attempt: number, options: { readonly markSent: boolean }) =>
       Effect.gen(function*() {
-        const rows = yield* sql<Target>`
-          select m.id, m.message, m.external_chat_id as contact_key, m.workspace_id, m.channel_id, m.is_manual,
-                 c.client_id, c.secret_ciphertext, c.callback_url
-          from messages m join channels c on c.id = m.channel_id where m.id = ${messageId}`
-        const target = rows[0]
         // no callback URL: replies go over the socket only (SPEC.md 6.2)
-        if (!target || !target.callback_url || !target.secret_ciphertext || !target.client_id) {
+        if (!target.callback_url || !target.secret_ciphertext || !target.client_id) {
           return new DeliveryOutcome({ delivered: true, retryable: false })
         }
         const timestamp = String(Math.floor(Date.now() / 1000))
@@ -83,37 +82,54 @@ export const ReplyDeliveryLive = Layer.effect(
         const retryable = !ok && (Either.isLeft(result)
           ? result.left.reason === "Timeout" || result.left.reason === "Network"
           : status! >= 500 || status === 429)
+        const external = ok ? externalMessageId(Either.getOrThrow(result).body) ?? null : null
         // a first attempt worth retrying records when the retry is due: RetrySweep resumes the workflow
         // should its wake-up be lost
         yield* sql`
-          update webhook_deliveries
-          set status_code = ${status}, duration_ms = ${duration},
-              error = ${Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`},
-              response_excerpt = ${Either.isRight(result) ? result.right.body.slice(0, 1000) : null},
-              retry_at = ${retryable && attempt === 1 ? sql`now() + make_interval(secs => ${config.webhookRetryDelayMs / 1000})` : null}
-          where id = ${logged!.id}`
+          with logged as (
+            update webhook_deliveries
+            set status_code = ${status}, duration_ms = ${duration},
+                error = ${Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`},
+                response_excerpt = ${Either.isRight(result) ? result.right.body.slice(0, 1000) : null},
+                retry_at = ${retryable && attempt === 1 ? sql`now() + make_interval(secs => ${config.webhookRetryDelayMs / 1000})` : null}
+            where id = ${logged!.id}
+          )
+          update messages
+          set status = case when ${options.markSent}::boolean then 'sent_to_user' else status end,
+              error = case when ${options.markSent}::boolean then null else error end,
+              external_message_id = coalesce(${external}::text, external_message_id), updated_at = now()
+          where id = ${target.id} and (${options.markSent}::boolean or ${external}::text is not null)`
         yield* Metric.increment(
           Metric.taggedWithLabels(webhookDeliveries, [
             MetricLabel.make("outcome", ok ? "delivered" : Either.isLeft(result) ? result.left.reason.toLowerCase() : "rejected"),
             MetricLabel.make("attempt", String(attempt))
           ])
         )
-        if (ok) {
-          const external = externalMessageId(Either.getOrThrow(result).body)
-          if (external !== undefined) {
-            yield* sql`update messages set external_message_id = ${external}, updated_at = now() where id = ${target.id}`
-          }
-          return new DeliveryOutcome({ delivered: true, retryable: false })
-        }
-        return new DeliveryOutcome({ delivered: false, retryable })
+        return new DeliveryOutcome({ delivered: ok, retryable })
       }).pipe(
         Effect.orDie,
-        Effect.withSpan("ReplyDelivery.attempt", { attributes: { messageId, run, attempt } }),
-        Effect.annotateLogs({ messageId, attempt })
+        Effect.withSpan("ReplyDelivery.attempt", { attributes: { messageId: target.id, run, attempt } }),
+        Effect.annotateLogs({ messageId: target.id, attempt })
       )
 
-    return { attempt }
+    const attempt = (messageId: string, run: number, n: number) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<ReplyTarget>`
+          select m.id, m.message, m.external_chat_id as contact_key, m.workspace_id, m.channel_id, m.is_manual,
+                 c.client_id, c.secret_ciphertext, c.callback_url
+          from messages m join channels c on c.id = m.channel_id where m.id = ${messageId}`.pipe(Effect.orDie)
+        const target = rows[0]
+        if (!target) return new DeliveryOutcome({ delivered: true, retryable: false })
+        return yield* attemptTarget(target, run, n, { markSent: false })
+      })
+
+    return { attempt, attemptTarget }
   })
+}) {}
+
+/** The domain's port (the DeliverReply workflow's attempts), with ReplyAttempts for the turn's first one. */
+export const ReplyDeliveryLive = Layer.effect(ReplyDelivery, Effect.map(ReplyAttempts, (attempts) => ({ attempt: attempts.attempt }))).pipe(
+  Layer.provideMerge(ReplyAttempts.Default)
 )
 
 /** SPEC.md 6.2: a top-level `message_id` in the receiver's JSON answer is kept. */

@@ -9,6 +9,7 @@ import { Context, Effect, Layer, Metric, Option } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { AppConfig } from "../config/AppConfig.js"
 import { poolGauges } from "../db/PgPool.js"
+import { statementGauge } from "../db/StatementCount.js"
 import { NotFoundRoute } from "../http/ApiRoutes.js"
 import { ApiPolicy } from "../http/BodyLimits.js"
 import { type BoundListener, listen } from "../http/Listener.js"
@@ -49,6 +50,7 @@ const MetricsRoute = HttpLayerRouter.add("GET", "/metrics", Effect.gen(function*
   const delay = yield* Effect.succeed(loopDelay)
   yield* engineBacklog
   yield* poolGauges
+  yield* statementGauge
   const memory = process.memoryUsage()
   yield* Metric.set(residentMemory, memory.rss)
   yield* Metric.set(heapUsed, memory.heapUsed)

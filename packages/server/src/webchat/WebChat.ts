@@ -321,9 +321,9 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
           message: inbound.message
         })
       }
-      // handed to the conversation's entity, persisted before the answer goes out; a retry hands over
-      // the same request again (same primary key), which never makes a second one. The message is
-      // committed already: should the hand-over fail, the entity's orphan sweep makes it later.
+      // handed to the conversation's entity (not persisted: the message is committed already, and
+      // should the hand-over fail or its runner die, the hand-over sweep makes it again within seconds;
+      // a turn repeated finds the message handled and never makes a second reply)
       yield* conversations(String(result.conversationId)).Inbound({ messageId: result.messageId }, { discard: true }).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("Hand-over to the conversation entity failed; the orphan sweep will retry it", cause))
       )
