@@ -32,7 +32,13 @@ export default defineConfig({
             "packages/server/test/agent.test.ts",
             "packages/server/test/agent-openai.test.ts",
             "packages/server/test/conversation-engine.test.ts",
-            "packages/server/test/followups.test.ts"
+            "packages/server/test/followups.test.ts",
+            // `parley serve` child processes (support/ChildServer.ts: childDatabase gives them DATABASE_URL)
+            "packages/server/test/actions-restart.test.ts",
+            "packages/server/test/delivery-restart.test.ts",
+            "packages/server/test/reply-restart.test.ts",
+            "packages/server/test/knowledge-reembed.test.ts",
+            "packages/server/test/observability.test.ts"
           ],
           env: { PARLEY_TEST_DATABASE: "postgres" }
         }

@@ -1,13 +1,14 @@
 /**
  * An action run is durable: the target fails attempt 1 with a 503, the server is killed hard (SIGKILL)
- * during the backoff before attempt 2, and a second `parley serve` on the same data dir makes attempt 2,
- * once, and records the run as succeeded with both attempts.
+ * during the backoff before attempt 2, and a second `parley serve` on the same database (the data dir's
+ * embedded one, or DATABASE_URL in the postgres project) makes attempt 2, once, and records the run as
+ * succeeded with both attempts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { call, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
+import { call, childDatabase, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
 
 /** Attempt 2 is due 8 s (±20 %) after attempt 1: long enough for the kill to land inside the wait. */
 const BASE_MS = 8_000
@@ -15,11 +16,12 @@ const BASE_MS = 8_000
 describe("action runs across a process restart", () => {
   it("a SIGKILL during the backoff before attempt 2 does not lose the run: the restarted server makes attempt 2, once", async () => {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-actions-restart-"))
+    const database = await childDatabase(dataDir)
     const receiver = await startReceiver((_, hits) =>
       hits.length === 1 ? { status: 503, body: "unavailable" } : { status: 200, body: JSON.stringify({ ok: true }) })
     let first: Running | undefined
     let second: Running | undefined
-    const env = { ACTION_RETRY_BASE_MS: String(BASE_MS), ENGINE_SWEEP_INTERVAL_MS: "2000" }
+    const env = { ...database.env, ACTION_RETRY_BASE_MS: String(BASE_MS), ENGINE_SWEEP_INTERVAL_MS: "2000" }
     try {
       first = await serve(dataDir, env)
       const { token } = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as { token: string }
@@ -68,6 +70,7 @@ describe("action runs across a process restart", () => {
       await stop(first)
       await stop(second)
       await receiver.close()
+      await database.drop()
       Fs.rmSync(dataDir, { recursive: true, force: true })
     }
   }, 120_000)

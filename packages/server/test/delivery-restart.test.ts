@@ -1,19 +1,18 @@
 /**
  * SPEC.md 6.2 and 8: a process restart between the two attempts of the reply webhook does not lose the
- * delivery. The real `parley serve` runs as a child process on a temporary data dir; the receiver fails
- * attempt 1 with a 503, the server is killed hard (SIGKILL, no shutdown) during the durable wait before
- * attempt 2, and a second `parley serve` on the same data dir must send attempt 2 (same message_id,
+ * delivery. The real `parley serve` runs as a child process on a temporary data dir (its embedded
+ * database, or DATABASE_URL in the postgres project); the receiver fails attempt 1 with a 503, the server
+ * is killed hard (SIGKILL, no shutdown) during the durable wait before attempt 2, and a second `parley
+ * serve` on the same database must send attempt 2 (same message_id,
  * valid signature), at the original deadline rather than a full retry delay after the restart, and
  * never a third; the receiver's message_id ends up on the message.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { verifyServiceSignature } from "@parley/domain"
-import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { embeddedDataPath, openPglite } from "../src/db/Database.js"
-import { call, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
+import { call, type ChildDatabase, childDatabase, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
 
 
 /** Long enough that the kill surely lands inside the wait, and that a restarted-from-zero timer shows. */
@@ -31,8 +30,8 @@ const startOperatorReceiver = () =>
       ? { status: 503, body: "unavailable" }
       : { status: 200, body: JSON.stringify({ message_id: "ext-after-restart" }) })
 
-const serveWithRetry = (dataDir: string) =>
-  serve(dataDir, { WEBHOOK_TIMEOUT_MS: "10000", WEBHOOK_RETRY_DELAY_MS: String(RETRY_DELAY_MS) })
+const serveWithRetry = (dataDir: string, database: ChildDatabase) =>
+  serve(dataDir, { ...database.env, WEBHOOK_TIMEOUT_MS: "10000", WEBHOOK_RETRY_DELAY_MS: String(RETRY_DELAY_MS) })
 
 
 interface Demo {
@@ -43,11 +42,13 @@ interface Demo {
 describe("reply webhook across a process restart", () => {
   it("a SIGKILL during the wait before attempt 2 does not lose the delivery: the restarted server sends it, once", async () => {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-restart-"))
+    const database = await childDatabase(dataDir)
+    const lock = Path.join(dataDir, "lock")
     const receiver = await startOperatorReceiver()
     let first: Running | undefined
     let second: Running | undefined
     try {
-      first = await serveWithRetry(dataDir)
+      first = await serveWithRetry(dataDir, database)
       const demo = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as Demo
       expect(first.output()).toContain(`export PARLEY_TOKEN=${demo.token}`)
       const { token, channel } = demo
@@ -95,14 +96,14 @@ describe("reply webhook across a process restart", () => {
       expect(killedAt - attempt1At).toBeLessThan(RETRY_DELAY_MS - 3_000)
       const servingPid = await crash(first, dataDir)
       first = undefined
-      // the crash left its lock behind (a dead pid): the restart must take it over
-      expect(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8").trim()).toBe(String(servingPid))
+      // embedded: the crash left its lock behind (a dead pid), the restart must take it over
+      if (database.mode === "embedded") expect(Fs.readFileSync(lock, "utf8").trim()).toBe(String(servingPid))
       expect(receiver.hits).toHaveLength(1)
 
       const spawnedAt = Date.now()
-      second = await serveWithRetry(dataDir)
+      second = await serveWithRetry(dataDir, database)
       const restartedAt = Date.now()
-      expect(Number(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8").trim())).not.toBe(servingPid)
+      if (database.mode === "embedded") expect(Number(Fs.readFileSync(lock, "utf8").trim())).not.toBe(servingPid)
 
       await until("attempt 2 at the receiver after the restart", () => receiver.hits.length >= 2 ? true : undefined, 20_000)
       const hit = receiver.hits[1]!
@@ -148,24 +149,20 @@ describe("reply webhook across a process restart", () => {
       expect(receiver.hits).toHaveLength(2)
       expect(await deliveries(second.api)).toHaveLength(2)
 
-      // with the server stopped, the data dir itself: the message kept the receiver's message_id
+      // with the server stopped, the database itself: the message kept the receiver's message_id
       await stop(second)
       second = undefined
-      expect(Fs.existsSync(Path.join(dataDir, "lock"))).toBe(false)
-      const stored = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-        const db = yield* openPglite({ dataDir: embeddedDataPath(dataDir) })
-        return yield* Effect.promise(() =>
-          db.query<{ external_message_id: string | null; status: string }>(
-            "select external_message_id, status from messages where id = $1",
-            [messageId]
-          )
-        )
-      })))
-      expect(stored.rows).toEqual([{ external_message_id: "ext-after-restart", status: "sent_to_user" }])
+      expect(Fs.existsSync(lock)).toBe(false)
+      const stored = await database.query<{ external_message_id: string | null; status: string }>(
+        "select external_message_id, status from messages where id = $1",
+        [messageId]
+      )
+      expect(stored).toEqual([{ external_message_id: "ext-after-restart", status: "sent_to_user" }])
     } finally {
       await stop(first)
       await stop(second)
       await receiver.close()
+      await database.drop()
       Fs.rmSync(dataDir, { recursive: true, force: true })
     }
   }, 120_000)

@@ -4,12 +4,10 @@
  * charging the workspace; a further restart with the same model embeds nothing.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { embeddedDataPath, openPglite } from "../src/db/Database.js"
-import { call, type Running, serve, startReceiver, stop, until } from "./support/ChildServer.js"
+import { call, type ChildDatabase, childDatabase, type Running, serve, startReceiver, stop, until } from "./support/ChildServer.js"
 
 /** One-hot by a word the text contains ("alpha" → 0, "beta" → 1, ...): exact and easy to tell apart. */
 const words = ["alpha", "beta", "gamma", "delta"]
@@ -20,21 +18,19 @@ const fakeVector = (text: string) => {
   return v
 }
 
-const pointsOf = (dataDir: string) =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const db = yield* openPglite({ dataDir: embeddedDataPath(dataDir) })
-    return yield* Effect.promise(async () => {
-      const points = await db.query<{ default_id: string; embedding_model: string; embedding: string }>(
-        "select default_id, embedding_model, embedding::text as embedding from knowledge_points order by default_id"
-      )
-      const state = await db.query<{ model: string }>("select model from knowledge_embedding_state")
-      return { points: points.rows, state: state.rows.map((r) => r.model) }
-    })
-  })))
+/** The points and the embedding state, read with the server stopped. */
+const pointsOf = async (database: ChildDatabase) => {
+  const points = await database.query<{ default_id: string; embedding_model: string; embedding: string }>(
+    "select default_id, embedding_model, embedding::text as embedding from knowledge_points order by default_id"
+  )
+  const state = await database.query<{ model: string }>("select model from knowledge_embedding_state")
+  return { points, state: state.map((r) => r.model) }
+}
 
 describe("re-embedding after an embedding model change", () => {
   it("embeds every point again with the new model in the background, once, free of charge", { timeout: 120_000 }, async () => {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-reembed-"))
+    const database = await childDatabase(dataDir)
     const inputs: Array<string> = []
     const openai = await startReceiver((rawBody) => {
       const body = JSON.parse(rawBody) as { input: Array<string> | string; model: string; dimensions: number }
@@ -51,6 +47,7 @@ describe("re-embedding after an embedding model change", () => {
       }
     })
     const openAiEnv = {
+      ...database.env,
       EMBEDDING_PROVIDER: "openai",
       EMBEDDING_MODEL: "text-embedding-3-small",
       OPENAI_API_KEY: "sk-test",
@@ -58,7 +55,7 @@ describe("re-embedding after an embedding model change", () => {
     }
     let server: Running | undefined
     try {
-      server = await serve(dataDir, {})
+      server = await serve(dataDir, database.env)
       const { token, workspace_id } = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
       const table = await call(`${server.api}/api/user/knowledge-tables`, {
         method: "POST",
@@ -79,7 +76,7 @@ describe("re-embedding after an embedding model change", () => {
       await stop(server)
       server = undefined
 
-      const local = await pointsOf(dataDir)
+      const local = await pointsOf(database)
       expect(local.points.map((p) => p.embedding_model)).toEqual(Array(4).fill("local-hash-256"))
       expect(local.state).toEqual(["local-hash-256"])
 
@@ -100,7 +97,7 @@ describe("re-embedding after an embedding model change", () => {
       await stop(server)
       server = undefined
 
-      const remote = await pointsOf(dataDir)
+      const remote = await pointsOf(database)
       expect(remote.points.map((p) => p.embedding_model)).toEqual(Array(4).fill("openai:text-embedding-3-small:256"))
       expect(remote.points.map((p) => JSON.parse(p.embedding).indexOf(1))).toEqual([0, 1, 2, 3])
       expect(remote.state).toEqual(["openai:text-embedding-3-small:256"])
@@ -113,6 +110,7 @@ describe("re-embedding after an embedding model change", () => {
     } finally {
       await stop(server)
       await openai.close()
+      await database.drop()
       Fs.rmSync(dataDir, { recursive: true, force: true })
     }
   })

@@ -9,10 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { type Running, serve, startReceiver, stop, until } from "./support/ChildServer.js"
+import { type ChildDatabase, childDatabase, type Running, serve, startReceiver, stop, until } from "./support/ChildServer.js"
 import { type ReceivedSpan, startOtlpReceiver } from "./support/OtlpReceiver.js"
 
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-observability-"))
+let database: ChildDatabase
 let server: Running
 let otlp: Awaited<ReturnType<typeof startOtlpReceiver>>
 let webhook: Awaited<ReturnType<typeof startReceiver>>
@@ -22,7 +23,9 @@ let demo: { token: string; channel: { id: number; client_id: string; client_secr
 beforeAll(async () => {
   otlp = await startOtlpReceiver()
   webhook = await startReceiver(() => ({ status: 200, body: JSON.stringify({ message_id: "ext-obs" }) }))
+  database = await childDatabase(dataDir)
   server = await serve(dataDir, {
+    ...database.env,
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
     OTEL_SERVICE_NAME: "parley-test",
     OTEL_BSP_SCHEDULE_DELAY: "200",
@@ -44,6 +47,7 @@ afterAll(async () => {
   await stop(server)
   await otlp?.close()
   await webhook?.close()
+  await database?.drop()
   Fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
@@ -111,7 +115,8 @@ describe("observability of a running server", () => {
     expect(value("parley_model_tokens_total{provider=\"local\",model=\"parley-local\",direction=\"output\"}")).toBeGreaterThan(0)
     expect(samples.has("parley_cluster_pending_messages")).toBe(true)
     expect(samples.has("parley_oldest_unhandled_message_seconds")).toBe(true)
-    expect(value("parley_db_session_wait_seconds_count")).toBeGreaterThan(0)
+    // the wait for the database: the embedded client's one session, or the Postgres pool's connections
+    expect(value(database.mode === "embedded" ? "parley_db_session_wait_seconds_count" : "parley_db_pool_wait_seconds_count")).toBeGreaterThan(0)
     expect(value("process_resident_memory_bytes")).toBeGreaterThan(0)
     // every histogram's +Inf bucket equals its count
     for (const [key, n] of samples) {
@@ -140,7 +145,8 @@ describe("observability of a running server", () => {
     const authenticated = entries.find((e) => e.message === "PUT /api/user/channels/:channel 200")
     expect(authenticated).toMatchObject({ user_id: expect.any(Number), workspace_id: expect.any(Number), http_status: 200 })
     // start-up progress and the banner are JSON lines too
-    expect(entries.some((e) => typeof e.startup_seconds === "number" && /embedded database/.test(String(e.message)))).toBe(true)
+    const opening = database.mode === "embedded" ? /embedded database/ : /Connecting to Postgres/
+    expect(entries.some((e) => typeof e.startup_seconds === "number" && opening.test(String(e.message)))).toBe(true)
     expect(entries.some((e) => String(e.message).includes("Parley is running."))).toBe(true)
     expect(server.output().split("\n").filter((l) => l.startsWith("[") || l.startsWith("Parley is running"))).toEqual([])
   })

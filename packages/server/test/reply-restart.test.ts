@@ -1,19 +1,18 @@
 /**
  * Exactly once across a crash: killing the process in the middle of a reply and restarting produces the
  * reply once, not zero or two times. The real `parley serve` runs as a child process on a temporary data
- * dir with a local model that takes 4 s per call; a contact writes, and 1.5 s later (inside the model
+ * dir (its embedded database, or DATABASE_URL in the postgres project) with a local model that takes 4 s
+ * per call; a contact writes, and 1.5 s later (inside the model
  * call, nothing stored yet) the server is killed hard (SIGKILL, no shutdown). A second `parley serve` on
- * the same data dir, with an instant model, must store one reply to that message and deliver it to the
+ * the same database, with an instant model, must store one reply to that message and deliver it to the
  * channel's webhook once, and nothing more may arrive afterwards.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { verifyServiceSignature } from "@parley/domain"
-import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { embeddedDataPath, openPglite } from "../src/db/Database.js"
-import { call, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
+import { call, type ChildDatabase, childDatabase, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
 
 
 const MODEL_LATENCY_MS = 4_000
@@ -22,16 +21,8 @@ const KILL_AFTER_MS = 1_500
 /** The channel's reply webhook: records every request, answers 200. */
 const startWebhook = () => startReceiver((_, hits) => ({ status: 200, body: JSON.stringify({ message_id: `ext-${hits.length}` }) }))
 
-const serveWithModel = (dataDir: string, modelLatencyMs: number) =>
-  serve(dataDir, { LOCAL_MODEL_LATENCY_MS: String(modelLatencyMs), ENGINE_SWEEP_INTERVAL_MS: "2000" })
-
-
-/** Reads the data dir of a stopped server. */
-const query = <A>(dataDir: string, text: string, params: Array<unknown>) =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const db = yield* openPglite({ dataDir: embeddedDataPath(dataDir) })
-    return yield* Effect.promise(() => db.query<A>(text, params))
-  }))).then((r) => r.rows)
+const serveWithModel = (dataDir: string, database: ChildDatabase, modelLatencyMs: number) =>
+  serve(dataDir, { ...database.env, LOCAL_MODEL_LATENCY_MS: String(modelLatencyMs), ENGINE_SWEEP_INTERVAL_MS: "2000" })
 
 interface Demo {
   readonly token: string
@@ -43,11 +34,12 @@ interface Demo {
 describe("a reply across a process restart", () => {
   it("killing the process in the middle of a reply and restarting produces the reply once, not zero or two times", async () => {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-reply-restart-"))
+    const database = await childDatabase(dataDir)
     const receiver = await startWebhook()
     let first: Running | undefined
     let second: Running | undefined
     try {
-      first = await serveWithModel(dataDir, MODEL_LATENCY_MS)
+      first = await serveWithModel(dataDir, database, MODEL_LATENCY_MS)
       const demo = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as Demo
       const { channel, token } = demo
       const client = [channel.client_id, channel.client_secret] as const
@@ -99,7 +91,7 @@ describe("a reply across a process restart", () => {
       expect(receiver.hits).toHaveLength(0)
 
       const spawnedAt = Date.now()
-      second = await serveWithModel(dataDir, 0)
+      second = await serveWithModel(dataDir, database, 0)
       const restartedAt = Date.now()
 
       await until("the reply at the webhook after the restart", () => receiver.hits.length >= 1 ? true : undefined, 15_000)
@@ -125,21 +117,19 @@ describe("a reply across a process restart", () => {
       expect(assistant[0]!.status).toBe("sent_to_user")
       expect(body.text).toBe(assistant[0]!.message)
 
-      // with the server stopped, the data dir itself: one reply, to that message, delivered once
+      // with the server stopped, the database itself: one reply, to that message, delivered once
       await stop(second)
       second = undefined
-      const replies = await query<{ id: string; status: string; in_reply_to: string | null; call_type: string }>(
-        dataDir,
+      const replies = await database.query<{ id: string; status: string; in_reply_to: string | null; call_type: string }>(
         `select m.id, m.status, m.in_reply_to, m.call_type from messages m
          where m.conversation_id = (select conversation_id from messages where id = $1) and m.role = 'assistant'
          order by m.created_at, m.id`,
         [messageId]
       )
       expect(replies).toEqual([{ id: body.message_id, status: "sent_to_user", in_reply_to: messageId, call_type: "ai" }])
-      const contact = await query<{ handled_reason: string | null }>(dataDir, "select handled_reason from messages where id = $1", [messageId])
+      const contact = await database.query<{ handled_reason: string | null }>("select handled_reason from messages where id = $1", [messageId])
       expect(contact).toEqual([{ handled_reason: "replied" }])
-      const attempts = await query<{ attempt: number; status_code: number | null }>(
-        dataDir,
+      const attempts = await database.query<{ attempt: number; status_code: number | null }>(
         "select attempt, status_code from webhook_deliveries where message_id = $1 order by run, attempt",
         [body.message_id]
       )
@@ -148,6 +138,7 @@ describe("a reply across a process restart", () => {
       await stop(first)
       await stop(second)
       await receiver.close()
+      await database.drop()
       Fs.rmSync(dataDir, { recursive: true, force: true })
     }
   }, 60_000)

@@ -1,13 +1,21 @@
 /**
  * The real `parley serve` as a child process on a data dir, for tests that crash and restart it, and a
  * plain node:http webhook receiver that records what reaches it.
+ *
+ * `childDatabase(dataDir)` is the database such a server runs on, in the suite's database mode
+ * (NativeDatabase.ts): the embedded one in the data dir by default, or in the `postgres` project a
+ * database of its own on the run's native cluster, given to `serve` as DATABASE_URL.
  */
 import { expect } from "@effect/vitest"
+import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
+import { embeddedDataPath, openPglite } from "../../src/db/Database.js"
+import { createNativeDatabase, databaseMode, queryUrl } from "./NativeDatabase.js"
+import { freePort } from "./Ports.js"
 
 const root = Path.resolve(__dirname, "../../../..")
 const cli = Path.join(root, "packages/server/src/cli/main.ts")
@@ -47,8 +55,48 @@ export const startReceiver = (
       }))
   })
 
+export interface ChildDatabase {
+  readonly mode: "embedded" | "postgres"
+  /**
+   * For `serve` (and the CLI): nothing on the embedded database. On Postgres DATABASE_URL, APP_SECRET
+   * (required with it) and RUNNER_PORT: the server is a cluster runner there, on a port of its own
+   * (3002 by default, which a suite beside this one would want too); a restart keeps it, as an
+   * operator's would.
+   */
+  readonly env: Record<string, string>
+  /** One SQL statement on the server's database. Embedded: only while no server holds the data dir. */
+  readonly query: <A = Record<string, any>>(text: string, params?: ReadonlyArray<unknown>) => Promise<Array<A>>
+  /** Removes the Postgres database at the end (the data dir is the test's to remove). */
+  readonly drop: () => Promise<void>
+}
+
+/** The database a `serve` on `dataDir` runs on, in this suite's database mode. */
+export const childDatabase = async (dataDir: string): Promise<ChildDatabase> => {
+  if (databaseMode === "postgres") {
+    const db = await createNativeDatabase()
+    return {
+      mode: "postgres",
+      env: { DATABASE_URL: db.url, APP_SECRET: "child-server-app-secret", RUNNER_PORT: String(await freePort()) },
+      query: (text, params = []) => queryUrl(db.url, text, params),
+      drop: db.drop
+    }
+  }
+  return {
+    mode: "embedded",
+    env: {},
+    query: <A>(text: string, params: ReadonlyArray<unknown> = []) =>
+      Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const db = yield* openPglite({ dataDir: embeddedDataPath(dataDir) })
+        return yield* Effect.promise(() => db.query<A>(text, [...params]))
+      }))).then((r) => r.rows),
+    drop: () => Promise.resolve()
+  }
+}
+
 export interface Running {
   readonly child: ChildProcess
+  /** DATABASE_URL was given: no data-dir lock, no `server.json`, no Data line. */
+  readonly postgres: boolean
   readonly api: string
   readonly receiver: string
   readonly output: () => string
@@ -91,10 +139,14 @@ export const serve = (dataDir: string, env: Record<string, string>) =>
       const api = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
       const receiver = /Receiver\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
       // the banner is written at once: its Data line (embedded), or with DATABASE_URL its Receiver line
-      const banner = env.DATABASE_URL === undefined ? output.includes("Data ") : /Parley is running\.[\s\S]*Receiver\s+\S+\n/.test(output)
+      // up to the end of that line (LOG_FORMAT=json: of the JSON line holding the whole banner)
+      const running = output.indexOf("Parley is running.")
+      const banner = env.DATABASE_URL === undefined
+        ? output.includes("Data ")
+        : running >= 0 && /Receiver\s+http:\/\/[^\n]*\n/.test(output.slice(running))
       if (api && receiver && banner) {
         clearTimeout(timer)
-        resolve({ child, api, receiver, output: () => output, exited })
+        resolve({ child, postgres: env.DATABASE_URL !== undefined, api, receiver, output: () => output, exited })
       }
     })
     child.stderr!.on("data", (c: Buffer) => (output += c.toString()))
@@ -123,16 +175,45 @@ const killGroup = (server: Running, signal: NodeJS.Signals) => {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** A crash: SIGKILL to the serving node process (the pid in `lock`) and to its tsx launcher, no shutdown. */
+/** Until `check` holds, polling; fails after `timeoutMs`. */
+const waitFor = async (what: string, check: () => boolean, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`)
+    await sleep(50)
+  }
+}
+
+/** Whether any process of the group `pgid` is left (kill(-pgid, 0) fails with ESRCH once none is). */
+const groupAlive = (pgid: number) => {
+  try {
+    process.kill(-pgid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== "ESRCH"
+  }
+}
+
+/**
+ * A crash: SIGKILL, no shutdown. On the embedded database to the serving node process (the pid in the
+ * data dir's `lock`) and its tsx launcher; with DATABASE_URL (no lock) to the whole process group the
+ * child was spawned in. Returns the serving pid (embedded) or the group's id.
+ */
 export const crash = async (server: Running, dataDir: string) => {
+  if (server.postgres) {
+    const pgid = server.child.pid!
+    killGroup(server, "SIGKILL")
+    await server.exited
+    await waitFor(`process group ${pgid} gone after SIGKILL`, () => !groupAlive(pgid), 30_000)
+    return pgid
+  }
   const pid = Number(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8").trim())
   expect(pid).toBe(JSON.parse(Fs.readFileSync(Path.join(dataDir, "server.json"), "utf8")).pid)
   expect(pid).not.toBe(server.child.pid)
   process.kill(pid, "SIGKILL")
   killGroup(server, "SIGKILL")
   await server.exited
-  for (let i = 0; i < 100 && alive(pid); i++) await sleep(50)
-  expect(alive(pid)).toBe(false)
+  await waitFor(`serving process ${pid} gone after SIGKILL`, () => !alive(pid), 30_000)
   return pid
 }
 
