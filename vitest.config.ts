@@ -38,7 +38,12 @@ export default defineConfig({
             "packages/server/test/delivery-restart.test.ts",
             "packages/server/test/reply-restart.test.ts",
             "packages/server/test/knowledge-reembed.test.ts",
-            "packages/server/test/observability.test.ts"
+            "packages/server/test/observability.test.ts",
+            "packages/server/test/knowledge-import.test.ts",
+            // in-process servers restarted on one database (support/FileServer.ts)
+            "packages/server/test/followups-restart.test.ts",
+            "packages/server/test/handoff-restart.test.ts",
+            "packages/server/test/startup-model-keys.test.ts"
           ],
           env: { PARLEY_TEST_DATABASE: "postgres" }
         }

@@ -1,13 +1,14 @@
 /**
  * Followup sequences are durable: a server torn down in the middle of a sequence and built again on the
- * same file-backed database (the test's clock offset carries over, as wall time would) sends the rest of
- * the sequence once and moves the opportunity; and a sequence whose durable wake-up vanished is resumed
- * by the followup sweep instead of waiting forever.
+ * same database (support/FileServer.ts: a data dir's, or a native one in the postgres project; the
+ * test's clock offset carries over, as wall time would) sends the rest of the sequence once and moves
+ * the opportunity; and a sequence whose durable wake-up vanished is resumed by the followup sweep
+ * instead of waiting forever.
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { boot, FileServerLive, freshDataDir } from "./support/FileServer.js"
+import { boot, type FileDatabase, FileServerLive, freshDatabase } from "./support/FileServer.js"
 import { assistantMessages, followupSetup, hooks, MINUTE, sequenceOf, stageOf, started } from "./support/Followups.js"
 import { makeOffsetClock } from "./support/OffsetClock.js"
 import { TestServer } from "./support/TestServer.js"
@@ -15,16 +16,16 @@ import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const clock = makeOffsetClock()
 
-/** The server on `dataDir`, on the offset clock (carried over restarts, as wall time would be). */
-const FileServer = (dataDir: string) => FileServerLive(dataDir, { OUTBOUND_ALLOW_PRIVATE: "true" }, clock.layer)
+/** The server on `database`, on the offset clock (carried over restarts, as wall time would be). */
+const FileServer = (database: FileDatabase) => FileServerLive(database, { OUTBOUND_ALLOW_PRIVATE: "true" }, clock.layer)
 
 describe("followup sequences across restarts", () => {
   it.live("a server torn down mid-sequence and built again sends the rest once, then moves the opportunity", () =>
     Effect.scoped(Effect.gen(function*() {
-      const dataDir = yield* freshDataDir("parley-followups-")
+      const database = yield* freshDatabase("parley-followups-")
       const receiver = yield* webhookReceiver(() => "ok")
 
-      const first = yield* boot(FileServer(dataDir))
+      const first = yield* boot(FileServer(database))
       const { channel, conversationId, noResponse, opportunityId } = yield* first.run(Effect.gen(function*() {
         const setup = yield* followupSetup(receiver.url, { intervals: 3 })
         const ids = yield* started(setup.channel, "rey-1", receiver.received)
@@ -36,7 +37,7 @@ describe("followup sequences across restarts", () => {
 
       // down while the second interval (2 minutes) passes
       yield* clock.advance(2 * MINUTE)
-      const second = yield* boot(FileServer(dataDir))
+      const second = yield* boot(FileServer(database))
       yield* second.run(Effect.gen(function*() {
         yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s!.steps_done === 2 ? true : undefined), 20_000)
         yield* clock.advance(3 * MINUTE)
@@ -60,9 +61,9 @@ describe("followup sequences across restarts", () => {
 
   it.live("a sequence whose durable wake-up vanished is resumed by the sweep", () =>
     Effect.scoped(Effect.gen(function*() {
-      const dataDir = yield* freshDataDir("parley-followups-")
+      const database = yield* freshDatabase("parley-followups-")
       const receiver = yield* webhookReceiver(() => "ok")
-      const server = yield* boot(FileServer(dataDir))
+      const server = yield* boot(FileServer(database))
       yield* server.run(Effect.gen(function*() {
         const setup = yield* followupSetup(receiver.url, { intervals: 1 })
         const { conversationId, opportunityId } = yield* started(setup.channel, "rey-2", receiver.received)

@@ -1,11 +1,12 @@
 /**
  * Handoff timers are durable (issue 19): a conversation waiting for a person whose pipeline's timeout
- * runs out while no server runs is handed back when a server is built again on the same file-backed
- * database, by that server (its timeout event is later than the restart), once.
+ * runs out while no server runs is handed back when a server is built again on the same database
+ * (support/FileServer.ts: a data dir's, or a native one in the postgres project), by that server (its
+ * timeout event is later than the restart), once.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { boot, FileServerLive, freshDataDir } from "./support/FileServer.js"
+import { boot, FileServerLive, freshDatabase } from "./support/FileServer.js"
 import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { giveCredits, seedUser } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
@@ -14,8 +15,8 @@ import { eventually } from "./support/WebhookReceiver.js"
 describe("handoff timeouts across restarts", () => {
   it.live("a wait that runs out while the server is down is handed back by the next server, once", () =>
     Effect.scoped(Effect.gen(function*() {
-      const dataDir = yield* freshDataDir("parley-handoff-")
-      const first = yield* boot(FileServerLive(dataDir))
+      const database = yield* freshDatabase("parley-handoff-")
+      const first = yield* boot(FileServerLive(database))
       const { owner, id, dueAt } = yield* first.run(Effect.gen(function*() {
         const owner = yield* seedUser()
         yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })
@@ -43,7 +44,7 @@ describe("handoff timeouts across restarts", () => {
       yield* Effect.sleep(Math.max(0, dueAt - Date.now()) + 200)
 
       const restartedAt = Date.now()
-      const second = yield* boot(FileServerLive(dataDir))
+      const second = yield* boot(FileServerLive(database))
       yield* second.run(Effect.gen(function*() {
         const after = yield* eventually(Effect.map(get(owner, `/api/user/conversations/${id}`), (r) => {
           const c = ok(r)

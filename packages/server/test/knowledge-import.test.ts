@@ -1,68 +1,43 @@
 /**
  * `parley knowledge import` as an operator runs it: the real CLI on a temporary data dir with no server
- * (the CLI opens the embedded database once and runs every batch there). Bad rows are found by sending
- * the failing batch again row by row; the rest of the file is imported.
+ * (the CLI opens the embedded database once and runs every batch there), or in the postgres project with
+ * DATABASE_URL (support/ChildServer.ts: childDatabase). Bad rows are found by sending the failing batch
+ * again row by row; the rest of the file is imported.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { promisify } from "node:util"
 import { parseCsv } from "../src/cli/Import.js"
-import { embeddedDataPath, openPglite } from "../src/db/Database.js"
+import { type ChildDatabase, childDatabase, serve, stop } from "./support/ChildServer.js"
 
 const run = promisify(execFile)
 const root = Path.resolve(__dirname, "../../..")
 const cli = Path.join(root, "packages/server/src/cli/main.ts")
 const tsx = Path.join(root, "node_modules/.bin/tsx")
 
-const envFor = (dataDir: string) => ({
+const envFor = (dataDir: string, database: ChildDatabase) => ({
   ...process.env,
   PARLEY_DATA_DIR: dataDir,
   PORT: "0",
   RECEIVER_PORT: "0",
-  PARLEY_SEED_DEMO: "false"
+  PARLEY_SEED_DEMO: "false",
+  ...database.env
 })
+
+/** The database the CLI and the server use; `query` on the embedded one only while no server holds the data dir. */
+let database: ChildDatabase
 
 const parley = async (dataDir: string, args: ReadonlyArray<string>) => {
   try {
-    const { stdout, stderr } = await run(tsx, [cli, ...args], { cwd: root, env: envFor(dataDir) })
+    const { stdout, stderr } = await run(tsx, [cli, ...args], { cwd: root, env: envFor(dataDir, database) })
     return { code: 0, stdout, stderr }
   } catch (e: any) {
     return { code: e.code as number, stdout: e.stdout as string, stderr: e.stderr as string }
   }
 }
-
-const serve = (dataDir: string) =>
-  new Promise<ChildProcess>((resolve, reject) => {
-    const child = spawn(tsx, [cli, "serve"], { cwd: root, env: envFor(dataDir) })
-    let output = ""
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000)
-    child.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      if (/API\s+http:\/\/127\.0\.0\.1:\d+/.test(output) && output.includes("Data ")) {
-        clearTimeout(timer)
-        resolve(child)
-      }
-    })
-    child.stderr.on("data", (c: Buffer) => (output += c.toString()))
-    child.on("exit", (code) => reject(new Error(`server exited with ${code}:\n${output}`)))
-  })
-
-const stop = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    child.on("exit", () => resolve())
-    child.kill("SIGTERM")
-  })
-
-/** SQL on the data dir itself (no server may hold it). */
-const query = <A>(dataDir: string, text: string, params: ReadonlyArray<unknown> = []) =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const db = yield* openPglite({ dataDir: embeddedDataPath(dataDir) })
-    return yield* Effect.promise(() => db.query<A>(text, [...params]))
-  }))).then((r) => r.rows)
 
 describe("CSV parsing", () => {
   it("handles quotes, escaped quotes, commas and line breaks inside quotes, CRLF and a BOM", () => {
@@ -78,14 +53,14 @@ describe("CSV parsing", () => {
 describe("parley knowledge import", () => {
   it("imports the good rows of a CSV in batches, reports the rejected ones and exits with 1", async () => {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-import-"))
+    database = await childDatabase(dataDir)
     try {
       const user = await parley(dataDir, ["user", "create", "--email", "kb@example.com", "--password", "s3cret-pass", "--workspace-name", "KB", "--json"])
       expect(user.code).toBe(0)
       const workspaceId = JSON.parse(user.stdout).workspace_id as number
       expect((await parley(dataDir, ["workspace", "set", "--workspace-id", String(workspaceId), "--training-credits", "100", "--json"])).code).toBe(0)
 
-      const [table] = await query<{ id: number }>(
-        dataDir,
+      const [table] = await database.query<{ id: number }>(
         "insert into knowledge_tables (workspace_id, name) values ($1, 'Products') returning id",
         [workspaceId]
       )
@@ -97,8 +72,7 @@ describe("parley knowledge import", () => {
         ["in_stock", "boolean", 4, false, false]
       ]
       for (const [name, type, order, searchable, unique] of columns) {
-        await query(
-          dataDir,
+        await database.query(
           `insert into knowledge_columns (workspace_id, knowledge_table_id, name, data_type, sort_order, is_searchable, is_unique)
            values ($1, $2, $3, $4, $5, $6, $7)`,
           [workspaceId, tableId, name, type, order, searchable, unique]
@@ -129,8 +103,7 @@ describe("parley knowledge import", () => {
       // not a terminal: plain progress lines on stderr
       expect(result.stderr).toContain("25/25 rows")
 
-      const points = await query<{ default_id: string; data: Record<string, unknown>; has_embedding: boolean }>(
-        dataDir,
+      const points = await database.query<{ default_id: string; data: Record<string, unknown>; has_embedding: boolean }>(
         "select default_id, data, embedding is not null as has_embedding from knowledge_points where knowledge_table_id = $1 order by default_id",
         [tableId]
       )
@@ -142,8 +115,7 @@ describe("parley knowledge import", () => {
       const byId = new Map(points.map((p) => [p.default_id, p.data]))
       expect(byId.get("p2")).toEqual({ name: "Widget, \"deluxe\"\nedition", sku: "SKU-2", price: 3, in_stock: true })
       expect(byId.get("p4")).toEqual({ name: "Widget 4", sku: "SKU-4", price: 6 }) // empty cell omitted
-      const [credits] = await query<{ training_credits: number }>(
-        dataDir,
+      const [credits] = await database.query<{ training_credits: number }>(
         "select training_credits::float8 as training_credits from workspaces where id = $1",
         [workspaceId]
       )
@@ -164,7 +136,8 @@ describe("parley knowledge import", () => {
       expect(missing.code).toBe(2)
       expect((await parley(dataDir, ["knowledge", "import", "--file", file])).code).toBe(2)
 
-      // while a server holds the data dir, the batches go through its admin endpoint (JSON Lines here)
+      // while a server runs: embedded, the batches go through its admin endpoint (it holds the data dir);
+      // with DATABASE_URL, the CLI writes to the database beside it (JSON Lines here)
       const jsonl = Path.join(dataDir, "more.jsonl")
       Fs.writeFileSync(jsonl, [
         JSON.stringify({ default_id: "q1", name: "Gadget 1", price: 10, in_stock: true }),
@@ -172,7 +145,7 @@ describe("parley knowledge import", () => {
         "{not json",
         JSON.stringify({ default_id: 3, name: "Gadget 3", sku: "SKU-99" })
       ].join("\n") + "\n")
-      const server = await serve(dataDir)
+      const server = await serve(dataDir, { PARLEY_SEED_DEMO: "false", ...database.env })
       let online: Awaited<ReturnType<typeof parley>>
       try {
         online = await parley(dataDir, ["knowledge", "import", "--table-id", String(tableId), "--file", jsonl, "--json"])
@@ -183,9 +156,10 @@ describe("parley knowledge import", () => {
       const onlineReport = JSON.parse(online.stdout)
       expect(onlineReport.upserted).toBe(2)
       expect(onlineReport.rejected.map((r: any) => [r.row, r.default_id, r.errors[0].field])).toEqual([[2, "q2", "colour"], [3, null, ""]])
-      const count = await query<{ n: number }>(dataDir, "select count(*)::int as n from knowledge_points where knowledge_table_id = $1", [tableId])
+      const count = await database.query<{ n: number }>("select count(*)::int as n from knowledge_points where knowledge_table_id = $1", [tableId])
       expect(count[0]!.n).toBe(26)
     } finally {
+      await database.drop()
       Fs.rmSync(dataDir, { recursive: true, force: true })
     }
   }, 180_000)
