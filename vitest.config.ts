@@ -40,6 +40,7 @@ export default defineConfig({
             "packages/server/test/knowledge-reembed.test.ts",
             "packages/server/test/observability.test.ts",
             "packages/server/test/knowledge-import.test.ts",
+            "packages/server/test/startup.test.ts",
             // in-process servers restarted on one database (support/FileServer.ts)
             "packages/server/test/followups-restart.test.ts",
             "packages/server/test/handoff-restart.test.ts",

@@ -1,19 +1,23 @@
 /**
- * `/ready` against the real `parley serve` on a fresh data dir: it answers 503 while the process starts
- * (listeners bound, demo not yet seeded) and 200 only once everything the banner names exists.
+ * `/ready` against the real `parley serve` on a fresh data dir (its embedded database, or in the postgres
+ * project a migrated native one as DATABASE_URL: support/ChildServer.ts): it answers 503 while the
+ * process starts (listeners bound, demo not yet seeded) and 200 only once everything the banner names
+ * exists.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { type Running, serve, sleep, stop } from "./support/ChildServer.js"
+import { type ChildDatabase, childDatabase, type Running, serve, sleep, stop } from "./support/ChildServer.js"
 import { freePort } from "./support/Ports.js"
 
 let server: Running | undefined
+let database: ChildDatabase | undefined
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-ready-"))
 
 afterAll(async () => {
   await stop(server)
+  await database?.drop()
   Fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
@@ -21,7 +25,8 @@ describe("readiness of parley serve", () => {
   it("answers 503 while starting; its first 200 comes after the demo credentials are written and the demo page is up", async () => {
     const port = await freePort()
     const api = `http://127.0.0.1:${port}`
-    const started = serve(dataDir, { PORT: String(port), OUTBOUND_ALLOW_PRIVATE: "false" })
+    database = await childDatabase(dataDir)
+    const started = serve(dataDir, { ...database.env, PORT: String(port), OUTBOUND_ALLOW_PRIVATE: "false" })
     started.catch(() => undefined)
     const credentialsFile = Path.join(dataDir, "demo-credentials.json")
     const before: Array<{ status: number; body: unknown; credentials: boolean }> = []
