@@ -44,7 +44,9 @@ export default defineConfig({
             // in-process servers restarted on one database (support/FileServer.ts)
             "packages/server/test/followups-restart.test.ts",
             "packages/server/test/handoff-restart.test.ts",
-            "packages/server/test/startup-model-keys.test.ts"
+            "packages/server/test/startup-model-keys.test.ts",
+            // several stacks on one Postgres: pglite-socket on the embedded run, a native database here
+            "packages/server/test/cluster.test.ts"
           ],
           env: { PARLEY_TEST_DATABASE: "postgres" }
         }

@@ -1,17 +1,17 @@
 /**
  * The multi-process topology (`PARLEY_CLUSTER=socket`): a `worker` runner and a client-only process
- * serving the api and receiver, sharing one Postgres (PGlite behind pglite-socket, reached through
- * @effect/sql-pg). What the client's receiver stores is handed to the conversation entity that only
- * the runner executes, and the reply webhook a client starts is delivered by the runner's workflow.
- * The two stacks run in one test process but share nothing except the database and the runner's TCP port.
+ * serving the api and receiver, sharing one Postgres reached through @effect/sql-pg: PGlite behind
+ * pglite-socket on the embedded run, a native database from the migrated template in the postgres
+ * project. What the client's receiver stores is handed to the conversation entity that only the runner
+ * executes, and the reply webhook a client starts is delivered by the runner's workflow. The two stacks
+ * run in one test process but share nothing except the database and the runner's TCP port.
  */
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
-import * as Net from "node:net"
 import { inject } from "vitest"
 import { databaseWith, ListenersLive, servicesFor } from "../src/App.js"
 import { AppConfig } from "../src/config/AppConfig.js"
@@ -22,23 +22,30 @@ import { Deliveries } from "../src/delivery/Deliveries.js"
 import { funnel, linkWebChannel, ok, put } from "./support/Opportunities.js"
 import { attempts, replyOn } from "./support/Replies.js"
 import { fetchJson, seedUser, TestServer, testConfig } from "./support/TestServer.js"
+import { createNativeDatabase, databaseMode } from "./support/NativeDatabase.js"
 import { freePort as freePortNow } from "./support/Ports.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const freePort = () => Effect.promise(freePortNow)
 
-const sqlAt = (host: string, port: number) =>
-  PgClient.layer({ host, port, username: "postgres", database: "postgres", maxConnections: 3, types: { getTypeParser: pgTypeParser } })
-
-it.live("a worker runner executes what an api/receiver client process hands over", () =>
-  Effect.gen(function*() {
+/** The one migrated Postgres both stacks share (its URL), for the test's scope. */
+const sharedPostgres = databaseMode === "postgres"
+  ? Effect.map(Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop)), (db) => db.url)
+  : Effect.gen(function*() {
     const db = yield* openPglite({ loadDataDir: new Blob([Fs.readFileSync(inject("pgDumpPath"))]) })
     const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 10 })
     yield* Effect.acquireRelease(Effect.promise(() => server.start()), () => Effect.promise(() => server.stop()))
-    const [host, port] = server.getServerConn().split(":")
+    return `postgres://postgres@${server.getServerConn()}/postgres`
+  })
+
+const sqlAt = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: 3, types: { getTypeParser: pgTypeParser } })
+
+it.live("a worker runner executes what an api/receiver client process hands over", () =>
+  Effect.gen(function*() {
+    const url = yield* sharedPostgres
     const runnerPort = yield* freePort()
     const config = { PARLEY_CLUSTER: "socket", RUNNER_PORT: String(runnerPort), OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_RETRY_DELAY_MS: "1000" }
-    const database = databaseWith(sqlAt(host!, Number(port)))
+    const database = databaseWith(sqlAt(url))
 
     // the worker process: a cluster runner, no listeners
     const worker = servicesFor("worker").pipe(
