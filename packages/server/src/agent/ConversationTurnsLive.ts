@@ -34,69 +34,8 @@ import { repliesMade } from "@parley/worker"
 import { Handoff } from "../handoff/Handoff.js"
 import { makeTurnDelivery } from "./TurnDelivery.js"
 import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
+import { type ConversationRow, type ModelRow, type PipelineConfig, type TurnSnapshot } from "./TurnRows.js"
 import { TurnsRepo } from "./TurnsRepo.js"
-
-interface ConversationRow {
-  readonly id: number
-  readonly workspace_id: number
-  readonly contact_id: number
-  readonly channel_id: number | null
-  readonly external_chat_id: string | null
-  readonly status: string
-  readonly cost: number
-  readonly ai_replies: number
-  readonly credits: number
-  readonly is_subscription_active: boolean
-  readonly channel_pipeline_id: number | null
-  readonly opportunity_id: number | null
-  readonly opportunity_status: string | null
-  readonly opportunity_stage_id: number | null
-  readonly opportunity_pipeline_id: number | null
-  readonly opportunity_context: Record<string, unknown> | null
-  readonly contact_name: string | null
-  readonly contact_email: string | null
-  readonly contact_phone: string | null
-  readonly contact_identifier: string | null
-  readonly handoff_state: "ai" | "waiting" | "human"
-  readonly handoff_return_note: string | null
-  readonly handoff_returned_upto: string | null
-  readonly stage_handoff_instructions: string | null
-}
-
-interface PipelineRow {
-  readonly id: number
-  readonly name: string
-  readonly status: string
-  readonly is_archived: boolean
-  readonly persona: string | null
-  readonly instructions: string | null
-  readonly model_temperature: number
-  readonly agent_memory_window: number
-  readonly rag_mode: "none" | "vector" | "hybrid"
-  readonly no_of_relevant_points: number
-  readonly max_conversation_cost: number | null
-  readonly max_conversation_messages: number | null
-  readonly ai_model_id: number
-  readonly is_model_routing_enabled: boolean
-  readonly model_pool: ReadonlyArray<{ tier: "router" | "simple" | "moderate" | "complex"; ai_model_id: number; instructions?: string | null }>
-  readonly agent_type_name: string
-  readonly agent_type_description: string | null
-  readonly language: string
-  readonly dialect: string | null
-  readonly handoff_instructions: string | null
-  readonly handoff_bridge_mode: "static" | "ai_generated"
-  readonly handoff_bridge_text: string | null
-  readonly handoff_keywords: ReadonlyArray<string>
-  readonly handoff_after_failures: number | null
-}
-
-interface ModelRow {
-  readonly id: number
-  readonly provider: string
-  readonly model: string
-  readonly input_price: number
-  readonly output_price: number
-}
 
 const toModel = (r: ModelRow): ModelRef => ({
   id: r.id,
@@ -148,171 +87,85 @@ export const ConversationTurnsLive = Layer.effect(
         Effect.orDie
       )
 
-    const conversation = (conversationId: string) =>
-      sql<ConversationRow>`
-        select c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, c.status, c.cost_for_user::float8 as cost,
-               (select count(*) from messages m where m.conversation_id = c.id and m.role = 'assistant' and not m.is_manual
-                  and m.status <> 'failed' and m.call_type = 'ai')::int as ai_replies,
-               w.credits::float8 as credits, w.is_subscription_active, ch.pipeline_id as channel_pipeline_id,
-               o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
-               o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
-               coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
-               coalesce(ct.custom_phone, ct.phone) as contact_phone, ct.identifier as contact_identifier,
-               c.handoff_state, c.handoff_return_note, c.handoff_returned_upto,
-               (select s.handoff_instructions from stages s where s.id = o.stage_id) as stage_handoff_instructions
-        from conversations c
-        join workspaces w on w.id = c.workspace_id
-        join contacts ct on ct.id = c.contact_id
-        left join channels ch on ch.id = c.channel_id
-        left join lateral (
-          select o.id, o.status, o.stage_id, o.pipeline_id, o.context from conversation_opportunity co
-          join opportunities o on o.id = co.opportunity_id
-          where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
-        ) o on true
-        where c.id = ${conversationId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
+    const conversation = repo.conversation
 
-    const pipeline = (id: number) =>
-      sql<PipelineRow>`
-        select p.id, p.name, p.status, p.is_archived, p.persona, p.instructions, p.model_temperature::float8 as model_temperature,
-               p.agent_memory_window, p.rag_mode, p.no_of_relevant_points, p.max_conversation_cost::float8 as max_conversation_cost, p.max_conversation_messages,
-               p.ai_model_id, p.is_model_routing_enabled, p.model_pool,
-               at.name as agent_type_name, at.description as agent_type_description, l.name as language, d.name as dialect,
-               p.handoff_instructions, p.handoff_bridge_mode, p.handoff_bridge_text, p.handoff_keywords, p.handoff_after_failures
-        from pipelines p
-        join agent_types at on at.id = p.agent_type_id
-        join languages l on l.id = p.language_id
-        left join dialects d on d.id = p.dialect_id
-        where p.id = ${id}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
-
-    const models = (ids: ReadonlyArray<number>) =>
-      sql<ModelRow>`
-        select m.id, pr.slug as provider, m.model, m.input_price_per_million::float8 as input_price,
-               m.output_price_per_million::float8 as output_price
-        from ai_models m join ai_providers pr on pr.id = m.ai_provider_id where m.id in ${sql.in(ids)}`.pipe(
-        Effect.map((rows) => new Map(rows.map((r) => [Number(r.id), toModel(r)]))),
-        Effect.orDie
-      )
-
-    const stages = (pipelineId: number) =>
-      sql<{ id: number; name: string; nature: TurnStage["nature"]; ai_persona: string | null; instructions: string | null; enter_condition: string | null }>`
-        select id, name, nature, ai_persona, instructions, enter_condition from stages where pipeline_id = ${pipelineId}
-        order by sort_order, id`.pipe(
-        Effect.map((rows) =>
-          rows.map((s): TurnStage => ({
-            id: Number(s.id),
-            name: s.name,
-            nature: s.nature,
-            persona: s.ai_persona,
-            instructions: s.instructions,
-            enterCondition: s.enter_condition
-          }))
-        ),
-        Effect.orDie
-      )
-
-    /** The memory window: the last `window` messages, up to `upTo` when given, oldest first. */
-    const history = (conversationId: string, upTo: string | null, window: number) =>
-      sql<{ role: "user" | "assistant"; message: string | null; files: ReadonlyArray<unknown> }>`
-        select role, message, files from messages
-        where conversation_id = ${conversationId} and status <> 'failed'
-          ${upTo === null ? sql`` : sql`and (created_at, id) <= (select created_at, id from messages where id = ${upTo})`}
-        order by created_at desc, id desc limit ${window}`.pipe(
-        Effect.map((rows) =>
-          [...rows].reverse().map((m) => ({
-            role: m.role,
-            text: m.message !== null && m.message !== "" ? m.message : m.files.length > 0 ? "[Attachment]" : ""
-          }))
-        ),
-        Effect.orDie
-      )
-
-    /** The actions the model may call in this turn, with the `from_ai` variables each uses. */
-    const turnActions = (pipelineId: number, stageId: number | null) =>
-      Effect.gen(function*() {
-        const actions = yield* sql<{
-          id: number
-          name: string
-          fixed_trigger: "on_user_message" | "custom"
-          description: string | null
-          instructions: string | null
-          url: string
-          headers: Record<string, string>
-          payload: unknown
-        }>`
-          select id, name, fixed_trigger, description, instructions, url, headers, payload from actions
-          where pipeline_id = ${pipelineId} and is_active and fixed_trigger in ('on_user_message', 'custom')
-            and (stage_id is null or stage_id = ${stageId})
-          order by sort_order, id`
-        if (actions.length === 0) return []
-        const aiVariables = yield* sql<{ name: string; value: string }>`
-          select name, value from variables where pipeline_id = ${pipelineId} and type = 'from_ai'`
-        return actions.map((a): TurnAction => {
-          const used = new Set(templatedStrings(a).flatMap((s) => placeholders(s.text)))
-          return {
-            id: Number(a.id),
-            name: a.name,
-            trigger: a.fixed_trigger,
-            description: a.description,
-            instructions: a.instructions,
-            aiVariables: aiVariables.filter((v) => used.has(v.name)).map((v) => ({ name: v.name, instruction: v.value }))
-          }
-        })
-      }).pipe(Effect.orDie)
-
-    /** The turn context, or why there is no agent to answer. */
+    /** The turn context from a snapshot (TurnsRepo), or none when there is no agent to answer. */
     /** `withKnowledge` false: no retrieval (a bridge message or a summary answers no question). */
-    const contextFor = (c: ConversationRow, upTo: string | null, withKnowledge = true) =>
+    const contextFrom = (snap: TurnSnapshot, upTo: string | null, withKnowledge = true) =>
       Effect.gen(function*() {
-        const pipelineId = c.opportunity_pipeline_id ?? c.channel_pipeline_id
-        if (pipelineId === null) return Option.none<{ context: TurnContext; pipeline: PipelineRow }>()
-        const p = yield* pipeline(pipelineId)
-        if (Option.isNone(p)) return Option.none()
-        const pl = p.value
+        const pl = snap.pipeline
+        if (pl === null) return Option.none<{ context: TurnContext; pipeline: PipelineConfig }>()
         const pool = pl.is_model_routing_enabled && pl.model_pool.length === 4 ? pl.model_pool : null
-        const catalogue = yield* models([pl.ai_model_id, ...(pool ?? []).map((t) => t.ai_model_id)])
-        const all = yield* stages(pl.id)
-        const memory = yield* history(String(c.id), upTo, pl.agent_memory_window)
+        const catalogue = new Map(pl.models.map((m) => [Number(m.id), toModel(m)]))
+        const stages = pl.stages.map((s): TurnStage => ({
+          id: Number(s.id),
+          name: s.name,
+          nature: s.nature,
+          persona: s.ai_persona,
+          instructions: s.instructions,
+          enterCondition: s.enter_condition
+        }))
+        const memory = snap.history.map((m) => ({
+          role: m.role,
+          text: m.message !== null && m.message !== "" ? m.message : m.files.length > 0 ? "[Attachment]" : ""
+        }))
         const lastAssistant = memory.map((m) => m.role).lastIndexOf("assistant")
         const asked = memory.slice(lastAssistant + 1).filter((m) => m.role === "user").map((m) => m.text).join("\n")
         const hits = !withKnowledge || pl.rag_mode === "none" || asked.trim() === ""
           ? []
           : yield* knowledge.retrieve(pl.id, asked, pl.rag_mode, pl.no_of_relevant_points)
         const context: TurnContext = {
-          conversationId: String(c.id),
-          workspaceId: c.workspace_id,
+          conversationId: String(snap.id),
+          workspaceId: snap.workspace_id,
           pipelineId: pl.id,
           pipelineName: pl.name,
-          opportunityId: c.opportunity_pipeline_id === pl.id ? c.opportunity_id : null,
+          opportunityId: snap.opportunity_pipeline_id === pl.id ? snap.opportunity_id : null,
           agentType: { name: pl.agent_type_name, description: pl.agent_type_description },
           persona: pl.persona,
           instructions: pl.instructions,
           language: pl.language,
           dialect: pl.dialect,
           temperature: pl.model_temperature,
-          stage: all.find((s) => s.id === c.opportunity_stage_id) ?? null,
-          stages: all,
-          contact: { name: c.contact_name, email: c.contact_email, phone: c.contact_phone, identifier: c.contact_identifier },
-          context: c.opportunity_context ?? {},
+          stage: stages.find((s) => s.id === snap.opportunity_stage_id) ?? null,
+          stages,
+          contact: { name: snap.contact_name, email: snap.contact_email, phone: snap.contact_phone, identifier: snap.contact_identifier },
+          context: snap.opportunity_context ?? {},
           history: memory,
           knowledge: hits.map((h) => ({ pointId: h.id, source: h.table_name, text: h.text })),
           model: catalogue.get(Number(pl.ai_model_id))!,
-          actions: yield* turnActions(pl.id, c.opportunity_pipeline_id === pl.id ? c.opportunity_stage_id : null),
+          actions: pl.actions.map((a): TurnAction => {
+            const used = new Set(templatedStrings(a).flatMap((t) => placeholders(t.text)))
+            return {
+              id: Number(a.id),
+              name: a.name,
+              trigger: a.fixed_trigger,
+              description: a.description,
+              instructions: a.instructions,
+              aiVariables: pl.ai_variables.filter((v) => used.has(v.name)).map((v) => ({ name: v.name, instruction: v.value }))
+            }
+          }),
           routing: pool === null
             ? null
             : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null })),
-          operatorNote: c.handoff_return_note,
-          handoff: turnHandoff(c, pl, upTo)
+          operatorNote: snap.handoff_return_note,
+          handoff: turnHandoff(snap, pl, upTo)
         }
         return Option.some({ context, pipeline: pl })
       })
 
+    /** The snapshot of a conversation and its turn context (none without an agent), for a turn up to `upTo`. */
+    const snapshotContext = (conversationId: string, upTo: string | null, withKnowledge = true) =>
+      Effect.flatMap(repo.snapshot(conversationId, upTo), (snap) =>
+        Option.isNone(snap)
+          ? Effect.succeed(Option.none<{ snap: TurnSnapshot; ready: Option.Option<{ context: TurnContext; pipeline: PipelineConfig }> }>())
+          : Effect.map(contextFrom(snap.value, upTo, withKnowledge), (ready) => Option.some({ snap: snap.value, ready })))
+
     const prepare = (conversationId: string, upTo: string) =>
       Effect.gen(function*() {
         const skip = (reason: SkipReason, detail?: string): Prepared => ({ _tag: "Skip", reason, ...(detail === undefined ? {} : { detail }) })
-        const found = yield* conversation(conversationId)
+        const found = yield* snapshotContext(conversationId, upTo)
         if (Option.isNone(found)) return skip("closed")
-        const c = found.value
-        const ready = yield* contextFor(c, upTo)
+        const { ready, snap: c } = found.value
         if (Option.isNone(ready)) return skip("no_agent")
         const { context, pipeline: p } = ready.value
         if (p.status !== "active" || p.is_archived) return skip("no_agent")
@@ -531,9 +384,9 @@ export const ConversationTurnsLive = Layer.effect(
           const wrote = yield* sql`select 1 from messages where conversation_id = ${e.conversation_id} and role = 'user' limit 1`
           if (wrote.length > 0) return Option.none()
         }
-        const c = yield* conversation(String(e.conversation_id))
-        if (Option.isNone(c)) return Option.none()
-        const ready = yield* contextFor(c.value, null)
+        const found = yield* snapshotContext(String(e.conversation_id), null)
+        if (Option.isNone(found)) return Option.none()
+        const ready = found.value.ready
         if (Option.isNone(ready)) return Option.none()
         return Option.some<OpeningContext>({
           entryId,
@@ -567,14 +420,14 @@ export const ConversationTurnsLive = Layer.effect(
         if (stop !== null) return skip(stop)
         if (s.followups_sent >= s.followup_limit) return skip("limit_reached")
         if (s.conversation_id === null) return skip("skipped")
-        const c = yield* conversation(String(s.conversation_id))
-        if (Option.isNone(c)) return skip("skipped")
+        const current = yield* snapshotContext(String(s.conversation_id), null)
+        if (Option.isNone(current)) return skip("skipped")
+        const c = current.value.snap
         // a person was asked for, or has it: the stage's followups stay silent (docs/handoff.md)
-        if (c.value.status === "paused" || c.value.opportunity_status === "paused" || c.value.handoff_state !== "ai" || !c.value.is_subscription_active ||
-          !(c.value.credits > 0)) {
+        if (c.status === "paused" || c.opportunity_status === "paused" || c.handoff_state !== "ai" || !c.is_subscription_active || !(c.credits > 0)) {
           return skip("skipped")
         }
-        const ready = yield* contextFor(c.value, null)
+        const ready = current.value.ready
         if (Option.isNone(ready)) return skip("skipped")
         const p = ready.value.pipeline
         if (p.status !== "active" || p.is_archived) return skip("skipped")
@@ -628,8 +481,8 @@ export const ConversationTurnsLive = Layer.effect(
     )
 
     const currentContext = (conversationId: string) =>
-      Effect.flatMap(conversation(conversationId), (found) =>
-        Option.isNone(found) ? Effect.succeedNone : Effect.map(contextFor(found.value, null, false), Option.map((r) => r.context)))
+      Effect.map(snapshotContext(conversationId, null, false), (found) =>
+        Option.flatMap(found, ({ ready }) => Option.map(ready, (r) => r.context)))
 
     return ConversationTurns.of({
       stageEntriesWritten,

@@ -5,6 +5,7 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { ConversationRow, TurnSnapshot } from "./TurnRows.js"
 
 /** The newest unanswered contact message with its pipeline's debounce, and replies not yet delivered. */
 export const PendingWorkRow = Schema.Struct({
@@ -106,7 +107,89 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
           select (select id from stored) as stored_id, (select id from messages where in_reply_to = ${r.inReplyTo}) as existing_id`
     })
 
+    /** A conversation's columns as ConversationRow, over `c`, `w`, `ct`, `ch` and the lateral `o` of `conversationFrom`. */
+    const conversationColumns = sql`
+      c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, c.status, c.cost_for_user::float8 as cost,
+      (select count(*) from messages m where m.conversation_id = c.id and m.role = 'assistant' and not m.is_manual
+         and m.status <> 'failed' and m.call_type = 'ai')::int as ai_replies,
+      w.credits::float8 as credits, w.is_subscription_active, ch.pipeline_id as channel_pipeline_id,
+      o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
+      o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
+      coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
+      coalesce(ct.custom_phone, ct.phone) as contact_phone, ct.identifier as contact_identifier,
+      c.handoff_state, c.handoff_return_note, c.handoff_returned_upto,
+      (select s.handoff_instructions from stages s where s.id = o.stage_id) as stage_handoff_instructions`
+    const conversationFrom = sql`
+      conversations c
+      join workspaces w on w.id = c.workspace_id
+      join contacts ct on ct.id = c.contact_id
+      left join channels ch on ch.id = c.channel_id
+      left join lateral (
+        select o.id, o.status, o.stage_id, o.pipeline_id, o.context from conversation_opportunity co
+        join opportunities o on o.id = co.opportunity_id
+        where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
+      ) o on true`
+
+    const conversation = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ConversationRow,
+      execute: (conversationId) => sql`select ${conversationColumns} from ${conversationFrom} where c.id = ${conversationId}`
+    })
+
+    /**
+     * The conversation, its pipeline (the opportunity's, else the channel's) with stages, the models of
+     * its model and pool, the actions the model may call at the opportunity's stage and the AI
+     * variables, and the memory window (up to `upTo` when given): one statement for the whole turn.
+     */
+    const snapshot = SqlSchema.findOne({
+      Request: Schema.Struct({ conversationId: Schema.String, upTo: Schema.NullOr(Schema.String) }),
+      Result: TurnSnapshot,
+      execute: ({ conversationId, upTo }) =>
+        sql`
+          select ${conversationColumns},
+            (select to_json(pc) from (
+               select p.id, p.name, p.status, p.is_archived, p.persona, p.instructions, p.model_temperature::float8 as model_temperature,
+                      p.agent_memory_window, p.rag_mode, p.no_of_relevant_points, p.max_conversation_cost::float8 as max_conversation_cost,
+                      p.max_conversation_messages, p.ai_model_id, p.is_model_routing_enabled, p.model_pool,
+                      at.name as agent_type_name, at.description as agent_type_description, l.name as language, d.name as dialect,
+                      p.handoff_instructions, p.handoff_bridge_mode, p.handoff_bridge_text, p.handoff_keywords, p.handoff_after_failures,
+                      (select coalesce(json_agg(json_build_object('id', s.id, 'name', s.name, 'nature', s.nature, 'ai_persona', s.ai_persona,
+                                'instructions', s.instructions, 'enter_condition', s.enter_condition) order by s.sort_order, s.id), '[]')
+                       from stages s where s.pipeline_id = p.id) as stages,
+                      (select coalesce(json_agg(json_build_object('id', am.id, 'provider', pr.slug, 'model', am.model,
+                                'input_price', am.input_price_per_million::float8, 'output_price', am.output_price_per_million::float8)), '[]')
+                       from ai_models am join ai_providers pr on pr.id = am.ai_provider_id
+                       where am.id = p.ai_model_id
+                          or (p.is_model_routing_enabled and am.id in (select (t ->> 'ai_model_id')::bigint from jsonb_array_elements(p.model_pool) t))) as models,
+                      (select coalesce(json_agg(json_build_object('id', a.id, 'name', a.name, 'fixed_trigger', a.fixed_trigger,
+                                'description', a.description, 'instructions', a.instructions, 'url', a.url, 'headers', a.headers,
+                                'payload', a.payload) order by a.sort_order, a.id), '[]')
+                       from actions a
+                       where a.pipeline_id = p.id and a.is_active and a.fixed_trigger in ('on_user_message', 'custom')
+                         and (a.stage_id is null or a.stage_id = (case when o.pipeline_id = p.id then o.stage_id end))) as actions,
+                      (select coalesce(json_agg(json_build_object('name', v.name, 'value', v.value)), '[]')
+                       from variables v where v.pipeline_id = p.id and v.type = 'from_ai') as ai_variables
+               from pipelines p
+               join agent_types at on at.id = p.agent_type_id
+               join languages l on l.id = p.language_id
+               left join dialects d on d.id = p.dialect_id
+               where p.id = coalesce(o.pipeline_id, ch.pipeline_id)
+             ) pc) as pipeline,
+            (select coalesce(json_agg(json_build_object('role', h.role, 'message', h.message, 'files', h.files) order by h.created_at, h.id), '[]')
+             from (
+               select m.role, m.message, m.files, m.created_at, m.id from messages m
+               where m.conversation_id = c.id and m.status <> 'failed'
+                 and (${upTo}::text is null or (m.created_at, m.id) <= (select u.created_at, u.id from messages u where u.id = ${upTo}))
+               order by m.created_at desc, m.id desc
+               limit coalesce((select p.agent_memory_window from pipelines p where p.id = coalesce(o.pipeline_id, ch.pipeline_id)), 0)
+             ) h) as history
+          from ${conversationFrom}
+          where c.id = ${conversationId}`
+    })
+
     return {
+      conversation: (conversationId: string) => Effect.orDie(conversation(conversationId)),
+      snapshot: (conversationId: string, upTo: string | null) => Effect.orDie(snapshot({ conversationId, upTo })),
       pendingWork: (conversationId: string) => Effect.orDie(pendingWork(conversationId)),
       storeReply: (reply: StoreReply) => Effect.orDie(storeReply(reply))
     }

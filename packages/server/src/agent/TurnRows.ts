@@ -1,0 +1,125 @@
+/**
+ * The rows a turn reads (TurnsRepo): a conversation as the agent sees it, and its pipeline's whole
+ * configuration with the memory window, read in one statement.
+ */
+import { Schema } from "effect"
+
+const NullableString = Schema.NullOr(Schema.String)
+const NullableNumber = Schema.NullOr(Schema.Number)
+
+/** A conversation with its workspace's balance, its newest opportunity and its contact. */
+export const ConversationRow = Schema.Struct({
+  id: Schema.Number,
+  workspace_id: Schema.Number,
+  contact_id: Schema.Number,
+  channel_id: NullableNumber,
+  external_chat_id: NullableString,
+  status: Schema.String,
+  cost: Schema.Number,
+  /** AI replies so far (not operators', not failed): the message limit counts these */
+  ai_replies: Schema.Number,
+  credits: Schema.Number,
+  is_subscription_active: Schema.Boolean,
+  channel_pipeline_id: NullableNumber,
+  opportunity_id: NullableNumber,
+  opportunity_status: NullableString,
+  opportunity_stage_id: NullableNumber,
+  opportunity_pipeline_id: NullableNumber,
+  opportunity_context: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  contact_name: NullableString,
+  contact_email: NullableString,
+  contact_phone: NullableString,
+  contact_identifier: NullableString,
+  handoff_state: Schema.Literal("ai", "waiting", "human"),
+  handoff_return_note: NullableString,
+  handoff_returned_upto: NullableString,
+  stage_handoff_instructions: NullableString
+})
+export type ConversationRow = typeof ConversationRow.Type
+
+export const StageRow = Schema.Struct({
+  id: Schema.Number,
+  name: Schema.String,
+  nature: Schema.Literal("neutral", "won", "lost"),
+  ai_persona: NullableString,
+  instructions: NullableString,
+  enter_condition: NullableString
+})
+
+export const ModelRow = Schema.Struct({
+  id: Schema.Number,
+  provider: Schema.String,
+  model: Schema.String,
+  input_price: Schema.Number,
+  output_price: Schema.Number
+})
+export type ModelRow = typeof ModelRow.Type
+
+/** An action the model may call in a turn (`on_user_message` or `custom`). */
+export const ActionRow = Schema.Struct({
+  id: Schema.Number,
+  name: Schema.String,
+  fixed_trigger: Schema.Literal("on_user_message", "custom"),
+  description: NullableString,
+  instructions: NullableString,
+  url: Schema.String,
+  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  payload: Schema.Unknown
+})
+
+export const PipelineRow = Schema.Struct({
+  id: Schema.Number,
+  name: Schema.String,
+  status: Schema.String,
+  is_archived: Schema.Boolean,
+  persona: NullableString,
+  instructions: NullableString,
+  model_temperature: Schema.Number,
+  agent_memory_window: Schema.Number,
+  rag_mode: Schema.Literal("none", "vector", "hybrid"),
+  no_of_relevant_points: Schema.Number,
+  max_conversation_cost: NullableNumber,
+  max_conversation_messages: NullableNumber,
+  ai_model_id: Schema.Number,
+  is_model_routing_enabled: Schema.Boolean,
+  model_pool: Schema.Array(Schema.Struct({
+    tier: Schema.Literal("router", "simple", "moderate", "complex"),
+    ai_model_id: Schema.Number,
+    instructions: Schema.optional(NullableString)
+  })),
+  agent_type_name: Schema.String,
+  agent_type_description: NullableString,
+  language: Schema.String,
+  dialect: NullableString,
+  handoff_instructions: NullableString,
+  handoff_bridge_mode: Schema.Literal("static", "ai_generated"),
+  handoff_bridge_text: NullableString,
+  handoff_keywords: Schema.Array(Schema.String),
+  handoff_after_failures: NullableNumber
+})
+export type PipelineRow = typeof PipelineRow.Type
+
+/** The pipeline with what a turn uses of it: stages, the models it may call, actions, AI variables. */
+export const PipelineConfig = Schema.Struct({
+  ...PipelineRow.fields,
+  stages: Schema.Array(StageRow),
+  models: Schema.Array(ModelRow),
+  actions: Schema.Array(ActionRow),
+  ai_variables: Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.String }))
+})
+export type PipelineConfig = typeof PipelineConfig.Type
+
+export const HistoryRow = Schema.Struct({
+  role: Schema.Literal("user", "assistant"),
+  message: NullableString,
+  files: Schema.Array(Schema.Unknown)
+})
+
+/** Everything a turn reads, in one row: no pipeline when the conversation has none (or it is gone). */
+export const TurnSnapshot = Schema.Struct({
+  ...ConversationRow.fields,
+  pipeline: Schema.NullOr(PipelineConfig),
+  /** the memory window, oldest first */
+  history: Schema.Array(HistoryRow)
+})
+export type TurnSnapshot = typeof TurnSnapshot.Type
