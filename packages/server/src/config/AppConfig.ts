@@ -26,6 +26,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const runnerHost = yield* Config.string("RUNNER_HOST").pipe(Config.withDefault(host))
     const runnerPort = yield* listenPort("RUNNER_PORT", 3002)
     const engineSweepMs = yield* Config.integer("ENGINE_SWEEP_INTERVAL_MS").pipe(Config.withDefault(30_000))
+    const clusterRetentionMs = yield* Config.integer("CLUSTER_RETENTION_MS").pipe(Config.withDefault(7 * 24 * 3_600_000))
     const embeddedVacuumMs = yield* Config.integer("EMBEDDED_VACUUM_INTERVAL_MS").pipe(Config.withDefault(60_000))
     const actionRetryBaseMs = yield* Config.integer("ACTION_RETRY_BASE_MS").pipe(Config.withDefault(5_000))
     const mcpAllowedOrigins = yield* Config.string("MCP_ALLOWED_ORIGINS").pipe(Config.option)
@@ -82,6 +83,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       runnerPort,
       /** How often runners look for work a crash left behind (hand-overs, overdue retries), and how old it must be. */
       engineSweepMs,
+      /** How long processed cluster messages and their replies are kept (ClusterRetention.ts). */
+      clusterRetentionMs,
       embeddedVacuumMs,
       /** Action retries wait this long before the second attempt, doubling each time (with jitter). */
       actionRetryBaseMs,

@@ -25,6 +25,7 @@ import { progress } from "../StartupProgress.js"
 import { ReembedLive } from "../knowledge/Reembed.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
+import { ClusterRetentionLive } from "./ClusterRetention.js"
 import { RetrySweepLive } from "./RetrySweep.js"
 import { RunnerReaperLive } from "./RunnerReaper.js"
 
@@ -88,6 +89,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
       stageEntriesEvery: Duration.millis(Math.min(5_000, config.engineSweepMs))
     }),
     RetrySweepLive(config.engineSweepMs),
+    ClusterRetentionLive(Duration.millis(config.clusterRetentionMs)),
     RunnerReaperLive({ every: shardingConfig.runnerHealthCheckInterval, expiry: shardingConfig.shardLockExpiration }),
     FollowupSequenceLive,
     FollowupSweepLive(Duration.millis(config.engineSweepMs)),
