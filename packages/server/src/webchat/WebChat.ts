@@ -133,22 +133,24 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
      * the channel's pipeline (created in the first stage when the pipeline takes unknown contacts). Runs
      * inside the caller's transaction; concurrent first messages meet on the unique identifier.
      */
+    /** A returning visitor with everything in place (contact, conversation, linked opportunity): one statement. */
+    const existingThread = (channel: ThreadChannel, contactKey: string) =>
+      Effect.map(repo.existingThread(channel.workspace_id, channel.id, channel.pipeline_id, contactKey), (existing) =>
+        Option.isSome(existing) && existing.value.conversation_id !== null &&
+          (channel.pipeline_id === null || (existing.value.opportunity_id !== null && existing.value.linked))
+          ? Option.some({
+            contactId: existing.value.contact_id,
+            conversationId: existing.value.conversation_id!,
+            opportunityId: channel.pipeline_id === null ? null : existing.value.opportunity_id,
+            stageId: channel.pipeline_id === null ? null : existing.value.stage_id
+          } satisfies Thread)
+          : Option.none())
+
     const resolveThread = (channel: ThreadChannel, contactKey: string) =>
       Effect.gen(function*() {
-        // a returning visitor with everything in place: one statement, nothing to create or lock
-        const existing = yield* repo.existingThread(channel.workspace_id, channel.id, channel.pipeline_id, contactKey)
-        if (
-          Option.isSome(existing) && existing.value.conversation_id !== null &&
-          (channel.pipeline_id === null || (existing.value.opportunity_id !== null && existing.value.linked))
-        ) {
-          const t = existing.value
-          return {
-            contactId: t.contact_id,
-            conversationId: t.conversation_id!,
-            opportunityId: channel.pipeline_id === null ? null : t.opportunity_id,
-            stageId: channel.pipeline_id === null ? null : t.stage_id
-          } satisfies Thread
-        }
+        // nothing to create or lock
+        const existing = yield* existingThread(channel, contactKey)
+        if (Option.isSome(existing)) return existing.value
         const found = yield* repo.contactByIdentifier(channel.workspace_id, contactKey)
         const contactId = Option.isSome(found)
           ? found.value
@@ -272,36 +274,49 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
       idempotencyKey: string | undefined,
       newFiles: ReadonlyArray<{ key: string; name: string; mimetype: string; size: number }>
     ) {
-      const attempt = sql.withTransaction(Effect.gen(function*() {
+      const store = (thread: Thread) =>
+        Effect.gen(function*() {
+          const messageId = ulid()
+          yield* repo.insertMessage({
+            id: messageId,
+            workspace_id: channel.workspace_id,
+            conversation_id: thread.conversationId,
+            opportunity_id: thread.opportunityId,
+            contact_id: thread.contactId,
+            channel_id: channel.id,
+            stage_id: thread.stageId,
+            pipeline_id: channel.pipeline_id,
+            role: "user",
+            status: "received",
+            message: inbound.message,
+            files: inbound.files,
+            attachments: inbound.attachments,
+            external_chat_id: inbound.contactKey,
+            call_type: "web_chat",
+            is_manual: false,
+            sender_id: null
+          })
+          return messageId
+        })
+      const transaction = sql.withTransaction(Effect.gen(function*() {
         if (idempotencyKey !== undefined) {
           const earlier = yield* repo.idempotentMessage(channel.id, idempotencyKey)
           if (Option.isSome(earlier)) return { ...earlier.value, duplicate: true }
         }
         const thread = yield* resolveThread(channel, inbound.contactKey)
         for (const f of newFiles) yield* repo.insertFile({ ...f, workspace_id: channel.workspace_id, channel_id: channel.id })
-        const messageId = ulid()
-        yield* repo.insertMessage({
-          id: messageId,
-          workspace_id: channel.workspace_id,
-          conversation_id: thread.conversationId,
-          opportunity_id: thread.opportunityId,
-          contact_id: thread.contactId,
-          channel_id: channel.id,
-          stage_id: thread.stageId,
-          pipeline_id: channel.pipeline_id,
-          role: "user",
-          status: "received",
-          message: inbound.message,
-          files: inbound.files,
-          attachments: inbound.attachments,
-          external_chat_id: inbound.contactKey,
-          call_type: "web_chat",
-          is_manual: false,
-          sender_id: null
-        })
+        const messageId = yield* store(thread)
         if (idempotencyKey !== undefined) yield* repo.rememberIdempotency(channel.id, idempotencyKey, messageId)
         return { messageId, conversationId: thread.conversationId, duplicate: false }
       }))
+      // a returning visitor's plain message is two statements and no transaction: the thread read, and
+      // the insert (atomic by itself); a first message, files or an Idempotency-Key take the transaction
+      const attempt = idempotencyKey !== undefined || newFiles.length > 0
+        ? transaction
+        : Effect.flatMap(existingThread(channel, inbound.contactKey), Option.match({
+          onNone: () => transaction,
+          onSome: (thread) => Effect.map(store(thread), (messageId) => ({ messageId, conversationId: thread.conversationId, duplicate: false }))
+        }))
       // a concurrent retry with the same key lost the race on the key: answer what the winner stored
       const result = yield* attempt.pipe(
         Effect.catchIf(
