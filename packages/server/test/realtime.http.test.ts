@@ -13,6 +13,7 @@ import { NotFoundRoute } from "../src/http/ApiRoutes.js"
 import { ApiPolicy } from "../src/http/BodyLimits.js"
 import { ApiListener, listen } from "../src/http/Listener.js"
 import { Realtime, RealtimeLive } from "../src/realtime/Realtime.js"
+import { createNativeDatabase, databaseMode, queryUrl } from "./support/NativeDatabase.js"
 import { call, seedUser, TestServer, TestServerLive, testConfig } from "./support/TestServer.js"
 
 const WAIT_MS = 5_000
@@ -292,17 +293,31 @@ class AdapterDatabase extends Context.Tag("test/AdapterDatabase")<AdapterDatabas
 }>() {}
 
 /**
- * An api listener whose Realtime runs with DATABASE_URL, so through @socket.io/postgres-adapter, over a
- * PGlite behind pglite-socket. PGlite is one Postgres session, so a NOTIFY comes back on the connection
- * that sent it, never on another node's LISTEN connection: this proves the adapter path on one node,
- * not delivery across nodes.
+ * A migrated Postgres for DATABASE_URL, for the layer's scope, and a count of the adapter's attachments
+ * in it. Embedded run: PGlite behind pglite-socket. PGlite is one Postgres session, so a NOTIFY comes
+ * back on the connection that sent it, never on another node's LISTEN connection: there this proves the
+ * adapter path on one node, not delivery across nodes. Postgres project: a native database from the
+ * template (realtime-nodes.postgres.test.ts has two nodes on one).
  */
+const adapterPostgres = databaseMode === "postgres"
+  ? Effect.gen(function*() {
+    const db = yield* Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop))
+    const attachments = Effect.promise(() => queryUrl<{ n: number }>(db.url, "select count(*)::int as n from socket_io_attachments"))
+      .pipe(Effect.map((rows) => rows[0]!.n))
+    return { url: db.url, attachments }
+  })
+  : Effect.gen(function*() {
+    const db = yield* openPglite({ loadDataDir: new Blob([Fs.readFileSync(inject("pgDumpPath"))]) })
+    const pgServer = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 4 })
+    yield* Effect.acquireRelease(Effect.promise(() => pgServer.start()), () => Effect.promise(() => pgServer.stop()))
+    const attachments = Effect.promise(() => db.query<{ n: number }>("select count(*)::int as n from socket_io_attachments"))
+      .pipe(Effect.map((r) => r.rows[0]!.n))
+    return { url: `postgres://postgres@${pgServer.getServerConn()}/postgres`, attachments }
+  })
+
+/** An api listener whose Realtime runs with DATABASE_URL, so through @socket.io/postgres-adapter. */
 const PostgresAdapterServer = Layer.unwrapScoped(Effect.gen(function*() {
-  const db = yield* openPglite({ loadDataDir: new Blob([Fs.readFileSync(inject("pgDumpPath"))]) })
-  const pgServer = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 4 })
-  yield* Effect.acquireRelease(Effect.promise(() => pgServer.start()), () => Effect.promise(() => pgServer.stop()))
-  const attachments = Effect.promise(() => db.query<{ n: number }>("select count(*)::int as n from socket_io_attachments"))
-    .pipe(Effect.map((r) => r.rows[0]!.n))
+  const { attachments, url } = yield* adapterPostgres
   const server = Layer.effect(TestServer, Effect.map(ApiListener, (api) => ({ baseUrl: api.url, receiverUrl: api.url })))
   return server.pipe(
     Layer.provideMerge(RealtimeLive.pipe(Layer.provideMerge(listen(ApiListener, NotFoundRoute, { host: "127.0.0.1", port: 0, policy: ApiPolicy })))),
@@ -311,7 +326,7 @@ const PostgresAdapterServer = Layer.unwrapScoped(Effect.gen(function*() {
     Layer.provideMerge(SqlLive),
     Layer.provideMerge(AppConfig.Default),
     Layer.provideMerge(Layer.succeed(AdapterDatabase, { attachments })),
-    Layer.provide(testConfig({ DATABASE_URL: `postgres://postgres@${pgServer.getServerConn()}/postgres` }))
+    Layer.provide(testConfig({ DATABASE_URL: url }))
   )
 }))
 
