@@ -46,7 +46,8 @@ export default defineConfig({
             "packages/server/test/handoff-restart.test.ts",
             "packages/server/test/startup-model-keys.test.ts",
             // several stacks on one Postgres: pglite-socket on the embedded run, a native database here
-            "packages/server/test/cluster.test.ts"
+            "packages/server/test/cluster.test.ts",
+            "packages/server/test/cli-database-url.test.ts"
           ],
           env: { PARLEY_TEST_DATABASE: "postgres" }
         }

@@ -1,75 +1,17 @@
 /**
- * The CLI as an operator runs it: real child processes (through tsx). On the embedded database, first
- * with no server (the CLI opens the data dir itself), then while `parley serve` holds it (commands travel
- * to the server's loopback admin endpoint; the data dir is never opened twice). With DATABASE_URL, against
- * PGlite behind pglite-socket as the Postgres, with RUNNER_PORT taken and room for two connections only:
- * the CLI is a client of the database that never joins the cluster.
- *
- * Every wait is a multiple of `unit`, this machine's time to start the CLI at all (measured when the file
- * loads), so a busy machine (another copy of the suite beside this one) gets longer waits, not failures.
+ * The CLI as an operator runs it on the embedded database: real child processes (through tsx, waits in
+ * multiples of support/Cli.ts's `unit`). First with no server (the CLI opens the data dir itself), then
+ * while `parley serve` holds it (commands travel to the server's loopback admin endpoint; the data dir is
+ * never opened twice). The CLI with DATABASE_URL: cli-database-url.test.ts.
  */
-import { PGlite } from "@electric-sql/pglite"
-import { vector } from "@electric-sql/pglite-pgvector"
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { ChannelKind } from "@parley/domain"
-import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as Fs from "node:fs"
-import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { migrations } from "../src/db/migrations/index.js"
-
-const root = Path.resolve(__dirname, "../../..")
-const cli = Path.join(root, "packages/server/src/cli/main.ts")
-const tsx = Path.join(root, "node_modules/.bin/tsx")
-
-const unit = (() => {
-  const started = performance.now()
-  execFileSync(tsx, [cli, "--help"], { cwd: root, stdio: "ignore" })
-  return Math.max(1_000, Math.round(performance.now() - started))
-})()
-/** A child that loads the server (a start, or a command on a database opened here) takes a few units. */
-const serverStart = 60 * unit
-const testTimeout = 300 * unit
-
-const envFor = (dataDir: string, extra: Record<string, string> = {}) => ({
-  ...process.env,
-  PARLEY_DATA_DIR: dataDir,
-  PORT: "0",
-  RECEIVER_PORT: "0",
-  PARLEY_SEED_DEMO: "false",
-  LOG_LEVEL: "Warning",
-  ...extra
-})
-
-interface Ran {
-  readonly code: number
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** `parley <args>`: its exit code and output, whatever the code. */
-const run = (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
-  new Promise<Ran>((resolve) => {
-    execFile(tsx, [cli, ...args], { cwd: root, env: envFor(dataDir, extra), timeout: serverStart }, (error, stdout, stderr) =>
-      resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }))
-  })
-
-/** `parley <args> --json`, which must succeed: its answer. */
-const parley = async (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) => {
-  const ran = await run(dataDir, [...args, "--json"], extra)
-  expect(ran.code, `parley ${args.join(" ")}:\n${ran.stdout}${ran.stderr}`).toBe(0)
-  return JSON.parse(ran.stdout.trim()) as any
-}
-
-/** `parley <args>` for people, which must succeed: what it printed. */
-const parleyText = async (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) => {
-  const ran = await run(dataDir, args, extra)
-  expect(ran.code, `parley ${args.join(" ")}:\n${ran.stdout}${ran.stderr}`).toBe(0)
-  return ran.stdout
-}
+import { cli, envFor, parley, parleyText, type Ran, root, run, serverStart, testTimeout, tsx } from "./support/Cli.js"
 
 interface Running {
   readonly child: ChildProcess
@@ -337,69 +279,6 @@ describe("parley CLI on the embedded database", () => {
     expect(rotated.client_id).not.toBe(web.client_id)
     // no server: the addresses follow HOST, PORT and RECEIVER_PORT (0 here: unknown)
     expect(rotated).toMatchObject({ initiate_url: null, messages_url: null })
-  }, testTimeout)
-})
-
-describe("parley CLI with DATABASE_URL: a client of the database, never of the cluster", () => {
-  const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-cli-pg-"))
-  let db: PGlite
-  let postgres: PGLiteSocketServer
-  const runnerPort = Net.createServer()
-  let env: Record<string, string>
-
-  beforeAll(async () => {
-    db = await PGlite.create({ extensions: { vector } })
-    // two connections: more than the CLI's pool (and a LISTEN connection, or a cluster's) is refused
-    postgres = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 2 })
-    await postgres.start()
-    // a server beside the CLI holds RUNNER_PORT: the CLI must never need it
-    await new Promise<void>((resolve) => runnerPort.listen(0, "127.0.0.1", resolve))
-    env = {
-      DATABASE_URL: `postgres://postgres@${postgres.getServerConn()}/postgres`,
-      RUNNER_PORT: String((runnerPort.address() as Net.AddressInfo).port),
-      APP_SECRET: "cli-test-app-secret",
-      PUBLIC_URL: "https://parley.example.com",
-      RECEIVER_URL: "https://chat.example.com"
-    }
-  })
-  /** What a cluster runner or client creates in the database when it starts (its storage), and the CLI never should. */
-  const clusterTables = async () =>
-    (await db.query<{ tablename: string }>("select tablename from pg_tables where tablename like 'cluster%'")).rows.map((r) => r.tablename)
-
-  afterAll(async () => {
-    await new Promise((resolve) => runnerPort.close(resolve))
-    await postgres?.stop()
-    await db?.close()
-  })
-
-  it("`parley migrate` on an empty database applies every migration and nothing else, and logs nothing", async () => {
-    const migrate = await run(dataDir, ["migrate"], env)
-    expect(migrate.stderr).toBe("")
-    expect(migrate.code).toBe(0)
-    expect(migrate.stdout).toContain(`Applied ${Object.keys(migrations).length} migrations:\n  0001_identity\n`)
-    expect(await clusterTables()).toEqual([])
-  }, testTimeout)
-
-  it("creates, lists and shows with RUNNER_PORT taken and two connections, web-chat URLs from PUBLIC_URL and RECEIVER_URL", async () => {
-    const user = await run(dataDir, ["user", "create", "--email", "pg@example.com", "--password", "s3cret-pass", "--credits", "10"], env)
-    expect(user.stderr).toBe("")
-    expect(user.code).toBe(0)
-    expect(user.stdout).toMatch(/^credits\s+10$/m)
-    expect(user.stdout).not.toContain("- credits")
-    expect(user.stdout).toContain("Before its agent replies, workspace 1 still needs:")
-    const widget = await parley(dataDir, ["channel", "create", "--workspace-id", "1", "--kind", "widget"], env)
-    expect(widget.client_secret).toMatch(/^wcs_/)
-    const listed = await run(dataDir, ["channel", "list", "--json"], env)
-    expect(listed.stderr).toBe("")
-    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({
-      id: widget.id,
-      client_id: widget.client_id,
-      initiate_url: null,
-      messages_url: "https://chat.example.com/web-chat/message",
-      widget_embed: `<script src="https://parley.example.com/widget.js" data-client-id="${widget.client_id}" async></script>`
-    })])
-    expect(listed.stdout).not.toContain(widget.client_secret)
-    expect(await clusterTables()).toEqual([])
   }, testTimeout)
 })
 
