@@ -1,9 +1,27 @@
 import { defineConfig } from "vitest/config"
 
 /**
- * Two projects: every suite on the embedded client, and the HTTP suites again with DATABASE_URL-style
- * access through @effect/sql-pg to a PGlite socket server, so the production driver runs on every run.
+ * Two projects. `embedded`: every suite, on the embedded database (PGlite, the default). `postgres`
+ * (PARLEY_TEST_DATABASE=postgres): every server suite again on native Postgres 15, except those listed in
+ * `embeddedOnly` below, and the *.postgres.test.ts suites, which need the native cluster itself. The
+ * global setup (packages/server/test/support/globalSetup.ts) starts a throwaway cluster with a migrated
+ * template database; a suite gets a database of its own from it whichever way it runs the server
+ * (support/NativeDatabase.ts): in-process (TestServer.ts, FileServer.ts), as a `parley serve` child
+ * (ChildServer.ts: childDatabase), or as several stacks on one database (cluster, realtime, CLI).
  */
+const serverTests = "packages/server/test"
+
+/** Suites that run on the embedded database only, and why. */
+const embeddedOnly: Record<string, string> = {
+  "pglite-client.test.ts": "the embedded SqlClient (PGlite) itself",
+  "embedded-vacuum.test.ts": "the embedded database's own vacuum (a Postgres server runs autovacuum)",
+  "cli.test.ts": "the CLI on an embedded data dir: its lock and the server's admin endpoint (DATABASE_URL: cli-database-url.test.ts)",
+  "docs-examples.test.ts": "runs the docs as written, on the default `parley serve`",
+  "listener.test.ts": "no database: a listener between binding and serving",
+  "providers.test.ts": "no database: the model providers against fake servers",
+  "*.browser.test.ts": "UI suites in headless Chromium: what they show comes through the API, which the HTTP suites cover on Postgres"
+}
+
 export default defineConfig({
   test: {
     globalSetup: ["packages/server/test/support/globalSetup.ts"],
@@ -17,38 +35,15 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        // also the browser suite (*.browser.test.ts: headless Chromium), which runs here only
-        test: { name: "embedded", include: ["packages/*/test/**/*.test.ts"], exclude: ["packages/server/test/**/*.postgres.test.ts", "**/node_modules/**"] }
+        // also the browser suites (*.browser.test.ts: headless Chromium), which run here only
+        test: { name: "embedded", include: ["packages/*/test/**/*.test.ts"], exclude: [`${serverTests}/**/*.postgres.test.ts`, "**/node_modules/**"] }
       },
       {
         extends: true,
         test: {
           name: "postgres",
-          // *.postgres.test.ts: suites that need the native cluster itself (several processes on one database)
-          include: [
-            "packages/server/test/**/*.http.test.ts",
-            "packages/server/test/**/*.postgres.test.ts",
-            // in-process servers (TestServerLive) not named *.http.test.ts
-            "packages/server/test/agent.test.ts",
-            "packages/server/test/agent-openai.test.ts",
-            "packages/server/test/conversation-engine.test.ts",
-            "packages/server/test/followups.test.ts",
-            // `parley serve` child processes (support/ChildServer.ts: childDatabase gives them DATABASE_URL)
-            "packages/server/test/actions-restart.test.ts",
-            "packages/server/test/delivery-restart.test.ts",
-            "packages/server/test/reply-restart.test.ts",
-            "packages/server/test/knowledge-reembed.test.ts",
-            "packages/server/test/observability.test.ts",
-            "packages/server/test/knowledge-import.test.ts",
-            "packages/server/test/startup.test.ts",
-            // in-process servers restarted on one database (support/FileServer.ts)
-            "packages/server/test/followups-restart.test.ts",
-            "packages/server/test/handoff-restart.test.ts",
-            "packages/server/test/startup-model-keys.test.ts",
-            // several stacks on one Postgres: pglite-socket on the embedded run, a native database here
-            "packages/server/test/cluster.test.ts",
-            "packages/server/test/cli-database-url.test.ts"
-          ],
+          include: [`${serverTests}/**/*.test.ts`],
+          exclude: [...Object.keys(embeddedOnly).map((file) => `${serverTests}/**/${file}`), "**/node_modules/**"],
           env: { PARLEY_TEST_DATABASE: "postgres" }
         }
       }
