@@ -12,6 +12,10 @@ import {
   type FollowupDue,
   type ModelRef,
   type OpeningContext,
+  type OpportunityId,
+  type PipelineId,
+  type StageId,
+  type WorkspaceId,
   type PendingWork,
   type Prepared,
   type ReplyDraft,
@@ -35,15 +39,9 @@ import { Handoff } from "../handoff/Handoff.js"
 import { makeTurnDelivery } from "./TurnDelivery.js"
 import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
 import { type ConversationRow, type ModelRow, type PipelineConfig, type TurnSnapshot } from "./TurnRows.js"
+import { makeContextFrom } from "./TurnContextFrom.js"
 import { TurnsRepo } from "./TurnsRepo.js"
-
-const toModel = (r: ModelRow): ModelRef => ({
-  id: r.id,
-  provider: r.provider,
-  model: r.model,
-  inputPricePerMillion: r.input_price,
-  outputPricePerMillion: r.output_price
-})
+import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 
 export const ConversationTurnsLive = Layer.effect(
   ConversationTurns,
@@ -51,6 +49,7 @@ export const ConversationTurnsLive = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const pg = yield* PgClient.PgClient
     const realtime = yield* Realtime
+    const opportunities = yield* OpportunitiesRepo
     const repo = yield* TurnsRepo
     const knowledge = yield* Knowledge
     const followupsRepo = yield* FollowupsRepo
@@ -67,91 +66,12 @@ export const ConversationTurnsLive = Layer.effect(
         undelivered: row.undelivered
       }))
 
-    /**
-     * What the hand-over sweep re-sends: contact messages still unhandled `graceMs` after their debounce
-     * window closed, and replies stored but still undelivered `graceMs` after they were stored (a crash
-     * between a turn's commit and its delivery). Re-sending one that is in progress is harmless.
-     */
     const orphaned = (graceMs: number) =>
-      sql<{ conversation_id: string; message_id: string }>`
-        select conversation_id::text as conversation_id, max(id) as message_id from (
-          select m.conversation_id, m.id from messages m left join pipelines p on p.id = m.pipeline_id
-          where m.role = 'user' and m.handled_at is null
-            and m.created_at < now() - make_interval(secs => (coalesce(p.reply_debounce_ms, 0) + ${graceMs}) / 1000.0)
-          union all
-          select conversation_id, id from messages
-          where status = 'ai_generated' and created_at < now() - make_interval(secs => ${graceMs / 1000})
-        ) o
-        group by conversation_id limit 500`.pipe(
-        Effect.map((rows) => rows.map((r) => ({ conversationId: r.conversation_id, messageId: r.message_id }))),
-        Effect.orDie
-      )
+      Effect.map(repo.orphaned(graceMs), (rows) => rows.map((r) => ({ conversationId: r.conversation_id, messageId: r.message_id })))
 
     const conversation = repo.conversation
 
-    /** The turn context from a snapshot (TurnsRepo), or none when there is no agent to answer. */
-    /** `withKnowledge` false: no retrieval (a bridge message or a summary answers no question). */
-    const contextFrom = (snap: TurnSnapshot, upTo: string | null, withKnowledge = true) =>
-      Effect.gen(function*() {
-        const pl = snap.pipeline
-        if (pl === null) return Option.none<{ context: TurnContext; pipeline: PipelineConfig }>()
-        const pool = pl.is_model_routing_enabled && pl.model_pool.length === 4 ? pl.model_pool : null
-        const catalogue = new Map(pl.models.map((m) => [Number(m.id), toModel(m)]))
-        const stages = pl.stages.map((s): TurnStage => ({
-          id: Number(s.id),
-          name: s.name,
-          nature: s.nature,
-          persona: s.ai_persona,
-          instructions: s.instructions,
-          enterCondition: s.enter_condition
-        }))
-        const memory = snap.history.map((m) => ({
-          role: m.role,
-          text: m.message !== null && m.message !== "" ? m.message : m.files.length > 0 ? "[Attachment]" : ""
-        }))
-        const lastAssistant = memory.map((m) => m.role).lastIndexOf("assistant")
-        const asked = memory.slice(lastAssistant + 1).filter((m) => m.role === "user").map((m) => m.text).join("\n")
-        const hits = !withKnowledge || pl.rag_mode === "none" || asked.trim() === ""
-          ? []
-          : yield* knowledge.retrieve(pl.id, asked, pl.rag_mode, pl.no_of_relevant_points)
-        const context: TurnContext = {
-          conversationId: String(snap.id),
-          workspaceId: snap.workspace_id,
-          pipelineId: pl.id,
-          pipelineName: pl.name,
-          opportunityId: snap.opportunity_pipeline_id === pl.id ? snap.opportunity_id : null,
-          agentType: { name: pl.agent_type_name, description: pl.agent_type_description },
-          persona: pl.persona,
-          instructions: pl.instructions,
-          language: pl.language,
-          dialect: pl.dialect,
-          temperature: pl.model_temperature,
-          stage: stages.find((s) => s.id === snap.opportunity_stage_id) ?? null,
-          stages,
-          contact: { name: snap.contact_name, email: snap.contact_email, phone: snap.contact_phone, identifier: snap.contact_identifier },
-          context: snap.opportunity_context ?? {},
-          history: memory,
-          knowledge: hits.map((h) => ({ pointId: h.id, source: h.table_name, text: h.text })),
-          model: catalogue.get(Number(pl.ai_model_id))!,
-          actions: pl.actions.map((a): TurnAction => {
-            const used = new Set(templatedStrings(a).flatMap((t) => placeholders(t.text)))
-            return {
-              id: Number(a.id),
-              name: a.name,
-              trigger: a.fixed_trigger,
-              description: a.description,
-              instructions: a.instructions,
-              aiVariables: pl.ai_variables.filter((v) => used.has(v.name)).map((v) => ({ name: v.name, instruction: v.value }))
-            }
-          }),
-          routing: pool === null
-            ? null
-            : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null })),
-          operatorNote: snap.handoff_return_note,
-          handoff: turnHandoff(snap, pl, upTo)
-        }
-        return Option.some({ context, pipeline: pl })
-      })
+    const contextFrom = makeContextFrom(knowledge, turnHandoff)
 
     /** The snapshot of a conversation and its turn context (none without an agent), for a turn up to `upTo`. */
     const snapshotContext = (conversationId: string, upTo: string | null, withKnowledge = true) =>
@@ -202,76 +122,14 @@ export const ConversationTurnsLive = Layer.effect(
     const skip = (conversationId: string, upTo: string, reason: SkipReason) =>
       markHandled(conversationId, upTo, reason).pipe(Effect.orDie)
 
-    const existingReply = (key: string) =>
-      sql<{ id: string }>`select id from messages where in_reply_to = ${key}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.id)))
+    const existingReply = repo.replyTo
 
-    /** Inserts an assistant message for the conversation (its current opportunity, stage and channel). */
-    const insertReply = (
-      c: ConversationRow,
-      fields: {
-        readonly inReplyTo: string
-        readonly status: string
-        readonly text: string | null
-        readonly model: ModelRef | null
-        readonly inputTokens: number
-        readonly outputTokens: number
-        readonly cost: number
-        readonly error: string | null
-        readonly callType: string
-      }
-    ) =>
-      Effect.gen(function*() {
-        const id = ulid()
-        yield* sql`
-          insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
-                                role, status, message, external_chat_id, call_type, is_manual, cost_for_user, ai_model_id, model,
-                                input_tokens, output_tokens, in_reply_to, error)
-          values (${id}, ${c.workspace_id}, ${c.id}, ${c.opportunity_id}, ${c.contact_id}, ${c.channel_id}, ${c.opportunity_stage_id},
-                  ${c.opportunity_pipeline_id ?? c.channel_pipeline_id}, 'assistant', ${fields.status}, ${fields.text},
-                  ${c.external_chat_id}, ${fields.callType}, false, ${fields.cost}, ${fields.model?.id ?? null},
-                  ${fields.model?.model ?? null}, ${fields.inputTokens}, ${fields.outputTokens}, ${fields.inReplyTo}, ${fields.error})`
-        if (fields.cost > 0) {
-          // atomic: concurrent turns of one workspace each subtract their own cost
-          yield* sql`update workspaces set credits = credits - ${fields.cost}, updated_at = now() where id = ${c.workspace_id}`
-        }
-        return id
-      })
-
-    /** A produced message, stored before it is delivered. */
-    const generated = (inReplyTo: string, draft: ReplyDraft, callType: "ai" | "opening" | "followup") => ({
-      inReplyTo,
-      status: "ai_generated",
-      text: draft.text,
-      model: draft.model,
-      inputTokens: draft.inputTokens,
-      outputTokens: draft.outputTokens,
-      cost: draft.cost,
-      error: null,
-      callType
-    })
-
-    const moveStage = (c: ConversationRow, stageId: number) =>
-      Effect.gen(function*() {
-        if (c.opportunity_id === null || c.opportunity_stage_id === stageId) return
-        const rows = yield* sql<{ nature: string }>`
-          select nature from stages where id = ${stageId} and pipeline_id = ${c.opportunity_pipeline_id}`
-        const stage = rows[0]
-        if (!stage) return
-        yield* sql`
-          update opportunities set stage_id = ${stageId},
-            status = case ${stage.nature} when 'won' then 'won' when 'lost' then 'lost' else status end, updated_at = now()
-          where id = ${c.opportunity_id}`
-        yield* sql`
-          insert into stage_entries (workspace_id, opportunity_id, pipeline_id, stage_id, previous_stage_id, cause)
-          values (${c.workspace_id}, ${c.opportunity_id}, ${c.opportunity_pipeline_id}, ${stageId}, ${c.opportunity_stage_id}, 'moved')`
-      })
-
-    /** The reply's own columns for TurnsRepo.storeReply. */
-    const replyColumns = (conversationId: string, upTo: string, draft: ReplyDraft) => ({
+    /** A produced message's columns for TurnsRepo.storeReply (stored before it is delivered). */
+    const draftColumns = (conversationId: string, inReplyTo: string, draft: ReplyDraft, callType: "ai" | "opening" | "followup") => ({
       id: ulid(),
       conversationId,
-      inReplyTo: upTo,
-      upTo,
+      inReplyTo,
+      upTo: null,
       reason: "replied",
       status: "ai_generated",
       text: draft.text,
@@ -281,7 +139,34 @@ export const ConversationTurnsLive = Layer.effect(
       outputTokens: draft.outputTokens,
       cost: draft.cost,
       error: null,
-      callType: "ai"
+      callType,
+      followupSequenceId: null,
+      followupStep: null
+    })
+
+    /** The stage move the model asked for, through OpportunitiesRepo (a won or lost stage sets the status). */
+    const moveStage = (c: ConversationRow, stageId: number) =>
+      Effect.gen(function*() {
+        if (c.opportunity_id === null || c.opportunity_pipeline_id === null || c.opportunity_stage_id === stageId) return
+        const stage = yield* repo.stageNature(stageId, c.opportunity_pipeline_id)
+        if (Option.isNone(stage)) return
+        const nature = stage.value.nature
+        const opportunityId = c.opportunity_id as OpportunityId
+        yield* opportunities.updateOpportunity(opportunityId, { stage_id: stageId as StageId, ...(nature === "neutral" ? {} : { status: nature }) })
+        yield* opportunities.recordStageEntry({
+          workspace_id: c.workspace_id as WorkspaceId,
+          opportunity_id: opportunityId,
+          pipeline_id: c.opportunity_pipeline_id as PipelineId,
+          stage_id: stageId as StageId,
+          previous_stage_id: c.opportunity_stage_id as StageId | null,
+          cause: "moved"
+        })
+      })
+
+    /** A reply's columns: it answers the turn's newest contact message and marks the turn handled. */
+    const replyColumns = (conversationId: string, upTo: string, draft: ReplyDraft) => ({
+      ...draftColumns(conversationId, upTo, draft, "ai"),
+      upTo
     })
 
     /** What a reply does beyond being stored: a stage move, a handoff, action calls, knowledge use. */
@@ -322,39 +207,28 @@ export const ConversationTurnsLive = Layer.effect(
         : store).pipe(
           // a turn repeated after a crash finds its reply stored: counted once, when it was stored
           Effect.tap((r) => r.stored_id === null ? Effect.void : Metric.increment(repliesMade)),
-          Effect.map((r) => (r.stored_id ?? r.existing_id)!),
+          Effect.map(storedId),
           Effect.orDie,
           Effect.withSpan("ConversationTurns.commit")
         )
     }
 
+    /** The failed reply (`status: failed`, `error`) and the turn handled with the reason, then the failure rule. */
     const fail = (conversationId: string, upTo: string, reason: FailReason, error: string, model: ModelRef | null) =>
       sql.withTransaction(Effect.gen(function*() {
-        const earlier = yield* existingReply(upTo)
-        const found = yield* conversation(conversationId)
-        if (Option.isNone(earlier)) {
-          const c = Option.getOrThrow(found)
-          yield* insertReply(c, {
-            inReplyTo: upTo,
-            status: "failed",
-            text: null,
-            model,
-            inputTokens: 0,
-            outputTokens: 0,
-            cost: 0,
-            error: error.slice(0, 2000),
-            callType: "ai"
-          })
-        }
-        yield* markHandled(conversationId, upTo, reason)
+        const stored = yield* repo.storeReply({
+          ...draftColumns(conversationId, upTo, { text: "", model, inputTokens: 0, outputTokens: 0, cost: 0, tier: null, moveToStageId: null, knowledgePointIds: [] }, "ai"),
+          upTo,
+          reason,
+          status: "failed",
+          text: null,
+          error: error.slice(0, 2000)
+        })
         yield* failureRule(conversationId)
-        return Option.map(found, (c) => c.workspace_id)
+        return stored.workspace_id
       })).pipe(
         Effect.orDie,
-        Effect.flatMap(Option.match({
-          onNone: () => Effect.void,
-          onSome: (workspaceId) => realtime.typing(Number(conversationId), workspaceId, false)
-        }))
+        Effect.flatMap((workspaceId) => workspaceId === null ? Effect.void : realtime.typing(Number(conversationId), workspaceId, false))
       )
 
     const opening = (entryId: number) =>
@@ -396,14 +270,11 @@ export const ConversationTurnsLive = Layer.effect(
         })
       }).pipe(Effect.orDie)
 
+    /** The stored message's id: this run's, or the one an earlier run stored. */
+    const storedId = (r: { readonly stored_id: string | null; readonly existing_id: string | null }) => (r.stored_id ?? r.existing_id)!
+
     const commitOpening = (conversationId: string, entryId: number, draft: ReplyDraft) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const key = `stage-entry:${entryId}`
-        const earlier = yield* existingReply(key)
-        if (Option.isSome(earlier)) return earlier.value
-        const c = Option.getOrThrow(yield* conversation(conversationId))
-        return yield* insertReply(c, generated(key, draft, "opening"))
-      })).pipe(Effect.orDie)
+      repo.storeReply(draftColumns(conversationId, `stage-entry:${entryId}`, draft, "opening")).pipe(Effect.map(storedId))
 
     /** One key per sequence step: a step repeated after a crash finds its followup stored. */
     const followupKey = (sequenceId: number, step: number) => `followup:${sequenceId}:${step}`
@@ -438,15 +309,11 @@ export const ConversationTurnsLive = Layer.effect(
       }).pipe(Effect.orDie, Effect.withSpan("ConversationTurns.followup", { attributes: { sequenceId, step } }))
 
     const commitFollowup = (conversationId: string, sequenceId: number, step: number, draft: ReplyDraft) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const key = followupKey(sequenceId, step)
-        const earlier = yield* existingReply(key)
-        if (Option.isSome(earlier)) return earlier.value
-        const c = Option.getOrThrow(yield* conversation(conversationId))
-        const id = yield* insertReply(c, generated(key, draft, "followup"))
-        yield* sql`update messages set followup_sequence_id = ${sequenceId}, followup_step = ${step} where id = ${id}`
-        return id
-      })).pipe(Effect.orDie)
+      repo.storeReply({
+        ...draftColumns(conversationId, followupKey(sequenceId, step), draft, "followup"),
+        followupSequenceId: sequenceId,
+        followupStep: step
+      }).pipe(Effect.map(storedId))
 
     const stageEntries = (limit: number) =>
       sql<{ entry_id: number; conversation_id: string | null }>`
@@ -503,4 +370,4 @@ export const ConversationTurnsLive = Layer.effect(
       consumeStageEntry
     })
   })
-).pipe(Layer.provide([ModelKeys.Default, TurnsRepo.Default]))
+).pipe(Layer.provide([ModelKeys.Default, TurnsRepo.Default, OpportunitiesRepo.Default]))

@@ -4,7 +4,7 @@
  * Rows are typed with SqlSchema; callers (ConversationTurnsLive) decide what to do with them.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { ConversationRow, TurnSnapshot } from "./TurnRows.js"
 
 /** The newest unanswered contact message with its pipeline's debounce, and replies not yet delivered. */
@@ -32,14 +32,19 @@ export const StoreReply = Schema.Struct({
   outputTokens: Schema.Number,
   cost: Schema.Number,
   error: Schema.NullOr(Schema.String),
-  callType: Schema.String
+  callType: Schema.String,
+  /** a followup's sequence and step */
+  followupSequenceId: Schema.NullOr(Schema.Number),
+  followupStep: Schema.NullOr(Schema.Number)
 })
 export type StoreReply = typeof StoreReply.Type
 
 /** `stored_id` when this call stored it, else `existing_id`: the reply an earlier run stored. */
 export const StoredReplyRow = Schema.Struct({
   stored_id: Schema.NullOr(Schema.String),
-  existing_id: Schema.NullOr(Schema.String)
+  existing_id: Schema.NullOr(Schema.String),
+  /** null when the conversation is gone */
+  workspace_id: Schema.NullOr(Schema.Number)
 })
 
 export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/TurnsRepo", {
@@ -87,11 +92,11 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
           ), stored as (
             insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
                                   role, status, message, external_chat_id, call_type, is_manual, cost_for_user, ai_model_id, model,
-                                  input_tokens, output_tokens, in_reply_to, error)
+                                  input_tokens, output_tokens, in_reply_to, error, followup_sequence_id, followup_step)
             select ${r.id}, c.workspace_id, c.id, c.opportunity_id, c.contact_id, c.channel_id, c.stage_id,
                    coalesce(c.opportunity_pipeline_id, c.channel_pipeline_id), 'assistant', ${r.status}, ${r.text},
                    c.external_chat_id, ${r.callType}, false, ${r.cost}::numeric, ${r.modelId}, ${r.model}, ${r.inputTokens}, ${r.outputTokens},
-                   ${r.inReplyTo}, ${r.error}
+                   ${r.inReplyTo}, ${r.error}, ${r.followupSequenceId}, ${r.followupStep}
             from c
             on conflict (in_reply_to) where in_reply_to is not null do nothing
             returning id, workspace_id
@@ -104,7 +109,8 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
             where ${r.upTo}::text is not null and conversation_id = ${r.conversationId} and role = 'user' and handled_at is null
               and (created_at, id) <= (select created_at, id from messages where id = ${r.upTo})
           )
-          select (select id from stored) as stored_id, (select id from messages where in_reply_to = ${r.inReplyTo}) as existing_id`
+          select (select id from stored) as stored_id, (select id from messages where in_reply_to = ${r.inReplyTo}) as existing_id,
+                 (select workspace_id from c) as workspace_id`
     })
 
     /** A conversation's columns as ConversationRow, over `c`, `w`, `ct`, `ch` and the lateral `o` of `conversationFrom`. */
@@ -187,7 +193,45 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
           where c.id = ${conversationId}`
     })
 
+    /**
+     * What the hand-over sweep re-sends: contact messages still unhandled `graceMs` after their debounce
+     * window closed, and replies stored but still undelivered `graceMs` after they were stored (a crash
+     * between a turn's commit and its delivery). Re-sending one that is in progress is harmless.
+     */
+    const orphaned = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: Schema.Struct({ conversation_id: Schema.String, message_id: Schema.String }),
+      execute: (graceMs) =>
+        sql`
+          select conversation_id::text as conversation_id, max(id) as message_id from (
+            select m.conversation_id, m.id from messages m left join pipelines p on p.id = m.pipeline_id
+            where m.role = 'user' and m.handled_at is null
+              and m.created_at < now() - make_interval(secs => (coalesce(p.reply_debounce_ms, 0) + ${graceMs}) / 1000.0)
+            union all
+            select conversation_id, id from messages
+            where status = 'ai_generated' and created_at < now() - make_interval(secs => ${graceMs / 1000})
+          ) o
+          group by conversation_id limit 500`
+    })
+
+    /** A stage of the pipeline, by id: what a stage move the model asked for needs. */
+    const stageNature = SqlSchema.findOne({
+      Request: Schema.Struct({ stageId: Schema.Number, pipelineId: Schema.Number }),
+      Result: Schema.Struct({ nature: Schema.Literal("neutral", "won", "lost") }),
+      execute: ({ pipelineId, stageId }) => sql`select nature from stages where id = ${stageId} and pipeline_id = ${pipelineId}`
+    })
+
+    /** The message stored in reply to `key` (a contact message, a stage entry, a followup step), if any. */
+    const replyTo = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: (key) => sql`select id from messages where in_reply_to = ${key}`
+    })
+
     return {
+      orphaned: (graceMs: number) => Effect.orDie(orphaned(graceMs)),
+      stageNature: (stageId: number, pipelineId: number) => Effect.orDie(stageNature({ stageId, pipelineId })),
+      replyTo: (key: string) => Effect.map(Effect.orDie(replyTo(key)), Option.map((r) => r.id)),
       conversation: (conversationId: string) => Effect.orDie(conversation(conversationId)),
       snapshot: (conversationId: string, upTo: string | null) => Effect.orDie(snapshot({ conversationId, upTo })),
       pendingWork: (conversationId: string) => Effect.orDie(pendingWork(conversationId)),

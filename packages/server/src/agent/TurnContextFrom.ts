@@ -1,0 +1,89 @@
+/**
+ * A turn's context (what the agent is told) from the snapshot TurnsRepo reads in one statement, with
+ * the knowledge retrieved for the contact's latest messages.
+ */
+import {
+  type ModelRef,
+  placeholders,
+  templatedStrings,
+  type TurnAction,
+  type TurnContext,
+  type TurnHandoff,
+  type TurnStage
+} from "@parley/domain"
+import { Effect, Option } from "effect"
+import type { Knowledge } from "../knowledge/Knowledge.js"
+import type { ModelRow, PipelineConfig, TurnSnapshot } from "./TurnRows.js"
+
+export const toModel = (r: ModelRow): ModelRef => ({
+  id: r.id,
+  provider: r.provider,
+  model: r.model,
+  inputPricePerMillion: r.input_price,
+  outputPricePerMillion: r.output_price
+})
+
+/** The turn context from a snapshot (TurnsRepo), or none when there is no agent to answer. */
+/** `withKnowledge` false: no retrieval (a bridge message or a summary answers no question). */
+export const makeContextFrom = (knowledge: Pick<Knowledge, "retrieve">, turnHandoff: (c: TurnSnapshot, p: PipelineConfig, upTo: string | null) => TurnHandoff) =>
+  (snap: TurnSnapshot, upTo: string | null, withKnowledge = true) =>
+  Effect.gen(function*() {
+    const pl = snap.pipeline
+    if (pl === null) return Option.none<{ context: TurnContext; pipeline: PipelineConfig }>()
+    const pool = pl.is_model_routing_enabled && pl.model_pool.length === 4 ? pl.model_pool : null
+    const catalogue = new Map(pl.models.map((m) => [Number(m.id), toModel(m)]))
+    const stages = pl.stages.map((s): TurnStage => ({
+      id: Number(s.id),
+      name: s.name,
+      nature: s.nature,
+      persona: s.ai_persona,
+      instructions: s.instructions,
+      enterCondition: s.enter_condition
+    }))
+    const memory = snap.history.map((m) => ({
+      role: m.role,
+      text: m.message !== null && m.message !== "" ? m.message : m.files.length > 0 ? "[Attachment]" : ""
+    }))
+    const lastAssistant = memory.map((m) => m.role).lastIndexOf("assistant")
+    const asked = memory.slice(lastAssistant + 1).filter((m) => m.role === "user").map((m) => m.text).join("\n")
+    const hits = !withKnowledge || pl.rag_mode === "none" || asked.trim() === ""
+      ? []
+      : yield* knowledge.retrieve(pl.id, asked, pl.rag_mode, pl.no_of_relevant_points)
+    const context: TurnContext = {
+      conversationId: String(snap.id),
+      workspaceId: snap.workspace_id,
+      pipelineId: pl.id,
+      pipelineName: pl.name,
+      opportunityId: snap.opportunity_pipeline_id === pl.id ? snap.opportunity_id : null,
+      agentType: { name: pl.agent_type_name, description: pl.agent_type_description },
+      persona: pl.persona,
+      instructions: pl.instructions,
+      language: pl.language,
+      dialect: pl.dialect,
+      temperature: pl.model_temperature,
+      stage: stages.find((s) => s.id === snap.opportunity_stage_id) ?? null,
+      stages,
+      contact: { name: snap.contact_name, email: snap.contact_email, phone: snap.contact_phone, identifier: snap.contact_identifier },
+      context: snap.opportunity_context ?? {},
+      history: memory,
+      knowledge: hits.map((h) => ({ pointId: h.id, source: h.table_name, text: h.text })),
+      model: catalogue.get(Number(pl.ai_model_id))!,
+      actions: pl.actions.map((a): TurnAction => {
+        const used = new Set(templatedStrings(a).flatMap((t) => placeholders(t.text)))
+        return {
+          id: Number(a.id),
+          name: a.name,
+          trigger: a.fixed_trigger,
+          description: a.description,
+          instructions: a.instructions,
+          aiVariables: pl.ai_variables.filter((v) => used.has(v.name)).map((v) => ({ name: v.name, instruction: v.value }))
+        }
+      }),
+      routing: pool === null
+        ? null
+        : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null })),
+      operatorNote: snap.handoff_return_note,
+      handoff: turnHandoff(snap, pl, upTo)
+    }
+    return Option.some({ context, pipeline: pl })
+  })
