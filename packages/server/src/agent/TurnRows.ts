@@ -16,7 +16,7 @@ export const ConversationRow = Schema.Struct({
   external_chat_id: NullableString,
   status: Schema.String,
   cost: Schema.Number,
-  /** AI replies so far (not operators', not failed): the message limit counts these */
+  /** AI replies so far (not operators', not failed): the message limit counts these (0 when the pipeline sets none) */
   ai_replies: Schema.Number,
   credits: Schema.Number,
   is_subscription_active: Schema.Boolean,

@@ -116,8 +116,11 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     /** A conversation's columns as ConversationRow, over `c`, `w`, `ct`, `ch` and the lateral `o` of `conversationFrom`. */
     const conversationColumns = sql`
       c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, c.status, c.cost_for_user::float8 as cost,
+      -- counted only when the pipeline limits them: a long conversation's count is a scan of all its messages
       (select count(*) from messages m where m.conversation_id = c.id and m.role = 'assistant' and not m.is_manual
-         and m.status <> 'failed' and m.call_type = 'ai')::int as ai_replies,
+         and m.status <> 'failed' and m.call_type = 'ai'
+         and exists (select 1 from pipelines lp where lp.id = coalesce(o.pipeline_id, ch.pipeline_id) and lp.max_conversation_messages is not null)
+      )::int as ai_replies,
       w.credits::float8 as credits, w.is_subscription_active, ch.pipeline_id as channel_pipeline_id,
       o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
       o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
