@@ -26,6 +26,12 @@ export const makePgListener = (connectionString: string) =>
     let closed = false
     let timer: ReturnType<typeof setTimeout> | undefined
 
+    // one statement at a time on the connection (pg deprecates overlapping queries on one client)
+    let queue: Promise<unknown> = Promise.resolve()
+    const run = (c: pg.Client, statement: string) => {
+      queue = queue.then(() => c.query(statement)).catch(() => {})
+    }
+
     const dispatch = (channel: string, payload: string) => {
       for (const emit of subscribers.get(channel) ?? []) emit(payload)
     }
@@ -91,7 +97,7 @@ export const makePgListener = (connectionString: string) =>
             forChannel.add(emitOne)
             subscribers.set(channel, forChannel)
             // a failed LISTEN means a failing connection: its error handler reconnects and LISTENs on all
-            if (first && client !== undefined) client.query(listenSql(channel)).catch(() => {})
+            if (first && client !== undefined) run(client, listenSql(channel))
             void open()
             return emitOne
           }),
@@ -101,7 +107,7 @@ export const makePgListener = (connectionString: string) =>
               forChannel?.delete(emitOne)
               if (forChannel?.size === 0) {
                 subscribers.delete(channel)
-                client?.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {})
+                if (client !== undefined) run(client, `UNLISTEN ${pg.escapeIdentifier(channel)}`)
               }
             })
         ))
