@@ -150,8 +150,13 @@ describe("reply webhook across a process restart", () => {
       expect(await deliveries(second.api)).toHaveLength(2)
 
       // with the server stopped, the database itself: the message kept the receiver's message_id
+      const stopping = second
       await stop(second)
       second = undefined
+      // seen once in CI under load: the lock still there after an orderly stop; say whose it was
+      if (Fs.existsSync(lock)) {
+        console.log(`DIAG lock ${Fs.readFileSync(lock, "utf8")} after stop (exit ${stopping.child.exitCode ?? stopping.child.signalCode}):\n${stopping.output().slice(-3000)}`)
+      }
       expect(Fs.existsSync(lock)).toBe(false)
       const stored = await database.query<{ external_message_id: string | null; status: string }>(
         "select external_message_id, status from messages where id = $1",
