@@ -18,6 +18,7 @@
  */
 import * as Fs from "node:fs"
 import { io, type Socket } from "socket.io-client"
+import { pg } from "./postgres.js"
 import {
   costsHeader,
   costsRow,
@@ -44,6 +45,12 @@ const rssKiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(Fs.readFileSync(`/p
 const s = await setup()
 const server = await startServer({}, s)
 const results: Array<readonly [number, Awaited<ReturnType<typeof measure<LoadResult>>>]> = []
+interface Answer {
+  readonly sentAt: number
+  readonly answeredAt: number
+  readonly id: string
+}
+const legs: Array<readonly [number, ReadonlyArray<Answer>]> = []
 const fanOut: Array<string> = []
 try {
   const { client_id, client_secret } = server.demo.channel
@@ -119,13 +126,51 @@ try {
   // warm-up: each of the 500 visitors writes once (contact, conversation, opportunity), then 2 s of load
   for (let i = 0; i < 500; i += 16) await Promise.all(Array.from({ length: Math.min(16, 500 - i) }, (_, j) => send(inbound(i + j))))
   await load(16, 2, inbound)
-  for (const concurrency of [1, 16, 64]) results.push([concurrency, await measure(s.database, serverProcs(server), () => load(concurrency, seconds, inbound))] as const)
+  for (const concurrency of [1, 16, 64]) {
+    const answers: Array<Answer> = []
+    const m = await measure(s.database, serverProcs(server), () =>
+      load(concurrency, seconds, inbound, undefined, (sentAt, answeredAt, status, body) => {
+        if (status === 200) answers.push({ sentAt, answeredAt, id: JSON.parse(body).data.message_id })
+      }))
+    results.push([concurrency, m] as const)
+    legs.push([concurrency, answers] as const)
+  }
 } catch (e) {
   await server.stop()
   await s.database.stop()
   throw e
 }
 await server.stop(true)
+
+/**
+ * Postgres only: when each message's transaction started (`created_at` is the transaction's now()), read
+ * back from the database, so the 200 can be split into POST → transaction started and the rest (the
+ * transaction, the realtime event and the hand-over to the conversation's entity).
+ */
+const legLines: Array<string> = []
+if (s.database.kind === "native") {
+  const client = new pg.Client({ connectionString: s.database.url })
+  await client.connect()
+  legLines.push(
+    "\nWhere an inbound message's time goes (p50 / p99 ms; `created_at` is when its transaction started, from Postgres's clock on this machine):\n",
+    "| concurrency | POST → 200 | POST → transaction started | transaction started → 200 |",
+    "|---|---|---|---|"
+  )
+  for (const [concurrency, answers] of legs) {
+    const stored = new Map((await client.query<{ id: string; at: Date }>("select id, created_at as at from messages where id = any($1)", [answers.map((a) => a.id)])).rows.map((r) => [r.id, r.at.getTime()]))
+    const spans = answers.flatMap((a) => {
+      const at = stored.get(a.id)
+      return at === undefined ? [] : [[a.answeredAt - a.sentAt, at - a.sentAt, a.answeredAt - at] as const]
+    })
+    const cell = (i: number) => {
+      const v = spans.map((x) => x[i]!).sort((a, b) => a - b)
+      const q = (p: number) => v[Math.min(v.length - 1, Math.floor(p * v.length))] ?? 0
+      return `${q(0.5)} / ${q(0.99)}`
+    }
+    legLines.push(`| ${concurrency} | ${cell(0)} | ${cell(1)} | ${cell(2)} |`)
+  }
+  await client.end()
+}
 
 // the bare baseline on the same database and the same 500 visitors: the server is stopped, so the two never share the machine
 const bareResults: Array<readonly [number, Awaited<ReturnType<typeof measure<LoadResult>>>]> = []
@@ -163,5 +208,6 @@ for (const [concurrency, r] of results) console.log(costsRow(`inbound, concurren
 for (const [concurrency, r] of bareResults) console.log(costsRow(`bare inbound, concurrency ${concurrency}`, r.costs))
 for (const [concurrency, r] of results.filter(([c]) => c === 16)) console.log(statementsTable(`inbound, concurrency ${concurrency}`, r.costs))
 for (const [concurrency, r] of bareResults.filter(([c]) => c === 16)) console.log(statementsTable(`bare inbound, concurrency ${concurrency}`, r.costs))
+console.log(legLines.join("\n"))
 console.log(fanOut.join("\n"))
 process.exit(0)

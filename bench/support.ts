@@ -307,12 +307,16 @@ export interface LoadResult {
   readonly p99: number
 }
 
-/** `concurrency` loops, each sending the next request as soon as the last answered, for `seconds`. */
+/**
+ * `concurrency` loops, each sending the next request as soon as the last answered, for `seconds`;
+ * `answered` sees each answer with its wall-clock send and answer times (Date.now()).
+ */
 export const load = async (
   concurrency: number,
   seconds: number,
   next: (i: number) => RequestSpec,
-  ok: (status: number) => boolean = (s) => s >= 200 && s < 300
+  ok: (status: number) => boolean = (s) => s >= 200 && s < 300,
+  answered?: (sentAt: number, answeredAt: number, status: number, body: string) => void
 ): Promise<LoadResult> => {
   const latencies: Array<number> = []
   let errors = 0
@@ -323,9 +327,11 @@ export const load = async (
     while (performance.now() < deadline) {
       const spec = next(counter++)
       const t0 = performance.now()
+      const sentAt = Date.now()
       try {
         const r = await send(spec)
         if (!ok(r.status)) errors++
+        answered?.(sentAt, Date.now(), r.status, r.body)
       } catch {
         errors++
       }
@@ -374,11 +380,27 @@ const scrapePoolWait = async (metrics: string | undefined): Promise<PoolWait | u
   return count === 0 && buckets.size === 0 ? undefined : { count, sum, buckets }
 }
 
-/** CPU time every core of the machine spent busy (not idle or waiting for I/O) since boot, ms (/proc/stat, 100 ticks a second). */
+/**
+ * CPU time every core of the machine spent busy (not idle or waiting for I/O) since boot, and the part of
+ * it the kernel spent on its own: interrupts, softirqs (loopback networking) and kernel threads (block I/O,
+ * WAL fsyncs), which a benchmark's own traffic causes. ms (/proc, 100 ticks a second).
+ */
 const machineBusyMs = () => {
   const fields = Fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
   // user nice system idle iowait irq softirq steal
-  return ((fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]! + fields[7]!) * 1000) / 100
+  const busy = fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]! + fields[7]!
+  let kernel = fields[5]! + fields[6]!
+  for (const entry of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = Fs.readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ")
+      // kernel threads: kthreadd (2) and its children
+      if (entry === "2" || stat[1] === "2") kernel += Number(stat[11]) + Number(stat[12])
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { busy: (busy * 1000) / 100, kernel: (kernel * 1000) / 100 }
 }
 
 /** Per-request costs of one scenario, for "where the time goes". */
@@ -390,6 +412,8 @@ export interface Costs {
   readonly clientCpu: number
   /** Cores busy over the scenario with the processes measured (server or bare, Postgres, the load generator). */
   readonly busyCores: number
+  /** Cores the kernel kept busy on its own meanwhile (interrupts, softirqs, kernel threads): mostly the run's own networking and fsyncs. */
+  readonly kernelCores: number
   /** Cores busy with anything else on the machine meanwhile (/proc/stat less the above): other work skews a run. */
   readonly otherCores: number
   readonly transactions: number | undefined
@@ -417,7 +441,9 @@ export const measure = async <A extends { readonly requests: number }>(
   const result = await work()
   const wall = performance.now() - t0
   const client = process.cpuUsage(clientBefore)
-  const machine = machineBusyMs() - machineBefore
+  const machineAfter = machineBusyMs()
+  const machine = machineAfter.busy - machineBefore.busy
+  const kernel = machineAfter.kernel - machineBefore.kernel
   const cpuAfter = procs.map((p) => cpuMs(p.pid))
   const countersAfter = await database.counters()
   const waitAfter = await Promise.all(procs.map((p) => scrapePoolWait(p.metrics)))
@@ -465,7 +491,8 @@ export const measure = async <A extends { readonly requests: number }>(
       postgresCpu,
       clientCpu,
       busyCores: busy / wall,
-      otherCores: Math.max(0, machine - busy) / wall,
+      kernelCores: kernel / wall,
+      otherCores: Math.max(0, machine - busy - kernel) / wall,
       transactions: per((c) => c.transactions),
       statements: per((c) => c.statements),
       topStatements,
@@ -476,10 +503,10 @@ export const measure = async <A extends { readonly requests: number }>(
 }
 
 export const costsHeader =
-  "| scenario | CPU ms per request: server processes | Postgres | load generator | cores busy (other work on the machine) | transactions / req | statements / req | pool checkouts / req, mean wait, share waiting ≥ 1 ms / ≥ 10 ms |\n|---|---|---|---|---|---|---|---|"
+  "| scenario | CPU ms per request: server processes | Postgres | load generator | cores busy (other work on the machine; the kernel's own) | transactions / req | statements / req | pool checkouts / req, mean wait, share waiting ≥ 1 ms / ≥ 10 ms |\n|---|---|---|---|---|---|---|---|"
 
 export const costsRow = (name: string, c: Costs) =>
-  `| ${name} | ${c.cpu.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")} | ${c.postgresCpu === undefined ? "" : c.postgresCpu.toFixed(2)} | ${c.clientCpu.toFixed(2)} | ${c.busyCores.toFixed(2)} (${c.otherCores.toFixed(2)}) | ${
+  `| ${name} | ${c.cpu.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")} | ${c.postgresCpu === undefined ? "" : c.postgresCpu.toFixed(2)} | ${c.clientCpu.toFixed(2)} | ${c.busyCores.toFixed(2)} (${c.otherCores.toFixed(2)}; ${c.kernelCores.toFixed(2)}) | ${
     c.transactions === undefined ? "" : c.transactions.toFixed(2)
   } | ${c.statements === undefined ? "" : c.statements.toFixed(1)} | ${
     c.pool.map(([k, p]) => `${k}: ${p.checkouts.toFixed(2)}, ${p.meanMs.toFixed(2)} ms, ${(p.over1ms * 100).toFixed(0)}% / ${(p.over10ms * 100).toFixed(0)}%`).join("; ")
