@@ -4,11 +4,13 @@
  * like the server). Two routes, each the least the matching server route must do:
  *
  * - `GET /opportunities/{id}`: one SELECT (`select * from opportunities where id = $1`), the row as JSON;
- * - `POST /web-chat/message` (JSON `{contact_id, message}`): the receiver's transaction for a returning
- *   visitor, 4 statements: `begin`; the one statement that finds the visitor's contact, conversation and
+ * - `POST /web-chat/message` (JSON `{contact_id, message}`): the 4-statement transaction of a returning
+ *   visitor's message: `begin`; the one statement that finds the visitor's contact, conversation and
  *   current opportunity (the same SQL as `WebChatRepo.existingThread`); the message insert (the same
- *   columns as `WebChatRepo.insertMessage`, so the counter trigger on `messages` runs); `commit`. No channel
- *   authentication, no realtime event, no hand-over to the conversation's entity.
+ *   columns as `WebChatRepo.insertMessage`, so the triggers on `messages` run); `commit`. No channel
+ *   authentication, no realtime event, no hand-over to the conversation's entity. (The server itself has
+ *   run the read and the insert without `begin` and `commit` since 7800bb1; the baseline stays the
+ *   4-statement transaction the targets are stated against.)
  *
  * Postgres (BARE_DATABASE_URL) through a `pg` Pool of BARE_POOL_SIZE connections (the server's
  * DATABASE_POOL_SIZE); the embedded database (BARE_PGLITE_DIR, the stopped server's data dir) through
