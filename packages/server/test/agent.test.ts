@@ -100,7 +100,8 @@ layer(
 
       const id = yield* say(channel, "dana-1", "How much does the annual plan cost?")
       yield* eventually(Effect.sync(() => events.length >= 1 && receiver.received.length >= 1 ? true : undefined))
-      const replies = yield* assistantMessages(session.conversation_id)
+      // marked sent with the attempt's outcome, once the receiver's answer is read
+      const replies = yield* eventually(Effect.map(assistantMessages(session.conversation_id), (rows) => rows.every((r) => r.status === "sent_to_user") ? rows : undefined))
       expect(replies).toHaveLength(1)
       const reply = replies[0]!
       expect(reply).toMatchObject({ status: "sent_to_user", call_type: "ai", ai_model_id: 1, model: "parley-local", in_reply_to: id })
