@@ -50,6 +50,8 @@ layer(
       expect(first).toMatchObject({ followup_step: 1, stage_id: nurture.id })
       expect(first!.message).toContain("just following up")
       expect(first!.message).toContain("Ask whether they would like to book a demo call.")
+      // the step is counted once the entity's answer reaches the workflow, just after the message is sent
+      yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s?.steps_done === 1 ? s : undefined))
       expect((yield* sequenceOf(opportunityId))).toMatchObject({ status: "running", steps_done: 1 })
 
       // the second interval is two minutes: one minute more is not enough
