@@ -27,6 +27,10 @@ const skipped: Record<string, string> = {
     "the command line, for a user of your own; test/cli.test.ts runs `user create --credits`",
   "README.md: pnpm typecheck                 # tsc, strict with exactOptionalPropertyTypes": "development commands, not requests",
   "docs/benchmarks.md: pnpm bench:rest          # 10 s per scenario; `npx tsx bench/rest.ts 5` for 5 s": "a benchmark run, minutes long",
+  "docs/benchmarks.md: npx tsx bench/rest.ts 10                                          # embedded, one process":
+    "benchmark runs on the embedded database and throwaway Postgres clusters, minutes long",
+  "docs/benchmarks.md: BENCH_PG=throwaway BENCH_TOPOLOGY=split npx tsx bench/handover.ts   # and without BENCH_TOPOLOGY, and without BENCH_PG":
+    "a benchmark run on a throwaway Postgres cluster and several server processes",
   "docs/benchmarks.md: pnpm bench:receiver      # 10 s per row and 5,000 sockets; `npx tsx bench/receiver.ts 5 1000` for less":
     "a benchmark run, minutes long",
   "docs/benchmarks.md: pnpm bench:reply         # 10 s per row, 64 conversations; `npx tsx bench/reply.ts 5 32` for less":
