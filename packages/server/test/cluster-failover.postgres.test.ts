@@ -215,6 +215,24 @@ describe("a cluster on native Postgres", () => {
     const address = `127.0.0.1:${w3.env.RUNNER_PORT}`
     await until("the restarted worker registered", async () => (await runners()).find((r) => r.address === address)?.healthy === true || undefined, 60_000)
     await until("the restarted worker holds shards", async () => [...await lockHolders()].some((pid) => !before.has(pid)) || undefined, 60_000)
+
+    // the receiver answers as soon as the message is stored: the hand-over to an entity on a worker is
+    // not waited for (it would take the debounce window and the turn)
+    const DEBOUNCE_MS = 10_000
+    const slow = await fetch(`http://127.0.0.1:${api.env.PORT}/api/user/pipelines/${credentials.pipeline_id}`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${credentials.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ reply_debounce_ms: DEBOUNCE_MS })
+    })
+    expect(slow.status).toBe(200)
+    const postedAt = Date.now()
+    const probe = await fetch(`http://127.0.0.1:${receiver.env.RECEIVER_PORT}/web-chat/message`, {
+      method: "POST",
+      headers: { authorization: basic, "content-type": "application/json" },
+      body: JSON.stringify({ contact_id: "handover-probe", message: "are you there?" })
+    })
+    expect(probe.status).toBe(200)
+    expect(Date.now() - postedAt).toBeLessThan(DEBOUNCE_MS / 2)
     await webhook.close()
   }, 300_000)
 })

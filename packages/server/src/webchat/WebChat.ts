@@ -24,7 +24,7 @@ import {
   type WebChannel,
   WebChatSession
 } from "@parley/domain"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, FiberSet, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 import { Conversation } from "@parley/worker"
@@ -80,7 +80,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     BoundAddresses.Default,
     Realtime.Default
   ],
-  effect: Effect.gen(function*() {
+  scoped: Effect.gen(function*() {
     const repo = yield* WebChatRepo
     const channelCache = yield* ChannelCache
     const opportunities = yield* OpportunitiesRepo
@@ -91,6 +91,9 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const bound = yield* BoundAddresses
     const conversations = yield* Conversation.client
     const realtime = yield* Realtime
+    // hand-overs run beside the request, not before its answer: a plain cluster message to a remote
+    // runner waits for the entity's reply (the debounce window and the turn); they end with the service
+    const handOvers = yield* FiberSet.make()
 
     /** The receiver's public base: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT. */
     const receiverUrl = Effect.map(bound.receiver, (url) => receiverBaseUrl(config, url))
@@ -336,11 +339,14 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
           message: inbound.message
         })
       }
-      // handed to the conversation's entity (not persisted: the message is committed already, and
-      // should the hand-over fail or its runner die, the hand-over sweep makes it again within seconds;
-      // a turn repeated finds the message handled and never makes a second reply)
-      yield* conversations(String(result.conversationId)).Inbound({ messageId: result.messageId }, { discard: true }).pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("Hand-over to the conversation entity failed; the orphan sweep will retry it", cause))
+      // handed to the conversation's entity without waiting for it (not persisted: the message is
+      // committed already, and should the hand-over fail or its runner die, the hand-over sweep makes it
+      // again within seconds; a turn repeated finds the message handled and never makes a second reply)
+      yield* FiberSet.run(
+        handOvers,
+        conversations(String(result.conversationId)).Inbound({ messageId: result.messageId }, { discard: true }).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("Hand-over to the conversation entity failed; the orphan sweep will retry it", cause))
+        )
       )
       return result.messageId
     })
