@@ -12,27 +12,17 @@
  *
  * The server's binaries come from PARLEY_PG_BIN (default /usr/lib/postgresql/15/bin), as in the test suite.
  */
-import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
-import * as Net from "node:net"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import type PgTypes from "pg"
+import { startCluster } from "../packages/server/test/support/NativePostgres.js"
 
 const root = Path.resolve(import.meta.dirname, "..")
 /** `pg` is a dependency of the server package, not of the repository root. */
 export const pg = createRequire(Path.join(root, "packages/server/package.json"))("pg") as typeof PgTypes
 
-const bin = process.env.PARLEY_PG_BIN ?? "/usr/lib/postgresql/15/bin"
-
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = Net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (server.address() as Net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort } from "../packages/server/test/support/Ports.js"
 
 /** CPU time (user + system) a process has used, in ms (Linux, 100 ticks a second); 0 once it is gone. */
 export const cpuMs = (pid: number) => {
@@ -110,67 +100,27 @@ const readCounters = async (url: string, statements: boolean): Promise<Omit<Coun
   }
 }
 
-/** A native Postgres 15 cluster for this run only; removed by `stop`, or at exit should the run fail. */
+/** A native Postgres 15 cluster for this run only (the suite's, test/support/NativePostgres.ts); removed by `stop`, or at exit should the run fail. */
 const throwaway = async (): Promise<Database> => {
-  if (!Fs.existsSync(Path.join(bin, "postgres"))) {
-    throw new Error(`Native Postgres not found in ${bin}: run \`bash scripts/native-postgres.sh\` (Debian's postgresql-15 and pgvector)`)
-  }
   const durable = process.env.BENCH_PG_DURABLE !== "off"
   const statements = process.env.BENCH_PG_STATEMENTS === "1"
-  const asRoot = process.getuid?.() === 0
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-bench-pg-"))
-  if (asRoot) execFileSync("chown", ["-R", "postgres:postgres", dir])
-  const run = (command: string, args: ReadonlyArray<string>) =>
-    asRoot
-      ? execFileSync("runuser", ["-u", "postgres", "--", Path.join(bin, command), ...args], { stdio: "pipe" })
-      : execFileSync(Path.join(bin, command), args, { stdio: "pipe" })
-  const data = Path.join(dir, "data")
+  const cluster = await startCluster({
+    durable,
+    settings: statements ? ["shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all", "pg_stat_statements.track_planning=on"] : []
+  })
   let stopped = false
   const stopNow = () => {
     if (stopped) return
     stopped = true
-    try {
-      if (Fs.existsSync(Path.join(data, "postmaster.pid"))) run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"])
-    } catch {
-      // not running
-    } finally {
-      Fs.rmSync(dir, { recursive: true, force: true })
-    }
+    cluster.stop()
   }
   // a failed or interrupted run still removes its cluster (support.ts turns SIGINT and SIGTERM into an exit)
   process.on("exit", stopNow)
-  run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
-  const port = await freePort()
-  const options = [
-    `-p ${port}`,
-    "-c listen_addresses=127.0.0.1",
-    `-c unix_socket_directories=${dir}`,
-    // api, receiver and workers each hold a pool (DATABASE_POOL_SIZE, 10 by default) and a few more
-    "-c max_connections=300",
-    ...(durable ? [] : ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]),
-    ...(statements ? ["-c shared_preload_libraries=pg_stat_statements", "-c pg_stat_statements.track=all", "-c pg_stat_statements.track_planning=on"] : [])
-  ].join(" ")
-  try {
-    run("pg_ctl", ["-D", data, "-l", Path.join(dir, "server.log"), "-w", "-t", "60", "-o", options, "start"])
-  } catch (e) {
-    const log = Fs.existsSync(Path.join(dir, "server.log")) ? Fs.readFileSync(Path.join(dir, "server.log"), "utf8") : ""
-    stopNow()
-    throw new Error(`Postgres did not start: ${String(e)}\n${log}`)
-  }
-  const postmaster = Number(Fs.readFileSync(Path.join(data, "postmaster.pid"), "utf8").split("\n")[0])
-  const admin = `postgres://postgres@127.0.0.1:${port}/postgres`
-  const url = `postgres://postgres@127.0.0.1:${port}/parley_bench`
-  const client = new pg.Client({ connectionString: admin })
-  await client.connect()
-  await client.query("create database parley_bench")
-  await client.end()
-  if (statements) {
-    const c = new pg.Client({ connectionString: url })
-    await c.connect()
-    await c.query("create extension pg_stat_statements")
-    await c.end()
-  }
-  const version = run("postgres", ["--version"]).toString().trim()
+  const postmaster = cluster.pid()
+  const url = cluster.url("parley_bench")
+  cluster.psql("postgres", "create database parley_bench")
+  if (statements) cluster.psql("parley_bench", "create extension pg_stat_statements")
+  const version = cluster.version()
   return {
     kind: "native",
     url,

@@ -1,7 +1,8 @@
 /**
  * A throwaway native Postgres 15 cluster for the suite's `postgres` project (vitest.config.ts): initdb in
  * a temp dir, started on a free port of 127.0.0.1 as an unprivileged user (the `postgres` system user when
- * the suite runs as root), trust authentication, durability off (a test database is thrown away). pgvector
+ * the suite runs as root), trust authentication, durability off unless asked (a test database is thrown
+ * away; the benchmarks ask for it, bench/postgres.ts). pgvector
  * must be installed: `bash scripts/native-postgres.sh` (what `.ci/run` does). Missing, the project fails;
  * it never skips.
  */
@@ -24,7 +25,18 @@ const freePort = () =>
     })
   })
 
+export interface ClusterOptions {
+  /** fsync, synchronous_commit and full_page_writes as Postgres's defaults (on); off unless asked (tests) */
+  readonly durable?: boolean
+  /** more `-c name=value` settings */
+  readonly settings?: ReadonlyArray<string>
+}
+
 export interface Cluster {
+  /** The postmaster's pid (its backends are its children). */
+  readonly pid: () => number
+  /** `postgres --version`'s answer. */
+  readonly version: () => string
   /** A connection string for `database` as the superuser `postgres`. */
   readonly url: (database: string) => string
   /** Runs one SQL statement on `database` with psql. */
@@ -35,7 +47,7 @@ export interface Cluster {
   readonly stop: () => void
 }
 
-export const startCluster = async (): Promise<Cluster> => {
+export const startCluster = async (clusterOptions: ClusterOptions = {}): Promise<Cluster> => {
   if (!Fs.existsSync(Path.join(bin, "postgres"))) {
     throw new Error(`Native Postgres not found in ${bin}: run \`bash scripts/native-postgres.sh\` (Debian's postgresql-15 and pgvector from vendor/)`)
   }
@@ -53,10 +65,9 @@ export const startCluster = async (): Promise<Cluster> => {
     `-p ${port}`,
     "-c listen_addresses=127.0.0.1",
     `-c unix_socket_directories=${dir}`,
-    "-c fsync=off",
-    "-c synchronous_commit=off",
-    "-c full_page_writes=off",
-    "-c max_connections=500"
+    ...(clusterOptions.durable === true ? [] : ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]),
+    "-c max_connections=500",
+    ...(clusterOptions.settings ?? []).map((setting) => `-c ${setting}`)
   ].join(" ")
   const startServer = () => {
     try {
@@ -68,6 +79,8 @@ export const startCluster = async (): Promise<Cluster> => {
   }
   startServer()
   return {
+    pid: () => Number(Fs.readFileSync(Path.join(data, "postmaster.pid"), "utf8").split("\n")[0]),
+    version: () => run("postgres", ["--version"]).toString().trim(),
     stopServer: () => void run("pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "120", "stop"]),
     startServer,
     url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
