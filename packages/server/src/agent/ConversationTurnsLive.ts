@@ -113,14 +113,7 @@ export const ConversationTurnsLive = Layer.effect(
         return { _tag: "Ready", context } satisfies Prepared
       }).pipe(Effect.withSpan("ConversationTurns.prepare"))
 
-    const markHandled = (conversationId: string, upTo: string, reason: string) =>
-      sql`
-        update messages set handled_at = now(), handled_reason = ${reason}
-        where conversation_id = ${conversationId} and role = 'user' and handled_at is null
-          and (created_at, id) <= (select created_at, id from messages where id = ${upTo})`.pipe(Effect.asVoid)
-
-    const skip = (conversationId: string, upTo: string, reason: SkipReason) =>
-      markHandled(conversationId, upTo, reason).pipe(Effect.orDie)
+    const skip = (conversationId: string, upTo: string, reason: SkipReason) => repo.markHandled(conversationId, upTo, reason)
 
     const existingReply = repo.replyTo
 

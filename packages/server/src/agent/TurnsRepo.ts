@@ -51,6 +51,15 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    /** The conversation's contact messages not yet handled, up to `upTo` (the turn's newest). */
+    const unhandledUpTo = (conversationId: string, upTo: string | null) =>
+      sql`conversation_id = ${conversationId} and role = 'user' and handled_at is null
+          and (created_at, id) <= (select created_at, id from messages where id = ${upTo})`
+
+    /** Marks a turn's contact messages handled with `reason` (a skip; a reply or failure does it in storeReply). */
+    const markHandled = (conversationId: string, upTo: string, reason: string) =>
+      sql`update messages set handled_at = now(), handled_reason = ${reason} where ${unhandledUpTo(conversationId, upTo)}`
+
     const pendingWork = SqlSchema.single({
       Request: Schema.String,
       Result: PendingWorkRow,
@@ -106,8 +115,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
             from stored where ${r.cost}::numeric > 0 and w.id = stored.workspace_id
           ), handled as (
             update messages set handled_at = now(), handled_reason = ${r.reason}
-            where ${r.upTo}::text is not null and conversation_id = ${r.conversationId} and role = 'user' and handled_at is null
-              and (created_at, id) <= (select created_at, id from messages where id = ${r.upTo})
+            where ${r.upTo}::text is not null and ${unhandledUpTo(r.conversationId, r.upTo)}
           )
           select (select id from stored) as stored_id, (select id from messages where in_reply_to = ${r.inReplyTo}) as existing_id,
                  (select workspace_id from c) as workspace_id`
@@ -232,6 +240,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     })
 
     return {
+      markHandled: (conversationId: string, upTo: string, reason: string) => Effect.orDie(Effect.asVoid(markHandled(conversationId, upTo, reason))),
       orphaned: (graceMs: number) => Effect.orDie(orphaned(graceMs)),
       stageNature: (stageId: number, pipelineId: number) => Effect.orDie(stageNature({ stageId, pipelineId })),
       replyTo: (key: string) => Effect.map(Effect.orDie(replyTo(key)), Option.map((r) => r.id)),

@@ -15,7 +15,7 @@ const socketCodes = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT",
 const isUnavailableSqlState = (code: string) => code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300"
 
 /** node-postgres' own messages for a connection that ended or never came. */
-const pgMessages = [/^Connection terminated/, /timeout exceeded when trying to connect/, /is not queryable/, /^Client was closed/, /Connection terminated unexpectedly/]
+const pgMessages = [/^Connection terminated/, /timeout exceeded when trying to connect/, /is not queryable/, /^Client was closed/]
 
 const isUnavailableError = (error: unknown, depth = 0): boolean => {
   if (depth > 5 || typeof error !== "object" || error === null) return false
