@@ -43,17 +43,16 @@ export const makeTurnDelivery = Effect.gen(function*() {
         : m.kind !== "web" && m.kind !== "widget"
         ? `Sending on ${m.kind} channels is not supported by this server.`
         : null
-      let marked = false
+      // a signed webhook's attempt marks the reply sent itself
+      const viaWebhook = rejection === null && m.callback_url !== null && m.secret_ciphertext !== null && m.client_id !== null
       if (rejection === null) {
         yield* realtime.publish(m.conversation_id, [{ message: m.message ?? "", cost: m.cost, message_id: messageId, role: "assistant", is_manual: false }])
-        if (m.callback_url !== null && m.secret_ciphertext !== null && m.client_id !== null) {
-          // attempt 1 inline (this turn is itself durable: a crash repeats it), the retry as a durable workflow
-          const outcome = yield* attempts.attemptTarget(m, 0, 1, { markSent: true })
-          marked = true
-          if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
-        }
       }
-      if (!marked) {
+      if (viaWebhook) {
+        // attempt 1 inline (this turn is itself durable: a crash repeats it), the retry as a durable workflow
+        const outcome = yield* attempts.attemptTarget(m, 0, 1, { markSent: true })
+        if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
+      } else {
         yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
                    updated_at = now() where id = ${messageId}`
       }
