@@ -19,12 +19,7 @@ const embeddedOnly: Record<string, string> = {
   "docs-examples.test.ts": "runs the docs as written, on the default `parley serve`",
   "listener.test.ts": "no database: a listener between binding and serving",
   "providers.test.ts": "no database: the model providers against fake servers",
-  "*.browser.test.ts": "UI suites in headless Chromium: what they show comes through the API, which the HTTP suites cover on Postgres",
-  // a defect, not a choice: on native Postgres the followup_limit case's sequence stays overdue ("Resuming
-  // an overdue followup sequence" every second) since the reply engine's changes of 2026-11-24; to fix
-  // (issue 21/22 notes). followups.http.test.ts runs on both.
-  "followups.test.ts": "the offset-clock followup sequences: one case stalls on native Postgres (open defect)",
-  "followups-restart.test.ts": "the same followup stall on native Postgres, seen once in CI (open defect)"
+  "*.browser.test.ts": "UI suites in headless Chromium: what they show comes through the API, which the HTTP suites cover on Postgres"
 }
 
 export default defineConfig({

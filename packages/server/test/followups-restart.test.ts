@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { boot, type FileDatabase, FileServerLive, freshDatabase } from "./support/FileServer.js"
-import { assistantMessages, followupSetup, hooks, MINUTE, sequenceOf, stageOf, started } from "./support/Followups.js"
+import { assistantMessages, awaitingInterval, followupSetup, hooks, MINUTE, sequenceOf, stageOf, started } from "./support/Followups.js"
 import { makeOffsetClock } from "./support/OffsetClock.js"
 import { TestServer } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
@@ -31,6 +31,8 @@ describe("followup sequences across restarts", () => {
         const ids = yield* started(setup.channel, "rey-1", receiver.received)
         yield* clock.advance(MINUTE)
         yield* eventually(Effect.map(sequenceOf(ids.opportunityId), (s) => s!.steps_done === 1 ? true : undefined))
+        // down only once the second wait is stored: the restart then finds it overdue
+        yield* awaitingInterval(ids.opportunityId, 2)
         return { ...setup, ...ids }
       }))
       yield* first.close
@@ -40,6 +42,7 @@ describe("followup sequences across restarts", () => {
       const second = yield* boot(FileServer(database))
       yield* second.run(Effect.gen(function*() {
         yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s!.steps_done === 2 ? true : undefined), 20_000)
+        yield* awaitingInterval(opportunityId, 3)
         yield* clock.advance(3 * MINUTE)
         yield* eventually(Effect.map(assistantMessages(conversationId), (rows) =>
           rows.some((r) => r.call_type === "opening" && r.status === "sent_to_user") ? true : undefined), 20_000)

@@ -10,6 +10,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import {
   assistantMessages,
+  awaitingInterval,
   conversationOf,
   followupSetup,
   followupsIn,
@@ -53,6 +54,7 @@ layer(
       // the step is counted once the entity's answer reaches the workflow, just after the message is sent
       yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s?.steps_done === 1 ? s : undefined))
       expect((yield* sequenceOf(opportunityId))).toMatchObject({ status: "running", steps_done: 1 })
+      yield* awaitingInterval(opportunityId, 2)
 
       // the second interval is two minutes: one minute more is not enough
       yield* clock.advance(MINUTE)
@@ -93,6 +95,7 @@ layer(
 
       const answer = yield* say(channel, "lee-2", "Thanks, not right now.")
       yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.length === 3 ? true : undefined))
+      yield* awaitingInterval(opportunityId, 2)
       yield* clock.advance(2 * MINUTE)
       const sequence = yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s?.status === "cancelled" ? s : undefined))
       expect(sequence).toMatchObject({ end_reason: "contact_replied", steps_done: 1, next_due_at: null })
@@ -116,6 +119,7 @@ layer(
       ok(yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "return" }))
       // step 2 comes due without a subscription
       yield* sql`update workspaces set is_subscription_active = false where id = ${owner.workspace_id}`
+      yield* awaitingInterval(opportunityId, 2)
       yield* clock.advance(2 * MINUTE)
       yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => (s?.steps_done ?? 0) >= 2 || undefined))
       expect(yield* followupsIn(conversationId)).toHaveLength(0)
@@ -129,6 +133,7 @@ layer(
       const { conversationId, opportunityId } = yield* started(channel, "lee-3", receiver.received)
       // the three intervals: 1, 2 and 3 minutes, each counted from the end of the one before
       for (const step of [1, 2, 3]) {
+        yield* awaitingInterval(opportunityId, step)
         yield* clock.advance(step * MINUTE)
         yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s!.steps_done === step || s!.status !== "running" ? true : undefined))
       }

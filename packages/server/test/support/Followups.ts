@@ -2,6 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import { expect } from "@effect/vitest"
 import { verifyServiceSignature } from "@parley/domain"
+import { FollowupSequence } from "@parley/worker"
 import { Effect } from "effect"
 import { createPipeline, createStage, ok, post, put } from "./Opportunities.js"
 import { fetchJson, seedUser, TestServer } from "./TestServer.js"
@@ -88,7 +89,22 @@ export const started = (channel: { client_id: string; client_secret: string }, c
     yield* eventually(Effect.sync(() => received.length >= 1 ? true : undefined))
     const sequence = yield* eventually(sequenceOf(opportunityId))
     expect(sequence).toMatchObject({ status: "running", steps_done: 0 })
+    yield* awaitingInterval(opportunityId, 1)
     return { conversationId, opportunityId }
+  })
+
+/**
+ * Waits until the sequence's workflow has stored the wake-up of interval `step` (a durable clock at now +
+ * the interval). The tests move the clock forward only then: moved before, the wake-up would be set an
+ * interval past the moved clock, and the step would not come due (the sequence row counts a step a moment
+ * before the workflow stores its next wait, which a busy machine or native Postgres can stretch).
+ */
+export const awaitingInterval = (opportunityId: number, step: number) =>
+  Effect.gen(function*() {
+    const entry = yield* sql<{ stage_entry_id: number }>`select stage_entry_id from followup_sequences where opportunity_id = ${opportunityId}`
+    const executionId = yield* FollowupSequence.executionId({ entryId: Number(entry[0]!.stage_entry_id) })
+    const messageId = `Workflow/-/DurableClock/${executionId}/run/interval-${step}`
+    yield* eventually(Effect.map(sql`select 1 from cluster_messages where message_id = ${messageId}`, (rows) => rows.length > 0 || undefined))
   })
 
 export const followupsIn = (conversationId: number) =>
