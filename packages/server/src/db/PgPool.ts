@@ -8,6 +8,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Context, Duration, Effect, Layer, Metric, MetricBoundaries, Redacted } from "effect"
 import pg from "pg"
 import { makePgListener } from "./PgListener.js"
+import { prepareStatements } from "./PgPrepared.js"
 import { countStatement } from "./StatementCount.js"
 import { pgTypeParser } from "./PgTypes.js"
 
@@ -79,10 +80,8 @@ const acquirePool = (url: Redacted.Redacted<string>, max: number) =>
         }))
         // an idle connection the server dropped is replaced on the next checkout; without a listener it would crash the process
         pool.on("error", () => {})
-        pool.on("connect", (client) => {
-          const query = client.query.bind(client) as (...args: Array<unknown>) => unknown
-          client.query = ((...args: Array<unknown>) => (countStatement(), query(...args))) as typeof client.query
-        })
+        // statements with parameters run prepared, once per connection and SQL text (PgPrepared.ts)
+        pool.on("connect", (client) => prepareStatements(client, countStatement))
         try {
           await pool.query("select 1")
         } catch (cause) {
