@@ -10,6 +10,7 @@
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { statementCount } from "./statements.js"
 import { cpuMs, describe, send, serverProcs, setup, startServer } from "./support.js"
 
 const total = Number(process.argv[2] ?? 100_000)
@@ -46,15 +47,7 @@ try {
     const r = await send({ method: "PUT", url: `${server.api}${path}`, headers: bearer, body: JSON.stringify(body) })
     if (r.status !== 200) throw new Error(`PUT ${path}: ${r.status} ${r.body}`)
   }
-  // every server process's statements (each serves /metrics on a port of its own)
-  const statements = async () => {
-    let sum = 0
-    for (const p of server.processes) {
-      const r = await send({ method: "GET", url: p.metrics! })
-      sum += Number(/^parley_db_statements_total(?:\{[^}]*\})? (\d+)/m.exec(r.body)?.[1] ?? NaN)
-    }
-    return sum
-  }
+  const statements = () => statementCount(server)
   const exchange = async (contactId: string, text: string) => {
     const replied = new Promise<void>((resolve, reject) => {
       waiting.set(contactId, resolve)

@@ -16,6 +16,7 @@
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { verifyServiceSignature } from "../packages/domain/src/Webhooks.js"
+import { statementCount } from "./statements.js"
 import { costsHeader, costsRow, measure, send, serverProcs, setup, startServer, statementsTable } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
@@ -154,20 +155,21 @@ try {
 
   const results = []
   for (const concurrency of [1, 16]) {
+    const before = await statementCount(server)
     const { result, costs } = await measure(s.database, serverProcs(server), () => run(concurrency))
-    results.push({ ...result, costs })
+    results.push({ ...result, costs, statements: (await statementCount(server)) - before })
   }
 
   console.log(`\nReply end to end on ${server.label}; local model, reply_debounce_ms 0, ${seconds} s per row, ${conversationCount} conversations, node ${process.version}\n`)
-  console.log("| concurrency | replies | replies/s | p50 ms | p99 ms | max ms | server CPU per reply |")
-  console.log("|---|---|---|---|---|---|---|")
-  for (const { concurrency, samples, elapsed, costs } of results) {
+  console.log("| concurrency | replies | replies/s | p50 ms | p99 ms | max ms | server CPU per reply | statements per reply |")
+  console.log("|---|---|---|---|---|---|---|---|")
+  for (const { concurrency, samples, elapsed, costs, statements } of results) {
     const total = sortedBy(samples.map((s) => s.webhookAt - s.sentAt))
     const cpu = costs.cpu.reduce((sum, [, v]) => sum + v, 0)
     console.log(
       `| ${concurrency} | ${samples.length} | ${(samples.length / elapsed).toFixed(1)} | ${quantile(total, 0.5)} | ${quantile(total, 0.99)} | ${total.at(-1)} | ${cpu.toFixed(1)} ms${
         costs.postgresCpu === undefined ? "" : ` (+ Postgres ${costs.postgresCpu.toFixed(1)} ms)`
-      } |`
+      } | ${(statements / samples.length).toFixed(1)} |`
     )
   }
   console.log("\nWhere the time goes (p50 / p99 ms of each leg; stored timestamps from the server, same clock):\n")
