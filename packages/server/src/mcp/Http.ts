@@ -1,7 +1,7 @@
 /**
  * `/mcp` (SPEC.md 4.5, 5.3): Streamable HTTP, stateless, JSON responses. In front of the SDK transport:
- * the Origin allowlist (DNS-rebinding protection), the bearer token with scope `mcp:use`, and the
- * request's actor and backend for the tools.
+ * the Origin allowlist (DNS-rebinding protection), the bearer token with scope `mcp:use`, the JSON-RPC
+ * body checks of JsonRpc.ts, and the request's actor and backend for the tools.
  */
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { CurrentActor, missingScopeMessage } from "@parley/domain"
@@ -9,17 +9,28 @@ import { handleMcpRequest, McpBackend } from "@parley/mcp"
 import { Effect, Option, Redacted } from "effect"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { Identity } from "../identity/Identity.js"
+import { batchAnswer, inspectBody, type RpcError } from "./JsonRpc.js"
 import { makeMcpBackend } from "./McpBackendLive.js"
 
 const MCP_SCOPE = "mcp:use" as const
 
 const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127(?:\.\d{1,3}){3}|\[::1\])(:\d{1,5})?$/i
 
+const rpcErrorResponse = (status: number, error: RpcError, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(error, { status, headers })
+
 /** A JSON-RPC error outside any exchange (`id: null`), as the SDK transport answers its own refusals. */
 const rpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers })
+  rpcErrorResponse(status, { jsonrpc: "2.0", error: { code, message }, id: null }, headers)
 
 const methodNotAllowed = rpcError(405, -32000, "Method not allowed.", { allow: "POST, DELETE" })
+
+/** The request with the body already read (or a batch's valid members), its length left to the new body. */
+const withBody = (web: Request, body: string) => {
+  const headers = new Headers(web.headers)
+  headers.delete("content-length")
+  return new Request(web.url, { method: web.method, headers, body })
+}
 
 const bearerOf = (authorization: string | undefined) => {
   const match = authorization === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(authorization)
@@ -79,13 +90,27 @@ const serve = (request: HttpServerRequest.HttpServerRequest, config: AppConfig) 
     if (!actor.scopes.includes(MCP_SCOPE)) return forbidden(missingScopeMessage(MCP_SCOPE), MCP_SCOPE)
 
     const backend = yield* makeMcpBackend
-    const webRequest = yield* HttpServerRequest.toWeb(request)
-    const response = yield* handleMcpRequest(webRequest).pipe(
-      Effect.provideService(McpBackend, backend),
-      Effect.provideService(CurrentActor, actor),
-      Effect.annotateLogs({ mcp_token: actor.tokenId })
-    )
-    return HttpServerResponse.fromWeb(response)
+    const web = yield* HttpServerRequest.toWeb(request)
+    const exchange = (body?: string) =>
+      handleMcpRequest(body === undefined ? web : withBody(web, body)).pipe(
+        Effect.provideService(McpBackend, backend),
+        Effect.provideService(CurrentActor, actor),
+        Effect.annotateLogs({ mcp_token: actor.tokenId })
+      )
+    if (request.method === "DELETE") return HttpServerResponse.fromWeb(yield* exchange())
+
+    const text = yield* request.text
+    const inspected = inspectBody(text, request.headers["mcp-protocol-version"])
+    switch (inspected._tag) {
+      case "Single":
+        return HttpServerResponse.fromWeb(yield* exchange(text))
+      case "Invalid":
+        return rpcErrorResponse(400, inspected.error)
+      case "Batch": {
+        const answer = inspected.valid.length === 0 ? undefined : yield* exchange(JSON.stringify(inspected.valid))
+        return HttpServerResponse.fromWeb(yield* Effect.promise(() => batchAnswer(answer, inspected.errors)))
+      }
+    }
   }).pipe(
     Effect.catchTag("RequestError", () => Effect.succeed(rpcError(400, -32700, "Parse error: the request body could not be read.")))
   )
