@@ -5,7 +5,7 @@
  * indicators (RFC 8707) and revocation (RFC 7009); the tokens on `/mcp` and on REST.
  */
 import { expect, layer } from "@effect/vitest"
-import { auth, extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js"
+import { auth, extractWWWAuthenticateParams, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { OAuthClientMetadata } from "@modelcontextprotocol/sdk/shared/auth.js"
@@ -15,12 +15,14 @@ import { Effect } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import * as Http from "node:http"
 import { sha256Hex } from "../src/identity/Secrets.js"
+import { McpScopes } from "../src/mcp/Scopes.js"
 import { sqlRows } from "./support/Opportunities.js"
-import { MemoryOAuthProvider, ScriptedBrowser } from "./support/ScriptedBrowser.js"
+import { MemoryOAuthProvider, ScriptedBrowser, tickedBoxes } from "./support/ScriptedBrowser.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { textOf } from "./support/McpClient.js"
 
 const REDIRECT = "http://127.0.0.1:53682/callback"
+const ADVERTISED = McpScopes.join(" ")
 const PASSWORD = "correct horse battery"
 
 const metadata = (overrides: Partial<OAuthClientMetadata> = {}): OAuthClientMetadata => ({
@@ -76,7 +78,7 @@ const connectWithOAuth = (options: {
     const provider = new MemoryOAuthProvider(REDIRECT, options.clientMetadata ?? metadata(), async (url) => {
       consent = await browser.authorize(url, { email: options.user.email, password: PASSWORD }, {
         decision: options.decision ?? "approve",
-        grant: options.grant ?? []
+        ...(options.grant !== undefined ? { grant: options.grant } : {})
       })
     })
     const serverUrl = new URL(`${baseUrl}/mcp`)
@@ -136,8 +138,9 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const { baseUrl } = yield* TestServer
       const unauthorized = yield* fetchJson(`${baseUrl}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
       expect(unauthorized.status).toBe(401)
+      // RFC 6750 3.1: no credentials, no error code; the scopes a client should ask for
       expect(unauthorized.headers.get("www-authenticate")).toBe(
-        `Bearer error="invalid_token", resource_metadata="${baseUrl}/.well-known/oauth-protected-resource/mcp"`
+        `Bearer resource_metadata="${baseUrl}/.well-known/oauth-protected-resource/mcp", scope="${McpScopes.join(" ")}"`
       )
       for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
         const resource = yield* fetchJson(`${baseUrl}${path}`)
@@ -145,7 +148,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         expect(resource.body).toMatchObject({
           resource: `${baseUrl}/mcp`,
           authorization_servers: [baseUrl],
-          scopes_supported: [...Scopes],
+          scopes_supported: [...McpScopes],
           bearer_methods_supported: ["header"]
         })
       }
@@ -164,6 +167,106 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       })
       expect(server.body.token_endpoint_auth_methods_supported).toEqual(expect.arrayContaining(["none", "client_secret_post"]))
       expect(server.headers.get("access-control-allow-origin")).toBe("*")
+    }))
+
+  it.effect("the 401 has an error code only for a bad token (RFC 6750 3.1), and always the scopes to ask for", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const resourceMetadata = `resource_metadata="${baseUrl}/.well-known/oauth-protected-resource/mcp"`
+      // mcp:use and the scopes of the tools that need more, none of the REST-only ones
+      expect(McpScopes[0]).toBe("mcp:use")
+      expect([...McpScopes].sort()).toEqual([
+        "conversations:read",
+        "conversations:write",
+        "knowledge:read",
+        "knowledge:write",
+        "mcp:use",
+        "opportunities:read",
+        "opportunities:write",
+        ...McpScopes.filter((s) => s.startsWith("pipelines:"))
+      ].sort())
+      const challengeFor = (authorization?: string) =>
+        Effect.map(
+          fetchJson(`${baseUrl}/mcp`, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...(authorization !== undefined ? { authorization } : {}) },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
+          }),
+          (r) => ({ status: r.status, challenge: r.headers.get("www-authenticate") })
+        )
+      const noCredentials = `Bearer ${resourceMetadata}, scope="${ADVERTISED}"`
+      expect(yield* challengeFor()).toEqual({ status: 401, challenge: noCredentials })
+      // another scheme is no bearer credentials either
+      expect(yield* challengeFor(`Basic ${Buffer.from("a:b").toString("base64")}`)).toEqual({ status: 401, challenge: noCredentials })
+      const invalid = `Bearer error="invalid_token", ${resourceMetadata}, scope="${ADVERTISED}"`
+      for (const authorization of ["Bearer pat_not-a-real-token", "Bearer oat_unknown", "Bearer", "Bearer two parts"]) {
+        expect(yield* challengeFor(authorization), authorization).toEqual({ status: 401, challenge: invalid })
+      }
+    }))
+
+  it.scoped("out of the box, the SDK client asks for the scopes the 401 names, the consent page pre-selects them, and every tool passes its scope check", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const user = yield* seedUser()
+      const browser = new ScriptedBrowser(baseUrl)
+      let consent: Awaited<ReturnType<ScriptedBrowser["authorize"]>> | undefined
+      // the user only clicks Allow
+      const provider = new MemoryOAuthProvider(REDIRECT, metadata(), async (url) => {
+        consent = await browser.authorize(url, { email: user.email, password: PASSWORD }, { decision: "approve" })
+      })
+      const serverUrl = new URL(`${baseUrl}/mcp`)
+      const transport = new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })
+      const refused = yield* Effect.promise(() =>
+        new Client({ name: "parley-oauth-test", version: "1.0.0" }).connect(transport).then(() => undefined, (e: unknown) => e)
+      )
+      expect(refused).toBeInstanceOf(UnauthorizedError)
+      expect(provider.authorizationUrls).toHaveLength(1)
+      expect(provider.authorizationUrls[0]!.searchParams.get("scope")).toBe(ADVERTISED)
+      const page = consent!.consentPage.html
+      for (const scope of McpScopes.filter((s) => s !== "mcp:use")) {
+        expect(page).toMatch(new RegExp(`name="grant" value="${scope}" checked>`))
+      }
+      yield* Effect.promise(() => transport.finishAuth(consent!.redirect.searchParams.get("code")!))
+      expect(provider.saved!.scope).toBe(ADVERTISED)
+
+      const client = yield* mcpClient(serverUrl, provider)
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      expect(tools.length).toBeGreaterThanOrEqual(33)
+      for (const tool of tools) {
+        // empty arguments: the scope is checked before them, so a missing one would show here
+        const result = (yield* Effect.promise(() => client.callTool({ name: tool.name, arguments: {} }))) as CallToolResult
+        expect(textOf(result), tool.name).not.toContain("Missing required scope")
+        expect((result.structuredContent as { error?: string } | undefined)?.error, tool.name).not.toBe("Forbidden")
+      }
+    }))
+
+  it.scoped("the consent page pre-selects what the client asked for; what the user unticks is not granted", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const user = yield* seedUser()
+      const flow = yield* connectWithOAuth({ user, grant: ["knowledge:read"] })
+      const asked = ["mcp:use", "knowledge:read", "knowledge:write", "openid"]
+      const url = new URL(flow.provider.authorizationUrls[0]!)
+      url.searchParams.set("scope", asked.join(" "))
+      const page = yield* Effect.promise(() => flow.browser.open(url.toString()))
+      expect(page.status).toBe(200)
+      // exactly the known scopes asked for, ticked; mcp:use always, not a choice
+      expect(tickedBoxes(page.html, "/authorize", "grant")).toEqual(["knowledge:read", "knowledge:write"])
+      expect(page.html).toContain(`id="scope-mcp" checked disabled`)
+      expect(page.html).not.toContain(`value="opportunities:read"`)
+      expect(page.html).not.toContain(`id="scope-openid"`)
+      // the user unticked knowledge:write
+      const { redirect } = yield* Effect.promise(() =>
+        flow.browser.authorize(url, { email: user.email, password: PASSWORD }, { decision: "approve", grant: ["knowledge:read"] })
+      )
+      const tokens = yield* finish({ ...flow, consent: { ...flow.consent, redirect } })
+      expect(tokens.scope).toBe("mcp:use knowledge:read")
+      expect(yield* restStatus(baseUrl, tokens.access_token, "/api/user/knowledge-tables")).toBe(200)
+      const client = yield* mcpClient(flow.serverUrl, flow.provider)
+      const refused = (yield* Effect.promise(() =>
+        client.callTool({ name: "delete_knowledge_points", arguments: { knowledge_table_id: 1, ids: ["x"] } })
+      )) as CallToolResult
+      expect(textOf(refused)).toBe("Missing required scope: knowledge:write")
     }))
 
   it.scoped("an MCP client that knows only /mcp signs in through the browser, consents, and lists and calls tools", () =>
@@ -196,7 +299,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       expect(tools.map((t) => t.name)).toContain("list_pipelines")
       const pipelines = (yield* Effect.promise(() => client.callTool({ name: "list_pipelines", arguments: {} }))) as CallToolResult
       expect(pipelines.isError ?? false).toBe(false)
-      expect(pipelines.structuredContent).toEqual({ pipelines: [] })
+      expect(pipelines.structuredContent).toMatchObject({ pipelines: [] })
       const contacts = (yield* Effect.promise(() => client.callTool({ name: "list_contacts", arguments: {} }))) as CallToolResult
       expect(contacts.isError ?? false).toBe(false)
       const search = (yield* Effect.promise(() =>
@@ -222,14 +325,14 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const user = yield* seedUser()
       const flow = yield* connectWithOAuth({ user })
       const first = yield* finish(flow)
-      expect(first.scope).toBe("mcp:use")
+      expect(first.scope).toBe(ADVERTISED)
 
       const refreshed = yield* Effect.promise(() => auth(flow.provider, { serverUrl: flow.serverUrl, resourceMetadataUrl: flow.resourceMetadataUrl }))
       expect(refreshed).toBe("AUTHORIZED")
       const second = flow.provider.saved!
       expect(second.access_token).not.toBe(first.access_token)
       expect(second.refresh_token).not.toBe(first.refresh_token)
-      expect(second.scope).toBe("mcp:use")
+      expect(second.scope).toBe(ADVERTISED)
       expect(yield* mcpStatus(baseUrl, second.access_token)).toBe(200)
 
       const replay = yield* form(baseUrl, "/token", {
@@ -352,7 +455,8 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const good = yield* exchange(verifier)
       expect(good.status).toBe(200)
       expect(good.headers.get("cache-control")).toBe("no-store")
-      expect(good.body).toMatchObject({ token_type: "Bearer", scope: "mcp:use" })
+      // no scope asked: the server's default, the MCP tools' scopes, pre-selected on the consent page
+      expect(good.body).toMatchObject({ token_type: "Bearer", scope: ADVERTISED })
       expect(yield* mcpStatus(baseUrl, good.body.access_token)).toBe(200)
 
       const reused = yield* exchange(verifier)

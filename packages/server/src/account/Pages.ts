@@ -126,11 +126,11 @@ export const consentPage = (request: AuthorizeRequest, session: Session) => {
     <div><input type="checkbox" id="scope-mcp" checked disabled> <label for="scope-mcp"><code>mcp:use</code>: ${escape(SCOPE_TEXT["mcp:use"])}</label></div>
     ${
       extras.map((s) =>
-        `<div><input type="checkbox" id="scope-${escape(s)}" name="grant" value="${escape(s)}"> <label for="scope-${escape(s)}"><code>${escape(s)}</code>: ${escape(SCOPE_TEXT[s])}</label></div>`
+        `<div><input type="checkbox" id="scope-${escape(s)}" name="grant" value="${escape(s)}" checked> <label for="scope-${escape(s)}"><code>${escape(s)}</code>: ${escape(SCOPE_TEXT[s])}</label></div>`
       ).join("\n    ")
     }
   </fieldset>
-  ${extras.length > 0 ? "<p>Tick the extra permissions you want to give; unticked ones are not granted.</p>" : ""}
+  ${extras.length > 0 ? "<p>These are the permissions the application asked for. Untick any you do not want to give; unticked ones are not granted.</p>" : ""}
   <button type="submit" name="decision" value="approve">Allow</button>
   <button type="submit" name="decision" value="deny">Deny</button>
 </form>`,

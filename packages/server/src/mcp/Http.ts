@@ -1,7 +1,8 @@
 /**
  * `/mcp` (SPEC.md 4.5, 5.3): Streamable HTTP, stateless, JSON responses. In front of the SDK transport:
- * the Origin allowlist (DNS-rebinding protection), the bearer token with scope `mcp:use`, the JSON-RPC
- * body checks of JsonRpc.ts, and the request's actor and backend for the tools.
+ * the Origin allowlist (DNS-rebinding protection), the bearer token with scope `mcp:use` (the challenge
+ * names the scopes to ask for), the JSON-RPC body checks of JsonRpc.ts, and the request's actor and
+ * backend for the tools.
  */
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { CurrentActor, missingScopeMessage } from "@parley/domain"
@@ -11,8 +12,7 @@ import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { Identity } from "../identity/Identity.js"
 import { batchAnswer, inspectBody, type RpcError } from "./JsonRpc.js"
 import { makeMcpBackend } from "./McpBackendLive.js"
-
-const MCP_SCOPE = "mcp:use" as const
+import { MCP_SCOPE, McpScopes } from "./Scopes.js"
 
 const LOOPBACK_ORIGIN = /^https?:\/\/(localhost|127(?:\.\d{1,3}){3}|\[::1\])(:\d{1,5})?$/i
 
@@ -32,10 +32,18 @@ const withBody = (web: Request, body: string) => {
   return new Request(web.url, { method: web.method, headers, body })
 }
 
-const bearerOf = (authorization: string | undefined) => {
-  const match = authorization === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(authorization)
+/** No credentials at all (no header, or another scheme than Bearer); else the token, or none if malformed. */
+const credentialsOf = (authorization: string | undefined) => {
+  if (authorization === undefined || !/^Bearer(\s|$)/i.test(authorization)) return undefined
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
   return match === null ? Option.none() : Option.some(Redacted.make(match[1]!))
 }
+
+/** RFC 6750 3: `Bearer` and its parameters, quoted. */
+const challenge = (params: ReadonlyArray<readonly [string, string | undefined]>) =>
+  `Bearer ${params.flatMap(([name, value]) => (value === undefined ? [] : [`${name}="${value}"`])).join(", ")}`
+
+const ADVERTISED_SCOPES = McpScopes.join(" ")
 
 /** An allowed browser origin may read the answers (and the auth challenge) of a direct connection. */
 const corsHeaders = (origin: string) => ({
@@ -71,20 +79,24 @@ const serve = (request: HttpServerRequest.HttpServerRequest, config: AppConfig) 
     if (request.method !== "POST" && request.method !== "DELETE") return methodNotAllowed
 
     const metadata = `${publicBaseUrl(config, request.headers)}/.well-known/oauth-protected-resource/mcp`
-    const unauthorized = (message: string) =>
-      rpcError(401, -32001, message, { "www-authenticate": `Bearer error="invalid_token", resource_metadata="${metadata}"` })
+    // RFC 6750 3.1: a request without credentials gets no error code; every 401 names the scopes to ask for
+    const unauthorized = (message: string, error?: "invalid_token") =>
+      rpcError(401, -32001, message, {
+        "www-authenticate": challenge([["error", error], ["resource_metadata", metadata], ["scope", ADVERTISED_SCOPES]])
+      })
     const forbidden = (message: string, scope?: string) =>
       rpcError(403, -32003, message, {
-        "www-authenticate": `Bearer error="insufficient_scope"${scope === undefined ? "" : `, scope="${scope}"`}, resource_metadata="${metadata}"`
+        "www-authenticate": challenge([["error", "insufficient_scope"], ["scope", scope], ["resource_metadata", metadata]])
       })
 
-    const token = bearerOf(request.headers["authorization"])
-    if (Option.isNone(token)) return unauthorized("Unauthenticated.")
+    const token = credentialsOf(request.headers["authorization"])
+    if (token === undefined) return unauthorized("Unauthenticated.")
+    if (Option.isNone(token)) return unauthorized("Malformed bearer token.", "invalid_token")
     const identity = yield* Identity
     const authenticated = yield* Effect.either(identity.authenticate(token.value))
     if (authenticated._tag === "Left") {
       const failure = authenticated.left
-      return failure._tag === "Unauthorized" ? unauthorized(failure.message) : forbidden(failure.message)
+      return failure._tag === "Unauthorized" ? unauthorized(failure.message, "invalid_token") : forbidden(failure.message)
     }
     const actor = authenticated.right
     if (!actor.scopes.includes(MCP_SCOPE)) return forbidden(missingScopeMessage(MCP_SCOPE), MCP_SCOPE)

@@ -17,6 +17,7 @@ import { createHash, timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config/AppConfig.js"
 import { Identity } from "../identity/Identity.js"
 import { randomBase62, sha256Hex } from "../identity/Secrets.js"
+import { MCP_SCOPE, McpScopes } from "../mcp/Scopes.js"
 import { type ClientRow, OAuthRepo } from "./OAuthRepo.js"
 import { makeRateLimiter } from "./RateLimiter.js"
 
@@ -46,13 +47,12 @@ export interface AuthorizeRequest {
   readonly codeChallenge: string
   readonly state: string | undefined
   readonly resource: string | undefined
-  /** What the client asked for that this server knows, `mcp:use` first and always. */
+  /** What the client asked for that this server knows (`McpScopes` when it named none), `mcp:use` first and always. */
   readonly scopes: ReadonlyArray<Scope>
   /** The request's own parameters, to carry through the consent form. */
   readonly params: Readonly<Record<string, string>>
 }
 
-export const MCP_SCOPE: Scope = "mcp:use"
 const CODE_TTL_MS = 5 * 60_000
 const PKCE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/
 const PKCE_CHALLENGE = /^[A-Za-z0-9\-_]{43}$/
@@ -99,10 +99,14 @@ const redirectUriRegistered = (client: ClientRow, requested: string) => {
   )
 }
 
-/** Known scopes of a space-separated list, `mcp:use` always first (it is what the grant is for). */
+/**
+ * Known scopes of a space-separated list, `mcp:use` always first (it is what the grant is for). No list
+ * at all asks for the scopes the MCP tools need (RFC 6749 3.3: the server's default).
+ */
 export const requestedScopes = (scope: string | undefined | null): ReadonlyArray<Scope> => {
   const asked = new Set((scope ?? "").split(/\s+/).filter((s) => s.length > 0))
-  return [MCP_SCOPE, ...Scopes.filter((s) => s !== MCP_SCOPE && asked.has(s))]
+  const known = asked.size === 0 ? McpScopes : Scopes.filter((s) => asked.has(s))
+  return [MCP_SCOPE, ...known.filter((s) => s !== MCP_SCOPE)]
 }
 
 const basicCredentials = (authorization: string | undefined) => {
@@ -139,7 +143,8 @@ export class OAuth extends Effect.Service<OAuth>()("@parley/server/OAuth", {
     const protectedResource = (issuer: string): ProtectedResourceMetadata => ({
       resource: `${issuer}/mcp`,
       authorization_servers: [issuer],
-      scopes_supported: [...Scopes],
+      // what a client should ask for (MCP 2025-11-25 scope selection): every tool works with these
+      scopes_supported: [...McpScopes],
       bearer_methods_supported: ["header"],
       resource_name: "Parley MCP server"
     })

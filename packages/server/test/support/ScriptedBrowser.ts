@@ -16,16 +16,28 @@ export interface Page {
 const unescape = (s: string) =>
   s.replace(/&quot;/g, "\"").replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&")
 
-/** The hidden inputs of the first form posting to `action`. */
-export const hiddenFields = (html: string, action: string) => {
+/** The inside of the first form posting to `action`. */
+const formOf = (html: string, action: string) => {
   const form = new RegExp(`<form[^>]*action="${action.replace(/[/?]/g, "\\$&")}"[^>]*>([\\s\\S]*?)</form>`).exec(html)
   if (form === null) throw new Error(`no form posting to ${action} in:\n${html}`)
+  return form[1]!
+}
+
+/** The hidden inputs of the first form posting to `action`. */
+export const hiddenFields = (html: string, action: string) => {
   const fields: Record<string, string> = {}
-  for (const input of form[1]!.matchAll(/<input type="hidden" name="([^"]*)" value="([^"]*)">/g)) {
+  for (const input of formOf(html, action).matchAll(/<input type="hidden" name="([^"]*)" value="([^"]*)">/g)) {
     fields[unescape(input[1]!)] = unescape(input[2]!)
   }
   return fields
 }
+
+/** The values of the ticked checkboxes named `name` in the first form posting to `action`, as a browser submits them. */
+export const tickedBoxes = (html: string, action: string, name: string) =>
+  [...formOf(html, action).matchAll(/<input type="checkbox"([^>]*)>/g)]
+    .map((input) => input[1]!)
+    .filter((attributes) => attributes.includes(` name="${name}"`) && /\schecked(\s|$)/.test(attributes) && !/\sdisabled(\s|$)/.test(attributes))
+    .map((attributes) => unescape(/ value="([^"]*)"/.exec(attributes)![1]!))
 
 export class ScriptedBrowser {
   readonly cookies = new Map<string, string>()
@@ -75,7 +87,10 @@ export class ScriptedBrowser {
     return { url: current, status: response.status, html: await response.text(), headers: response.headers }
   }
 
-  /** From any page of the flow: sign in when asked, then answer the consent page. */
+  /**
+   * From any page of the flow: sign in when asked, then answer the consent page: with `grant`, the
+   * scope boxes ticked are exactly those; without, they are left as the page pre-selects them.
+   */
   async authorize(
     authorizationUrl: URL | string,
     user: { readonly email: string; readonly password: string },
@@ -91,7 +106,8 @@ export class ScriptedBrowser {
       throw new Error(`expected the consent page, got ${page.status} at ${page.url}:\n${page.html}`)
     }
     const consentPage = page
-    await this.open("/authorize", { ...hiddenFields(page.html, "/authorize"), decision: consent.decision, grant: consent.grant ?? [] })
+    const grant = consent.grant ?? tickedBoxes(page.html, "/authorize", "grant")
+    await this.open("/authorize", { ...hiddenFields(page.html, "/authorize"), decision: consent.decision, grant })
     if (this.leftTo === undefined) throw new Error("the consent did not redirect to the client")
     return { consentPage, redirect: this.leftTo }
   }
