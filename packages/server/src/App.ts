@@ -23,6 +23,8 @@ import { Knowledge } from "./knowledge/Knowledge.js"
 import { Conversations } from "./conversations/Conversations.js"
 import { Handoff } from "./handoff/Handoff.js"
 import { EventWebhooks } from "./webhooks/EventWebhooks.js"
+import { EvalCases } from "./evals/EvalCases.js"
+import { EvalRuns } from "./evals/EvalRuns.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Messages } from "./messages/Messages.js"
@@ -64,7 +66,9 @@ const Services = Layer.mergeAll(
   Automation.Default,
   OAuth.Default,
   Sessions.Default,
-  Members.Default
+  Members.Default,
+  EvalCases.Default,
+  EvalRuns.Default
 )
 
 /**

@@ -6,6 +6,7 @@ import { AutomationApi } from "./AutomationApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
 import { FollowupsApi } from "./FollowupsApi.js"
 import { ConversationsApi } from "./ConversationsApi.js"
+import { EvalsApi } from "./EvalsApi.js"
 import { EventWebhooksApi } from "./EventWebhooksApi.js"
 import { ContactsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
 import { MessagesApi } from "./MessagesApi.js"
@@ -33,6 +34,7 @@ const BaseApi = HttpApi.make("parley")
   .add(KnowledgeApi)
   .add(FollowupsApi)
   .add(AutomationApi)
+  .add(EvalsApi)
   .addError(MalformedBodyResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")

@@ -217,7 +217,7 @@ export const ActionRunsLive = Layer.effect(
           const [fired] = yield* sql<{ n: number }>`
             select count(*)::int as n from action_runs
             where action_id = ${run.action_id} and opportunity_id = ${run.opportunity_id} and id <> ${runId}
-              and status in ('sending', 'succeeded', 'failed')`
+              and status in ('sending', 'succeeded', 'failed', 'recorded')`
           if (fired!.n >= run.max_fires) {
             return yield* skip(runId, `max_fires reached: the action already fired ${fired!.n} of ${run.max_fires} times for this opportunity.`)
           }
@@ -271,8 +271,18 @@ export const ActionRunsLive = Layer.effect(
           request_url: string
           request_headers: Record<string, string>
           request_body: string | null
-        }>`select status, request_method, request_url, request_headers, request_body from action_runs where id = ${runId}`
+          is_eval: boolean
+        }>`select r.status, r.request_method, r.request_url, r.request_headers, r.request_body,
+                  (exists (select 1 from conversations c where c.id = r.conversation_id and c.is_eval)
+                   or exists (select 1 from opportunities o where o.id = r.opportunity_id and o.is_eval)) as is_eval
+           from action_runs r where r.id = ${runId}`
         if (!run || run.status !== "sending") return new ActionAttemptOutcome({ done: true, retryable: false })
+        // an eval's conversation (docs/evals.md): the rendered request is the record; nothing is sent
+        if (run.is_eval) {
+          yield* sql`update action_runs set status = 'recorded', reason = 'Recorded by an eval run: not sent.', finished_at = now(),
+                     updated_at = now() where id = ${runId}`
+          return new ActionAttemptOutcome({ done: true, retryable: false })
+        }
         const done = yield* sql<{ status_code: number | null }>`
           select status_code from action_attempts where run_id = ${runId} and attempt = ${attempt}`
         // recorded before a restart: the attempt is not made twice

@@ -134,7 +134,7 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
                  r.trigger, r.status, r.reason, r.request_method, r.request_url, r.request_headers, r.request_body,
                  r.response_status, left(r.response_body, 1000) as response_excerpt, r.created_at, r.finished_at
           from action_runs r join actions a on a.id = r.action_id
-          where r.pipeline_id = ${pipelineId}
+          where r.pipeline_id = ${pipelineId} and r.status <> 'recorded'
             ${query.opportunity_id === undefined ? sql`` : sql`and r.opportunity_id = ${query.opportunity_id}`}
             ${query.conversation_id === undefined ? sql`` : sql`and r.conversation_id = ${query.conversation_id}`}
             ${query.action_id === undefined ? sql`` : sql`and r.action_id = ${query.action_id}`}

@@ -30,12 +30,17 @@ export const makeTurnDelivery = Effect.gen(function*() {
    */
   const deliver = (messageId: string) =>
     Effect.gen(function*() {
-      const rows = yield* sql<ReplyTarget & { conversation_id: number; cost: number; kind: string | null; is_active: boolean | null }>`
+      const rows = yield* sql<
+        ReplyTarget & { conversation_id: number; cost: number; kind: string | null; is_active: boolean | null; is_eval: boolean }
+      >`
         select m.id, m.conversation_id, m.workspace_id, m.channel_id, m.message, m.external_chat_id as contact_key, m.is_manual,
-               m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url, ch.client_id, ch.secret_ciphertext
+               m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url, ch.client_id, ch.secret_ciphertext,
+               coalesce((select c.is_eval from conversations c where c.id = m.conversation_id), false) as is_eval
         from messages m left join channels ch on ch.id = m.channel_id where m.id = ${messageId}`
       const m = rows[0]
       if (!m) return
+      // an eval's conversation (docs/evals.md): the reply is recorded as sent, and nobody is told
+      if (m.is_eval) return yield* sql`update messages set status = 'sent_to_user', updated_at = now() where id = ${messageId}`
       const rejection = m.kind === null
         ? "The conversation has no channel to send through."
         : m.is_active !== true

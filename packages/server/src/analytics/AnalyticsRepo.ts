@@ -68,7 +68,7 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
       conversations: (scope: AnalyticsScope) =>
         sql<{ n: number }>`
           select count(*) as n from conversations cv
-          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`` : sql`and not cv.is_test`}`.pipe(
+          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`}`.pipe(
           Effect.map(count),
           Effect.orDie
         ),
@@ -76,7 +76,7 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
       opportunitiesByStatus: (scope: AnalyticsScope) =>
         sql<{ status: string; n: number }>`
           select o.status, count(*) as n from opportunities o
-          where ${inWorkspaces("o.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`` : sql`and not o.is_test`}
+          where ${inWorkspaces("o.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not o.is_eval` : sql`and not o.is_test`}
           group by o.status`.pipe(Effect.orDie),
 
       messagesByRole: (scope: AnalyticsScope) =>
@@ -95,7 +95,7 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
         sql<{ seconds: number | null; responses: number }>`
           select sum(cv.ai_response_seconds_total) as seconds, coalesce(sum(cv.ai_responses_count), 0) as responses
           from conversations cv
-          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`` : sql`and not cv.is_test`}`.pipe(
+          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`}`.pipe(
           Effect.map((rows) => ({ seconds: Number(rows[0]?.seconds ?? 0), responses: Number(rows[0]?.responses ?? 0) })),
           Effect.orDie
         ),

@@ -48,7 +48,8 @@ export const analyticsSql = (sql: SqlClient.SqlClient) => {
    */
   const messagesFrom = (scope: FragmentFilter) =>
     scope.includeTest
-      ? sql`messages m where ${inWorkspaces("m.workspace_id", scope.workspaceIds)}`
+      ? sql`messages m join conversations cv on cv.id = m.conversation_id
+            where ${inWorkspaces("m.workspace_id", scope.workspaceIds)} and not cv.is_eval`
       : sql`messages m
             join conversations cv on cv.id = m.conversation_id
             left join opportunities mo on mo.id = m.opportunity_id
@@ -85,7 +86,7 @@ export const analyticsSql = (sql: SqlClient.SqlClient) => {
       sql`r.action = 'request'`,
       inWorkspaces("r.workspace_id", f.workspaceIds),
       ...periodClauses("r.created_at", f),
-      ...(f.includeTest ? [] : [sql`not cv.is_test`, sql`not coalesce(o.is_test, false)`]),
+      ...(f.includeTest ? [sql`not cv.is_eval`] : [sql`not cv.is_test`, sql`not coalesce(o.is_test, false)`]),
       ...(f.pipelineId === undefined ? [] : [sql`coalesce(o.pipeline_id, ch.pipeline_id) = ${f.pipelineId}`])
     ]
     return sql`handoff_events r

@@ -45,7 +45,7 @@ export class TimeseriesRepo extends Effect.Service<TimeseriesRepo>()("@parley/se
           inWorkspaces("e.workspace_id", f.workspaceIds),
           sql`s.nature in ('won', 'lost')`,
           ...periodClauses("e.created_at", f),
-          ...(f.includeTest ? [] : [sql`not o.is_test`]),
+          ...(f.includeTest ? [sql`not o.is_eval`] : [sql`not o.is_test`]),
           ...(f.pipelineId === undefined ? [] : [sql`e.pipeline_id = ${f.pipelineId}`])
         ]
         return sql`

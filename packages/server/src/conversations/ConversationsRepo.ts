@@ -148,7 +148,8 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
         limit ${limit}`
 
     const list = (f: ConversationFilter) => {
-      const where: Array<Fragment> = [sql`c.workspace_id in ${sql.in(f.workspaceIds)}`]
+      // an eval's conversations (docs/evals.md) are not in the inbox
+      const where: Array<Fragment> = [sql`c.workspace_id in ${sql.in(f.workspaceIds)}`, sql`not c.is_eval`]
       if (f.pipelineId !== undefined) where.push(sql`coalesce(o.pipeline_id, ch.pipeline_id) = ${f.pipelineId}`)
       if (f.channelId !== undefined) where.push(sql`c.channel_id = ${f.channelId}`)
       if (f.status !== undefined) where.push(sql`c.status = ${f.status}`)

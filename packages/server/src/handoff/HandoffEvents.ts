@@ -31,8 +31,9 @@ const HandoffDispatcher = (every: Duration.DurationInput) =>
             if (e.bridge !== null || e.action === "request") {
               yield* client(String(e.conversation_id)).Handoff({ eventId: e.id }, { discard: true })
             }
-            const { workspace_id, bridge: _, ...event } = e
-            yield* realtime.toWorkspace(workspace_id, HANDOFF_EVENT, { conversation_id: e.conversation_id, event })
+            const { workspace_id, bridge: _, is_eval, ...event } = e
+            // an eval's conversation (docs/evals.md) is nobody's to pick up
+            if (!is_eval) yield* realtime.toWorkspace(workspace_id, HANDOFF_EVENT, { conversation_id: e.conversation_id, event })
             yield* repo.markDispatched(e.id)
           }), { discard: true })),
         Effect.catchAllCause(Effect.logWarning)

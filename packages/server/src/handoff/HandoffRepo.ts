@@ -143,9 +143,11 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
       undispatched: (limit: number) =>
         sql<{ id: number; workspace_id: number; conversation_id: number; action: HandoffEventAction; from_state: string; to_state: string;
               actor: string; user_id: number | null; assignee_id: number | null; reason: string | null; note: string | null;
-              bridge: string | null; created_at: string }>`
-          select id, workspace_id, conversation_id, action, from_state, to_state, actor, user_id, assignee_id, reason, note, bridge, created_at
-          from handoff_events where dispatched_at is null order by id limit ${limit}`.pipe(Effect.orDie),
+              bridge: string | null; created_at: string; is_eval: boolean }>`
+          select e.id, e.workspace_id, e.conversation_id, e.action, e.from_state, e.to_state, e.actor, e.user_id, e.assignee_id, e.reason,
+                 e.note, e.bridge, e.created_at, c.is_eval
+          from handoff_events e join conversations c on c.id = e.conversation_id
+          where e.dispatched_at is null order by e.id limit ${limit}`.pipe(Effect.orDie),
       markDispatched: (eventId: number) =>
         sql`update handoff_events set dispatched_at = now() where id = ${eventId}`.pipe(Effect.asVoid, Effect.orDie),
       /** Waiting conversations whose timeout ran out, with what the pipeline says to do. */

@@ -5,6 +5,7 @@ import { Effect, Layer } from "effect"
 import { AutomationHttpLive } from "../actions/Http.js"
 import { AnalyticsHttpLive } from "../analytics/Http.js"
 import { ChannelsHttpLive } from "../channels/Http.js"
+import { EvalsHttpLive } from "../evals/Http.js"
 import { FollowupsHttpLive } from "../followups/Http.js"
 import { KnowledgeHttpLive } from "../knowledge/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
@@ -44,7 +45,8 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     AnalyticsHttpLive,
     FollowupsHttpLive,
     KnowledgeHttpLive,
-    AutomationHttpLive
+    AutomationHttpLive,
+    EvalsHttpLive
   ]),
   Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive, PublicOriginLive])
 )

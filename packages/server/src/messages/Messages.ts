@@ -171,6 +171,8 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       const actor = yield* CurrentActor
       const where = [
         sql`m.workspace_id in ${sql.in(actor.workspaceIds)}`,
+        // an eval's messages (docs/evals.md) are its run's, not the workspace's
+        sql`not exists (select 1 from conversations ec where ec.id = m.conversation_id and ec.is_eval)`,
         ...(filter.pipelineId === undefined ? [] : [sql`m.pipeline_id = ${filter.pipelineId}`]),
         ...(filter.contactId === undefined ? [] : [sql`m.contact_id = ${filter.contactId}`]),
         ...(filter.role === undefined ? [] : [sql`m.role = ${filter.role}`]),

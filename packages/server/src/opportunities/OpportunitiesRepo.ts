@@ -48,6 +48,8 @@ export interface NewOpportunity {
   readonly is_test: boolean
   readonly source: string | null
   readonly source_id: string | null
+  /** an eval's sandboxed opportunity (docs/evals.md) */
+  readonly is_eval?: boolean
 }
 
 export interface OpportunityChanges {
@@ -100,7 +102,8 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     const like = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
     const opportunityWhere = (f: OpportunityFilter) => {
-      const clauses: Array<Statement.Fragment> = [inWorkspaces("o.workspace_id", f.workspaceIds)]
+      // an eval's opportunities and contacts (docs/evals.md) are on no board or list
+      const clauses: Array<Statement.Fragment> = [inWorkspaces("o.workspace_id", f.workspaceIds), sql`not o.is_eval`]
       if (f.pipelineId !== undefined) clauses.push(sql`o.pipeline_id = ${f.pipelineId}`)
       if (f.stageId !== undefined) clauses.push(sql`o.stage_id = ${f.stageId}`)
       if (f.status !== undefined) clauses.push(sql`o.status = ${f.status}`)
@@ -122,7 +125,7 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     }
 
     const contactWhere = (f: OpportunityFilter) => {
-      const clauses: Array<Statement.Fragment> = [inWorkspaces("c.workspace_id", f.workspaceIds)]
+      const clauses: Array<Statement.Fragment> = [inWorkspaces("c.workspace_id", f.workspaceIds), sql`not c.is_eval`]
       const viaOpportunity: Array<Statement.Fragment> = []
       if (f.pipelineId !== undefined) viaOpportunity.push(sql`o.pipeline_id = ${f.pipelineId}`)
       if (f.status !== undefined) viaOpportunity.push(sql`o.status = ${f.status}`)
@@ -234,10 +237,17 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
         ),
 
       /** Inserts unless phone or email is taken meanwhile (a concurrent create): then nothing is returned. */
-      insertContact: (c: { workspace_id: WorkspaceId; name: string | null; email: string | null; phone: string | null; priority: Priority }) =>
+      insertContact: (c: {
+        workspace_id: WorkspaceId
+        name: string | null
+        email: string | null
+        phone: string | null
+        priority: Priority
+        is_eval?: boolean
+      }) =>
         sql<{ id: ContactId }>`
-          insert into contacts (workspace_id, name, email, phone, priority)
-          values (${c.workspace_id}, ${c.name}, ${c.email}, ${c.phone}, ${c.priority})
+          insert into contacts (workspace_id, name, email, phone, priority, is_eval)
+          values (${c.workspace_id}, ${c.name}, ${c.email}, ${c.phone}, ${c.priority}, ${c.is_eval ?? false})
           on conflict do nothing returning id`.pipe(Effect.map((rows) => Option.map(first(rows), (r) => r.id)), Effect.orDie),
 
       /** Serialises creates for one contact so "return the current opportunity" cannot race. */
@@ -275,9 +285,10 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
 
       insertOpportunity: (o: NewOpportunity) =>
         sql<{ id: OpportunityId }>`
-          insert into opportunities (workspace_id, pipeline_id, stage_id, contact_id, status, name, notes, context, is_test, source, source_id)
+          insert into opportunities (workspace_id, pipeline_id, stage_id, contact_id, status, name, notes, context, is_test, source, source_id,
+                                     is_eval)
           values (${o.workspace_id}, ${o.pipeline_id}, ${o.stage_id}, ${o.contact_id}, ${o.status}, ${o.name}, ${o.notes},
-                  ${o.context === null ? null : JSON.stringify(o.context)}::jsonb, ${o.is_test}, ${o.source}, ${o.source_id})
+                  ${o.context === null ? null : JSON.stringify(o.context)}::jsonb, ${o.is_test}, ${o.source}, ${o.source_id}, ${o.is_eval ?? false})
           returning id`.pipe(Effect.map((rows) => rows[0]!.id), Effect.orDie),
 
       updateOpportunity: (id: OpportunityId, c: OpportunityChanges) => {
@@ -350,10 +361,10 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
           where contact_id = ${contactId} and channel_id is not distinct from ${channelId}
           order by id limit 1`.pipe(Effect.map(first), Effect.orDie),
 
-      insertConversation: (c: { workspace_id: WorkspaceId; contact_id: ContactId; channel_id: ChannelId | null; is_test: boolean }) =>
+      insertConversation: (c: { workspace_id: WorkspaceId; contact_id: ContactId; channel_id: ChannelId | null; is_test: boolean; is_eval?: boolean }) =>
         sql<{ id: ConversationId; status: ConversationStatus }>`
-          insert into conversations (workspace_id, contact_id, channel_id, is_test)
-          values (${c.workspace_id}, ${c.contact_id}, ${c.channel_id}, ${c.is_test}) returning id, status`.pipe(
+          insert into conversations (workspace_id, contact_id, channel_id, is_test, is_eval)
+          values (${c.workspace_id}, ${c.contact_id}, ${c.channel_id}, ${c.is_test}, ${c.is_eval ?? false}) returning id, status`.pipe(
           Effect.map((rows) => rows[0]!),
           Effect.orDie
         ),

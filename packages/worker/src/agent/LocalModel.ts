@@ -14,11 +14,22 @@
  * - a person (`request_human`, when offered): asked for when the contact asks for one ("talk to a human",
  *   "a real person", "an agent") or says most content words of the handoff instructions; the bridge
  *   message says a member of the team takes over; the summary quotes what the contact asked and what was answered.
+ * - an eval's judged criterion: PASS when the agent's lines say every "quoted phrase" of the criterion in the
+ *   order given (or, with no quotes, most of its content words), FAIL naming what is missing.
  * Token counts are estimated (4 characters a token) so cost and limits behave as with a real provider.
  */
 import { LanguageModel, type Prompt, type Response } from "@effect/ai"
 import { Duration, Effect } from "effect"
-import { BRIDGE_MARKER, EXTRACT_MARKER, FOLLOWUP_MARKER, HANDOFF_SECTION, OPENING_MARKER, ROUTER_MARKER, SUMMARY_MARKER } from "./Prompting.js"
+import {
+  BRIDGE_MARKER,
+  EXTRACT_MARKER,
+  FOLLOWUP_MARKER,
+  HANDOFF_SECTION,
+  JUDGE_MARKER,
+  OPENING_MARKER,
+  ROUTER_MARKER,
+  SUMMARY_MARKER
+} from "./Prompting.js"
 
 const STOP = new Set(
   ("a an and are as at be but by can could do does for from has have how i if in is it its me my of on or our so " +
@@ -167,9 +178,37 @@ const summaryText = (messages: ReadonlyArray<Prompt.Message>) => {
   ].join("\n")
 }
 
+/** The scripted judgement of a criterion over the transcript's `Agent:` lines. */
+const judgement = (criterion: string, transcript: string) => {
+  const agent = transcript.split("\n").filter((l) => l.startsWith("Agent: ")).map((l) => l.slice(7)).join("\n").toLowerCase()
+  const phrases = [...criterion.matchAll(/"([^"]+)"/g)].map((m) => m[1]!)
+  if (phrases.length === 0) {
+    const share = conditionMet(criterion, agent)
+    return share >= 0.6
+      ? `PASS\nThe agent's messages say ${Math.round(share * 100)}% of the criterion's words.`
+      : `FAIL\nThe agent's messages say only ${Math.round(share * 100)}% of the criterion's words.`
+  }
+  let from = 0
+  for (const phrase of phrases) {
+    const at = agent.indexOf(phrase.toLowerCase(), from)
+    if (at < 0) {
+      return agent.includes(phrase.toLowerCase())
+        ? `FAIL\nThe agent says "${phrase}" too early: not after what comes before it in the criterion.`
+        : `FAIL\nThe agent never says "${phrase}".`
+    }
+    from = at + phrase.length
+  }
+  return `PASS\nThe agent says ${phrases.map((p) => `"${p}"`).join(", then ")}.`
+}
+
 const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncoded> => {
   const messages = options.prompt.content
   const system = messages.filter((m) => m.role === "system").map(textOf).join("\n")
+
+  if (system.includes(JUDGE_MARKER)) {
+    const criterion = sectionOf(system, "Criterion").trim()
+    return textParts(options.prompt, judgement(criterion, messages.filter((m) => m.role === "user").map(textOf).join("\n")))
+  }
 
   if (system.includes(ROUTER_MARKER)) {
     const contact = messages.filter((m) => m.role === "user").map(textOf).join(" ")

@@ -14,6 +14,8 @@ export const EXTRACT_MARKER = "[task: extract-value]"
 export const FOLLOWUP_MARKER = "[task: followup-message]"
 export const BRIDGE_MARKER = "[task: handoff-bridge]"
 export const SUMMARY_MARKER = "[task: handoff-summary]"
+/** An eval's judged criterion (docs/evals.md): the prompt is the server's (evals/Judge.ts), the marker is shared. */
+export const JUDGE_MARKER = "[task: judge-criterion]"
 /** The system prompt's section that offers `request_human` (the local model looks for it). */
 export const HANDOFF_SECTION = "Handing off to a person"
 

@@ -1,0 +1,230 @@
+/**
+ * Evals' own tables (migration 0021): a pipeline's stored cases, runs, and each case's result. Rows are
+ * typed with SqlSchema; the services decide what they mean.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { EvalCaseSpec, EvalOutcome, EvalResultStatus, EvalVerdict, type EvalCaseSpec as Spec, type WorkspaceId } from "@parley/domain"
+import { Effect, Schema } from "effect"
+
+export const CaseRow = Schema.Struct({
+  id: Schema.Number,
+  workspace_id: Schema.Number,
+  pipeline_id: Schema.Number,
+  name: Schema.String,
+  definition: EvalCaseSpec,
+  source: Schema.Literal("api", "conversation"),
+  source_conversation_id: Schema.NullOr(Schema.Number),
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+export type CaseRow = typeof CaseRow.Type
+
+export const RunRow = Schema.Struct({
+  id: Schema.Number,
+  workspace_id: Schema.Number,
+  pipeline_id: Schema.Number,
+  version: Schema.Literal("live"),
+  status: Schema.Literal("running", "passed", "failed", "interrupted"),
+  concurrency: Schema.Number,
+  cases: Schema.Number,
+  passed: Schema.Number,
+  failed: Schema.Number,
+  cost: Schema.Number,
+  previous_run_id: Schema.NullOr(Schema.Number),
+  created_at: Schema.String,
+  finished_at: Schema.NullOr(Schema.String)
+})
+export type RunRow = typeof RunRow.Type
+
+export const ResultRow = Schema.Struct({
+  id: Schema.Number,
+  run_id: Schema.Number,
+  position: Schema.Number,
+  name: Schema.String,
+  case_id: Schema.NullOr(Schema.Number),
+  status: EvalResultStatus,
+  conversation_id: Schema.NullOr(Schema.Number),
+  opportunity_id: Schema.NullOr(Schema.Number),
+  cost: Schema.Number,
+  error: Schema.NullOr(Schema.String),
+  verdicts: Schema.Array(EvalVerdict),
+  outcome: Schema.NullOr(EvalOutcome),
+  definition: EvalCaseSpec,
+  started_at: Schema.NullOr(Schema.String),
+  finished_at: Schema.NullOr(Schema.String)
+})
+export type ResultRow = typeof ResultRow.Type
+
+const json = (value: unknown) => JSON.stringify(value)
+
+export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/EvalsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const inWorkspaces = (column: string, ids: ReadonlyArray<WorkspaceId>) => sql`${sql.literal(column)} in ${sql.in(ids)}`
+    const caseColumns = sql`id, workspace_id, pipeline_id, name, definition, source, source_conversation_id, created_at, updated_at`
+    const runColumns = sql`
+      id, workspace_id, pipeline_id, version, status, concurrency, cases_total as cases, passed, failed, cost::float8 as cost,
+      previous_run_id, created_at, finished_at`
+    const resultColumns = sql`
+      id, run_id, position, name, case_id, status, conversation_id, opportunity_id, cost::float8 as cost, error, verdicts, outcome,
+      definition, started_at, finished_at`
+
+    const pipeline = SqlSchema.findOne({
+      Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), id: Schema.Number }),
+      Result: Schema.Struct({ id: Schema.Number, workspace_id: Schema.Number }),
+      execute: ({ id, workspaceIds }) =>
+        sql`select id, workspace_id from pipelines where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds as never)}`
+    })
+
+    const stages = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: Schema.Struct({ id: Schema.Number, name: Schema.String }),
+      execute: (pipelineId) => sql`select id, name from stages where pipeline_id = ${pipelineId} order by sort_order, id`
+    })
+
+    const cases = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: CaseRow,
+      execute: (pipelineId) => sql`select ${caseColumns} from eval_cases where pipeline_id = ${pipelineId} order by id`
+    })
+
+    const findCase = SqlSchema.findOne({
+      Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), id: Schema.Number }),
+      Result: CaseRow,
+      execute: ({ id, workspaceIds }) =>
+        sql`select ${caseColumns} from eval_cases where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds as never)}`
+    })
+
+    /** Nothing when the name is taken in the pipeline. */
+    const insertCase = (c: {
+      workspaceId: number
+      pipelineId: number
+      spec: Spec
+      source: "api" | "conversation"
+      conversationId: number | null
+    }) =>
+      sql<{ id: number }>`
+        insert into eval_cases (workspace_id, pipeline_id, name, definition, source, source_conversation_id)
+        values (${c.workspaceId}, ${c.pipelineId}, ${c.spec.name}, ${json(c.spec)}::jsonb, ${c.source}, ${c.conversationId})
+        on conflict (pipeline_id, name) do nothing returning id`.pipe(Effect.map((rows) => rows[0]?.id))
+
+    /** False when the name is another case's. */
+    const replaceCase = (id: number, spec: Spec) =>
+      sql<{ id: number }>`
+        update eval_cases set name = ${spec.name}, definition = ${json(spec)}::jsonb, updated_at = now()
+        where id = ${id} and not exists (
+          select 1 from eval_cases o where o.pipeline_id = eval_cases.pipeline_id and o.name = ${spec.name} and o.id <> ${id})
+        returning id`.pipe(Effect.map((rows) => rows.length > 0))
+
+    const deleteCase = (id: number) => sql`delete from eval_cases where id = ${id}`
+
+    /** The run and one pending result per case, in one transaction; the previous finished run is remembered. */
+    const insertRun = (r: {
+      workspaceId: number
+      pipelineId: number
+      concurrency: number
+      createdBy: number
+      cases: ReadonlyArray<{ readonly spec: Spec; readonly caseId: number | null }>
+    }) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const [run] = yield* sql<{ id: number }>`
+          insert into eval_runs (workspace_id, pipeline_id, concurrency, cases_total, created_by, previous_run_id)
+          values (${r.workspaceId}, ${r.pipelineId}, ${r.concurrency}, ${r.cases.length}, ${r.createdBy},
+                  (select id from eval_runs where pipeline_id = ${r.pipelineId} and status in ('passed', 'failed')
+                   order by id desc limit 1))
+          returning id`
+        yield* sql`
+          insert into eval_results (run_id, workspace_id, position, case_id, name, definition)
+          select ${run!.id}, ${r.workspaceId}, c.position, c.case_id, c.name, c.definition
+          from jsonb_to_recordset(${json(r.cases.map((c, i) => ({ position: i + 1, case_id: c.caseId, name: c.spec.name, definition: c.spec })))}::jsonb)
+            as c(position int, case_id bigint, name text, definition jsonb)`
+        return run!.id
+      }))
+
+    const run = SqlSchema.findOne({
+      Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), id: Schema.Number }),
+      Result: RunRow,
+      execute: ({ id, workspaceIds }) =>
+        sql`select ${runColumns} from eval_runs where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds as never)}`
+    })
+
+    const runs = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: RunRow,
+      execute: (pipelineId) => sql`select ${runColumns} from eval_runs where pipeline_id = ${pipelineId} order by id desc limit 50`
+    })
+
+    const results = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: ResultRow,
+      execute: (runId) => sql`select ${resultColumns} from eval_results where run_id = ${runId} order by position`
+    })
+
+    /** Each case's name and status in a run: what a later run is compared with. */
+    const statuses = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: Schema.Struct({ name: Schema.String, status: EvalResultStatus }),
+      execute: (runId) => sql`select name, status from eval_results where run_id = ${runId} order by position`
+    })
+
+    const startResult = (id: number, world: { conversationId: number; opportunityId: number }) =>
+      sql`update eval_results set status = 'running', conversation_id = ${world.conversationId}, opportunity_id = ${world.opportunityId},
+          started_at = now() where id = ${id}`
+
+    const finishResult = (id: number, r: {
+      status: "passed" | "failed" | "error"
+      outcome: unknown
+      verdicts: ReadonlyArray<EvalVerdict>
+      cost: number
+      error: string | null
+    }) =>
+      sql`update eval_results set status = ${r.status}, outcome = ${r.outcome === null ? null : json(r.outcome)}::jsonb,
+          verdicts = ${json(r.verdicts)}::jsonb, cost = ${r.cost}::numeric, error = ${r.error}, finished_at = now()
+          where id = ${id}`
+
+    /** The run's counts and cost from its results, and its status: passed only when every case passed. */
+    const finishRun = (id: number) =>
+      sql`
+        update eval_runs r set
+          passed = x.passed, failed = x.failed, cost = x.cost, finished_at = now(),
+          status = case when x.failed = 0 then 'passed' else 'failed' end
+        from (select count(*) filter (where status = 'passed')::int as passed, count(*) filter (where status <> 'passed')::int as failed,
+                     coalesce(sum(cost), 0) as cost
+              from eval_results where run_id = ${id}) x
+        where r.id = ${id} and r.status = 'running'`
+
+    const heartbeat = (id: number) => sql`update eval_runs set heartbeat_at = now() where id = ${id} and status = 'running'`
+
+    /** Runs whose process stopped (no heartbeat for a minute) are interrupted, with their unfinished cases. */
+    const interruptStale = (pipelineId: number) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const stale = yield* sql<{ id: number }>`
+          update eval_runs set status = 'interrupted', finished_at = now()
+          where pipeline_id = ${pipelineId} and status = 'running' and heartbeat_at < now() - interval '60 seconds' returning id`
+        if (stale.length === 0) return
+        yield* sql`
+          update eval_results set status = 'error', error = 'The server stopped during the run.', finished_at = now()
+          where run_id in ${sql.in(stale.map((r) => r.id))} and status in ('pending', 'running')`
+      }))
+
+    return {
+      pipeline: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(pipeline({ workspaceIds, id })),
+      stages: (pipelineId: number) => Effect.orDie(stages(pipelineId)),
+      cases: (pipelineId: number) => Effect.orDie(cases(pipelineId)),
+      findCase: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(findCase({ workspaceIds, id })),
+      insertCase: (c: Parameters<typeof insertCase>[0]) => Effect.orDie(insertCase(c)),
+      replaceCase: (id: number, spec: Spec) => Effect.orDie(replaceCase(id, spec)),
+      deleteCase: (id: number) => Effect.orDie(Effect.asVoid(deleteCase(id))),
+      insertRun: (r: Parameters<typeof insertRun>[0]) => Effect.orDie(insertRun(r)),
+      run: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(run({ workspaceIds, id })),
+      runs: (pipelineId: number) => Effect.orDie(runs(pipelineId)),
+      results: (runId: number) => Effect.orDie(results(runId)),
+      statuses: (runId: number) => Effect.orDie(statuses(runId)),
+      startResult: (id: number, world: { conversationId: number; opportunityId: number }) => Effect.orDie(Effect.asVoid(startResult(id, world))),
+      finishResult: (id: number, r: Parameters<typeof finishResult>[1]) => Effect.orDie(Effect.asVoid(finishResult(id, r))),
+      finishRun: (id: number) => Effect.orDie(Effect.asVoid(finishRun(id))),
+      heartbeat: (id: number) => Effect.orDie(Effect.asVoid(heartbeat(id))),
+      interruptStale: (pipelineId: number) => Effect.orDie(interruptStale(pipelineId))
+    }
+  })
+}) {}

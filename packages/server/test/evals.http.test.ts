@@ -1,0 +1,235 @@
+/**
+ * Evals (docs/evals.md) through the real server and the local model: a case that passes, then fails once
+ * the instructions change (and the run says so against the one before); actions recorded, not sent, with
+ * a real HTTP receiver (the action's URL and an event webhook) that must receive nothing; a handoff
+ * expected; judged criteria with the local model's scripted judgement; the sandbox kept out of the inbox,
+ * lists and analytics; stored cases, "save as eval case", and another workspace's ids.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { type Caller, del, expect422, expectStatus, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import { call, giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
+import { say } from "./support/WebChat.js"
+import { eventually } from "./support/WebhookReceiver.js"
+
+/** A real node:http endpoint that counts every request it gets. */
+const receiver = Effect.acquireRelease(
+  Effect.promise(() =>
+    new Promise<{ url: string; hits: Array<string>; server: Http.Server }>((resolve) => {
+      const hits: Array<string> = []
+      const server = Http.createServer((req, res) => {
+        hits.push(`${req.method} ${req.url}`)
+        req.resume()
+        req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}"))
+      })
+      server.listen(0, "127.0.0.1", () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, server }))
+    })
+  ),
+  ({ server }) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+)
+
+const INSTRUCTIONS = "Refunds take 5 business days. Please send your order number so we can start the refund."
+
+/** A support pipeline on the local model: a refund stage the agent moves to, a ticket action, handoff on request. */
+const supportPipeline = (who: Caller, targetUrl: string) =>
+  Effect.gen(function*() {
+    const pipeline = ok(yield* post(who, "/api/user/pipelines", {
+      name: `Support ${Date.now()}`,
+      agent_type_id: 1,
+      ai_model_id: 1,
+      language_id: 1,
+      instructions: INSTRUCTIONS,
+      reply_debounce_ms: 0
+    }))
+    const open = ok(yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
+    const refund = ok(yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, {
+      name: "Refund requested",
+      nature: "neutral",
+      order: 2,
+      enter_condition: "The contact requests a refund of an order"
+    }))
+    ok(yield* post(who, `/api/user/pipelines/${pipeline.id}/variables`, {
+      name: "order_number",
+      value: "the order number the contact gave",
+      type: "from_ai",
+      is_required: true
+    }))
+    ok(yield* post(who, `/api/user/pipelines/${pipeline.id}/actions`, {
+      name: "create_ticket",
+      method: "POST",
+      url: `${targetUrl}/tickets`,
+      is_active: true,
+      fixed_trigger: "on_user_message",
+      instructions: "Open a ticket once the contact gives the order number.",
+      payload: { order: "{{order_number}}", kind: "refund" }
+    }))
+    return { pipeline, open, refund }
+  })
+
+const refundCase = {
+  name: "refund asks for the order number",
+  messages: [
+    { text: "Hello, I request a refund of my order", expect: { reply_contains: "order number" } },
+    "My order number is 12345 #create_ticket"
+  ],
+  expect: {
+    reply_contains: "5 business days",
+    reply_not_contains: "guarantee",
+    reply_matches: "\\d+ business days",
+    stage: "Refund requested",
+    status: "active",
+    actions: [{ name: "create_ticket", payload: { order: "12345", kind: "refund" } }],
+    handoff: false,
+    max_ai_messages: 2,
+    max_cost: 1,
+    judge: ["the agent asks for the \"order number\" and then mentions the \"refund\""]
+  }
+}
+
+const humanCase = {
+  name: "a person on request",
+  stage: "Open",
+  context: { plan: "pro" },
+  messages: ["I want to talk to a human please"],
+  expect: { handoff: true, actions_not_fired: ["create_ticket"], judge: "the agent says \"guaranteed\"" }
+}
+
+/** Reads the run until it is no longer running. */
+const finished = (who: Caller, runId: number) =>
+  eventually(Effect.map(get(who, `/api/user/eval-runs/${runId}`), (r) => {
+    const run = ok(r)
+    return run.status === "running" ? undefined : run
+  }), 60_000)
+
+layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000" }), { excludeTestServices: true })("evals", (it) => {
+  it.scoped("a case passes, then fails after an instruction change; actions are recorded and nothing is sent", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      // the local model is free: a price makes the cost (and the credits charged) visible
+      yield* sqlRows`update ai_models set input_price_per_million = 100, output_price_per_million = 400 where id = 1`
+      const target = yield* receiver
+      const { pipeline, refund } = yield* supportPipeline(owner, target.url)
+      // a customer's event webhook for every event: an eval must raise none
+      ok(yield* post(owner, "/api/user/webhooks", { url: `${target.url}/events` }))
+
+      const started = yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, humanCase], concurrency: 2 })
+      expect(started.status).toBe(202)
+      expect(started.body.data).toMatchObject({ status: "running", cases: 2, version: "live" })
+      const first = yield* finished(owner, started.body.data.id)
+      const [refundResult, humanResult] = first.results
+      expect(refundResult.verdicts.filter((v: any) => !v.passed)).toEqual([])
+      expect(refundResult.status).toBe("passed")
+      expect(refundResult.outcome).toMatchObject({ stage_id: refund.id, stage_name: "Refund requested", status: "active", handoff_requested: false, ai_messages: 2 })
+      expect(refundResult.outcome.actions).toEqual([
+        expect.objectContaining({ name: "create_ticket", status: "recorded", method: "POST", url: `${target.url}/tickets`, payload: { order: "12345", kind: "refund" } })
+      ])
+      expect(refundResult.verdicts.find((v: any) => v.expectation === "judge")).toMatchObject({
+        passed: true,
+        detail: "The agent says \"order number\", then \"refund\"."
+      })
+      expect(refundResult.verdicts.find((v: any) => v.expectation === "reply_contains" && v.message === 1)).toMatchObject({ passed: true })
+      // the handoff case: asked for a person as expected, but its judged criterion fails with the reason
+      expect(humanResult.outcome.handoff_requested).toBe(true)
+      expect(humanResult.status).toBe("failed")
+      expect(humanResult.verdicts.filter((v: any) => !v.passed)).toEqual([
+        expect.objectContaining({ expectation: "judge", detail: "The agent never says \"guaranteed\"." })
+      ])
+      expect(first).toMatchObject({ status: "failed", passed: 1, failed: 1, comparison: null })
+      expect(first.cost).toBeGreaterThan(0)
+      expect(first.cost).toBeCloseTo(refundResult.cost + humanResult.cost, 8)
+
+      // the instructions change: the same case now fails on the reply, and the run says it is newly failing
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: INSTRUCTIONS.replace("5 business days", "two weeks") }))
+      const second = yield* finished(owner, (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, humanCase] })).body.data.id)
+      expect(second.results[0].status).toBe("failed")
+      expect(second.results[0].verdicts.filter((v: any) => !v.passed).map((v: any) => v.expectation).sort()).toEqual(["reply_contains", "reply_matches"])
+      expect(second.comparison).toMatchObject({ previous_run_id: first.id, previous_passed: 1, previous_failed: 1, newly_failing: [refundCase.name], newly_passing: [] })
+
+      // nothing left the server: not the action, not the event webhook; the credits paid for the model's calls only
+      expect(target.hits).toEqual([])
+      const [workspace] = yield* sqlRows<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      expect(workspace!.credits).toBeCloseTo(100 - first.cost - second.cost, 6)
+      // and the sandbox is nobody's business: not in the inbox, lists, action results or analytics
+      const evalConversations = [...first.results, ...second.results].map((r: any) => r.conversation_id)
+      const inbox = ok(yield* get(owner, "/api/user/conversations"))
+      expect(inbox.conversations.map((c: any) => c.id).filter((id: number) => evalConversations.includes(id))).toEqual([])
+      expect(ok(yield* get(owner, `/api/user/opportunities?pipeline_id=${pipeline.id}`)).data ?? []).toEqual([])
+      expect(ok(yield* get(owner, "/api/user/contacts")).data ?? []).toEqual([])
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/action-results`))).toEqual([])
+      const analytics = ok(yield* get(owner, `/api/user/analytics/summary?workspace_id=${owner.workspace_id}&include_test=true`))
+      expect(analytics).toMatchObject({ opportunities: 0, conversations: 0, messages: 0 })
+      expect(ok(yield* get(owner, `/api/user/analytics/ai-performance?workspace_id=${owner.workspace_id}&include_test=true`)))
+        .toMatchObject({ ai_messages: 0, total_cost: 0 })
+      // the runs are listed, newest first
+      const runs = ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`))
+      expect(runs.map((r: any) => r.id)).toEqual([second.id, first.id])
+    }))
+
+  it.scoped("stored cases run by id or all at once; a conversation is saved as a case with the contact's details taken out", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      const target = yield* receiver
+      const { open, pipeline, refund } = yield* supportPipeline(owner, target.url)
+      const created = yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, refundCase)
+      expect(created.status).toBe(201)
+      expect(created.body.data).toMatchObject({ name: refundCase.name, source: "api", pipeline_id: pipeline.id })
+      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, refundCase), ["name"])
+      expect422(
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, { ...humanCase, stage: "Nowhere", expect: { reply_matches: "(" } }),
+        ["stage", "expect.reply_matches"]
+      )
+      const run = yield* finished(owner, (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, {})).body.data.id)
+      expect(run).toMatchObject({ status: "passed", cases: 1, passed: 1 })
+      expect(run.results[0].case_id).toBe(created.body.data.id)
+
+      // a real conversation over web chat, saved as a case: e-mail addresses and numbers taken out, what happened expected
+      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+      const messageId = yield* say(channel, "visitor-7", "Hi, jane@example.com here, call 4917612345678. I request a refund of my order")
+      const [row] = yield* eventually(Effect.map(
+        sqlRows<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId} and handled_at is not null`,
+        (rows) => (rows.length > 0 ? rows : undefined)
+      ))
+      const saved = yield* post(owner, `/api/user/conversations/${row!.conversation_id}/eval-case`, { name: "from chat" })
+      expect(saved.status).toBe(201)
+      expect(saved.body.data).toMatchObject({
+        name: "from chat",
+        source: "conversation",
+        source_conversation_id: row!.conversation_id,
+        definition: {
+          stage: open.id,
+          messages: ["Hi, [email] here, call [number]. I request a refund of my order"],
+          expect: { stage: "Refund requested", status: "active", handoff: false }
+        }
+      })
+      const replay = yield* finished(owner, (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [saved.body.data.id] })).body.data.id)
+      expect(replay).toMatchObject({ status: "passed", cases: 1 })
+      expect(replay.results[0].outcome.stage_id).toBe(refund.id)
+      // an eval's own conversation is not a real one to save
+      expectStatus(yield* post(owner, `/api/user/conversations/${replay.results[0].conversation_id}/eval-case`, {}), 422)
+      ok(yield* del(owner, `/api/user/eval-cases/${created.body.data.id}`))
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`)).map((c: any) => c.name)).toEqual(["from chat"])
+    }))
+
+  it.scoped("drafts wait for versions; another workspace's pipelines, cases and runs are not found", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      const stranger = yield* seedUser()
+      const target = yield* receiver
+      const { pipeline } = yield* supportPipeline(owner, target.url)
+      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { version: "draft", cases: [refundCase] }), ["version"])
+      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, {}), ["cases"])
+      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, refundCase] }), ["cases.1.name"])
+      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [999999] }), ["case_ids.0"])
+      const stored = (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, refundCase)).body.data
+      expectStatus(yield* post(stranger, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase] }), 404, "Pipeline not found.")
+      expectStatus(yield* get(stranger, `/api/user/pipelines/${pipeline.id}/eval-cases`), 404, "Pipeline not found.")
+      expectStatus(yield* get(stranger, `/api/user/eval-cases/${stored.id}`), 404, "Eval case not found.")
+      expectStatus(yield* del(stranger, `/api/user/eval-cases/${stored.id}`), 404, "Eval case not found.")
+      const readOnly = yield* call(`/api/user/pipelines/${pipeline.id}/eval-runs`, { method: "POST", token: (yield* seedUser({ scopes: ["pipelines:read"] })).token, body: {} })
+      expect(readOnly.status).toBe(403)
+    }))
+})
