@@ -62,23 +62,35 @@ export class Variable extends Schema.Class<Variable>("Variable")({
   updated_at: Timestamp
 }) {}
 
+const variable = {
+  name: "Letters, digits and _, unique in the pipeline; used as {{name}}",
+  value: "By type: the literal, entity.field, action_name.response.path, or an extraction instruction",
+  type: "fixed, from_system, from_action or from_ai",
+  is_required: "Must resolve before an action using it fires",
+  description: "What the value is",
+  data_type: "The value's type once resolved"
+}
+
 export const CreateVariable = Schema.Struct({
-  name: VariableName,
-  value: NonEmptyString(2000),
-  type: VariableType,
-  is_required: Schema.Boolean,
-  description: Schema.optional(Schema.NullOr(Text(2000))),
-  data_type: Schema.optionalWith(VariableDataType, { default: () => "string" as const })
+  name: Schema.propertySignature(VariableName).annotations({ description: variable.name }),
+  value: Schema.propertySignature(NonEmptyString(2000)).annotations({ description: variable.value }),
+  type: Schema.propertySignature(VariableType).annotations({ description: variable.type }),
+  is_required: Schema.propertySignature(Schema.Boolean).annotations({ description: variable.is_required }),
+  description: Schema.optional(Schema.NullOr(Text(2000))).annotations({ description: variable.description }),
+  data_type: Schema.optionalWith(VariableDataType, { default: () => "string" as const }).annotations({
+    description: variable.data_type,
+    default: "string"
+  })
 }).annotations({ ...all, identifier: "CreateVariable" })
 export type CreateVariable = typeof CreateVariable.Type
 
 export const UpdateVariable = Schema.Struct({
-  name: Schema.optional(VariableName),
-  value: Schema.optional(NonEmptyString(2000)),
-  type: Schema.optional(VariableType),
-  is_required: Schema.optional(Schema.Boolean),
-  description: Schema.optional(Schema.NullOr(Text(2000))),
-  data_type: Schema.optional(VariableDataType)
+  name: Schema.optional(VariableName).annotations({ description: variable.name }),
+  value: Schema.optional(NonEmptyString(2000)).annotations({ description: variable.value }),
+  type: Schema.optional(VariableType).annotations({ description: variable.type }),
+  is_required: Schema.optional(Schema.Boolean).annotations({ description: variable.is_required }),
+  description: Schema.optional(Schema.NullOr(Text(2000))).annotations({ description: variable.description }),
+  data_type: Schema.optional(VariableDataType).annotations({ description: variable.data_type })
 }).annotations({ ...all, identifier: "UpdateVariable" })
 export type UpdateVariable = typeof UpdateVariable.Type
 
@@ -123,34 +135,46 @@ export class Action extends Schema.Class<Action>("Action")({
 }) {}
 
 const actionFields = {
-  description: Schema.optional(Schema.NullOr(Text(5000))),
-  headers: Schema.optional(Headers),
-  payload: Schema.optional(Schema.NullOr(JsonObject)),
-  instructions: Schema.optional(Schema.NullOr(Text(5000))),
-  max_fires: Schema.optional(Schema.NullOr(IntAtLeast(1))),
-  retries: Schema.optional(IntBetween(1, 10)),
-  order: Schema.optional(IntAtLeast(1)),
-  response_example: Schema.optional(Schema.NullOr(JsonObject))
+  description: Schema.optional(Schema.NullOr(Text(5000))).annotations({ description: "What the action does" }),
+  headers: Schema.optional(Headers).annotations({ description: "Request headers; values may hold {{variable_name}}" }),
+  payload: Schema.optional(Schema.NullOr(JsonObject)).annotations({ description: "JSON body; strings may hold {{variable_name}}" }),
+  instructions: Schema.optional(Schema.NullOr(Text(5000))).annotations({ description: "When the AI should fire it (on_user_message, custom)" }),
+  max_fires: Schema.optional(Schema.NullOr(IntAtLeast(1))).annotations({ description: "Most runs per opportunity; null: no limit" }),
+  retries: Schema.optional(IntBetween(1, 10)).annotations({ description: "Attempts when the request fails" }),
+  order: Schema.optional(IntAtLeast(1)).annotations({ description: "Lower runs first among actions of the same trigger" }),
+  response_example: Schema.optional(Schema.NullOr(JsonObject)).annotations({
+    description: "A sample response; its fields become from_action variable values"
+  })
+}
+
+const action = {
+  name: "Unique in the pipeline",
+  method: "HTTP method",
+  url: "Address to call; may hold {{variable_name}}",
+  is_active: "false keeps it a draft",
+  fixed_trigger:
+    "stage_started: an opportunity enters stage_id; on_any_message: every message; on_user_message: the AI decides per contact message; custom: the AI decides by instructions",
+  stage_id: "Its stage; omit for a pipeline-level action"
 }
 
 export const CreateAction = Schema.Struct({
-  name: NonEmptyString(255),
-  method: ActionMethod,
-  url: NonEmptyString(2000),
-  is_active: Schema.Boolean,
-  fixed_trigger: FixedTrigger,
-  stage_id: Schema.optional(Schema.NullOr(StageId)),
+  name: Schema.propertySignature(NonEmptyString(255)).annotations({ description: action.name }),
+  method: Schema.propertySignature(ActionMethod).annotations({ description: action.method }),
+  url: Schema.propertySignature(NonEmptyString(2000)).annotations({ description: action.url }),
+  is_active: Schema.propertySignature(Schema.Boolean).annotations({ description: action.is_active }),
+  fixed_trigger: Schema.propertySignature(FixedTrigger).annotations({ description: action.fixed_trigger }),
+  stage_id: Schema.optional(Schema.NullOr(StageId)).annotations({ description: action.stage_id }),
   ...actionFields
 }).annotations({ ...all, identifier: "CreateAction" })
 export type CreateAction = typeof CreateAction.Type
 
 export const UpdateAction = Schema.Struct({
-  name: Schema.optional(NonEmptyString(255)),
-  method: Schema.optional(ActionMethod),
-  url: Schema.optional(NonEmptyString(2000)),
-  is_active: Schema.optional(Schema.Boolean),
-  fixed_trigger: Schema.optional(FixedTrigger),
-  stage_id: Schema.optional(Schema.NullOr(StageId)),
+  name: Schema.optional(NonEmptyString(255)).annotations({ description: action.name }),
+  method: Schema.optional(ActionMethod).annotations({ description: action.method }),
+  url: Schema.optional(NonEmptyString(2000)).annotations({ description: action.url }),
+  is_active: Schema.optional(Schema.Boolean).annotations({ description: action.is_active }),
+  fixed_trigger: Schema.optional(FixedTrigger).annotations({ description: "on_user_message and custom may switch; the others are fixed" }),
+  stage_id: Schema.optional(Schema.NullOr(StageId)).annotations({ description: action.stage_id }),
   ...actionFields
 }).annotations({ ...all, identifier: "UpdateAction" })
 export type UpdateAction = typeof UpdateAction.Type

@@ -21,8 +21,8 @@ export const IntervalUnit = Schema.Literal("minute", "hour", "day", "week", "mon
 export type IntervalUnit = typeof IntervalUnit.Type
 
 export class FollowupInterval extends Schema.Class<FollowupInterval>("FollowupInterval")({
-  interval_value: IntBetween(1, 100),
-  interval_unit: IntervalUnit
+  interval_value: Schema.propertySignature(IntBetween(1, 100)).annotations({ description: "How many units to wait" }),
+  interval_unit: Schema.propertySignature(IntervalUnit).annotations({ description: "The unit; a month is 30 days" })
 }) {}
 
 export const FollowupIntervals = Schema.Array(FollowupInterval).pipe(
@@ -77,8 +77,8 @@ export const SaveFollowup = Schema.Struct({
   intervals: Schema.optional(FollowupIntervals).annotations({
     description: "1 to 100 waits, run in array order; a followup may be sent after each"
   }),
-  instructions: Schema.optional(Schema.NullOr(Text(10_000))),
-  assets: Schema.optional(Schema.NullOr(Text(10_000))),
+  instructions: Schema.optional(Schema.NullOr(Text(10_000))).annotations({ description: "What the agent writes in a followup" }),
+  assets: Schema.optional(Schema.NullOr(Text(10_000))).annotations({ description: "Material the agent may share in followups" }),
   after_followup_stage_id: Schema.optional(Schema.NullOr(StageId)).annotations({
     description: "Another stage of the same pipeline, entered once the intervals are exhausted"
   })

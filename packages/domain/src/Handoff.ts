@@ -70,7 +70,7 @@ const Note = StorableString.pipe(Schema.maxLength(4000, { message: () => "may no
 
 /** `POST /api/user/conversations/{id}/handoff`. */
 export const HandoffCommand = Schema.Struct({
-  action: HandoffAction.annotations({
+  action: Schema.propertySignature(HandoffAction).annotations({
     description: "`request` a person (from `ai`), `take` it yourself (from `ai` or `waiting`), `assign` it to a member (any state), `return` it to the agent (from `waiting` or `human`)"
   }),
   reason: Schema.optional(Reason).annotations({ description: "`request`: why a person is needed" }),

@@ -42,21 +42,24 @@ const ColumnName = NonEmptyString(64).pipe(
   Schema.filter((n) => n !== "default_id" || "default_id is reserved for the point's id")
 )
 
+const flag = (value: boolean, description: string) =>
+  Schema.optionalWith(Schema.Boolean, { default: () => value }).annotations({ description, default: value })
+
 export const CreateKnowledgeColumn = Schema.Struct({
-  name: ColumnName,
-  data_type: ColumnDataType,
-  order: IntBetween(1, 1000),
-  is_searchable: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  is_retrievable: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-  is_filterable: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  is_unique: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  name: Schema.propertySignature(ColumnName).annotations({ description: "Unique in the table; a point's key for its value" }),
+  data_type: Schema.propertySignature(ColumnDataType).annotations({ description: "The values' type" }),
+  order: Schema.propertySignature(IntBetween(1, 1000)).annotations({ description: "Display position, 1 = first" }),
+  is_searchable: flag(false, "Matched against queries (embedded)"),
+  is_retrievable: flag(true, "Returned in search results"),
+  is_filterable: flag(false, "Usable as a search filter"),
+  is_unique: flag(false, "Values must differ across points")
 })
 
 export const CreateKnowledgeTable = Schema.Struct({
   workspace_id: Schema.optional(WorkspaceId).annotations({ description: "Workspace to create in; defaults to the caller's own" }),
-  name: NonEmptyString(255),
-  description: Schema.optional(Schema.NullOr(Text(5000))),
-  columns: Schema.Array(CreateKnowledgeColumn).pipe(
+  name: Schema.propertySignature(NonEmptyString(255)).annotations({ description: "Unique in the workspace" }),
+  description: Schema.optional(Schema.NullOr(Text(5000))).annotations({ description: "What the table holds" }),
+  columns: Schema.propertySignature(Schema.Array(CreateKnowledgeColumn).pipe(
     Schema.minItems(1, { message: () => "must have at least 1 items" }),
     Schema.maxItems(100, { message: () => "may not have more than 100 items" }),
     Schema.filter((cols) => {
@@ -68,7 +71,7 @@ export const CreateKnowledgeTable = Schema.Struct({
       }
       return cols.some((c) => c.is_searchable) || "must have at least one searchable column (is_searchable)"
     })
-  )
+  )).annotations({ description: "Its typed columns, at least one searchable" })
 }).annotations({ ...all, identifier: "CreateKnowledgeTable" })
 export type CreateKnowledgeTable = typeof CreateKnowledgeTable.Type
 
@@ -101,12 +104,25 @@ export const DefaultId = Schema.Union(Schema.String.pipe(Schema.minLength(1), Sc
   message: () => "must be a string or an integer"
 })
 
-/** Each point: `default_id` plus a value per column (validated against the table's columns by the service). */
+/**
+ * Each point: `default_id` plus a value per column (validated against the table's columns by the service,
+ * which refuses a point without `default_id`: JSON Schema says so).
+ */
 export const UpsertPoints = Schema.Struct({
-  points: Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown })).pipe(
-    Schema.minItems(1, { message: () => "must have at least 1 items" }),
-    Schema.maxItems(1000, { message: () => "may not have more than 1000 items" })
-  )
+  points: Schema.propertySignature(
+    Schema.Array(
+      Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+        jsonSchema: {
+          type: "object",
+          required: ["default_id"],
+          properties: { default_id: { anyOf: [{ type: "string" }, { type: "integer" }], description: "The point's stable id; a match updates that point" } }
+        }
+      })
+    ).pipe(
+      Schema.minItems(1, { message: () => "must have at least 1 items" }),
+      Schema.maxItems(1000, { message: () => "may not have more than 1000 items" })
+    )
+  ).annotations({ description: "Each a default_id and a value per column, keyed by column name" })
 }).annotations({ ...all, identifier: "UpsertPoints" })
 
 export const DeletePoints = Schema.Struct({

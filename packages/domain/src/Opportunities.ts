@@ -151,10 +151,10 @@ export const CreateOpportunity = Schema.transformOrFail(
 export type CreateOpportunity = typeof CreateOpportunity.Type
 
 export const UpdateOpportunity = Schema.Struct({
-  stage_id: Schema.optional(StageId),
+  stage_id: Schema.optional(StageId).annotations({ description: "Move to this stage of the same pipeline" }),
   name: Schema.optional(NullableName),
-  notes: Schema.optional(Schema.NullOr(Text(65_535))),
-  status: Schema.optional(Schema.Literal("active", "won", "lost")),
+  notes: Schema.optional(Schema.NullOr(Text(65_535))).annotations({ description: "Free-form notes; replace the old ones" }),
+  status: Schema.optional(Schema.Literal("active", "won", "lost")).annotations({ description: "The new status" }),
   context: Schema.optional(Schema.NullOr(Context)),
   tags: Schema.optional(Schema.Array(Schema.Trim.pipe(Schema.minLength(1), Schema.maxLength(100)))),
   deleted_tags: Schema.optional(Schema.Array(TagId)),

@@ -10,9 +10,9 @@ export type RoutingTier = typeof RoutingTier.Type
 export const RoutingTiers: ReadonlyArray<RoutingTier> = ["router", "simple", "moderate", "complex"]
 
 export class ModelPoolEntry extends Schema.Class<ModelPoolEntry>("ModelPoolEntry")({
-  tier: RoutingTier,
-  ai_model_id: AiModelId,
-  instructions: Schema.optionalWith(Schema.NullOr(Text(10_000)), { default: () => null })
+  tier: Schema.propertySignature(RoutingTier).annotations({ description: "router reads each message; simple, moderate, complex answer" }),
+  ai_model_id: Schema.propertySignature(AiModelId).annotations({ description: "The tier's model" }),
+  instructions: Schema.optionalWith(Schema.NullOr(Text(10_000)), { default: () => null }).annotations({ description: "Extra instructions for this tier" })
 }) {}
 
 /** Smart Routing: exactly the four tiers, each once. */
@@ -21,7 +21,7 @@ export const ModelPool = Schema.Array(ModelPoolEntry).pipe(
     if (entries.length !== 4) return "must contain exactly 4 entries: router, simple, moderate and complex"
     const tiers = new Set(entries.map((e) => e.tier))
     return tiers.size === 4 || "must name each tier (router, simple, moderate, complex) exactly once"
-  })
+  }, { jsonSchema: { minItems: 4, maxItems: 4 } })
 )
 
 export const StageNature = Schema.Literal("neutral", "won", "lost")
@@ -118,28 +118,51 @@ export const handoffFields = {
 }
 export const handoffFieldNames = Object.keys(handoffFields) as ReadonlyArray<keyof typeof handoffFields>
 
-/** Settings shared by create and update (SPEC.md 4.5 create_pipeline / update_pipeline). */
+/** Settings shared by create and update (SPEC.md 4.5 create_pipeline / update_pipeline), each with what it means. */
 const settingsFields = {
-  description: OptionalText,
-  persona: OptionalText,
-  instructions: OptionalText,
-  channel_id: Schema.optional(Schema.NullOr(ChannelId)),
-  rag_mode: Schema.optional(RagMode),
-  dialect_id: Schema.optional(Schema.NullOr(DialectId)),
-  model_temperature: Schema.optional(Temperature),
-  no_of_relevant_points: Schema.optional(IntBetween(1, 50)),
-  agent_memory_window: Schema.optional(IntBetween(1, 200)),
-  context_message_count: Schema.optional(IntBetween(1, 200)),
-  max_conversation_cost: Schema.optional(Schema.NullOr(Cost)),
-  max_conversation_messages: Schema.optional(Schema.NullOr(IntAtLeast(1))),
+  description: OptionalText.annotations({ description: "What the pipeline is for" }),
+  persona: OptionalText.annotations({ description: "How the agent sounds" }),
+  instructions: OptionalText.annotations({ description: "What the agent must always or never do" }),
+  channel_id: Schema.optional(Schema.NullOr(ChannelId)).annotations({ description: "A connected channel to answer on" }),
+  rag_mode: Schema.optional(RagMode).annotations({ description: "Knowledge search: none, vector, or hybrid (vector and keyword)" }),
+  dialect_id: Schema.optional(Schema.NullOr(DialectId)).annotations({ description: "A dialect of the language" }),
+  model_temperature: Schema.optional(Temperature).annotations({ description: "Model temperature: low is focused, high is varied" }),
+  no_of_relevant_points: Schema.optional(IntBetween(1, 50)).annotations({ description: "Knowledge rows given to the agent per reply" }),
+  agent_memory_window: Schema.optional(IntBetween(1, 200)).annotations({ description: "Past messages the agent reads per reply" }),
+  context_message_count: Schema.optional(IntBetween(1, 200)).annotations({ description: "Context messages setting (stored; replies read agent_memory_window)" }),
+  max_conversation_cost: Schema.optional(Schema.NullOr(Cost)).annotations({ description: "USD a conversation may cost before the agent stops; null: no limit" }),
+  max_conversation_messages: Schema.optional(Schema.NullOr(IntAtLeast(1))).annotations({
+    description: "Messages a conversation may hold before the agent stops; null: no limit"
+  }),
   reply_debounce_ms: Schema.optional(IntBetween(0, 60_000)).annotations({
     description: "Messages arriving within this many milliseconds of each other get one reply (0 answers each at once; default 3000)"
   }),
-  followup_limit: Schema.optional(IntAtLeast(1)),
-  is_unknown_contacts_enabled: Schema.optional(Schema.Boolean),
-  is_model_routing_enabled: Schema.optional(Schema.Boolean),
-  is_model_routing: Schema.optional(ModelPool),
+  followup_limit: Schema.optional(IntAtLeast(1)).annotations({ description: "Most followup messages per conversation" }),
+  is_unknown_contacts_enabled: Schema.optional(Schema.Boolean).annotations({
+    description: "Open an opportunity for contacts who write in without one"
+  }),
+  is_model_routing_enabled: Schema.optional(Schema.Boolean).annotations({ description: "Smart Routing: a router model picks a tier's model per message" }),
+  is_model_routing: Schema.optional(ModelPool).annotations({ description: "The four tiers, each once; required with is_model_routing_enabled" }),
   ...handoffFields
+}
+
+/** What create fills in for a setting left out (migration 0003), shown to callers as JSON Schema defaults. */
+const createDefaults = {
+  rag_mode: settingsFields.rag_mode.annotations({ default: "none" }),
+  model_temperature: settingsFields.model_temperature.annotations({ default: 0.7 }),
+  no_of_relevant_points: settingsFields.no_of_relevant_points.annotations({ default: 5 }),
+  agent_memory_window: settingsFields.agent_memory_window.annotations({ default: 20 }),
+  context_message_count: settingsFields.context_message_count.annotations({ default: 10 }),
+  followup_limit: settingsFields.followup_limit.annotations({ default: 6 }),
+  is_unknown_contacts_enabled: settingsFields.is_unknown_contacts_enabled.annotations({ default: true }),
+  is_model_routing_enabled: settingsFields.is_model_routing_enabled.annotations({ default: false })
+}
+
+const identityFields = {
+  name: Schema.propertySignature(NonEmptyString(255)).annotations({ description: "Name, unique in the workspace" }),
+  agent_type_id: Schema.propertySignature(AgentTypeId).annotations({ description: "The agent's job (pipeline options' agent_types)" }),
+  ai_model_id: Schema.propertySignature(AiModelId).annotations({ description: "The model that answers (pipeline options' ai_models)" }),
+  language_id: Schema.propertySignature(LanguageId).annotations({ description: "The language it speaks (pipeline options' languages)" })
 }
 
 /** Smart Routing on needs the four tiers (create pipeline, and the MCP tool built on the same fields). */
@@ -155,21 +178,19 @@ export const CreatePipeline = Schema.Struct({
   workspace_id: Schema.optional(WorkspaceId).annotations({
     description: "Workspace to create in; defaults to the caller's own workspace"
   }),
-  name: NonEmptyString(255),
-  agent_type_id: AgentTypeId,
-  ai_model_id: AiModelId,
-  language_id: LanguageId,
-  ...settingsFields
+  ...identityFields,
+  ...settingsFields,
+  ...createDefaults
 }).pipe(Schema.filter(modelRoutingRule)).annotations({ ...all, identifier: "CreatePipeline" })
 export type CreatePipeline = typeof CreatePipeline.Type
 
 export const UpdatePipeline = Schema.Struct({
-  name: Schema.optional(NonEmptyString(255)),
-  status: Schema.optional(PipelineStatus),
-  is_archived: Schema.optional(Schema.Boolean),
-  agent_type_id: Schema.optional(AgentTypeId),
-  ai_model_id: Schema.optional(AiModelId),
-  language_id: Schema.optional(LanguageId),
+  name: Schema.optional(NonEmptyString(255)).annotations({ description: "Name, unique in the workspace" }),
+  status: Schema.optional(PipelineStatus).annotations({ description: "active: the agent replies; inactive: it does not" }),
+  is_archived: Schema.optional(Schema.Boolean).annotations({ description: "An archived pipeline's agent does not reply" }),
+  agent_type_id: Schema.optional(AgentTypeId).annotations({ description: "The agent's job (pipeline options' agent_types)" }),
+  ai_model_id: Schema.optional(AiModelId).annotations({ description: "The model that answers (pipeline options' ai_models)" }),
+  language_id: Schema.optional(LanguageId).annotations({ description: "The language it speaks (pipeline options' languages)" }),
   ...settingsFields,
   attach_knowledge_table_ids: Schema.optional(Schema.Array(IntAtLeast(1))).annotations({
     description: "Knowledge tables of the pipeline's workspace to attach (additive)"
@@ -181,15 +202,19 @@ export const UpdatePipeline = Schema.Struct({
 export type UpdatePipeline = typeof UpdatePipeline.Type
 
 const stageFields = {
-  description: OptionalText,
-  ai_persona: OptionalText,
-  instructions: OptionalText,
-  notes: OptionalText,
-  enter_condition: Schema.optional(Schema.NullOr(MinLength(20))),
-  parent_id: Schema.optional(Schema.NullOr(StageId)),
-  is_opening_message: Schema.optional(Schema.Boolean),
-  opening_message_type: Schema.optional(Schema.NullOr(OpeningMessageType)),
-  static_opening_message: Schema.optional(Schema.NullOr(Text(10_000))),
+  description: OptionalText.annotations({ description: "What the stage is" }),
+  ai_persona: OptionalText.annotations({ description: "How the agent sounds in this stage" }),
+  instructions: OptionalText.annotations({ description: "What the agent does in this stage" }),
+  notes: OptionalText.annotations({ description: "Internal notes, not shown to the agent" }),
+  enter_condition: Schema.optional(Schema.NullOr(MinLength(20))).annotations({
+    description: "When the AI moves an opportunity into this stage, in words"
+  }),
+  parent_id: Schema.optional(Schema.NullOr(StageId)).annotations({ description: "A stage of the same pipeline this one belongs under" }),
+  is_opening_message: Schema.optional(Schema.Boolean).annotations({ description: "Send a message when an opportunity enters" }),
+  opening_message_type: Schema.optional(Schema.NullOr(OpeningMessageType)).annotations({
+    description: "Required with is_opening_message: ai_generated, or static"
+  }),
+  static_opening_message: Schema.optional(Schema.NullOr(Text(10_000))).annotations({ description: "The text of a static opening message" }),
   handoff_instructions: OptionalText.annotations({ description: "When the agent should ask for a person in this stage (docs/handoff.md)" })
 }
 
@@ -206,18 +231,22 @@ const openingMessageRule = (s: {
   return undefined
 }
 
+const stageName = "The stage's name"
+const stageNature = "neutral: in progress; won or lost: closed"
+const stageOrder = "Position, 1 = first; the stages after it move down"
+
 export const CreateStage = Schema.Struct({
-  name: MinLength(3, 255),
-  nature: StageNature,
-  order: IntAtLeast(1),
+  name: Schema.propertySignature(MinLength(3, 255)).annotations({ description: stageName }),
+  nature: Schema.propertySignature(StageNature).annotations({ description: stageNature }),
+  order: Schema.propertySignature(IntAtLeast(1)).annotations({ description: stageOrder }),
   ...stageFields
 }).pipe(Schema.filter(openingMessageRule)).annotations({ ...all, identifier: "CreateStage" })
 export type CreateStage = typeof CreateStage.Type
 
 export const UpdateStage = Schema.Struct({
-  name: Schema.optional(MinLength(3, 255)),
-  nature: Schema.optional(StageNature),
-  order: Schema.optional(IntAtLeast(1)),
+  name: Schema.optional(MinLength(3, 255)).annotations({ description: stageName }),
+  nature: Schema.optional(StageNature).annotations({ description: stageNature }),
+  order: Schema.optional(IntAtLeast(1)).annotations({ description: stageOrder }),
   ...stageFields
 }).annotations({ ...all, identifier: "UpdateStage" })
 export type UpdateStage = typeof UpdateStage.Type

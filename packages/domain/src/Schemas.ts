@@ -7,7 +7,10 @@ export const NonEmptyString = (max = 255) =>
   Schema.Trim.pipe(
     Schema.minLength(1, { message: () => "must not be empty" }),
     Schema.maxLength(max, { message: () => `may not be greater than ${max} characters` })
-  )
+  ).annotations({
+    // JSON Schema is written from the encoded side, where Trim is a bare string: the limits would be lost
+    jsonSchema: { type: "string", minLength: 1, maxLength: max }
+  })
 
 export const Text = (max: number) =>
   Schema.String.pipe(Schema.maxLength(max, { message: () => `may not be greater than ${max} characters` }))

@@ -76,6 +76,7 @@ export interface McpBackendShape {
   // pipelines, stages, model pool, catalogue
   readonly pipelineOptions: (query: { readonly language_code: string; readonly ai_provider_id?: number | undefined }) => Op<PipelineOptions>
   readonly listPipelines: () => Op<ReadonlyArray<Pipeline>>
+  readonly getPipeline: (id: PipelineId) => Op<PipelineWithStages>
   /** `warning`: the pipeline's model cannot be called in this server (no provider key) */
   readonly createPipeline: (input: CreatePipeline) => Op<WithWarning<PipelineWithStages>>
   readonly updatePipeline: (id: PipelineId, input: UpdatePipeline) => Op<WithWarning<PipelineWithStages>>

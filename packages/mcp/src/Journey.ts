@@ -17,36 +17,25 @@ export const pipelineJourney = (input: JourneyInput, options: PipelineOptions) =
   const model = options.ai_models[0]
   const step = provider === undefined ? "choose_provider" : "configure_pipeline"
 
-  const questions: Array<string> = []
-  if (provider === undefined) {
-    questions.push(
-      `Which AI provider should the agent use? (${options.ai_providers.map((p) => `${p.name} = ${p.id}`).join(", ")}) ` +
-        "Call start_pipeline_journey again with its ai_provider_id to see the models."
-    )
-  } else {
-    questions.push(
-      `Which ${provider.name} model should answer? (${
-        options.ai_models.map((m) => `${m.name} = ${m.id}, $${m.input_price_per_million}/$${m.output_price_per_million} per million tokens`).join("; ")
-      })`
-    )
-  }
-  questions.push(
-    "What should the pipeline be called? (unique in the workspace)",
-    `What is the agent's job? (agent types: ${options.agent_types.map((a) => `${a.name} = ${a.id}`).join(", ")})`,
+  // the ids to choose from are in `options`; a question names the list it is answered from
+  const questions = [
+    provider === undefined
+      ? "Which AI provider should answer (options.ai_providers)? Then call start_pipeline_journey again with its ai_provider_id."
+      : `Which ${provider.name} model should answer (options.ai_models: prices per million tokens)?`,
+    "What should the pipeline be called (unique in the workspace)?",
+    "What is the agent's job (options.agent_types)?",
     language === undefined
-      ? `Which language should the agent speak? (${options.languages.map((l) => `${l.name} = ${l.code}`).join(", ")})`
-      : `The agent will speak ${language.name}.${
-        options.dialects.length > 0 ? ` Which dialect, if any? (${options.dialects.map((d) => `${d.name} = ${d.id}`).join(", ")})` : ""
-      }`,
+      ? "Which language should the agent speak (options.languages)?"
+      : `The agent speaks ${language.name}${options.dialects.length > 0 ? "; which dialect, if any (options.dialects)?" : "."}`,
     "How should the agent sound (persona), and what must it always or never do (instructions)?",
-    "What are the steps of your process, and what tells you a contact has moved from one step to the next? (stages and their entry conditions)",
-    "When a contact reaches a step, should another system be told? If so, which URL, method and fields? (actions and variables)",
-    "Should the agent follow up with contacts who stop answering, and after how long? (followups)",
-    "Is there reference material the agent should answer from (products, prices, FAQs)? (knowledge tables)",
+    "What are the steps of the process, and what shows a contact has moved to the next (stages, enter_condition)?",
+    "Should another system be told when a contact reaches a step: which URL, method and fields (actions, variables)?",
+    "Should the agent follow up with contacts who stop answering, and after how long (followups)?",
+    "Is there reference material to answer from, such as products, prices or FAQs (knowledge tables)?",
     options.channels.length > 0
-      ? `Which channel should it answer on? (${options.channels.map((c) => `${c.name} (${c.kind}) = ${c.id}`).join(", ")})`
-      : "No channel is connected yet: the pipeline can be built now and linked to a channel later."
-  )
+      ? "Which channel should it answer on (options.channels)?"
+      : "No channel is connected yet: build now, link a channel later."
+  ]
 
   const plan = {
     pipeline: {

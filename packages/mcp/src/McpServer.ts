@@ -10,14 +10,21 @@ import {
   ErrorCode,
   InitializeRequestSchema,
   type InitializeResult,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   type ListToolsResult,
-  McpError
+  ReadResourceRequestSchema
 } from "@modelcontextprotocol/sdk/types.js"
+import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import type { CurrentActor } from "@parley/domain"
 import { Effect, Runtime } from "effect"
 import { z } from "zod"
 import type { McpBackend } from "./Backend.js"
+import { getPrompt, prompts } from "./Prompts.js"
+import { listResources, readResource, resourceTemplates } from "./Resources.js"
 import { toolByName, Tools } from "./Tools.js"
 
 /** SPEC.md 9: revision 2025-03-26 is the one this endpoint speaks; 2025-06-18 clients get their own. */
@@ -33,29 +40,33 @@ const serverInfo = { name: "parley", title: "Parley", version: "1.0.0" }
 const instructions =
   "Tools for a Parley account: analytics, discovery (pipelines, stages, actions, variables, contacts, opportunities, messages, knowledge), " +
   "building pipelines (start with start_pipeline_journey) and updating them, and conversations (read them, hand them between the agent and a person). " +
-  "Tools act as the token's user and need the token's scopes."
+  "Tools act as the token's user and need the token's scopes. Results are JSON; lists answer has_more and next_page (the arguments for the next page)."
+
+type Listed = ListToolsResult["tools"][number]
 
 const toolList: ListToolsResult = {
-  tools: Tools.map((t) => ({
+  tools: Tools.map((t): Listed => ({
     name: t.name,
     title: t.title,
     description: t.description,
-    inputSchema: t.inputSchema as ListToolsResult["tools"][number]["inputSchema"],
-    annotations: {
-      title: t.title,
-      readOnlyHint: t.readOnly,
-      destructiveHint: t.destructive,
-      openWorldHint: false
-    }
+    inputSchema: t.inputSchema as Listed["inputSchema"],
+    outputSchema: t.outputSchema as Listed["outputSchema"],
+    annotations: t.annotations
   }))
 }
 
-const capabilities = { tools: {} }
+/**
+ * A JSON-RPC error as the SDK sends it (`code`, `message`), without `McpError`'s "MCP error <code>: " prefix:
+ * the client adds that prefix itself, so the message would read "MCP error -32602: MCP error -32602: ...".
+ */
+const rpcError = (code: number, message: string) => Object.assign(new Error(message), { code })
+
+const capabilities = { tools: {}, resources: {}, prompts: {} }
 
 /**
  * Registered for `tools/call` instead of the SDK's own schema: the SDK parses with the registered schema
- * before its tools/call wrapper checks the params, so a call without `name` would be an internal error
- * (-32603) rather than invalid params (-32602). The wrapper still validates against `CallToolRequestSchema`.
+ * before the handler runs, so a call without `name` would be an internal error (-32603) rather than invalid
+ * params (-32602); the handler checks the params itself.
  */
 const ToolsCall = z.object({ method: z.literal("tools/call"), params: z.unknown().optional() })
 
@@ -70,11 +81,27 @@ const makeServer = (runtime: Runtime.Runtime<McpBackend | CurrentActor>) => {
     instructions
   }))
   server.setRequestHandler(ListToolsRequestSchema, () => toolList)
-  server.setRequestHandler(ToolsCall, (raw) => {
-    const request = CallToolRequestSchema.parse(raw)
-    const tool = toolByName.get(request.params.name)
-    if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`)
-    return Runtime.runPromise(runtime)(tool.call(request.params.arguments))
+  // registered past `Server`'s own tools/call wrapper, which answers a malformed call with an McpError (the doubled prefix)
+  Protocol.prototype.setRequestHandler.call(server, ToolsCall, (raw) => {
+    const request = CallToolRequestSchema.safeParse(raw)
+    if (!request.success) throw rpcError(ErrorCode.InvalidParams, `Invalid tools/call request: ${request.error.issues.map((i) => `${i.path.join(".")} ${i.message}`).join("; ")}`)
+    const tool = toolByName.get(request.data.params.name)
+    if (tool === undefined) throw rpcError(ErrorCode.InvalidParams, `Unknown tool: ${request.data.params.name}`)
+    return Runtime.runPromise(runtime)(tool.call(request.data.params.arguments))
+  })
+  server.setRequestHandler(ListResourcesRequestSchema, () => Runtime.runPromise(runtime)(listResources))
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => resourceTemplates)
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const read = await Runtime.runPromise(runtime)(Effect.either(readResource(request.params.uri)))
+    if (read._tag === "Left") throw rpcError(read.left.code, read.left.message)
+    return read.right
+  })
+  server.setRequestHandler(ListPromptsRequestSchema, () => prompts)
+  server.setRequestHandler(GetPromptRequestSchema, (request) => {
+    const found = getPrompt(request.params.name, request.params.arguments)
+    if (found === undefined) throw rpcError(ErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`)
+    if ("missing" in found) throw rpcError(ErrorCode.InvalidParams, `Missing required argument: ${found.missing.join(", ")}`)
+    return found.prompt
   })
   return server
 }

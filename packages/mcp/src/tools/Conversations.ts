@@ -6,10 +6,7 @@
 import {
   ChannelId,
   ContactId,
-  type ConversationDetail,
   ConversationId,
-  type ConversationListItem,
-  type ConversationMessage,
   ConversationMessagesQuery,
   ConversationStatus,
   HandoffCommand,
@@ -21,25 +18,12 @@ import {
 } from "@parley/domain"
 import { IntBetween } from "@parley/domain/Schemas"
 import { Effect, Schema } from "effect"
-import { McpBackend } from "./Backend.js"
-import { output, type Tool, tool } from "./Tool.js"
-import { optional, plural, required, withDefault } from "./ToolFields.js"
+import { McpBackend } from "../Backend.js"
+import { boolean, nextPage, nullable, object, objects, paged, result, string } from "../Output.js"
+import { type Tool, tool } from "../Tool.js"
+import { optional, required, withDefault } from "../ToolFields.js"
 
-const conversationId = required(ConversationId, "The conversation's id (from list_conversations)")
-
-const contactName = (c: ConversationListItem["contact"]) => c.name ?? c.email ?? c.phone ?? c.identifier ?? "(no name)"
-
-const handoffWords = (h: ConversationListItem["handoff"]) =>
-  h.state === "ai" ? "with the agent" : h.state === "waiting" ? "waiting for a person" : `with operator #${h.assignee_id} (paused)`
-
-const clip = (text: string | null, length: number) => text === null ? "" : text.length > length ? `${text.slice(0, length)}…` : text
-
-const messageLine = (m: ConversationMessage) =>
-  `- ${m.created_at} ${m.sender}${m.sender_id === null ? "" : ` #${m.sender_id}`}: ${
-    m.message === null ? `(${plural(m.files.length, "file")})` : clip(m.message, 200)
-  }`
-
-const headline = (c: ConversationDetail) => `Conversation #${c.id} with ${contactName(c.contact)}: ${handoffWords(c.handoff)}`
+const conversationId = required(ConversationId, "The conversation's id (list_conversations)")
 
 export const conversationTools: ReadonlyArray<Tool> = [
   tool({
@@ -48,35 +32,27 @@ export const conversationTools: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "conversations:read",
     description:
-      "Conversations with contacts, newest activity first: contact, current opportunity and stage, channel, handoff state (ai, waiting for a person, human), last message preview and the caller's unread count. Filter by pipeline, channel, status, handoff state, assignee, opportunity, contact, a search text or unread. Pass next_cursor back as cursor for the next page. Needs scope conversations:read.",
+      "Conversations, newest activity first: contact, opportunity and stage, channel, handoff state (ai, waiting for a person, human), last message and the caller's unread count.",
     input: Schema.Struct({
       pipeline_id: optional(PipelineId, "Only this pipeline's conversations"),
       channel_id: optional(ChannelId, "Only this channel's conversations"),
-      status: optional(ConversationStatus, "active (the agent or a wait) or paused (an operator has it)"),
-      handoff: optional(HandoffState, "ai = the agent replies, waiting = a person was asked for, human = an operator has it"),
-      assignee_id: optional(UserId, "Only conversations this user (operator) has"),
+      status: optional(ConversationStatus, "active: the agent or a wait has it; paused: an operator has it"),
+      handoff: optional(HandoffState, "ai: the agent replies; waiting: a person was asked for; human: an operator has it"),
+      assignee_id: optional(UserId, "Only conversations this operator has"),
       opportunity_id: optional(OpportunityId, "Only this opportunity's conversations"),
       contact_id: optional(ContactId, "Only conversations with this contact"),
-      q: optional(ListConversationsQuery.fields.q.from, "Part of the contact's name, email, phone or identifier, or of a message's text"),
-      unread: optional(Schema.Boolean, "true: only conversations with contact messages the caller has not read"),
-      cursor: optional(ListConversationsQuery.fields.cursor.from, "next_cursor of the previous call; omit for the first page"),
-      limit: withDefault(IntBetween(1, 100), 25, "Conversations per page, 1 to 100 (default 25)")
+      q: optional(ListConversationsQuery.fields.q.from, "Part of the contact's name, email, phone or identifier, or of a message"),
+      unread: optional(Schema.Boolean, "true: only those with contact messages the caller has not read"),
+      cursor: optional(ListConversationsQuery.fields.cursor.from, "next_cursor of the previous page; omit for the first"),
+      limit: withDefault(IntBetween(1, 100), 25, "Conversations per page")
     }),
-    run: ({ limit, ...filters }) =>
-      Effect.flatMap(McpBackend, (b) => b.listConversations({ ...filters, per_page: limit })).pipe(
-        Effect.map((page) =>
-          output(
-            { ...page },
-            [
-              `${plural(page.conversations.length, "conversation")}${page.next_cursor === null ? " (last page)" : "; more with cursor = next_cursor"}:`,
-              ...page.conversations.map((c) =>
-                `- #${c.id} ${contactName(c.contact)}: ${handoffWords(c.handoff)}, ${plural(c.unread_count, "unread message")}${
-                  c.last_message_preview === null ? "" : `, last: ${clip(c.last_message_preview, 80)}`
-                }`
-              )
-            ].join("\n")
-          )
-        )
+    output: result({ conversations: objects, next_cursor: nullable(string), ...paged }),
+    run: (args) =>
+      Effect.flatMap(McpBackend, (b) => b.listConversations({ ...args, per_page: args.limit })).pipe(
+        Effect.map((page) => {
+          const more = page.next_cursor !== null
+          return { ...page, has_more: more, next_page: nextPage(args, more, { cursor: page.next_cursor }) }
+        })
       )
   }),
   tool({
@@ -85,28 +61,30 @@ export const conversationTools: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "conversations:read",
     description:
-      "One conversation with its notes, costs, handoff state and history, and its latest messages (newest first; pass messages_cursor back for earlier ones). Each message has sender: contact, ai (the agent) or operator (sender_id is the user), files, status and no_reply_reason. Needs scope conversations:read.",
+      "One conversation (notes, costs, handoff state and history) and its latest messages, newest first. A message's sender is contact, ai or operator (sender_id the user).",
     input: Schema.Struct({
       conversation_id: conversationId,
-      messages_limit: withDefault(IntBetween(1, 100), 20, "Latest messages to include, 1 to 100 (default 20)"),
-      messages_cursor: optional(ConversationMessagesQuery.fields.cursor.from, "messages_cursor of the previous call, for the messages before those; omit for the latest")
+      messages_limit: withDefault(IntBetween(1, 100), 20, "Latest messages to include"),
+      messages_cursor: optional(ConversationMessagesQuery.fields.cursor.from, "messages_cursor of the previous call, for the messages before those")
     }),
-    run: ({ conversation_id, messages_cursor, messages_limit }) =>
+    output: result({ conversation: object, messages: objects, has_more_messages: boolean, messages_cursor: nullable(string), next_page: paged.next_page }),
+    run: (args) =>
       Effect.gen(function*() {
         const b = yield* McpBackend
-        const conversation = yield* b.getConversation(conversation_id)
-        const page = yield* b.conversationMessages(conversation_id, {
+        const conversation = yield* b.getConversation(args.conversation_id)
+        const page = yield* b.conversationMessages(args.conversation_id, {
           direction: "older",
-          per_page: messages_limit,
-          ...(messages_cursor === undefined ? {} : { cursor: messages_cursor })
+          per_page: args.messages_limit,
+          ...(args.messages_cursor === undefined ? {} : { cursor: args.messages_cursor })
         })
-        return output(
-          { conversation, messages: page.messages, has_more_messages: page.next_cursor !== null, messages_cursor: page.next_cursor },
-          [
-            `${headline(conversation)}, ${plural(conversation.messages_count, "message")}. Latest ${page.messages.length}, newest first:`,
-            ...page.messages.map(messageLine)
-          ].join("\n")
-        )
+        const more = page.next_cursor !== null
+        return {
+          conversation,
+          messages: page.messages,
+          has_more_messages: more,
+          messages_cursor: page.next_cursor,
+          next_page: nextPage(args, more, { messages_cursor: page.next_cursor })
+        }
       })
   }),
   tool({
@@ -114,12 +92,14 @@ export const conversationTools: ReadonlyArray<Tool> = [
     title: "Hand a conversation over",
     group: "update",
     scope: "conversations:write",
+    destructive: true,
+    idempotent: false,
+    openWorld: true,
     description:
-      "Moves a conversation between the AI agent and a person. request (from ai): a person is asked for, the contact gets a bridge message and the agent stops replying. take (from ai or waiting): you handle it yourself (status paused). assign (any state): assignee_id, a member of the conversation's workspace, handles it. return (from waiting or human): the agent replies again and reads note. A move that does not apply to the current state is a HandoffConflict error. Needs scope conversations:write.",
+      "Moves a conversation between the AI agent and a person: request (from ai; the contact gets a bridge message), take (from ai or waiting; you handle it), assign (any state; to assignee_id), return (from waiting or human; the agent reads note).",
     input: Schema.Struct({ conversation_id: conversationId, ...HandoffCommand.fields }),
+    output: result({ conversation: object }),
     run: ({ conversation_id, ...command }) =>
-      Effect.flatMap(McpBackend, (b) => b.handoffConversation(conversation_id, command)).pipe(
-        Effect.map((conversation) => output({ conversation }, `${headline(conversation)}.`))
-      )
+      Effect.flatMap(McpBackend, (b) => b.handoffConversation(conversation_id, command)).pipe(Effect.map((conversation) => ({ conversation })))
   })
 ]

@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import {
   type Actor,
   Forbidden,
+  hasScope,
   isScope,
   Me,
   missingScopeMessage,
@@ -298,7 +299,7 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticateToken(bearer, request.headers["x-act-as-user"]))
 
     const requireScope = (actor: Actor, scope: Scope) =>
-      actor.scopes.includes(scope) ? Effect.succeed(actor) : Effect.fail(new Forbidden({ message: missingScopeMessage(scope) }))
+      hasScope(actor.scopes, scope) ? Effect.succeed(actor) : Effect.fail(new Forbidden({ message: missingScopeMessage(scope) }))
 
     const me = Effect.fn("Identity.me")(function*(actor: Actor) {
       const user = yield* repo.userById(actor.authenticatedUserId).pipe(Effect.map(Option.getOrThrow))

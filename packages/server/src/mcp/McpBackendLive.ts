@@ -39,6 +39,7 @@ export const makeMcpBackend = Effect.gen(function*() {
 
     pipelineOptions: (query) => Effect.flatMap(CurrentActor, (actor) => catalogue.options(actor, query)),
     listPipelines: () => pipelines.list(),
+    getPipeline: (id) => pipelines.get(id),
     createPipeline: (input) => pipelines.create(input),
     updatePipeline: (id, input) => pipelines.update(id, input),
     listStages: (id) => pipelines.listStages(id),

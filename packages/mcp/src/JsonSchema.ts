@@ -1,0 +1,142 @@
+/**
+ * A tool's input schema as JSON Schema a model and any MCP client read alike (issue 23): generated from the
+ * tool's Effect Schema, then made portable. Definitions are inlined (no `$ref`, `$defs` or single-member
+ * `allOf`), a property's description sits on the property (not inside an `anyOf` branch), Effect's generated
+ * titles and descriptions (`between(1, 100)`, "a string that will be trimmed") are dropped, a value of any
+ * JSON type is declared as what it is, and bounds that only reflect storage (2^53 - 1 for ids, 2^31 - 1 for
+ * counts) are left out: they are limits of the database, not of what a caller means to send.
+ */
+import { JSONSchema, Schema } from "effect"
+import * as AST from "effect/SchemaAST"
+
+export type Json = { [key: string]: unknown }
+
+/** What every tool's input and output schema is at the top. */
+export interface JsonObjectSchema {
+  readonly type: "object"
+  readonly properties?: Record<string, unknown>
+  readonly required?: ReadonlyArray<string>
+  readonly [key: string]: unknown
+}
+
+/**
+ * Effect's built-in descriptions all read "a string ...", "an integer", "a number between ..."; ours are
+ * sentences that start with a capital letter (or a quoted value), so the two never collide.
+ */
+export const isGeneratedDescription = (text: string) => /^an? [a-zA-Z0-9-]/.test(text)
+
+const STORAGE_BOUNDS = new Set([Number.MAX_SAFE_INTEGER, 2_147_483_647])
+
+const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** A JSON Schema that says nothing (Effect's `unknown` and `any` are `{$id, title}`). */
+const isUnconstrained = (schema: Json) => Object.keys(schema).length === 0
+
+const humanDescription = (schema: Json): string | undefined =>
+  typeof schema.description === "string" && !isGeneratedDescription(schema.description) ? schema.description : undefined
+
+const clean = (node: unknown, defs: Record<string, unknown>): unknown => {
+  if (Array.isArray(node)) return node.map((n) => clean(n, defs))
+  if (!isObject(node)) return node
+  let schema: Json = { ...node }
+  // inline a definition, the reference's own keys winning
+  if (typeof schema.$ref === "string") {
+    const name = schema.$ref.replace("#/$defs/", "")
+    const { $ref: _, ...rest } = schema
+    schema = { ...(defs[name] as Json), ...rest }
+  }
+  if (Array.isArray(schema.allOf) && schema.allOf.length === 1) {
+    const { allOf, ...rest } = schema
+    schema = { ...(allOf[0] as Json), ...rest }
+    if (typeof schema.$ref === "string") return clean(schema, defs)
+  }
+  const out: Json = {}
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "title" || key === "$id" || key === "$schema" || key === "$defs") continue
+    if (key === "description" && (typeof value !== "string" || isGeneratedDescription(value))) continue
+    if ((key === "maximum" || key === "minimum") && typeof value === "number" && STORAGE_BOUNDS.has(Math.abs(value))) continue
+    if (key === "properties" && isObject(value)) {
+      out.properties = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, property(clean(v, defs) as Json)]))
+      continue
+    }
+    out[key] = clean(value, defs)
+  }
+  // a record of any values: a free-form object
+  if (isObject(out.additionalProperties) && isUnconstrained(out.additionalProperties)) delete out.additionalProperties
+  if (out.type === "object" && isObject(out.properties) && Object.keys(out.properties).length === 0 && out.additionalProperties === undefined) {
+    delete out.properties
+  }
+  if (Array.isArray(out.required) && out.required.length === 0) delete out.required
+  return out
+}
+
+/** A property's description and default belong to the property, not to the branch of its `anyOf`. */
+const property = (schema: Json): Json => {
+  if (!Array.isArray(schema.anyOf)) return schema
+  const branches = schema.anyOf as Array<Json>
+  const description = humanDescription(schema) ?? branches.map(humanDescription).find((d) => d !== undefined)
+  const def = "default" in schema ? schema.default : branches.find((b) => "default" in b)?.default
+  const anyOf = branches.map(({ description: _d, default: _f, ...rest }) => rest)
+  const { description: _, default: __, anyOf: ___, ...rest } = schema
+  return {
+    ...(description === undefined ? {} : { description }),
+    ...rest,
+    anyOf,
+    ...(def === undefined ? {} : { default: def })
+  }
+}
+
+const typeOnly = (schema: Json): Json => {
+  if (Array.isArray(schema.anyOf)) return { anyOf: (schema.anyOf as Array<Json>).map(typeOnly) }
+  if (schema.type === undefined && Array.isArray(schema.enum)) return { type: typeof schema.enum[0] }
+  return schema.type === undefined ? {} : { type: schema.type }
+}
+
+/** The top level of a result's JSON Schema: each field and its type, nested objects and arrays left open. */
+export const fieldsOf = (schema: Schema.Schema.Any): Record<string, Json> => {
+  const json = made(schema)
+  if (!isObject(json.properties)) throw new Error(`not an object schema: ${JSON.stringify(json).slice(0, 80)}`)
+  return Object.fromEntries(Object.entries(json.properties).map(([k, v]) => [k, typeOnly(v as Json)]))
+}
+
+const made = (schema: Schema.Schema.Any): Json => {
+  const generated = JSONSchema.make(schema) as unknown as Json
+  return clean(generated, isObject(generated.$defs) ? generated.$defs : {}) as Json
+}
+
+/**
+ * Descriptions of the decoded side where the encoded side has none. A struct with a field that has a default
+ * (`optionalWith`) is a transformation, whose encoded side keeps the other fields' types but not their
+ * annotations, so JSON Schema, written from the encoded side, would lose their descriptions.
+ */
+const withDescriptionsOf = (encoded: Json, decoded: Json): Json => {
+  const out: Json = { ...encoded }
+  if (humanDescription(out) === undefined) {
+    const description = humanDescription(decoded)
+    if (description !== undefined) out.description = description
+  }
+  const properties = decoded.properties
+  if (isObject(encoded.properties) && isObject(properties)) {
+    out.properties = Object.fromEntries(
+      Object.entries(encoded.properties).map(([k, v]) => [k, isObject(properties[k]) && isObject(v) ? withDescriptionsOf(v, properties[k]) : v])
+    )
+  }
+  if (isObject(encoded.items) && isObject(decoded.items)) out.items = withDescriptionsOf(encoded.items, decoded.items)
+  const theirs = decoded.anyOf
+  if (Array.isArray(encoded.anyOf) && Array.isArray(theirs) && encoded.anyOf.length === theirs.length) {
+    out.anyOf = encoded.anyOf.map((b, i) => (isObject(b) && isObject(theirs[i]) ? withDescriptionsOf(b, theirs[i]) : b))
+  }
+  return out
+}
+
+/** The portable JSON Schema of a tool's arguments: always a top-level object that refuses unknown keys. */
+export const inputSchemaOf = (schema: Schema.Schema.Any): JsonObjectSchema => {
+  // JSON Schema renders an empty struct as "any object or array"; a tool without parameters takes `{}`
+  const ast = schema.ast
+  if (AST.isTypeLiteral(ast) && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) {
+    return { type: "object", properties: {}, additionalProperties: false }
+  }
+  const { description: _, ...json } = withDescriptionsOf(made(schema), made(Schema.typeSchema(schema)))
+  if (json.type !== "object") throw new Error(`an MCP tool's input schema must be an object, got ${JSON.stringify(json).slice(0, 80)}`)
+  return json as unknown as JsonObjectSchema
+}

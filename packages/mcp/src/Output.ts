@@ -1,0 +1,39 @@
+/**
+ * The tools' output schemas: the top level of each result, with the type of every field, so a client can
+ * check `structuredContent` and a model knows where the ids and the next page are. Every field listed is
+ * always present (null when it has no value). Nested records are `object`s: their fields are the REST API's
+ * (docs/api.md), and listing them in every tool would cost more of a model's context than it tells.
+ */
+import type { Schema } from "effect"
+import { fieldsOf, type JsonObjectSchema } from "./JsonSchema.js"
+
+type Json = Record<string, unknown>
+
+export const object: Json = { type: "object" }
+export const objects: Json = { type: "array" }
+export const integer: Json = { type: "integer" }
+export const string: Json = { type: "string" }
+export const boolean: Json = { type: "boolean" }
+export const number: Json = { type: "number" }
+export const strings: Json = { type: "array", items: string }
+export const integers: Json = { type: "array", items: integer }
+export const nullable = (schema: Json): Json => ({ anyOf: [schema, { type: "null" }] })
+export const describe = (schema: Json, description: string): Json => ({ ...schema, description })
+
+export const result = (properties: Record<string, Json>): JsonObjectSchema => ({ type: "object", properties })
+
+/** What every paged list answers besides its rows: whether there is more, and the arguments that fetch it. */
+export const paged = {
+  has_more: boolean,
+  next_page: describe(nullable(object), "Arguments for the next page; null on the last")
+}
+
+/** What to call next, in words with the ids filled in. */
+export const nextSteps = describe(strings, "What to call next, with the ids to pass")
+
+/** The arguments of the next page: the ones given, with the page moved on. */
+export const nextPage = (args: Record<string, unknown>, more: boolean, next: Record<string, unknown>) =>
+  more ? Object.fromEntries(Object.entries({ ...args, ...next }).filter(([, v]) => v !== undefined)) : null
+
+/** A result that is a domain record as it is: its fields and their types. */
+export const resultOf = (schema: Schema.Schema.Any, more: Record<string, Json> = {}): JsonObjectSchema => result({ ...fieldsOf(schema), ...more })

@@ -1,0 +1,146 @@
+/**
+ * Variables, actions and their runs (SPEC.md 4.5): the webhooks a pipeline fires and the values they carry.
+ * Reading is `mcp:use`'s (pipeline configuration); changes need `pipelines:write`, as on REST.
+ */
+import { ActionId, CreateAction, CreateVariable, OpportunityId, StageId, UpdateAction, UpdateVariable, VariableId } from "@parley/domain"
+import { IntAtLeast, IntBetween } from "@parley/domain/Schemas"
+import { Effect, Schema } from "effect"
+import { McpBackend } from "../Backend.js"
+import { integer, nextPage, nextSteps, object, objects, paged, result } from "../Output.js"
+import { type Tool, tool } from "../Tool.js"
+import { optional, paging, pipelineId, required, withDefault } from "../ToolFields.js"
+import { pageOf } from "./Pipelines.js"
+
+const variableSaved = result({ variable: object, next_steps: nextSteps })
+const actionSaved = result({ action: object, next_steps: nextSteps })
+
+export const automationTools: ReadonlyArray<Tool> = [
+  tool({
+    name: "list_actions",
+    title: "List actions",
+    group: "discover",
+    description: "A pipeline's webhook actions: method, URL, trigger, active or draft. Without stage_id, pipeline-level and stage actions alike.",
+    input: Schema.Struct({
+      pipeline_id: pipelineId,
+      stage_id: optional(StageId, "Only this stage's actions"),
+      ...paging(25)
+    }),
+    output: result({ pipeline_id: integer, actions: objects, ...paged }),
+    run: ({ pipeline_id, stage_id, ...args }) =>
+      Effect.flatMap(McpBackend, (b) => b.listActions(pipeline_id, stage_id)).pipe(
+        Effect.map((actions) => {
+          const { more, slice } = pageOf(actions, args.page, args.per_page)
+          return { pipeline_id, actions: slice, has_more: more, next_page: nextPage({ pipeline_id, stage_id, ...args }, more, { page: args.page + 1 }) }
+        })
+      )
+  }),
+  tool({
+    name: "list_action_results",
+    title: "List action runs",
+    group: "discover",
+    description: "Recorded runs of a pipeline's actions, newest first: request sent, response status, every attempt. For debugging a webhook.",
+    input: Schema.Struct({
+      pipeline_id: pipelineId,
+      opportunity_id: optional(OpportunityId, "Only runs for this opportunity"),
+      conversation_id: optional(IntAtLeast(1), "Only runs in this conversation"),
+      action_id: optional(ActionId, "Only runs of this action"),
+      limit: withDefault(IntBetween(1, 100), 50, "Runs to return"),
+      offset: withDefault(IntAtLeast(0), 0, "Runs to skip")
+    }),
+    output: result({ pipeline_id: integer, results: objects, limit: integer, offset: integer, ...paged }),
+    run: ({ pipeline_id, ...query }) =>
+      // one more row than asked tells whether there is a next page
+      Effect.flatMap(McpBackend, (b) => b.actionResults(pipeline_id, { ...query, limit: query.limit + 1 })).pipe(
+        Effect.map((rows) => {
+          const more = rows.length > query.limit
+          return {
+            pipeline_id,
+            results: rows.slice(0, query.limit),
+            limit: query.limit,
+            offset: query.offset,
+            has_more: more,
+            next_page: nextPage({ pipeline_id, ...query }, more, { offset: query.offset + query.limit })
+          }
+        })
+      )
+  }),
+  tool({
+    name: "list_variables",
+    title: "List variables",
+    group: "discover",
+    description: "A pipeline's variables (values actions use as {{name}}), optionally those whose name contains q.",
+    input: Schema.Struct({ pipeline_id: pipelineId, q: optional(Schema.String, "Part of the name, any case"), ...paging(50) }),
+    output: result({ pipeline_id: integer, variables: objects, ...paged }),
+    run: ({ pipeline_id, q, ...args }) =>
+      Effect.flatMap(McpBackend, (b) => b.listVariables(pipeline_id, q)).pipe(
+        Effect.map((variables) => {
+          const { more, slice } = pageOf(variables, args.page, args.per_page)
+          return { pipeline_id, variables: slice, has_more: more, next_page: nextPage({ pipeline_id, q, ...args }, more, { page: args.page + 1 }) }
+        })
+      )
+  }),
+  tool({
+    name: "create_variable",
+    title: "Create a variable",
+    group: "build",
+    scope: "pipelines:write",
+    description:
+      "Creates a value actions use as {{name}}. type fixed: value is literal. from_system: value is entity.field (opportunity.id, opportunity.contact_email, stage.name, message.message, ...). from_action: action_name.response.path or action_name.status. from_ai: an extraction instruction (not for stage_started or on_any_message actions).",
+    input: Schema.Struct({ pipeline_id: pipelineId, ...CreateVariable.fields }),
+    output: variableSaved,
+    run: ({ pipeline_id, ...input }) =>
+      Effect.flatMap(McpBackend, (b) => b.createVariable(pipeline_id, input)).pipe(
+        Effect.map((variable) => ({
+          variable,
+          next_steps: [`Use {{${variable.name}}} in create_action's url, headers or payload (pipeline_id ${pipeline_id})`]
+        }))
+      )
+  }),
+  tool({
+    name: "create_action",
+    title: "Create an action",
+    group: "build",
+    scope: "pipelines:write",
+    description:
+      "Creates an outbound HTTP webhook fired by fixed_trigger. url, headers and payload may hold {{variable_name}} of existing variables, never raw placeholders. Omit stage_id for a pipeline-level action.",
+    input: Schema.Struct({ pipeline_id: pipelineId, ...CreateAction.fields }),
+    output: actionSaved,
+    run: ({ pipeline_id, ...input }) =>
+      Effect.flatMap(McpBackend, (b) => b.createAction(pipeline_id, input)).pipe(
+        Effect.map((action) => ({
+          action,
+          next_steps: [
+            ...(action.is_active ? [] : [`update_action with action_id ${action.id} and is_active true to turn it on`]),
+            `list_action_results with pipeline_id ${pipeline_id} and action_id ${action.id} to see its runs`
+          ]
+        }))
+      )
+  }),
+  tool({
+    name: "update_action",
+    title: "Update an action",
+    group: "update",
+    scope: "pipelines:write",
+    description:
+      "Changes an action; only the fields sent change. A stage_started or on_any_message trigger is fixed once created; on_user_message and custom may switch.",
+    input: Schema.Struct({ action_id: required(ActionId, "The action's id (list_actions)"), ...UpdateAction.fields }),
+    output: actionSaved,
+    run: ({ action_id, ...input }) =>
+      Effect.flatMap(McpBackend, (b) => b.updateAction(action_id, input)).pipe(
+        Effect.map((action) => ({ action, next_steps: [`list_action_results with pipeline_id ${action.pipeline_id} and action_id ${action.id}`] }))
+      )
+  }),
+  tool({
+    name: "update_variable",
+    title: "Update a variable",
+    group: "update",
+    scope: "pipelines:write",
+    description: "Changes a variable; only the fields sent change. A name an action uses cannot change.",
+    input: Schema.Struct({ variable_id: required(VariableId, "The variable's id (list_variables)"), ...UpdateVariable.fields }),
+    output: variableSaved,
+    run: ({ variable_id, ...input }) =>
+      Effect.flatMap(McpBackend, (b) => b.updateVariable(variable_id, input)).pipe(
+        Effect.map((variable) => ({ variable, next_steps: [`list_variables with pipeline_id ${variable.pipeline_id}`] }))
+      )
+  })
+]

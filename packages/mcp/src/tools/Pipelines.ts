@@ -1,0 +1,97 @@
+/**
+ * Reading a pipeline's configuration (SPEC.md 4.5 discover): the pipelines, one pipeline whole, its stages,
+ * its Smart Routing pool and the catalogue to choose settings from. `mcp:use` reads these, as `pipelines:read`.
+ */
+import { AiProviderId, PipelineModelPool, PipelineOptions, type Pipeline } from "@parley/domain"
+import { Effect, Schema } from "effect"
+import { McpBackend } from "../Backend.js"
+import { integer, nextPage, objects, paged, result, resultOf } from "../Output.js"
+import { pipelineDocument, PipelineDocumentFields } from "../PipelineDocument.js"
+import { type Tool, tool } from "../Tool.js"
+import { optional, paging, pipelineId, withDefault } from "../ToolFields.js"
+
+/** A list row: what tells pipelines apart; the rest is get_pipeline's. */
+const row = (p: Pipeline) => ({
+  id: p.id,
+  name: p.name,
+  description: p.description,
+  status: p.status,
+  is_archived: p.is_archived,
+  channel_id: p.channel_id,
+  ai_model_id: p.ai_model_id,
+  rag_mode: p.rag_mode,
+  stages_count: p.stages_count,
+  updated_at: p.updated_at
+})
+
+/** One page of rows a backend returns whole. */
+export const pageOf = <A>(rows: ReadonlyArray<A>, page: number, perPage: number) => {
+  const slice = rows.slice((page - 1) * perPage, page * perPage)
+  return { slice, more: page * perPage < rows.length }
+}
+
+export const pipelineReadTools: ReadonlyArray<Tool> = [
+  tool({
+    name: "list_pipelines",
+    title: "List pipelines",
+    group: "discover",
+    description:
+      "The account's pipelines (AI agents): id, name, status, description, stage count. Start here for a pipeline_id; get_pipeline has one pipeline whole.",
+    input: Schema.Struct(paging(25)),
+    output: result({ pipelines: objects, ...paged }),
+    run: (args) =>
+      Effect.flatMap(McpBackend, (b) => b.listPipelines()).pipe(
+        Effect.map((pipelines) => {
+          const { more, slice } = pageOf(pipelines, args.page, args.per_page)
+          return { pipelines: slice.map(row), has_more: more, next_page: nextPage(args, more, { page: args.page + 1 }) }
+        })
+      )
+  }),
+  tool({
+    name: "get_pipeline",
+    title: "Get a pipeline",
+    group: "discover",
+    description:
+      "One pipeline's whole configuration: settings, stages in order, variables, actions, each stage's followup, the Smart Routing pool and the attached knowledge table ids.",
+    input: Schema.Struct({ pipeline_id: pipelineId }),
+    output: result(PipelineDocumentFields),
+    run: ({ pipeline_id }) => pipelineDocument(pipeline_id)
+  }),
+  tool({
+    name: "list_pipeline_stages",
+    title: "List stages",
+    group: "discover",
+    description: "A pipeline's stages in order: nature (neutral, won, lost), instructions, entry condition, opening message.",
+    input: Schema.Struct({ pipeline_id: pipelineId, ...paging(50) }),
+    output: result({ pipeline_id: integer, stages: objects, ...paged }),
+    run: ({ pipeline_id, ...args }) =>
+      Effect.flatMap(McpBackend, (b) => b.listStages(pipeline_id)).pipe(
+        Effect.map((stages) => {
+          const { more, slice } = pageOf(stages, args.page, args.per_page)
+          return { pipeline_id, stages: slice, has_more: more, next_page: nextPage({ pipeline_id, ...args }, more, { page: args.page + 1 }) }
+        })
+      )
+  }),
+  tool({
+    name: "list_model_pool",
+    title: "List the model pool",
+    group: "discover",
+    description: "A pipeline's Smart Routing: whether it is on, and the model of each tier (router, simple, moderate, complex).",
+    input: Schema.Struct({ pipeline_id: pipelineId }),
+    output: resultOf(PipelineModelPool),
+    run: ({ pipeline_id }) => Effect.flatMap(McpBackend, (b) => b.modelPool(pipeline_id)).pipe(Effect.map((pool) => ({ ...pool })))
+  }),
+  tool({
+    name: "get_pipeline_options",
+    title: "Pipeline options",
+    group: "discover",
+    description:
+      "The ids to build a pipeline with: AI providers, the models of ai_provider_id (empty without it), agent types, languages, the dialects of language_code, connected channels.",
+    input: Schema.Struct({
+      language_code: withDefault(Schema.String, "en", "Language whose dialects to list, as a code such as en"),
+      ai_provider_id: optional(AiProviderId, "Provider whose models to list; omit to list the providers only")
+    }),
+    output: resultOf(PipelineOptions),
+    run: (query) => Effect.flatMap(McpBackend, (b) => b.pipelineOptions(query)).pipe(Effect.map((o) => ({ ...o })))
+  })
+]
