@@ -33,6 +33,11 @@ export const USAGE = `Usage: pnpm parley <command> [options] [--json]
       (CSV with a header row, or JSON Lines; a default_id column is required. Exit code 1 when
        some rows were rejected, with the reasons; 2 for usage errors)
 
+  eval run --pipeline N --cases FILE... [--version live] [--concurrency 1-8] [--url U] [--token T]
+      (YAML or JSON case files, see docs/evals.md; through the REST API at --url or PARLEY_URL,
+       default http://127.0.0.1:PORT, with --token or PARLEY_TOKEN. Each case's verdict on stderr;
+       exit code 0 only when every case passed, 1 when one failed, 2 for usage errors)
+
 Creating a user or workspace prints what it still needs before its agent replies (credits, an active
 subscription, a pipeline with stages, a channel linked to it). Lists and shows never print secrets:
 a token's secret and a channel's client secret are shown once, by create (and channel rotate).

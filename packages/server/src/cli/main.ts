@@ -22,6 +22,10 @@ if (words[0] === "serve") {
   }
   const { launch } = await import("./Serve.js")
   launch(role as "all" | "api" | "receiver" | "worker")
+} else if (words[0] === "eval") {
+  const { options, runEval } = await import("./Eval.js")
+  const parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })
+  runEval(parsed.positionals, parsed.values as never)
 } else {
   const { options, runCli } = await import("./Run.js")
   const parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })
