@@ -26,7 +26,7 @@ export type Phrases = typeof Phrases.Type
 const replyChecks = {
   reply_contains: Schema.optional(Phrases).annotations({ description: "each phrase appears in a reply (case-insensitive)" }),
   reply_not_contains: Schema.optional(Phrases).annotations({ description: "no reply contains any of these phrases (case-insensitive)" }),
-  reply_matches: Schema.optional(Phrases).annotations({ description: "a reply matches each regular expression (JavaScript syntax, case-insensitive)" })
+  reply_matches: Schema.optional(Phrases).annotations({ description: "each regular expression matches a reply (JavaScript syntax, case-insensitive)" })
 }
 
 export const ReplyExpectations = Schema.Struct(replyChecks)
@@ -48,9 +48,11 @@ export const EvalExpectations = Schema.Struct({
   actions: Schema.optional(Schema.Array(Schema.Union(NonEmptyString(255), ExpectedAction))).annotations({
     description: "actions that fired (recorded, not sent), by name, with payload fields"
   }),
-  actions_not_fired: Schema.optional(Schema.Array(NonEmptyString(255))),
+  actions_not_fired: Schema.optional(Schema.Array(NonEmptyString(255))).annotations({ description: "actions that must not fire, by name" }),
   handoff: Schema.optional(Schema.Boolean).annotations({ description: "true: a person was asked for; false: none was" }),
-  max_cost: Schema.optional(FiniteNumber.pipe(Schema.nonNegative({ message: () => "must not be negative" }))),
+  max_cost: Schema.optional(FiniteNumber.pipe(Schema.nonNegative({ message: () => "must not be negative" }))).annotations({
+    description: "the case's model cost at most: replies and judged criteria"
+  }),
   max_ai_messages: Schema.optional(IntAtLeast(0)).annotations({ description: "the agent's messages (opening, replies) at most" }),
   judge: Schema.optional(Phrases).annotations({
     description: "criteria a model of the pipeline's provider judges on the transcript, e.g. \"the agent asked for the order number before promising a refund\""
@@ -69,20 +71,22 @@ export type EvalMessage = typeof EvalMessage.Type
 
 /** The case as written in a file or sent over REST/MCP. */
 export const EvalCaseSpec = Schema.Struct({
-  name: NonEmptyString(255),
-  description: Schema.optional(Text(2000)),
+  name: Schema.propertySignature(NonEmptyString(255)).annotations({ description: "unique among the pipeline's cases and in a run" }),
+  description: Schema.optional(Text(2000)).annotations({ description: "what the case checks, for people" }),
   stage: Schema.optional(Schema.Union(StageId, NonEmptyString(255))).annotations({
     description: "the stage the opportunity starts in, by id or name (default: the first)"
   }),
   context: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({
     description: "the opportunity's context"
   }),
-  contact: Schema.optional(Schema.Struct({ name: Schema.optional(NonEmptyString(255)) })),
+  contact: Schema.optional(Schema.Struct({
+    name: Schema.optional(NonEmptyString(255)).annotations({ description: "the contact's name the agent sees" })
+  })).annotations({ description: "the sandboxed contact" }),
   messages: Schema.Array(Schema.Union(NonEmptyString(10_000), EvalMessage)).pipe(
     Schema.minItems(1, { message: () => "must contain at least 1 message" }),
     Schema.maxItems(50, { message: () => "may not contain more than 50 messages" })
   ).annotations({ description: "the contact's messages, in order: a text, or {text, wait_ms, expect}" }),
-  expect: Schema.optional(EvalExpectations)
+  expect: Schema.optional(EvalExpectations).annotations({ description: "what must come out of the whole case" })
 })
 export type EvalCaseSpec = typeof EvalCaseSpec.Type
 

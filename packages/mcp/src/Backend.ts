@@ -22,6 +22,8 @@ import type {
   CreateStage,
   CreateVariable,
   CurrentActor,
+  EvalRun,
+  EvalRunId,
   Forbidden,
   HandoffCommand,
   HandoffConflict,
@@ -48,6 +50,7 @@ import type {
   SearchKnowledge,
   SearchResults,
   Stage,
+  StartEvalRun,
   StageFollowup,
   StageId,
   Unprocessable,
@@ -113,6 +116,9 @@ export interface McpBackendShape {
   readonly searchKnowledge: (id: KnowledgeTableId, input: SearchKnowledge) => Op<SearchResults>
   readonly upsertPoints: (id: KnowledgeTableId, points: ReadonlyArray<Record<string, unknown>>) => Op<{ readonly upserted: number }>
   readonly deletePoints: (id: KnowledgeTableId, ids: ReadonlyArray<string | number>) => Op<{ readonly deleted: number }>
+  // evals (docs/evals.md)
+  readonly startEvalRun: (pipelineId: PipelineId, input: StartEvalRun) => Op<EvalRun>
+  readonly getEvalRun: (id: EvalRunId) => Op<EvalRun>
 }
 
 export class McpBackend extends Context.Tag("@parley/mcp/McpBackend")<McpBackend, McpBackendShape>() {}

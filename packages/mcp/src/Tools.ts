@@ -8,6 +8,7 @@ import type { Tool } from "./Tool.js"
 import { analyticsTools } from "./tools/Analytics.js"
 import { automationTools } from "./tools/Automation.js"
 import { conversationTools } from "./tools/Conversations.js"
+import { evalTools } from "./tools/Evals.js"
 import { followupTools } from "./tools/Followups.js"
 import { knowledgeTools } from "./tools/Knowledge.js"
 import { opportunityTools } from "./tools/Opportunities.js"
@@ -52,7 +53,10 @@ export const ToolNames = [
   "list_conversations",
   "get_conversation",
   "handoff_conversation",
-  "get_pipeline"
+  "get_pipeline",
+  // evals (issue 24)
+  "run_evals",
+  "get_eval_run"
 ] as const
 
 const all = [
@@ -63,7 +67,8 @@ const all = [
   ...followupTools,
   ...knowledgeTools,
   ...opportunityTools,
-  ...conversationTools
+  ...conversationTools,
+  ...evalTools
 ]
 
 export const toolByName: ReadonlyMap<string, Tool> = new Map(all.map((t) => [t.name, t]))

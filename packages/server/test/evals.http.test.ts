@@ -10,7 +10,8 @@ import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { type Caller, del, expect422, expectStatus, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
-import { call, giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
+import { call, giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { mcpSession, textOf } from "./support/McpClient.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
@@ -212,6 +213,27 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       expectStatus(yield* post(owner, `/api/user/conversations/${replay.results[0].conversation_id}/eval-case`, {}), 422)
       ok(yield* del(owner, `/api/user/eval-cases/${created.body.data.id}`))
       expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`)).map((c: any) => c.name)).toEqual(["from chat"])
+    }))
+
+  it.scoped("MCP run_evals plays cases and waits for the verdicts; get_eval_run reads the run; mcp:use alone may read but not run", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      const target = yield* receiver
+      const { pipeline } = yield* supportPipeline(owner, target.url)
+      const mcp = yield* mcpSession(owner.token)
+      const run = yield* mcp.ok("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], wait_seconds: 60 })
+      expect(run).toMatchObject({ status: "passed", cases: 1, passed: 1, failed: 0, next_steps: ["Every case passed."] })
+      expect(run.results[0].outcome.actions.map((a: any) => a.status)).toEqual(["recorded"])
+      const read = yield* mcp.ok("get_eval_run", { run_id: run.id })
+      expect(read).toMatchObject({ id: run.id, status: "passed" })
+      const started = yield* mcp.ok("run_evals", { pipeline_id: pipeline.id, cases: [humanCase], wait_seconds: 0 })
+      expect(started).toMatchObject({ status: "running", next_steps: [`get_eval_run with run_id ${started.id} until status is passed or failed`] })
+      yield* finished(owner, started.id)
+      const limited = yield* mcpSession((yield* tokenFor(owner.email, ["mcp:use"])).token)
+      expect(textOf(yield* limited.call("run_evals", { pipeline_id: pipeline.id, cases: [humanCase] }))).toBe("Missing required scope: pipelines:write")
+      expect((yield* limited.ok("get_eval_run", { run_id: run.id })).id).toBe(run.id)
+      expect(target.hits).toEqual([])
     }))
 
   it.scoped("drafts wait for versions; another workspace's pipelines, cases and runs are not found", () =>

@@ -53,7 +53,10 @@ const TOOL_NAMES = [
   "get_conversation",
   "handoff_conversation",
   // issue 23: one pipeline whole
-  "get_pipeline"
+  "get_pipeline",
+  // issue 24: evals
+  "run_evals",
+  "get_eval_run"
 ]
 
 const connect = mcpSession

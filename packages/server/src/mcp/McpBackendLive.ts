@@ -7,6 +7,7 @@ import { Analytics } from "../analytics/Analytics.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { Conversations } from "../conversations/Conversations.js"
+import { EvalRuns } from "../evals/EvalRuns.js"
 import { Followups } from "../followups/Followups.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { Messages } from "../messages/Messages.js"
@@ -22,6 +23,7 @@ export const makeMcpBackend = Effect.gen(function*() {
   const automation = yield* Automation
   const catalogue = yield* Catalogue
   const conversations = yield* Conversations
+  const evals = yield* EvalRuns
   const followups = yield* Followups
   const knowledge = yield* Knowledge
   const messages = yield* Messages
@@ -74,6 +76,9 @@ export const makeMcpBackend = Effect.gen(function*() {
     knowledgePoints: (id, perPage, cursor) => knowledge.points(id, perPage, cursor),
     searchKnowledge: (id, input) => knowledge.search(id, input),
     upsertPoints: (id, points) => knowledge.upsert(id, points),
-    deletePoints: (id, ids) => knowledge.remove(id, ids)
+    deletePoints: (id, ids) => knowledge.remove(id, ids),
+
+    startEvalRun: (pipelineId, input) => evals.start(pipelineId, input),
+    getEvalRun: (id) => evals.get(id)
   })
 })

@@ -1,0 +1,73 @@
+/**
+ * Evals (docs/evals.md): `run_evals` plays cases on a pipeline's live configuration in sandboxed test
+ * conversations and may wait for the verdicts; `get_eval_run` reads a run. As REST's eval-runs endpoints.
+ */
+import { EvalCaseId, EvalCaseSpec, EvalRun, EvalRunId, EvalVersion } from "@parley/domain"
+import { IntBetween } from "@parley/domain/Schemas"
+import { Duration, Effect, Schema } from "effect"
+import { McpBackend } from "../Backend.js"
+import { nextSteps, resultOf } from "../Output.js"
+import { type Tool, tool } from "../Tool.js"
+import { optional, pipelineId, required, withDefault } from "../ToolFields.js"
+
+const output = resultOf(EvalRun, { next_steps: nextSteps })
+
+const steps = (run: EvalRun) =>
+  run.status === "running"
+    ? [`get_eval_run with run_id ${run.id} until status is passed or failed`]
+    : run.status === "passed"
+    ? ["Every case passed."]
+    : [`Read the failed verdicts in results[].verdicts (passed: false); fix the pipeline and call run_evals again to compare with run ${run.id}.`]
+
+const withSteps = (run: EvalRun) => ({ ...run, next_steps: steps(run) })
+
+/** Reads the run every second until it is finished or `seconds` have passed. */
+const waitFor = (runId: EvalRunId, seconds: number) =>
+  Effect.gen(function*() {
+    const b = yield* McpBackend
+    const deadline = Date.now() + seconds * 1000
+    let run = yield* b.getEvalRun(runId)
+    while (run.status === "running" && Date.now() < deadline) {
+      yield* Effect.sleep(Duration.seconds(1))
+      run = yield* b.getEvalRun(runId)
+    }
+    return run
+  })
+
+export const evalTools: ReadonlyArray<Tool> = [
+  tool({
+    name: "run_evals",
+    title: "Run eval cases on a pipeline",
+    group: "build",
+    scope: "pipelines:write",
+    idempotent: false,
+    description:
+      "Plays scripted conversations on the pipeline as it is live: each case's contact messages go to the real agent in a sandboxed test conversation (replies recorded, actions recorded not sent, no webhooks; the model's cost is charged). Cases are given here (name, messages, optional stage and context, expect: reply_contains, reply_not_contains, reply_matches, stage, status, actions, actions_not_fired, handoff, max_cost, max_ai_messages, judge) or stored (case_ids; neither: every stored case). The run passes only when every case passes and is compared with the previous run.",
+    input: Schema.Struct({
+      pipeline_id: pipelineId,
+      cases: optional(Schema.Array(EvalCaseSpec), "Cases to run, each {name, messages, stage?, context?, expect?}"),
+      case_ids: optional(Schema.Array(EvalCaseId), "Stored cases to run"),
+      version: optional(EvalVersion, "live (or published): the pipeline as it is; draft arrives with pipeline versions"),
+      concurrency: optional(IntBetween(1, 8), "Cases played at once, default 4"),
+      wait_seconds: withDefault(IntBetween(0, 120), 30, "Wait up to this long for the verdicts; 0 answers at once")
+    }),
+    output,
+    run: ({ pipeline_id, wait_seconds, ...input }) =>
+      Effect.gen(function*() {
+        const b = yield* McpBackend
+        const started = yield* b.startEvalRun(pipeline_id, input)
+        return withSteps(wait_seconds === 0 ? started : yield* waitFor(started.id, wait_seconds))
+      })
+  }),
+  tool({
+    name: "get_eval_run",
+    title: "Get an eval run",
+    group: "discover",
+    scope: "pipelines:read",
+    description:
+      "An eval run: status (running, passed, failed), passed and failed counts, cost, the comparison with the previous run (newly failing and passing cases), and each case's transcript, recorded actions and verdicts.",
+    input: Schema.Struct({ run_id: required(EvalRunId, "The run's id (run_evals)") }),
+    output,
+    run: ({ run_id }) => Effect.map(Effect.flatMap(McpBackend, (b) => b.getEvalRun(run_id)), withSteps)
+  })
+]
