@@ -87,3 +87,19 @@ export const makeContextFrom = (knowledge: Pick<Knowledge, "retrieve">, turnHand
     }
     return Option.some({ context, pipeline: pl })
   })
+
+/** A conversation's snapshot with its turn context (`ready`: none without an agent to answer). */
+export type SnapshotContext = (conversationId: string, upTo: string | null, withKnowledge?: boolean) => Effect.Effect<
+  Option.Option<{ readonly snap: TurnSnapshot; readonly ready: Option.Option<{ context: TurnContext; pipeline: PipelineConfig }> }>
+>
+
+/** The snapshot of a conversation (TurnsRepo.snapshot) and its turn context, for a turn up to `upTo`. */
+export const makeSnapshotContext = (
+  snapshot: (conversationId: string, upTo: string | null) => Effect.Effect<Option.Option<TurnSnapshot>>,
+  contextFrom: ReturnType<typeof makeContextFrom>
+): SnapshotContext =>
+(conversationId, upTo, withKnowledge = true) =>
+  Effect.flatMap(snapshot(conversationId, upTo), (snap) =>
+    Option.isNone(snap)
+      ? Effect.succeed(Option.none())
+      : Effect.map(contextFrom(snap.value, upTo, withKnowledge), (ready) => Option.some({ snap: snap.value, ready })))

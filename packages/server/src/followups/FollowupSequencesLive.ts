@@ -6,8 +6,19 @@
  * automations run). Times come from the application's `Clock`, the one durable waits use.
  */
 import { SqlClient } from "@effect/sql"
-import { type FollowupEnd, type FollowupInterval, FollowupPlan, FollowupSequences, intervalMillis } from "@parley/domain"
+import {
+  type FollowupEnd,
+  type FollowupInterval,
+  FollowupPlan,
+  FollowupSequences,
+  intervalMillis,
+  type OpportunityId,
+  type PipelineId,
+  type StageId,
+  type WorkspaceId
+} from "@parley/domain"
 import { Clock, Effect, Layer, Option } from "effect"
+import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { blocker, FollowupsRepo } from "./FollowupsRepo.js"
 
 const at = (ms: number) => new Date(ms).toISOString()
@@ -17,6 +28,7 @@ export const FollowupSequencesLive = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* FollowupsRepo
+    const opportunities = yield* OpportunitiesRepo
 
     const starts = (entryId: number) =>
       sql`
@@ -101,13 +113,20 @@ export const FollowupSequencesLive = Layer.effect(
           yield* end(sequenceId, "completed", "completed")
           return "completed" as FollowupEnd
         }
-        yield* sql`
-          update opportunities set stage_id = ${target},
-            status = case ${stage[0].nature} when 'won' then 'won' when 'lost' then 'lost' else status end, updated_at = now()
-          where id = ${s.opportunity_id}`
-        yield* sql`
-          insert into stage_entries (workspace_id, opportunity_id, pipeline_id, stage_id, previous_stage_id, cause)
-          values (${s.workspace_id}, ${s.opportunity_id}, ${s.pipeline_id}, ${target}, ${s.current_stage_id}, 'moved')`
+        // the move as a REST move writes it: the opportunity (a won or lost stage sets its status) and a stage entry
+        const nature = stage[0].nature
+        yield* opportunities.updateOpportunity(s.opportunity_id as OpportunityId, {
+          stage_id: target as StageId,
+          ...(nature === "won" || nature === "lost" ? { status: nature } : {})
+        })
+        yield* opportunities.recordStageEntry({
+          workspace_id: s.workspace_id as WorkspaceId,
+          opportunity_id: s.opportunity_id as OpportunityId,
+          pipeline_id: s.pipeline_id as PipelineId,
+          stage_id: target as StageId,
+          previous_stage_id: s.current_stage_id as StageId,
+          cause: "moved"
+        })
         yield* end(sequenceId, "completed", "moved")
         return "moved" as FollowupEnd
       })).pipe(Effect.orDie, Effect.withSpan("FollowupSequences.finish", { attributes: { sequenceId } }))
@@ -124,4 +143,4 @@ export const FollowupSequencesLive = Layer.effect(
 
     return FollowupSequences.of({ starts, plan, check, advance, cancel, finish, overdue })
   })
-)
+).pipe(Layer.provide(OpportunitiesRepo.Default))

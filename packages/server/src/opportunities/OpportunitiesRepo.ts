@@ -321,6 +321,13 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
             values (${e.workspace_id}, ${e.opportunity_id}, ${e.pipeline_id}, ${e.stage_id}, ${e.previous_stage_id}, ${e.cause})`
           .pipe(Effect.asVoid, Effect.orDie),
 
+      /** Marks a stage entry consumed (its automations run once): false when it already was. */
+      consumeStageEntry: (entryId: number) =>
+        sql`update stage_entries set consumed_at = now() where id = ${entryId} and consumed_at is null returning id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
+
       /** Tag ids for names, creating the missing ones (names are unique per workspace, case-insensitively). */
       ensureTags: (workspaceId: WorkspaceId, names: ReadonlyArray<string>) =>
         Effect.gen(function*() {
