@@ -447,7 +447,8 @@ layer(
       expect(yield* use("delete_knowledge_points", { knowledge_table_id: table.id, default_ids: ["sku-1", "sku-2"] })).toMatchObject({ deleted: 2 })
       expect(ok(yield* get(owner, `/api/user/knowledge-tables/${table.id}/points`)).records.map((p: any) => p.default_id)).toEqual(["sku-3"])
 
-      expect([...called].sort()).toEqual([...TOOL_NAMES].sort())
+      // the evals tools play cases through the engine: evals.http.test.ts calls them
+      expect([...called].sort()).toEqual(TOOL_NAMES.filter((n) => n !== "run_evals" && n !== "get_eval_run").sort())
     }))
 
   it.scoped("the receiver's answered message_id comes back as external_message_id in list_messages and the web-chat history", () =>

@@ -85,7 +85,7 @@ export const automationTools: ReadonlyArray<Tool> = [
     group: "build",
     scope: "pipelines:write",
     description:
-      "Creates a value actions use as {{name}}. type fixed: value is literal. from_system: value is entity.field (opportunity.id, opportunity.contact_email, stage.name, message.message, ...). from_action: action_name.response.path or action_name.status. from_ai: an extraction instruction (not for stage_started or on_any_message actions).",
+      "Creates a variable, a value actions use as {{name}}. type fixed: value is literal. from_system: value is entity.field (opportunity.id, opportunity.contact_email, stage.name, message.message, ...). from_action: action_name.response.path or action_name.status. from_ai: an extraction instruction (not for stage_started or on_any_message actions).",
     input: Schema.Struct({ pipeline_id: pipelineId, ...CreateVariable.fields }),
     output: variableSaved,
     run: ({ pipeline_id, ...input }) =>

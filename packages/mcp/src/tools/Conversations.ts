@@ -32,7 +32,7 @@ export const conversationTools: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "conversations:read",
     description:
-      "Conversations, newest activity first: contact, opportunity and stage, channel, handoff state (ai, waiting for a person, human), last message and the caller's unread count.",
+      "Conversations with contacts, of all pipelines or one, newest activity first: contact, opportunity and stage, channel, handoff state (ai, waiting for a person, human), last message, the caller's unread count.",
     input: Schema.Struct({
       pipeline_id: optional(PipelineId, "Only this pipeline's conversations"),
       channel_id: optional(ChannelId, "Only this channel's conversations"),
