@@ -48,6 +48,8 @@ const skipped: Record<string, string> = {
   "docs/mcp.md: pnpm parley token create --email you@example.com --name claude \\":
     "the command line, for a user of your own; test/cli.test.ts runs `token create`",
   "docs/mcp.md: npx @modelcontextprotocol/inspector": "opens the MCP Inspector's web page, a program of its own",
+  "docs/evals.md: PARLEY_URL=https://parley.example.com PARLEY_TOKEN=pat_... pnpm parley eval run --pipeline 2 --cases evals/*.yaml":
+    "the command line against a deployed server with the reader's case files; test/evals-cli.test.ts runs it",
   "docs/benchmarks.md: npx vitest run --project embedded packages/server/test/docs.browser.test.ts   # figures in test-results/docs-load.json":
     "runs a test suite",
   "docs/reliability.md: FUZZ_RUNS=150 npx vitest run --project embedded packages/server/test/fuzz.http.test.ts":

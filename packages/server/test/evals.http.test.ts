@@ -194,6 +194,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
         sqlRows<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId} and handled_at is not null`,
         (rows) => (rows.length > 0 ? rows : undefined)
       ))
+      const writeOnly = yield* tokenFor(owner.email, ["pipelines:write"])
+      expectStatus(yield* post(writeOnly, `/api/user/conversations/${row!.conversation_id}/eval-case`, {}), 403, "Missing required scope: conversations:read")
       const saved = yield* post(owner, `/api/user/conversations/${row!.conversation_id}/eval-case`, { name: "from chat" })
       expect(saved.status).toBe(201)
       expect(saved.body.data).toMatchObject({

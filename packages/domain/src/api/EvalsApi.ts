@@ -6,7 +6,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Ok } from "../Envelope.js"
-import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import { ForbiddenResponse, NotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import {
   EvalCase,
   EvalCaseIdFromString,
@@ -75,13 +75,14 @@ export class EvalsApi extends HttpApiGroup.make("evals")
       .setPath(Schema.Struct({ conversation: ConversationIdFromString }))
       .setPayload(SaveConversationAsCase)
       .addSuccess(Ok(EvalCase, { status: 201, message: "Eval case created successfully." }))
+      .addError(ForbiddenResponse)
       .addError(NotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Save a real conversation as an eval case, anonymised")
       .annotate(
         OpenApi.Description,
-        "The contact's messages (e-mail addresses, phone numbers, long digit runs and the contact's name replaced), the stage its opportunity started in and its context, and what happened as expectations: the stage reached, the status, the actions fired, whether a person was asked for. Scope `pipelines:write`."
+        "The contact's messages (e-mail addresses, phone numbers, long digit runs and the contact's name replaced), the stage its opportunity started in and its context, and what happened as expectations: the stage reached, the status, the actions fired, whether a person was asked for. Scope `pipelines:write`, and `conversations:read` to read the conversation (403 without it)."
       )
   )
   .add(

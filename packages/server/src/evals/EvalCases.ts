@@ -9,6 +9,9 @@ import {
   EvalCase,
   type EvalCaseId,
   type EvalCaseSpec,
+  Forbidden,
+  hasScope,
+  missingScopeMessage,
   NotFound,
   type PipelineId,
   type SaveConversationAsCase,
@@ -89,6 +92,8 @@ export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalC
     /** The contact's messages anonymised, the opportunity's start and context, and what happened as expectations. */
     const saveConversation = Effect.fn("EvalCases.saveConversation")(function*(conversationId: ConversationId, input: SaveConversationAsCase) {
       const actor = yield* CurrentActor
+      // the case carries what the contact wrote: reading it takes the scope reading the conversation takes
+      if (!hasScope(actor.scopes, "conversations:read")) return yield* new Forbidden({ message: missingScopeMessage("conversations:read") })
       const c = yield* conversations.read(actor.workspaceIds, conversationId).pipe(someOrFail(conversationNotFound))
       if (c.is_eval) return yield* Unprocessable.of([{ field: "conversation", message: "is an eval's own conversation" }])
       if (c.pipeline_id === null || c.first_stage_id === null) {
