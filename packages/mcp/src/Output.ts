@@ -22,14 +22,14 @@ export const describe = (schema: Json, description: string): Json => ({ ...schem
 
 export const result = (properties: Record<string, Json>): JsonObjectSchema => ({ type: "object", properties })
 
-/** What every paged list answers besides its rows: whether there is more, and the arguments that fetch it. */
-export const paged = {
-  has_more: boolean,
-  next_page: describe(nullable(object), "Arguments for the next page; null on the last")
-}
+/**
+ * What every paged list answers besides its rows: whether there is more, and the arguments that fetch it
+ * (null on the last page). Said once in the server's instructions rather than in every tool.
+ */
+export const paged = { has_more: boolean, next_page: nullable(object) }
 
-/** What to call next, in words with the ids filled in. */
-export const nextSteps = describe(strings, "What to call next, with the ids to pass")
+/** What to call next, in words with the ids filled in (the server's instructions say so once). */
+export const nextSteps = strings
 
 /** The arguments of the next page: the ones given, with the page moved on. */
 export const nextPage = (args: Record<string, unknown>, more: boolean, next: Record<string, unknown>) =>
