@@ -22,6 +22,7 @@ import { ModelRegistryLive } from "../agent/ModelRegistryLive.js"
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { progress } from "../StartupProgress.js"
+import { KnowledgeGraphLive } from "../knowledge/Graph.js"
 import { ReembedLive } from "../knowledge/Reembed.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
@@ -95,6 +96,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     FollowupSweepLive(Duration.millis(config.engineSweepMs)),
     ActionEngineLive({ every: Duration.millis(Math.min(1_000, config.engineSweepMs)), retryBaseMs: config.actionRetryBaseMs, sweepMs: config.engineSweepMs }),
     ReembedLive,
+    KnowledgeGraphLive,
     EventSenderLive(Duration.millis(Math.min(1_000, config.engineSweepMs))),
     HandoffEventsLive({ every: Duration.millis(Math.min(5_000, config.engineSweepMs)), timerEvery: Duration.millis(Math.min(1_000, config.engineSweepMs)) })
   )

@@ -24,6 +24,7 @@ import {
 } from "@parley/domain"
 import { Config, Effect, Option, Schema } from "effect"
 import { Embedder, toVector } from "./Embedder.js"
+import { KnowledgeGraph } from "./Graph.js"
 import { makeStatistics } from "./Statistics.js"
 
 export const tableNotFound = new NotFound({ message: "Knowledge table not found." })
@@ -99,10 +100,11 @@ export interface Hit {
 }
 
 export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowledge", {
-  dependencies: [Embedder.Default],
+  dependencies: [Embedder.Default, KnowledgeGraph.Default],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const embedder = yield* Embedder
+    const graph = yield* KnowledgeGraph
     const statistics = yield* makeStatistics
     const ef = {
       vector: yield* efSearch("KNOWLEDGE_EF_SEARCH", DEFAULT_EF_SEARCH.vector),
@@ -301,6 +303,8 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
         : yield* embedder.model.embedMany(toEmbed.map((r) => r.searchText)).pipe(Effect.orDie)
       const vectorOf = new Map(toEmbed.map((r, i) => [r.defaultId, vectors[i]!]))
 
+      // a large load runs without the HNSW graph, built again after it (knowledge/Graph.ts)
+      yield* graph.beforeWrite(rows.length)
       yield* sql.withTransaction(Effect.gen(function*() {
         // one multi-row statement per chunk: the per-statement round trip was most of a bulk load's time
         for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
@@ -326,6 +330,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
               embedding = coalesce(excluded.embedding, knowledge_points.embedding), embedding_key = excluded.embedding_key,
               embedding_model = excluded.embedding_model, updated_at = now()`
         }
+        yield* graph.wrote
         if (toEmbed.length > 0) {
           yield* sql`update workspaces set training_credits = training_credits - ${toEmbed.length}, updated_at = now()
                      where id = ${table.workspace_id}`

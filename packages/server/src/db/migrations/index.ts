@@ -20,6 +20,7 @@ import eventWebhooks from "./0018_event_webhooks.js"
 import consoleTokens from "./0019_console_tokens.js"
 import actionRunsNotifyPerRow from "./0020_action_runs_notify_per_row.js"
 import evals from "./0021_evals.js"
+import knowledgeGraphLoad from "./0022_knowledge_graph_load.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -43,5 +44,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0018_event_webhooks": eventWebhooks,
   "0019_console_tokens": consoleTokens,
   "0020_action_runs_notify_per_row": actionRunsNotifyPerRow,
-  "0021_evals": evals
+  "0021_evals": evals,
+  "0022_knowledge_graph_load": knowledgeGraphLoad
 }
