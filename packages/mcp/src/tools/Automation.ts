@@ -6,10 +6,9 @@ import { ActionId, CreateAction, CreateVariable, OpportunityId, StageId, UpdateA
 import { IntAtLeast, IntBetween } from "@parley/domain/Schemas"
 import { Effect, Schema } from "effect"
 import { McpBackend } from "../Backend.js"
-import { integer, nextPage, nextSteps, object, objects, paged, result } from "../Output.js"
+import { integer, nextPage, nextSteps, object, objects, paged, paginate, result } from "../Output.js"
 import { type Tool, tool } from "../Tool.js"
 import { optional, paging, pipelineId, required, withDefault } from "../ToolFields.js"
-import { pageOf } from "./Pipelines.js"
 
 const variableSaved = result({ variable: object, next_steps: nextSteps })
 const actionSaved = result({ action: object, next_steps: nextSteps })
@@ -26,12 +25,9 @@ export const automationTools: ReadonlyArray<Tool> = [
       ...paging(25)
     }),
     output: result({ pipeline_id: integer, actions: objects, ...paged }),
-    run: ({ pipeline_id, stage_id, ...args }) =>
-      Effect.flatMap(McpBackend, (b) => b.listActions(pipeline_id, stage_id)).pipe(
-        Effect.map((actions) => {
-          const { more, slice } = pageOf(actions, args.page, args.per_page)
-          return { pipeline_id, actions: slice, has_more: more, next_page: nextPage({ pipeline_id, stage_id, ...args }, more, { page: args.page + 1 }) }
-        })
+    run: (args) =>
+      Effect.flatMap(McpBackend, (b) => b.listActions(args.pipeline_id, args.stage_id)).pipe(
+        Effect.map((actions) => ({ pipeline_id: args.pipeline_id, ...paginate("actions", actions, args) }))
       )
   }),
   tool({
@@ -71,12 +67,9 @@ export const automationTools: ReadonlyArray<Tool> = [
     description: "A pipeline's variables (values actions use as {{name}}), optionally those whose name contains q.",
     input: Schema.Struct({ pipeline_id: pipelineId, q: optional(Schema.String, "Part of the name, any case"), ...paging(50) }),
     output: result({ pipeline_id: integer, variables: objects, ...paged }),
-    run: ({ pipeline_id, q, ...args }) =>
-      Effect.flatMap(McpBackend, (b) => b.listVariables(pipeline_id, q)).pipe(
-        Effect.map((variables) => {
-          const { more, slice } = pageOf(variables, args.page, args.per_page)
-          return { pipeline_id, variables: slice, has_more: more, next_page: nextPage({ pipeline_id, q, ...args }, more, { page: args.page + 1 }) }
-        })
+    run: (args) =>
+      Effect.flatMap(McpBackend, (b) => b.listVariables(args.pipeline_id, args.q)).pipe(
+        Effect.map((variables) => ({ pipeline_id: args.pipeline_id, ...paginate("variables", variables, args) }))
       )
   }),
   tool({

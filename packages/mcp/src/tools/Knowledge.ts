@@ -3,10 +3,9 @@ import { CreateKnowledgeTable, DeletePoints, KnowledgeTableId, SearchKnowledge, 
 import { IntBetween } from "@parley/domain/Schemas"
 import { Effect, Schema, Struct } from "effect"
 import { McpBackend } from "../Backend.js"
-import { describe, integer, nextPage, nextSteps, nullable, object, objects, paged, result, resultOf, string } from "../Output.js"
+import { describe, integer, nextSteps, nullable, object, objects, paged, paginate, result, resultOf, string } from "../Output.js"
 import { type Tool, tool } from "../Tool.js"
 import { optional, paging, required, withDefault } from "../ToolFields.js"
-import { pageOf } from "./Pipelines.js"
 
 const knowledgeTableId = required(KnowledgeTableId, "The knowledge table's id (list_knowledge_tables)")
 
@@ -20,12 +19,7 @@ export const knowledgeTools: ReadonlyArray<Tool> = [
     input: Schema.Struct(paging(25)),
     output: result({ knowledge_tables: objects, ...paged }),
     run: (args) =>
-      Effect.flatMap(McpBackend, (b) => b.listKnowledgeTables()).pipe(
-        Effect.map((tables) => {
-          const { more, slice } = pageOf(tables, args.page, args.per_page)
-          return { knowledge_tables: slice, has_more: more, next_page: nextPage(args, more, { page: args.page + 1 }) }
-        })
-      )
+      Effect.flatMap(McpBackend, (b) => b.listKnowledgeTables()).pipe(Effect.map((tables) => paginate("knowledge_tables", tables, args)))
   }),
   tool({
     name: "search_knowledge_table",

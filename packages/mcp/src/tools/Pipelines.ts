@@ -5,7 +5,7 @@
 import { AiProviderId, PipelineModelPool, PipelineOptions, type Pipeline } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import { McpBackend } from "../Backend.js"
-import { integer, nextPage, objects, paged, result, resultOf } from "../Output.js"
+import { integer, objects, paged, paginate, result, resultOf } from "../Output.js"
 import { pipelineDocument, PipelineDocumentFields } from "../PipelineDocument.js"
 import { type Tool, tool } from "../Tool.js"
 import { optional, paging, pipelineId, withDefault } from "../ToolFields.js"
@@ -24,12 +24,6 @@ const row = (p: Pipeline) => ({
   updated_at: p.updated_at
 })
 
-/** One page of rows a backend returns whole. */
-export const pageOf = <A>(rows: ReadonlyArray<A>, page: number, perPage: number) => {
-  const slice = rows.slice((page - 1) * perPage, page * perPage)
-  return { slice, more: page * perPage < rows.length }
-}
-
 export const pipelineReadTools: ReadonlyArray<Tool> = [
   tool({
     name: "list_pipelines",
@@ -40,12 +34,7 @@ export const pipelineReadTools: ReadonlyArray<Tool> = [
     input: Schema.Struct(paging(25)),
     output: result({ pipelines: objects, ...paged }),
     run: (args) =>
-      Effect.flatMap(McpBackend, (b) => b.listPipelines()).pipe(
-        Effect.map((pipelines) => {
-          const { more, slice } = pageOf(pipelines, args.page, args.per_page)
-          return { pipelines: slice.map(row), has_more: more, next_page: nextPage(args, more, { page: args.page + 1 }) }
-        })
-      )
+      Effect.flatMap(McpBackend, (b) => b.listPipelines()).pipe(Effect.map((pipelines) => paginate("pipelines", pipelines.map(row), args)))
   }),
   tool({
     name: "get_pipeline",
@@ -64,12 +53,9 @@ export const pipelineReadTools: ReadonlyArray<Tool> = [
     description: "A pipeline's stages in order: nature (neutral, won, lost), instructions, entry condition, opening message.",
     input: Schema.Struct({ pipeline_id: pipelineId, ...paging(50) }),
     output: result({ pipeline_id: integer, stages: objects, ...paged }),
-    run: ({ pipeline_id, ...args }) =>
-      Effect.flatMap(McpBackend, (b) => b.listStages(pipeline_id)).pipe(
-        Effect.map((stages) => {
-          const { more, slice } = pageOf(stages, args.page, args.per_page)
-          return { pipeline_id, stages: slice, has_more: more, next_page: nextPage({ pipeline_id, ...args }, more, { page: args.page + 1 }) }
-        })
+    run: (args) =>
+      Effect.flatMap(McpBackend, (b) => b.listStages(args.pipeline_id)).pipe(
+        Effect.map((stages) => ({ pipeline_id: args.pipeline_id, ...paginate("stages", stages, args) }))
       )
   }),
   tool({
