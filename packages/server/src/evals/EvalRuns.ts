@@ -103,8 +103,8 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
       })
 
     /** A running run's counts come from its results so far; a finished run's are stored. */
-    const fields = (run: RunRow, results: ReadonlyArray<{ readonly status: string; readonly cost?: number }>) =>
-      Effect.map(comparison(run, results as never), (compared) => ({
+    const fields = (run: RunRow, results: ReadonlyArray<{ readonly name: string; readonly status: string; readonly cost: number }>) =>
+      Effect.map(comparison(run, results), (compared) => ({
         id: run.id as EvalRunId,
         pipeline_id: run.pipeline_id as PipelineId,
         version: run.version,
@@ -113,7 +113,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
         cases: run.cases,
         passed: run.status === "running" ? results.filter((r) => r.status === "passed").length : run.passed,
         failed: run.status === "running" ? results.filter((r) => r.status === "failed" || r.status === "error").length : run.failed,
-        cost: run.status === "running" ? results.reduce((sum, r) => sum + (r.cost ?? 0), 0) : run.cost,
+        cost: run.status === "running" ? results.reduce((sum, r) => sum + r.cost, 0) : run.cost,
         comparison: compared,
         created_at: run.created_at,
         finished_at: run.finished_at
@@ -135,7 +135,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
       yield* repo.interruptStale(pipeline.id)
       const runs = yield* repo.runs(pipeline.id)
       return yield* Effect.forEach(runs, (run) =>
-        Effect.flatMap(repo.results(run.id), (results) => Effect.map(fields(run, results), (f) => new EvalRunSummary(f))))
+        Effect.flatMap(repo.statuses(run.id), (results) => Effect.map(fields(run, results), (f) => new EvalRunSummary(f))))
     })
 
     const start = Effect.fn("EvalRuns.start")(function*(pipelineId: PipelineId, input: StartEvalRun) {

@@ -160,11 +160,11 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
       execute: (runId) => sql`select ${resultColumns} from eval_results where run_id = ${runId} order by position`
     })
 
-    /** Each case's name and status in a run: what a later run is compared with. */
+    /** Each case's name, status and cost in a run: a run's counts, and what a later run is compared with. */
     const statuses = SqlSchema.findAll({
       Request: Schema.Number,
-      Result: Schema.Struct({ name: Schema.String, status: EvalResultStatus }),
-      execute: (runId) => sql`select name, status from eval_results where run_id = ${runId} order by position`
+      Result: Schema.Struct({ name: Schema.String, status: EvalResultStatus, cost: Schema.Number }),
+      execute: (runId) => sql`select name, status, cost::float8 as cost from eval_results where run_id = ${runId} order by position`
     })
 
     const startResult = (id: number, world: { conversationId: number; opportunityId: number }) =>
