@@ -27,13 +27,12 @@ import { getPrompt, prompts } from "./Prompts.js"
 import { listResources, readResource, resourceTemplates } from "./Resources.js"
 import { toolByName, Tools } from "./Tools.js"
 
-/** SPEC.md 9: revision 2025-03-26 is the one this endpoint speaks; 2025-06-18 clients get their own. */
-export const PROTOCOL_VERSION = "2025-03-26"
-export const ACCEPTED_PROTOCOL_VERSIONS: ReadonlyArray<string> = ["2025-06-18", PROTOCOL_VERSION]
+/** SPEC.md's revision 2025-03-26 and the two after it, newest first (all in the SDK's SUPPORTED_PROTOCOL_VERSIONS). */
+export const ACCEPTED_PROTOCOL_VERSIONS: ReadonlyArray<string> = ["2025-11-25", "2025-06-18", "2025-03-26"]
 
-/** The requested revision when we speak it, else ours (the client then decides whether to go on). */
+/** The requested revision when we speak it, else the newest (lifecycle: the client then decides whether to go on). */
 export const negotiateProtocolVersion = (requested: string) =>
-  ACCEPTED_PROTOCOL_VERSIONS.includes(requested) ? requested : PROTOCOL_VERSION
+  ACCEPTED_PROTOCOL_VERSIONS.includes(requested) ? requested : ACCEPTED_PROTOCOL_VERSIONS[0]!
 
 const serverInfo = { name: "parley", title: "Parley", version: "1.0.0" }
 

@@ -1,11 +1,17 @@
 /**
- * The MCP endpoint's protocol layer (issue 23) with raw fetch: JSON-RPC 2.0 batches, which exist up to
- * 2025-03-26 and were removed in 2025-06-18.
+ * The MCP endpoint's protocol layer (issue 23), with the SDK's own client and raw fetch: version
+ * negotiation (2025-03-26, 2025-06-18, 2025-11-25) and JSON-RPC 2.0 batches, which exist up to 2025-03-26
+ * and were removed in 2025-06-18.
  */
 import { expect, layer } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect } from "effect"
 import { sqlRows } from "./support/Opportunities.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+
+const VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"] as const
+const NEWEST = "2025-11-25"
 
 const rpc = (id: number, method: string, params?: Record<string, unknown>) => ({
   jsonrpc: "2.0",
@@ -39,7 +45,52 @@ const invalidRequest = (id: string | number | null = null) => ({
 
 const byId = (responses: ReadonlyArray<any>): Array<any> => [...responses].sort((a, b) => String(a.id).localeCompare(String(b.id)))
 
-layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: batches", (it) => {
+layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions and batches", (it) => {
+  it.effect("initialize answers the client's revision when it is one of the three, else the newest", () =>
+    Effect.gen(function*() {
+      const { token } = yield* seedUser()
+      for (const version of VERSIONS) {
+        const answer = yield* post(token, initialize(1, version))
+        expect(answer.status, version).toBe(200)
+        expect(answer.body.result.protocolVersion, version).toBe(version)
+        // and the next request, which names it in MCP-Protocol-Version, is served
+        const listed = yield* post(token, rpc(2, "tools/list"), version)
+        expect(listed.status, version).toBe(200)
+        expect(listed.body.result.tools.length, version).toBeGreaterThanOrEqual(33)
+      }
+      for (const other of ["2024-11-05", "2099-01-01", "not a version"]) {
+        const answer = yield* post(token, initialize(1, other))
+        expect(answer.body.result.protocolVersion, other).toBe(NEWEST)
+      }
+    }))
+
+  it.scoped("the SDK client negotiates 2025-11-25 and names it on every later request", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestServer
+      const { token } = yield* seedUser()
+      const sent: Array<{ method: string; version: string | null; status: number }> = []
+      const recording: typeof fetch = async (input, init) => {
+        const response = await fetch(input, init)
+        const body = typeof init?.body === "string" ? JSON.parse(init.body) : undefined
+        sent.push({ method: body?.method, version: new Headers(init?.headers).get("mcp-protocol-version"), status: response.status })
+        return response
+      }
+      const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
+        fetch: recording,
+        requestInit: { headers: { authorization: `Bearer ${token}` } }
+      })
+      const client = new Client({ name: "protocol-test", version: "1.0.0" })
+      yield* Effect.acquireRelease(Effect.promise(() => client.connect(transport)), () => Effect.promise(() => client.close()))
+      expect(transport.protocolVersion).toBe(NEWEST)
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      expect(tools.length).toBeGreaterThanOrEqual(33)
+      yield* Effect.promise(() => client.ping())
+      const posts = sent.filter((s) => s.method !== undefined)
+      expect(posts.map((s) => s.method)).toEqual(["initialize", "notifications/initialized", "tools/list", "ping"])
+      expect(posts.slice(1).every((s) => s.version === NEWEST)).toBe(true)
+      expect(posts.map((s) => s.status)).toEqual([200, 202, 200, 200])
+    }))
+
   it.effect("2025-03-26 (or no MCP-Protocol-Version): a batch is answered with an array, also a batch of one", () =>
     Effect.gen(function*() {
       const { token } = yield* seedUser()

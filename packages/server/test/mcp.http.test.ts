@@ -138,7 +138,7 @@ layer(
       expect(current.headers.get("content-type")).toContain("application/json")
       expect(current.body.result.protocolVersion).toBe("2025-06-18")
       const newer = yield* rawMcp({ token: owner.token, body: initialize("2099-01-01") })
-      expect(newer.body.result.protocolVersion).toBe("2025-03-26")
+      expect(newer.body.result.protocolVersion).toBe("2025-11-25")
       const ping = yield* rawMcp({
         token: owner.token,
         headers: { "mcp-protocol-version": "2025-03-26" },
