@@ -221,27 +221,41 @@ const httpDuration = Metric.histogram(
   "Time from a request's arrival at the guard to its answer, by listener, method and route"
 )
 
+/** The two metrics of one listener, method, route and status, tagged once (tagging builds new metric keys to hash). */
+const taggedMetrics = new Map<string, { readonly requests: typeof httpRequests; readonly duration: typeof httpDuration }>()
+
+const metricsFor = (listener: string, method: string, route: string, status: number) => {
+  const key = `${listener} ${method} ${route} ${status}`
+  let tagged = taggedMetrics.get(key)
+  if (tagged === undefined) {
+    const labels = [MetricLabel.make("listener", listener), MetricLabel.make("method", method), MetricLabel.make("route", route)]
+    tagged = {
+      requests: Metric.taggedWithLabels(httpRequests, [...labels, MetricLabel.make("status", String(status))]),
+      duration: Metric.taggedWithLabels(httpDuration, labels)
+    }
+    taggedMetrics.set(key, tagged)
+  }
+  return tagged
+}
+
 /**
  * Counts the answer under the route the router matched (the server span's `http.route`), so an id in a
- * path does not make a series of its own.
+ * path does not make a series of its own (the routes, methods and statuses are bounded sets).
  */
 const measure = (policy: ListenerPolicy, method: string, started: number) => (response: HttpServerResponse.HttpServerResponse) =>
   Effect.flatMap(Effect.currentSpan.pipe(Effect.option), (span) => {
-    const route = Option.match(span, { onNone: () => undefined, onSome: (s) => s.attributes.get("http.route") })
-    const labels = [
-      MetricLabel.make("listener", policy.name),
-      MetricLabel.make("method", method),
-      MetricLabel.make("route", typeof route === "string" ? route : "unmatched")
-    ]
+    const matched = Option.match(span, { onNone: () => undefined, onSome: (s) => s.attributes.get("http.route") })
+    const route = typeof matched === "string" ? matched : "unmatched"
     const seconds = (performance.now() - started) / 1000
-    return Effect.all([
-      Metric.increment(Metric.taggedWithLabels(httpRequests, [...labels, MetricLabel.make("status", String(response.status))])),
-      Metric.update(Metric.taggedWithLabels(httpDuration, labels), seconds),
+    const tagged = metricsFor(policy.name, method, route, response.status)
+    return Effect.zipRight(
+      Effect.zipRight(Metric.increment(tagged.requests), Metric.update(tagged.duration, seconds)),
       // the access log: at Debug, so a busy listener costs nothing until someone asks for it
-      Effect.logDebug(`${method} ${typeof route === "string" ? route : "(unmatched)"} ${response.status}`).pipe(
-        Effect.annotateLogs({ http_status: response.status, duration_ms: Math.round(seconds * 1000), listener: policy.name })
+      Effect.logDebug(`${method} ${typeof matched === "string" ? matched : "(unmatched)"} ${response.status}`).pipe(
+        Effect.annotateLogs({ http_status: response.status, duration_ms: Math.round(seconds * 1000), listener: policy.name }),
+        Effect.whenLogLevel("Debug")
       )
-    ], { discard: true })
+    )
   })
 
 /**
