@@ -272,8 +272,12 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
         return { actor, tokenExpiresAt: t.expires_at === null ? null : Date.parse(t.expires_at) }
       })
 
-    /** A token (and who a super user acts as) to the actor every tenant query is scoped by. */
-    const authenticateToken = Effect.fn("Identity.authenticateToken")(function*(bearer: Redacted.Redacted<string>, actAs: string | undefined) {
+    /**
+     * A token (and who a super user acts as) to the actor every tenant query is scoped by. Runs on every
+     * authenticated request, so only a cache miss (the queries) is a span of its own, not every map lookup
+     * (a span costs CPU on every request: docs/benchmarks.md, "Native Postgres side by side").
+     */
+    const authenticateToken = Effect.fnUntraced(function*(bearer: Redacted.Redacted<string>, actAs: string | undefined) {
       const token = Redacted.value(bearer).trim()
       if (token.length === 0) return yield* invalidToken
       const hash = sha256Hex(token)
@@ -281,7 +285,7 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       const now = Date.now()
       let entry = cache.get(key)
       if (entry === undefined || entry.until <= now || (entry.tokenExpiresAt !== null && entry.tokenExpiresAt <= now)) {
-        const resolved = yield* resolve(hash, actAs)
+        const resolved = yield* resolve(hash, actAs).pipe(Effect.withSpan("Identity.resolveToken"))
         if (cache.size >= AUTH_CACHE_MAX) cache.clear()
         entry = { ...resolved, until: now + AUTH_CACHE_TTL_MS }
         cache.set(key, entry)
