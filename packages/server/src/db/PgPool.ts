@@ -28,7 +28,8 @@ const pools = new Set<pg.Pool>()
 /** Times every connection checkout; `pool.query` checks out through `connect` too. */
 const timed = (pool: pg.Pool) => {
   const connect = pool.connect.bind(pool) as (callback?: (...args: Array<any>) => void) => any
-  const record = (started: number) => Effect.runSync(Metric.update(poolWait, (performance.now() - started) / 1000))
+  // outside any fiber (pg's callback), so no fiber's metric labels apply: update directly, without a fiber per checkout
+  const record = (started: number) => poolWait.unsafeUpdate((performance.now() - started) / 1000, [])
   pool.connect = ((callback?: (...args: Array<any>) => void) => {
     const started = performance.now()
     if (typeof callback === "function") {
