@@ -57,7 +57,8 @@ export class KnowledgeGraph extends Effect.Service<KnowledgeGraph>()("@parley/se
     /**
      * Before an upsert writes `rows` points: counts them into the current load (a load ends at a pause
      * of QUIET between one upsert's end and the next one's start) and drops the graph when the load is
-     * large against the table.
+     * large against the table. Whether the rows go into the graph: without it, the planner's statistics
+     * wait for the build (the keeper analyzes the table after it).
      */
     const beforeWrite = Effect.fn("KnowledgeGraph.beforeWrite")(function*(rows: number) {
       const [load] = yield* sql<{ rows: number; graph: boolean; points: number }>`
@@ -67,13 +68,15 @@ export class KnowledgeGraph extends Effect.Service<KnowledgeGraph>()("@parley/se
           last_write_at = now()
         returning rows::float8 as rows, to_regclass(${GRAPH_INDEX}) is not null as graph,
           (select greatest(reltuples, 0)::float8 from pg_class where oid = 'knowledge_points'::regclass) as points`
-      if (!load || !load.graph || load.rows < MIN_LOAD || load.rows < LOAD_SHARE * load.points) return
+      if (!load || !load.graph) return { graph: false }
+      if (load.rows < MIN_LOAD || load.rows < LOAD_SHARE * load.points) return { graph: true }
       yield* Effect.logInfo("A large knowledge load: the HNSW graph is dropped and built after it").pipe(
         Effect.annotateLogs({ loadRows: load.rows, points: load.points })
       )
       // concurrently on Postgres: waits for searches using it instead of blocking new ones meanwhile
       yield* embedded ? sql`drop index if exists ${sql(GRAPH_INDEX)}` : sql`drop index concurrently if exists ${sql(GRAPH_INDEX)}`
       yield* Metric.increment(graphSuspensions)
+      return { graph: false }
     }, Effect.orDie)
 
     /** In the upsert's transaction, when its rows are written: the load's pause is counted from here. */
@@ -112,6 +115,8 @@ export class KnowledgeGraph extends Effect.Service<KnowledgeGraph>()("@parley/se
             )
           }))
         }
+        // the statistics the load skipped (knowledge/Statistics.ts), for the planner and the keyword side
+        yield* sql`analyze knowledge_points`
         yield* Metric.increment(graphBuilds)
         yield* Effect.logInfo("Built the HNSW graph of knowledge points").pipe(
           Effect.annotateLogs({ points, seconds: (Date.now() - started) / 1000 })
