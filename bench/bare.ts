@@ -14,7 +14,10 @@
  *
  * Postgres (BARE_DATABASE_URL) through a `pg` Pool of BARE_POOL_SIZE connections (the server's
  * DATABASE_POOL_SIZE); the embedded database (BARE_PGLITE_DIR, the stopped server's data dir) through
- * PGlite with pgvector, one session, as the server opens it. BARE_WORKSPACE, BARE_CHANNEL and BARE_PIPELINE
+ * PGlite with pgvector, one session, as the server opens it. The statements go unnamed, as a plain `pg`
+ * client sends them (Postgres parses and plans each one), which is the baseline the targets are stated
+ * against; under `/prepared/` the same two routes name them (`pg` prepares each once per connection, as
+ * the server does since db/PgPrepared.ts), Postgres only. BARE_WORKSPACE, BARE_CHANNEL and BARE_PIPELINE
  * name the demo workspace's web channel. Prints `BARE <url>` once it listens.
  */
 import { Effect, Scope } from "effect"
@@ -51,23 +54,28 @@ interface Thread {
   readonly stage_id: number | null
 }
 
+/** A statement; with `name`, prepared once per connection under that name (Postgres only). */
+type Query = <R>(text: string, params: ReadonlyArray<unknown>, name?: string) => Promise<Array<R>>
+
 /** Runs queries on one connection (`run`), or in a transaction on one (`transaction`). */
 interface Db {
-  readonly query: <R>(text: string, params: ReadonlyArray<unknown>) => Promise<Array<R>>
-  readonly transaction: <A>(f: (query: <R>(text: string, params: ReadonlyArray<unknown>) => Promise<Array<R>>) => Promise<A>) => Promise<A>
+  readonly query: Query
+  readonly transaction: <A>(f: (query: Query) => Promise<A>) => Promise<A>
 }
+
+const config = (text: string, params: ReadonlyArray<unknown>, name: string | undefined) => ({ text, values: params as Array<unknown>, ...(name === undefined ? {} : { name }) })
 
 const open = async (): Promise<Db> => {
   if (process.env.BARE_DATABASE_URL !== undefined) {
     const pool = new pg.Pool({ connectionString: process.env.BARE_DATABASE_URL, max: Number(process.env.BARE_POOL_SIZE ?? 10) })
     await pool.query("select 1")
     return {
-      query: async (text, params) => (await pool.query(text, params as Array<unknown>)).rows,
+      query: async (text, params, name) => (await pool.query(config(text, params, name))).rows,
       transaction: async (f) => {
         const client = await pool.connect()
         try {
           await client.query("begin")
-          const result = await f(async (text, params) => (await client.query(text, params as Array<unknown>)).rows)
+          const result = await f(async (text, params, name) => (await client.query(config(text, params, name))).rows)
           await client.query("commit")
           return result
         } catch (e) {
@@ -104,21 +112,25 @@ const server = Http.createServer((req, res) => {
   req.on("data", (c: Buffer) => chunks.push(c))
   req.on("end", () => {
     const handle = async () => {
-      const get = /^\/opportunities\/(\d+)$/.exec(req.url ?? "")
+      // `/prepared/…`: the same routes with named statements
+      const prepared = req.url?.startsWith("/prepared/") === true && process.env.BARE_DATABASE_URL !== undefined
+      const url = prepared ? req.url!.slice("/prepared".length) : req.url ?? ""
+      const named = (name: string) => (prepared ? name : undefined)
+      const get = /^\/opportunities\/(\d+)$/.exec(url)
       if (req.method === "GET" && get) {
-        const [row] = await db.query(selectOpportunity, [Number(get[1])])
+        const [row] = await db.query(selectOpportunity, [Number(get[1])], named("bare_opportunity"))
         return row === undefined ? json(res, 404, { status: false, message: "Not found" }) : json(res, 200, { status: true, data: row })
       }
-      if (req.method === "POST" && req.url === "/web-chat/message") {
+      if (req.method === "POST" && url === "/web-chat/message") {
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { contact_id: string; message: string }
         const id = await db.transaction(async (query) => {
-          const [thread] = await query<Thread>(existingThread, [workspaceId, channelId, pipelineId, body.contact_id])
+          const [thread] = await query<Thread>(existingThread, [workspaceId, channelId, pipelineId, body.contact_id], named("bare_thread"))
           if (thread === undefined || thread.conversation_id === null) return undefined
           const id = messageId()
           await query(insertMessage, [
             id, workspaceId, thread.conversation_id, thread.opportunity_id, thread.contact_id, channelId, thread.stage_id, pipelineId,
             body.message, body.contact_id
-          ])
+          ], named("bare_insert"))
           return id
         })
         return id === undefined

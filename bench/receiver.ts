@@ -14,7 +14,8 @@
  *    visitor writes again well within a minute, so no agent turn runs during the rows (replies are
  *    bench/reply.ts's figure). With the default 3 s, whether turns run depends on the rate itself (a
  *    visitor quiet for 3 s gets a turn), and a slower server does more work per message.
- * 3. The same rows bare (see bare.ts), after the server has stopped.
+ * 3. The same rows bare (see bare.ts), after the server has stopped; on Postgres also concurrency 16 with
+ *    the bare's statements prepared.
  */
 import * as Fs from "node:fs"
 import { io, type Socket } from "socket.io-client"
@@ -175,6 +176,7 @@ if (s.database.kind === "native") {
 
 // the bare baseline on the same database and the same 500 visitors: the server is stopped, so the two never share the machine
 const bareResults: Array<readonly [number, Awaited<ReturnType<typeof measure<LoadResult>>>]> = []
+let preparedBare: Awaited<ReturnType<typeof measure<LoadResult>>> | undefined
 try {
   const bare = await startBare(server)
   try {
@@ -186,6 +188,12 @@ try {
     })
     await load(16, 2, inbound) // warm-up
     for (const concurrency of [1, 16, 64]) bareResults.push([concurrency, await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(concurrency, seconds, inbound))] as const)
+    // on Postgres also with the three statements prepared, as the server prepares its own (bare.ts): concurrency 16 only
+    if (s.database.kind === "native") {
+      const prepared = (i: number) => ({ ...inbound(i), url: `${bare.url}/prepared/web-chat/message` })
+      await load(16, 2, prepared)
+      preparedBare = await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(16, seconds, prepared))
+    }
   } finally {
     await bare.stop()
   }
@@ -198,15 +206,19 @@ console.log(`\nReceiver on ${server.label}; ${seconds} s per row, node ${process
 console.log(header)
 for (const [concurrency, r] of results) console.log(row("POST /web-chat/message (JSON)", concurrency, r.result))
 for (const [concurrency, r] of bareResults) console.log(row("bare: node:http + 4-statement transaction", concurrency, r.result))
+if (preparedBare) console.log(row("bare, the statements prepared", 16, preparedBare.result))
 console.log("\nSide by side with the bare baseline (same database, same run):\n")
 console.log(sideBySideHeader)
 for (const [concurrency, r] of results) {
   console.log(sideBySide("inbound message", concurrency, r.result, bareResults.find(([c]) => c === concurrency)![1].result))
 }
+const at16 = results.find(([c]) => c === 16)
+if (preparedBare && at16) console.log(sideBySide("inbound message (bare prepared)", 16, at16[1].result, preparedBare.result))
 console.log("\nWhere the time goes (per request):\n")
 console.log(costsHeader)
 for (const [concurrency, r] of results) console.log(costsRow(`inbound, concurrency ${concurrency}`, r.costs))
 for (const [concurrency, r] of bareResults) console.log(costsRow(`bare inbound, concurrency ${concurrency}`, r.costs))
+if (preparedBare) console.log(costsRow("bare inbound prepared, concurrency 16", preparedBare.costs))
 for (const [concurrency, r] of results.filter(([c]) => c === 16)) console.log(statementsTable(`inbound, concurrency ${concurrency}`, r.costs))
 for (const [concurrency, r] of bareResults.filter(([c]) => c === 16)) console.log(statementsTable(`bare inbound, concurrency ${concurrency}`, r.costs))
 console.log(legLines.join("\n"))

@@ -1,6 +1,7 @@
 /**
  * REST throughput: GET opportunity by id and POST opportunity, concurrency 32, then the bare baseline of
- * the GET (node:http and one SELECT, `bare.ts`) on the same database in the same run.
+ * the GET (node:http and one SELECT, `bare.ts`) on the same database in the same run; on Postgres also
+ * the bare with its SELECT prepared.
  * Run: pnpm bench:rest   (or: npx tsx bench/rest.ts [seconds])
  * On Postgres: BENCH_PG=throwaway (a cluster for this run) or DATABASE_URL=… (an empty database), and
  * BENCH_TOPOLOGY=single|split, BENCH_WORKERS=n (see support.ts, postgres.ts).
@@ -60,11 +61,17 @@ try {
 
   // the bare baseline on the same database: the server is stopped, so the two never share the machine
   const bare = await startBare(server)
-  let bareGets
+  let bareGets, preparedGets
   try {
     const get = (i: number) => ({ method: "GET", url: `${bare.url}/opportunities/${ids[i % ids.length]}` })
     await load(concurrency, 2, get) // warm-up
     bareGets = await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(concurrency, seconds, get))
+    // on Postgres also with the statement prepared, as the server prepares its own (bare.ts)
+    if (s.database.kind === "native") {
+      const prepared = (i: number) => ({ method: "GET", url: `${bare.url}/prepared/opportunities/${ids[i % ids.length]}` })
+      await load(concurrency, 2, prepared)
+      preparedGets = await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(concurrency, seconds, prepared))
+    }
   } finally {
     await bare.stop()
     server.removeData()
@@ -75,14 +82,17 @@ try {
   console.log(row("GET /api/user/opportunities/{id}", concurrency, gets.result))
   console.log(row("POST /api/user/opportunities (new contact)", concurrency, posts.result))
   console.log(row("bare: node:http + one SELECT", concurrency, bareGets.result))
+  if (preparedGets) console.log(row("bare, the SELECT prepared", concurrency, preparedGets.result))
   console.log("\nSide by side with the bare baseline (same database, same run):\n")
   console.log(sideBySideHeader)
   console.log(sideBySide("GET opportunity", concurrency, gets.result, bareGets.result))
+  if (preparedGets) console.log(sideBySide("GET opportunity (bare prepared)", concurrency, gets.result, preparedGets.result))
   console.log("\nWhere the time goes (per request):\n")
   console.log(costsHeader)
   console.log(costsRow("GET opportunity", gets.costs))
   console.log(costsRow("POST opportunity", posts.costs))
   console.log(costsRow("bare GET (one SELECT)", bareGets.costs))
+  if (preparedGets) console.log(costsRow("bare GET, prepared", preparedGets.costs))
   for (const [name, m] of [["GET opportunity", gets], ["bare GET", bareGets]] as const) console.log(statementsTable(name, m.costs))
 } finally {
   await s.database.stop()
