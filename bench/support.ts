@@ -63,12 +63,12 @@ export interface Proc {
 }
 
 /** Spawns `parley serve --role <role>` (node with tsx's loader, so `pid` is the server itself) and waits for its banner. */
-const spawnServer = (role: Role, env: Record<string, string | undefined>, needs: ReadonlyArray<RegExp>) =>
+const spawnServer = (role: Role, env: Record<string, string | undefined>, needs: ReadonlyArray<RegExp>, from = root) =>
   new Promise<Proc & { readonly banner: string }>((resolve, reject) => {
     // BENCH_NODE_ARGS: more node options for the server processes (diagnosis: `--import ./bench/cpu-profile.mjs`)
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
-    const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", cli, "serve", "--role", role], {
-      cwd: root,
+    const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", Path.join(from, Path.relative(root, cli)), "serve", "--role", role], {
+      cwd: from,
       env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter((e): e is [string, string] => e[1] !== undefined))
     })
     running.add(child)
@@ -148,9 +148,10 @@ export const describe = (s: Setup) =>
 
 /**
  * `parley serve` on `setup`'s database and topology, with the demo workspace seeded. Without a setup: one
- * process on a fresh embedded data dir (what every other benchmark uses).
+ * process on a fresh embedded data dir (what every other benchmark uses). `from`: the checkout whose
+ * server runs (another worktree, for before and after in one run: compare.ts); this one by default.
  */
-export const startServer = async (env: Record<string, string> = {}, given?: Setup): Promise<Server> => {
+export const startServer = async (env: Record<string, string> = {}, given?: Setup, from = root): Promise<Server> => {
   const s = given ?? { database: await openDatabase(), topology: "single" as const, workers: 1 }
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-bench-"))
   const native = s.database.kind === "native"
@@ -178,14 +179,14 @@ export const startServer = async (env: Record<string, string> = {}, given?: Setu
   }
   try {
     if (s.topology === "single") {
-      processes.push(await spawnServer("all", { ...base, RUNNER_PORT: String(await freePort()) }, [api, receiver, token, metrics]))
+      processes.push(await spawnServer("all", { ...base, RUNNER_PORT: String(await freePort()) }, [api, receiver, token, metrics], from))
     } else {
       // the api process migrates the empty database and seeds the demo; the others join it
-      processes.push(await spawnServer("api", base, [api, token, metrics]))
+      processes.push(await spawnServer("api", base, [api, token, metrics], from))
       const rest = await Promise.all([
-        spawnServer("receiver", { ...base, PARLEY_SEED_DEMO: "false" }, [receiver, metrics]),
+        spawnServer("receiver", { ...base, PARLEY_SEED_DEMO: "false" }, [receiver, metrics], from),
         ...Array.from({ length: s.workers }, async () =>
-          spawnServer("worker", { ...base, PARLEY_SEED_DEMO: "false", RUNNER_PORT: String(await freePort()) }, [metrics]))
+          spawnServer("worker", { ...base, PARLEY_SEED_DEMO: "false", RUNNER_PORT: String(await freePort()) }, [metrics], from))
       ].map((p) => p.then((proc) => (processes.push(proc), proc))))
       void rest
     }
