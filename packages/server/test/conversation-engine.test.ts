@@ -87,10 +87,15 @@ layer(
       const { messageId } = yield* replyOn(receiver.url)
       yield* (yield* Deliveries).start(messageId)
       yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 1))
-      // the wake-up before attempt 2 disappears (what the engine's race does to it)
+      // the wake-up before attempt 2 disappears (what the engine's race does to it); attempt 1 is logged
+      // before it is sent, so the wake-up is stored a moment after the row shows
       const sql = yield* SqlClient.SqlClient
-      const clocks = yield* sql`
-        delete from cluster_messages where entity_type = 'Workflow/-/DurableClock' and not processed returning id`.pipe(Effect.orDie)
+      const clocks = yield* eventually(
+        sql`delete from cluster_messages where entity_type = 'Workflow/-/DurableClock' and not processed returning id`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows.length > 0 ? rows : undefined)
+        )
+      )
       expect(clocks.length).toBe(1)
       // due 3 s after attempt 1; the sweep resumes it once it is a sweep interval overdue
       const rows = yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2 ? rows : undefined), 20_000)
