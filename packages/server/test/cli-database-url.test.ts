@@ -56,7 +56,10 @@ describe("parley CLI with DATABASE_URL: a client of the database, never of the c
       RUNNER_PORT: String((runnerPort.address() as Net.AddressInfo).port),
       APP_SECRET: "cli-test-app-secret",
       PUBLIC_URL: "https://parley.example.com",
-      RECEIVER_URL: "https://chat.example.com"
+      RECEIVER_URL: "https://chat.example.com",
+      // the embedded database behind pglite-socket is one session for every connection, as a pooler in
+      // transaction mode is: statement names would clash (docs/operations.md)
+      ...(databaseMode === "postgres" ? {} : { DATABASE_PREPARED_STATEMENTS: "false" })
     }
   })
   /** What a cluster runner or client creates in the database when it starts (its storage), and the CLI never should. */

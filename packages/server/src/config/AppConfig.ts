@@ -17,6 +17,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const appSecret = yield* Config.redacted("APP_SECRET").pipe(Config.option)
     const seedDemo = yield* Config.boolean("PARLEY_SEED_DEMO").pipe(Config.withDefault(Option.isNone(databaseUrl)))
     const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10))
+    // off behind a pooler that hands one server session to several clients (PgBouncer in transaction mode
+    // before 1.21), where a statement name prepared by one client is not another's
+    const databasePreparedStatements = yield* Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true))
     const outboundAllowPrivate = yield* Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
     const webhookTimeoutMs = yield* Config.integer("WEBHOOK_TIMEOUT_MS").pipe(Config.withDefault(10_000))
     const webhookRetryDelayMs = yield* Config.integer("WEBHOOK_RETRY_DELAY_MS").pipe(Config.withDefault(5_000))
@@ -69,6 +72,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       appSecret: appSecret as Option.Option<Redacted.Redacted<string>>,
       seedDemo,
       databasePoolSize,
+      databasePreparedStatements,
       /** Outbound webhooks may reach loopback and private networks (tests, a local demo). */
       outboundAllowPrivate,
       webhookTimeoutMs,

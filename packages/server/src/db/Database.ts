@@ -43,7 +43,7 @@ export const SqlLive = Layer.unwrapScoped(Effect.gen(function*() {
   const config = yield* AppConfig
   if (Option.isSome(config.databaseUrl)) {
     yield* progress("Connecting to Postgres (DATABASE_URL)")
-    return pooledPgClient(config.databaseUrl.value, config.databasePoolSize)
+    return pooledPgClient(config.databaseUrl.value, config.databasePoolSize, config.databasePreparedStatements)
   }
   yield* acquireDataDirLock(config.dataDir)
   const path = embeddedDataPath(config.dataDir)

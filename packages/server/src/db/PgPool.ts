@@ -8,7 +8,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Context, Duration, Effect, Layer, Metric, MetricBoundaries, Redacted } from "effect"
 import pg from "pg"
 import { makePgListener } from "./PgListener.js"
-import { prepareStatements } from "./PgPrepared.js"
+import { countStatements, prepareStatements } from "./PgPrepared.js"
 import { countStatement } from "./StatementCount.js"
 import { pgTypeParser } from "./PgTypes.js"
 
@@ -66,7 +66,7 @@ const CONNECT_TIMEOUT_MS = 10_000
 const types = { getTypeParser: pgTypeParser } as pg.CustomTypesConfig
 
 /** A pool of at most `max` connections to `url`, checked with one query first (as PgClient.layer does). */
-const acquirePool = (url: Redacted.Redacted<string>, max: number) =>
+const acquirePool = (url: Redacted.Redacted<string>, max: number, prepared: boolean) =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
@@ -81,8 +81,9 @@ const acquirePool = (url: Redacted.Redacted<string>, max: number) =>
         }))
         // an idle connection the server dropped is replaced on the next checkout; without a listener it would crash the process
         pool.on("error", () => {})
-        // statements with parameters run prepared, once per connection and SQL text (PgPrepared.ts)
-        pool.on("connect", (client) => prepareStatements(client, countStatement))
+        // statements with parameters run prepared, once per connection and SQL text (PgPrepared.ts), unless
+        // DATABASE_PREPARED_STATEMENTS=false (a pooler sharing server sessions between clients)
+        pool.on("connect", (client) => (prepared ? prepareStatements : countStatements)(client, countStatement))
         try {
           await pool.query("select 1")
         } catch (cause) {
@@ -104,9 +105,9 @@ const acquirePool = (url: Redacted.Redacted<string>, max: number) =>
  * PgClient over the pool; its `listen` is PgListener's, which reconnects when Postgres restarts (the
  * client object is the SqlClient and the PgClient at once, so the method is replaced in place).
  */
-export const pooledPgClient = (url: Redacted.Redacted<string>, max: number) =>
+export const pooledPgClient = (url: Redacted.Redacted<string>, max: number, prepared = true) =>
   Layer.scopedContext(Effect.gen(function*() {
-    const context = yield* Layer.build(PgClient.layerFromPool({ acquire: acquirePool(url, max), applicationName: "parley", types }))
+    const context = yield* Layer.build(PgClient.layerFromPool({ acquire: acquirePool(url, max, prepared), applicationName: "parley", types }))
     const listener = yield* makePgListener(Redacted.value(url))
     Object.assign(Context.get(context, PgClient.PgClient), { listen: listener.listen })
     return context

@@ -124,3 +124,12 @@ export const prepareStatements = (client: pg.PoolClient, count: () => void) => {
     return new Promise((resolve, reject) => run(named, (error, result) => (error ? reject(error) : resolve(result)), true))
   }) as typeof client.query
 }
+
+/** Only counts what `client.query` sends (statements stay unnamed: DATABASE_PREPARED_STATEMENTS=false). */
+export const countStatements = (client: pg.PoolClient, count: () => void) => {
+  const original = client.query.bind(client) as (...args: Array<unknown>) => unknown
+  client.query = ((...args: Array<unknown>) => {
+    count()
+    return original(...args)
+  }) as typeof client.query
+}
