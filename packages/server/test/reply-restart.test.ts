@@ -141,5 +141,5 @@ describe("a reply across a process restart", () => {
       await database.drop()
       Fs.rmSync(dataDir, { recursive: true, force: true })
     }
-  }, 60_000)
+  }, 180_000)
 })
