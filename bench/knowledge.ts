@@ -7,8 +7,10 @@
  * 2. A products table (name, sku, category, description searchable; price not) and N generated rows
  *    (bench/knowledge-data.ts, deterministic: names from word lists, a category, a 15–40 word description
  *    drawn Zipf-like from a 3,000-word vocabulary so common words match thousands of rows, a unique code
- *    "SKU-012345-B"), upserted over REST in batches of 500 (each row embedded, its HNSW and GIN entries
- *    written on insert). BENCH_TEXT=topical: 40% of a description's words from its product type's terms.
+ *    "SKU-012345-B"), upserted over REST in batches of 500 (or, BENCH_LOAD=import, as a CSV file through
+ *    `parley knowledge import`): each row embedded, its GIN entry written on insert, its HNSW entry too,
+ *    or, in a large load, the graph built after it (knowledge/Graph.ts).
+ *    BENCH_TEXT=topical: 40% of a description's words from its product type's terms.
  * 3. Q queries (Q - 20 natural-language ones built from a row's words, 20 exact product codes), one at a
  *    time, each in hybrid and in pure vector mode: latency p50 / p95 as the client sees it.
  * 4. The server stopped, the data dir opened with PGlite: for every query the exact top 5 (the same
@@ -38,6 +40,9 @@ const root = Path.resolve(import.meta.dirname, "..")
 const tsx = Path.join(root, "node_modules/.bin/tsx")
 const main = Path.join(root, "packages/server/src/cli/main.ts")
 
+// BENCH_LOAD=import: the rows as a CSV file through `parley knowledge import` (default rest: PUT .../points)
+const LOAD = process.env.BENCH_LOAD ?? "rest"
+if (LOAD !== "rest" && LOAD !== "import") throw new Error("BENCH_LOAD must be rest or import")
 // BENCH_TEXT=topical: descriptions that read like their product's (default uniform, the catalogue of every run so far)
 const TEXT = (process.env.BENCH_TEXT ?? "uniform") as TextKind
 // what the server runs with (the bench passes the environment on to it)
@@ -147,14 +152,24 @@ try {
     profile()
     const cpuBefore = cpuMs(server!.child.pid!)
     const loadStarted = performance.now()
-    for (let i = 0; i < N; i += BATCH) {
+    if (LOAD === "import") {
+      // `parley knowledge import` of a CSV through the running server's admin endpoint, batches of BATCH
+      const file = Path.join(dataDir, "products.csv")
+      const cell = (v: string | number) => /[",\n]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v)
+      Fs.writeFileSync(file, ["default_id,name,sku,category,description,price",
+        ...products.map((p) => [p.default_id, p.name, p.sku, p.category, p.description, p.price].map(cell).join(","))].join("\n"))
+      const out = await cli(["knowledge", "import", "--table-id", String(table.id), "--file", file, "--batch-size", String(BATCH)])
+      if (!out.includes(`Upserted ${N} rows, rejected 0`)) throw new Error(out)
+    }
+    for (let i = 0; LOAD === "rest" && i < N; i += BATCH) {
       const t0 = performance.now()
       const r = await call("PUT", `/api/user/knowledge-tables/${table.id}/points`, { points: products.slice(i, i + BATCH) })
       batchTimes.push(performance.now() - t0)
       if (r.upserted !== Math.min(BATCH, N - i)) throw new Error(`upserted ${r.upserted}`)
       if ((i / BATCH) % 20 === 19) {
         const last = batchTimes.slice(-20).reduce((a, b) => a + b, 0) / 20
-        console.log(`  ${i + BATCH} rows, ${((performance.now() - loadStarted) / 1000).toFixed(0)} s, last batches ${ms(last)} ms each`)
+        console.log(`  ${i + BATCH} rows, ${((performance.now() - loadStarted) / 1000).toFixed(0)} s, last batches ${ms(last)} ms each, ` +
+          `server CPU ${((cpuMs(server!.child.pid!) - cpuBefore) / (i + BATCH)).toFixed(2)} ms a row`)
       }
     }
 
@@ -282,14 +297,14 @@ try {
     nl.filter(([q, i]) => results[mode][i]!.defaultIds.includes(products[q.target]!.default_id)).length
 
   const lat = (mode: "hybrid" | "vector", which: ReadonlyArray<readonly [Query, number]>) => which.map(([, i]) => results[mode][i]!.ms)
-  console.log(`\nKnowledge search, ${N} rows (${TEXT} text), ${queries.length} queries (${codes.length} product codes), node ${process.version}\n`)
+  console.log(`\nKnowledge search, ${N} rows (${TEXT} text, loaded by ${LOAD === "rest" ? "REST" : "CSV import"}), ${queries.length} queries (${codes.length} product codes), node ${process.version}\n`)
   // load: until the last request answered; searchable: until the HNSW graph covers the rows (the same on a
   // server that writes the graph row by row); server CPU over the load and the build
   console.log("| rows | batches of | load s | searchable s | rows/s | server CPU ms a row: load / with the graph | graph builds | first 10 batches ms | last 10 batches ms |")
   console.log("|---|---|---|---|---|---|---|---|---|")
   if (loadSeconds > 0) {
     console.log(`| ${N} | ${BATCH} | ${requestSeconds.toFixed(0)} | ${loadSeconds.toFixed(0)} | ${(N / loadSeconds).toFixed(0)} | ` +
-      `${(requestCpuMs / N).toFixed(2)} / ${(loadCpuMs / N).toFixed(2)} | ${builds ?? "-"} | ${ms(firstTen)} | ${ms(lastTen)} |`)
+      `${(requestCpuMs / N).toFixed(2)} / ${(loadCpuMs / N).toFixed(2)} | ${builds ?? "-"} | ${batchTimes.length > 0 ? `${ms(firstTen)} | ${ms(lastTen)}` : "- | -"} |`)
   } else console.log(`| ${N} | (loaded by an earlier run into ${dataDir}) | | | | | | | |`)
   console.log("\n| mode | queries | p50 ms | p95 ms | max ms | NL p95 ms | code p95 ms |")
   console.log("|---|---|---|---|---|---|---|")
