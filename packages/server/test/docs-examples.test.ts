@@ -41,6 +41,8 @@ const skipped: Record<string, string> = {
     "a benchmark run, minutes long",
   "docs/benchmarks.md: pnpm build && npx tsx bench/startup.ts 5": "a benchmark run of the production build, a minute long",
   "docs/benchmarks.md: npx tsx bench/console.ts 10 30 10000     # 10 first loads, 30 messages, 10,000 conversations": "a benchmark run in Chromium, a minute long",
+  "docs/benchmarks.md: npx tsx bench/knowledge.ts 100000 200                  # REST, 500 rows a request (BENCH_DATA_DIR to keep the dir)":
+    "a benchmark run, minutes long",
   "docs/benchmarks.md: BENCH_DATA_DIR=/tmp/kb100f/d npx tsx bench/knowledge.ts 100000 200    # twice: load and search, then search":
     "a benchmark run, minutes long",
   "docs/benchmarks.md: BENCH_INDEX_DIR=/tmp/idx npx tsx bench/knowledge-index.ts 100000 16 64 100,200,250,400,600,800,1000":

@@ -2,7 +2,7 @@
  * The HNSW graph of knowledge points (`knowledge_points_embedding_idx`) around large loads.
  *
  * Written row by row, the graph is most of an upsert's cost and grows with it: 7–10 ms of CPU per point
- * on the embedded database at 20,000–100,000 points, against about 2 ms per point for CREATE INDEX, which
+ * on the embedded database at 20,000–100,000 points, against 1.7–3.5 ms per point for CREATE INDEX, which
  * builds the whole graph in memory (docs/benchmarks.md). So when a load is large against the table (its
  * rows since the last pause reach LOAD_SHARE of the points and at least MIN_LOAD), the upsert drops the
  * graph and the load runs without it; once writes pause (fewer than SLOW_ROWS in QUIET), the keeper, one
