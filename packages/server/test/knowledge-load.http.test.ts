@@ -74,11 +74,13 @@ layer(TestServerLive(), { excludeTestServices: true, timeout: 120_000 })("a larg
       expect(hybrid.results.length).toBe(5)
 
       // the keeper builds the graph once the writes pause, as migration 0015 defined it
-      yield* graph.pipe(
-        Effect.repeat({ schedule: Schedule.spaced(Duration.millis(200)), until: (g) => g?.valid === true }),
+      // (counted once the build and the ANALYZE after it are done; the index is valid a little earlier)
+      yield* builds.pipe(
+        Effect.repeat({ schedule: Schedule.spaced(Duration.millis(200)), until: (n) => n === built + 1 }),
         Effect.timeout(Duration.minutes(2))
       )
       const rebuilt = yield* graph
+      expect(rebuilt?.valid).toBe(true)
       expect(rebuilt?.definition).toMatch(/USING hnsw \(embedding vector_cosine_ops\) WITH \(ef_construction='128'\)/)
       expect(yield* builds).toBe(built + 1)
       const after = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: QUERY, limit: 5, use_hybrid: false }))
