@@ -49,7 +49,7 @@ describe("prepared statements on Postgres", () => {
       }
       const statements = (yield* prepared).filter((p) => p.statement === byId)
       expect(statements).toHaveLength(1)
-      expect(statements[0]!.name).toMatch(/^parley_\d+$/)
+      expect(statements[0]!.name).toMatch(/^parley_[0-9a-f]{8}_\d+_\d+$/)
       // Postgres plans the first five runs for their values, then keeps a generic plan: no more planning
       expect(statements[0]!.custom_plans + statements[0]!.generic_plans).toBe(12)
       expect(statements[0]!.generic_plans).toBeGreaterThan(0)

@@ -7,9 +7,11 @@
  *
  * - Statements without parameters (transaction control, DDL, multi-statement migrations, LISTEN) and
  *   cursors keep going unnamed through the simple or extended protocol, exactly as before.
- * - Names are per connection and never reused on it (`parley_<n>`); at most `MAX_PREPARED` per
- *   connection, least recently used deallocated first, so texts that vary with their input (`in` lists
- *   of every length) stay bounded.
+ * - Names are unique to the connection (`parley_<process>_<connection>_<n>`, never reused): where one
+ *   server session serves several clients (pglite-socket; a pooler in transaction mode, for which
+ *   DATABASE_PREPARED_STATEMENTS=false is still the setting) a name cannot clash with another client's,
+ *   nor run another client's statement. At most `MAX_PREPARED` per connection, least recently used
+ *   deallocated first, so texts that vary with their input (`in` lists of every length) stay bounded.
  * - A connection that is replaced (Postgres restarted, the pool dropped it) starts with no names: the
  *   state lives with the `pg` client.
  * - When a migration changes a table under a prepared `select *` Postgres refuses the statement
@@ -19,9 +21,15 @@
  *   transaction the error stands and the transaction fails as any statement error fails it (the old
  *   statement is deallocated by the next statement outside a transaction).
  */
+import { randomBytes } from "node:crypto"
 import type pg from "pg"
 
 export const MAX_PREPARED = 200
+
+/** This process, in statement names (random, so two processes on one session differ too). */
+const processTag = randomBytes(4).toString("hex")
+/** Connections given statement names by this process so far. */
+let connections = 0
 
 type Callback = (error: (Error & { code?: string }) | null, result?: unknown) => void
 type Send = (config: unknown, callback: Callback) => void
@@ -66,6 +74,7 @@ export const prepareStatements = (client: pg.PoolClient, count: () => void) => {
   const internals = client as unknown as Connection
   /** SQL text → statement name, least recently used first. */
   const names = new Map<string, string>()
+  const prefix = `parley_${processTag}_${++connections}_`
   let counter = 0
 
   /** Names to free on the server: those a failed deallocation (in an aborted transaction) left behind. */
@@ -106,7 +115,7 @@ export const prepareStatements = (client: pg.PoolClient, count: () => void) => {
       names.set(config.text, name)
       return go(name)
     }
-    name = `parley_${++counter}`
+    name = `${prefix}${++counter}`
     names.set(config.text, name)
     if (names.size <= MAX_PREPARED) return go(name)
     const evicted = forget(names.keys().next().value as string)!
