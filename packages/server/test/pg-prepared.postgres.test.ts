@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Redacted } from "effect"
+import { Effect, Either, Redacted, Schedule } from "effect"
 import { pooledPgClient } from "../src/db/PgPool.js"
 import { MAX_PREPARED } from "../src/db/PgPrepared.js"
 import { createNativeDatabase, type NativeDatabase, queryUrl } from "./support/NativeDatabase.js"
@@ -109,7 +109,13 @@ describe("prepared statements on Postgres", () => {
       // the session is cut, as a Postgres restart cuts them: the next connection starts with no names
       const pid = (yield* sql.unsafe<{ pid: number }>("select pg_backend_pid() as pid"))[0]!.pid
       yield* Effect.promise(() => queryUrl(database.adminUrl, "select pg_terminate_backend($1)", [pid]))
-      const again = yield* sql.unsafe(byId, [6]).pipe(Effect.retry({ times: 1 }))
+      // the session is gone once Postgres no longer lists it
+      yield* Effect.promise(() => queryUrl(database.adminUrl, "select 1 from pg_stat_activity where pid = $1", [pid])).pipe(
+        Effect.repeat({ until: (rows) => rows.length === 0, schedule: Schedule.spaced("20 millis") })
+      )
+      // the pool may still hand out the dead connection once or twice (a query's failure releases it
+      // before its socket's close is seen): what counts is that the next connection prepares anew
+      const again = yield* sql.unsafe(byId, [6]).pipe(Effect.retry({ times: 3 }))
       expect(again).toEqual([{ label: "row 6" }])
       const next = (yield* sql.unsafe<{ pid: number }>("select pg_backend_pid() as pid"))[0]!.pid
       expect(next).not.toBe(pid)
