@@ -27,6 +27,9 @@ export const isGeneratedDescription = (text: string) => /^an? [a-zA-Z0-9-]/.test
 
 const STORAGE_BOUNDS = new Set([Number.MAX_SAFE_INTEGER, 2_147_483_647])
 
+/** Free text this long or longer is bounded by storage, not by what it means: the limit is left to validation. */
+const TEXT_STORAGE_LENGTH = 2000
+
 const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** A JSON Schema that says nothing (Effect's `unknown` and `any` are `{$id, title}`). */
@@ -50,8 +53,11 @@ const clean = (node: unknown, defs: Record<string, unknown>): unknown => {
     schema = { ...(allOf[0] as Json), ...rest }
     if (typeof schema.$ref === "string") return clean(schema, defs)
   }
+  // an id (1 to 2^53 - 1): its type says enough, ids come from other tools' results
+  const isId = schema.minimum === 1 && schema.maximum === Number.MAX_SAFE_INTEGER
   const out: Json = {}
   for (const [key, value] of Object.entries(schema)) {
+    if (isId && key === "minimum") continue
     if (key === "title" || key === "$id" || key === "$schema" || key === "$defs") continue
     if (key === "description" && (typeof value !== "string" || isGeneratedDescription(value))) continue
     if ((key === "maximum" || key === "minimum") && typeof value === "number" && STORAGE_BOUNDS.has(Math.abs(value))) continue
@@ -129,8 +135,45 @@ const withDescriptionsOf = (encoded: Json, decoded: Json): Json => {
   return out
 }
 
-/** The portable JSON Schema of a tool's arguments: always a top-level object that refuses unknown keys. */
-export const inputSchemaOf = (schema: Schema.Schema.Any): JsonObjectSchema => {
+const isNull = (schema: unknown) => isObject(schema) && schema.type === "null" && Object.keys(schema).length === 1
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+
+export interface LeanOptions {
+  /** Publish `null` where the argument takes it. Off for creates, where null and leaving the argument out are the same. */
+  readonly nullable: boolean
+}
+
+/**
+ * What a model needs of a schema and nothing it pays for without use (issue 23: `tools/list` is read into the
+ * context of every conversation). `additionalProperties: false` is left out (unknown arguments are refused
+ * all the same, the refusal naming them); free text's storage limit is left to validation; a value that is
+ * one item or a list of them is published as the list; `null` only where it means something.
+ */
+const lean = (node: unknown, options: LeanOptions): unknown => {
+  if (Array.isArray(node)) return node.map((n) => lean(n, options))
+  if (!isObject(node)) return node
+  let schema: Json = node
+  if (Array.isArray(schema.anyOf) && schema.anyOf.length === 2) {
+    const [one, two] = schema.anyOf as [Json, Json]
+    const { anyOf: _, ...rest } = schema
+    // one item or a list of them: the list
+    if (two.type === "array" && sameJson(two.items, one)) schema = { ...two, ...rest }
+    else if (!options.nullable && isNull(two)) schema = { ...one, ...rest }
+  }
+  const out: Json = {}
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "additionalProperties" && value === false) continue
+    if (key === "maxLength" && typeof value === "number" && value >= TEXT_STORAGE_LENGTH) continue
+    out[key] = key === "properties" && isObject(value)
+      ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, lean(v, options)]))
+      : lean(value, options)
+  }
+  return out
+}
+
+/** The portable JSON Schema of a tool's arguments: always a top-level object. */
+export const inputSchemaOf = (schema: Schema.Schema.Any, options: LeanOptions = { nullable: true }): JsonObjectSchema => {
   // JSON Schema renders an empty struct as "any object or array"; a tool without parameters takes `{}`
   const ast = schema.ast
   if (AST.isTypeLiteral(ast) && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) {
@@ -138,5 +181,5 @@ export const inputSchemaOf = (schema: Schema.Schema.Any): JsonObjectSchema => {
   }
   const { description: _, ...json } = withDescriptionsOf(made(schema), made(Schema.typeSchema(schema)))
   if (json.type !== "object") throw new Error(`an MCP tool's input schema must be an object, got ${JSON.stringify(json).slice(0, 80)}`)
-  return json as unknown as JsonObjectSchema
+  return lean(json, options) as JsonObjectSchema
 }

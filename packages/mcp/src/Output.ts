@@ -15,8 +15,9 @@ export const integer: Json = { type: "integer" }
 export const string: Json = { type: "string" }
 export const boolean: Json = { type: "boolean" }
 export const number: Json = { type: "number" }
-export const strings: Json = { type: "array", items: string }
-export const integers: Json = { type: "array", items: integer }
+/** Lists of ids or words are left open too: the field's name says what they hold. */
+export const strings: Json = objects
+export const integers: Json = objects
 export const nullable = (schema: Json): Json => ({ anyOf: [schema, { type: "null" }] })
 export const describe = (schema: Json, description: string): Json => ({ ...schema, description })
 

@@ -72,16 +72,25 @@ export interface ToolDefinition<A, I> {
   readonly run: (input: A) => Effect.Effect<Record<string, unknown>, BackendFailure, McpBackend | CurrentActor>
 }
 
+/**
+ * The hints that differ from MCP's defaults (`readOnlyHint` false, `destructiveHint` true, `idempotentHint`
+ * false, `openWorldHint` true): a hint equal to its default says nothing a client does not assume already.
+ */
 const annotationsOf = (def: ToolDefinition<any, any>): ToolAnnotations => {
   const readOnly = def.readOnly ?? (def.group === "analytics" || def.group === "discover")
-  if (readOnly) return { readOnlyHint: true, openWorldHint: def.openWorld ?? false }
+  const destructive = !readOnly && (def.destructive ?? def.group === "update")
+  const idempotent = !readOnly && (def.idempotent ?? def.group === "update")
+  const openWorld = def.openWorld ?? false
   return {
-    readOnlyHint: false,
-    destructiveHint: def.destructive ?? def.group === "update",
-    idempotentHint: def.idempotent ?? def.group === "update",
-    openWorldHint: def.openWorld ?? false
+    ...(readOnly ? { readOnlyHint: true } : {}),
+    ...(readOnly || destructive ? {} : { destructiveHint: false }),
+    ...(idempotent ? { idempotentHint: true } : {}),
+    ...(openWorld ? {} : { openWorldHint: false })
   }
 }
+
+/** A tool that creates: leaving an argument out and sending null make the same record. */
+const creates = (def: ToolDefinition<any, any>) => def.group === "build" && def.readOnly !== true
 
 export const tool = <A, I>(def: ToolDefinition<A, I>): Tool => {
   const decode = Schema.decodeUnknown(def.input, { errors: "all", onExcessProperty: "error" })
@@ -91,7 +100,7 @@ export const tool = <A, I>(def: ToolDefinition<A, I>): Tool => {
     group: def.group,
     description: def.description,
     scope: def.scope,
-    inputSchema: inputSchemaOf(def.input),
+    inputSchema: inputSchemaOf(def.input, { nullable: !creates(def) }),
     outputSchema: def.output,
     annotations: annotationsOf(def),
     call: (args) =>

@@ -44,21 +44,34 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
       expect(input("create_pipeline").properties.is_unknown_contacts_enabled).toMatchObject({ type: "boolean", default: true })
       expect(input("create_pipeline").properties.is_model_routing).toMatchObject({ type: "array", minItems: 4, maxItems: 4 })
       expect(input("create_pipeline").properties.model_temperature).toMatchObject({ minimum: 0.1, maximum: 1 })
-      expect(input("create_pipeline").properties.max_conversation_messages.anyOf[0]).toMatchObject({ type: "integer", minimum: 1 })
+      expect(input("create_pipeline").properties.max_conversation_messages).toMatchObject({ type: "integer", minimum: 1 })
       expect(input("create_variable").properties.data_type).toMatchObject({ enum: ["string", "integer", "boolean", "float"], default: "string" })
       expect(input("create_variable").properties.name).toMatchObject({ pattern: "^[A-Za-z0-9_]+$" })
       expect(input("create_action").properties.name).toMatchObject({ type: "string", minLength: 1, maxLength: 255 })
       expect(input("create_action").properties.retries).toMatchObject({ minimum: 1, maximum: 10 })
       expect(input("create_stage").properties.name).toMatchObject({ minLength: 3 })
-      expect(input("create_stage").properties.enter_condition.anyOf[0]).toMatchObject({ minLength: 20 })
+      expect(input("create_stage").properties.enter_condition).toMatchObject({ type: "string", minLength: 20 })
       expect(input("create_followup").properties.intervals).toMatchObject({ minItems: 1, maxItems: 100 })
       expect(input("create_followup").properties.intervals.items.properties.interval_value).toMatchObject({ minimum: 1, maximum: 100 })
       expect(input("upsert_knowledge_points").properties.points).toMatchObject({ minItems: 1, items: { type: "object", required: ["default_id"] } })
       expect(input("create_knowledge_table").properties.columns.items.properties.is_retrievable).toMatchObject({ default: true })
       // the same field on update has no default: omitted means unchanged
       expect(input("update_pipeline").properties.followup_limit.default).toBeUndefined()
+      // null clears a field on update; on a create it is the same as leaving the argument out, so it is not offered
+      expect(input("update_pipeline").properties.max_conversation_messages.anyOf).toEqual([{ type: "integer", minimum: 1 }, { type: "null" }])
+      expect(JSON.stringify(tools.filter((t) => t.name.startsWith("create_")).map((t) => t.inputSchema))).not.toContain('"null"')
+      // ids carry no bounds (they come from results), free text no storage limit, and unknown keys are refused without saying so
+      expect(input("create_stage").properties.pipeline_id).toEqual({ type: "integer", description: expect.any(String) })
+      expect(input("update_pipeline").properties.instructions.anyOf[0]).toEqual({ type: "string" })
+      expect(tools.filter((t) => JSON.stringify(t.inputSchema).includes('"additionalProperties":false')).map((t) => t.name))
+        .toEqual(tools.filter((t) => Object.keys(t.inputSchema.properties ?? {}).length === 0).map((t) => t.name))
 
-      const hints = new Map(tools.map((t) => [t.name, t.annotations]))
+      // a hint is published only where it differs from MCP's default, so read them with the defaults
+      const defaults = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }
+      const hints = new Map(tools.map((t) => [t.name, { ...defaults, ...t.annotations }]))
+      for (const t of tools) {
+        for (const [hint, value] of Object.entries(t.annotations ?? {})) expect(value, `${t.name}.${hint}`).not.toBe(defaults[hint as keyof typeof defaults])
+      }
       expect(hints.get("start_pipeline_journey")).toMatchObject({ readOnlyHint: true })
       expect(hints.get("list_pipelines")).toMatchObject({ readOnlyHint: true, openWorldHint: false })
       expect(hints.get("create_stage")).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false })
