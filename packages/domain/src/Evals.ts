@@ -24,9 +24,9 @@ export type Phrases = typeof Phrases.Type
 
 /** Checks on replies: of one contact message (its `expect`), or of every reply of the case. */
 const replyChecks = {
-  reply_contains: Schema.optional(Phrases).annotations({ description: "each phrase appears in a reply (case-insensitive)" }),
-  reply_not_contains: Schema.optional(Phrases).annotations({ description: "no reply contains any of these phrases (case-insensitive)" }),
-  reply_matches: Schema.optional(Phrases).annotations({ description: "each regular expression matches a reply (JavaScript syntax, case-insensitive)" })
+  reply_contains: Schema.optional(Phrases).annotations({ description: "phrases each in a reply, any case" }),
+  reply_not_contains: Schema.optional(Phrases).annotations({ description: "phrases in no reply, any case" }),
+  reply_matches: Schema.optional(Phrases).annotations({ description: "JavaScript regular expressions each matching a reply, any case" })
 }
 
 export const ReplyExpectations = Schema.Struct(replyChecks)
@@ -46,16 +46,16 @@ export const EvalExpectations = Schema.Struct({
     description: "the opportunity's status at the end"
   }),
   actions: Schema.optional(Schema.Array(Schema.Union(NonEmptyString(255), ExpectedAction))).annotations({
-    description: "actions that fired (recorded, not sent), by name, with payload fields"
+    description: "actions that fired: names, or {name, payload} with payload fields to match"
   }),
   actions_not_fired: Schema.optional(Schema.Array(NonEmptyString(255))).annotations({ description: "actions that must not fire, by name" }),
   handoff: Schema.optional(Schema.Boolean).annotations({ description: "true: a person was asked for; false: none was" }),
   max_cost: Schema.optional(FiniteNumber.pipe(Schema.nonNegative({ message: () => "must not be negative" }))).annotations({
-    description: "the case's model cost at most: replies and judged criteria"
+    description: "most the case's model calls may cost"
   }),
-  max_ai_messages: Schema.optional(IntAtLeast(0)).annotations({ description: "the agent's messages (opening, replies) at most" }),
+  max_ai_messages: Schema.optional(IntAtLeast(0)).annotations({ description: "most messages the agent may send" }),
   judge: Schema.optional(Phrases).annotations({
-    description: "criteria a model of the pipeline's provider judges on the transcript, e.g. \"the agent asked for the order number before promising a refund\""
+    description: "criteria a model judges the transcript on, e.g. \"asked for the order number\""
   })
 })
 export type EvalExpectations = typeof EvalExpectations.Type
@@ -63,9 +63,9 @@ export type EvalExpectations = typeof EvalExpectations.Type
 export const EvalMessage = Schema.Struct({
   text: NonEmptyString(10_000),
   wait_ms: Schema.optional(IntBetween(0, 600_000)).annotations({
-    description: "pause before sending this message, after the agent has dealt with the one before"
+    description: "pause before sending it, after the last reply"
   }),
-  expect: Schema.optional(ReplyExpectations).annotations({ description: "checks on the replies to this message" })
+  expect: Schema.optional(ReplyExpectations).annotations({ description: "reply_contains, reply_not_contains, reply_matches for the replies to it" })
 })
 export type EvalMessage = typeof EvalMessage.Type
 
@@ -74,7 +74,7 @@ export const EvalCaseSpec = Schema.Struct({
   name: Schema.propertySignature(NonEmptyString(255)).annotations({ description: "unique among the pipeline's cases and in a run" }),
   description: Schema.optional(Text(2000)).annotations({ description: "what the case checks, for people" }),
   stage: Schema.optional(Schema.Union(StageId, NonEmptyString(255))).annotations({
-    description: "the stage the opportunity starts in, by id or name (default: the first)"
+    description: "starting stage, id or name (default: the first)"
   }),
   context: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })).annotations({
     description: "the opportunity's context"
@@ -85,7 +85,7 @@ export const EvalCaseSpec = Schema.Struct({
   messages: Schema.Array(Schema.Union(NonEmptyString(10_000), EvalMessage)).pipe(
     Schema.minItems(1, { message: () => "must contain at least 1 message" }),
     Schema.maxItems(50, { message: () => "may not contain more than 50 messages" })
-  ).annotations({ description: "the contact's messages, in order: a text, or {text, wait_ms, expect}" }),
+  ).annotations({ description: "the contact's messages in order: texts, or {text, wait_ms, expect}" }),
   expect: Schema.optional(EvalExpectations).annotations({ description: "what must come out of the whole case" })
 })
 export type EvalCaseSpec = typeof EvalCaseSpec.Type

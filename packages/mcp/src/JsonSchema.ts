@@ -30,6 +30,9 @@ const STORAGE_BOUNDS = new Set([Number.MAX_SAFE_INTEGER, 2_147_483_647])
 /** Free text this long or longer is bounded by storage, not by what it means: the limit is left to validation. */
 const TEXT_STORAGE_LENGTH = 2000
 
+/** Arguments nested this deep (a case's message's checks) are published as objects with a description. */
+const MAX_DEPTH = 3
+
 const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** A JSON Schema that says nothing (Effect's `unknown` and `any` are `{$id, title}`). */
@@ -148,12 +151,18 @@ export interface LeanOptions {
  * What a model needs of a schema and nothing it pays for without use (issue 23: `tools/list` is read into the
  * context of every conversation). `additionalProperties: false` is left out (unknown arguments are refused
  * all the same, the refusal naming them); free text's storage limit is left to validation; a value that is
- * one item or a list of them is published as the list; `null` only where it means something.
+ * one item or a list of them is published as the list; `null` only where it means something; objects nested
+ * more than `MAX_DEPTH` arguments deep are left open.
  */
-const lean = (node: unknown, options: LeanOptions): unknown => {
-  if (Array.isArray(node)) return node.map((n) => lean(n, options))
+const lean = (node: unknown, options: LeanOptions, depth = 0): unknown => {
+  if (Array.isArray(node)) return node.map((n) => lean(n, options, depth))
   if (!isObject(node)) return node
   let schema: Json = node
+  // an object nested deeper is left open, as output schemas are: its description says what it takes
+  if (depth >= MAX_DEPTH && isObject(schema.properties)) {
+    const { properties: _, required: __, ...rest } = schema
+    schema = rest
+  }
   if (Array.isArray(schema.anyOf) && schema.anyOf.length === 2) {
     const [one, two] = schema.anyOf as [Json, Json]
     const { anyOf: _, ...rest } = schema
@@ -164,10 +173,11 @@ const lean = (node: unknown, options: LeanOptions): unknown => {
   const out: Json = {}
   for (const [key, value] of Object.entries(schema)) {
     if (key === "additionalProperties" && value === false) continue
+    if (key === "properties" && isObject(value) && Object.keys(value).length === 0) continue
     if (key === "maxLength" && typeof value === "number" && value >= TEXT_STORAGE_LENGTH) continue
     out[key] = key === "properties" && isObject(value)
-      ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, lean(v, options)]))
-      : lean(value, options)
+      ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, lean(v, options, depth + 1)]))
+      : lean(value, options, depth)
   }
   return out
 }

@@ -39,7 +39,8 @@ const serverInfo = { name: "parley", title: "Parley", version: "1.0.0" }
 const instructions =
   "Tools for a Parley account: analytics, discovery (pipelines, stages, actions, variables, contacts, opportunities, messages, knowledge), " +
   "building pipelines (start with start_pipeline_journey) and updating them, and conversations (read them, hand them between the agent and a person). " +
-  "Tools act as the token's user and need the token's scopes. Results are JSON. Lists answer has_more and next_page: " +
+  "Tools act as the token's user and need the token's scopes. An update changes only the arguments given; null clears a field. " +
+  "Unknown arguments are refused. Results are JSON. Lists answer has_more and next_page: " +
   "the arguments that fetch the next page from the same tool (null on the last). Changes answer next_steps: what to call next, with the ids to pass."
 
 type Listed = ListToolsResult["tools"][number]

@@ -15,13 +15,13 @@ export const optional = <A, I>(schema: Schema.Schema<A, I, never>, description: 
 export const withDefault = <A, I>(schema: Schema.Schema<A, I, never>, value: A & I, description: string) =>
   Schema.optionalWith(schema, { default: () => value }).annotations({ description, default: value })
 
-export const pipelineId = required(PipelineId, "The pipeline's id (list_pipelines)")
-export const stageId = required(StageId, "The stage's id (list_pipeline_stages)")
+export const pipelineId = required(PipelineId, "From list_pipelines")
+export const stageId = required(StageId, "From list_pipeline_stages")
 
 /** `page` and `per_page` of a list the tool pages through itself. */
 export const paging = (perPage: number, max = 100) => ({
-  page: withDefault(IntBetween(1, 100_000), 1, "Page number, from 1"),
-  per_page: withDefault(IntBetween(1, max), perPage, `Rows per page, at most ${max}`)
+  page: withDefault(IntBetween(1, 100_000), 1, "Page number"),
+  per_page: withDefault(IntBetween(1, max), perPage, "Rows per page")
 })
 
 export const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`

@@ -128,6 +128,14 @@ layer(
       expect(byName.get("create_stage").required).toEqual(["pipeline_id", "name", "nature", "order"])
       expect(byName.get("create_variable").properties.type.enum).toEqual(["fixed", "from_system", "from_action", "from_ai"])
       expect(byName.get("get_account_summary")).toEqual({ type: "object", properties: {}, additionalProperties: false })
+
+      // what the catalogue costs a model's context, read into every conversation (issue 23; docs/mcp.md, "What it
+      // costs a model's context"): per tool on average, so tools can be added but none may grow the schemas back
+      const listed = yield* rawMcp({ token: owner.token, body: { jsonrpc: "2.0", id: 2, method: "tools/list" } })
+      const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), "utf8")
+      expect(listed.body.result.tools.length).toBe(tools.length)
+      expect(bytes(listed.body.result)).toBeLessThanOrEqual(1_350 * tools.length)
+      for (const t of listed.body.result.tools) expect(bytes(t), t.name).toBeLessThanOrEqual(5_000)
     }))
 
   it.effect("initialize negotiates 2025-03-26 and accepts 2025-06-18 clients, answering JSON", () =>

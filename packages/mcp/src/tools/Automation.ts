@@ -18,7 +18,7 @@ export const automationTools: ReadonlyArray<Tool> = [
     name: "list_actions",
     title: "List actions",
     group: "discover",
-    description: "A pipeline's webhook actions: method, URL, trigger, active or draft. Without stage_id, pipeline-level and stage actions alike.",
+    description: "A pipeline's webhook actions: method, URL, trigger, active or draft.",
     input: Schema.Struct({
       pipeline_id: pipelineId,
       stage_id: optional(StageId, "Only this stage's actions"),
@@ -64,7 +64,7 @@ export const automationTools: ReadonlyArray<Tool> = [
     name: "list_variables",
     title: "List variables",
     group: "discover",
-    description: "A pipeline's variables (values actions use as {{name}}), optionally those whose name contains q.",
+    description: "A pipeline's variables: the values actions use as {{name}}.",
     input: Schema.Struct({ pipeline_id: pipelineId, q: optional(Schema.String, "Part of the name, any case"), ...paging(50) }),
     output: result({ pipeline_id: integer, variables: objects, ...paged }),
     run: (args) =>
@@ -78,7 +78,7 @@ export const automationTools: ReadonlyArray<Tool> = [
     group: "build",
     scope: "pipelines:write",
     description:
-      "Creates a variable, a value actions use as {{name}}. type fixed: value is literal. from_system: value is entity.field (opportunity.id, opportunity.contact_email, stage.name, message.message, ...). from_action: action_name.response.path or action_name.status. from_ai: an extraction instruction (not for stage_started or on_any_message actions).",
+      "Creates a variable, a value actions use as {{name}}. from_system values: opportunity.id, opportunity.contact_email, stage.name, message.message, ... (entity.field). from_ai variables cannot serve stage_started or on_any_message actions.",
     input: Schema.Struct({ pipeline_id: pipelineId, ...CreateVariable.fields }),
     output: variableSaved,
     run: ({ pipeline_id, ...input }) =>
@@ -95,7 +95,7 @@ export const automationTools: ReadonlyArray<Tool> = [
     group: "build",
     scope: "pipelines:write",
     description:
-      "Creates an outbound HTTP webhook fired by fixed_trigger. url, headers and payload may hold {{variable_name}} of existing variables, never raw placeholders. Omit stage_id for a pipeline-level action.",
+      "Creates an action, an outbound HTTP webhook fired by fixed_trigger. url, headers and payload hold {{variable_name}} of existing variables, never raw placeholders.",
     input: Schema.Struct({ pipeline_id: pipelineId, ...CreateAction.fields }),
     output: actionSaved,
     run: ({ pipeline_id, ...input }) =>
@@ -115,8 +115,8 @@ export const automationTools: ReadonlyArray<Tool> = [
     group: "update",
     scope: "pipelines:write",
     description:
-      "Changes an action; only the fields sent change. A stage_started or on_any_message trigger is fixed once created; on_user_message and custom may switch.",
-    input: Schema.Struct({ action_id: required(ActionId, "The action's id (list_actions)"), ...UpdateAction.fields }),
+      "Changes an action's request, trigger or instructions; a stage_started or on_any_message trigger is fixed once created.",
+    input: Schema.Struct({ action_id: required(ActionId, "From list_actions"), ...UpdateAction.fields }),
     output: actionSaved,
     run: ({ action_id, ...input }) =>
       Effect.flatMap(McpBackend, (b) => b.updateAction(action_id, input)).pipe(
@@ -128,8 +128,8 @@ export const automationTools: ReadonlyArray<Tool> = [
     title: "Update a variable",
     group: "update",
     scope: "pipelines:write",
-    description: "Changes a variable; only the fields sent change. A name an action uses cannot change.",
-    input: Schema.Struct({ variable_id: required(VariableId, "The variable's id (list_variables)"), ...UpdateVariable.fields }),
+    description: "Changes a variable's value or metadata; a name an action uses cannot change.",
+    input: Schema.Struct({ variable_id: required(VariableId, "From list_variables"), ...UpdateVariable.fields }),
     output: variableSaved,
     run: ({ variable_id, ...input }) =>
       Effect.flatMap(McpBackend, (b) => b.updateVariable(variable_id, input)).pipe(

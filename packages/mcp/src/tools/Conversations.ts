@@ -23,7 +23,7 @@ import { boolean, nextPage, nullable, object, objects, paged, result, string } f
 import { type Tool, tool } from "../Tool.js"
 import { optional, required, withDefault } from "../ToolFields.js"
 
-const conversationId = required(ConversationId, "The conversation's id (list_conversations)")
+const conversationId = required(ConversationId, "From list_conversations")
 
 export const conversationTools: ReadonlyArray<Tool> = [
   tool({
@@ -32,7 +32,7 @@ export const conversationTools: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "conversations:read",
     description:
-      "Conversations with contacts, of all pipelines or one, newest activity first: contact, opportunity and stage, channel, handoff state (ai, waiting for a person, human), last message, the caller's unread count.",
+      "Conversations with contacts, of all pipelines or one, newest activity first: contact, opportunity and stage, channel, handoff state, last message, the caller's unread count.",
     input: Schema.Struct({
       pipeline_id: optional(PipelineId, "Only this pipeline's conversations"),
       channel_id: optional(ChannelId, "Only this channel's conversations"),
@@ -61,7 +61,7 @@ export const conversationTools: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "conversations:read",
     description:
-      "One conversation (notes, costs, handoff state and history) and its latest messages, newest first. A message's sender is contact, ai or operator (sender_id the user).",
+      "One conversation (notes, costs, handoff history) and its latest messages, newest first; a message's sender is contact, ai or operator.",
     input: Schema.Struct({
       conversation_id: conversationId,
       messages_limit: withDefault(IntBetween(1, 100), 20, "Latest messages to include"),
@@ -96,7 +96,7 @@ export const conversationTools: ReadonlyArray<Tool> = [
     idempotent: false,
     openWorld: true,
     description:
-      "Moves a conversation between the AI agent and a person: request (from ai; the contact gets a bridge message), take (from ai or waiting; you handle it), assign (any state; to assignee_id), return (from waiting or human; the agent reads note).",
+      "Moves a conversation between the AI agent and a person (the contact gets a bridge message on request).",
     input: Schema.Struct({ conversation_id: conversationId, ...HandoffCommand.fields }),
     output: result({ conversation: object }),
     run: ({ conversation_id, ...command }) =>

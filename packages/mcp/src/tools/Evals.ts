@@ -42,10 +42,10 @@ export const evalTools: ReadonlyArray<Tool> = [
     scope: "pipelines:write",
     idempotent: false,
     description:
-      "Plays scripted conversations on the pipeline as it is live: each case's contact messages go to the real agent in a sandboxed test conversation (replies recorded, actions recorded not sent, no webhooks; the model's cost is charged). Cases are given here (name, messages, optional stage and context, expect: reply_contains, reply_not_contains, reply_matches, stage, status, actions, actions_not_fired, handoff, max_cost, max_ai_messages, judge) or stored (case_ids; neither: every stored case). The run passes only when every case passes and is compared with the previous run.",
+      "Plays scripted conversations with the live pipeline in sandboxed test conversations (actions recorded, not sent; the model's cost is charged) and checks each case's expect. Cases given here, or stored ones (case_ids; neither: all). The run passes when every case does.",
     input: Schema.Struct({
       pipeline_id: pipelineId,
-      cases: optional(Schema.Array(EvalCaseSpec), "Cases to run, each {name, messages, stage?, context?, expect?}"),
+      cases: optional(Schema.Array(EvalCaseSpec), "Cases to run"),
       case_ids: optional(Schema.Array(EvalCaseId), "Stored cases to run"),
       version: optional(EvalVersion, "live (or published): the pipeline as it is; draft arrives with pipeline versions"),
       concurrency: optional(IntBetween(1, 8), "Cases played at once, default 4"),
@@ -65,8 +65,8 @@ export const evalTools: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "pipelines:read",
     description:
-      "An eval run: status (running, passed, failed), passed and failed counts, cost, the comparison with the previous run (newly failing and passing cases), and each case's transcript, recorded actions and verdicts.",
-    input: Schema.Struct({ run_id: required(EvalRunId, "The run's id (run_evals)") }),
+      "An eval run: status, counts, cost, the comparison with the previous run, and each case's transcript, recorded actions and verdicts.",
+    input: Schema.Struct({ run_id: required(EvalRunId, "From run_evals") }),
     output,
     run: ({ run_id }) => Effect.map(Effect.flatMap(McpBackend, (b) => b.getEvalRun(run_id)), withSteps)
   })

@@ -13,7 +13,7 @@ export const followupTools: ReadonlyArray<Tool> = [
     name: "get_stage_followup",
     title: "Get a stage's followup",
     group: "discover",
-    description: "Whether a stage has a followup sequence, and its intervals, instructions, activation and the stage entered afterwards.",
+    description: "A stage's followup sequence, if it has one: intervals, instructions, activation, next stage.",
     input: Schema.Struct({ stage_id: stageId }),
     output: saved,
     run: ({ stage_id }) => Effect.flatMap(McpBackend, (b) => b.stageFollowup(stage_id)).pipe(Effect.map((f) => ({ ...f })))
@@ -24,7 +24,7 @@ export const followupTools: ReadonlyArray<Tool> = [
     group: "build",
     scope: "pipelines:write",
     description:
-      "Creates a stage's followup (one per stage, for neutral stages): after each interval without an answer the agent writes per instructions; then the opportunity may move to after_followup_stage_id.",
+      "Creates a stage's followup (one per stage, for neutral stages): after each interval without an answer the agent writes to the contact.",
     input: Schema.Struct({
       stage_id: stageId,
       is_active: required(Schema.Boolean, "true runs it, false keeps it a draft"),
@@ -46,7 +46,7 @@ export const followupTools: ReadonlyArray<Tool> = [
     title: "Update a stage's followup",
     group: "update",
     scope: "pipelines:write",
-    description: "Changes a stage's followup; only the fields sent change (intervals are replaced whole). create_followup makes one first.",
+    description: "Changes a stage's followup (intervals are replaced whole); create_followup makes one first.",
     input: Schema.Struct({ stage_id: stageId, ...SaveFollowup.fields }),
     output: saved,
     run: ({ stage_id, ...input }) =>

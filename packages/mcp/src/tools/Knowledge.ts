@@ -7,7 +7,7 @@ import { describe, integer, nextSteps, nullable, object, objects, paged, paginat
 import { type Tool, tool } from "../Tool.js"
 import { optional, paging, required, withDefault } from "../ToolFields.js"
 
-const knowledgeTableId = required(KnowledgeTableId, "The knowledge table's id (list_knowledge_tables)")
+const knowledgeTableId = required(KnowledgeTableId, "From list_knowledge_tables")
 
 export const knowledgeTools: ReadonlyArray<Tool> = [
   tool({
@@ -15,7 +15,7 @@ export const knowledgeTools: ReadonlyArray<Tool> = [
     title: "List knowledge tables",
     group: "discover",
     scope: "knowledge:read",
-    description: "Knowledge tables (reference data agents search) with their columns, point counts and the pipeline_ids each is attached to.",
+    description: "Knowledge tables (reference data agents search) with columns, point counts and attached pipeline_ids.",
     input: Schema.Struct(paging(25)),
     output: result({ knowledge_tables: objects, ...paged }),
     run: (args) =>
@@ -66,7 +66,7 @@ export const knowledgeTools: ReadonlyArray<Tool> = [
     group: "build",
     scope: "knowledge:write",
     description:
-      "Creates a knowledge table and its typed columns, at least one searchable. Fill it with upsert_knowledge_points; agents reach it once attached with update_pipeline attach_knowledge_table_ids.",
+      "Creates a knowledge table and its columns. Fill it with upsert_knowledge_points; agents reach it once attached with update_pipeline.",
     input: Schema.Struct(Struct.omit(CreateKnowledgeTable.fields, "workspace_id")),
     output: result({ knowledge_table: describe(object, "The table with its columns"), next_steps: nextSteps }),
     run: (input) =>

@@ -65,7 +65,7 @@ export const opportunityTools: ReadonlyArray<Tool> = [
     title: "List contacts",
     group: "discover",
     scope: "opportunities:read",
-    description: "Contacts, newest first, one row each, filtered by their opportunities' pipeline, status and priority, tags, text or creation date.",
+    description: "Contacts, newest first, one row each, filtered by their opportunities.",
     input: Schema.Struct({
       pipeline_id: optional(PipelineId, "Contacts with an opportunity in this pipeline"),
       status: optional(ListContactsQuery.fields.status.from, "Status of one of their opportunities"),
@@ -85,7 +85,7 @@ export const opportunityTools: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "opportunities:read",
     description:
-      "Opportunities (leads, deals), newest first, one row each (a contact can repeat), with contact, stage, tags and conversations. Filters combine.",
+      "Opportunities (leads, deals), newest first, with contact, stage, tags and conversations. Filters combine.",
     input: Schema.Struct({
       pipeline_id: optional(PipelineId, "Only this pipeline"),
       stage_id: optional(StageId, "Only this stage"),
@@ -107,7 +107,7 @@ export const opportunityTools: ReadonlyArray<Tool> = [
     group: "discover",
     scope: "opportunities:read",
     description:
-      "Messages with contacts, newest first. A contact message left unanswered has no_reply_reason (no_credits, no_subscription, paused, message_limit, cost_limit, model_not_configured, provider_error, no_agent).",
+      "Messages with contacts, newest first. A contact message left unanswered says why in no_reply_reason.",
     input: Schema.Struct({
       pipeline_id: optional(PipelineId, "Only this pipeline's messages"),
       contact_id: optional(ContactId, "Only messages with this contact"),
@@ -144,7 +144,7 @@ export const opportunityTools: ReadonlyArray<Tool> = [
     scope: "opportunities:write",
     openWorld: true,
     description:
-      "Changes opportunities one by one: status, stage (entering one runs its actions, so webhooks may fire), tags, notes. Answers the updated ones and the failed ones.",
+      "Changes opportunities one by one (entering a stage runs its actions: webhooks may fire); answers the updated and the failed.",
     input: Schema.Struct({
       ids: required(Schema.Array(OpportunityId).pipe(Schema.minItems(1), Schema.maxItems(100)), "Opportunity ids to change"),
       ...Struct.pick(UpdateOpportunity.fields, "status", "stage_id", "notes"),

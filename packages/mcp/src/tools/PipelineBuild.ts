@@ -32,7 +32,7 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     group: "build",
     readOnly: true,
     description:
-      "Call first to build a new AI agent: a plan (settings, stages, variables, action, followup, knowledge, order of calls), the options with their ids, and the questions to ask the user. Call without ai_provider_id, then with the chosen one for its models.",
+      "Call first to build a new AI agent: a plan (settings, stages, automations, order of calls), the options with their ids, and the questions to ask the user. Call again with the chosen ai_provider_id.",
     input: Schema.Struct({
       language_code: withDefault(Schema.String, "en", "The agent's language, as a code such as en"),
       ai_provider_id: optional(AiProviderId, "The chosen AI provider; omit on the first call")
@@ -46,7 +46,7 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     group: "build",
     scope: "pipelines:write",
     description:
-      "Creates a pipeline (AI agent). Ids come from get_pipeline_options or start_pipeline_journey. Add its stages next with create_stage.",
+      "Creates a pipeline (AI agent), with ids from start_pipeline_journey or get_pipeline_options.",
     input: Schema.Struct(Struct.omit(CreatePipeline.from.fields, "workspace_id", "reply_debounce_ms", ...handoffFieldNames)).pipe(
       Schema.filter(modelRoutingRule)
     ),
@@ -69,7 +69,7 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     group: "build",
     scope: "pipelines:write",
     description:
-      "Adds a stage to a pipeline at position order (1 = first; later stages move down). enter_condition tells the AI when an opportunity moves here.",
+      "Adds a stage (a step of the process) to a pipeline; enter_condition tells the AI when to move here.",
     input: Schema.Struct({ pipeline_id: pipelineId, ...Struct.omit(CreateStage.from.fields, "handoff_instructions") }).pipe(
       Schema.filter(openingMessageRule)
     ),
@@ -91,7 +91,7 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     title: "Update a pipeline",
     group: "update",
     scope: "pipelines:write",
-    description: "Changes a pipeline's settings; only the fields sent change. Also attaches or detaches knowledge tables.",
+    description: "Changes a pipeline's settings; also attaches or detaches knowledge tables.",
     input: Schema.Struct({
       pipeline_id: pipelineId,
       ...Struct.pick(
@@ -130,7 +130,7 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     title: "Update the model pool",
     group: "update",
     scope: "pipelines:write",
-    description: "Sets a pipeline's four Smart Routing tiers, each with an ai_model_id (get_pipeline_options), and optionally turns routing on or off.",
+    description: "Sets a pipeline's four Smart Routing tiers (models from get_pipeline_options), and may turn routing on or off.",
     input: Schema.Struct({ pipeline_id: pipelineId, ...UpdateModelPool.fields }),
     output: resultOf(PipelineModelPool),
     run: ({ pipeline_id, ...input }) => Effect.flatMap(McpBackend, (b) => b.updateModelPool(pipeline_id, input)).pipe(Effect.map((pool) => ({ ...pool })))
@@ -140,7 +140,7 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     title: "Update a stage",
     group: "update",
     scope: "pipelines:write",
-    description: "Changes a stage (instructions, entry condition, order, opening message, ...); only the fields sent change.",
+    description: "Changes a stage: instructions, entry condition, order, opening message, ...",
     input: Schema.Struct({ stage_id: stageId, ...Struct.omit(UpdateStage.fields, "handoff_instructions") }),
     output: stageSaved,
     run: ({ stage_id, ...input }) =>

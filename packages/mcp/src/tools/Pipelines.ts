@@ -30,7 +30,7 @@ export const pipelineReadTools: ReadonlyArray<Tool> = [
     title: "List pipelines",
     group: "discover",
     description:
-      "The account's pipelines (AI agents): id, name, status, description, stage count. Start here for a pipeline_id; get_pipeline has one pipeline whole.",
+      "The account's pipelines (AI agents) with status and stage count; get_pipeline has one whole.",
     input: Schema.Struct(paging(25)),
     output: result({ pipelines: objects, ...paged }),
     run: (args) =>
@@ -41,7 +41,7 @@ export const pipelineReadTools: ReadonlyArray<Tool> = [
     title: "Get a pipeline",
     group: "discover",
     description:
-      "One pipeline's whole configuration: settings, stages in order, variables, actions, each stage's followup, the Smart Routing pool and the attached knowledge table ids.",
+      "One pipeline's whole configuration: settings, stages, variables, actions, followups, Smart Routing, knowledge table ids.",
     input: Schema.Struct({ pipeline_id: pipelineId }),
     output: result(PipelineDocumentFields),
     run: ({ pipeline_id }) => pipelineDocument(pipeline_id)
@@ -50,7 +50,7 @@ export const pipelineReadTools: ReadonlyArray<Tool> = [
     name: "list_pipeline_stages",
     title: "List stages",
     group: "discover",
-    description: "A pipeline's stages in order: nature (neutral, won, lost), instructions, entry condition, opening message.",
+    description: "A pipeline's stages in order, with instructions, entry conditions and opening messages.",
     input: Schema.Struct({ pipeline_id: pipelineId, ...paging(50) }),
     output: result({ pipeline_id: integer, stages: objects, ...paged }),
     run: (args) =>
@@ -62,7 +62,7 @@ export const pipelineReadTools: ReadonlyArray<Tool> = [
     name: "list_model_pool",
     title: "List the model pool",
     group: "discover",
-    description: "A pipeline's Smart Routing: whether it is on, and the model of each tier (router, simple, moderate, complex).",
+    description: "A pipeline's Smart Routing: whether it is on, and each tier's model.",
     input: Schema.Struct({ pipeline_id: pipelineId }),
     output: resultOf(PipelineModelPool),
     run: ({ pipeline_id }) => Effect.flatMap(McpBackend, (b) => b.modelPool(pipeline_id)).pipe(Effect.map((pool) => ({ ...pool })))
@@ -72,7 +72,7 @@ export const pipelineReadTools: ReadonlyArray<Tool> = [
     title: "Pipeline options",
     group: "discover",
     description:
-      "The ids to build a pipeline with: AI providers, the models of ai_provider_id (empty without it), agent types, languages, the dialects of language_code, connected channels.",
+      "The ids to build a pipeline with: AI providers and their models, agent types, languages, dialects, connected channels.",
     input: Schema.Struct({
       language_code: withDefault(Schema.String, "en", "Language whose dialects to list, as a code such as en"),
       ai_provider_id: optional(AiProviderId, "Provider whose models to list; omit to list the providers only")
