@@ -108,13 +108,14 @@ export class EvalCase extends Schema.Class<EvalCase>("EvalCase")({
 }) {}
 
 /**
- * `version`: what the run plays. Today only the live configuration (`live`, or its other name
- * `published`); `draft` arrives with pipeline versions.
+ * `version`: what the run plays (docs/versions.md): `live` (or `published`) what conversations run, `draft`
+ * the configuration as edited, or a version's number. With drafts off, draft and live are the same.
  */
 export const EvalVersion = Schema.Literal("live", "published", "draft")
 
 export const StartEvalRun = Schema.Struct({
-  version: Schema.optional(EvalVersion),
+  version: Schema.optional(Schema.Union(EvalVersion, IntBetween(1, 1_000_000)))
+    .annotations({ description: "live (default), published (the same), draft, or a version number" }),
   cases: Schema.optional(Schema.Array(EvalCaseSpec).pipe(Schema.maxItems(200, { message: () => "may not contain more than 200 cases" })))
     .annotations({ description: "cases to run, given here (from a file); with neither this nor case_ids: every stored case" }),
   case_ids: Schema.optional(Schema.Array(EvalCaseId).pipe(Schema.maxItems(200))).annotations({ description: "stored cases to run" }),
@@ -201,7 +202,8 @@ export class EvalComparison extends Schema.Class<EvalComparison>("EvalComparison
 const runFields = {
   id: EvalRunId,
   pipeline_id: PipelineId,
-  version: Schema.Literal("live"),
+  version: Schema.Union(Schema.Literal("live", "draft"), Schema.Int).annotations({ description: "what was asked for" }),
+  version_number: Schema.NullOr(Schema.Int).annotations({ description: "the version played; null: the draft (the configuration tables)" }),
   status: Schema.Literal("running", "passed", "failed", "interrupted"),
   concurrency: Schema.Int,
   cases: Schema.Int,

@@ -25,6 +25,7 @@ import { Handoff } from "./handoff/Handoff.js"
 import { EventWebhooks } from "./webhooks/EventWebhooks.js"
 import { EvalCases } from "./evals/EvalCases.js"
 import { EvalRuns } from "./evals/EvalRuns.js"
+import { Versions } from "./pipelines/Versions.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Messages } from "./messages/Messages.js"
@@ -68,7 +69,8 @@ const Services = Layer.mergeAll(
   Sessions.Default,
   Members.Default,
   EvalCases.Default,
-  EvalRuns.Default
+  EvalRuns.Default,
+  Versions.Default
 )
 
 /**

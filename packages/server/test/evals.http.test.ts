@@ -238,13 +238,13 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       expect(target.hits).toEqual([])
     }))
 
-  it.scoped("drafts wait for versions; another workspace's pipelines, cases and runs are not found", () =>
+  it.scoped("a version the pipeline does not have is refused; another workspace's pipelines, cases and runs are not found", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
       const stranger = yield* seedUser()
       const target = yield* receiver
       const { pipeline } = yield* supportPipeline(owner, target.url)
-      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { version: "draft", cases: [refundCase] }), ["version"])
+      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { version: 9, cases: [refundCase] }), ["version"])
       expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, {}), ["cases"])
       expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, refundCase] }), ["cases.1.name"])
       expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [999999] }), ["case_ids.0"])

@@ -7,6 +7,7 @@ import { ChannelsApi } from "./ChannelsApi.js"
 import { FollowupsApi } from "./FollowupsApi.js"
 import { ConversationsApi } from "./ConversationsApi.js"
 import { EvalsApi } from "./EvalsApi.js"
+import { VersionsApi } from "./VersionsApi.js"
 import { EventWebhooksApi } from "./EventWebhooksApi.js"
 import { ContactsApi, OpportunitiesApi } from "./OpportunitiesApi.js"
 import { MessagesApi } from "./MessagesApi.js"
@@ -35,6 +36,7 @@ const BaseApi = HttpApi.make("parley")
   .add(FollowupsApi)
   .add(AutomationApi)
   .add(EvalsApi)
+  .add(VersionsApi)
   .addError(MalformedBodyResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")

@@ -103,8 +103,12 @@ export const ConversationTurnsLive = Layer.effect(
     /** The stage move the model asked for, through OpportunitiesRepo (a won or lost stage sets the status). */
     const moveStage = Effect.fn("ConversationTurns.moveStage")(function*(c: ConversationRow, stageId: number) {
       if (c.opportunity_id === null || c.opportunity_pipeline_id === null || c.opportunity_stage_id === stageId) return
-      const stage = yield* repo.stageNature(stageId, c.opportunity_pipeline_id)
-      if (Option.isNone(stage)) return
+      const stage = yield* repo.stageNature(stageId, c.opportunity_pipeline_id, c.opportunity_id)
+      if (Option.isNone(stage)) {
+        return yield* Effect.logWarning("A stage move was ignored: the stage is not in the pipeline as it runs, or was deleted from its draft").pipe(
+          Effect.annotateLogs({ stage_id: stageId, opportunity_id: c.opportunity_id })
+        )
+      }
       const nature = stage.value.nature
       const opportunityId = c.opportunity_id as OpportunityId
       yield* opportunities.updateOpportunity(opportunityId, { stage_id: stageId as StageId, ...(nature === "neutral" ? {} : { status: nature }) })

@@ -127,7 +127,8 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
       -- counted only when the pipeline limits them: a long conversation's count is a scan of all its messages
       (select count(*) from messages m where m.conversation_id = c.id and m.role = 'assistant' and not m.is_manual
          and m.status <> 'failed' and m.call_type = 'ai'
-         and exists (select 1 from pipelines lp where lp.id = coalesce(o.pipeline_id, ch.pipeline_id) and lp.max_conversation_messages is not null)
+         and exists (select 1 from parley_live_pipeline(coalesce(o.pipeline_id, ch.pipeline_id), o.config_version_id) lp
+                     where lp.max_conversation_messages is not null)
       )::int as ai_replies,
       w.credits::float8 as credits, w.is_subscription_active, ch.pipeline_id as channel_pipeline_id,
       o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
@@ -135,14 +136,14 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
       coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
       coalesce(ct.custom_phone, ct.phone) as contact_phone, ct.identifier as contact_identifier,
       c.handoff_state, c.handoff_return_note, c.handoff_returned_upto,
-      (select s.handoff_instructions from stages s where s.id = o.stage_id) as stage_handoff_instructions`
+      (select s.handoff_instructions from parley_live_stages(o.pipeline_id, o.config_version_id) s where s.id = o.stage_id) as stage_handoff_instructions`
     const conversationFrom = sql`
       conversations c
       join workspaces w on w.id = c.workspace_id
       join contacts ct on ct.id = c.contact_id
       left join channels ch on ch.id = c.channel_id
       left join lateral (
-        select o.id, o.status, o.stage_id, o.pipeline_id, o.context from conversation_opportunity co
+        select o.id, o.status, o.stage_id, o.pipeline_id, o.context, o.config_version_id from conversation_opportunity co
         join opportunities o on o.id = co.opportunity_id
         where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
       ) o on true`
@@ -172,7 +173,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
                       p.handoff_instructions, p.handoff_bridge_mode, p.handoff_bridge_text, p.handoff_keywords, p.handoff_after_failures,
                       (select coalesce(json_agg(json_build_object('id', s.id, 'name', s.name, 'nature', s.nature, 'ai_persona', s.ai_persona,
                                 'instructions', s.instructions, 'enter_condition', s.enter_condition) order by s.sort_order, s.id), '[]')
-                       from stages s where s.pipeline_id = p.id) as stages,
+                       from parley_live_stages(p.id, o.config_version_id) s) as stages,
                       (select coalesce(json_agg(json_build_object('id', am.id, 'provider', pr.slug, 'model', am.model,
                                 'input_price', am.input_price_per_million::float8, 'output_price', am.output_price_per_million::float8)), '[]')
                        from ai_models am join ai_providers pr on pr.id = am.ai_provider_id
@@ -181,16 +182,15 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
                       (select coalesce(json_agg(json_build_object('id', a.id, 'name', a.name, 'fixed_trigger', a.fixed_trigger,
                                 'description', a.description, 'instructions', a.instructions, 'url', a.url, 'headers', a.headers,
                                 'payload', a.payload) order by a.sort_order, a.id), '[]')
-                       from actions a
-                       where a.pipeline_id = p.id and a.is_active and a.fixed_trigger in ('on_user_message', 'custom')
+                       from parley_live_actions(p.id, o.config_version_id) a
+                       where a.is_active and a.fixed_trigger in ('on_user_message', 'custom')
                          and (a.stage_id is null or a.stage_id = (case when o.pipeline_id = p.id then o.stage_id end))) as actions,
                       (select coalesce(json_agg(json_build_object('name', v.name, 'value', v.value)), '[]')
-                       from variables v where v.pipeline_id = p.id and v.type = 'from_ai') as ai_variables
-               from pipelines p
+                       from parley_live_variables(p.id, o.config_version_id) v where v.type = 'from_ai') as ai_variables
+               from parley_live_pipeline(coalesce(o.pipeline_id, ch.pipeline_id), o.config_version_id) p
                join agent_types at on at.id = p.agent_type_id
                join languages l on l.id = p.language_id
                left join dialects d on d.id = p.dialect_id
-               where p.id = coalesce(o.pipeline_id, ch.pipeline_id)
              ) pc) as pipeline,
             (select coalesce(json_agg(json_build_object('role', h.role, 'message', h.message, 'files', h.files) order by h.created_at, h.id), '[]')
              from (
@@ -198,7 +198,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
                where m.conversation_id = c.id and m.status <> 'failed'
                  and (${upTo}::text is null or (m.created_at, m.id) <= (select u.created_at, u.id from messages u where u.id = ${upTo}))
                order by m.created_at desc, m.id desc
-               limit coalesce((select p.agent_memory_window from pipelines p where p.id = coalesce(o.pipeline_id, ch.pipeline_id)), 0)
+               limit coalesce((select p.agent_memory_window from parley_live_pipeline(coalesce(o.pipeline_id, ch.pipeline_id), o.config_version_id) p), 0)
              ) h) as history
           from ${conversationFrom}
           where c.id = ${conversationId}`
@@ -225,11 +225,17 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
           group by conversation_id limit 500`
     })
 
-    /** A stage of the pipeline, by id: what a stage move the model asked for needs. */
+    /**
+     * A stage of the pipeline as the opportunity's configuration has it, by id: what a stage move the model
+     * asked for needs. Nothing when the stage is not live, or its row was deleted in the draft (docs/versions.md).
+     */
     const stageNature = SqlSchema.findOne({
-      Request: Schema.Struct({ stageId: Schema.Number, pipelineId: Schema.Number }),
+      Request: Schema.Struct({ stageId: Schema.Number, pipelineId: Schema.Number, opportunityId: Schema.Number }),
       Result: Schema.Struct({ nature: Schema.Literal("neutral", "won", "lost") }),
-      execute: ({ pipelineId, stageId }) => sql`select nature from stages where id = ${stageId} and pipeline_id = ${pipelineId}`
+      execute: ({ opportunityId, pipelineId, stageId }) =>
+        sql`select l.nature from stages s
+            join parley_live_stages(${pipelineId}, (select config_version_id from opportunities where id = ${opportunityId})) l on l.id = s.id
+            where s.id = ${stageId} and s.pipeline_id = ${pipelineId}`
     })
 
     /** The message stored in reply to `key` (a contact message, a stage entry, a followup step), if any. */
@@ -242,7 +248,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     return {
       markHandled: (conversationId: string, upTo: string, reason: string) => Effect.orDie(Effect.asVoid(markHandled(conversationId, upTo, reason))),
       orphaned: (graceMs: number) => Effect.orDie(orphaned(graceMs)),
-      stageNature: (stageId: number, pipelineId: number) => Effect.orDie(stageNature({ stageId, pipelineId })),
+      stageNature: (stageId: number, pipelineId: number, opportunityId: number) => Effect.orDie(stageNature({ stageId, pipelineId, opportunityId })),
       replyTo: (key: string) => Effect.map(Effect.orDie(replyTo(key)), Option.map((r) => r.id)),
       conversation: (conversationId: string) => Effect.orDie(conversation(conversationId)),
       snapshot: (conversationId: string, upTo: string | null) => Effect.orDie(snapshot({ conversationId, upTo })),

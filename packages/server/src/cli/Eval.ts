@@ -127,7 +127,7 @@ const evalRun = (f: EvalFlags, files: ReadonlyArray<string>) =>
     const cases = yield* readCases(patterns)
     const started = yield* request(base, token, `/api/user/pipelines/${pipeline}/eval-runs`, {
       cases: cases.map((c) => c.case),
-      ...(f.version === undefined ? {} : { version: f.version }),
+      ...(f.version === undefined ? {} : { version: /^[0-9]+$/.test(f.version) ? Number(f.version) : f.version }),
       ...(f.concurrency === undefined ? {} : { concurrency: Number(f.concurrency) })
     })
     if (started.status === 422) {

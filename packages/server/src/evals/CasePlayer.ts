@@ -39,6 +39,8 @@ export class CaseTimedOut extends Data.TaggedError("CaseTimedOut")<{ readonly me
 export interface RunTarget {
   readonly workspaceId: number
   readonly pipelineId: number
+  /** what the case's opportunity runs (`opportunities.config_version_id`): 0 the draft, else a version id */
+  readonly configVersion: number
   readonly stages: ReadonlyArray<Stage>
   readonly model: ModelRef
   /** How long the engine may take for one message: the pipeline's debounce plus two minutes. */
@@ -84,7 +86,8 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
           is_test: true,
           source: null,
           source_id: null,
-          is_eval: true
+          is_eval: true,
+          config_version_id: target.configVersion
         })
         const conversation = yield* opportunities.insertConversation({ workspace_id, contact_id, channel_id: null, is_test: true, is_eval: true })
         yield* opportunities.linkConversation(opportunityId, conversation.id)

@@ -41,13 +41,10 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
       Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, pipelineId)).pipe(someOrFail(pipelineNotFound))
 
     /** The cases a run plays: given ones, stored ones by id, or every stored case; every problem in one 422. */
-    const chosenCases = (pipelineId: number, input: StartEvalRun) =>
+    const chosenCases = (pipelineId: number, input: StartEvalRun, override: number) =>
       Effect.gen(function*() {
-        const stages = yield* repo.stages(pipelineId)
+        const stages = yield* repo.stages(pipelineId, override)
         const issues: Array<Issue> = []
-        if (input.version === "draft") {
-          issues.push({ field: "version", message: "Drafts arrive with pipeline versions: only the live configuration (live, published) can be run today." })
-        }
         const chosen: Array<{ spec: EvalCaseSpec; caseId: number | null; field: string }> = []
         ;(input.cases ?? []).forEach((spec, i) => chosen.push({ spec, caseId: null, field: `cases.${i}` }))
         if (input.case_ids !== undefined || input.cases === undefined) {
@@ -107,7 +104,8 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
       Effect.map(comparison(run, results), (compared) => ({
         id: run.id as EvalRunId,
         pipeline_id: run.pipeline_id as PipelineId,
-        version: run.version,
+        version: /^[0-9]+$/.test(run.version) ? Number(run.version) : run.version as "live" | "draft",
+        version_number: run.version_number,
         status: run.status,
         concurrency: run.concurrency,
         cases: run.cases,
@@ -141,12 +139,21 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
     const start = Effect.fn("EvalRuns.start")(function*(pipelineId: PipelineId, input: StartEvalRun) {
       const actor = yield* CurrentActor
       const pipeline = yield* pipelineOf(pipelineId)
-      const { cases, stages } = yield* chosenCases(pipeline.id, input)
-      const model = yield* sandbox.pipelineModel(pipeline.id)
+      const version = input.version === undefined || input.version === "published" ? "live" : String(input.version)
+      // what the run plays is fixed now: a publish while it runs does not change it
+      const played = yield* repo.target(pipeline.id, version).pipe(
+        someOrFail(Unprocessable.of([{ field: "version", message: "is not a version of this pipeline" }]))
+      )
+      const override = played.version_id ?? 0
+      const { cases, stages } = yield* chosenCases(pipeline.id, input, override)
+      const model = yield* sandbox.pipelineModel(pipeline.id, override)
       const concurrency = input.concurrency ?? DEFAULT_CONCURRENCY
       const runId = yield* repo.insertRun({
         workspaceId: pipeline.workspace_id,
         pipelineId: pipeline.id,
+        version,
+        versionId: played.version_id,
+        configHash: played.config_hash,
         concurrency,
         createdBy: actor.userId,
         cases: cases.map((c) => ({ spec: c.spec, caseId: c.caseId }))
@@ -154,6 +161,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
       const target: RunTarget = {
         workspaceId: pipeline.workspace_id,
         pipelineId: pipeline.id,
+        configVersion: override,
         stages,
         model: { id: model.id, provider: model.provider, model: model.model, inputPricePerMillion: model.input_price, outputPricePerMillion: model.output_price },
         settleMs: model.debounce_ms + SETTLE_MARGIN_MS

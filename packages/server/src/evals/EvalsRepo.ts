@@ -23,7 +23,8 @@ export const RunRow = Schema.Struct({
   id: Schema.Number,
   workspace_id: Schema.Number,
   pipeline_id: Schema.Number,
-  version: Schema.Literal("live"),
+  version: Schema.String,
+  version_number: Schema.NullOr(Schema.Number),
   status: Schema.Literal("running", "passed", "failed", "interrupted"),
   concurrency: Schema.Number,
   cases: Schema.Number,
@@ -63,7 +64,7 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
     const inWorkspaces = (column: string, ids: ReadonlyArray<WorkspaceId>) => sql`${sql.literal(column)} in ${sql.in(ids)}`
     const caseColumns = sql`id, workspace_id, pipeline_id, name, definition, source, source_conversation_id, created_at, updated_at`
     const runColumns = sql`
-      id, workspace_id, pipeline_id, version, status, concurrency, cases_total as cases, passed, failed, cost::float8 as cost,
+      id, workspace_id, pipeline_id, version, (select number from pipeline_versions v where v.id = version_id) as version_number, status, concurrency, cases_total as cases, passed, failed, cost::float8 as cost,
       previous_run_id, created_at, finished_at`
     const resultColumns = sql`
       id, run_id, position, name, case_id, status, conversation_id, opportunity_id, cost::float8 as cost, error, verdicts, outcome,
@@ -76,10 +77,29 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
         sql`select id, workspace_id from pipelines where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds as never)}`
     })
 
+    /** The stages of what a run plays (`override`: 0 the draft, else a version id). */
     const stages = SqlSchema.findAll({
-      Request: Schema.Number,
+      Request: Schema.Struct({ pipelineId: Schema.Number, override: Schema.Number }),
       Result: Schema.Struct({ id: Schema.Number, name: Schema.String }),
-      execute: (pipelineId) => sql`select id, name from stages where pipeline_id = ${pipelineId} order by sort_order, id`
+      execute: ({ override, pipelineId }) =>
+        sql`select id, name from parley_live_stages(${pipelineId}, ${override}) order by sort_order, id`
+    })
+
+    /**
+     * What a run asked for plays: `draft` the tables, `live` the live version when drafts are on (else the
+     * tables), a number that version (none when the pipeline has no such version); with the played config's hash.
+     */
+    const target = SqlSchema.findOne({
+      Request: Schema.Struct({ pipelineId: Schema.Number, version: Schema.String, number: Schema.NullOr(Schema.Number) }),
+      Result: Schema.Struct({ version_id: Schema.NullOr(Schema.Number), config_hash: Schema.String }),
+      execute: ({ number, pipelineId, version }) =>
+        sql`
+          select v.id as version_id, coalesce(v.config_hash, md5(parley_pipeline_config(p.id)::text)) as config_hash
+          from pipelines p join workspaces w on w.id = p.workspace_id
+          left join pipeline_versions v on v.pipeline_id = p.id and v.id = case
+            when ${number}::int is not null then (select id from pipeline_versions where pipeline_id = p.id and number = ${number})
+            when ${version} = 'live' and w.is_drafts_enabled then p.live_version_id end
+          where p.id = ${pipelineId} and (${number}::int is null or v.id is not null)`
     })
 
     const cases = SqlSchema.findAll({
@@ -124,12 +144,15 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
       pipelineId: number
       concurrency: number
       createdBy: number
+      version: string
+      versionId: number | null
+      configHash: string
       cases: ReadonlyArray<{ readonly spec: Spec; readonly caseId: number | null }>
     }) =>
       sql.withTransaction(Effect.gen(function*() {
         const [run] = yield* sql<{ id: number }>`
-          insert into eval_runs (workspace_id, pipeline_id, concurrency, cases_total, created_by, previous_run_id)
-          values (${r.workspaceId}, ${r.pipelineId}, ${r.concurrency}, ${r.cases.length}, ${r.createdBy},
+          insert into eval_runs (workspace_id, pipeline_id, version, version_id, config_hash, concurrency, cases_total, created_by, previous_run_id)
+          values (${r.workspaceId}, ${r.pipelineId}, ${r.version}, ${r.versionId}, ${r.configHash}, ${r.concurrency}, ${r.cases.length}, ${r.createdBy},
                   (select id from eval_runs where pipeline_id = ${r.pipelineId} and status in ('passed', 'failed')
                    order by id desc limit 1))
           returning id`
@@ -209,7 +232,9 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
 
     return {
       pipeline: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(pipeline({ workspaceIds, id })),
-      stages: (pipelineId: number) => Effect.orDie(stages(pipelineId)),
+      stages: (pipelineId: number, override = 0) => Effect.orDie(stages({ pipelineId, override })),
+      target: (pipelineId: number, version: string) =>
+        Effect.orDie(target({ pipelineId, version, number: /^[0-9]+$/.test(version) ? Number(version) : null })),
       cases: (pipelineId: number) => Effect.orDie(cases(pipelineId)),
       findCase: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(findCase({ workspaceIds, id })),
       insertCase: (c: Parameters<typeof insertCase>[0]) => Effect.orDie(insertCase(c)),

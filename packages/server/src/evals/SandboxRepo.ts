@@ -98,14 +98,14 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
 
     /** The pipeline's own model (a judged criterion is scored by it) and its reply debounce. */
     const pipelineModel = SqlSchema.single({
-      Request: Schema.Number,
+      Request: Schema.Struct({ pipelineId: Schema.Number, override: Schema.Number }),
       Result: PipelineModelRow,
-      execute: (pipelineId) =>
+      execute: ({ override, pipelineId }) =>
         sql`
           select am.id, pr.slug as provider, am.model, am.input_price_per_million::float8 as input_price,
                  am.output_price_per_million::float8 as output_price, p.reply_debounce_ms as debounce_ms
-          from pipelines p join ai_models am on am.id = p.ai_model_id join ai_providers pr on pr.id = am.ai_provider_id
-          where p.id = ${pipelineId}`
+          from parley_live_pipeline(${pipelineId}, ${override}) p
+          join ai_models am on am.id = p.ai_model_id join ai_providers pr on pr.id = am.ai_provider_id`
     })
 
     /** A judged criterion's model cost, charged like a reply's (atomic under concurrent charges). */
@@ -118,7 +118,7 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
       transcript: (conversationId: number) => Effect.orDie(transcript(conversationId)),
       actions: (world: World) => Effect.orDie(actions(world)),
       state: (world: World) => Effect.orDie(state(world)),
-      pipelineModel: (pipelineId: number) => Effect.orDie(pipelineModel(pipelineId)),
+      pipelineModel: (pipelineId: number, override: number) => Effect.orDie(pipelineModel({ pipelineId, override })),
       charge: (workspaceId: number, cost: number) => Effect.orDie(Effect.asVoid(charge(workspaceId, cost)))
     }
   })

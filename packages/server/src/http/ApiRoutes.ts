@@ -22,6 +22,7 @@ import { AccountRoutes } from "../account/Http.js"
 import { ConsoleRoutes } from "../console/Http.js"
 import { MessagesHttpLive, OperatorUploadLimitLive } from "../messages/Http.js"
 import { ModelPoolHttpLive, PipelinesHttpLive } from "../pipelines/Http.js"
+import { VersionsHttpLive } from "../pipelines/VersionsHttp.js"
 import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
 import { WidgetAuthLive, WidgetHttpLive, WidgetRoutes } from "../widget/Http.js"
 import { DemoPageRoutes } from "../seed/DemoPage.js"
@@ -46,7 +47,8 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     FollowupsHttpLive,
     KnowledgeHttpLive,
     AutomationHttpLive,
-    EvalsHttpLive
+    EvalsHttpLive,
+    VersionsHttpLive
   ]),
   Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive, PublicOriginLive])
 )

@@ -50,6 +50,8 @@ export interface NewOpportunity {
   readonly source_id: string | null
   /** an eval's sandboxed opportunity (docs/evals.md) */
   readonly is_eval?: boolean
+  /** what an eval's opportunity runs (docs/versions.md): 0 the draft, else a pipeline version's id */
+  readonly config_version_id?: number
 }
 
 export interface OpportunityChanges {
@@ -286,9 +288,10 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
       insertOpportunity: (o: NewOpportunity) =>
         sql<{ id: OpportunityId }>`
           insert into opportunities (workspace_id, pipeline_id, stage_id, contact_id, status, name, notes, context, is_test, source, source_id,
-                                     is_eval)
+                                     is_eval, config_version_id)
           values (${o.workspace_id}, ${o.pipeline_id}, ${o.stage_id}, ${o.contact_id}, ${o.status}, ${o.name}, ${o.notes},
-                  ${o.context === null ? null : JSON.stringify(o.context)}::jsonb, ${o.is_test}, ${o.source}, ${o.source_id}, ${o.is_eval ?? false})
+                  ${o.context === null ? null : JSON.stringify(o.context)}::jsonb, ${o.is_test}, ${o.source}, ${o.source_id}, ${o.is_eval ?? false},
+                  ${o.config_version_id ?? null})
           returning id`.pipe(Effect.map((rows) => rows[0]!.id), Effect.orDie),
 
       updateOpportunity: (id: OpportunityId, c: OpportunityChanges) => {

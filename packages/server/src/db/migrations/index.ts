@@ -21,6 +21,7 @@ import consoleTokens from "./0019_console_tokens.js"
 import actionRunsNotifyPerRow from "./0020_action_runs_notify_per_row.js"
 import evals from "./0021_evals.js"
 import knowledgeGraphLoad from "./0022_knowledge_graph_load.js"
+import pipelineVersions from "./0023_pipeline_versions.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -45,5 +46,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0019_console_tokens": consoleTokens,
   "0020_action_runs_notify_per_row": actionRunsNotifyPerRow,
   "0021_evals": evals,
-  "0022_knowledge_graph_load": knowledgeGraphLoad
+  "0022_knowledge_graph_load": knowledgeGraphLoad,
+  "0023_pipeline_versions": pipelineVersions
 }
