@@ -28,7 +28,13 @@ export const openPglite = (options: { readonly dataDir?: string; readonly loadDa
           ...(options.loadDataDir !== undefined ? { loadDataDir: options.loadDataDir } : {}),
           extensions: { vector }
         })
-        await db.exec("set time zone 'UTC'")
+        // Generic plans for prepared statements (PgliteClient prepares every statement with parameters).
+        // Postgres re-plans a prepared statement on every run once a generic plan's cost exceeds the
+        // average of its first custom plans, and as tables grow that average goes stale: in a long run the
+        // turn's snapshot flipped to a custom plan per execution (about 2.5 ms of planning in WASM, the
+        // soak's CPU per reply rising by a quarter; docs/benchmarks.md). Statements that need a plan for
+        // their values (knowledge search) ask for custom plans in their own transaction.
+        await db.exec("set time zone 'UTC'; set plan_cache_mode = force_generic_plan")
         return db
       },
       catch: (cause) => new DatabaseOpenError({ message: `Could not open the embedded database: ${String(cause)}`, cause })
