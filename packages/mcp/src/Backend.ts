@@ -22,7 +22,13 @@ import type {
   CreateStage,
   CreateVariable,
   CurrentActor,
+  DiffQuery,
   EvalRun,
+  PipelineVersion,
+  PipelineVersions,
+  PublishGated,
+  Rollback,
+  VersionDiff,
   EvalRunId,
   Forbidden,
   HandoffCommand,
@@ -67,7 +73,7 @@ import type {
 import { Context, type Effect } from "effect"
 
 /** What a backend call may fail with: the REST errors, each becoming a tool error with its message. */
-export type BackendFailure = NotFound | Unprocessable | BadRequest | Forbidden | HandoffConflict
+export type BackendFailure = NotFound | Unprocessable | BadRequest | Forbidden | HandoffConflict | PublishGated
 
 export type Op<A> = Effect.Effect<A, BackendFailure, CurrentActor>
 
@@ -119,6 +125,11 @@ export interface McpBackendShape {
   // evals (docs/evals.md)
   readonly startEvalRun: (pipelineId: PipelineId, input: StartEvalRun) => Op<EvalRun>
   readonly getEvalRun: (id: EvalRunId) => Op<EvalRun>
+  // versions (docs/versions.md)
+  readonly publishPipeline: (pipelineId: PipelineId) => Op<PipelineVersion>
+  readonly rollbackPipeline: (pipelineId: PipelineId, input: Rollback) => Op<PipelineVersion>
+  readonly listPipelineVersions: (pipelineId: PipelineId) => Op<PipelineVersions>
+  readonly diffPipelineVersions: (pipelineId: PipelineId, query: DiffQuery) => Op<VersionDiff>
 }
 
 export class McpBackend extends Context.Tag("@parley/mcp/McpBackend")<McpBackend, McpBackendShape>() {}

@@ -14,6 +14,7 @@ import { knowledgeTools } from "./tools/Knowledge.js"
 import { opportunityTools } from "./tools/Opportunities.js"
 import { pipelineBuildTools } from "./tools/PipelineBuild.js"
 import { pipelineReadTools } from "./tools/Pipelines.js"
+import { versionTools } from "./tools/Versions.js"
 
 export const ToolNames = [
   "get_account_summary",
@@ -56,7 +57,11 @@ export const ToolNames = [
   "get_pipeline",
   // evals (issue 24)
   "run_evals",
-  "get_eval_run"
+  "get_eval_run",
+  // versions (issue 24)
+  "publish_pipeline",
+  "list_pipeline_versions",
+  "diff_pipeline_versions"
 ] as const
 
 const all = [
@@ -68,7 +73,8 @@ const all = [
   ...knowledgeTools,
   ...opportunityTools,
   ...conversationTools,
-  ...evalTools
+  ...evalTools,
+  ...versionTools
 ]
 
 export const toolByName: ReadonlyMap<string, Tool> = new Map(all.map((t) => [t.name, t]))

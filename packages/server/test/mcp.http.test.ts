@@ -56,7 +56,10 @@ const TOOL_NAMES = [
   "get_pipeline",
   // issue 24: evals
   "run_evals",
-  "get_eval_run"
+  "get_eval_run",
+  "publish_pipeline",
+  "list_pipeline_versions",
+  "diff_pipeline_versions"
 ]
 
 const connect = mcpSession
@@ -108,7 +111,7 @@ layer(
   TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000", WEBHOOK_TIMEOUT_MS: "2000" }),
   { excludeTestServices: true }
 )("MCP server over Streamable HTTP", (it) => {
-  it.scoped("tools/list returns the 33 tools of SPEC.md 4.5, the 3 conversation tools and get_pipeline, each with input and output schemas", () =>
+  it.scoped("tools/list returns the 33 tools of SPEC.md 4.5, the 3 conversation tools, get_pipeline, the eval and version tools, each with input and output schemas", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
       const mcp = yield* connect(owner.token)
@@ -397,7 +400,7 @@ layer(
       expect(ok(yield* get(owner, `/api/user/knowledge-tables/${table.id}/points`)).records.map((p: any) => p.default_id)).toEqual(["sku-3"])
 
       // the evals tools play cases through the engine: evals.http.test.ts calls them
-      expect([...called].sort()).toEqual(TOOL_NAMES.filter((n) => n !== "run_evals" && n !== "get_eval_run").sort())
+      expect([...called].sort()).toEqual(TOOL_NAMES.filter((n) => !["run_evals", "get_eval_run", "publish_pipeline", "list_pipeline_versions", "diff_pipeline_versions"].includes(n)).sort())
     }))
 
   it.scoped("the receiver's answered message_id comes back as external_message_id in list_messages and the web-chat history", () =>

@@ -10,6 +10,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { type Caller, del, expect422, expectStatus, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { call, giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { mcpSession, textOf } from "./support/McpClient.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
@@ -253,5 +254,35 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       yield* drafts(owner, false)
       ok(yield* put(owner, base, { instructions: TWO_WEEKS }))
       expect(yield* run("live")).toMatchObject({ status: "failed", version_number: null })
+    }))
+
+  it.scoped("MCP: publish_pipeline publishes and rolls back, list_pipeline_versions and diff_pipeline_versions read; scopes and other workspaces", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      const { pipeline } = yield* refundPipeline(owner)
+      const mcp = yield* mcpSession(owner.token)
+      expect(yield* mcp.ok("publish_pipeline", { pipeline_id: pipeline.id })).toMatchObject({ number: 1, source: "publish", is_live: true })
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: TWO_WEEKS }))
+      const diff = yield* mcp.ok("diff_pipeline_versions", { pipeline_id: pipeline.id })
+      expect(diff).toMatchObject({ from: 1, to: "draft", settings: [{ field: "instructions", old: FIVE_DAYS, new: TWO_WEEKS }] })
+      expect(diff.text).toBe(`version 1 -> draft:\n~ setting instructions: "${FIVE_DAYS}" -> "${TWO_WEEKS}"`)
+      expect(yield* mcp.ok("publish_pipeline", { pipeline_id: pipeline.id })).toMatchObject({ number: 2 })
+      expect(yield* mcp.ok("publish_pipeline", { pipeline_id: pipeline.id, version: 1 })).toMatchObject({ number: 3, source: "rollback", rolled_back_from: 1 })
+      expect((yield* mcp.ok("diff_pipeline_versions", { pipeline_id: pipeline.id, from: "2", to: "live" })).settings).toEqual([
+        { field: "instructions", old: TWO_WEEKS, new: FIVE_DAYS }
+      ])
+      const listed = yield* mcp.ok("list_pipeline_versions", { pipeline_id: pipeline.id })
+      expect(listed).toMatchObject({ live_version: 3, draft_changed: true })
+      expect(listed.versions.map((v: any) => v.number)).toEqual([3, 2, 1])
+      const bad = yield* mcp.call("publish_pipeline", { pipeline_id: pipeline.id, version: 8 })
+      expect(bad.isError).toBe(true)
+      expect(textOf(bad)).toContain("version")
+
+      const reader = yield* mcpSession((yield* tokenFor(owner.email, ["mcp:use", "pipelines:read"])).token)
+      expect((yield* reader.ok("list_pipeline_versions", { pipeline_id: pipeline.id })).live_version).toBe(3)
+      expect(textOf(yield* reader.call("publish_pipeline", { pipeline_id: pipeline.id }))).toBe("Missing required scope: pipelines:write")
+      const stranger = yield* mcpSession((yield* seedUser()).token)
+      expect(textOf(yield* stranger.call("list_pipeline_versions", { pipeline_id: pipeline.id }))).toBe("Pipeline not found.")
+      expect(textOf(yield* stranger.call("publish_pipeline", { pipeline_id: pipeline.id }))).toBe("Pipeline not found.")
     }))
 })

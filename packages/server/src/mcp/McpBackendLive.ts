@@ -13,6 +13,7 @@ import { Knowledge } from "../knowledge/Knowledge.js"
 import { Messages } from "../messages/Messages.js"
 import { Opportunities } from "../opportunities/Opportunities.js"
 import { Pipelines } from "../pipelines/Pipelines.js"
+import { Versions } from "../pipelines/Versions.js"
 
 /**
  * The MCP tools' port over the same services the REST handlers call (one line each, like a handler).
@@ -29,6 +30,7 @@ export const makeMcpBackend = Effect.gen(function*() {
   const messages = yield* Messages
   const opportunities = yield* Opportunities
   const pipelines = yield* Pipelines
+  const versions = yield* Versions
   const request = yield* HttpServerRequest.HttpServerRequest
   const withRequest = Effect.provideService(HttpServerRequest.HttpServerRequest, request)
   const withBaseUrl = Effect.provideService(PublicBaseUrl, publicBaseUrl(yield* AppConfig, request.headers))
@@ -79,6 +81,11 @@ export const makeMcpBackend = Effect.gen(function*() {
     deletePoints: (id, ids) => knowledge.remove(id, ids),
 
     startEvalRun: (pipelineId, input) => evals.start(pipelineId, input),
-    getEvalRun: (id) => evals.get(id)
+    getEvalRun: (id) => evals.get(id),
+
+    publishPipeline: (pipelineId) => versions.publish(pipelineId),
+    rollbackPipeline: (pipelineId, input) => versions.rollback(pipelineId, input),
+    listPipelineVersions: (pipelineId) => versions.list(pipelineId),
+    diffPipelineVersions: (pipelineId, query) => versions.diff(pipelineId, query)
   })
 })
