@@ -285,4 +285,67 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       expect(textOf(yield* stranger.call("list_pipeline_versions", { pipeline_id: pipeline.id }))).toBe("Pipeline not found.")
       expect(textOf(yield* stranger.call("publish_pipeline", { pipeline_id: pipeline.id }))).toBe("Pipeline not found.")
     }))
+
+  it.effect("drafts on: actions, opening messages and attached knowledge tables run as published until the next publish", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id, { credits: 100, training_credits: 100 })
+      yield* drafts(owner, true)
+      const { open, pipeline } = yield* refundPipeline(owner)
+      const base = `/api/user/pipelines/${pipeline.id}`
+      ok(yield* put(owner, base, { rag_mode: "hybrid", no_of_relevant_points: 1 }))
+      ok(yield* put(owner, `/api/user/stages/${open.id}`, {
+        is_opening_message: true,
+        opening_message_type: "static",
+        static_opening_message: "Welcome to version one."
+      }))
+      ok(yield* post(owner, `${base}/variables`, { name: "order_number", value: "the order number the contact gave", type: "from_ai", is_required: true }))
+      const action = ok(yield* post(owner, `${base}/actions`, {
+        name: "create_ticket",
+        method: "POST",
+        url: "https://tickets.example.com/v1",
+        is_active: true,
+        fixed_trigger: "on_user_message",
+        instructions: "Open a ticket once the contact gives the order number.",
+        payload: { order: "{{order_number}}", kind: "refund" }
+      }))
+      const table = ok(yield* post(owner, "/api/user/knowledge-tables", {
+        name: `Kettles ${pipeline.id}`,
+        columns: [{ name: "name", data_type: "string", order: 1, is_searchable: true }, { name: "sku", data_type: "string", order: 2, is_searchable: true }]
+      }))
+      ok(yield* put(owner, `/api/user/knowledge-tables/${table.id}/points`, { points: [{ default_id: 1, name: "Blue kettle", sku: "K-77" }] }))
+      created(yield* post(owner, `${base}/publish`, {}))
+
+      // the draft: another opening message, another payload and URL, the kettles attached
+      ok(yield* put(owner, `/api/user/stages/${open.id}`, { static_opening_message: "Welcome to version two." }))
+      ok(yield* put(owner, `/api/user/actions/${action.id}`, { url: "https://tickets.example.com/v2", payload: { order: "{{order_number}}", kind: "exchange" } }))
+      ok(yield* put(owner, base, { attach_knowledge_table_ids: [table.id] }))
+      const diff = ok(yield* get(owner, `${base}/versions/diff`))
+      expect(diff.knowledge_tables).toEqual({ attached: [table.id], detached: [] })
+      expect(diff.actions.changed[0].fields.map((f: any) => f.field)).toEqual(["payload", "url"])
+
+      const kettleCase = {
+        name: "ticket and kettle",
+        messages: ["My order number is 12345 #create_ticket", "Which kettle is blue?"],
+        expect: {
+          reply_contains: "Welcome to version one",
+          reply_not_contains: "K-77",
+          actions: [{ name: "create_ticket", payload: { order: "12345", kind: "refund" } }]
+        }
+      }
+      const run = (version: string) =>
+        Effect.flatMap(post(owner, `${base}/eval-runs`, { cases: [kettleCase], version }), (r) => {
+          expect(r.status).toBe(202)
+          return finished(owner, r.body.data.id)
+        })
+      const live = yield* run("live")
+      expect(live.results[0].verdicts.filter((v: any) => !v.passed)).toEqual([])
+      expect(live.results[0].outcome.actions).toEqual([expect.objectContaining({ name: "create_ticket", url: "https://tickets.example.com/v1" })])
+      const draft = yield* run("draft")
+      expect(draft.results[0].verdicts.filter((v: any) => !v.passed).map((v: any) => v.expectation).sort()).toEqual(["action_fired", "reply_contains", "reply_not_contains"])
+      expect(draft.results[0].outcome.actions).toEqual([
+        expect.objectContaining({ name: "create_ticket", url: "https://tickets.example.com/v2", payload: { order: "12345", kind: "exchange" } })
+      ])
+      expect(draft.results[0].outcome.transcript.map((t: any) => t.text).join("\n")).toContain("Welcome to version two.")
+    }))
 })

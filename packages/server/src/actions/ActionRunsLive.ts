@@ -33,20 +33,22 @@ type Sql = SqlClient.SqlClient
 
 /**
  * Stage-start automations (SPEC.md 3.1): one run per active `stage_started` action of the entered stage
- * and of the pipeline, written in the transaction that consumes the stage entry.
+ * and of the pipeline as it runs (docs/versions.md), written in the transaction that consumes the stage entry.
  */
 export const enqueueStageStarted = (sql: Sql, entryId: number) =>
   sql`
     insert into action_runs (workspace_id, pipeline_id, action_id, opportunity_id, conversation_id, stage_id, trigger, group_key,
-                             source_key, sort_order)
+                             source_key, sort_order, config_version_id)
     select a.workspace_id, a.pipeline_id, a.id, e.opportunity_id,
            (select co.conversation_id from conversation_opportunity co where co.opportunity_id = e.opportunity_id
             order by co.created_at desc limit 1),
-           e.stage_id, 'stage_started', 'stage-entry:' || e.id, 'stage-entry:' || e.id || ':' || a.id, a.sort_order
+           e.stage_id, 'stage_started', 'stage-entry:' || e.id, 'stage-entry:' || e.id || ':' || a.id, a.sort_order, cv.config
     from stage_entries e
-    join actions a on a.pipeline_id = e.pipeline_id and a.is_active and a.fixed_trigger = 'stage_started'
+    join opportunities o on o.id = e.opportunity_id
+    cross join lateral (select parley_config_of(e.pipeline_id, o.config_version_id) as config) cv
+    join lateral parley_live_actions(e.pipeline_id, cv.config) a on a.is_active and a.fixed_trigger = 'stage_started'
       and (a.stage_id is null or a.stage_id = e.stage_id)
-    where e.id = ${entryId}
+    where e.id = ${entryId} and exists (select 1 from actions t where t.id = a.id)
     on conflict (source_key) do nothing`
 
 /**
@@ -68,12 +70,14 @@ export const enqueueToolCalls = (
   Effect.forEach(calls, (call) =>
     sql`
       insert into action_runs (workspace_id, pipeline_id, action_id, opportunity_id, conversation_id, stage_id, message_id, trigger,
-                               group_key, source_key, sort_order, ai_values)
+                               group_key, source_key, sort_order, ai_values, config_version_id)
       select a.workspace_id, a.pipeline_id, a.id, ${target.opportunityId}, ${target.conversationId}, ${target.stageId}, ${target.messageId},
-             a.fixed_trigger, ${`reply:${target.messageId}`}, ${`reply:${target.messageId}:`} || a.id, a.sort_order, ${JSON.stringify(call.values)}::jsonb
-      from actions a
-      where a.id = ${call.actionId} and a.pipeline_id = ${target.pipelineId} and a.workspace_id = ${target.workspaceId}
-        and a.is_active and a.fixed_trigger in ('on_user_message', 'custom')
+             a.fixed_trigger, ${`reply:${target.messageId}`}, ${`reply:${target.messageId}:`} || a.id, a.sort_order, ${JSON.stringify(call.values)}::jsonb,
+             cv.config
+      from (select parley_config_of(${target.pipelineId}, (select config_version_id from opportunities where id = ${target.opportunityId})) as config) cv
+      join lateral parley_live_actions(${target.pipelineId}, cv.config) a on true
+      where a.id = ${call.actionId} and a.workspace_id = ${target.workspaceId}
+        and a.is_active and a.fixed_trigger in ('on_user_message', 'custom') and exists (select 1 from actions t where t.id = a.id)
       on conflict (source_key) do nothing`, { discard: true })
 
 interface RunRow {
@@ -87,7 +91,9 @@ interface RunRow {
   readonly status: string
   readonly ai_values: Record<string, string>
   readonly max_attempts: number | null
-  readonly method: string
+  readonly config_version_id: number | null
+  /** null when the action is not in the configuration the run was triggered in */
+  readonly method: string | null
   readonly url: string
   readonly headers: Record<string, string>
   readonly payload: Record<string, unknown> | null
@@ -202,15 +208,19 @@ export const ActionRunsLive = Layer.effect(
 
     const prepare = (runId: number) =>
       sql.withTransaction(Effect.gen(function*() {
+        // the action as it was configured when the run was triggered (docs/versions.md); its row locked
         const [run] = yield* sql<RunRow>`
           select r.id, r.pipeline_id, r.action_id, r.opportunity_id, r.conversation_id, r.stage_id, r.message_id, r.status, r.ai_values,
-                 r.max_attempts, a.method, a.url, a.headers, a.payload, a.is_active, a.max_fires, a.retries
-          from action_runs r join actions a on a.id = r.action_id where r.id = ${runId}
-          for update of a`
+                 r.max_attempts, r.config_version_id, a.method, a.url, a.headers, a.payload, a.is_active, a.max_fires, a.retries
+          from action_runs r join actions t on t.id = r.action_id
+          left join lateral parley_live_actions(r.pipeline_id, r.config_version_id) a on a.id = r.action_id
+          where r.id = ${runId}
+          for update of t`
         if (!run) return new ActionPrepared({ send: false, maxAttempts: 0 })
         // prepared before a restart: go on with what was decided then
         if (run.status === "sending") return new ActionPrepared({ send: true, maxAttempts: run.max_attempts ?? run.retries + 1 })
         if (run.status !== "pending") return new ActionPrepared({ send: false, maxAttempts: 0 })
+        if (run.method === null) return yield* skip(runId, "The action is not in the pipeline's configuration that triggered the run.")
         if (!run.is_active) return yield* skip(runId, "The action was deactivated before it ran.")
 
         if (run.max_fires !== null && run.opportunity_id !== null) {
@@ -226,8 +236,8 @@ export const ActionRunsLive = Layer.effect(
         const parts = { url: run.url, headers: run.headers, payload: run.payload }
         const names = [...new Set(templatedStrings(parts).flatMap((s) => placeholders(s.text)))]
         const variables = names.length === 0 ? [] : yield* sql<VariableRow>`
-          select name, value, type, data_type, is_required from variables
-          where pipeline_id = ${run.pipeline_id} and name in ${sql.in(names)}`
+          select name, value, type, data_type, is_required from parley_live_variables(${run.pipeline_id}, ${run.config_version_id})
+          where name in ${sql.in(names)}`
         const system = variables.some((v) => v.type === "from_system") ? yield* systemValues(run) : {}
         const values: Record<string, Value> = {}
         for (const v of variables) {

@@ -76,8 +76,9 @@ export class ModelKeys extends Effect.Service<ModelKeys>()("@parley/server/Model
       Request: Schema.Void,
       Result: ActivePipeline,
       execute: () =>
-        sql`select id, workspace_id, name, ai_model_id, is_model_routing_enabled, model_pool from pipelines
-            where status = 'active' and not is_archived order by id`
+        sql`select l.id, l.workspace_id, l.name, l.ai_model_id, l.is_model_routing_enabled, l.model_pool
+            from pipelines p cross join lateral parley_live_pipeline(p.id) l
+            where l.status = 'active' and not l.is_archived order by l.id`
     })
 
     /** For a pipeline's models: the sentence a create or update answers with, or null when they can all be called. */

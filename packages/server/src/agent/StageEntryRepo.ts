@@ -6,7 +6,10 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { type ConversationId } from "@parley/domain"
 import { Effect, Schema } from "effect"
 
-/** A stage entry with its stage's opening message settings, where the opportunity is now and its conversation. */
+/**
+ * A stage entry with its stage's opening message settings as the pipeline runs (docs/versions.md), where the
+ * opportunity is now and its conversation. None when the running configuration lacks the stage.
+ */
 export const OpeningEntryRow = Schema.Struct({
   stage_id: Schema.Number,
   cause: Schema.String,
@@ -33,7 +36,8 @@ export class StageEntryRepo extends Effect.Service<StageEntryRepo>()("@parley/se
         sql`
           select e.stage_id, e.cause, s.is_opening_message, s.opening_message_type, s.static_opening_message,
                  o.stage_id as current_stage_id, ${latestConversation(sql, "")} as conversation_id
-          from stage_entries e join stages s on s.id = e.stage_id join opportunities o on o.id = e.opportunity_id
+          from stage_entries e join opportunities o on o.id = e.opportunity_id
+          join lateral parley_live_stages(e.pipeline_id, o.config_version_id) s on s.id = e.stage_id
           where e.id = ${entryId}`
     })
 

@@ -48,7 +48,7 @@ export const makeContextFrom = (knowledge: Pick<Knowledge, "retrieve">, turnHand
     const asked = memory.slice(lastAssistant + 1).filter((m) => m.role === "user").map((m) => m.text).join("\n")
     const hits = !withKnowledge || pl.rag_mode === "none" || asked.trim() === ""
       ? []
-      : yield* knowledge.retrieve(pl.id, asked, pl.rag_mode, pl.no_of_relevant_points)
+      : yield* knowledge.retrieve(pl.knowledge_table_ids, asked, pl.rag_mode, pl.no_of_relevant_points)
     const context: TurnContext = {
       conversationId: String(snap.id),
       workspaceId: snap.workspace_id,

@@ -43,7 +43,8 @@ export const makeTurnHandoffRules = Effect.gen(function*() {
                   select status from messages where conversation_id = c.id and role = 'assistant' and call_type = 'ai'
                   order by created_at desc, id desc limit coalesce(p.handoff_after_failures, 0)) recent
                 where recent.status = 'failed') as failed
-        from conversations c join channels ch on ch.id = c.channel_id join pipelines p on p.id = ch.pipeline_id
+        from conversations c join channels ch on ch.id = c.channel_id
+        join lateral parley_live_pipeline(ch.pipeline_id) p on true
         where c.id = ${conversationId} and c.handoff_state = 'ai'`
       const rule = rows[0]
       if (rule === undefined || rule.limit === null || rule.failed < rule.limit) return

@@ -105,7 +105,9 @@ export const PipelineConfig = Schema.Struct({
   stages: Schema.Array(StageRow),
   models: Schema.Array(ModelRow),
   actions: Schema.Array(ActionRow),
-  ai_variables: Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.String }))
+  ai_variables: Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.String })),
+  /** the attached knowledge tables (empty when `rag_mode` is none) */
+  knowledge_table_ids: Schema.Array(Schema.Number)
 })
 export type PipelineConfig = typeof PipelineConfig.Type
 

@@ -186,7 +186,10 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
                        where a.is_active and a.fixed_trigger in ('on_user_message', 'custom')
                          and (a.stage_id is null or a.stage_id = (case when o.pipeline_id = p.id then o.stage_id end))) as actions,
                       (select coalesce(json_agg(json_build_object('name', v.name, 'value', v.value)), '[]')
-                       from parley_live_variables(p.id, o.config_version_id) v where v.type = 'from_ai') as ai_variables
+                       from parley_live_variables(p.id, o.config_version_id) v where v.type = 'from_ai') as ai_variables,
+                      case when p.rag_mode = 'none' then '[]'::json else
+                        (select coalesce(json_agg(k.knowledge_table_id order by k.knowledge_table_id), '[]')
+                         from parley_live_knowledge_tables(p.id, o.config_version_id) k) end as knowledge_table_ids
                from parley_live_pipeline(coalesce(o.pipeline_id, ch.pipeline_id), o.config_version_id) p
                join agent_types at on at.id = p.agent_type_id
                join languages l on l.id = p.language_id

@@ -32,7 +32,8 @@ export const FollowupSequencesLive = Layer.effect(
 
     const starts = (entryId: number) =>
       sql`
-        select 1 from stage_entries e join followups f on f.stage_id = e.stage_id
+        select 1 from stage_entries e join opportunities o on o.id = e.opportunity_id
+        join lateral parley_live_followups(e.pipeline_id, o.config_version_id) f on f.stage_id = e.stage_id
         where e.id = ${entryId} and f.is_active`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
     const toPlan = (row: { id: number; conversation_id: number | null; intervals: ReadonlyArray<FollowupInterval> }) =>
@@ -55,12 +56,12 @@ export const FollowupSequencesLive = Layer.effect(
           intervals: ReadonlyArray<FollowupInterval>
           conversation_id: number | null
         }>`
-          select e.workspace_id, e.opportunity_id, e.stage_id, f.id as followup_id, f.intervals,
+          select e.workspace_id, e.opportunity_id, e.stage_id, (select t.id from followups t where t.id = f.id) as followup_id, f.intervals,
                  (select co.conversation_id from conversation_opportunity co where co.opportunity_id = e.opportunity_id
                   order by co.created_at desc limit 1) as conversation_id
           from stage_entries e
-          join followups f on f.stage_id = e.stage_id and f.is_active
           join opportunities o on o.id = e.opportunity_id and o.stage_id = e.stage_id
+          join lateral parley_live_followups(e.pipeline_id, o.config_version_id) f on f.stage_id = e.stage_id and f.is_active
           where e.id = ${entryId}
             and not exists (select 1 from stage_entries later where later.opportunity_id = e.opportunity_id and later.id > e.id)`
         const e = rows[0]

@@ -122,8 +122,9 @@ export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/serv
                     and m.status <> 'failed')::int as followups_sent
           from followup_sequences s
           join opportunities o on o.id = s.opportunity_id
-          join pipelines p on p.id = o.pipeline_id
-          left join followups f on f.id = s.followup_id
+          -- the followup and limit as the pipeline runs (docs/versions.md)
+          join lateral parley_live_pipeline(o.pipeline_id, o.config_version_id) p on true
+          left join lateral parley_live_followups(o.pipeline_id, o.config_version_id) f on f.id = s.followup_id
           where s.id = ${sequenceId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
     }
   })

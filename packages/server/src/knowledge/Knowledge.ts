@@ -458,13 +458,14 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
       })
     })
 
-    /** For the agent: the best rows of the pipeline's attached tables (no actor: the pipeline is the scope). */
-    const retrieve = (pipelineId: number, query: string, mode: "vector" | "hybrid", limit: number) =>
+    /**
+     * For the agent: the best rows of the tables attached to the pipeline as it runs (the turn's snapshot
+     * names them; no actor: the pipeline is the scope).
+     */
+    const retrieve = (tableIds: ReadonlyArray<number>, query: string, mode: "vector" | "hybrid", limit: number) =>
       Effect.gen(function*() {
-        const tables = yield* sql<{ knowledge_table_id: number }>`
-          select knowledge_table_id from pipeline_knowledge_tables where pipeline_id = ${pipelineId}`.pipe(Effect.orDie)
-        if (tables.length === 0 || query.trim() === "") return [] as Array<Hit>
-        const all = yield* Effect.forEach(tables, (t) => searchTable(Number(t.knowledge_table_id), query, { limit, hybrid: mode === "hybrid", filters: [] }))
+        if (tableIds.length === 0 || query.trim() === "") return [] as Array<Hit>
+        const all = yield* Effect.forEach(tableIds, (id) => searchTable(Number(id), query, { limit, hybrid: mode === "hybrid", filters: [] }))
         return all.flat().sort((a, b) => b.score - a.score).slice(0, limit)
       })
 

@@ -22,6 +22,7 @@ import actionRunsNotifyPerRow from "./0020_action_runs_notify_per_row.js"
 import evals from "./0021_evals.js"
 import knowledgeGraphLoad from "./0022_knowledge_graph_load.js"
 import pipelineVersions from "./0023_pipeline_versions.js"
+import versionedActionRuns from "./0024_versioned_action_runs.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -47,5 +48,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0020_action_runs_notify_per_row": actionRunsNotifyPerRow,
   "0021_evals": evals,
   "0022_knowledge_graph_load": knowledgeGraphLoad,
-  "0023_pipeline_versions": pipelineVersions
+  "0023_pipeline_versions": pipelineVersions,
+  "0024_versioned_action_runs": versionedActionRuns
 }
