@@ -133,7 +133,8 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
                                            source, rolled_back_from)
             select p.workspace_id, p.id, coalesce((select max(number) from pipeline_versions where pipeline_id = p.id), 0) + 1,
                    source.config, md5(source.config::text), ${n.userId},
-                   coalesce((select name from access_tokens where id = ${n.tokenId}), 'console'),
+                   coalesce((select case when account_session_id is null then name else 'console' end from access_tokens where id = ${n.tokenId}),
+                            'console'),
                    case when ${n.fromNumber}::int is null then 'publish' else 'rollback' end, source.from_number
             from pipelines p, source where p.id = ${n.pipelineId}
             returning id, number

@@ -23,6 +23,7 @@ import evals from "./0021_evals.js"
 import knowledgeGraphLoad from "./0022_knowledge_graph_load.js"
 import pipelineVersions from "./0023_pipeline_versions.js"
 import versionedActionRuns from "./0024_versioned_action_runs.js"
+import cheaperLiveReads from "./0025_cheaper_live_reads.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -49,5 +50,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0021_evals": evals,
   "0022_knowledge_graph_load": knowledgeGraphLoad,
   "0023_pipeline_versions": pipelineVersions,
-  "0024_versioned_action_runs": versionedActionRuns
+  "0024_versioned_action_runs": versionedActionRuns,
+  "0025_cheaper_live_reads": cheaperLiveReads
 }

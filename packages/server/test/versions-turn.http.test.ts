@@ -1,0 +1,66 @@
+/**
+ * A turn reads its configuration once, at its start (docs/versions.md): a version published while the
+ * model is answering does not change that reply; the conversation's next turn runs the new version. The
+ * local model is slowed down so the publish lands inside the turn, after the agent is seen typing (which
+ * a turn signals once it has read its snapshot).
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { io, type Socket } from "socket.io-client"
+import { type Caller, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import { call, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { say } from "./support/WebChat.js"
+import { eventually } from "./support/WebhookReceiver.js"
+
+const LATENCY_MS = 4000
+
+/** A socket.io client on a workspace's operator channel, collecting what it receives. */
+const operatorSocket = (token: string, workspaceId: number) =>
+  Effect.acquireRelease(
+    Effect.flatMap(TestServer, ({ baseUrl }) =>
+      Effect.promise(() =>
+        new Promise<{ socket: Socket; events: Array<{ name: string; payload: any }> }>((resolve) => {
+          const socket = io(baseUrl, { transports: ["websocket"], forceNew: true })
+          const events: Array<{ name: string; payload: any }> = []
+          socket.onAny((name, payload) => events.push({ name, payload }))
+          socket.on("connect", () => socket.emit("join-workspace", { workspace_id: workspaceId, token }, () => resolve({ socket, events })))
+        })
+      )),
+    ({ socket }) => Effect.sync(() => socket.close())
+  )
+
+const replyRow = (messageId: string) =>
+  Effect.map(sqlRows<{ message: string | null }>`select message from messages where in_reply_to = ${messageId}`, (rows) => rows[0])
+
+layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeTestServices: true })("pipeline versions in a turn", (it) => {
+  it.scoped("a version published while the model answers does not change that reply; the next turn runs it", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      ok(yield* call(`/api/user/workspaces/${owner.workspace_id}/settings`, { method: "PATCH", token: owner.token, body: { drafts: true } }))
+      const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
+        name: "Mid-turn",
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1,
+        instructions: "Refunds take 5 business days.",
+        reply_debounce_ms: 0
+      }))
+      ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
+      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+      expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: "Refunds take two weeks." }))
+      const live = yield* operatorSocket(owner.token, owner.workspace_id)
+
+      const first = yield* say(channel, "mid-1", "How long do refunds take?")
+      // the turn has read its snapshot and waits on the model: publish now
+      yield* eventually(Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && e.payload.typing === true)), LATENCY_MS)
+      expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
+      expect(yield* replyRow(first)).toBeUndefined()
+      const reply = yield* eventually(replyRow(first), 30_000)
+      expect(reply.message).toContain("5 business days")
+
+      const second = yield* say(channel, "mid-1", "How long do refunds take?")
+      expect((yield* eventually(replyRow(second), 30_000)).message).toContain("two weeks")
+    }))
+})
