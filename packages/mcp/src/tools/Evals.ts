@@ -47,7 +47,7 @@ export const evalTools: ReadonlyArray<Tool> = [
       pipeline_id: pipelineId,
       cases: optional(Schema.Array(EvalCaseSpec), "Cases to run"),
       case_ids: optional(Schema.Array(EvalCaseId), "Stored cases to run"),
-      version: optional(EvalVersion, "live (or published): the pipeline as it is; draft arrives with pipeline versions"),
+      version: optional(EvalVersion, "live (default, or published): what runs; draft: as edited"),
       concurrency: optional(IntBetween(1, 8), "Cases played at once, default 4"),
       wait_seconds: withDefault(IntBetween(0, 120), 30, "Wait up to this long for the verdicts; 0 answers at once")
     }),
