@@ -210,7 +210,7 @@ const runFields = {
   passed: Schema.Int,
   failed: Schema.Int.annotations({ description: "failed expectations and cases that could not be played" }),
   cost: Schema.Number,
-  comparison: Schema.NullOr(EvalComparison).annotations({ description: "against the pipeline's previous finished run" }),
+  comparison: Schema.NullOr(EvalComparison).annotations({ description: "against the newest finished run of what is live" }),
   created_at: Timestamp,
   finished_at: Schema.NullOr(Timestamp)
 }

@@ -230,10 +230,13 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       ok(yield* put(owner, base, { instructions: TWO_WEEKS }))
 
       expect(yield* run("published")).toMatchObject({ status: "passed", version: "live", version_number: 1 })
-      expect(yield* run(1)).toMatchObject({ status: "passed", version: 1, version_number: 1 })
+      const byNumber = yield* run(1)
+      expect(byNumber).toMatchObject({ status: "passed", version: 1, version_number: 1 })
       const onDraft = yield* run("draft")
       expect(onDraft).toMatchObject({ status: "failed", version: "draft", version_number: null })
       expect(onDraft.results[0].verdicts.filter((v: any) => !v.passed).map((v: any) => v.expectation)).toEqual(["reply_contains"])
+      // compared with the newest run of what is live (version 1), not merely the run before
+      expect(onDraft.comparison).toMatchObject({ previous_run_id: byNumber.id, previous_passed: 1, newly_failing: ["refund time"] })
       expect422(yield* post(owner, `${base}/eval-runs`, { cases: [refundCase], version: 4 }), ["version"])
 
       // gated: the failing draft run refuses the publish; a passing one on the unchanged draft allows it
@@ -243,6 +246,7 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       ok(yield* put(owner, base, { instructions: `${FIVE_DAYS} Refunds go to the card you paid with.` }))
       const passing = yield* run("draft")
       expect(passing.status).toBe("passed")
+      expect(passing.comparison.previous_run_id).toBe(byNumber.id)
       ok(yield* put(owner, base, { persona: "Calm" }))
       expectStatus(yield* post(owner, `${base}/publish`, {}), 409, `The draft changed after eval run ${passing.id} passed: run evals on the draft again.`)
       ok(yield* put(owner, base, { persona: null }))

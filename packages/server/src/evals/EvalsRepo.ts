@@ -153,8 +153,12 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
         const [run] = yield* sql<{ id: number }>`
           insert into eval_runs (workspace_id, pipeline_id, version, version_id, config_hash, concurrency, cases_total, created_by, previous_run_id)
           values (${r.workspaceId}, ${r.pipelineId}, ${r.version}, ${r.versionId}, ${r.configHash}, ${r.concurrency}, ${r.cases.length}, ${r.createdBy},
-                  (select id from eval_runs where pipeline_id = ${r.pipelineId} and status in ('passed', 'failed')
-                   order by id desc limit 1))
+                  -- compared with the newest finished run of what is live (docs/versions.md): the live version when
+                  -- drafts are on and the pipeline has one, else the tables
+                  (select e.id from eval_runs e, pipelines p join workspaces w on w.id = p.workspace_id
+                   where p.id = ${r.pipelineId} and e.pipeline_id = p.id and e.status in ('passed', 'failed')
+                     and e.version_id is not distinct from (case when w.is_drafts_enabled then p.live_version_id end)
+                   order by e.id desc limit 1))
           returning id`
         yield* sql`
           insert into eval_results (run_id, workspace_id, position, case_id, name, definition)
