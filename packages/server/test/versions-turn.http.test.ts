@@ -2,7 +2,8 @@
  * A turn reads its configuration once, at its start (docs/versions.md): a version published while the
  * model is answering does not change that reply; the conversation's next turn runs the new version. The
  * local model is slowed down so the publish lands inside the turn, after the agent is seen typing (which
- * a turn signals once it has read its snapshot).
+ * a turn signals once it has read its snapshot). An action the model calls in that turn is recorded
+ * with the turn's version too.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -62,5 +63,42 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
 
       const second = yield* say(channel, "mid-1", "How long do refunds take?")
       expect((yield* eventually(replyRow(second), 30_000)).message).toContain("two weeks")
+    }))
+
+  it.scoped("an action the model calls in that turn runs as the version the turn started on", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      ok(yield* call(`/api/user/workspaces/${owner.workspace_id}/settings`, { method: "PATCH", token: owner.token, body: { drafts: true } }))
+      const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
+        name: "Mid-turn action",
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1,
+        reply_debounce_ms: 0
+      }))
+      ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
+      const action = ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, {
+        name: "create_ticket",
+        method: "POST",
+        url: "https://tickets.example.com/v1",
+        is_active: true,
+        fixed_trigger: "custom",
+        instructions: "Open a ticket when the contact asks for one."
+      }))
+      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+      expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
+      ok(yield* put(owner, `/api/user/actions/${action.id}`, { url: "https://tickets.example.com/v2" }))
+      const versionId = (number: number) =>
+        Effect.map(sqlRows<{ id: number }>`select id from pipeline_versions where pipeline_id = ${pipeline.id} and number = ${number}`, (rows) => Number(rows[0]!.id))
+      const live = yield* operatorSocket(owner.token, owner.workspace_id)
+
+      const asked = yield* say(channel, "mid-2", "Please open one for me #create_ticket")
+      yield* eventually(Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && e.payload.typing === true)), LATENCY_MS)
+      expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
+      yield* eventually(replyRow(asked), 30_000)
+      const runs = yield* sqlRows<{ config_version_id: number }>`select config_version_id from action_runs where message_id = ${asked}`
+      expect(runs.map((r) => Number(r.config_version_id))).toEqual([yield* versionId(1)])
+      expect(yield* versionId(2)).not.toBe(yield* versionId(1))
     }))
 })

@@ -94,6 +94,11 @@ export interface TurnContext {
   readonly operatorNote?: string | null
   /** Whether the agent may ask for a person in this turn (`request_human`), when, and what the contact is told */
   readonly handoff?: TurnHandoff
+  /**
+   * The configuration the turn read at its start (docs/versions.md): 0 the tables, else a version's id.
+   * The reply's stage move and action calls are applied with it, whatever was published meanwhile.
+   */
+  readonly configVersion?: number
 }
 
 /** The pipeline's (and stage's) handoff settings, as a turn uses them. */
@@ -140,6 +145,8 @@ export interface ReplyDraft {
   readonly actionCalls?: ReadonlyArray<{ readonly actionId: number; readonly values: Readonly<Record<string, string>> }>
   /** the model asked for a person (`request_human`), and why: the reply is the bridge message */
   readonly handoffReason?: string | null
+  /** the turn's configuration (`TurnContext.configVersion`); absent: what runs when the reply is stored */
+  readonly configVersion?: number
 }
 
 /** An opening message for a stage an opportunity entered. */

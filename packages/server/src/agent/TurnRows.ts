@@ -33,7 +33,9 @@ export const ConversationRow = Schema.Struct({
   handoff_state: Schema.Literal("ai", "waiting", "human"),
   handoff_return_note: NullableString,
   handoff_returned_upto: NullableString,
-  stage_handoff_instructions: NullableString
+  stage_handoff_instructions: NullableString,
+  /** the configuration the statement read: 0 the tables, else a version's id (docs/versions.md) */
+  config_version: Schema.Number
 })
 export type ConversationRow = typeof ConversationRow.Type
 

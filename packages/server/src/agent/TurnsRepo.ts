@@ -135,7 +135,8 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
       coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
       coalesce(ct.custom_phone, ct.phone) as contact_phone, ct.identifier as contact_identifier,
       c.handoff_state, c.handoff_return_note, c.handoff_returned_upto,
-      (select s.handoff_instructions from parley_live_stages(o.pipeline_id, cv.config) s where s.id = o.stage_id) as stage_handoff_instructions`
+      (select s.handoff_instructions from parley_live_stages(o.pipeline_id, cv.config) s where s.id = o.stage_id) as stage_handoff_instructions,
+      cv.config as config_version`
     const conversationFrom = sql`
       conversations c
       join workspaces w on w.id = c.workspace_id
@@ -241,11 +242,12 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
      * asked for needs. Nothing when the stage is not live, or its row was deleted in the draft (docs/versions.md).
      */
     const stageNature = SqlSchema.findOne({
-      Request: Schema.Struct({ stageId: Schema.Number, pipelineId: Schema.Number, opportunityId: Schema.Number }),
+      Request: Schema.Struct({ stageId: Schema.Number, pipelineId: Schema.Number, opportunityId: Schema.Number, version: Schema.NullOr(Schema.Number) }),
       Result: Schema.Struct({ nature: Schema.Literal("neutral", "won", "lost") }),
-      execute: ({ opportunityId, pipelineId, stageId }) =>
+      execute: ({ opportunityId, pipelineId, stageId, version }) =>
         sql`select l.nature from stages s
-            join parley_live_stages(${pipelineId}, (select config_version_id from opportunities where id = ${opportunityId})) l on l.id = s.id
+            join parley_live_stages(${pipelineId}, coalesce(${version}::int8, (select config_version_id from opportunities where id = ${opportunityId}))) l
+              on l.id = s.id
             where s.id = ${stageId} and s.pipeline_id = ${pipelineId}`
     })
 
@@ -259,7 +261,9 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     return {
       markHandled: (conversationId: string, upTo: string, reason: string) => Effect.orDie(Effect.asVoid(markHandled(conversationId, upTo, reason))),
       orphaned: (graceMs: number) => Effect.orDie(orphaned(graceMs)),
-      stageNature: (stageId: number, pipelineId: number, opportunityId: number) => Effect.orDie(stageNature({ stageId, pipelineId, opportunityId })),
+      /** `version`: the turn's configuration (0 the tables, else a version), or null for the opportunity's as it runs now */
+      stageNature: (stageId: number, pipelineId: number, opportunityId: number, version: number | null) =>
+        Effect.orDie(stageNature({ stageId, pipelineId, opportunityId, version })),
       replyTo: (key: string) => Effect.map(Effect.orDie(replyTo(key)), Option.map((r) => r.id)),
       conversation: (conversationId: string) => Effect.orDie(conversation(conversationId)),
       snapshot: (conversationId: string, upTo: string | null) => Effect.orDie(snapshot({ conversationId, upTo })),

@@ -178,7 +178,8 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
       tier: routed.tier,
       moveToStageId: yield* Ref.get(moved),
       knowledgePointIds: ctx.knowledge.map((k) => k.pointId),
-      actionCalls: yield* Ref.get(called)
+      actionCalls: yield* Ref.get(called),
+      ...(ctx.configVersion !== undefined ? { configVersion: ctx.configVersion } : {})
     }
   }).pipe(Effect.withSpan("Agent.reply", { attributes: { conversationId: ctx.conversationId } }))
 
