@@ -232,6 +232,14 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       const started = yield* mcp.ok("run_evals", { pipeline_id: pipeline.id, cases: [humanCase], wait_seconds: 0 })
       expect(started).toMatchObject({ status: "running", next_steps: [`get_eval_run with run_id ${started.id} until status is passed or failed`] })
       yield* finished(owner, started.id)
+      // a version by its number, as text
+      expect((yield* post(owner, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
+      const byNumber = yield* mcp.ok("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], version: "1", wait_seconds: 60 })
+      expect(byNumber).toMatchObject({ status: "passed", version: 1, version_number: 1 })
+      expect(textOf(yield* mcp.call("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], version: "newest" }))).toContain(
+        "must be live, published, draft or a version number"
+      )
+      expect(textOf(yield* mcp.call("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], version: "7" }))).toContain("version")
       const limited = yield* mcpSession((yield* tokenFor(owner.email, ["mcp:use"])).token)
       expect(textOf(yield* limited.call("run_evals", { pipeline_id: pipeline.id, cases: [humanCase] }))).toBe("Missing required scope: pipelines:write")
       expect((yield* limited.ok("get_eval_run", { run_id: run.id })).id).toBe(run.id)

@@ -2,7 +2,7 @@
  * Evals (docs/evals.md): `run_evals` plays cases on a pipeline's live configuration in sandboxed test
  * conversations and may wait for the verdicts; `get_eval_run` reads a run. As REST's eval-runs endpoints.
  */
-import { EvalCaseId, EvalCaseSpec, EvalRun, EvalRunId, EvalVersion } from "@parley/domain"
+import { EvalCaseId, EvalCaseSpec, EvalRun, EvalRunId, EvalVersionFromString } from "@parley/domain"
 import { IntBetween } from "@parley/domain/Schemas"
 import { Duration, Effect, Schema } from "effect"
 import { McpBackend } from "../Backend.js"
@@ -47,7 +47,7 @@ export const evalTools: ReadonlyArray<Tool> = [
       pipeline_id: pipelineId,
       cases: optional(Schema.Array(EvalCaseSpec), "Cases to run"),
       case_ids: optional(Schema.Array(EvalCaseId), "Stored cases to run"),
-      version: optional(EvalVersion, "live (default, or published): what runs; draft: as edited"),
+      version: optional(EvalVersionFromString, "What runs: live (default, or published), draft (as edited) or a version number, as text"),
       concurrency: optional(IntBetween(1, 8), "Cases played at once, default 4"),
       wait_seconds: withDefault(IntBetween(0, 120), 30, "Wait up to this long for the verdicts; 0 answers at once")
     }),
