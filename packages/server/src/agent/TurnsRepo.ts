@@ -147,12 +147,15 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
         join opportunities o on o.id = co.opportunity_id
         where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
       ) o on true
-      -- the configuration this statement reads (docs/versions.md), resolved once: 0 the tables, else a version
+      -- the configuration this statement reads (docs/versions.md), resolved once: 0 the tables, else a version.
+      -- offset 0 keeps it a subquery: pulled up, cv.config is an expression with a subplan, and a
+      -- parley_live_* call given that is run as a function (its body planned on every call) instead of inlined
       cross join lateral (
         select case when o.config_version_id is not null then o.config_version_id
                     when w.is_drafts_enabled then coalesce((select lp.live_version_id from pipelines lp
                                                             where lp.id = coalesce(o.pipeline_id, ch.pipeline_id)), 0)
                     else 0 end as config
+        offset 0
       ) cv
       -- its pipeline as it runs (the opportunity's, else the channel's)
       left join lateral parley_live_pipeline(coalesce(o.pipeline_id, ch.pipeline_id), cv.config) lp on true`
