@@ -5,9 +5,9 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { WorkflowEngine } from "@effect/workflow"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { Deliveries } from "../delivery/Deliveries.js"
-import { ReplyAttempts, type ReplyTarget } from "../delivery/ReplyDeliveryLive.js"
+import { ReplyAttempts } from "../delivery/ReplyDeliveryLive.js"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 
 export const makeTurnDelivery = Effect.gen(function*() {
@@ -25,20 +25,15 @@ export const makeTurnDelivery = Effect.gen(function*() {
     )
 
   /**
-   * The reply's row and channel in one read; with a callback URL, attempt 1's second statement also
-   * marks the reply sent (three statements in all), else one more statement does.
+   * The reply's row and channel in one read, which also logs the webhook's first attempt when there is
+   * one to make; that attempt's second statement marks the reply sent (two statements in all), else one
+   * more statement does.
    */
   const deliver = (messageId: string) =>
     Effect.gen(function*() {
-      const rows = yield* sql<
-        ReplyTarget & { conversation_id: number; cost: number; kind: string | null; is_active: boolean | null; is_eval: boolean }
-      >`
-        select m.id, m.conversation_id, m.workspace_id, m.channel_id, m.message, m.external_chat_id as contact_key, m.is_manual,
-               m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.callback_url, ch.client_id, ch.secret_ciphertext,
-               coalesce((select c.is_eval from conversations c where c.id = m.conversation_id), false) as is_eval
-        from messages m left join channels ch on ch.id = m.channel_id where m.id = ${messageId}`
-      const m = rows[0]
-      if (!m) return
+      const found = yield* attempts.begin(messageId, 0, 1)
+      if (Option.isNone(found)) return
+      const m = found.value
       // an eval's conversation (docs/evals.md): the reply is recorded as sent, and nobody is told
       if (m.is_eval) return yield* sql`update messages set status = 'sent_to_user', updated_at = now() where id = ${messageId}`
       const rejection = m.kind === null
@@ -48,14 +43,13 @@ export const makeTurnDelivery = Effect.gen(function*() {
         : m.kind !== "web" && m.kind !== "widget"
         ? `Sending on ${m.kind} channels is not supported by this server.`
         : null
-      // a signed webhook's attempt marks the reply sent itself
-      const viaWebhook = rejection === null && m.callback_url !== null && m.secret_ciphertext !== null && m.client_id !== null
       if (rejection === null) {
         yield* realtime.publish(m.conversation_id, [{ message: m.message ?? "", cost: m.cost, message_id: messageId, role: "assistant", is_manual: false }])
       }
-      if (viaWebhook) {
+      // a signed webhook's attempt (logged by `begin`) marks the reply sent itself
+      if (m.log_id !== null) {
         // attempt 1 inline (this turn is itself durable: a crash repeats it), the retry as a durable workflow
-        const outcome = yield* attempts.attemptTarget(m, 0, 1, { markSent: true })
+        const outcome = yield* attempts.send({ ...m, log_id: m.log_id }, 0, 1, { markSent: true })
         if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
       } else {
         yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},

@@ -1,22 +1,38 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import { DeliveryOutcome, ReplyDelivery, webhookHeaders } from "@parley/domain"
-import { Effect, Either, Layer, Metric, MetricLabel } from "effect"
+import { Effect, Either, Layer, Metric, MetricLabel, Option, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 
-/** A reply and its channel, as an attempt needs them. */
-export interface ReplyTarget {
-  readonly id: string
-  readonly message: string | null
-  readonly contact_key: string | null
-  readonly workspace_id: number
-  readonly channel_id: number
-  readonly client_id: string | null
-  readonly secret_ciphertext: string | null
-  readonly callback_url: string | null
-  readonly is_manual: boolean
-}
+/**
+ * A reply, its channel, and the delivery log's row for the attempt that is about to be made (`log_id`:
+ * null when nothing is to be sent: no signed webhook, or the channel refused it).
+ */
+export const AttemptTarget = Schema.Struct({
+  id: Schema.String,
+  conversation_id: Schema.Number,
+  message: Schema.NullOr(Schema.String),
+  contact_key: Schema.NullOr(Schema.String),
+  workspace_id: Schema.Number,
+  channel_id: Schema.NullOr(Schema.Number),
+  is_manual: Schema.Boolean,
+  cost: Schema.Number,
+  kind: Schema.NullOr(Schema.String),
+  is_active: Schema.NullOr(Schema.Boolean),
+  client_id: Schema.NullOr(Schema.String),
+  secret_ciphertext: Schema.NullOr(Schema.String),
+  callback_url: Schema.NullOr(Schema.String),
+  is_eval: Schema.Boolean,
+  log_id: Schema.NullOr(Schema.String)
+})
+export type AttemptTarget = typeof AttemptTarget.Type
+
+/**
+ * `channel`: a turn's first attempt sends only through an active web or widget channel, and never for an
+ * eval's conversation (docs/evals.md); a retry only needs the webhook's settings.
+ */
+const BeginAttempt = Schema.Struct({ messageId: Schema.String, run: Schema.Number, attempt: Schema.Number, channel: Schema.Boolean })
 
 /**
  * Reply-webhook attempts by `attempt` (1, 2) and `outcome`: `delivered` (2xx), `rejected` (another
@@ -33,8 +49,10 @@ export const INTERRUPTED = "Interrupted: the process stopped before the answer w
 
 /**
  * One attempt of SPEC.md 6.2: the signed POST, its record in the delivery log, and `external_message_id`.
- * Two statements: the log row before the POST, and after it the row's outcome together with the
- * message's own columns (`external_message_id`; with `markSent`, the status a turn's delivery sets).
+ * Two statements: `begin` reads the reply and its channel and logs the attempt before the POST (so an
+ * attempt cut short by a crash is in the log too, marked interrupted when the attempt is made again);
+ * `send` makes the POST and records its outcome together with the message's own columns
+ * (`external_message_id`; with `markSent`, the status a turn's delivery sets).
  */
 export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/server/ReplyAttempts", {
   effect: Effect.gen(function*() {
@@ -43,12 +61,38 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
     const secrets = yield* AppSecret
     const config = yield* AppConfig
 
-    const attemptTarget = (target: ReplyTarget, run: number, attempt: number, options: { readonly markSent: boolean }) =>
+    const begin = SqlSchema.findOne({
+      Request: BeginAttempt,
+      Result: AttemptTarget,
+      execute: ({ attempt, channel, messageId, run }) =>
+        sql`
+          with t as (
+            select m.id, m.conversation_id, m.workspace_id, m.channel_id, m.message, m.external_chat_id as contact_key,
+                   m.is_manual, m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.client_id, ch.secret_ciphertext,
+                   ch.callback_url, coalesce((select c.is_eval from conversations c where c.id = m.conversation_id), false) as is_eval
+            from messages m left join channels ch on ch.id = m.channel_id where m.id = ${messageId}
+          ), sending as (
+            select t.* from t
+            where t.callback_url is not null and t.secret_ciphertext is not null and t.client_id is not null
+              and (not ${channel}::boolean or (t.kind in ('web', 'widget') and t.is_active and not t.is_eval))
+          ), earlier as (
+            -- an earlier attempt's due retry is cleared; one a crash cut short is marked interrupted
+            update webhook_deliveries
+            set retry_at = null,
+                error = case when status_code is null and error = ${IN_PROGRESS} then ${INTERRUPTED} else error end
+            where message_id = ${messageId} and run = ${run} and exists (select 1 from sending)
+              and (retry_at is not null or (status_code is null and error = ${IN_PROGRESS}))
+          ), logged as (
+            insert into webhook_deliveries (workspace_id, channel_id, message_id, run, attempt, url, status_code, duration_ms, error)
+            select workspace_id, channel_id, id, ${run}, ${attempt}, callback_url, null, 0, ${IN_PROGRESS} from sending
+            returning id
+          )
+          select t.*, (select id from logged)::text as log_id from t`
+    })
+
+    /** The POST of an attempt `begin` logged, and its outcome. */
+    const send = (target: AttemptTarget & { readonly log_id: string }, run: number, attempt: number, options: { readonly markSent: boolean }) =>
       Effect.gen(function*() {
-        // no callback URL: replies go over the socket only (SPEC.md 6.2)
-        if (!target.callback_url || !target.secret_ciphertext || !target.client_id) {
-          return new DeliveryOutcome({ delivered: true, retryable: false })
-        }
         const timestamp = String(Math.floor(Date.now() / 1000))
         const body = JSON.stringify({
           event: "message",
@@ -60,21 +104,9 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
           // beyond SPEC.md 6.2: who wrote it, so an integrator can tell an operator's message from the agent's
           sender: target.is_manual ? "operator" : "ai"
         })
-        const secret = secrets.decrypt(target.secret_ciphertext)
-        // logged before it is sent, so an attempt cut short by a crash is in the log too (marked interrupted
-        // when the attempt is made again); the same statement clears an earlier attempt's due retry
-        const [logged] = yield* sql<{ id: string }>`
-          with earlier as (
-            update webhook_deliveries
-            set retry_at = null,
-                error = case when status_code is null and error = ${IN_PROGRESS} then ${INTERRUPTED} else error end
-            where message_id = ${target.id} and run = ${run} and (retry_at is not null or (status_code is null and error = ${IN_PROGRESS}))
-          )
-          insert into webhook_deliveries (workspace_id, channel_id, message_id, run, attempt, url, status_code, duration_ms, error)
-          values (${target.workspace_id}, ${target.channel_id}, ${target.id}, ${run}, ${attempt}, ${target.callback_url}, null, 0, ${IN_PROGRESS})
-          returning id`
+        const secret = secrets.decrypt(target.secret_ciphertext!)
         const started = Date.now()
-        const result = yield* http.request("POST", target.callback_url, webhookHeaders(secret, target.id, timestamp, body), body, config.webhookTimeoutMs)
+        const result = yield* http.request("POST", target.callback_url!, webhookHeaders(secret, target.id, timestamp, body), body, config.webhookTimeoutMs)
           .pipe(Effect.either)
         const duration = Date.now() - started
         const status = Either.isRight(result) ? result.right.status : null
@@ -92,7 +124,7 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
                 error = ${Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`},
                 response_excerpt = ${Either.isRight(result) ? result.right.body.slice(0, 1000) : null},
                 retry_at = ${retryable && attempt === 1 ? sql`now() + make_interval(secs => ${config.webhookRetryDelayMs / 1000})` : null}
-            where id = ${logged!.id}
+            where id = ${target.log_id}
           )
           update messages
           set status = case when ${options.markSent}::boolean then 'sent_to_user' else status end,
@@ -112,18 +144,15 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
         Effect.annotateLogs({ messageId: target.id, attempt })
       )
 
+    /** A retry (the DeliverReply workflow): no reply or no webhook left to send to counts as delivered. */
     const attempt = (messageId: string, run: number, n: number) =>
       Effect.gen(function*() {
-        const rows = yield* sql<ReplyTarget>`
-          select m.id, m.message, m.external_chat_id as contact_key, m.workspace_id, m.channel_id, m.is_manual,
-                 c.client_id, c.secret_ciphertext, c.callback_url
-          from messages m join channels c on c.id = m.channel_id where m.id = ${messageId}`.pipe(Effect.orDie)
-        const target = rows[0]
-        if (!target) return new DeliveryOutcome({ delivered: true, retryable: false })
-        return yield* attemptTarget(target, run, n, { markSent: false })
+        const target = yield* begin({ messageId, run, attempt: n, channel: false }).pipe(Effect.orDie)
+        if (Option.isNone(target) || target.value.log_id === null) return new DeliveryOutcome({ delivered: true, retryable: false })
+        return yield* send({ ...target.value, log_id: target.value.log_id }, run, n, { markSent: false })
       })
 
-    return { attempt, attemptTarget }
+    return { attempt, begin: (messageId: string, run: number, n: number) => begin({ messageId, run, attempt: n, channel: true }).pipe(Effect.orDie), send }
   })
 }) {}
 
