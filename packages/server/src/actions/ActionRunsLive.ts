@@ -64,8 +64,8 @@ export const enqueueToolCalls = (
     readonly opportunityId: number | null
     readonly stageId: number | null
     readonly messageId: string
-    /** the turn's configuration (0 the tables, else a version), or null for the opportunity's as it runs now */
-    readonly version: number | null
+    /** the configuration the run renders (0 the tables, else a version): the reply's turn's */
+    readonly version: number
   },
   calls: ReadonlyArray<{ readonly actionId: number; readonly values: Readonly<Record<string, string>> }>
 ) =>
@@ -75,10 +75,8 @@ export const enqueueToolCalls = (
                                group_key, source_key, sort_order, ai_values, config_version_id)
       select a.workspace_id, a.pipeline_id, a.id, ${target.opportunityId}, ${target.conversationId}, ${target.stageId}, ${target.messageId},
              a.fixed_trigger, ${`reply:${target.messageId}`}, ${`reply:${target.messageId}:`} || a.id, a.sort_order, ${JSON.stringify(call.values)}::jsonb,
-             cv.config
-      from (select parley_config_of(${target.pipelineId},
-                                    coalesce(${target.version}::int8, (select config_version_id from opportunities where id = ${target.opportunityId}))) as config) cv
-      join lateral parley_live_actions(${target.pipelineId}, cv.config) a on true
+             ${target.version}
+      from parley_live_actions(${target.pipelineId}, ${target.version}) a
       where a.id = ${call.actionId} and a.workspace_id = ${target.workspaceId}
         and a.is_active and a.fixed_trigger in ('on_user_message', 'custom') and exists (select 1 from actions t where t.id = a.id)
       on conflict (source_key) do nothing`, { discard: true })

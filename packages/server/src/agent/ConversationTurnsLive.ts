@@ -101,9 +101,9 @@ export const ConversationTurnsLive = Layer.effect(
     const skip = (conversationId: string, upTo: string, reason: SkipReason) => repo.markHandled(conversationId, upTo, reason)
 
     /** The stage move the model asked for, through OpportunitiesRepo (a won or lost stage sets the status). */
-    const moveStage = Effect.fn("ConversationTurns.moveStage")(function*(c: ConversationRow, stageId: number, version: number | null) {
+    const moveStage = Effect.fn("ConversationTurns.moveStage")(function*(c: ConversationRow, stageId: number, version: number) {
       if (c.opportunity_id === null || c.opportunity_pipeline_id === null || c.opportunity_stage_id === stageId) return
-      const stage = yield* repo.stageNature(stageId, c.opportunity_pipeline_id, c.opportunity_id, version)
+      const stage = yield* repo.stageNature(stageId, c.opportunity_pipeline_id, version)
       if (Option.isNone(stage)) {
         return yield* Effect.logWarning("A stage move was ignored: the stage is not in the pipeline as it runs, or was deleted from its draft").pipe(
           Effect.annotateLogs({ stage_id: stageId, opportunity_id: c.opportunity_id })
@@ -125,7 +125,8 @@ export const ConversationTurnsLive = Layer.effect(
     /** A stored reply's effects: a stage move, a handoff, action calls, knowledge use (in the reply's transaction). */
     const applyEffects = Effect.fn("ConversationTurns.applyEffects")(function*(conversationId: string, upTo: string, draft: ReplyDraft) {
       const c = Option.getOrThrow(yield* repo.conversation(conversationId))
-      const version = draft.configVersion ?? null
+      // the turn's configuration; a draft without it gets what runs now, as this read resolved it
+      const version = draft.configVersion ?? c.config_version
       if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId, version)
       if (draft.handoffReason !== undefined && draft.handoffReason !== null) {
         yield* handoff.moveAsSystem(c.id as ConversationId, { action: "request", actor: "ai", reason: draft.handoffReason }).pipe(

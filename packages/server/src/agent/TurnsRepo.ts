@@ -241,16 +241,15 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     })
 
     /**
-     * A stage of the pipeline as the opportunity's configuration has it, by id: what a stage move the model
-     * asked for needs. Nothing when the stage is not live, or its row was deleted in the draft (docs/versions.md).
+     * A stage of the pipeline as the configuration `version` has it (0 the tables, else a version), by id: what
+     * a stage move the model asked for needs. Nothing when the stage is not in that configuration, or its row was
+     * deleted in the draft (docs/versions.md).
      */
     const stageNature = SqlSchema.findOne({
-      Request: Schema.Struct({ stageId: Schema.Number, pipelineId: Schema.Number, opportunityId: Schema.Number, version: Schema.NullOr(Schema.Number) }),
+      Request: Schema.Struct({ stageId: Schema.Number, pipelineId: Schema.Number, version: Schema.Number }),
       Result: Schema.Struct({ nature: Schema.Literal("neutral", "won", "lost") }),
-      execute: ({ opportunityId, pipelineId, stageId, version }) =>
-        sql`select l.nature from stages s
-            join parley_live_stages(${pipelineId}, coalesce(${version}::int8, (select config_version_id from opportunities where id = ${opportunityId}))) l
-              on l.id = s.id
+      execute: ({ pipelineId, stageId, version }) =>
+        sql`select l.nature from stages s join parley_live_stages(${pipelineId}, ${version}) l on l.id = s.id
             where s.id = ${stageId} and s.pipeline_id = ${pipelineId}`
     })
 
@@ -264,9 +263,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     return {
       markHandled: (conversationId: string, upTo: string, reason: string) => Effect.orDie(Effect.asVoid(markHandled(conversationId, upTo, reason))),
       orphaned: (graceMs: number) => Effect.orDie(orphaned(graceMs)),
-      /** `version`: the turn's configuration (0 the tables, else a version), or null for the opportunity's as it runs now */
-      stageNature: (stageId: number, pipelineId: number, opportunityId: number, version: number | null) =>
-        Effect.orDie(stageNature({ stageId, pipelineId, opportunityId, version })),
+      stageNature: (stageId: number, pipelineId: number, version: number) => Effect.orDie(stageNature({ stageId, pipelineId, version })),
       replyTo: (key: string) => Effect.map(Effect.orDie(replyTo(key)), Option.map((r) => r.id)),
       conversation: (conversationId: string) => Effect.orDie(conversation(conversationId)),
       snapshot: (conversationId: string, upTo: string | null) => Effect.orDie(snapshot({ conversationId, upTo })),
