@@ -8,55 +8,22 @@
  * Run: npx tsx bench/reply-soak.ts [replies] [block] [conversations]   (defaults 100000 10000 64)
  * On Postgres: BENCH_PG=throwaway or DATABASE_URL=..., BENCH_TOPOLOGY (see support.ts).
  */
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
+import { replyExchange, replyServerEnv, startReplyHook } from "./replies.js"
 import { statementCount } from "./statements.js"
-import { cpuMs, describe, send, serverProcs, setup, startServer } from "./support.js"
+import { cpuMs, describe, serverProcs, setup, startServer } from "./support.js"
 
 const total = Number(process.argv[2] ?? 100_000)
 const block = Number(process.argv[3] ?? 10_000)
 const conversationCount = Number(process.argv[4] ?? 64)
 const concurrency = 16
 
-/** The channel's webhook: wakes whoever waits for that contact's reply. */
-const waiting = new Map<string, () => void>()
-const hook = Http.createServer((req, res) => {
-  const chunks: Array<Buffer> = []
-  req.on("data", (c: Buffer) => chunks.push(c))
-  req.on("end", () => {
-    const { contact_id } = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { contact_id: string }
-    const wake = waiting.get(contact_id)
-    waiting.delete(contact_id)
-    wake?.()
-    res.writeHead(200, { "content-type": "application/json" }).end("{}")
-  })
-})
-hook.keepAliveTimeout = 60_000
-await new Promise<void>((resolve) => hook.listen(0, "127.0.0.1", () => resolve()))
-
+const hook = await startReplyHook(() => server.demo.channel.client_secret)
 const s = await setup()
-const server = await startServer({ OUTBOUND_ALLOW_PRIVATE: "true", LOCAL_MODEL_LATENCY_MS: "0" }, s)
+const server = await startServer(replyServerEnv, s)
 try {
-  const { client_id, client_secret } = server.demo.channel
-  const basic = { authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`, "content-type": "application/json" }
-  const bearer = { authorization: `Bearer ${server.demo.token}`, "content-type": "application/json" }
-  for (const [path, body] of [
-    [`/api/user/pipelines/${server.demo.pipeline_id}`, { reply_debounce_ms: 0 }],
-    [`/api/user/channels/${server.demo.channel.id}`, { callback_url: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook` }]
-  ] as const) {
-    const r = await send({ method: "PUT", url: `${server.api}${path}`, headers: bearer, body: JSON.stringify(body) })
-    if (r.status !== 200) throw new Error(`PUT ${path}: ${r.status} ${r.body}`)
-  }
   const statements = () => statementCount(server)
-  const exchange = async (contactId: string, text: string) => {
-    const replied = new Promise<void>((resolve, reject) => {
-      waiting.set(contactId, resolve)
-      setTimeout(() => reject(new Error(`no reply for ${contactId} within 60 s`)), 60_000).unref()
-    })
-    const r = await send({ method: "POST", url: `${server.receiver}/web-chat/message`, headers: basic, body: JSON.stringify({ contact_id: contactId, message: text }) })
-    if (r.status !== 200) throw new Error(`POST /web-chat/message: ${r.status} ${r.body}`)
-    await replied
-  }
+  const replied = await replyExchange(server, hook, 60_000)
+  const exchange = (contactId: string, text: string) => replied(contactId, text).then(() => undefined)
   const contacts = Array.from({ length: conversationCount }, (_, i) => `bench-soak-${i}`)
   for (let i = 0; i < contacts.length; i += concurrency) await Promise.all(contacts.slice(i, i + concurrency).map((c) => exchange(c, "Hello")))
 

@@ -13,79 +13,20 @@
  * webhook received (delivery workflow and HTTP). "Server CPU per reply" is the user + system time of every
  * server process over the row, per reply (by role, and Postgres's when it runs here).
  */
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
-import { verifyServiceSignature } from "../packages/domain/src/Webhooks.js"
+import { type Exchange as Sample, replyExchange, replyServerEnv, startReplyHook } from "./replies.js"
 import { statementCount } from "./statements.js"
 import { costsHeader, costsRow, measure, send, serverProcs, setup, startServer, statementsTable } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
 const conversationCount = Number(process.argv[3] ?? 64)
 
-interface Waiter {
-  readonly resolve: (hit: { at: number; messageId: string }) => void
-}
-
-/** The channel's reply webhook: verifies the signature and wakes whoever waits for that contact's reply. */
-const startReceiver = (secret: () => string) =>
-  new Promise<{ url: string; waiting: Map<string, Waiter>; stats: { received: number; badSignatures: number; unexpected: number }; close: () => void }>(
-    (resolve) => {
-      const waiting = new Map<string, Waiter>()
-      const stats = { received: 0, badSignatures: 0, unexpected: 0 }
-      const server = Http.createServer((req, res) => {
-        const chunks: Array<Buffer> = []
-        req.on("data", (c: Buffer) => chunks.push(c))
-        req.on("end", () => {
-          const at = Date.now()
-          const rawBody = Buffer.concat(chunks).toString("utf8")
-          stats.received++
-          const valid = verifyServiceSignature(
-            secret(),
-            { signature: req.headers["x-service-signature"] as string, timestamp: req.headers["x-service-timestamp"] as string },
-            rawBody
-          )
-          if (!valid) stats.badSignatures++
-          const body = JSON.parse(rawBody) as { contact_id: string; message_id: string }
-          const waiter = waiting.get(body.contact_id)
-          if (waiter) {
-            waiting.delete(body.contact_id)
-            waiter.resolve({ at, messageId: body.message_id })
-          } else {
-            stats.unexpected++
-          }
-          res.writeHead(200, { "content-type": "application/json" }).end("{}")
-        })
-      })
-      server.keepAliveTimeout = 60_000
-      server.listen(0, "127.0.0.1", () =>
-        resolve({
-          url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-          waiting,
-          stats,
-          close: () => {
-            server.closeAllConnections()
-            server.close()
-          }
-        }))
-    }
-  )
-
-interface Sample {
-  readonly contactId: string
-  readonly sentAt: number
-  readonly answeredAt: number
-  readonly webhookAt: number
-  readonly inboundId: string
-  readonly replyId: string
-}
-
 const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
 const sortedBy = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)
 
 let secret = ""
-const receiver = await startReceiver(() => secret)
+const receiver = await startReplyHook(() => secret)
 const s = await setup()
-const server = await startServer({ OUTBOUND_ALLOW_PRIVATE: "true", LOCAL_MODEL_LATENCY_MS: "0" }, s).catch(async (e) => {
+const server = await startServer(replyServerEnv, s).catch(async (e) => {
   receiver.close()
   await s.database.stop()
   throw e
@@ -94,29 +35,9 @@ try {
   const { client_id, client_secret } = server.demo.channel
   secret = client_secret
   const basic = { authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`, "content-type": "application/json" }
-  const bearer = { authorization: `Bearer ${server.demo.token}`, "content-type": "application/json" }
-  const put = async (path: string, body: unknown) => {
-    const r = await send({ method: "PUT", url: `${server.api}${path}`, headers: bearer, body: JSON.stringify(body) })
-    if (r.status !== 200) throw new Error(`PUT ${path}: ${r.status} ${r.body}`)
-  }
   // the demo pipeline answers at once, through the demo web channel, to our receiver (the demo workspace has
   // credits, and the local models cost nothing)
-  await put(`/api/user/pipelines/${server.demo.pipeline_id}`, { reply_debounce_ms: 0 })
-  await put(`/api/user/channels/${server.demo.channel.id}`, { callback_url: receiver.url })
-
-  /** One message on `contactId` and its reply at the webhook. */
-  const exchange = async (contactId: string, text: string): Promise<Sample> => {
-    const reply = new Promise<{ at: number; messageId: string }>((resolve, reject) => {
-      receiver.waiting.set(contactId, { resolve })
-      setTimeout(() => reject(new Error(`no reply for ${contactId} within 30 s`)), 30_000).unref()
-    })
-    const sentAt = Date.now()
-    const r = await send({ method: "POST", url: `${server.receiver}/web-chat/message`, headers: basic, body: JSON.stringify({ contact_id: contactId, message: text }) })
-    const answeredAt = Date.now()
-    if (r.status !== 200) throw new Error(`POST /web-chat/message: ${r.status} ${r.body}`)
-    const hit = await reply
-    return { contactId, sentAt, answeredAt, webhookAt: hit.at, inboundId: JSON.parse(r.body).data.message_id, replyId: hit.messageId }
-  }
+  const exchange = await replyExchange(server, receiver)
 
   const contacts = Array.from({ length: conversationCount }, (_, i) => `bench-reply-${i}`)
   // warm-up: every conversation exists (contact, conversation, opportunity) and has had a reply
@@ -154,9 +75,13 @@ try {
   }
 
   const results = []
+  // BENCH_PROFILE_LOAD=true with BENCH_NODE_ARGS="--import ./bench/cpu-profile.mjs": each row profiled
+  const profile = () => process.env.BENCH_PROFILE_LOAD === "true" && server.processes.forEach((p) => process.kill(p.pid, "SIGUSR2"))
   for (const concurrency of [1, 16]) {
     const before = await statementCount(server)
+    profile()
     const { result, costs } = await measure(s.database, serverProcs(server), () => run(concurrency))
+    profile()
     results.push({ ...result, costs, statements: (await statementCount(server)) - before })
   }
 
