@@ -6,10 +6,11 @@
  * messages at most, and criteria a model judges. A run plays every case on the pipeline's live
  * configuration in sandboxed test conversations and keeps each case's transcript and verdicts.
  */
-import { ParseResult, Schema } from "effect"
+import { Schema } from "effect"
 import { Id, IdFromString, PipelineId, StageId } from "./Ids.js"
 import { ConversationId, OpportunityId } from "./Opportunities.js"
 import { FiniteNumber, IntAtLeast, IntBetween, NonEmptyString, Text, Timestamp } from "./Schemas.js"
+import { versionFromString } from "./Versions.js"
 
 export const EvalCaseId = Id("EvalCaseId")
 export type EvalCaseId = typeof EvalCaseId.Type
@@ -114,16 +115,7 @@ export class EvalCase extends Schema.Class<EvalCase>("EvalCase")({
 export const EvalVersion = Schema.Literal("live", "published", "draft")
 
 /** What a run plays, as text (MCP): live, published, draft or a version number. */
-export const EvalVersionFromString = Schema.transformOrFail(Schema.String, Schema.Union(EvalVersion, Schema.Int), {
-  strict: true,
-  decode: (s, _, ast) =>
-    Schema.is(EvalVersion)(s)
-      ? ParseResult.succeed(s)
-      : /^[1-9][0-9]{0,5}$/.test(s)
-      ? ParseResult.succeed(Number(s))
-      : ParseResult.fail(new ParseResult.Type(ast, s, "must be live, published, draft or a version number")),
-  encode: (v) => ParseResult.succeed(String(v))
-}).annotations({ message: () => "must be live, published, draft or a version number" })
+export const EvalVersionFromString = versionFromString(...EvalVersion.literals)
 
 export const StartEvalRun = Schema.Struct({
   version: Schema.optional(Schema.Union(EvalVersion, IntBetween(1, 1_000_000)))

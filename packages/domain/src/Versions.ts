@@ -14,16 +14,25 @@ export const VersionNumber = IntBetween(1, 1_000_000)
 export const VersionRef = Schema.Union(Schema.Literal("draft", "live"), VersionNumber)
 export type VersionRef = typeof VersionRef.Type
 
-export const VersionRefFromString = Schema.transformOrFail(Schema.String, VersionRef, {
-  strict: true,
-  decode: (s, _, ast) =>
-    s === "draft" || s === "live"
-      ? ParseResult.succeed(s)
-      : /^[1-9][0-9]{0,6}$/.test(s)
-      ? ParseResult.succeed(Number(s))
-      : ParseResult.fail(new ParseResult.Type(ast, s, "must be draft, live or a version number")),
-  encode: (r) => ParseResult.succeed(String(r))
-}).annotations({ message: () => "must be draft, live or a version number" })
+/**
+ * A version as text (a query parameter, an MCP argument): one of `words`, or a version's number. The
+ * words are what the caller accepts (`draft` and `live` for a diff; an eval run takes `published` too).
+ */
+export const versionFromString = <const Words extends readonly [string, ...Array<string>]>(...words: Words) => {
+  const message = `must be ${words.join(", ")} or a version number`
+  return Schema.transformOrFail(Schema.String, Schema.Union(Schema.Literal(...words), VersionNumber), {
+    strict: true,
+    decode: (s, _, ast) =>
+      words.includes(s)
+        ? ParseResult.succeed(s as Words[number])
+        : /^[1-9][0-9]{0,6}$/.test(s)
+        ? ParseResult.succeed(Number(s))
+        : ParseResult.fail(new ParseResult.Type(ast, s, message)),
+    encode: (r) => ParseResult.succeed(String(r))
+  }).annotations({ message: () => message })
+}
+
+export const VersionRefFromString = versionFromString("draft", "live")
 
 export class WorkspaceSettings extends Schema.Class<WorkspaceSettings>("WorkspaceSettings")({
   workspace_id: WorkspaceId,
