@@ -312,14 +312,25 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
         if (idempotencyKey !== undefined) yield* repo.rememberIdempotency(channel.id, idempotencyKey, messageId)
         return { messageId, conversationId: thread.conversationId, duplicate: false }
       }))
-      // a returning visitor's plain message is two statements and no transaction: the thread read, and
-      // the insert (atomic by itself); a first message, files or an Idempotency-Key take the transaction
-      const attempt = idempotencyKey !== undefined || newFiles.length > 0
-        ? transaction
-        : Effect.flatMap(existingThread(channel, inbound.contactKey), Option.match({
+      // a returning visitor's plain message is one statement and no transaction (stored on its thread as
+      // the statement finds it); a first message, files or an Idempotency-Key take the transaction
+      const returning = Effect.suspend(() => {
+        const messageId = ulid()
+        return repo.insertOnExistingThread({
+          id: messageId,
+          workspace_id: channel.workspace_id,
+          channel_id: channel.id,
+          pipeline_id: channel.pipeline_id,
+          message: inbound.message,
+          files: inbound.files,
+          attachments: inbound.attachments,
+          external_chat_id: inbound.contactKey
+        }).pipe(Effect.flatMap(Option.match({
           onNone: () => transaction,
-          onSome: (thread) => Effect.map(store(thread), (messageId) => ({ messageId, conversationId: thread.conversationId, duplicate: false }))
-        }))
+          onSome: (conversationId) => Effect.succeed({ messageId, conversationId, duplicate: false })
+        })))
+      })
+      const attempt = idempotencyKey !== undefined || newFiles.length > 0 ? transaction : returning
       // a concurrent retry with the same key lost the race on the key: answer what the winner stored
       const result = yield* attempt.pipe(
         Effect.catchIf(

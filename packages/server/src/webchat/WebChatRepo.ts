@@ -50,10 +50,30 @@ const decodeHistory = Schema.decodeUnknown(Schema.Array(Schema.Struct({
   files: Schema.Array(Schema.Unknown)
 })))
 
+/** A returning visitor's message: its own columns (the thread's are read by the statement). */
+export type ReturningMessage = Pick<
+  NewMessage,
+  "id" | "workspace_id" | "channel_id" | "pipeline_id" | "message" | "files" | "attachments" | "external_chat_id"
+>
+
 export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/WebChatRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
+
+    /** A contact's thread on a channel: the contact, its conversation there, its current opportunity in the pipeline, and whether they are linked. */
+    const threadOf = (workspaceId: WorkspaceId, channelId: ChannelId, pipelineId: PipelineId | null, identifier: string) =>
+      sql`
+        select c.id as contact_id, cv.id as conversation_id, o.id as opportunity_id, o.stage_id,
+               exists (select 1 from conversation_opportunity co
+                       where co.opportunity_id = o.id and co.conversation_id = cv.id) as linked
+        from contacts c
+        left join lateral (select id from conversations where channel_id = ${channelId} and contact_id = c.id
+                           order by id limit 1) cv on true
+        left join lateral (select id, stage_id from opportunities
+                           where contact_id = c.id and pipeline_id = ${pipelineId}
+                           order by created_at desc, id desc limit 1) o on true
+        where c.workspace_id = ${workspaceId} and c.identifier = ${identifier}`
 
     return {
       channelByClientId: (clientId: string) =>
@@ -85,17 +105,24 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
           opportunity_id: OpportunityId | null
           stage_id: StageId | null
           linked: boolean
-        }>`
-          select c.id as contact_id, cv.id as conversation_id, o.id as opportunity_id, o.stage_id,
-                 exists (select 1 from conversation_opportunity co
-                         where co.opportunity_id = o.id and co.conversation_id = cv.id) as linked
-          from contacts c
-          left join lateral (select id from conversations where channel_id = ${channelId} and contact_id = c.id
-                             order by id limit 1) cv on true
-          left join lateral (select id, stage_id from opportunities
-                             where contact_id = c.id and pipeline_id = ${pipelineId}
-                             order by created_at desc, id desc limit 1) o on true
-          where c.workspace_id = ${workspaceId} and c.identifier = ${identifier}`.pipe(Effect.map(first), Effect.orDie),
+        }>`${threadOf(workspaceId, channelId, pipelineId, identifier)}`.pipe(Effect.map(first), Effect.orDie),
+
+      /**
+       * A returning visitor's message in one statement, atomic by itself: stored on its thread (as
+       * `existingThread` reads it) when everything is in place (the conversation, and with a pipeline the
+       * contact's current opportunity linked to it); else nothing is stored and the caller opens the thread.
+       */
+      insertOnExistingThread: (m: ReturningMessage) =>
+        sql<{ conversation_id: ConversationId }>`
+          with t as (${threadOf(m.workspace_id, m.channel_id, m.pipeline_id, m.external_chat_id)})
+          insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
+                                role, status, message, files, attachments, external_chat_id, call_type, is_manual, sender_id)
+          select ${m.id}, ${m.workspace_id}, t.conversation_id, t.opportunity_id, t.contact_id, ${m.channel_id}, t.stage_id,
+                 ${m.pipeline_id}, 'user', 'received', ${m.message}, ${JSON.stringify(m.files)}::jsonb,
+                 ${JSON.stringify(m.attachments)}::jsonb, ${m.external_chat_id}, 'web_chat', false, null
+          from t
+          where t.conversation_id is not null and (${m.pipeline_id}::int8 is null or (t.opportunity_id is not null and t.linked))
+          returning conversation_id`.pipe(Effect.map((rows) => Option.map(first(rows), (r) => r.conversation_id)), Effect.orDie),
 
       contactByIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
         sql<{ id: ContactId }>`select id from contacts where workspace_id = ${workspaceId} and identifier = ${identifier}`.pipe(
