@@ -24,7 +24,7 @@ import {
 import { Effect, Option } from "effect"
 import { someOrFail } from "../util/Effects.js"
 import { diffConfigs } from "./VersionDiff.js"
-import { type Config, VersionsRepo, type VersionRow } from "./VersionsRepo.js"
+import { type Config, type LockedPipeline, VersionsRepo, type VersionRow } from "./VersionsRepo.js"
 
 const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
 const versionNotFound = new NotFound({ message: "Version not found." })
@@ -90,28 +90,29 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
     })
 
     /** The gate: the newest finished run on the draft passed, and the draft is what it played. */
-    const checkGate = (pipelineId: number) =>
+    const checkGate = (p: LockedPipeline) =>
       Effect.gen(function*() {
-        const state = yield* pipelineOf(pipelineId)
-        if (!state.is_publish_gated) return
-        const run = yield* repo.lastDraftRun(pipelineId)
+        if (!p.is_publish_gated) return
+        const run = yield* repo.lastDraftRun(p.id)
         if (Option.isNone(run)) return yield* new PublishGated({ message: "Publishing this pipeline needs a passing eval run of the draft: run evals with version draft first." })
         if (run.value.status !== "passed") {
           return yield* new PublishGated({ message: `The newest eval run of the draft (${run.value.id}) failed: publishing needs a passing run.` })
         }
-        if (run.value.config_hash !== state.draft_hash) {
+        if (run.value.config_hash !== (yield* repo.draftHash(p.id))) {
           return yield* new PublishGated({ message: `The draft changed after eval run ${run.value.id} passed: run evals on the draft again.` })
         }
       })
 
-    /** One transaction: the pipeline locked, the checks, the snapshot stored as the next number and made live. */
-    const publishFrom = <E>(pipelineId: PipelineId, fromNumber: number | null, gate: (pipelineId: number) => Effect.Effect<void, E, CurrentActor>) =>
+    /**
+     * One transaction: the pipeline's row locked and read once (the draft and the versions are read after it),
+     * `check`, the snapshot stored as the next number and made live.
+     */
+    const publishFrom = <E>(pipelineId: PipelineId, fromNumber: number | null, check: (p: LockedPipeline) => Effect.Effect<void, E>) =>
       Effect.gen(function*() {
         const actor = yield* CurrentActor
-        const p = yield* pipelineOf(pipelineId)
-        const number = yield* sql.withTransaction(Effect.gen(function*() {
-          yield* repo.lock(p.id)
-          yield* gate(p.id)
+        const { config, ...row } = yield* sql.withTransaction(Effect.gen(function*() {
+          const p = yield* repo.lock(actor.workspaceIds, pipelineId).pipe(someOrFail(pipelineNotFound))
+          yield* check(p)
           const stranded = yield* repo.stranded(p.id, fromNumber)
           if (stranded.length > 0) {
             return yield* Unprocessable.of(stranded.map((s) => ({
@@ -121,7 +122,7 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
           }
           return yield* repo.insert({ pipelineId: p.id, fromNumber, userId: actor.userId, tokenId: actor.tokenId })
         })).pipe(Effect.catchTag("SqlError", Effect.die))
-        return yield* get(pipelineId, number)
+        return new PipelineVersion({ ...summary(row), config })
       })
 
     const publish = Effect.fn("Versions.publish")(function*(pipelineId: PipelineId) {
@@ -129,12 +130,10 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
     })
 
     const rollback = Effect.fn("Versions.rollback")(function*(pipelineId: PipelineId, input: Rollback) {
-      const p = yield* pipelineOf(pipelineId)
-      if (Option.isNone(yield* repo.version(p.id, input.version))) {
-        return yield* Unprocessable.of([{ field: "version", message: "is not a version of this pipeline" }])
-      }
       // a rollback is how a bad version is undone: never gated
-      return yield* publishFrom(pipelineId, input.version, () => Effect.void)
+      return yield* publishFrom(pipelineId, input.version, (p) =>
+        Effect.flatMap(repo.version(p.id, input.version), (found) =>
+          Option.isSome(found) ? Effect.void : Unprocessable.of([{ field: "version", message: "is not a version of this pipeline" }])))
     })
 
     const publishGate = Effect.fn("Versions.publishGate")(function*(pipelineId: PipelineId, input: PublishGate) {

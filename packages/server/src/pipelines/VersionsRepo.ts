@@ -36,6 +36,9 @@ export type VersionRow = typeof VersionRow.Type
 export const Config = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 export type Config = typeof Config.Type
 
+export const LockedPipeline = Schema.Struct({ id: Schema.Number, is_publish_gated: Schema.Boolean })
+export type LockedPipeline = typeof LockedPipeline.Type
+
 export const NewVersion = Schema.Struct({
   pipelineId: Schema.Number,
   /** the version whose snapshot is republished; null publishes the draft */
@@ -51,13 +54,16 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
       v.id, v.pipeline_id, v.number, v.source, v.rolled_back_from, v.published_at, v.published_by, v.published_by_user_id, v.config_hash,
       (v.id = p.live_version_id) is true as is_live`
 
+    /** The draft's hash: what an eval run of the draft recorded as `config_hash`. */
+    const draftHashOf = (pipelineId: unknown) => sql`md5(parley_pipeline_config(${pipelineId})::text)`
+
     const pipeline = SqlSchema.findOne({
       Request: Schema.Struct({ workspaceIds: Ids, id: Schema.Number }),
       Result: PipelineStateRow,
       execute: ({ id, workspaceIds }) =>
         sql`
           select p.id, p.workspace_id, w.is_drafts_enabled as drafts, p.is_publish_gated, p.live_version_id,
-                 lv.number as live_number, lv.config_hash as live_hash, md5(parley_pipeline_config(p.id)::text) as draft_hash
+                 lv.number as live_number, lv.config_hash as live_hash, ${draftHashOf(sql`p.id`)} as draft_hash
           from pipelines p join workspaces w on w.id = p.workspace_id
           left join pipeline_versions lv on lv.id = p.live_version_id
           where p.id = ${id} and p.workspace_id in ${sql.in(workspaceIds)}`
@@ -77,6 +83,20 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
       execute: ({ number, pipelineId }) =>
         sql`select ${versionColumns}, v.config from pipeline_versions v join pipelines p on p.id = v.pipeline_id
             where v.pipeline_id = ${pipelineId} and v.number = ${number}`
+    })
+
+    /** The publish transaction's first statement: the caller's pipeline, its row locked (publishes one at a time). */
+    const lock = SqlSchema.findOne({
+      Request: Schema.Struct({ workspaceIds: Ids, id: Schema.Number }),
+      Result: LockedPipeline,
+      execute: ({ id, workspaceIds }) =>
+        sql`select id, is_publish_gated from pipelines where id = ${id} and workspace_id in ${sql.in(workspaceIds)} for update`
+    })
+
+    const draftHash = SqlSchema.single({
+      Request: Schema.Number,
+      Result: Schema.Struct({ hash: Schema.String }),
+      execute: (pipelineId) => sql`select ${draftHashOf(pipelineId)} as hash`
     })
 
     const draft = SqlSchema.single({
@@ -121,7 +141,7 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
      */
     const insert = SqlSchema.single({
       Request: NewVersion,
-      Result: Schema.Struct({ number: Schema.Number }),
+      Result: Schema.Struct({ ...VersionRow.fields, config: Config }),
       execute: (n) =>
         sql`
           with source as (
@@ -137,11 +157,11 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
                             'console'),
                    case when ${n.fromNumber}::int is null then 'publish' else 'rollback' end, source.from_number
             from pipelines p, source where p.id = ${n.pipelineId}
-            returning id, number
+            returning id, pipeline_id, number, source, rolled_back_from, published_at, published_by, published_by_user_id, config_hash, config
           ), live as (
             update pipelines set live_version_id = inserted.id from inserted where pipelines.id = ${n.pipelineId}
           )
-          select number from inserted`
+          select inserted.*, true as is_live from inserted`
     })
 
     return {
@@ -151,8 +171,9 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
       draft: (pipelineId: number) => Effect.map(Effect.orDie(draft(pipelineId)), (r) => r.config),
       stranded: (pipelineId: number, fromNumber: number | null) => Effect.orDie(stranded({ pipelineId, fromNumber })),
       lastDraftRun: (pipelineId: number) => Effect.orDie(lastDraftRun(pipelineId)),
-      lock: (pipelineId: number) => Effect.orDie(sql`select id from pipelines where id = ${pipelineId} for update`),
-      insert: (n: typeof NewVersion.Type) => Effect.map(Effect.orDie(insert(n)), (r) => r.number),
+      lock: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(lock({ workspaceIds, id })),
+      draftHash: (pipelineId: number) => Effect.map(Effect.orDie(draftHash(pipelineId)), (r) => r.hash),
+      insert: (n: typeof NewVersion.Type) => Effect.orDie(insert(n)),
       setGate: (pipelineId: number, gated: boolean) =>
         Effect.orDie(sql`update pipelines set is_publish_gated = ${gated} where id = ${pipelineId}`),
       settings: (workspaceIds: ReadonlyArray<number>, workspaceId: number) =>
