@@ -34,7 +34,7 @@ import { makeContextFrom, makeSnapshotContext } from "./TurnContextFrom.js"
 import { makeTurnDelivery } from "./TurnDelivery.js"
 import { draftColumns, hasEffects, storedId } from "./TurnDrafts.js"
 import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
-import { type ConversationRow } from "./TurnRows.js"
+import { type ConversationRow, type TurnSnapshot } from "./TurnRows.js"
 import { TurnsRepo } from "./TurnsRepo.js"
 
 export const ConversationTurnsLive = Layer.effect(
@@ -49,17 +49,34 @@ export const ConversationTurnsLive = Layer.effect(
     const handoff = yield* Handoff
     const { failureRule, turnHandoff, turnTexts } = yield* makeTurnHandoffRules
     const { deliver, undelivered } = yield* makeTurnDelivery
-    const snapshotContext = makeSnapshotContext(repo.snapshot, makeContextFrom(knowledge, turnHandoff))
+    /**
+     * The snapshot `pending` read along with a turn that was due, for that turn's `prepare` (the entity's
+     * next step): taken once, by the conversation's one entity, else read anew.
+     */
+    const prefetched = new Map<string, { readonly upTo: string; readonly snap: TurnSnapshot }>()
+    const snapshot = (conversationId: string, upTo: string | null) =>
+      Effect.suspend(() => {
+        const hit = prefetched.get(conversationId)
+        prefetched.delete(conversationId)
+        return hit !== undefined && hit.upTo === upTo ? Effect.succeedSome(hit.snap) : repo.snapshot(conversationId, upTo)
+      })
+    const snapshotContext = makeSnapshotContext(snapshot, makeContextFrom(knowledge, turnHandoff))
     const stageEntries = yield* makeStageEntryTurns(snapshotContext)
     const followups = yield* makeFollowupTurns(snapshotContext)
 
     const pending = (conversationId: string) =>
-      Effect.map(repo.pendingWork(conversationId), (row): PendingWork => ({
-        turn: row.latest_id === null
-          ? Option.none()
-          : Option.some({ latestMessageId: row.latest_id, latestAt: new Date(row.latest_at!), debounceMs: row.debounce_ms ?? 0 }),
-        undelivered: row.undelivered
-      }))
+      Effect.map(repo.pendingTurn(conversationId), ({ pending: row, snapshot: snap }): PendingWork => {
+        // bounded: an entry outlives its turn only when the turn was interrupted before `prepare`
+        if (prefetched.size >= 10_000) prefetched.clear()
+        if (Option.isSome(snap) && row.latest_id !== null) prefetched.set(conversationId, { upTo: row.latest_id, snap: snap.value })
+        else prefetched.delete(conversationId)
+        return {
+          turn: row.latest_id === null
+            ? Option.none()
+            : Option.some({ latestMessageId: row.latest_id, latestAt: new Date(row.latest_at!), debounceMs: row.debounce_ms ?? 0 }),
+          undelivered: row.undelivered
+        }
+      })
 
     const orphaned = (graceMs: number) =>
       Effect.map(repo.orphaned(graceMs), (rows) => rows.map((r) => ({ conversationId: r.conversation_id, messageId: r.message_id })))

@@ -3,7 +3,7 @@
  * reply): what a conversation has waiting, and storing a reply with everything that goes with it.
  * Rows are typed with SqlSchema; callers (ConversationTurnsLive) decide what to do with them.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { ConversationRow, TurnSnapshot } from "./TurnRows.js"
 
@@ -14,6 +14,9 @@ export const PendingWorkRow = Schema.Struct({
   debounce_ms: Schema.NullOr(Schema.Number),
   undelivered: Schema.Array(Schema.String)
 })
+
+const decodePending = Schema.decodeUnknown(PendingWorkRow)
+const decodeSnapshot = Schema.decodeUnknown(TurnSnapshot)
 
 /** A reply to store: the message's own columns (the conversation's are read by the statement). */
 export const StoreReply = Schema.Struct({
@@ -60,11 +63,8 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     const markHandled = (conversationId: string, upTo: string, reason: string) =>
       sql`update messages set handled_at = now(), handled_reason = ${reason} where ${unhandledUpTo(conversationId, upTo)}`
 
-    const pendingWork = SqlSchema.single({
-      Request: Schema.String,
-      Result: PendingWorkRow,
-      execute: (conversationId) =>
-        sql`
+    const pendingWorkOf = (conversationId: string) =>
+      sql`
           select latest.id as latest_id, latest.created_at as latest_at, latest.reply_debounce_ms as debounce_ms,
                  (select coalesce(json_agg(u.id order by u.created_at, u.id), '[]') from messages u
                   where u.conversation_id = ${conversationId} and u.status = 'ai_generated') as undelivered
@@ -75,7 +75,6 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
             where m.conversation_id = ${conversationId} and m.role = 'user' and m.handled_at is null
             order by m.created_at desc, m.id desc limit 1
           ) latest on true`
-    })
 
     /**
      * One statement, so atomic without a transaction: the reply inserted with the conversation's
@@ -171,11 +170,8 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
      * its model and pool, the actions the model may call at the opportunity's stage and the AI
      * variables, and the memory window (up to `upTo` when given): one statement for the whole turn.
      */
-    const snapshot = SqlSchema.findOne({
-      Request: Schema.Struct({ conversationId: Schema.String, upTo: Schema.NullOr(Schema.String) }),
-      Result: TurnSnapshot,
-      execute: ({ conversationId, upTo }) =>
-        sql`
+    const snapshotOf = (conversationId: string, upTo: Statement.Fragment) =>
+      sql`
           select ${conversationColumns},
             (select to_json(pc) from (
                select p.id, p.name, p.status, p.is_archived, p.persona, p.instructions, p.model_temperature::float8 as model_temperature,
@@ -217,7 +213,33 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
              ) h) as history
           from ${conversationFrom}
           where c.id = ${conversationId}`
+
+    const snapshot = SqlSchema.findOne({
+      Request: Schema.Struct({ conversationId: Schema.String, upTo: Schema.NullOr(Schema.String) }),
+      Result: TurnSnapshot,
+      execute: ({ conversationId, upTo }) => snapshotOf(conversationId, sql`${upTo}`)
     })
+
+    /**
+     * What a conversation has waiting (as `pendingWork`) and, when its newest contact message is due by
+     * the database's clock, the snapshot of the turn that answers it: the entity's usual next read, in
+     * the same round trip (`snapshot` none when not due).
+     */
+    const pendingTurn = (conversationId: string) =>
+      sql<Record<string, unknown>>`
+          select pw.latest_id, pw.latest_at, pw.debounce_ms, pw.undelivered, s.*
+          from (${pendingWorkOf(conversationId)}) pw
+          left join lateral (${snapshotOf(conversationId, sql`pw.latest_id`)}) s
+            on pw.latest_id is not null and pw.latest_at + make_interval(secs => coalesce(pw.debounce_ms, 0) / 1000.0) <= now()`.pipe(
+        Effect.flatMap((rows) =>
+          Effect.all({
+            pending: decodePending(rows[0]),
+            snapshot: rows[0]?.id === null || rows[0]?.id === undefined
+              ? Effect.succeedNone
+              : Effect.asSome(decodeSnapshot(rows[0]))
+          })
+        )
+      )
 
     /**
      * What the hand-over sweep re-sends: contact messages still unhandled `graceMs` after their debounce
@@ -267,7 +289,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
       replyTo: (key: string) => Effect.map(Effect.orDie(replyTo(key)), Option.map((r) => r.id)),
       conversation: (conversationId: string) => Effect.orDie(conversation(conversationId)),
       snapshot: (conversationId: string, upTo: string | null) => Effect.orDie(snapshot({ conversationId, upTo })),
-      pendingWork: (conversationId: string) => Effect.orDie(pendingWork(conversationId)),
+      pendingTurn: (conversationId: string) => Effect.orDie(pendingTurn(conversationId)),
       storeReply: (reply: StoreReply) => Effect.orDie(storeReply(reply))
     }
   })
