@@ -221,9 +221,9 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     })
 
     /**
-     * What a conversation has waiting (as `pendingWork`) and, when its newest contact message is due by
-     * the database's clock, the snapshot of the turn that answers it: the entity's usual next read, in
-     * the same round trip (`snapshot` none when not due).
+     * What a conversation has waiting (PendingWorkRow) and, when its newest contact message is due by the
+     * database's clock, the snapshot of the turn that answers it: the entity's usual next read, in the
+     * same round trip (`snapshot` none when not due; the snapshot's columns are all null then).
      */
     const pendingTurn = (conversationId: string) =>
       sql<Record<string, unknown>>`
