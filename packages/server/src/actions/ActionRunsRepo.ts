@@ -2,7 +2,7 @@
  * Action runs' SQL (rows typed with SqlSchema): writing runs where their triggers happen, in the triggering
  * transaction, and what ActionRunsLive reads and records for each step of a run (prepare, attempt).
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { VariableDataType, VariableType } from "@parley/domain"
 import { Effect, Schema } from "effect"
 
@@ -147,26 +147,23 @@ export class ActionRunsRepo extends Effect.Service<ActionRunsRepo>()("@parley/se
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    /** The runs of the groups `keys` selects, in the order they are sent. */
+    const groupRuns = (keys: Statement.Fragment) =>
+      sql`select r.id, r.group_key from action_runs r where r.group_key in (${keys}) order by r.sort_order, r.id`
+
     const undispatched = SqlSchema.findAll({
       Request: Schema.Number,
       Result: RunGroupRow,
-      execute: (limit) =>
-        sql`
-          select r.id, r.group_key from action_runs r
-          where r.group_key in (select group_key from action_runs where dispatched_at is null order by id limit ${limit})
-          order by r.sort_order, r.id`
+      execute: (limit) => groupRuns(sql`select group_key from action_runs where dispatched_at is null order by id limit ${limit}`)
     })
 
     const overdue = SqlSchema.findAll({
       Request: Schema.Number,
       Result: RunGroupRow,
       execute: (olderThanMs) =>
-        sql`
-          select r.id, r.group_key from action_runs r
-          where r.group_key in (
-            select r2.group_key from action_attempts t join action_runs r2 on r2.id = t.run_id
-            where t.retry_at is not null and t.retry_at < now() - make_interval(secs => ${olderThanMs / 1000}) limit 100)
-          order by r.sort_order, r.id`
+        groupRuns(sql`
+          select r2.group_key from action_attempts t join action_runs r2 on r2.id = t.run_id
+          where t.retry_at is not null and t.retry_at < now() - make_interval(secs => ${olderThanMs / 1000}) limit 100`)
     })
 
     /** In prepare's transaction: the run with its action as configured when it was triggered (docs/versions.md), the action's row locked. */
