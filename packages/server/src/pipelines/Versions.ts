@@ -113,7 +113,7 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
         const { config, ...row } = yield* sql.withTransaction(Effect.gen(function*() {
           const p = yield* repo.lock(actor.workspaceIds, pipelineId).pipe(someOrFail(pipelineNotFound))
           yield* check(p)
-          const stranded = yield* repo.stranded(p.id, fromNumber)
+          const stranded = yield* repo.stranded(p.id, p.live_version_id ?? 0, fromNumber)
           if (stranded.length > 0) {
             return yield* Unprocessable.of(stranded.map((s) => ({
               field: "stages",

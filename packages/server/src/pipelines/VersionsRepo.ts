@@ -36,7 +36,7 @@ export type VersionRow = typeof VersionRow.Type
 export const Config = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 export type Config = typeof Config.Type
 
-export const LockedPipeline = Schema.Struct({ id: Schema.Number, is_publish_gated: Schema.Boolean })
+export const LockedPipeline = Schema.Struct({ id: Schema.Number, is_publish_gated: Schema.Boolean, live_version_id: Schema.NullOr(Schema.Number) })
 export type LockedPipeline = typeof LockedPipeline.Type
 
 export const NewVersion = Schema.Struct({
@@ -90,7 +90,7 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
       Request: Schema.Struct({ workspaceIds: Ids, id: Schema.Number }),
       Result: LockedPipeline,
       execute: ({ id, workspaceIds }) =>
-        sql`select id, is_publish_gated from pipelines where id = ${id} and workspace_id in ${sql.in(workspaceIds)} for update`
+        sql`select id, is_publish_gated, live_version_id from pipelines where id = ${id} and workspace_id in ${sql.in(workspaceIds)} for update`
     })
 
     const draftHash = SqlSchema.single({
@@ -106,20 +106,20 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
     })
 
     /**
-     * Opportunities (not evals') in a stage of the live configuration that the new one lacks, per stage:
-     * a publish or rollback that would strand them is refused.
+     * Opportunities (not evals') in a stage of the live configuration (`live`: 0 the tables, else a version)
+     * that the new one lacks, per stage: a publish or rollback that would strand them is refused.
      */
     const stranded = SqlSchema.findAll({
-      Request: Schema.Struct({ pipelineId: Schema.Number, fromNumber: Schema.NullOr(Schema.Number) }),
+      Request: Schema.Struct({ pipelineId: Schema.Number, live: Schema.Number, fromNumber: Schema.NullOr(Schema.Number) }),
       Result: Schema.Struct({ name: Schema.String, held: Schema.Number }),
-      execute: ({ fromNumber, pipelineId }) =>
+      execute: ({ fromNumber, live, pipelineId }) =>
         sql`
           with next as (
             select coalesce((select v.config from pipeline_versions v where v.pipeline_id = ${pipelineId} and v.number = ${fromNumber}),
                             parley_pipeline_config(${pipelineId})) as config
           )
           select s.name, count(*)::int as held
-          from parley_live_stages(${pipelineId}, (select coalesce(live_version_id, 0) from pipelines where id = ${pipelineId})) s
+          from parley_live_stages(${pipelineId}, ${live}) s
           join opportunities o on o.stage_id = s.id and not o.is_eval
           where s.id not in (select (x ->> 'id')::bigint from next, jsonb_array_elements(next.config -> 'stages') x)
           group by s.id, s.name order by s.name`
@@ -169,7 +169,7 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
       versions: (pipelineId: number) => Effect.orDie(versions(pipelineId)),
       version: (pipelineId: number, number: number) => Effect.orDie(version({ pipelineId, number })),
       draft: (pipelineId: number) => Effect.map(Effect.orDie(draft(pipelineId)), (r) => r.config),
-      stranded: (pipelineId: number, fromNumber: number | null) => Effect.orDie(stranded({ pipelineId, fromNumber })),
+      stranded: (pipelineId: number, live: number, fromNumber: number | null) => Effect.orDie(stranded({ pipelineId, live, fromNumber })),
       lastDraftRun: (pipelineId: number) => Effect.orDie(lastDraftRun(pipelineId)),
       lock: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(lock({ workspaceIds, id })),
       draftHash: (pipelineId: number) => Effect.map(Effect.orDie(draftHash(pipelineId)), (r) => r.hash),
