@@ -16,8 +16,8 @@
  * until it is valid), and a build that died half-way (an invalid index) is dropped and built again.
  */
 import { Singleton } from "@effect/cluster"
-import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Layer, Metric, Schedule } from "effect"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Duration, Effect, Layer, Metric, Schedule, Schema } from "effect"
 
 export const GRAPH_INDEX = "knowledge_points_embedding_idx"
 /** As migration 0015 built it. */
@@ -83,45 +83,54 @@ export class KnowledgeGraph extends Effect.Service<KnowledgeGraph>()("@parley/se
     const wrote = sql`update knowledge_graph_load set last_write_at = clock_timestamp()`.pipe(Effect.asVoid)
 
     /** The graph's state in the catalog, and the current load. */
-    const state = sql<{ valid: boolean | null; rows: number | null; idle: boolean | null; points: number }>`
+    const state = sql<{ valid: boolean | null; rows: number | null; idle: boolean | null }>`
       select (select i.indisvalid from pg_index i where i.indexrelid = to_regclass(${GRAPH_INDEX})) as valid,
-             l.rows::float8 as rows, l.last_write_at < now() - make_interval(secs => ${quietSeconds}) as idle,
-             (select greatest(reltuples, 0)::float8 from pg_class where oid = 'knowledge_points'::regclass) as points
+             l.rows::float8 as rows, l.last_write_at < now() - make_interval(secs => ${quietSeconds}) as idle
       from (select 1) one left join knowledge_graph_load l on true`.pipe(Effect.map((rows) => rows[0]!))
 
     const memory = (points: number) =>
       `${Math.round(Math.min(MAX_MEMORY_MB[embedded ? "embedded" : "postgres"], Math.max(MIN_MEMORY_MB, (points * BYTES_PER_POINT) / 2 ** 20)))}MB`
 
-    /** Builds the graph, dropping an invalid one first (what a concurrent build that died left behind). */
-    const build = (points: number) =>
-      Effect.gen(function*() {
-        yield* Effect.logInfo("Building the HNSW graph of knowledge points").pipe(Effect.annotateLogs({ points }))
-        const started = Date.now()
-        if (embedded) {
-          yield* sql.withTransaction(Effect.gen(function*() {
-            yield* sql`select set_config('maintenance_work_mem', ${memory(points)}, true)`
-            yield* sql`drop index if exists ${sql(GRAPH_INDEX)}`
-            yield* sql.unsafe(`create index if not exists ${GRAPH_INDEX} ${GRAPH_DEFINITION}`)
-          }))
-        } else {
-          // one connection for the session's memory setting; `concurrently` runs outside a transaction
-          yield* Effect.scoped(Effect.gen(function*() {
-            const connection = yield* sql.reserve
-            const run = (statement: string) => connection.executeUnprepared(statement, [], undefined)
-            yield* run(`drop index concurrently if exists ${GRAPH_INDEX}`)
-            yield* run(`set maintenance_work_mem = '${memory(points)}'`)
-            yield* run(`create index concurrently if not exists ${GRAPH_INDEX} ${GRAPH_DEFINITION}`).pipe(
-              Effect.ensuring(run("reset maintenance_work_mem").pipe(Effect.ignore))
-            )
-          }))
-        }
-        // the statistics the load skipped (knowledge/Statistics.ts), for the planner and the keyword side
-        yield* sql`analyze knowledge_points`
-        yield* Metric.increment(graphBuilds)
-        yield* Effect.logInfo("Built the HNSW graph of knowledge points").pipe(
-          Effect.annotateLogs({ points, seconds: (Date.now() - started) / 1000 })
-        )
-      })
+    const countPoints = SqlSchema.single({
+      Request: Schema.Void,
+      Result: Schema.Struct({ points: Schema.Number }),
+      execute: () => sql`select count(*)::float8 as points from knowledge_points`
+    })
+
+    /**
+     * Builds the graph, dropping an invalid one first (what a concurrent build that died left behind). The
+     * memory is sized on the points counted now: the catalog's estimate is as old as the last ANALYZE,
+     * which a large load skips, and a graph that outgrows its memory is built on disk, several times slower.
+     */
+    const build = Effect.gen(function*() {
+      const { points } = yield* countPoints(undefined)
+      yield* Effect.logInfo("Building the HNSW graph of knowledge points").pipe(Effect.annotateLogs({ points }))
+      const started = Date.now()
+      if (embedded) {
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`select set_config('maintenance_work_mem', ${memory(points)}, true)`
+          yield* sql`drop index if exists ${sql(GRAPH_INDEX)}`
+          yield* sql.unsafe(`create index if not exists ${GRAPH_INDEX} ${GRAPH_DEFINITION}`)
+        }))
+      } else {
+        // one connection for the session's memory setting; `concurrently` runs outside a transaction
+        yield* Effect.scoped(Effect.gen(function*() {
+          const connection = yield* sql.reserve
+          const run = (statement: string) => connection.executeUnprepared(statement, [], undefined)
+          yield* run(`drop index concurrently if exists ${GRAPH_INDEX}`)
+          yield* run(`set maintenance_work_mem = '${memory(points)}'`)
+          yield* run(`create index concurrently if not exists ${GRAPH_INDEX} ${GRAPH_DEFINITION}`).pipe(
+            Effect.ensuring(run("reset maintenance_work_mem").pipe(Effect.ignore))
+          )
+        }))
+      }
+      // the statistics the load skipped (knowledge/Statistics.ts), for the planner and the keyword side
+      yield* sql`analyze knowledge_points`
+      yield* Metric.increment(graphBuilds)
+      yield* Effect.logInfo("Built the HNSW graph of knowledge points").pipe(
+        Effect.annotateLogs({ points, seconds: (Date.now() - started) / 1000 })
+      )
+    })
 
     /**
      * One look: a valid graph is left alone; a missing or invalid one is built once writes pause
@@ -139,7 +148,7 @@ export class KnowledgeGraph extends Effect.Service<KnowledgeGraph>()("@parley/se
       const first = samples[0]!
       const slow = first.at <= now - Duration.toMillis(QUIET) && rows >= first.rows && rows - first.rows < SLOW_ROWS
       if (s.idle === false && !slow) return
-      yield* build(s.points)
+      yield* build
       samples.splice(0)
       yield* Metric.set(graphReady, 1)
     })
