@@ -139,8 +139,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     /** A returning visitor with everything in place (contact, conversation, linked opportunity): one statement. */
     const existingThread = (channel: ThreadChannel, contactKey: string) =>
       Effect.map(repo.existingThread(channel.workspace_id, channel.id, channel.pipeline_id, contactKey), (existing) =>
-        Option.isSome(existing) && existing.value.conversation_id !== null &&
-          (channel.pipeline_id === null || (existing.value.opportunity_id !== null && existing.value.linked))
+        Option.isSome(existing) && existing.value.complete
           ? Option.some({
             contactId: existing.value.contact_id,
             conversationId: existing.value.conversation_id!,

@@ -61,19 +61,26 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
     const sql = yield* SqlClient.SqlClient
     const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 
-    /** A contact's thread on a channel: the contact, its conversation there, its current opportunity in the pipeline, and whether they are linked. */
+    /**
+     * A contact's thread on a channel: the contact, its conversation there and its current opportunity in
+     * the pipeline; `complete` when nothing is to be created or linked (the conversation, and with a
+     * pipeline that opportunity linked to it).
+     */
     const threadOf = (workspaceId: WorkspaceId, channelId: ChannelId, pipelineId: PipelineId | null, identifier: string) =>
       sql`
-        select c.id as contact_id, cv.id as conversation_id, o.id as opportunity_id, o.stage_id,
-               exists (select 1 from conversation_opportunity co
-                       where co.opportunity_id = o.id and co.conversation_id = cv.id) as linked
-        from contacts c
-        left join lateral (select id from conversations where channel_id = ${channelId} and contact_id = c.id
-                           order by id limit 1) cv on true
-        left join lateral (select id, stage_id from opportunities
-                           where contact_id = c.id and pipeline_id = ${pipelineId}
-                           order by created_at desc, id desc limit 1) o on true
-        where c.workspace_id = ${workspaceId} and c.identifier = ${identifier}`
+        select t.*, t.conversation_id is not null and (${pipelineId}::int8 is null or (t.opportunity_id is not null and t.linked)) as complete
+        from (
+          select c.id as contact_id, cv.id as conversation_id, o.id as opportunity_id, o.stage_id,
+                 exists (select 1 from conversation_opportunity co
+                         where co.opportunity_id = o.id and co.conversation_id = cv.id) as linked
+          from contacts c
+          left join lateral (select id from conversations where channel_id = ${channelId} and contact_id = c.id
+                             order by id limit 1) cv on true
+          left join lateral (select id, stage_id from opportunities
+                             where contact_id = c.id and pipeline_id = ${pipelineId}
+                             order by created_at desc, id desc limit 1) o on true
+          where c.workspace_id = ${workspaceId} and c.identifier = ${identifier}
+        ) t`
 
     return {
       channelByClientId: (clientId: string) =>
@@ -104,13 +111,12 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
           conversation_id: ConversationId | null
           opportunity_id: OpportunityId | null
           stage_id: StageId | null
-          linked: boolean
+          complete: boolean
         }>`${threadOf(workspaceId, channelId, pipelineId, identifier)}`.pipe(Effect.map(first), Effect.orDie),
 
       /**
        * A returning visitor's message in one statement, atomic by itself: stored on its thread (as
-       * `existingThread` reads it) when everything is in place (the conversation, and with a pipeline the
-       * contact's current opportunity linked to it); else nothing is stored and the caller opens the thread.
+       * `existingThread` reads it) when the thread is complete; else nothing is stored and the caller opens it.
        */
       insertOnExistingThread: (m: ReturningMessage) =>
         sql<{ conversation_id: ConversationId }>`
@@ -121,7 +127,7 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
                  ${m.pipeline_id}, 'user', 'received', ${m.message}, ${JSON.stringify(m.files)}::jsonb,
                  ${JSON.stringify(m.attachments)}::jsonb, ${m.external_chat_id}, 'web_chat', false, null
           from t
-          where t.conversation_id is not null and (${m.pipeline_id}::int8 is null or (t.opportunity_id is not null and t.linked))
+          where t.complete
           returning conversation_id`.pipe(Effect.map((rows) => Option.map(first(rows), (r) => r.conversation_id)), Effect.orDie),
 
       contactByIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
