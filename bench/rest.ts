@@ -46,7 +46,11 @@ try {
     }
     const get = (i: number) => ({ method: "GET", url: `${server.api}/api/user/opportunities/${ids[i % ids.length]}`, headers: auth })
     await load(concurrency, 2, get) // warm-up
+    // BENCH_PROFILE_LOAD=true with BENCH_NODE_ARGS="--import ./bench/cpu-profile.mjs": the GET row profiled
+    const profile = () => process.env.BENCH_PROFILE_LOAD === "true" && server.processes.forEach((p) => process.kill(p.pid, "SIGUSR2"))
+    profile()
     gets = await measure(s.database, serverProcs(server), () => load(concurrency, seconds, get))
+    profile()
     let created = 1000
     posts = await measure(s.database, serverProcs(server), () =>
       load(concurrency, seconds, () => ({
