@@ -129,7 +129,9 @@ const settingsFields = {
   model_temperature: Schema.optional(Temperature).annotations({ description: "Model temperature: low is focused, high is varied" }),
   no_of_relevant_points: Schema.optional(IntBetween(1, 50)).annotations({ description: "Knowledge rows given to the agent per reply" }),
   agent_memory_window: Schema.optional(IntBetween(1, 200)).annotations({ description: "Past messages the agent reads per reply" }),
-  context_message_count: Schema.optional(IntBetween(1, 200)).annotations({ description: "Context messages setting (stored; replies read agent_memory_window)" }),
+  context_message_count: Schema.optional(IntBetween(1, 200)).annotations({
+    description: "Messages before the contact's latest that Smart Routing's router reads to pick a tier (within agent_memory_window)"
+  }),
   max_conversation_cost: Schema.optional(Schema.NullOr(Cost)).annotations({ description: "USD a conversation may cost before the agent stops; null: no limit" }),
   max_conversation_messages: Schema.optional(Schema.NullOr(IntAtLeast(1))).annotations({
     description: "Messages a conversation may hold before the agent stops; null: no limit"

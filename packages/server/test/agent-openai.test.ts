@@ -58,7 +58,7 @@ const setup = Effect.gen(function*() {
   ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { ai_model_id: 11, reply_debounce_ms: 0 }))
   yield* createStage(owner, pipeline.id, "Open", 1)
   const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
-  return { owner, channel }
+  return { owner, channel, pipeline }
 })
 
 const say = (channel: { client_id: string; client_secret: string }, contactId: string, message: string) =>
@@ -110,6 +110,31 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       expect(request.body.model).toBe("gpt-4.1-mini")
       expect(JSON.stringify(request.body.input)).toContain("How much is the annual plan?")
       expect(JSON.stringify(request.body.input)).toContain("Sales")
+    }))
+
+  it.effect("Smart Routing's router reads the contact's latest message with the context_message_count messages before it", () =>
+    Effect.gen(function*() {
+      fake.mode = "ok"
+      fake.requests.length = 0
+      const { channel, owner, pipeline } = yield* setup
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
+        context_message_count: 2,
+        is_model_routing_enabled: true,
+        is_model_routing: ["router", "simple", "moderate", "complex"].map((tier) => ({ tier, ai_model_id: 11 }))
+      }))
+      const said = ["Do you sell tractors?", "What colours do the gearboxes come in?", "Yes, compare all of them please."]
+      for (const message of said) yield* replyTo(yield* say(channel, "c-3", message))
+      const routed = fake.requests.filter((r) => JSON.stringify(r.body).includes("[task: classify-request]"))
+      expect(routed).toHaveLength(3)
+      const last = JSON.stringify(routed[2]!.body)
+      // the latest message is the router's question; the two messages before it (the contact's second and
+      // the agent's answer to it) are its context; the first message is past the count
+      expect(last).toContain(said[2])
+      expect(last).toContain(`Contact: ${said[1]}`)
+      expect(last).toContain("Agent: The annual plan is 990 euros per year.")
+      expect(last).not.toContain(said[0])
+      // the first message had nothing before it
+      expect(JSON.stringify(routed[0]!.body)).not.toContain("Conversation so far")
     }))
 
   it.effect("a provider that keeps failing is retried with backoff, then the reply is recorded as failed", () =>

@@ -90,6 +90,8 @@ export interface TurnContext {
   readonly actions?: ReadonlyArray<TurnAction>
   /** Smart Routing tiers when enabled, else null */
   readonly routing: ReadonlyArray<{ readonly tier: RoutingTier; readonly model: ModelRef; readonly instructions: string | null }> | null
+  /** the pipeline's `context_message_count`: how many messages before the contact's latest the router reads with it */
+  readonly contextMessageCount: number
   /** An operator's note from handing the conversation back (docs/handoff.md): context for the replies that follow */
   readonly operatorNote?: string | null
   /** Whether the agent may ask for a person in this turn (`request_human`), when, and what the contact is told */

@@ -82,6 +82,7 @@ export const makeContextFrom = (knowledge: Pick<Knowledge, "retrieve">, turnHand
       routing: pool === null
         ? null
         : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null })),
+      contextMessageCount: pl.context_message_count,
       operatorNote: snap.handoff_return_note,
       configVersion: snap.config_version,
       handoff: turnHandoff(snap, pl, upTo)

@@ -78,6 +78,7 @@ export const PipelineRow = Schema.Struct({
   instructions: NullableString,
   model_temperature: Schema.Number,
   agent_memory_window: Schema.Number,
+  context_message_count: Schema.Number,
   rag_mode: Schema.Literal("none", "vector", "hybrid"),
   no_of_relevant_points: Schema.Number,
   max_conversation_cost: NullableNumber,

@@ -175,7 +175,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
           select ${conversationColumns},
             (select to_json(pc) from (
                select p.id, p.name, p.status, p.is_archived, p.persona, p.instructions, p.model_temperature::float8 as model_temperature,
-                      p.agent_memory_window, p.rag_mode, p.no_of_relevant_points, p.max_conversation_cost::float8 as max_conversation_cost,
+                      p.agent_memory_window, p.context_message_count, p.rag_mode, p.no_of_relevant_points, p.max_conversation_cost::float8 as max_conversation_cost,
                       p.max_conversation_messages, p.ai_model_id, p.is_model_routing_enabled, p.model_pool,
                       at.name as agent_type_name, at.description as agent_type_description, l.name as language, d.name as dialect,
                       p.handoff_instructions, p.handoff_bridge_mode, p.handoff_bridge_text, p.handoff_keywords, p.handoff_after_failures,

@@ -105,20 +105,34 @@ export const replyPrompt = (ctx: TurnContext, tierInstructions: string | null): 
   Prompt.make([{ role: "system", content: systemPrompt(ctx, tierInstructions) }, ...historyMessages(ctx)])
 
 /** The router's prompt: one word back, the tier. */
+/** A message the router reads for context is cut to this many characters: the tier depends on what was asked, not on every word. */
+const ROUTER_CONTEXT_CHARS = 500
+
+/**
+ * Smart Routing's router: the contact's latest message, with the pipeline's `context_message_count`
+ * messages before it (within the memory window) as the conversation so far, so that a short answer to a
+ * demanding offer ("yes, compare them") is classified by what it asks for.
+ */
 export const routerPrompt = (ctx: TurnContext, instructions: string | null): Prompt.Prompt => {
-  const lastContact = [...ctx.history].reverse().find((m) => m.role === "user")?.text ?? ""
+  const latest = ctx.history.map((m) => m.role).lastIndexOf("user")
+  const before = latest <= 0 ? [] : ctx.history.slice(Math.max(0, latest - ctx.contextMessageCount), latest)
+  const transcript = before.map((m) => {
+    const text = m.text.length > ROUTER_CONTEXT_CHARS ? `${m.text.slice(0, ROUTER_CONTEXT_CHARS)}…` : m.text
+    return `${m.role === "user" ? "Contact" : "Agent"}: ${text}`
+  })
   return Prompt.make([
     {
       role: "system",
       content: [
         ROUTER_MARKER,
-        "Classify how demanding it is to answer the contact's latest message well. Answer with exactly one word: " +
-        "simple (greetings, yes/no, one short fact), moderate (a normal question), or complex (several questions, " +
-        "comparisons, technical or contractual detail, anything needing careful reasoning).",
-        section("Routing instructions", instructions)
+        "Classify how demanding it is to answer the contact's latest message well, given the conversation so far. " +
+        "Answer with exactly one word: simple (greetings, yes/no, one short fact), moderate (a normal question), or " +
+        "complex (several questions, comparisons, technical or contractual detail, anything needing careful reasoning).",
+        section("Routing instructions", instructions),
+        transcript.length === 0 ? null : section("Conversation so far", transcript.join("\n"))
       ].filter((s) => s !== null).join("\n\n")
     },
-    { role: "user", content: lastContact }
+    { role: "user", content: latest < 0 ? "" : ctx.history[latest]!.text }
   ])
 }
 
