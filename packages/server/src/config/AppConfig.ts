@@ -30,6 +30,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const runnerPort = yield* listenPort("RUNNER_PORT", 3002)
     const engineSweepMs = yield* Config.integer("ENGINE_SWEEP_INTERVAL_MS").pipe(Config.withDefault(30_000))
     const clusterRetentionMs = yield* Config.integer("CLUSTER_RETENTION_MS").pipe(Config.withDefault(7 * 24 * 3_600_000))
+    const evalSandboxRetentionMs = yield* Config.integer("EVAL_SANDBOX_RETENTION_MS").pipe(
+      Config.validate({ message: "Expected a positive number of milliseconds", validation: (n) => n > 0 }),
+      Config.withDefault(30 * 24 * 3_600_000)
+    )
     const embeddedVacuumMs = yield* Config.integer("EMBEDDED_VACUUM_INTERVAL_MS").pipe(Config.withDefault(60_000))
     const actionRetryBaseMs = yield* Config.integer("ACTION_RETRY_BASE_MS").pipe(Config.withDefault(5_000))
     const mcpAllowedOrigins = yield* Config.string("MCP_ALLOWED_ORIGINS").pipe(Config.option)
@@ -89,6 +93,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       engineSweepMs,
       /** How long processed cluster messages and their replies are kept (ClusterRetention.ts). */
       clusterRetentionMs,
+      /** How long a finished eval case's sandbox is kept (evals/SandboxRetention.ts). */
+      evalSandboxRetentionMs,
       embeddedVacuumMs,
       /** Action retries wait this long before the second attempt, doubling each time (with jitter). */
       actionRetryBaseMs,

@@ -8,9 +8,10 @@
  * The retention also bounds deduplication: a persisted message sent again with the primary key of one
  * deleted would run again, so it must be far longer than any retry or re-send (minutes).
  */
-import { MachineId, Singleton, Snowflake } from "@effect/cluster"
+import { MachineId, Snowflake } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Metric, Schedule } from "effect"
+import { type Duration, Effect, Metric } from "effect"
+import { retentionSweep } from "../db/RetentionSweep.js"
 
 const BATCH = 5_000
 
@@ -20,12 +21,14 @@ const deleted = Metric.counter("parley_cluster_messages_deleted_total", {
 })
 
 export const ClusterRetentionLive = (retention: Duration.DurationInput) =>
-  Singleton.make(
-    "Parley/cluster-retention",
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const retentionMs = Duration.toMillis(retention)
-      const batch = Effect.gen(function*() {
+  retentionSweep({
+    name: "Parley/cluster-retention",
+    retention,
+    batchSize: BATCH,
+    deleted,
+    deleteBatch: (retentionMs) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
         const cutoff = String(Snowflake.make({ machineId: MachineId.make(0), sequence: 0, timestamp: Date.now() - retentionMs }))
         const rows = yield* sql<{ n: number }>`
           with old as (
@@ -38,14 +41,4 @@ export const ClusterRetentionLive = (retention: Duration.DurationInput) =>
           select count(*)::int as n from old`
         return rows[0]?.n ?? 0
       })
-      // a full batch means more may be waiting: go again at once
-      const sweep = Effect.gen(function*() {
-        for (;;) {
-          const n = yield* batch
-          if (n > 0) yield* Metric.incrementBy(deleted, n)
-          if (n < BATCH) return
-        }
-      }).pipe(Effect.catchAllCause(Effect.logWarning))
-      yield* Effect.repeat(sweep, Schedule.spaced(Duration.millis(Math.min(retentionMs, 3_600_000))))
-    })
-  )
+  })

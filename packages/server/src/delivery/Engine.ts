@@ -26,6 +26,7 @@ import { KnowledgeGraphLive } from "../knowledge/Graph.js"
 import { ReembedLive } from "../knowledge/Reembed.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
+import { EvalSandboxRetentionLive } from "../evals/SandboxRetention.js"
 import { ClusterRetentionLive } from "./ClusterRetention.js"
 import { RetrySweepLive } from "./RetrySweep.js"
 import { RunnerReaperLive } from "./RunnerReaper.js"
@@ -91,6 +92,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     }),
     RetrySweepLive(config.engineSweepMs),
     ClusterRetentionLive(Duration.millis(config.clusterRetentionMs)),
+    EvalSandboxRetentionLive(Duration.millis(config.evalSandboxRetentionMs)),
     RunnerReaperLive({ every: shardingConfig.runnerHealthCheckInterval, expiry: shardingConfig.shardLockExpiration }),
     FollowupSequenceLive,
     FollowupSweepLive(Duration.millis(config.engineSweepMs)),
