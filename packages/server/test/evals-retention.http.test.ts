@@ -2,7 +2,7 @@
  * Evals' sandboxes are deleted past EVAL_SANDBOX_RETENTION_MS once their case finished (docs/evals.md):
  * the contact, opportunity, conversation and messages go, the run keeps each case's transcript with
  * `conversation_id` and `opportunity_id` null, a sandbox whose case is still playing stays however old it
- * is, and the workspace's own contacts are never touched. The retention here is three seconds (the sweep
+ * is, one whose run stopped beating goes, and the workspace's own contacts are never touched. The retention here is three seconds (the sweep
  * runs every three seconds), so a finished case's sandbox is read well before it may go.
  */
 import { expect, layer } from "@effect/vitest"
@@ -84,6 +84,25 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
         expect((yield* runOf(owner, second)).results[0].status).toBe("running")
         yield* finished(owner, second)
         yield* gone(waiting.contactId)
+
+        // a run whose process stopped mid-case: its case never finished and its run beats no more (its last
+        // beat ten minutes ago), so its sandbox goes too; written as such a crash leaves it
+        const [orphan] = yield* sqlRows<{ contact_id: number }>`
+          with c as (
+            insert into contacts (workspace_id, name, is_eval, created_at)
+            values (${owner.workspace_id}, 'Eval contact', true, now() - interval '10 minutes') returning id
+          ), o as (
+            insert into opportunities (workspace_id, pipeline_id, stage_id, contact_id, is_test, is_eval)
+            select ${owner.workspace_id}, ${pipeline.id}, ${own.stage_id}, c.id, true, true from c returning id
+          ), r as (
+            insert into eval_runs (workspace_id, pipeline_id, status, concurrency, cases_total, heartbeat_at)
+            values (${owner.workspace_id}, ${pipeline.id}, 'running', 1, 1, now() - interval '10 minutes') returning id
+          ), res as (
+            insert into eval_results (run_id, workspace_id, position, name, definition, status, opportunity_id, started_at)
+            select r.id, ${owner.workspace_id}, 1, 'stopped', '{}', 'running', o.id, now() - interval '10 minutes' from r, o
+          )
+          select id as contact_id from c`
+        yield* gone(Number(orphan!.contact_id))
 
         expect(yield* count`select count(*) as n from contacts where id = ${own.contact_id}`).toBe(1)
       }))
