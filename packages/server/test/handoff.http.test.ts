@@ -47,6 +47,13 @@ const conversation = (who: Caller, id: number) => Effect.map(get(who, `/api/user
 
 const messagesOf = (who: Caller, id: number, query = "") => Effect.map(get(who, `/api/user/conversations/${id}/messages${query}`), ok)
 
+/**
+ * Waits for the contact's message `messageId` to be handled without a reply (its `no_reply_reason` set): read
+ * by id, not as the newest message, since a bridge message may be stored after it.
+ */
+const unanswered = (who: Caller, id: number, messageId: string) =>
+  eventually(Effect.map(messagesOf(who, id), (p) => p.messages.find((m: any) => m.id === messageId && m.no_reply_reason !== null)))
+
 const handoff = (who: Caller, id: number, body: Record<string, unknown>) => post(who, `/api/user/conversations/${id}/handoff`, body)
 
 /** Waits for the assistant messages of a conversation to reach `n`. */
@@ -182,8 +189,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(waiting.handoff_events.map((e: any) => [e.action, e.from_state, e.to_state, e.actor])).toEqual([["request", "ai", "waiting", "ai"]])
 
         // silent while waiting: the contact's message is stored and says why
-        yield* say(channel, "asker-1", "Hello? Anyone there?")
-        const silent = yield* eventually(Effect.map(messagesOf(owner, id), (p) => p.messages[0].no_reply_reason !== null ? p.messages[0] : undefined))
+        const silent = yield* unanswered(owner, id, yield* say(channel, "asker-1", "Hello? Anyone there?"))
         expect(silent).toMatchObject({ sender: "contact", no_reply_reason: "waiting_for_person" })
 
         const taken = ok(yield* handoff(owner, id, { action: "take" }))
@@ -191,8 +197,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect((yield* handoff(owner, id, { action: "take" })).status).toBe(409)
 
         const sent = ok(yield* post(owner, `/api/user/${id}/messages`, { message: "Sorry about that! A replacement is on its way." }))
-        yield* say(channel, "asker-1", "Great, thank you")
-        yield* eventually(Effect.map(messagesOf(owner, id), (p) => p.messages[0].no_reply_reason === "paused" || undefined))
+        expect(yield* unanswered(owner, id, yield* say(channel, "asker-1", "Great, thank you"))).toMatchObject({ no_reply_reason: "paused" })
         const hook = yield* eventually(Effect.sync(() => receiver.received.find((h) => JSON.parse(h.rawBody).message_id === sent._id)))
         expect(JSON.parse(hook.rawBody)).toMatchObject({ sender: "operator", text: "Sorry about that! A replacement is on its way." })
         expect(JSON.parse(receiver.received.find((h) => JSON.parse(h.rawBody).message_id === bridge!.id)!.rawBody).sender).toBe("ai")
@@ -315,8 +320,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         yield* say(channel, "loop-1", "refund please")
         const id = yield* conversationOf("loop-1")
         yield* eventually(Effect.map(conversation(owner, id), (c) => c.handoff.state === "waiting" || undefined))
-        yield* say(channel, "loop-1", "refund, refund!")
-        yield* eventually(Effect.map(messagesOf(owner, id), (p) => p.messages[0].no_reply_reason === "waiting_for_person" || undefined))
+        expect(yield* unanswered(owner, id, yield* say(channel, "loop-1", "refund, refund!"))).toMatchObject({ no_reply_reason: "waiting_for_person" })
         ok(yield* handoff(owner, id, { action: "return", note: "Refund sent." }))
         // the messages that asked are never read again: the next turn answers only what came after the hand-back
         yield* say(channel, "loop-1", "ok thanks")
