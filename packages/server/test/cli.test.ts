@@ -182,6 +182,13 @@ describe("parley CLI on the embedded database", () => {
       expect(set).toContain("Workspace 1 has what its agent needs to reply.")
       const off = await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--subscription", "inactive"])
       expect(off).toMatchObject({ id: 4, is_subscription_active: false, needs: ["subscription", "credits", "pipeline", "channel"] })
+      // the drafts setting of pipeline versions (docs/versions.md), alone or with the rest
+      expect(off).toMatchObject({ drafts: false })
+      expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "on"])).toMatchObject({ id: 4, drafts: true, is_subscription_active: false })
+      expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "off", "--credits", "0"])).toMatchObject({ drafts: false, credits: 0 })
+      const bad = await run(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "maybe"])
+      expect(bad.code).toBe(2)
+      expect(bad.stderr).toContain("drafts")
     }, testTimeout)
 
     it("lists and shows users, workspaces, tokens, channels and pipelines, as text and as JSON, never a secret", async () => {
@@ -269,7 +276,7 @@ describe("parley CLI on the embedded database", () => {
     }, testTimeout)
   })
 
-  it("once the server stopped, opens the data dir again and sees what the server wrote", async () => {
+  it("once the server stopped, opens the data dir again, sees what the server wrote and writes", async () => {
     expect(Fs.existsSync(Path.join(dataDir, "server.json"))).toBe(false)
     expect(Fs.existsSync(Path.join(dataDir, "lock"))).toBe(false)
     // a channel the server made
@@ -279,6 +286,8 @@ describe("parley CLI on the embedded database", () => {
     expect(rotated.client_id).not.toBe(web.client_id)
     // no server: the addresses follow HOST, PORT and RECEIVER_PORT (0 here: unknown)
     expect(rotated).toMatchObject({ initiate_url: null, messages_url: null })
+    // the drafts setting, on the data dir opened here
+    expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "on"])).toMatchObject({ id: 4, drafts: true })
   }, testTimeout)
 })
 

@@ -36,7 +36,8 @@ export const AdminCommand = Schema.Union(
     workspaceId: WorkspaceId,
     credits: Schema.optional(Credits),
     trainingCredits: Schema.optional(Credits),
-    subscription: Schema.optional(Schema.Literal("active", "inactive"))
+    subscription: Schema.optional(Schema.Literal("active", "inactive")),
+    drafts: Schema.optional(Schema.Literal("on", "off"))
   }),
   Schema.TaggedStruct("token.create", {
     email: Schema.String,

@@ -28,6 +28,8 @@ const WorkspaceRow = Schema.Struct({
   credits: Schema.Number,
   training_credits: Schema.Number,
   is_subscription_active: Schema.Boolean,
+  /** pipeline versions (docs/versions.md): edits are drafts until published */
+  drafts: Schema.Boolean,
   pipelines: Schema.Number,
   channels: Schema.Number,
   has_pipeline: Schema.Boolean,
@@ -99,7 +101,7 @@ export class AdminRepo extends Effect.Service<AdminRepo>()("@parley/server/Admin
     // an active pipeline with stages; an active channel linked to such a pipeline, or to any (a turn's first checks)
     const selectWorkspaces = (where: Fragment) =>
       sql`
-        select w.id, w.name, w.credits, w.training_credits, w.is_subscription_active, w.created_at,
+        select w.id, w.name, w.credits, w.training_credits, w.is_subscription_active, w.is_drafts_enabled as drafts, w.created_at,
                (select u.email from memberships m join users u on u.id = m.user_id
                 where m.workspace_id = w.id order by (m.role = 'owner') desc, m.created_at limit 1) as owner_email,
                (select count(*)::int from memberships m where m.workspace_id = w.id) as members,

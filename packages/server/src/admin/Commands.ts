@@ -23,6 +23,7 @@ import { CommandFailed } from "../identity/CommandFailed.js"
 import { Identity } from "../identity/Identity.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { Pipelines } from "../pipelines/Pipelines.js"
+import { Versions } from "../pipelines/Versions.js"
 import type { AdminCommand } from "./AdminCommand.js"
 import { AdminRepo } from "./AdminRepo.js"
 import { migrate } from "./Migrate.js"
@@ -151,11 +152,17 @@ export const runCommand = (command: AdminCommand) =>
         return { ...workspace, members: yield* admin.members(command.workspaceId) }
       }
       case "workspace.set": {
-        yield* identity.setWorkspace(command.workspaceId, {
+        const set = identity.setWorkspace(command.workspaceId, {
           ...(command.credits !== undefined ? { credits: command.credits } : {}),
           ...(command.trainingCredits !== undefined ? { training_credits: command.trainingCredits } : {}),
           ...(command.subscription !== undefined ? { is_subscription_active: command.subscription === "active" } : {})
         })
+        // the drafts setting through the REST settings' own service (docs/versions.md), with the rest or not at all
+        const drafts = command.drafts === undefined ? Effect.void : explain(
+          Effect.flatMap(Versions, (versions) => versions.updateSettings(command.workspaceId, { drafts: command.drafts === "on" }))
+        ).pipe(Effect.provideService(CurrentActor, operator([command.workspaceId])))
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.withTransaction(Effect.zipRight(set, drafts)).pipe(Effect.catchTag("SqlError", Effect.die))
         return yield* Effect.flatMap(admin.workspace(command.workspaceId), found(`workspace with id ${command.workspaceId}`))
       }
       case "token.create":

@@ -16,6 +16,7 @@ import { BoundAddresses } from "../http/Listener.js"
 import { Identity } from "../identity/Identity.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { Pipelines } from "../pipelines/Pipelines.js"
+import { Versions } from "../pipelines/Versions.js"
 import { CliSqlLive } from "./CliDatabase.js"
 import type { Execute } from "./Import.js"
 
@@ -25,6 +26,7 @@ const CommandsLive = Layer.mergeAll(
   Channels.Default,
   Knowledge.Default,
   Pipelines.Default,
+  Versions.Default,
   AdminRepo.Default,
   BoundAddresses.Default
 ).pipe(Layer.provideMerge(MigrationsLive), Layer.provideMerge(CliSqlLive))

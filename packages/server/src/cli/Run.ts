@@ -30,6 +30,7 @@ export const options = {
   credits: { type: "string" },
   "training-credits": { type: "string" },
   subscription: { type: "string" },
+  drafts: { type: "string" },
   scopes: { type: "string" },
   "expires-in-days": { type: "string" },
   id: { type: "string" },
@@ -85,7 +86,8 @@ const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
           workspaceId: num(f["workspace-id"]),
           credits: num(f.credits),
           trainingCredits: num(f["training-credits"]),
-          subscription: f.subscription
+          subscription: f.subscription,
+          drafts: f.drafts
         }
       case "token create":
         return { _tag: "token.create", email: f.email, scopes: list(f.scopes), name: f.name, expiresInDays: num(f["expires-in-days"]) }

@@ -14,6 +14,7 @@ export const USAGE = `Usage: pnpm parley <command> [options] [--json]
   workspace list
   workspace show --workspace-id N
   workspace set --workspace-id N [--credits N] [--training-credits N] [--subscription active|inactive]
+                [--drafts on|off]
 
   token create --email E --scopes a,b [--name N] [--expires-in-days N]
   token list [--email E]
