@@ -2,11 +2,13 @@
  * Evals' sandboxes are deleted past EVAL_SANDBOX_RETENTION_MS once their case finished (docs/evals.md):
  * the contact, opportunity, conversation and messages go, the run keeps each case's transcript with
  * `conversation_id` and `opportunity_id` null, a sandbox whose case is still playing stays however old it
- * is, one whose run stopped beating goes, and the workspace's own contacts are never touched. The retention here is three seconds (the sweep
+ * is, one whose run stopped beating goes, and the workspace's own contacts are never touched. An eval's
+ * replies are not replies to contacts in the metrics. The retention here is three seconds (the sweep
  * runs every three seconds), so a finished case's sandbox is read well before it may go.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { repliesMade, replyLatency } from "@parley/worker"
+import { Effect, Metric } from "effect"
 import { type Caller, count, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -55,11 +57,16 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
         const own = ok(yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, contact: { phone: "4915100000777" } }))
         yield* sqlRows`update contacts set created_at = now() - interval '40 days' where id = ${own.contact_id}`
 
-        // a case that finishes: its sandbox goes, the run still reads whole
+        // a case that finishes: its sandbox goes, the run still reads whole; its reply is no reply to a contact
+        // in the metrics (only eval sandboxes have messages in this file)
+        const made = yield* Metric.value(repliesMade)
+        const latencies = yield* Metric.value(replyLatency)
         const first = yield* finished(owner, yield* started(owner, pipeline.id, [{ name: "greets", messages: ["Hello"] }]))
         const [played] = first.results
         expect(played.conversation_id).not.toBeNull()
         expect(played.outcome.transcript.length).toBeGreaterThanOrEqual(2)
+        expect((yield* Metric.value(repliesMade)).count).toBe(made.count)
+        expect((yield* Metric.value(replyLatency)).count).toBe(latencies.count)
         const sandbox = yield* sandboxOf(played.conversation_id)
         yield* gone(sandbox.contactId)
         expect(yield* count`select count(*) as n from conversations where id = ${played.conversation_id}`).toBe(0)

@@ -76,11 +76,14 @@ export const followupSteps = Metric.counter("parley_followup_steps_total", {
   incremental: true
 })
 
-/** The Warning and the count of a turn that made no reply; the reason itself is stored on the contact messages. */
-const noReply = (conversationId: string, reason: NoReplyReason, detail?: string) =>
+/**
+ * The Warning and the count of a turn that made no reply (an eval's sandbox is not counted: the metrics are
+ * about contacts); the reason itself is stored on the contact messages.
+ */
+const noReply = (conversationId: string, isEval: boolean, reason: NoReplyReason, detail?: string) =>
   Effect.logWarning(`No reply in conversation ${conversationId}: ${reason} (${detail ?? noReplySentence[reason]})`).pipe(
     Effect.annotateLogs({ conversation_id: conversationId, reason }),
-    Effect.zipRight(Metric.increment(Metric.tagged(repliesSkipped, "reason", reason)))
+    Effect.zipRight(isEval ? Effect.void : Metric.increment(Metric.tagged(repliesSkipped, "reason", reason)))
   )
 
 const describe = (error: unknown) =>
@@ -106,7 +109,7 @@ export const ConversationLive = Conversation.toLayer(
           // a conversation that is gone has no messages left to explain anything to
           return prepared.reason === "closed"
             ? yield* Effect.logDebug(`No reply in conversation ${conversationId}: it no longer exists`)
-            : yield* noReply(conversationId, prepared.reason, prepared.detail)
+            : yield* noReply(conversationId, prepared.isEval, prepared.reason, prepared.detail)
         }
         const draft = yield* Agent.reply(prepared.context).pipe(Effect.either)
         if (draft._tag === "Left") {
@@ -115,12 +118,12 @@ export const ConversationLive = Conversation.toLayer(
           const reason = draft.left._tag === "ModelUnavailable" ? "model_not_configured" as const : "provider_error" as const
           yield* turns.fail(conversationId, upTo, reason, error, prepared.context.model)
           // the first line: the whole provider answer is on the failed reply's `error`
-          return yield* noReply(conversationId, reason, error.split("\n", 1)[0]!.slice(0, 300))
+          return yield* noReply(conversationId, prepared.context.isEval, reason, error.split("\n", 1)[0]!.slice(0, 300))
         }
         // counted by the commit, which knows whether this run stored the reply or an earlier, interrupted one did
         const id = yield* turns.commit(conversationId, upTo, draft.right)
         const now = yield* Clock.currentTimeMillis
-        yield* Metric.update(replyLatency, Math.max(0, now - arrivedAt.getTime()) / 1000)
+        if (!prepared.context.isEval) yield* Metric.update(replyLatency, Math.max(0, now - arrivedAt.getTime()) / 1000)
         yield* turns.deliver(id)
       })
 

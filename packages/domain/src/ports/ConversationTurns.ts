@@ -92,6 +92,8 @@ export interface TurnContext {
   readonly routing: ReadonlyArray<{ readonly tier: RoutingTier; readonly model: ModelRef; readonly instructions: string | null }> | null
   /** the pipeline's `context_message_count`: how many messages before the contact's latest the router reads with it */
   readonly contextMessageCount: number
+  /** an eval's sandbox (docs/evals.md): the turn is left out of the reply metrics */
+  readonly isEval: boolean
   /** An operator's note from handing the conversation back (docs/handoff.md): context for the replies that follow */
   readonly operatorNote?: string | null
   /** Whether the agent may ask for a person in this turn (`request_human`), when, and what the contact is told */
@@ -125,7 +127,8 @@ export type FailReason = Extract<NoReplyReason, "provider_error" | "model_not_co
 
 export type Prepared =
   /** `detail`: what exactly is missing, for the log line (e.g. which key a model needs) */
-  | { readonly _tag: "Skip"; readonly reason: SkipReason; readonly detail?: string }
+  /** `isEval`: an eval's sandbox, left out of the reply metrics */
+  | { readonly _tag: "Skip"; readonly reason: SkipReason; readonly detail?: string; readonly isEval: boolean }
   | { readonly _tag: "Ready"; readonly context: TurnContext }
 
 /** What the agent produced; stored and charged in one transaction. */

@@ -81,35 +81,41 @@ export const ConversationTurnsLive = Layer.effect(
     const orphaned = (graceMs: number) =>
       Effect.map(repo.orphaned(graceMs), (rows) => rows.map((r) => ({ conversationId: r.conversation_id, messageId: r.message_id })))
 
-    const skipped = (reason: SkipReason, detail?: string): Prepared => ({ _tag: "Skip", reason, ...(detail === undefined ? {} : { detail }) })
+    const skipped = (isEval: boolean) => (reason: SkipReason, detail?: string): Prepared => ({
+      _tag: "Skip",
+      reason,
+      isEval,
+      ...(detail === undefined ? {} : { detail })
+    })
 
     /** Whether the agent answers this turn (and with what context), or the reason it does not. */
     const prepare = Effect.fn("ConversationTurns.prepare")(function*(conversationId: string, upTo: string) {
       const found = yield* snapshotContext(conversationId, upTo)
-      if (Option.isNone(found)) return skipped("closed")
+      if (Option.isNone(found)) return skipped(false)("closed")
       const { ready, snap: c } = found.value
-      if (Option.isNone(ready)) return skipped("no_agent")
+      const skipTurn = skipped(c.is_eval)
+      if (Option.isNone(ready)) return skipTurn("no_agent")
       const { context, pipeline: p } = ready.value
-      if (p.status !== "active" || p.is_archived) return skipped("no_agent")
-      if (c.status === "paused" || c.opportunity_status === "paused" || c.handoff_state === "human") return skipped("paused")
-      if (c.handoff_state === "waiting") return skipped("waiting_for_person")
+      if (p.status !== "active" || p.is_archived) return skipTurn("no_agent")
+      if (c.status === "paused" || c.opportunity_status === "paused" || c.handoff_state === "human") return skipTurn("paused")
+      if (c.handoff_state === "waiting") return skipTurn("waiting_for_person")
       // this turn's own messages: those handled while waiting or handed back are never read again
       const keyword = p.handoff_keywords.length === 0 ? null : handoffKeywordIn(p.handoff_keywords, yield* turnTexts(conversationId, upTo))
       if (keyword !== null && context.handoff?.canRequest === true) {
         yield* handoff.moveAsSystem(Number(c.id) as ConversationId, { action: "request", actor: "rule", reason: `The contact wrote "${keyword}"` })
           .pipe(Effect.catchAll((e) => Effect.logWarning("The keyword rule could not ask for a person", e)))
-        return skipped("waiting_for_person", `keyword rule: "${keyword}"`)
+        return skipTurn("waiting_for_person", `keyword rule: "${keyword}"`)
       }
       // the rule Initiate refuses a conversation by (SPEC.md 4.4), applied to each reply
-      if (!c.is_subscription_active) return skipped("no_subscription")
-      if (!(c.credits > 0)) return skipped("no_credits")
-      if (p.max_conversation_messages !== null && c.ai_replies >= p.max_conversation_messages) return skipped("message_limit")
-      if (p.max_conversation_cost !== null && c.cost >= p.max_conversation_cost) return skipped("cost_limit")
+      if (!c.is_subscription_active) return skipTurn("no_subscription")
+      if (!(c.credits > 0)) return skipTurn("no_credits")
+      if (p.max_conversation_messages !== null && c.ai_replies >= p.max_conversation_messages) return skipTurn("message_limit")
+      if (p.max_conversation_cost !== null && c.cost >= p.max_conversation_cost) return skipTurn("cost_limit")
       const unusable = [context.model, ...(context.routing ?? []).map((t) => t.model)].flatMap((m) => {
         const key = modelKeys.missingKey(m.provider)
         return key === null ? [] : [`the model ${m.model} needs ${key}, which is not set`]
       })
-      if (unusable.length > 0) return skipped("model_not_configured", [...new Set(unusable)].join("; "))
+      if (unusable.length > 0) return skipTurn("model_not_configured", [...new Set(unusable)].join("; "))
       // the visitor's chat shows that an answer is coming; the reply's new_message ends it
       yield* realtime.typing(Number(c.id), c.workspace_id, true)
       return { _tag: "Ready", context } satisfies Prepared
@@ -174,8 +180,8 @@ export const ConversationTurnsLive = Layer.effect(
       const stored = yield* (hasEffects(draft)
         ? sql.withTransaction(Effect.tap(store, (r) => r.stored_id === null ? Effect.void : applyEffects(conversationId, upTo, draft)))
         : store).pipe(Effect.orDie)
-      // a turn repeated after a crash finds its reply stored: counted once, when it was stored
-      if (stored.stored_id !== null) yield* Metric.increment(repliesMade)
+      // a turn repeated after a crash finds its reply stored: counted once, when it was stored; an eval's not at all
+      if (stored.stored_id !== null && stored.is_eval !== true) yield* Metric.increment(repliesMade)
       return storedId(stored)
     })
 

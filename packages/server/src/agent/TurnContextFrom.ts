@@ -83,6 +83,7 @@ export const makeContextFrom = (knowledge: Pick<Knowledge, "retrieve">, turnHand
         ? null
         : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null })),
       contextMessageCount: pl.context_message_count,
+      isEval: snap.is_eval,
       operatorNote: snap.handoff_return_note,
       configVersion: snap.config_version,
       handoff: turnHandoff(snap, pl, upTo)

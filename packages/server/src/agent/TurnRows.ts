@@ -20,6 +20,8 @@ export const ConversationRow = Schema.Struct({
   ai_replies: Schema.Number,
   credits: Schema.Number,
   is_subscription_active: Schema.Boolean,
+  /** an eval's sandbox (docs/evals.md): its turns are left out of the reply metrics */
+  is_eval: Schema.Boolean,
   channel_pipeline_id: NullableNumber,
   opportunity_id: NullableNumber,
   opportunity_status: NullableString,

@@ -47,7 +47,9 @@ export const StoredReplyRow = Schema.Struct({
   stored_id: Schema.NullOr(Schema.String),
   existing_id: Schema.NullOr(Schema.String),
   /** null when the conversation is gone */
-  workspace_id: Schema.NullOr(Schema.Number)
+  workspace_id: Schema.NullOr(Schema.Number),
+  /** an eval's sandbox: not counted as a reply made (null when the conversation is gone) */
+  is_eval: Schema.NullOr(Schema.Boolean)
 })
 
 export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/TurnsRepo", {
@@ -87,7 +89,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
       execute: (r) =>
         sql`
           with c as (
-            select c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, ch.pipeline_id as channel_pipeline_id,
+            select c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, c.is_eval, ch.pipeline_id as channel_pipeline_id,
                    o.id as opportunity_id, o.stage_id, o.pipeline_id as opportunity_pipeline_id
             from conversations c
             left join channels ch on ch.id = c.channel_id
@@ -117,7 +119,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
             where ${r.upTo}::text is not null and ${unhandledUpTo(r.conversationId, r.upTo)}
           )
           select (select id from stored) as stored_id, (select id from messages where in_reply_to = ${r.inReplyTo}) as existing_id,
-                 (select workspace_id from c) as workspace_id`
+                 (select workspace_id from c) as workspace_id, (select is_eval from c) as is_eval`
     })
 
     /** A conversation's columns as ConversationRow, over `c`, `w`, `ct`, `ch` and the laterals `o`, `cv` and `lp` of `conversationFrom`. */
@@ -128,7 +130,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
          and m.status <> 'failed' and m.call_type = 'ai'
          and lp.max_conversation_messages is not null
       )::int as ai_replies,
-      w.credits::float8 as credits, w.is_subscription_active, ch.pipeline_id as channel_pipeline_id,
+      w.credits::float8 as credits, w.is_subscription_active, c.is_eval, ch.pipeline_id as channel_pipeline_id,
       o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
       o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
       coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
