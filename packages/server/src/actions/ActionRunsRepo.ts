@@ -22,7 +22,8 @@ export const enqueueStageStarted = (sql: Sql, entryId: number) =>
            e.stage_id, 'stage_started', 'stage-entry:' || e.id, 'stage-entry:' || e.id || ':' || a.id, a.sort_order, cv.config
     from stage_entries e
     join opportunities o on o.id = e.opportunity_id
-    cross join lateral (select parley_config_of(e.pipeline_id, o.config_version_id) as config) cv
+    -- offset 0 keeps it a subquery, so the configuration is resolved once (pulled up, each use called it again)
+    cross join lateral (select parley_config_of(e.pipeline_id, o.config_version_id) as config offset 0) cv
     join lateral parley_live_actions(e.pipeline_id, cv.config) a on a.is_active and a.fixed_trigger = 'stage_started'
       and (a.stage_id is null or a.stage_id = e.stage_id)
     where e.id = ${entryId} and exists (select 1 from actions t where t.id = a.id)
