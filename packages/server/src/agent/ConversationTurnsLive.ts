@@ -21,7 +21,7 @@ import {
 } from "@parley/domain"
 import { repliesMade } from "@parley/worker"
 import { Effect, Layer, Metric, Option } from "effect"
-import { enqueueToolCalls } from "../actions/ActionRunsRepo.js"
+import { enqueueToolCalls } from "../actions/ActionRunsEnqueue.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
