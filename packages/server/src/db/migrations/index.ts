@@ -24,6 +24,7 @@ import knowledgeGraphLoad from "./0022_knowledge_graph_load.js"
 import pipelineVersions from "./0023_pipeline_versions.js"
 import versionedActionRuns from "./0024_versioned_action_runs.js"
 import cheaperLiveReads from "./0025_cheaper_live_reads.js"
+import evalSandboxRetention from "./0026_eval_sandbox_retention.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -51,5 +52,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0022_knowledge_graph_load": knowledgeGraphLoad,
   "0023_pipeline_versions": pipelineVersions,
   "0024_versioned_action_runs": versionedActionRuns,
-  "0025_cheaper_live_reads": cheaperLiveReads
+  "0025_cheaper_live_reads": cheaperLiveReads,
+  "0026_eval_sandbox_retention": evalSandboxRetention
 }
