@@ -3,7 +3,8 @@
  * authentication and no middleware of ours, beside `node:http` answering the same JSON, and beside `bare.ts`'s
  * GET (node:http and one SELECT on Postgres), the baseline of issue 21's GET target. Each server is a process
  * of its own, loaded as rest.ts loads the server (concurrency 32, keep-alive), one after the other.
- * Run: npx tsx bench/floor.ts [seconds]   (BENCH_PG=throwaway or DATABASE_URL for the bare GET row)
+ * Run: npx tsx bench/floor.ts [seconds]   (BENCH_PG=throwaway or DATABASE_URL for the bare GET row; FLOOR_PAD=100
+ * builds the HttpApi routes in a context of 100 more services, to see what a large application's contexts cost)
  *
  * The HttpApi server is the least a REST endpoint of ours is: one group, one GET endpoint with an integer path
  * parameter and a Schema-encoded success, served by HttpLayerRouter on NodeHttpServer (as Listener.ts serves
@@ -14,7 +15,7 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpLayerRouter
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { spawn } from "node:child_process"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -45,7 +46,9 @@ const serveEffect = () => {
             : sql.value`select * from opportunities where id = ${path.id}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie))))
   const url = process.env.FLOOR_DATABASE_URL
   const database = url === undefined ? Layer.empty : PgClient.layer({ url: Redacted.make(url), maxConnections: 10 })
-  const routes = HttpLayerRouter.addHttpApi(FloorApi).pipe(Layer.provide(FloorLive), Layer.provide(database))
+  // FLOOR_PAD=n: n more services in the context the routes are built in, as an application's many are
+  const pad = Layer.succeedContext(Context.unsafeMake(new Map(Array.from({ length: Number(process.env.FLOOR_PAD ?? 0) }, (_, i) => [`pad/${i}`, { i }]))))
+  const routes = HttpLayerRouter.addHttpApi(FloorApi).pipe(Layer.provide(FloorLive), Layer.provide(database), Layer.provide(pad))
   const main = HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
     Layer.provide(NodeHttpServer.layer(() => server, { host: "127.0.0.1", port: 0 })),
     Layer.tap(() => Effect.sync(() => console.log(`FLOOR http://127.0.0.1:${(server.address() as AddressInfo).port}`)))
