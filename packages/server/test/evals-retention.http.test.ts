@@ -35,6 +35,21 @@ const sandboxOf = (conversationId: number) =>
     (rows) => ({ contactId: Number(rows[0]!.contact_id), opportunityId: Number(rows[0]!.opportunity_id) })
   )
 
+/** A workspace with credits and a pipeline on the local model that answers at once. */
+const agentPipeline = Effect.gen(function*() {
+  const owner = yield* seedUser()
+  yield* giveCredits(owner.workspace_id)
+  const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
+    name: "Retention",
+    agent_type_id: 1,
+    ai_model_id: 1,
+    language_id: 1,
+    reply_debounce_ms: 0
+  }))
+  ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
+  return { owner, pipeline }
+})
+
 const gone = (contactId: number) =>
   eventually(Effect.map(count`select count(*) as n from contacts where id = ${contactId}`, (n) => (n === 0 ? true : undefined)), 30_000)
 
@@ -43,16 +58,7 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
   (it) => {
     it.effect("a finished case's sandbox is deleted and the run keeps its transcript; a playing case's and the workspace's own contacts stay", () =>
       Effect.gen(function*() {
-        const owner = yield* seedUser()
-        yield* giveCredits(owner.workspace_id)
-        const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-          name: "Retention",
-          agent_type_id: 1,
-          ai_model_id: 1,
-          language_id: 1,
-          reply_debounce_ms: 0
-        }))
-        ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
+        const { owner, pipeline } = yield* agentPipeline
         // a contact of the workspace's own, older than the retention: never an eval's to delete
         const own = ok(yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, contact: { phone: "4915100000777" } }))
         yield* sqlRows`update contacts set created_at = now() - interval '40 days' where id = ${own.contact_id}`
@@ -112,6 +118,26 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
         yield* gone(Number(orphan!.contact_id))
 
         expect(yield* count`select count(*) as n from contacts where id = ${own.contact_id}`).toBe(1)
+      }))
+
+    it.effect("a case whose sandbox is deleted while it plays ends as an error, and its run finishes", () =>
+      Effect.gen(function*() {
+        const { owner, pipeline } = yield* agentPipeline
+        const run = yield* started(owner, pipeline.id, [{ name: "loses its sandbox", messages: ["Hello", { text: "Thanks", wait_ms: 10_000 }] }])
+        const playing = yield* eventually(Effect.map(runOf(owner, run), (r) => {
+          const result = r.results[0]
+          return result.status === "running" && result.conversation_id !== null ? result : undefined
+        }), 30_000)
+        // by hand, as an operator might: the retention never deletes a playing case's sandbox
+        const { contactId } = yield* sandboxOf(playing.conversation_id)
+        yield* sqlRows`delete from contacts where id = ${contactId}`
+        const ended = yield* finished(owner, run)
+        expect(ended.status).toBe("failed")
+        expect(ended.results[0]).toMatchObject({
+          status: "error",
+          outcome: null,
+          error: "The case's sandbox could not be read: it was deleted while the case played."
+        })
       }))
   }
 )

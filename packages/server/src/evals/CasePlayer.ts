@@ -164,10 +164,15 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
       yield* played.pipe(
         Effect.catchAllCause((cause) =>
           Effect.gen(function*() {
-            const outcome = yield* outcomeOf(world)
-            const failure = cause._tag === "Fail" ? cause.error.message : "The case could not be played (see the server log)."
+            // a sandbox deleted while the case played (by hand: the retention keeps a beating run's) has no outcome
+            const outcome = yield* outcomeOf(world).pipe(Effect.catchAllCause(() => Effect.succeed(null)))
+            const failure = outcome === null
+              ? "The case's sandbox could not be read: it was deleted while the case played."
+              : cause._tag === "Fail"
+              ? cause.error.message
+              : "The case could not be played (see the server log)."
             if (cause._tag !== "Fail") yield* Effect.logError("An eval case failed", cause)
-            yield* finish("error", outcome, [], outcome.cost, failure)
+            yield* finish("error", outcome, [], outcome?.cost ?? 0, failure)
           })
         )
       )
