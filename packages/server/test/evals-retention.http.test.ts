@@ -3,8 +3,9 @@
  * the contact, opportunity, conversation and messages go, the run keeps each case's transcript with
  * `conversation_id` and `opportunity_id` null, a sandbox whose case is still playing stays however old it
  * is, one whose run stopped beating goes, and the workspace's own contacts are never touched. An eval's
- * replies are not replies to contacts in the metrics. The retention here is three seconds (the sweep
- * runs every three seconds), so a finished case's sandbox is read well before it may go.
+ * replies are no replies to contacts in the metrics, and a case whose sandbox is deleted under it (by
+ * hand) ends as an error. The retention here is three seconds (the sweep runs every three seconds), so a
+ * finished case's sandbox is read well before it may go.
  */
 import { expect, layer } from "@effect/vitest"
 import { repliesMade, replyLatency } from "@parley/worker"
