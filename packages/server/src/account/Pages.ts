@@ -5,7 +5,7 @@
 import { type Scope, Scopes } from "@parley/domain"
 import type { PersonalTokenRow } from "../identity/IdentityRepo.js"
 import type { ConnectedClientRow } from "../oauth/OAuthRepo.js"
-import type { AuthorizeRequest } from "../oauth/OAuth.js"
+import type { AuthorizeRequest } from "../oauth/OAuthRequests.js"
 import { htmlResponse } from "../http/PageHeaders.js"
 import type { Session } from "./Sessions.js"
 

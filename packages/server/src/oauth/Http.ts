@@ -8,7 +8,9 @@ import { Effect, Layer, Option } from "effect"
 import { currentSession, formOf, issuerOf, remoteAddress, signInRedirect } from "../account/Http.js"
 import { consentPage, errorPage } from "../account/Pages.js"
 import { Sessions } from "../account/Sessions.js"
-import { type AuthorizeRequest, OAuth, type OAuthFailure } from "./OAuth.js"
+import { OAuth } from "./OAuth.js"
+import type { OAuthFailure } from "./OAuthErrors.js"
+import type { AuthorizeRequest } from "./OAuthRequests.js"
 
 /** Metadata, registration, token and revocation take no cookies, so any origin may call them (browser clients). */
 const CORS = {
