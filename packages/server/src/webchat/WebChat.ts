@@ -1,10 +1,8 @@
 import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import {
-  BadRequest,
   classifyFile,
   type ChannelId,
-  type ContactId,
   type ConversationId,
   conversationChannel,
   CurrentChannel,
@@ -13,10 +11,7 @@ import {
   Forbidden,
   type HistoryQuery,
   type InitiatePayload,
-  normalisePhone,
-  type OpportunityId,
   signSocketToken,
-  type StageId,
   toPage,
   ulid,
   Unauthorized,
@@ -33,9 +28,9 @@ import { AppSecret } from "../config/AppSecret.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { BoundAddresses } from "../http/Listener.js"
-import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { ChannelCache } from "../channels/ChannelCache.js"
 import { WebChatRepo } from "./WebChatRepo.js"
+import { type Thread, type ThreadChannel, WebChatThreads } from "./WebChatThreads.js"
 
 export const invalidCredentials = new Unauthorized({ message: "Invalid client credentials" })
 const notWeb = Unprocessable.of([{ field: "client_id", message: "This endpoint is only available for web channels." }])
@@ -46,17 +41,6 @@ const sameSecret = (a: string, b: string) => {
   const y = Buffer.from(b)
   return x.length === y.length && timingSafeEqual(x, y)
 }
-
-/** Where a web-chat contact's messages go: its contact, its conversation on the channel, its current opportunity. */
-export interface Thread {
-  readonly contactId: ContactId
-  readonly conversationId: ConversationId
-  readonly opportunityId: OpportunityId | null
-  readonly stageId: StageId | null
-}
-
-/** What opening a thread and storing a message need of a channel (web or widget). */
-export type ThreadChannel = Pick<WebChannel, "id" | "workspace_id" | "pipeline_id" | "client_id">
 
 export interface Inbound {
   readonly contactKey: string
@@ -72,8 +56,8 @@ export interface Inbound {
 export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat", {
   dependencies: [
     WebChatRepo.Default,
+    WebChatThreads.Default,
     ChannelCache.Default,
-    OpportunitiesRepo.Default,
     AppSecret.Default,
     AppConfig.Default,
     FileStorage.Default,
@@ -82,8 +66,8 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
   ],
   scoped: Effect.gen(function*() {
     const repo = yield* WebChatRepo
+    const threads = yield* WebChatThreads
     const channelCache = yield* ChannelCache
-    const opportunities = yield* OpportunitiesRepo
     const secrets = yield* AppSecret
     const config = yield* AppConfig
     const files = yield* FileStorage
@@ -131,120 +115,8 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
       return web
     })
 
-    /**
-     * Contact by the web-chat contact_id, its conversation on this channel, and its current opportunity in
-     * the channel's pipeline (created in the first stage when the pipeline takes unknown contacts). Runs
-     * inside the caller's transaction; concurrent first messages meet on the unique identifier.
-     */
-    /** A returning visitor with everything in place (contact, conversation, linked opportunity): one statement. */
-    const existingThread = (channel: ThreadChannel, contactKey: string) =>
-      Effect.map(repo.existingThread(channel.workspace_id, channel.id, channel.pipeline_id, contactKey), (existing) =>
-        Option.isSome(existing) && existing.value.complete
-          ? Option.some({
-            contactId: existing.value.contact_id,
-            conversationId: existing.value.conversation_id!,
-            opportunityId: channel.pipeline_id === null ? null : existing.value.opportunity_id,
-            stageId: channel.pipeline_id === null ? null : existing.value.stage_id
-          } satisfies Thread)
-          : Option.none())
-
-    const resolveThread = (channel: ThreadChannel, contactKey: string) =>
-      Effect.gen(function*() {
-        // nothing to create or lock
-        const existing = yield* existingThread(channel, contactKey)
-        if (Option.isSome(existing)) return existing.value
-        const found = yield* repo.contactByIdentifier(channel.workspace_id, contactKey)
-        const contactId = Option.isSome(found)
-          ? found.value
-          : yield* repo.insertContactWithIdentifier(channel.workspace_id, contactKey).pipe(
-            Effect.flatMap(Option.match({
-              onSome: Effect.succeed,
-              onNone: () => repo.contactByIdentifier(channel.workspace_id, contactKey).pipe(Effect.map(Option.getOrThrow))
-            }))
-          )
-        yield* opportunities.lockContact(contactId)
-        const conversation = yield* repo.conversationOnChannel(channel.id, contactId)
-        const conversationId = Option.isSome(conversation)
-          ? conversation.value
-          : yield* repo.insertConversation({
-            workspace_id: channel.workspace_id,
-            contact_id: contactId,
-            channel_id: channel.id,
-            external_chat_id: contactKey
-          })
-        if (channel.pipeline_id === null) return { contactId, conversationId, opportunityId: null, stageId: null } satisfies Thread
-        const pipelineId = channel.pipeline_id
-        const current = yield* opportunities.newestOpportunityOf(contactId, pipelineId)
-        if (Option.isSome(current)) {
-          yield* opportunities.linkConversation(current.value, conversationId)
-          const stageId = yield* repo.opportunityStage(current.value)
-          return { contactId, conversationId, opportunityId: current.value, stageId } satisfies Thread
-        }
-        const pipeline = yield* repo.pipelineForChat(pipelineId)
-        if (!pipeline.is_unknown_contacts_enabled || pipeline.first_stage_id === null) {
-          return { contactId, conversationId, opportunityId: null, stageId: null } satisfies Thread
-        }
-        const stageId = pipeline.first_stage_id
-        const opportunityId = yield* opportunities.insertOpportunity({
-          workspace_id: channel.workspace_id,
-          pipeline_id: pipelineId,
-          stage_id: stageId,
-          contact_id: contactId,
-          status: "active",
-          name: null,
-          notes: null,
-          context: null,
-          is_test: false,
-          source: "web",
-          source_id: contactKey
-        })
-        yield* opportunities.recordStageEntry({
-          workspace_id: channel.workspace_id,
-          opportunity_id: opportunityId,
-          pipeline_id: pipelineId,
-          stage_id: stageId,
-          previous_stage_id: null,
-          cause: "inbound"
-        })
-        yield* opportunities.linkConversation(opportunityId, conversationId)
-        return { contactId, conversationId, opportunityId, stageId } satisfies Thread
-      })
-
     const publicUrl = (request: HttpServerRequest.HttpServerRequest) =>
       publicBaseUrl(config, request.headers)
-
-    /**
-     * Opens or resumes `contactKey`'s conversation on the channel after the checks of SPEC.md 4.4 (a linked
-     * pipeline, subscription, credits, stages), and fills the contact's missing identity fields.
-     */
-    const openThread = (
-      channel: ThreadChannel,
-      contactKey: string,
-      identity: { readonly name?: string | undefined; readonly email?: string | undefined; readonly phone?: string | undefined } = {}
-    ) =>
-      Effect.gen(function*() {
-        if (channel.pipeline_id === null) {
-          return yield* Unprocessable.of([{ field: "client_id", message: "Channel is not linked to any pipeline" }])
-        }
-        const standing = yield* repo.workspaceStanding(channel.workspace_id)
-        if (!standing.is_subscription_active) return yield* new BadRequest({ message: "No subscription found" })
-        if (!(standing.credits > 0)) return yield* new BadRequest({ message: "No credits found" })
-        const pipeline = yield* repo.pipelineForChat(channel.pipeline_id)
-        if (pipeline.first_stage_id === null) return yield* new BadRequest({ message: "No stages found for this pipeline" })
-        const phone = identity.phone === undefined ? null : normalisePhone(identity.phone) ?? null
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          const thread = yield* resolveThread(channel, contactKey)
-          // SPEC.md 4.4: identity fields fill what the contact lacks and never overwrite
-          if (identity.name !== undefined || identity.email !== undefined || phone !== null) {
-            yield* opportunities.fillContact(thread.contactId, channel.workspace_id, {
-              name: identity.name ?? null,
-              email: identity.email?.trim() ?? null,
-              phone
-            })
-          }
-          return thread
-        })).pipe(Effect.orDie)
-      })
 
     /** The session fields of SPEC.md 2.8 for one conversation: receiver, socket channel, join token. */
     const sessionFields = (contactKey: string, conversationId: ConversationId) =>
@@ -265,7 +137,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const initiate = Effect.fn("WebChat.initiate")(function*(input: InitiatePayload) {
       const channel = yield* CurrentChannel
       const contactKey = input.contact_id ?? ulid()
-      const thread = yield* openThread(channel, contactKey, input)
+      const thread = yield* threads.open(channel, contactKey, input)
       return new WebChatSession(yield* sessionFields(contactKey, thread.conversationId))
     })
 
@@ -305,7 +177,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
           const earlier = yield* repo.idempotentMessage(channel.id, idempotencyKey)
           if (Option.isSome(earlier)) return { ...earlier.value, duplicate: true }
         }
-        const thread = yield* resolveThread(channel, inbound.contactKey)
+        const thread = yield* threads.resolve(channel, inbound.contactKey)
         for (const f of newFiles) yield* repo.insertFile({ ...f, workspace_id: channel.workspace_id, channel_id: channel.id })
         const messageId = yield* store(thread)
         if (idempotencyKey !== undefined) yield* repo.rememberIdempotency(channel.id, idempotencyKey, messageId)
@@ -391,7 +263,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
         name: f.name
       }))))
 
-    return { authenticate, initiate, openThread, sessionFields, receive, history, historyOf, storedFile, channelRow }
+    return { authenticate, initiate, openThread: threads.open, sessionFields, receive, history, historyOf, storedFile, channelRow }
   })
 }) {}
 
