@@ -118,6 +118,19 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
           Effect.orDie
         ),
 
+      trainingCredits: (id: WorkspaceId | number) =>
+        sql<{ training_credits: number }>`select training_credits::float8 as training_credits from workspaces where id = ${id}`.pipe(
+          Effect.map((rows) => Number(rows[0]?.training_credits ?? 0)),
+          Effect.orDie
+        ),
+
+      /** One credit per point embedded (knowledge upserts), in the caller's transaction. */
+      spendTrainingCredits: (id: WorkspaceId | number, credits: number) =>
+        sql`update workspaces set training_credits = training_credits - ${credits}, updated_at = now() where id = ${id}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+
       insertToken: (t: {
         user_id: UserId
         name: string

@@ -8,7 +8,7 @@ export const KnowledgeHttpLive = HttpApiBuilder.group(Api, "knowledge", (handler
     const knowledge = yield* Knowledge
     return handlers
       .handle("list", () => knowledge.list())
-      .handle("create", ({ payload }) => knowledge.create(payload).pipe(Effect.catchTag("NotFound", Effect.die)))
+      .handle("create", ({ payload }) => knowledge.create(payload))
       .handle("columns", ({ path }) => knowledge.columns(path.knowledgeTable))
       .handle("points", ({ path, urlParams }) => knowledge.points(path.knowledgeTable, urlParams.per_page, urlParams.next_page_offset))
       .handle("upsert", ({ path, payload }) => knowledge.upsert(path.knowledgeTable, payload.points))

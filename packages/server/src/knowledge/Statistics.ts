@@ -78,3 +78,8 @@ export const makeStatistics = Effect.gen(function*() {
 
   return { changedRows, analyzeIfNever, analyze, selective } as const
 })
+
+/** One per process: upserts and deletes count the rows they change, searches read the common words. */
+export class KnowledgeStatistics extends Effect.Service<KnowledgeStatistics>()("@parley/server/KnowledgeStatistics", {
+  effect: makeStatistics
+}) {}

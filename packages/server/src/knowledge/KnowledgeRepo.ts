@@ -1,0 +1,209 @@
+/**
+ * SQL of knowledge tables, their columns and points, and of which pipelines they are attached to: the only
+ * writer of `knowledge_tables`, `knowledge_columns`, `knowledge_points` and `pipeline_knowledge_tables`.
+ * Reads that take `workspaceIds` see only those workspaces' tables. The search's own statements are in
+ * SearchRepo.ts. Database failures are defects here.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { KnowledgeColumn, KnowledgePoint, KnowledgeTableWithColumns } from "@parley/domain"
+import { Effect, Schema } from "effect"
+
+const Ids = Schema.Array(Schema.Number)
+const Data = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const In = Schema.Struct({ id: Schema.Number, workspaceIds: Ids })
+
+/** A table's workspace and columns: what validating a write or a search needs. */
+export const TableColumns = Schema.Struct({ workspace_id: Schema.Number, columns: Schema.Array(KnowledgeColumn) })
+
+/** A point as an upsert finds it before writing: what it had, and the key of the text it was embedded from. */
+export const StoredPoint = Schema.Struct({ default_id: Schema.String, data: Data, embedding_key: Schema.NullOr(Schema.String) })
+
+/** A point as an upsert writes it; `embedding` in millionths (Embedder.toMillionths), null to keep the stored one. */
+export interface PointWrite {
+  readonly default_id: string
+  readonly data: Record<string, unknown>
+  readonly text: string
+  readonly search_text: string
+  readonly embedding: ReadonlyArray<number> | null
+  readonly embedding_key: string
+}
+
+export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/server/KnowledgeRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** The columns of table `t` as a JSON array, in column order. */
+    const columnsJson = sql`coalesce((select json_agg(json_build_object(
+        'id', c.id, 'name', c.name, 'data_type', c.data_type, 'order', c.sort_order, 'is_searchable', c.is_searchable,
+        'is_retrievable', c.is_retrievable, 'is_filterable', c.is_filterable, 'is_unique', c.is_unique,
+        'knowledge_table_id', c.knowledge_table_id,
+        'created_at', to_char(c.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'updated_at', to_char(c.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+        order by c.sort_order, c.id) from knowledge_columns c where c.knowledge_table_id = t.id), '[]')`
+
+    const selectTables = sql`
+      select t.id, t.workspace_id, t.name, t.description, t.created_at, t.updated_at,
+             (select count(*) from knowledge_columns c where c.knowledge_table_id = t.id)::int as columns_count,
+             (select count(*) from knowledge_points p where p.knowledge_table_id = t.id)::int as points_count,
+             coalesce((select json_agg(pk.pipeline_id order by pk.pipeline_id) from pipeline_knowledge_tables pk
+                       where pk.knowledge_table_id = t.id), '[]') as pipeline_ids,
+             ${columnsJson} as columns
+      from knowledge_tables t`
+
+    const tables = SqlSchema.findAll({
+      Request: Ids,
+      Result: KnowledgeTableWithColumns,
+      execute: (workspaceIds) => sql`${selectTables} where t.workspace_id in ${sql.in(workspaceIds)} order by t.id`
+    })
+
+    const table = SqlSchema.findOne({
+      Request: In,
+      Result: KnowledgeTableWithColumns,
+      execute: ({ id, workspaceIds }) => sql`${selectTables} where t.id = ${id} and t.workspace_id in ${sql.in(workspaceIds)}`
+    })
+
+    /** Workspace and columns in one statement (search and upsert run this on every call). */
+    const columns = SqlSchema.findOne({
+      Request: In,
+      Result: TableColumns,
+      execute: ({ id, workspaceIds }) =>
+        sql`select t.workspace_id, ${columnsJson} as columns
+            from knowledge_tables t where t.id = ${id} and t.workspace_id in ${sql.in(workspaceIds)}`
+    })
+
+    const nameTaken = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceId: Schema.Number, name: Schema.String }),
+      Result: Schema.Struct({ taken: Schema.Literal(1) }),
+      execute: ({ name, workspaceId }) =>
+        sql`select 1 as taken from knowledge_tables where workspace_id = ${workspaceId} and lower(name) = lower(${name})`
+    })
+
+    const insertTable = SqlSchema.single({
+      Request: Schema.Struct({ workspaceId: Schema.Number, name: Schema.String, description: Schema.NullOr(Schema.String) }),
+      Result: Schema.Struct({ id: Schema.Number }),
+      execute: ({ description, name, workspaceId }) =>
+        sql`insert into knowledge_tables (workspace_id, name, description) values (${workspaceId}, ${name}, ${description})
+            returning id`
+    })
+
+    /** One page in point-id order, from after the point `after` (a uuid) when given. */
+    const points = SqlSchema.findAll({
+      Request: Schema.Struct({ tableId: Schema.Number, after: Schema.NullOr(Schema.String), limit: Schema.Number }),
+      Result: KnowledgePoint,
+      execute: ({ after, limit, tableId }) =>
+        sql`
+          select p.id::text as point_id, p.default_id, p.knowledge_table_id as source_id, t.name as source_name, p.text, p.data,
+                 json_build_object('used_count', p.used_count, 'latest_time_used',
+                   to_char(p.latest_time_used at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) as usage_data,
+                 p.updated_at as modified_date
+          from knowledge_points p join knowledge_tables t on t.id = p.knowledge_table_id
+          where p.knowledge_table_id = ${tableId} ${after === null ? sql`` : sql`and p.id > ${after}::uuid`}
+          order by p.id limit ${limit}`
+    })
+
+    const stored = SqlSchema.findAll({
+      Request: Schema.Struct({ tableId: Schema.Number, defaultIds: Schema.Array(Schema.String) }),
+      Result: StoredPoint,
+      execute: ({ defaultIds, tableId }) =>
+        sql`select default_id, data, embedding_key from knowledge_points
+            where knowledge_table_id = ${tableId} and default_id in ${sql.in(defaultIds)}`
+    })
+
+    /** Other points of the table holding one of `values` in the unique column `column`. */
+    const clashes = SqlSchema.findAll({
+      Request: Schema.Struct({
+        tableId: Schema.Number,
+        column: Schema.String,
+        values: Schema.Array(Schema.String),
+        except: Schema.Array(Schema.String)
+      }),
+      Result: Schema.Struct({ default_id: Schema.String, value: Schema.String }),
+      execute: ({ column, except, tableId, values }) =>
+        sql`
+          select default_id, data -> ${column} #>> '{}' as value from knowledge_points
+          where knowledge_table_id = ${tableId} and data -> ${column} is not null
+            and data -> ${column} #>> '{}' in ${sql.in(values)}
+            and default_id not in ${sql.in(except)}`
+    })
+
+    const workspaceTables = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceId: Schema.Number, ids: Ids }),
+      Result: Schema.Struct({ id: Schema.Number }),
+      execute: ({ ids, workspaceId }) => sql`select id from knowledge_tables where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`
+    })
+
+    return {
+      tables: (workspaceIds: ReadonlyArray<number>) => tables(workspaceIds).pipe(Effect.orDie),
+      table: (id: number, workspaceIds: ReadonlyArray<number>) => table({ id, workspaceIds }).pipe(Effect.orDie),
+      columns: (id: number, workspaceIds: ReadonlyArray<number>) => columns({ id, workspaceIds }).pipe(Effect.orDie),
+
+      nameTaken: (workspaceId: number, name: string) =>
+        nameTaken({ workspaceId, name }).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+
+      insertTable: (workspaceId: number, name: string, description: string | null) =>
+        insertTable({ workspaceId, name, description }).pipe(Effect.map((row) => row.id), Effect.orDie),
+
+      insertColumn: (workspaceId: number, tableId: number, c: {
+        readonly name: string
+        readonly data_type: string
+        readonly order: number
+        readonly is_searchable: boolean
+        readonly is_retrievable: boolean
+        readonly is_filterable: boolean
+        readonly is_unique: boolean
+      }) =>
+        sql`
+          insert into knowledge_columns (workspace_id, knowledge_table_id, name, data_type, sort_order, is_searchable, is_retrievable,
+                                         is_filterable, is_unique)
+          values (${workspaceId}, ${tableId}, ${c.name}, ${c.data_type}, ${c.order}, ${c.is_searchable}, ${c.is_retrievable},
+                  ${c.is_filterable}, ${c.is_unique})`.pipe(Effect.asVoid, Effect.orDie),
+
+      points: (tableId: number, after: string | null, limit: number) => points({ tableId, after, limit }).pipe(Effect.orDie),
+      stored: (tableId: number, defaultIds: ReadonlyArray<string>) => stored({ tableId, defaultIds }).pipe(Effect.orDie),
+      clashes: (tableId: number, column: string, values: ReadonlyArray<string>, except: ReadonlyArray<string>) =>
+        clashes({ tableId, column, values, except }).pipe(Effect.orDie),
+
+      /** Inserts or updates one chunk of points, as one JSON parameter (vectors as integers: see toMillionths). */
+      upsertPoints: (workspaceId: number, tableId: number, embeddingModel: string, chunk: ReadonlyArray<PointWrite>) =>
+        sql`
+          insert into knowledge_points (workspace_id, knowledge_table_id, default_id, data, text, search_text, embedding, embedding_key,
+                                        embedding_model)
+          select ${workspaceId}, ${tableId}, u.default_id, u.data, u.text, u.search_text, l2_normalize(u.embedding::vector),
+                 u.embedding_key, ${embeddingModel}
+          from json_to_recordset(${JSON.stringify(chunk)}::json)
+            as u (default_id text, data jsonb, text text, search_text text, embedding int[], embedding_key text)
+          on conflict (knowledge_table_id, default_id) do update set
+            data = excluded.data, text = excluded.text, search_text = excluded.search_text,
+            embedding = coalesce(excluded.embedding, knowledge_points.embedding), embedding_key = excluded.embedding_key,
+            embedding_model = excluded.embedding_model, updated_at = now()`.pipe(Effect.asVoid, Effect.orDie),
+
+      /** Deletes points by default_id; the number deleted. */
+      deletePoints: (tableId: number, defaultIds: ReadonlyArray<string>) =>
+        sql`delete from knowledge_points where knowledge_table_id = ${tableId} and default_id in ${sql.in(defaultIds)} returning 1`.pipe(
+          Effect.map((rows) => rows.length),
+          Effect.orDie
+        ),
+
+      /** Counts the rows a reply used. */
+      recordUsage: (pointIds: ReadonlyArray<string>) =>
+        sql`update knowledge_points set used_count = used_count + 1, latest_time_used = now() where id in ${sql.in(pointIds)}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+
+      /** Which of `ids` are tables of the workspace. */
+      workspaceTables: (workspaceId: number, ids: ReadonlyArray<number>) =>
+        workspaceTables({ workspaceId, ids }).pipe(Effect.map((rows) => new Set(rows.map((r) => r.id))), Effect.orDie),
+
+      attach: (pipelineId: number, tableId: number) =>
+        sql`insert into pipeline_knowledge_tables (pipeline_id, knowledge_table_id) values (${pipelineId}, ${tableId})
+            on conflict do nothing`.pipe(Effect.asVoid, Effect.orDie),
+
+      detach: (pipelineId: number, tableIds: ReadonlyArray<number>) =>
+        sql`delete from pipeline_knowledge_tables where pipeline_id = ${pipelineId} and knowledge_table_id in ${sql.in(tableIds)}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+    }
+  })
+}) {}
