@@ -2,6 +2,13 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { OAuthGrantType, Scope, TokenEndpointAuthMethod, TokenId, UserId } from "@parley/domain"
 import { Effect, Schema } from "effect"
 
+/** Stored scopes as granted today: one no longer in `Scopes` (a scope retired) grants nothing, and fails no read. */
+const StoredScopes = Schema.transform(Schema.Array(Schema.String), Schema.Array(Scope), {
+  strict: true,
+  decode: (stored) => stored.filter(Schema.is(Scope)),
+  encode: (scopes) => scopes
+})
+
 export const ClientRow = Schema.Struct({
   id: Schema.String,
   secret_hash: Schema.NullOr(Schema.String),
@@ -21,7 +28,7 @@ export const CodeRow = Schema.Struct({
   user_id: UserId,
   redirect_uri: Schema.String,
   code_challenge: Schema.String,
-  scopes: Schema.Array(Scope),
+  scopes: StoredScopes,
   resource: Schema.NullOr(Schema.String),
   used: Schema.Boolean,
   expired: Schema.Boolean,
@@ -34,7 +41,7 @@ export const RefreshTokenRow = Schema.Struct({
   grant_id: Schema.Number,
   client_id: Schema.String,
   user_id: UserId,
-  scopes: Schema.Array(Scope),
+  scopes: StoredScopes,
   resource: Schema.NullOr(Schema.String),
   used: Schema.Boolean,
   revoked: Schema.Boolean,
@@ -46,7 +53,7 @@ export const ConnectedClientRow = Schema.Struct({
   client_id: Schema.String,
   client_name: Schema.NullOr(Schema.String),
   client_uri: Schema.NullOr(Schema.String),
-  scopes: Schema.Array(Scope),
+  scopes: StoredScopes,
   first_authorized_at: Schema.String,
   last_used_at: Schema.NullOr(Schema.String)
 })
