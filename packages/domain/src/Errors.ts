@@ -52,3 +52,30 @@ export class HandoffConflict extends Schema.TaggedError<HandoffConflict>()("Hand
   message: Schema.String
 }) {}
 export const HandoffConflictResponse = ErrorResponse(HandoffConflict, 409, "HandoffConflict")
+
+/**
+ * 404s named for what is missing. Each answers as `NotFound` (the status and envelope every endpoint
+ * declares) with SPEC.md's message for it, so the wire does not change; code fails with the name.
+ */
+const notFound = (message: string) =>
+  class extends NotFound {
+    constructor() {
+      super({ message })
+    }
+  }
+export class ActionNotFound extends notFound("Action not found.") {}
+export class ChannelNotFound extends notFound("Channel not found.") {}
+export class ConversationNotFound extends notFound("Conversation not found.") {}
+export class EvalCaseNotFound extends notFound("Eval case not found.") {}
+export class EvalRunNotFound extends notFound("Eval run not found.") {}
+export class FollowupNotFound extends notFound("This stage has no followup.") {}
+export class KnowledgeTableNotFound extends notFound("Knowledge table not found.") {}
+export class MessageNotFound extends notFound("Message not found on this channel.") {}
+export class OpportunityNotFound extends notFound("Opportunity not found.") {}
+export class PipelineNotFound extends notFound("Pipeline not found.") {}
+export class StageNotFound extends notFound("Stage not found.") {}
+export class VariableNotFound extends notFound("Variable not found.") {}
+export class VersionNotFound extends notFound("Version not found.") {}
+export class WebhookNotFound extends notFound("Webhook not found.") {}
+/** Another workspace's id answers like a missing one (docs/api.md), so ids reveal nothing. */
+export class WorkspaceNotFound extends notFound("Workspace not found.") {}

@@ -1,6 +1,7 @@
 import {
   Action,
   type ActionId,
+  ActionNotFound,
   type ActionResultsQuery,
   beforeAiTriggers,
   type CreateAction,
@@ -9,18 +10,19 @@ import {
   type FixedTrigger,
   HEADER_NAME,
   jsonPath,
-  NotFound,
   type PipelineId,
+  PipelineNotFound,
   placeholders,
   suggestedVariables,
   templatedStrings,
   Unprocessable,
   type UpdateAction,
   type UpdateVariable,
+  valueFormatIssue,
   type Variable,
   VARIABLE_NAME,
   type VariableId,
-  valueFormatIssue,
+  VariableNotFound,
   type VariableType
 } from "@parley/domain"
 import { Effect, Schema } from "effect"
@@ -29,10 +31,6 @@ import { isUniqueViolation } from "../db/SqlErrors.js"
 import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { someOrFail } from "../util/Effects.js"
 import { type ActionRow, AutomationRepo } from "./AutomationRepo.js"
-
-const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
-const variableNotFound = new NotFound({ message: "Variable not found." })
-const actionNotFound = new NotFound({ message: "Action not found." })
 
 interface Issue {
   readonly field: string
@@ -125,11 +123,11 @@ export class Automation extends Effect.Service<Automation>()("@parley/server/Aut
     const targets = yield* OutboundTargets
 
     const ownPipeline = (id: PipelineId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipelineWorkspace(actor.workspaceIds, id).pipe(someOrFail(pipelineNotFound)))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipelineWorkspace(actor.workspaceIds, id).pipe(someOrFail(new PipelineNotFound())))
     const findVariable = (id: VariableId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.findVariable(actor.workspaceIds, id).pipe(someOrFail(variableNotFound)))
+      Effect.flatMap(CurrentActor, (actor) => repo.findVariable(actor.workspaceIds, id).pipe(someOrFail(new VariableNotFound())))
     const findAction = (id: ActionId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.findAction(actor.workspaceIds, id).pipe(someOrFail(actionNotFound)))
+      Effect.flatMap(CurrentActor, (actor) => repo.findAction(actor.workspaceIds, id).pipe(someOrFail(new ActionNotFound())))
 
     const stageIssues = (pipelineId: number, stageId: number | null | undefined) =>
       stageId === undefined || stageId === null

@@ -17,19 +17,18 @@ import {
   OpportunityStatusCounts,
   parseIsoDate,
   PipelineHandoffs,
+  PipelineNotFound,
   Timeseries,
   TimeseriesDay,
   type TimeseriesQuery,
   Unprocessable,
-  type WorkspaceId
+  type WorkspaceId,
+  WorkspaceNotFound
 } from "@parley/domain"
 import { Clock, Effect } from "effect"
 import { AnalyticsRepo, type HandoffRow, type MessagingRow } from "./AnalyticsRepo.js"
 import type { AnalyticsScope, Period } from "./AnalyticsSql.js"
-import { workspaceNotFound } from "../workspaces/WorkspaceNotFound.js"
 import { TimeseriesRepo } from "./TimeseriesRepo.js"
-
-const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
 
 const DAY_MS = 86_400_000
 
@@ -128,7 +127,7 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
       if (workspaceId === undefined) return Effect.succeed({ workspaceIds: actor.workspaceIds, includeTest: query.include_test })
       return actor.workspaceIds.includes(workspaceId)
         ? Effect.succeed({ workspaceIds: [workspaceId], includeTest: query.include_test })
-        : Effect.fail(workspaceNotFound)
+        : Effect.fail(new WorkspaceNotFound())
     }
 
     const summary = Effect.fn("Analytics.summary")(function*(query: AnalyticsQuery) {
@@ -166,7 +165,7 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
     const messagingStats = Effect.fn("Analytics.messagingStats")(function*(query: MessagingStatsQuery) {
       const scope = yield* scopeOf(yield* CurrentActor, query)
       if (query.pipeline_id !== undefined && !(yield* repo.pipelineIn(scope.workspaceIds, query.pipeline_id))) {
-        return yield* pipelineNotFound
+        return yield* new PipelineNotFound()
       }
       const rows = yield* repo.messaging({ ...scope, ...periodOf(query), pipelineId: query.pipeline_id, provider: query.provider })
       return new MessagingStats({
@@ -178,7 +177,7 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
     const handoffs = Effect.fn("Analytics.handoffs")(function*(query: HandoffStatsQuery) {
       const scope = yield* scopeOf(yield* CurrentActor, query)
       if (query.pipeline_id !== undefined && !(yield* repo.pipelineIn(scope.workspaceIds, query.pipeline_id))) {
-        return yield* pipelineNotFound
+        return yield* new PipelineNotFound()
       }
       const rows = yield* repo.handoffs({ ...scope, ...periodOf(query), pipelineId: query.pipeline_id })
       return new HandoffStats({
@@ -192,7 +191,7 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
     const timeseries = Effect.fn("Analytics.timeseries")(function*(query: TimeseriesQuery) {
       const scope = yield* scopeOf(yield* CurrentActor, query)
       if (query.pipeline_id !== undefined && !(yield* repo.pipelineIn(scope.workspaceIds, query.pipeline_id))) {
-        return yield* pipelineNotFound
+        return yield* new PipelineNotFound()
       }
       const period = yield* seriesPeriod(query, yield* Clock.currentTimeMillis)
       const rows = yield* timeseriesRepo.series({ ...scope, ...period, pipelineId: query.pipeline_id })

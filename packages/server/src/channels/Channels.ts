@@ -3,12 +3,12 @@ import {
   type Actor,
   type ChannelId,
   type ChannelKind,
+  ChannelNotFound,
   ChannelWithSecret,
   type CreateChannel,
   CurrentActor,
   hasClientCredentials,
   normaliseOrigin,
-  NotFound,
   type PipelineId,
   Unprocessable,
   type UpdateChannel,
@@ -21,8 +21,6 @@ import { randomBase62 } from "../identity/Secrets.js"
 import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { ChannelCache } from "./ChannelCache.js"
 import { ChannelsRepo } from "./ChannelsRepo.js"
-
-const channelNotFound = new NotFound({ message: "Channel not found." })
 
 /**
  * `wc_` client ids identify web and widget channels. Both get a secret that signs their reply webhooks; a
@@ -53,7 +51,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
     const sql = yield* SqlClient.SqlClient
 
     const find = (actor: Actor, id: ChannelId) =>
-      repo.find(actor.workspaceIds, id).pipe(someOrFail(channelNotFound))
+      repo.find(actor.workspaceIds, id).pipe(someOrFail(new ChannelNotFound()))
 
     /** A pipeline may only be linked within the channel's own workspace. */
     const checkPipeline = (workspaceId: WorkspaceId, pipelineId: PipelineId | null | undefined) =>

@@ -4,14 +4,15 @@
  * `active` hands back). Other workspaces' conversations are 404.
  */
 import {
-  type ConversationId,
   ConversationDetail,
+  type ConversationId,
   ConversationListItem,
   ConversationMessage,
   ConversationMessagesPage,
   type ConversationMessagesQuery,
-  ConversationsPage,
+  ConversationNotFound,
   type ConversationsOrder,
+  ConversationsPage,
   CurrentActor,
   decodeMessagesCursor,
   encodeMessagesCursor,
@@ -21,16 +22,16 @@ import {
   type ListConversationsQuery,
   noReplyReasonOf,
   PublicBaseUrl,
-  statusOfHandoff,
   ReadMarker,
+  statusOfHandoff,
   Unprocessable,
-  type UpdateConversation
+  type UpdateConversation,
+  WorkspaceNotFound
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
-import { conversationNotFound, Handoff } from "../handoff/Handoff.js"
+import { Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
-import { workspaceNotFound } from "../workspaces/WorkspaceNotFound.js"
 import { type ConversationRow, ConversationsRepo, type ListCursor } from "./ConversationsRepo.js"
 
 const listItem = (r: ConversationRow) => ({
@@ -127,7 +128,7 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
       const order = query.order ?? "activity"
       const after = query.cursor === undefined ? undefined : decodeListCursor(order, query.cursor)
       if (query.cursor !== undefined && after === undefined) return yield* badCursor
-      if (query.workspace_id !== undefined && !actor.workspaceIds.includes(query.workspace_id)) return yield* workspaceNotFound
+      if (query.workspace_id !== undefined && !actor.workspaceIds.includes(query.workspace_id)) return yield* new WorkspaceNotFound()
       const rows = yield* repo.list({
         workspaceIds: query.workspace_id === undefined ? actor.workspaceIds : [query.workspace_id],
         userId: actor.userId,
@@ -158,7 +159,7 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
     const owned = (id: ConversationId) =>
       Effect.flatMap(CurrentActor, (actor) =>
         repo.find(actor.workspaceIds, actor.userId, id).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(conversationNotFound), onSome: Effect.succeed }))
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(new ConversationNotFound()), onSome: Effect.succeed }))
         ))
 
     const get = Effect.fn("Conversations.get")(function*(id: ConversationId) {

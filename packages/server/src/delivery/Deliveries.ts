@@ -1,13 +1,11 @@
 import { SqlClient } from "@effect/sql"
-import { type ChannelId, CurrentActor, Delivery, NotFound, Replay } from "@parley/domain"
+import { type ChannelId, ChannelNotFound, CurrentActor, Delivery, MessageNotFound, Replay } from "@parley/domain"
 import { DeliverReply } from "@parley/worker"
 import type { WorkflowEngine } from "@effect/workflow"
 import { Effect, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 
 const decodeDeliveries = Schema.decodeUnknown(Schema.Array(Delivery))
-const channelNotFound = new NotFound({ message: "Channel not found." })
-const messageNotFound = new NotFound({ message: "Message not found on this channel." })
 
 /** Starting, listing and replaying reply-webhook deliveries (the work itself is the DeliverReply workflow). */
 export class Deliveries extends Effect.Service<Deliveries>()("@parley/server/Deliveries", {
@@ -35,7 +33,7 @@ export class Deliveries extends Effect.Service<Deliveries>()("@parley/server/Del
         const actor = yield* CurrentActor
         const rows = yield* sql`select 1 from channels where id = ${channelId} and workspace_id in ${sql.in(actor.workspaceIds)}`
           .pipe(Effect.orDie)
-        if (rows.length === 0) return yield* channelNotFound
+        if (rows.length === 0) return yield* new ChannelNotFound()
       })
 
     const list = Effect.fn("Deliveries.list")(function*(channelId: ChannelId, query: { message_id?: string | undefined; limit: number }) {
@@ -53,7 +51,7 @@ export class Deliveries extends Effect.Service<Deliveries>()("@parley/server/Del
       const rows = yield* sql<{ runs: number }>`
         select coalesce((select max(run) from webhook_deliveries where message_id = m.id), 0)::int as runs
         from messages m where m.id = ${messageId} and m.channel_id = ${channelId} and m.role = 'assistant'`.pipe(Effect.orDie)
-      if (rows.length === 0) return yield* messageNotFound
+      if (rows.length === 0) return yield* new MessageNotFound()
       const run = rows[0]!.runs + 1
       yield* start(messageId, run)
       return new Replay({ message_id: messageId, run })

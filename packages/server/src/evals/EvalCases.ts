@@ -5,15 +5,17 @@
  */
 import {
   type ConversationId,
+  ConversationNotFound,
   CurrentActor,
   EvalCase,
   type EvalCaseId,
+  EvalCaseNotFound,
   type EvalCaseSpec,
   Forbidden,
   hasScope,
   missingScopeMessage,
-  NotFound,
   type PipelineId,
+  PipelineNotFound,
   type SaveConversationAsCase,
   Unprocessable
 } from "@parley/domain"
@@ -24,9 +26,6 @@ import { caseIssues } from "./CaseRules.js"
 import { ConversationCaseRepo } from "./ConversationCaseRepo.js"
 import { type CaseRow, EvalsRepo } from "./EvalsRepo.js"
 
-const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
-const caseNotFound = new NotFound({ message: "Eval case not found." })
-const conversationNotFound = new NotFound({ message: "Conversation not found." })
 const nameTaken = Unprocessable.of([{ field: "name", message: "is the name of another eval case of this pipeline" }])
 
 const toCase = (r: CaseRow) =>
@@ -39,8 +38,8 @@ export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalC
     const conversations = yield* ConversationCaseRepo
 
     const pipelineOf = (id: number) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(pipelineNotFound))
-    const caseOf = (id: number) => Effect.flatMap(CurrentActor, (actor) => repo.findCase(actor.workspaceIds, id)).pipe(someOrFail(caseNotFound))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(new PipelineNotFound()))
+    const caseOf = (id: number) => Effect.flatMap(CurrentActor, (actor) => repo.findCase(actor.workspaceIds, id)).pipe(someOrFail(new EvalCaseNotFound()))
 
     const checked = (pipelineId: number, spec: EvalCaseSpec) =>
       Effect.flatMap(repo.stages(pipelineId), (stages) => {
@@ -94,7 +93,7 @@ export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalC
       const actor = yield* CurrentActor
       // the case carries what the contact wrote: reading it takes the scope reading the conversation takes
       if (!hasScope(actor.scopes, "conversations:read")) return yield* new Forbidden({ message: missingScopeMessage("conversations:read") })
-      const c = yield* conversations.read(actor.workspaceIds, conversationId).pipe(someOrFail(conversationNotFound))
+      const c = yield* conversations.read(actor.workspaceIds, conversationId).pipe(someOrFail(new ConversationNotFound()))
       if (c.is_eval) return yield* Unprocessable.of([{ field: "conversation", message: "is an eval's own conversation" }])
       if (c.pipeline_id === null || c.first_stage_id === null) {
         return yield* Unprocessable.of([{ field: "conversation", message: "has no opportunity in a pipeline" }])

@@ -5,14 +5,15 @@
  */
 import {
   CurrentActor,
-  EvalComparison,
   type EvalCaseSpec,
+  EvalComparison,
   EvalResult,
   EvalRun,
   type EvalRunId,
+  EvalRunNotFound,
   EvalRunSummary,
-  NotFound,
   type PipelineId,
+  PipelineNotFound,
   type StartEvalRun,
   Unprocessable
 } from "@parley/domain"
@@ -23,8 +24,6 @@ import { CasePlayer, type RunTarget } from "./CasePlayer.js"
 import { EvalsRepo, type ResultRow, type RunRow } from "./EvalsRepo.js"
 import { SandboxRepo } from "./SandboxRepo.js"
 
-const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
-const runNotFound = new NotFound({ message: "Eval run not found." })
 const DEFAULT_CONCURRENCY = 4
 const SETTLE_MARGIN_MS = 120_000
 
@@ -38,7 +37,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
     const running = yield* FiberSet.make()
 
     const pipelineOf = (pipelineId: number) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, pipelineId)).pipe(someOrFail(pipelineNotFound))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, pipelineId)).pipe(someOrFail(new PipelineNotFound()))
 
     /** The cases a run plays: given ones, stored ones by id, or every stored case; every problem in one 422. */
     const chosenCases = (pipelineId: number, input: StartEvalRun, override: number) =>
@@ -121,7 +120,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
 
     const get = Effect.fn("EvalRuns.get")(function*(runId: EvalRunId) {
       const actor = yield* CurrentActor
-      const found = yield* repo.run(actor.workspaceIds, runId).pipe(someOrFail(runNotFound))
+      const found = yield* repo.run(actor.workspaceIds, runId).pipe(someOrFail(new EvalRunNotFound()))
       if (found.status === "running") yield* repo.interruptStale(found.pipeline_id)
       const run = found.status === "running" ? Option.getOrThrow(yield* repo.run(actor.workspaceIds, runId)) : found
       const results = yield* repo.results(runId)

@@ -1,19 +1,17 @@
 import { SqlClient } from "@effect/sql"
 import {
   CurrentActor,
-  NotFound,
+  FollowupNotFound,
   type SaveFollowup,
-  type StageId,
   StageFollowup,
+  type StageId,
+  StageNotFound,
   Unprocessable,
   ValidationIssue
 } from "@parley/domain"
 import { Effect, Option } from "effect"
 import { someOrFail } from "../util/Effects.js"
 import { FollowupsRepo } from "./FollowupsRepo.js"
-
-const stageNotFound = new NotFound({ message: "Stage not found." })
-const followupNotFound = new NotFound({ message: "This stage has no followup." })
 
 /** A stage's followup (SPEC.md 4.5), scoped like stages: another workspace's stage is not found. */
 export class Followups extends Effect.Service<Followups>()("@parley/server/Followups", {
@@ -23,7 +21,7 @@ export class Followups extends Effect.Service<Followups>()("@parley/server/Follo
     const sql = yield* SqlClient.SqlClient
 
     const findStage = (id: StageId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.findStage(actor.workspaceIds, id)).pipe(someOrFail(stageNotFound))
+      Effect.flatMap(CurrentActor, (actor) => repo.findStage(actor.workspaceIds, id)).pipe(someOrFail(new StageNotFound()))
 
     const current = (stageId: StageId) =>
       Effect.map(repo.byStage(stageId), (f) => new StageFollowup({ has_followup: Option.isSome(f), followup: Option.getOrNull(f) }))
@@ -71,7 +69,7 @@ export class Followups extends Effect.Service<Followups>()("@parley/server/Follo
     const remove = Effect.fn("Followups.remove")(function*(stageId: StageId) {
       yield* findStage(stageId)
       const deleted = yield* repo.remove(stageId)
-      if (!deleted) return yield* followupNotFound
+      if (!deleted) return yield* new FollowupNotFound()
       return { stage_id: stageId, deleted: true }
     })
 

@@ -7,20 +7,18 @@
 import { SqlClient } from "@effect/sql"
 import {
   type ConversationId,
+  ConversationNotFound,
   CurrentActor,
   HandoffConflict,
   type HandoffMove,
   type HandoffState,
   handoffTarget,
-  NotFound,
   statusOfHandoff,
   Unprocessable,
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, Option } from "effect"
 import { type HandoffColumns, HandoffRepo, type Locked } from "./HandoffRepo.js"
-
-export const conversationNotFound = new NotFound({ message: "Conversation not found." })
 
 /** The columns a move sets, from the conversation as locked. */
 const columnsOf = (locked: Locked, move: HandoffMove, to: HandoffState): HandoffColumns => {
@@ -89,7 +87,7 @@ export class Handoff extends Effect.Service<Handoff>()("@parley/server/Handoff",
     const apply = (id: ConversationId, workspaceIds: ReadonlyArray<WorkspaceId>, move: HandoffMove) =>
       sql.withTransaction(Effect.gen(function*() {
         const locked = yield* repo.lock(id, workspaceIds).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(conversationNotFound), onSome: Effect.succeed }))
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(new ConversationNotFound()), onSome: Effect.succeed }))
         )
         const target = handoffTarget(locked.state, locked.assignee_id, move)
         if ("conflict" in target) return yield* new HandoffConflict({ message: target.conflict })
@@ -127,7 +125,7 @@ export class Handoff extends Effect.Service<Handoff>()("@parley/server/Handoff",
     /** A move made by the system (the agent, a rule, a timeout), on the conversation's own workspace. */
     const moveAsSystem = Effect.fn("Handoff.moveAsSystem")(function*(id: ConversationId, m: HandoffMove) {
       const owner = yield* sql<{ workspace_id: WorkspaceId }>`select workspace_id from conversations where id = ${id}`.pipe(Effect.orDie)
-      if (owner.length === 0) return yield* conversationNotFound
+      if (owner.length === 0) return yield* new ConversationNotFound()
       return yield* apply(id, [owner[0]!.workspace_id], m)
     })
 

@@ -10,7 +10,7 @@ import {
   CurrentActor,
   type KnowledgeColumn,
   type KnowledgeTableId,
-  NotFound,
+  KnowledgeTableNotFound,
   PointsPage,
   SearchHit,
   type SearchKnowledge,
@@ -26,8 +26,6 @@ import { KnowledgeRepo, type PointWrite } from "./KnowledgeRepo.js"
 import { KnowledgeSearch } from "./KnowledgeSearch.js"
 import { type Problem, readPoints, render, uniqueWithin } from "./PointInput.js"
 import { KnowledgeStatistics } from "./Statistics.js"
-
-export const tableNotFound = new NotFound({ message: "Knowledge table not found." })
 
 /** Rows per insert statement of an upsert. */
 const INSERT_CHUNK = 500
@@ -53,13 +51,13 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
     /** Workspace and columns of a table the caller reaches; 404 otherwise (another workspace's table included). */
     const ownColumns = (id: KnowledgeTableId) =>
       Effect.flatMap(CurrentActor, (actor) => repo.columns(id, actor.workspaceIds)).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(tableNotFound), onSome: Effect.succeed }))
+        Effect.flatMap(Option.match({ onNone: () => Effect.fail(new KnowledgeTableNotFound()), onSome: Effect.succeed }))
       )
 
     /** The table if the caller reaches its workspace; 404 otherwise. */
     const ownTable = (id: KnowledgeTableId) =>
       Effect.flatMap(CurrentActor, (actor) => repo.table(id, actor.workspaceIds)).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(tableNotFound), onSome: Effect.succeed }))
+        Effect.flatMap(Option.match({ onNone: () => Effect.fail(new KnowledgeTableNotFound()), onSome: Effect.succeed }))
       )
 
     const list = Effect.fn("Knowledge.list")(function*() {

@@ -3,18 +3,18 @@ import { SqlClient } from "@effect/sql"
 import {
   classifyFile,
   type ConversationId,
+  ConversationNotFound,
   CurrentActor,
+  encodeMessagesCursor,
   type FileEntry,
   FileEntryWithUrl,
   Forbidden,
   MAX_OPERATOR_FILE_BYTES,
   MAX_OPERATOR_FILES,
-  encodeMessagesCursor,
   MessageEntry,
+  MessageRecord,
   type MessagesFilter,
   MessagesPage,
-  MessageRecord,
-  NotFound,
   storableName,
   ulid,
   Unprocessable,
@@ -104,7 +104,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
     ) {
       const actor = yield* CurrentActor
       const found = yield* target(conversationId)
-      if (Option.isNone(found)) return yield* new NotFound({ message: "Conversation not found." })
+      if (Option.isNone(found)) return yield* new ConversationNotFound()
       const t = found.value
       if (!actor.workspaceIds.includes(t.workspace_id as never)) return yield* new Forbidden({ message: "This action is unauthorized." })
       const text = input.message === null || input.message === "" ? null : input.message

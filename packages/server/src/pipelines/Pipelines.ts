@@ -10,9 +10,11 @@ import {
   type Pipeline,
   type PipelineId,
   PipelineModelPool,
+  PipelineNotFound,
   PipelineWithStages,
   RoutingTiers,
   type StageId,
+  StageNotFound,
   Unprocessable,
   type UpdateModelPool,
   type UpdatePipeline,
@@ -29,8 +31,6 @@ import { isUniqueViolation } from "../db/SqlErrors.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { PipelinesRepo } from "./PipelinesRepo.js"
 
-const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
-const stageNotFound = new NotFound({ message: "Stage not found." })
 const nameTaken = Unprocessable.of([{ field: "name", message: "The name has already been taken." }])
 
 const failOnIssues = (issues: ReadonlyArray<ValidationIssue>) =>
@@ -58,7 +58,7 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
     const sql = yield* SqlClient.SqlClient
 
     const find = (actor: Actor, id: PipelineId) =>
-      repo.find(actor.workspaceIds, id).pipe(someOrFail(pipelineNotFound))
+      repo.find(actor.workspaceIds, id).pipe(someOrFail(new PipelineNotFound()))
 
     const withStages = (actor: Actor, id: PipelineId) =>
       Effect.gen(function*() {
@@ -156,7 +156,7 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       })
 
     const findStage = (actor: Actor, id: StageId) =>
-      repo.findStage(actor.workspaceIds, id).pipe(someOrFail(stageNotFound))
+      repo.findStage(actor.workspaceIds, id).pipe(someOrFail(new StageNotFound()))
 
     const createStage = Effect.fn("Pipelines.createStage")(function*(pipelineId: PipelineId, input: CreateStage) {
       const actor = yield* CurrentActor

@@ -7,28 +7,26 @@ import { SqlClient } from "@effect/sql"
 import {
   CurrentActor,
   type DiffQuery,
-  NotFound,
+  type PipelineId,
+  PipelineNotFound,
   PipelineVersion,
   PipelineVersions,
   PipelineVersionSummary,
-  type PipelineId,
-  PublishGated,
   type PublishGate,
+  PublishGated,
   type Rollback,
   Unprocessable,
   type UpdateWorkspaceSettings,
+  VersionNotFound,
   type VersionRef,
-  WorkspaceSettings,
-  type WorkspaceId
+  type WorkspaceId,
+  WorkspaceNotFound,
+  WorkspaceSettings
 } from "@parley/domain"
 import { Effect, Option } from "effect"
 import { someOrFail } from "../util/Effects.js"
 import { diffConfigs } from "./VersionDiff.js"
 import { type Config, type LockedPipeline, VersionsRepo, type VersionRow } from "./VersionsRepo.js"
-
-const pipelineNotFound = new NotFound({ message: "Pipeline not found." })
-const versionNotFound = new NotFound({ message: "Version not found." })
-const workspaceNotFound = new NotFound({ message: "Workspace not found." })
 
 const summary = ({ config_hash: _, id: __, ...row }: VersionRow) => new PipelineVersionSummary(row as never)
 
@@ -39,12 +37,12 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
     const sql = yield* SqlClient.SqlClient
 
     const pipelineOf = (id: number) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(pipelineNotFound))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(new PipelineNotFound()))
 
     const settings = Effect.fn("Versions.settings")(function*(workspaceId: WorkspaceId) {
       const actor = yield* CurrentActor
       const [row] = yield* repo.settings(actor.workspaceIds, workspaceId)
-      if (row === undefined) return yield* workspaceNotFound
+      if (row === undefined) return yield* new WorkspaceNotFound()
       return new WorkspaceSettings({ workspace_id: row.workspace_id as WorkspaceId, drafts: row.drafts })
     })
 
@@ -68,7 +66,7 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
 
     const get = Effect.fn("Versions.get")(function*(pipelineId: PipelineId, number: number) {
       const p = yield* pipelineOf(pipelineId)
-      const { config, ...row } = yield* repo.version(p.id, number).pipe(someOrFail(versionNotFound))
+      const { config, ...row } = yield* repo.version(p.id, number).pipe(someOrFail(new VersionNotFound()))
       return new PipelineVersion({ ...summary(row), config })
     })
 
@@ -111,7 +109,7 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
       Effect.gen(function*() {
         const actor = yield* CurrentActor
         const { config, ...row } = yield* sql.withTransaction(Effect.gen(function*() {
-          const p = yield* repo.lock(actor.workspaceIds, pipelineId).pipe(someOrFail(pipelineNotFound))
+          const p = yield* repo.lock(actor.workspaceIds, pipelineId).pipe(someOrFail(new PipelineNotFound()))
           yield* check(p)
           const stranded = yield* repo.stranded(p.id, p.live_version_id ?? 0, fromNumber)
           if (stranded.length > 0) {

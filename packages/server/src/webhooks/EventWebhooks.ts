@@ -10,15 +10,14 @@ import {
   EventWebhookWithSecret,
   NotFound,
   Unprocessable,
-  type UpdateEventWebhook
+  type UpdateEventWebhook,
+  WebhookNotFound
 } from "@parley/domain"
 import { Effect, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { AppSecret } from "../config/AppSecret.js"
 import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { EventWebhooksRepo } from "./EventWebhooksRepo.js"
-
-const webhookNotFound = new NotFound({ message: "Webhook not found." })
 
 const publicFields = ({ secret_ciphertext: _, ...row }: { readonly secret_ciphertext: string } & ConstructorParameters<typeof EventWebhook>[0]) =>
   new EventWebhook(row)
@@ -37,7 +36,7 @@ export class EventWebhooks extends Effect.Service<EventWebhooks>()("@parley/serv
 
     const owned = (id: EventWebhookId) =>
       Effect.flatMap(CurrentActor, (actor) =>
-        Effect.flatMap(repo.find(id, actor.workspaceIds), Option.match({ onNone: () => Effect.fail(webhookNotFound), onSome: Effect.succeed })))
+        Effect.flatMap(repo.find(id, actor.workspaceIds), Option.match({ onNone: () => Effect.fail(new WebhookNotFound()), onSome: Effect.succeed })))
 
     const list = Effect.fn("EventWebhooks.list")(function*() {
       const actor = yield* CurrentActor

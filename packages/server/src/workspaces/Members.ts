@@ -1,7 +1,6 @@
 /** A workspace's members, for the workspaces the caller reaches (docs/api.md). */
-import { CurrentActor, type WorkspaceId } from "@parley/domain"
+import { CurrentActor, type WorkspaceId, WorkspaceNotFound } from "@parley/domain"
 import { Effect } from "effect"
-import { workspaceNotFound } from "./WorkspaceNotFound.js"
 import { MembersRepo } from "./MembersRepo.js"
 
 export class Members extends Effect.Service<Members>()("@parley/server/Members", {
@@ -13,7 +12,7 @@ export class Members extends Effect.Service<Members>()("@parley/server/Members",
       yield* Effect.annotateCurrentSpan("workspace.id", workspaceId)
       const actor = yield* CurrentActor
       // another workspace's id answers like a missing one
-      if (!actor.workspaceIds.includes(workspaceId)) return yield* workspaceNotFound
+      if (!actor.workspaceIds.includes(workspaceId)) return yield* new WorkspaceNotFound()
       return yield* repo.members(workspaceId)
     })
 
