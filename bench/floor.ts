@@ -16,11 +16,10 @@ import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
-import { spawn } from "node:child_process"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
-import { costsHeader, costsRow, header, load, measure, row, send, setup, sideBySide, sideBySideHeader, startBare, startServer } from "./support.js"
+import { costsHeader, costsRow, header, load, measure, row, send, setup, sideBySide, sideBySideHeader, spawnAnnounced, startBare, startServer } from "./support.js"
 
 const Opportunity = Schema.Struct({ id: Schema.Number, name: Schema.String, status: Schema.String, tags: Schema.Array(Schema.String) })
 const body = (id: number) => ({ id, name: "Seed", status: "active", tags: ["bench"] })
@@ -67,17 +66,10 @@ const serveNode = () => {
 
 /** Starts this file as a server of `kind` in a process of its own. */
 const start = (kind: "effect" | "node", databaseUrl?: string) =>
-  new Promise<{ url: string; pid: number; stop: () => void }>((resolve, reject) => {
-    const env = { ...process.env, ...(databaseUrl === undefined ? {} : { FLOOR_DATABASE_URL: databaseUrl }) }
-    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), kind], { stdio: ["ignore", "pipe", "inherit"], env })
-    let out = ""
-    child.stdout.on("data", (c: Buffer) => {
-      out += c.toString()
-      const url = /FLOOR (\S+)/.exec(out)?.[1]
-      if (url) resolve({ url, pid: child.pid!, stop: () => child.kill("SIGKILL") })
-    })
-    child.on("exit", (code) => reject(new Error(`floor ${kind} exited (${code}): ${out}`)))
-  })
+  spawnAnnounced(fileURLToPath(import.meta.url), [kind], {
+    ...(process.env as Record<string, string>),
+    ...(databaseUrl === undefined ? {} : { FLOOR_DATABASE_URL: databaseUrl })
+  }, /FLOOR (\S+)/)
 
 const kind = process.argv[2]
 if (kind === "effect") serveEffect()
@@ -95,7 +87,7 @@ else {
         await load(concurrency, 2, get) // warm-up
         rows.push([k === "effect" ? "HttpApi, no database" : "node:http, no database", await measure(s.database, [{ name: k, pid: server.pid }], () => load(concurrency, seconds, get))])
       } finally {
-        server.stop()
+        await server.stop()
       }
     }
     // the bare GET of rest.ts: a server only to migrate the database and make the opportunities it reads,
@@ -120,7 +112,7 @@ else {
         await load(concurrency, 2, get)
         rows.push(["HttpApi + @effect/sql-pg, one SELECT", await measure(s.database, [{ name: "effect", pid: effect.pid }], () => load(concurrency, seconds, get))])
       } finally {
-        effect.stop()
+        await effect.stop()
       }
     }
     const bare = await startBare(server)

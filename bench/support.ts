@@ -240,24 +240,20 @@ export interface Bare {
  * (DATABASE_POOL_SIZE, default 10); the embedded database by opening the server's data dir with PGlite,
  * so the server must be stopped first (`server.stop(true)`).
  */
-export const startBare = (server: Server) =>
+/**
+ * Runs `file` (TypeScript, through tsx) with `args` in a process of its own, resolved once its output
+ * announces its address: the first match of `announce` (its group 1 is the URL). Stopped by SIGTERM.
+ */
+export const spawnAnnounced = (file: string, args: ReadonlyArray<string>, env: Record<string, string>, announce: RegExp) =>
   new Promise<Bare>((resolve, reject) => {
-    const env: Record<string, string> = {
-      ...(process.env as Record<string, string>),
-      BARE_WORKSPACE: String(server.demo.workspace_id),
-      BARE_CHANNEL: String(server.demo.channel.id),
-      BARE_PIPELINE: String(server.demo.pipeline_id),
-      BARE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? "10",
-      ...(server.database.kind === "native" ? { BARE_DATABASE_URL: server.database.url! } : { BARE_PGLITE_DIR: Path.join(server.dataDir, "pgdata") })
-    }
-    const child = spawn(process.execPath, ["--import", "tsx", Path.join(root, "bench/bare.ts")], { cwd: root, env })
+    const child = spawn(process.execPath, ["--import", "tsx", file, ...args], { cwd: root, env })
     running.add(child)
     const exited = new Promise<void>((done) => child.on("exit", () => (running.delete(child), done())))
     let output = ""
     let ready = false
     child.stdout.on("data", (c: Buffer) => {
       output += c.toString()
-      const url = /BARE (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
+      const url = announce.exec(output)?.[1]
       if (url && !ready) {
         ready = true
         resolve({
@@ -272,9 +268,19 @@ export const startBare = (server: Server) =>
     })
     child.stderr.on("data", (c: Buffer) => (output += c.toString()))
     child.on("exit", (code) => {
-      if (!ready) reject(new Error(`bare.ts exited (${code}):\n${output}`))
+      if (!ready) reject(new Error(`${Path.basename(file)} exited (${code}):\n${output}`))
     })
   })
+
+export const startBare = (server: Server) =>
+  spawnAnnounced(Path.join(root, "bench/bare.ts"), [], {
+    ...(process.env as Record<string, string>),
+    BARE_WORKSPACE: String(server.demo.workspace_id),
+    BARE_CHANNEL: String(server.demo.channel.id),
+    BARE_PIPELINE: String(server.demo.pipeline_id),
+    BARE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? "10",
+    ...(server.database.kind === "native" ? { BARE_DATABASE_URL: server.database.url! } : { BARE_PGLITE_DIR: Path.join(server.dataDir, "pgdata") })
+  }, /BARE (http:\/\/127\.0\.0\.1:\d+)/)
 
 export interface RequestSpec {
   readonly method: string
