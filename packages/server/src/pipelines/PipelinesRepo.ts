@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import {
   type ChannelId,
@@ -6,17 +6,20 @@ import {
   type CreateStage,
   type ModelPoolEntry,
   Pipeline,
-  type PipelineId,
+  PipelineId,
   Stage,
-  type StageId,
+  StageId,
   type UpdatePipeline,
   type UpdateStage,
   type WorkspaceId
 } from "@parley/domain"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
 
-const decodePipelines = Schema.decodeUnknown(Schema.Array(Pipeline))
-const decodeStages = Schema.decodeUnknown(Schema.Array(Stage))
+const Ids = Schema.Array(Schema.Number)
+const InWorkspaces = Schema.Struct({ id: Schema.Number, workspaceIds: Ids })
+/** A row to insert, column to value: only the columns the request sent, the database's defaults for the others. */
+const Columns = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const Count = Schema.Struct({ n: Schema.Number })
 
 /** Settings columns a create or update may write, in the order of the table. */
 const settingColumns = [
@@ -63,22 +66,58 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
     const setClause = (set: Record<string, unknown>) =>
       sql.csv([...Object.entries(set).map(([k, v]) => sql`${sql(k)} = ${v as never}`), sql`updated_at = now()`])
 
-    const pipelines = (rows: ReadonlyArray<unknown>) => Effect.orDie(decodePipelines(rows))
-    const stages = (rows: ReadonlyArray<unknown>) => Effect.orDie(decodeStages(rows))
+    const list = SqlSchema.findAll({
+      Request: Ids,
+      Result: Pipeline,
+      execute: (workspaceIds) => sql`${selectPipeline} where p.workspace_id in ${sql.in(workspaceIds)} order by p.id`
+    })
+
+    const find = SqlSchema.findOne({
+      Request: InWorkspaces,
+      Result: Pipeline,
+      execute: ({ id, workspaceIds }) => sql`${selectPipeline} where p.id = ${id} and p.workspace_id in ${sql.in(workspaceIds)}`
+    })
+
+    const insert = SqlSchema.single({
+      Request: Columns,
+      Result: Schema.Struct({ id: PipelineId }),
+      execute: (columns) => sql`insert into pipelines ${sql.insert(columns)} returning id`
+    })
+
+    const stages = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: Stage,
+      execute: (pipelineId) => sql`${selectStage} where pipeline_id = ${pipelineId} order by sort_order, id`
+    })
+
+    const findStage = SqlSchema.findOne({
+      Request: InWorkspaces,
+      Result: Stage,
+      execute: ({ id, workspaceIds }) => sql`${selectStage} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
+    })
+
+    const stageCount = SqlSchema.single({
+      Request: Schema.Number,
+      Result: Count,
+      execute: (pipelineId) => sql`select count(*)::int as n from stages where pipeline_id = ${pipelineId}`
+    })
+
+    const insertStage = SqlSchema.single({
+      Request: Columns,
+      Result: Schema.Struct({ id: StageId }),
+      execute: (columns) => sql`insert into stages ${sql.insert(columns)} returning id`
+    })
+
+    const opportunitiesIn = SqlSchema.single({
+      Request: Schema.Number,
+      Result: Count,
+      execute: (stageId) => sql`select count(*)::int as n from opportunities where stage_id = ${stageId}`
+    })
 
     return {
-      list: (workspaceIds: ReadonlyArray<WorkspaceId>) =>
-        sql`${selectPipeline} where p.workspace_id in ${sql.in(workspaceIds)} order by p.id`.pipe(
-          Effect.orDie,
-          Effect.flatMap(pipelines)
-        ),
+      list: (workspaceIds: ReadonlyArray<WorkspaceId>) => list(workspaceIds).pipe(Effect.orDie),
 
-      find: (workspaceIds: ReadonlyArray<WorkspaceId>, id: PipelineId) =>
-        sql`${selectPipeline} where p.id = ${id} and p.workspace_id in ${sql.in(workspaceIds)}`.pipe(
-          Effect.orDie,
-          Effect.flatMap(pipelines),
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        ),
+      find: (workspaceIds: ReadonlyArray<WorkspaceId>, id: PipelineId) => find({ id, workspaceIds }).pipe(Effect.orDie),
 
       /** Row lock so concurrent stage edits of one pipeline re-number one after the other. */
       lock: (id: PipelineId) => sql`select id from pipelines where id = ${id} for update`.pipe(Effect.asVoid, Effect.orDie),
@@ -88,13 +127,11 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
         input: CreatePipeline,
         modelPool: ReadonlyArray<ModelPoolEntry>
       ): Effect.Effect<PipelineId, SqlError> =>
-        sql<{ id: PipelineId }>`insert into pipelines ${
-          sql.insert({
-            workspace_id: workspaceId,
-            ...pick(input, settingColumns),
-            model_pool: JSON.stringify(modelPool)
-          })
-        } returning id`.pipe(Effect.map((rows) => rows[0]!.id)),
+        insert({ workspace_id: workspaceId, ...pick(input, settingColumns), model_pool: JSON.stringify(modelPool) }).pipe(
+          Effect.map((row) => row.id),
+          // the SqlError stays typed: the service turns the name's unique violation into a 422
+          Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die })
+        ),
 
       update: (
         id: PipelineId,
@@ -117,21 +154,11 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
           Effect.orDie
         ),
 
-      stages: (pipelineId: PipelineId) =>
-        sql`${selectStage} where pipeline_id = ${pipelineId} order by sort_order, id`.pipe(Effect.orDie, Effect.flatMap(stages)),
+      stages: (pipelineId: PipelineId) => stages(pipelineId).pipe(Effect.orDie),
 
-      findStage: (workspaceIds: ReadonlyArray<WorkspaceId>, id: StageId) =>
-        sql`${selectStage} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`.pipe(
-          Effect.orDie,
-          Effect.flatMap(stages),
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        ),
+      findStage: (workspaceIds: ReadonlyArray<WorkspaceId>, id: StageId) => findStage({ id, workspaceIds }).pipe(Effect.orDie),
 
-      stageCount: (pipelineId: PipelineId) =>
-        sql<{ n: number }>`select count(*)::int as n from stages where pipeline_id = ${pipelineId}`.pipe(
-          Effect.map((rows) => rows[0]!.n),
-          Effect.orDie
-        ),
+      stageCount: (pipelineId: PipelineId) => stageCount(pipelineId).pipe(Effect.map((row) => row.n), Effect.orDie),
 
       /** Moves the stages at positions [from, to] by `delta` (+1 to open a gap, -1 to close one). */
       shiftStages: (pipelineId: PipelineId, from: number, to: number, delta: 1 | -1) =>
@@ -139,20 +166,17 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
             where pipeline_id = ${pipelineId} and sort_order between ${from} and ${to}`.pipe(Effect.asVoid, Effect.orDie),
 
       insertStage: (workspaceId: WorkspaceId, pipelineId: PipelineId, order: number, input: CreateStage) =>
-        sql<{ id: StageId }>`insert into stages ${
-          sql.insert({ workspace_id: workspaceId, pipeline_id: pipelineId, sort_order: order, ...pick(input, stageColumns) })
-        } returning id`.pipe(Effect.map((rows) => rows[0]!.id), Effect.orDie),
+        insertStage({ workspace_id: workspaceId, pipeline_id: pipelineId, sort_order: order, ...pick(input, stageColumns) }).pipe(
+          Effect.map((row) => row.id),
+          Effect.orDie
+        ),
 
       updateStage: (id: StageId, input: UpdateStage, order: number | undefined) => {
         const set = { ...pick(input, stageColumns), ...(order !== undefined ? { sort_order: order } : {}) }
         return sql`update stages set ${setClause(set)} where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
       },
 
-      opportunitiesIn: (id: StageId) =>
-        sql<{ n: number }>`select count(*)::int as n from opportunities where stage_id = ${id}`.pipe(
-          Effect.map((rows) => rows[0]!.n),
-          Effect.orDie
-        ),
+      opportunitiesIn: (id: StageId) => opportunitiesIn(id).pipe(Effect.map((row) => row.n), Effect.orDie),
 
       deleteStage: (id: StageId) => sql`delete from stages where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
 
