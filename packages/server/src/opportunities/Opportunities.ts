@@ -24,10 +24,11 @@ import {
   type UpdateOpportunity,
   type WorkspaceId
 } from "@parley/domain"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { someOrFail } from "../util/Effects.js"
-import { type OpportunityFilter, OpportunitiesRepo } from "./OpportunitiesRepo.js"
+import { OpportunitiesRepo } from "./OpportunitiesRepo.js"
+import { type OpportunityFilter, OpportunityReads } from "./OpportunityReads.js"
 
 const createAStageFirst = new BadRequest({ message: "Create a stage first" })
 const opportunityNotFound = new NotFound({ message: "Opportunity not found." })
@@ -47,14 +48,15 @@ const dateBound = (value: string | undefined, end: boolean) => {
 
 /** Opportunities, their contacts and tags, and conversation updates (SPEC.md 3.1, 3.2, 4.1, 4.2). */
 export class Opportunities extends Effect.Service<Opportunities>()("@parley/server/Opportunities", {
-  dependencies: [OpportunitiesRepo.Default, AppConfig.Default],
+  dependencies: [OpportunitiesRepo.Default, OpportunityReads.Default, AppConfig.Default],
   effect: Effect.gen(function*() {
     const repo = yield* OpportunitiesRepo
+    const reads = yield* OpportunityReads
     const sql = yield* SqlClient.SqlClient
     const config = yield* AppConfig
 
     const fullById = (actor: Actor, id: OpportunityId) =>
-      repo.byId(actor.workspaceIds, id).pipe(Effect.flatMap(Option.match({
+      reads.byId(actor.workspaceIds, id).pipe(Effect.flatMap(Option.match({
         onNone: () => Effect.die(`opportunity ${id} vanished`),
         onSome: Effect.succeed
       })))
@@ -167,10 +169,10 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
           return { id, conversation }
         })).pipe(Effect.orDie)
         const base = yield* repo.base(id)
-        return yield* Schema.decodeUnknown(OpportunityOnContact)({
+        return new OpportunityOnContact({
           ...base,
           conversation: { id: conversation.id, contact_id: contactId, status: conversation.status }
-        }).pipe(Effect.orDie)
+        })
       }
 
       const contact = input.contact!
@@ -202,7 +204,7 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
       Effect.gen(function*() {
         const id = asId(identifier)
         if (Option.isSome(id)) {
-          const found = yield* repo.byIdInAnyWorkspace(id.value as OpportunityId)
+          const found = yield* reads.byIdInAnyWorkspace(id.value as OpportunityId)
           if (Option.isSome(found)) {
             if (!actor.workspaceIds.includes(found.value.workspace_id)) return yield* Effect.fail(foreign)
             return found.value
@@ -210,7 +212,7 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
         }
         const phone = normalisePhone(identifier)
         if (phone === undefined) return yield* opportunityNotFound
-        return yield* repo.newestByPhone(actor.workspaceIds, phone, pipelineId).pipe(someOrFail(opportunityNotFound))
+        return yield* reads.newestByPhone(actor.workspaceIds, phone, pipelineId).pipe(someOrFail(opportunityNotFound))
       })
 
     const get = Effect.fn("Opportunities.get")(function*(identifier: string, pipelineId: PipelineId | undefined) {
@@ -263,11 +265,11 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
       const actor = yield* CurrentActor
       const id = asId(identifier)
       if (Option.isSome(id)) {
-        const byId = yield* repo.ofContact(actor.workspaceIds, { id: id.value as ContactId }, pipelineId)
+        const byId = yield* reads.ofContact(actor.workspaceIds, { id: id.value as ContactId }, pipelineId)
         if (byId.length > 0) return byId
       }
       const phone = normalisePhone(identifier)
-      return phone === undefined ? [] : yield* repo.ofContact(actor.workspaceIds, { phone }, pipelineId)
+      return phone === undefined ? [] : yield* reads.ofContact(actor.workspaceIds, { phone }, pipelineId)
     })
 
     const filterOf = (actor: Actor, q: ListContactsQuery & Partial<ListOpportunitiesQuery>): OpportunityFilter => ({
@@ -292,13 +294,13 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
 
     const list = Effect.fn("Opportunities.list")(function*(query: ListOpportunitiesQuery) {
       const actor = yield* CurrentActor
-      const [rows, total] = yield* repo.list(filterOf(actor, query), query.page, query.per_page)
+      const [rows, total] = yield* reads.list(filterOf(actor, query), query.page, query.per_page)
       return toPage<Opportunity>(rows, total, query.page, query.per_page, yield* requestUrl)
     })
 
     const listContacts = Effect.fn("Opportunities.listContacts")(function*(query: ListContactsQuery) {
       const actor = yield* CurrentActor
-      const [rows, total] = yield* repo.listContacts(filterOf(actor, query), query.page, query.per_page)
+      const [rows, total] = yield* reads.listContacts(filterOf(actor, query), query.page, query.per_page)
       return toPage(rows, total, query.page, query.per_page, yield* requestUrl)
     })
 
