@@ -5,6 +5,7 @@ import {
   BadRequest,
   type ContactId,
   type ConversationId,
+  ConversationNotFound,
   type CreateOpportunity,
   CurrentActor,
   Forbidden,
@@ -15,8 +16,9 @@ import {
   normalisePhone,
   NotFound,
   type Opportunity,
-  OpportunityOnContact,
   type OpportunityId,
+  OpportunityNotFound,
+  OpportunityOnContact,
   type PipelineId,
   toPage,
   Unprocessable,
@@ -31,8 +33,6 @@ import { OpportunitiesRepo } from "./OpportunitiesRepo.js"
 import { type OpportunityFilter, OpportunityReads } from "./OpportunityReads.js"
 
 const createAStageFirst = new BadRequest({ message: "Create a stage first" })
-const opportunityNotFound = new NotFound({ message: "Opportunity not found." })
-const conversationNotFound = new NotFound({ message: "Conversation not found." })
 const notYours = new Forbidden({ message: "This action is unauthorized." })
 
 /** Ids beyond 2^53 cannot be ours; such digits can only be a phone. */
@@ -211,8 +211,8 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
           }
         }
         const phone = normalisePhone(identifier)
-        if (phone === undefined) return yield* opportunityNotFound
-        return yield* reads.newestByPhone(actor.workspaceIds, phone, pipelineId).pipe(someOrFail(opportunityNotFound))
+        if (phone === undefined) return yield* new OpportunityNotFound()
+        return yield* reads.newestByPhone(actor.workspaceIds, phone, pipelineId).pipe(someOrFail(new OpportunityNotFound()))
       })
 
     const get = Effect.fn("Opportunities.get")(function*(identifier: string, pipelineId: PipelineId | undefined) {
@@ -226,7 +226,7 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     ) {
       const actor = yield* CurrentActor
       // SPEC.md 4.1: another workspace's opportunity is "not found in workspace" here
-      const current = yield* lookup(actor, identifier, pipelineId, opportunityNotFound)
+      const current = yield* lookup(actor, identifier, pipelineId, new OpportunityNotFound())
       if (input.stage_id !== undefined) {
         const stage = yield* repo.stage(actor.workspaceIds, input.stage_id)
         if (Option.isNone(stage) || stage.value.pipeline_id !== current.pipeline_id) {
@@ -309,7 +309,7 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
       input: UpdateConversation
     ) {
       const actor = yield* CurrentActor
-      yield* repo.conversation(actor.workspaceIds, id).pipe(someOrFail(conversationNotFound))
+      yield* repo.conversation(actor.workspaceIds, id).pipe(someOrFail(new ConversationNotFound()))
       return yield* repo.updateConversation(id, input)
     })
 

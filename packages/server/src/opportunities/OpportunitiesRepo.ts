@@ -158,12 +158,6 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
             and exists (select 1 from opportunities o where o.contact_id = c.id and ${inWorkspaces("o.workspace_id", workspaceIds)})`
           .pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
 
-      contactsIn: (workspaceIds: ReadonlyArray<WorkspaceId>, id: ContactId) =>
-        sql`select 1 from contacts where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds)}`.pipe(
-          Effect.map((rows) => rows.length > 0),
-          Effect.orDie
-        ),
-
       contactByPhone: (workspaceId: WorkspaceId, phone: string) =>
         contactByPhone({ workspaceId, phone }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
 
