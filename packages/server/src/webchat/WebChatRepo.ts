@@ -1,29 +1,30 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import {
-  type ChannelId,
-  type ContactId,
-  type ConversationId,
+  ChannelId,
+  ContactId,
+  ConversationId,
   type FileEntry,
   HistoryMessage,
-  type OpportunityId,
-  type PipelineId,
-  type StageId,
+  OpportunityId,
+  PipelineId,
+  StageId,
   withNoReplyReason,
-  type WorkspaceId
+  WorkspaceId
 } from "@parley/domain"
-import { Effect, Option, Schema } from "effect"
+import { Effect, flow, Option, Schema, Struct } from "effect"
 
-export interface ChannelRow {
-  readonly id: ChannelId
-  readonly workspace_id: WorkspaceId
-  readonly kind: string
-  readonly is_active: boolean
-  readonly pipeline_id: PipelineId | null
-  readonly secret_ciphertext: string | null
-  readonly callback_url: string | null
-  readonly allowed_origins: ReadonlyArray<string>
-  readonly allowed_ips: ReadonlyArray<string>
-}
+export const ChannelRow = Schema.Struct({
+  id: ChannelId,
+  workspace_id: WorkspaceId,
+  kind: Schema.String,
+  is_active: Schema.Boolean,
+  pipeline_id: Schema.NullOr(PipelineId),
+  secret_ciphertext: Schema.NullOr(Schema.String),
+  callback_url: Schema.NullOr(Schema.String),
+  allowed_origins: Schema.Array(Schema.String),
+  allowed_ips: Schema.Array(Schema.String)
+})
+export type ChannelRow = typeof ChannelRow.Type
 
 export interface NewMessage {
   readonly id: string
@@ -45,28 +46,59 @@ export interface NewMessage {
   readonly sender_id: number | null
 }
 
-const decodeHistory = Schema.decodeUnknown(Schema.Array(Schema.Struct({
-  ...HistoryMessage.fields,
-  files: Schema.Array(Schema.Unknown)
-})))
-
 /** A returning visitor's message: its own columns (the thread's are read by the statement). */
 export type ReturningMessage = Pick<
   NewMessage,
   "id" | "workspace_id" | "channel_id" | "pipeline_id" | "message" | "files" | "attachments" | "external_chat_id"
 >
+const ReturningMessage = Schema.Struct({
+  id: Schema.String,
+  workspace_id: WorkspaceId,
+  channel_id: ChannelId,
+  pipeline_id: Schema.NullOr(PipelineId),
+  message: Schema.NullOr(Schema.String),
+  files: Schema.Array(Schema.Unknown),
+  attachments: Schema.Array(Schema.Unknown),
+  external_chat_id: Schema.String
+})
+
+const ThreadKey = Schema.Struct({ workspaceId: WorkspaceId, channelId: ChannelId, pipelineId: Schema.NullOr(PipelineId), identifier: Schema.String })
+const ThreadRow = Schema.Struct({
+  contact_id: ContactId,
+  conversation_id: Schema.NullOr(ConversationId),
+  opportunity_id: Schema.NullOr(OpportunityId),
+  stage_id: Schema.NullOr(StageId),
+  complete: Schema.Boolean
+})
+const ContactKey = Schema.Struct({ workspaceId: WorkspaceId, identifier: Schema.String })
+const ContactRow = Schema.Struct({ id: ContactId })
+const ConversationRow = Schema.Struct({ id: ConversationId })
+const NewConversation = Schema.Struct({ workspace_id: WorkspaceId, contact_id: ContactId, channel_id: ChannelId, external_chat_id: Schema.String })
+const FileRow = Schema.Struct({ key: Schema.String, name: Schema.String, mimetype: Schema.String, size: Schema.Number })
+
+/** A stored message as the history lists it: `handled_reason` read as the public `no_reply_reason`. Only ever decoded. */
+const HistoryRow = Schema.transform(
+  Schema.Struct({
+    ...Struct.omit(HistoryMessage.fields, "no_reply_reason"),
+    files: Schema.Array(Schema.Unknown),
+    handled_reason: Schema.NullOr(Schema.String)
+  }),
+  Schema.typeSchema(Schema.Struct({ ...HistoryMessage.fields, files: Schema.Array(Schema.Unknown) })),
+  { strict: true, decode: withNoReplyReason, encode: ({ no_reply_reason, ...m }) => ({ ...m, handled_reason: no_reply_reason }) }
+)
+
+const idOf = <A extends { readonly id: unknown }>(row: A): A["id"] => row.id
 
 export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/WebChatRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullable(rows[0])
 
     /**
      * A contact's thread on a channel: the contact, its conversation there and its current opportunity in
      * the pipeline; `complete` when nothing is to be created or linked (the conversation, and with a
      * pipeline that opportunity linked to it).
      */
-    const threadOf = (workspaceId: WorkspaceId, channelId: ChannelId, pipelineId: PipelineId | null, identifier: string) =>
+    const threadOf = (workspaceId: number, channelId: number, pipelineId: number | null, identifier: string) =>
       sql`
         select t.*, t.conversation_id is not null and (${pipelineId}::int8 is null or (t.opportunity_id is not null and t.linked)) as complete
         from (
@@ -82,44 +114,51 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
           where c.workspace_id = ${workspaceId} and c.identifier = ${identifier}
         ) t`
 
-    return {
-      channelByClientId: (clientId: string) =>
-        sql<ChannelRow>`
+    const channelByClientId = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ChannelRow,
+      execute: (clientId) =>
+        sql`
           select id, workspace_id, kind, is_active, pipeline_id, secret_ciphertext, callback_url, allowed_origins, allowed_ips
-          from channels where client_id = ${clientId}`.pipe(Effect.map(first), Effect.orDie),
+          from channels where client_id = ${clientId}`
+    })
 
-      workspaceStanding: (workspaceId: WorkspaceId) =>
-        sql<{ is_subscription_active: boolean; credits: number }>`
-          select is_subscription_active, credits from workspaces where id = ${workspaceId}`.pipe(
-          Effect.map((rows) => rows[0]!),
-          Effect.orDie
-        ),
+    const workspaceStanding = SqlSchema.single({
+      Request: WorkspaceId,
+      Result: Schema.Struct({ is_subscription_active: Schema.Boolean, credits: Schema.Number }),
+      execute: (workspaceId) => sql`
+          select is_subscription_active, credits from workspaces where id = ${workspaceId}`
+    })
 
-      pipelineForChat: (pipelineId: PipelineId) =>
-        sql<{ is_unknown_contacts_enabled: boolean; first_stage_id: StageId | null }>`
+    const pipelineForChat = SqlSchema.single({
+      Request: PipelineId,
+      Result: Schema.Struct({ is_unknown_contacts_enabled: Schema.Boolean, first_stage_id: Schema.NullOr(StageId) }),
+      execute: (pipelineId) =>
+        sql`
           select p.is_unknown_contacts_enabled,
                  (select s.id from stages s where s.pipeline_id = p.id order by s.sort_order, s.id limit 1) as first_stage_id
-          from pipelines p where p.id = ${pipelineId}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie),
+          from pipelines p where p.id = ${pipelineId}`
+    })
 
-      /**
-       * The whole thread of a returning visitor in one statement: contact, its conversation on the channel,
-       * and its current opportunity in the pipeline with whether the conversation is already linked to it.
-       */
-      existingThread: (workspaceId: WorkspaceId, channelId: ChannelId, pipelineId: PipelineId | null, identifier: string) =>
-        sql<{
-          contact_id: ContactId
-          conversation_id: ConversationId | null
-          opportunity_id: OpportunityId | null
-          stage_id: StageId | null
-          complete: boolean
-        }>`${threadOf(workspaceId, channelId, pipelineId, identifier)}`.pipe(Effect.map(first), Effect.orDie),
+    /**
+     * The whole thread of a returning visitor in one statement: contact, its conversation on the channel,
+     * and its current opportunity in the pipeline with whether the conversation is already linked to it.
+     */
+    const existingThread = SqlSchema.findOne({
+      Request: ThreadKey,
+      Result: ThreadRow,
+      execute: (k) => sql`${threadOf(k.workspaceId, k.channelId, k.pipelineId, k.identifier)}`
+    })
 
-      /**
-       * A returning visitor's message in one statement, atomic by itself: stored on its thread (as
-       * `existingThread` reads it) when the thread is complete; else nothing is stored and the caller opens it.
-       */
-      insertOnExistingThread: (m: ReturningMessage) =>
-        sql<{ conversation_id: ConversationId }>`
+    /**
+     * A returning visitor's message in one statement, atomic by itself: stored on its thread (as
+     * `existingThread` reads it) when the thread is complete; else nothing is stored and the caller opens it.
+     */
+    const insertOnExistingThread = SqlSchema.findOne({
+      Request: ReturningMessage,
+      Result: Schema.Struct({ conversation_id: ConversationId }),
+      execute: (m) =>
+        sql`
           with t as (${threadOf(m.workspace_id, m.channel_id, m.pipeline_id, m.external_chat_id)})
           insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
                                 role, status, message, files, attachments, external_chat_id, call_type, is_manual, sender_id)
@@ -128,40 +167,108 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
                  ${JSON.stringify(m.attachments)}::jsonb, ${m.external_chat_id}, 'web_chat', false, null
           from t
           where t.complete
-          returning conversation_id`.pipe(Effect.map((rows) => Option.map(first(rows), (r) => r.conversation_id)), Effect.orDie),
+          returning conversation_id`
+    })
 
-      contactByIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
-        sql<{ id: ContactId }>`select id from contacts where workspace_id = ${workspaceId} and identifier = ${identifier}`.pipe(
-          Effect.map((rows) => Option.map(first(rows), (r) => r.id)),
-          Effect.orDie
-        ),
+    const contactByIdentifier = SqlSchema.findOne({
+      Request: ContactKey,
+      Result: ContactRow,
+      execute: (k) => sql`select id from contacts where workspace_id = ${k.workspaceId} and identifier = ${k.identifier}`
+    })
 
-      /** Nothing when a concurrent first message created it meanwhile (the identifier is unique per workspace). */
-      insertContactWithIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
-        sql<{ id: ContactId }>`
-          insert into contacts (workspace_id, identifier) values (${workspaceId}, ${identifier})
-          on conflict do nothing returning id`.pipe(Effect.map((rows) => Option.map(first(rows), (r) => r.id)), Effect.orDie),
+    /** Nothing when a concurrent first message created it meanwhile (the identifier is unique per workspace). */
+    const insertContactWithIdentifier = SqlSchema.findOne({
+      Request: ContactKey,
+      Result: ContactRow,
+      execute: (k) =>
+        sql`
+          insert into contacts (workspace_id, identifier) values (${k.workspaceId}, ${k.identifier})
+          on conflict do nothing returning id`
+    })
 
-      conversationOnChannel: (channelId: ChannelId, contactId: ContactId) =>
-        sql<{ id: ConversationId }>`
-          select id from conversations where channel_id = ${channelId} and contact_id = ${contactId} order by id limit 1`.pipe(
-          Effect.map((rows) => Option.map(first(rows), (r) => r.id)),
-          Effect.orDie
-        ),
+    const conversationOnChannel = SqlSchema.findOne({
+      Request: Schema.Struct({ channelId: ChannelId, contactId: ContactId }),
+      Result: ConversationRow,
+      execute: (k) =>
+        sql`
+          select id from conversations where channel_id = ${k.channelId} and contact_id = ${k.contactId} order by id limit 1`
+    })
 
-      insertConversation: (c: { workspace_id: WorkspaceId; contact_id: ContactId; channel_id: ChannelId; external_chat_id: string }) =>
-        sql<{ id: ConversationId }>`
+    const insertConversation = SqlSchema.single({
+      Request: NewConversation,
+      Result: ConversationRow,
+      execute: (c) =>
+        sql`
           insert into conversations (workspace_id, contact_id, channel_id, external_chat_id)
-          values (${c.workspace_id}, ${c.contact_id}, ${c.channel_id}, ${c.external_chat_id}) returning id`.pipe(
-          Effect.map((rows) => rows[0]!.id),
-          Effect.orDie
-        ),
+          values (${c.workspace_id}, ${c.contact_id}, ${c.channel_id}, ${c.external_chat_id}) returning id`
+    })
 
-      opportunityStage: (id: OpportunityId) =>
-        sql<{ stage_id: StageId }>`select stage_id from opportunities where id = ${id}`.pipe(
-          Effect.map((rows) => rows[0]!.stage_id),
-          Effect.orDie
-        ),
+    const opportunityStage = SqlSchema.single({
+      Request: OpportunityId,
+      Result: Schema.Struct({ stage_id: StageId }),
+      execute: (id) => sql`select stage_id from opportunities where id = ${id}`
+    })
+
+    const idempotentMessage = SqlSchema.findOne({
+      Request: Schema.Struct({ channelId: ChannelId, key: Schema.String }),
+      Result: Schema.Struct({ message_id: Schema.String, conversation_id: Schema.Number }),
+      execute: (k) =>
+        sql`
+          select k.message_id, m.conversation_id from idempotency_keys k join messages m on m.id = k.message_id
+          where k.channel_id = ${k.channelId} and k.key = ${k.key}`
+    })
+
+    const fileByKey = SqlSchema.findOne({
+      Request: Schema.Struct({ workspaceId: WorkspaceId, key: Schema.String }),
+      Result: FileRow,
+      execute: (k) => sql`
+          select key, name, mimetype, size from files where workspace_id = ${k.workspaceId} and key = ${k.key}`
+    })
+
+    /** The channel's conversation for a web-chat contact_id (which wins) or a conversation id. */
+    const findThread = SqlSchema.findOne({
+      Request: Schema.Struct({ channelId: ChannelId, contactKey: Schema.optional(Schema.String), conversationId: Schema.optional(ConversationId) }),
+      Result: ConversationRow,
+      execute: ({ channelId, contactKey, conversationId }) =>
+        contactKey !== undefined
+          ? sql`
+              select id from conversations where channel_id = ${channelId} and external_chat_id = ${contactKey} order by id limit 1`
+          : sql`select id from conversations where channel_id = ${channelId} and id = ${conversationId!}`
+    })
+
+    const history = SqlSchema.findAll({
+      Request: Schema.Struct({ conversationId: ConversationId, page: Schema.Number, perPage: Schema.Number }),
+      Result: HistoryRow,
+      execute: ({ conversationId, page, perPage }) =>
+        sql`
+              select id, role, message, status, files, attachments, conversation_id, opportunity_id, error, sender_id, external_message_id,
+                     handled_reason, created_at
+              from messages where conversation_id = ${conversationId}
+              order by created_at desc, id desc limit ${perPage} offset ${(page - 1) * perPage}`
+    })
+
+    const historyTotal = SqlSchema.single({
+      Request: ConversationId,
+      Result: Schema.Struct({ n: Schema.Number }),
+      execute: (conversationId) => sql`select count(*)::int as n from messages where conversation_id = ${conversationId}`
+    })
+
+    return {
+      channelByClientId: flow(channelByClientId, Effect.orDie),
+      workspaceStanding: flow(workspaceStanding, Effect.orDie),
+      pipelineForChat: flow(pipelineForChat, Effect.orDie),
+      existingThread: (workspaceId: WorkspaceId, channelId: ChannelId, pipelineId: PipelineId | null, identifier: string) =>
+        existingThread({ workspaceId, channelId, pipelineId, identifier }).pipe(Effect.orDie),
+      insertOnExistingThread: (m: ReturningMessage) =>
+        insertOnExistingThread(m).pipe(Effect.map(Option.map((r) => r.conversation_id)), Effect.orDie),
+      contactByIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
+        contactByIdentifier({ workspaceId, identifier }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
+      insertContactWithIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
+        insertContactWithIdentifier({ workspaceId, identifier }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
+      conversationOnChannel: (channelId: ChannelId, contactId: ContactId) =>
+        conversationOnChannel({ channelId, contactId }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
+      insertConversation: flow(insertConversation, Effect.map(idOf), Effect.orDie),
+      opportunityStage: flow(opportunityStage, Effect.map((r) => r.stage_id), Effect.orDie),
 
       insertMessage: (m: NewMessage) =>
         sql`
@@ -173,13 +280,15 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
           .pipe(Effect.asVoid, Effect.orDie),
 
       idempotentMessage: (channelId: ChannelId, key: string) =>
-        sql<{ message_id: string; conversation_id: number }>`
-          select k.message_id, m.conversation_id from idempotency_keys k join messages m on m.id = k.message_id
-          where k.channel_id = ${channelId} and k.key = ${key}`.pipe(
-          Effect.map((rows) => Option.map(first(rows), (r) => ({ messageId: r.message_id, conversationId: r.conversation_id }))),
+        idempotentMessage({ channelId, key }).pipe(
+          Effect.map(Option.map((r) => ({ messageId: r.message_id, conversationId: r.conversation_id }))),
           Effect.orDie
         ),
 
+      /**
+       * Its SqlError stays the caller's, not a defect: a unique violation is a concurrent retry with the same
+       * key that stored first, and `WebChat.receive` then answers what that one stored.
+       */
       rememberIdempotency: (channelId: ChannelId, key: string, messageId: string) =>
         sql`insert into idempotency_keys (channel_id, key, message_id) values (${channelId}, ${key}, ${messageId})`,
 
@@ -187,36 +296,11 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
         sql`insert into files (key, workspace_id, channel_id, name, mimetype, size)
             values (${f.key}, ${f.workspace_id}, ${f.channel_id}, ${f.name}, ${f.mimetype}, ${f.size})`.pipe(Effect.asVoid, Effect.orDie),
 
-      fileByKey: (workspaceId: WorkspaceId, key: string) =>
-        sql<{ key: string; name: string; mimetype: string; size: number }>`
-          select key, name, mimetype, size from files where workspace_id = ${workspaceId} and key = ${key}`.pipe(
-          Effect.map(first),
-          Effect.orDie
-        ),
-
-      /** The channel's conversation for a web-chat contact_id (which wins) or a conversation id. */
+      fileByKey: (workspaceId: WorkspaceId, key: string) => fileByKey({ workspaceId, key }).pipe(Effect.orDie),
       findThread: (channelId: ChannelId, by: { contactKey?: string | undefined; conversationId?: ConversationId | undefined }) =>
-        (by.contactKey !== undefined
-          ? sql<{ id: ConversationId }>`
-              select id from conversations where channel_id = ${channelId} and external_chat_id = ${by.contactKey} order by id limit 1`
-          : sql<{ id: ConversationId }>`select id from conversations where channel_id = ${channelId} and id = ${by.conversationId!}`)
-          .pipe(Effect.map((rows) => Option.map(first(rows), (r) => r.id)), Effect.orDie),
-
+        findThread({ channelId, ...by }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
       history: (conversationId: ConversationId, page: number, perPage: number) =>
-        Effect.all([
-          sql<{ role: string; handled_reason: string | null }>`
-              select id, role, message, status, files, attachments, conversation_id, opportunity_id, error, sender_id, external_message_id,
-                     handled_reason, created_at
-              from messages where conversation_id = ${conversationId}
-              order by created_at desc, id desc limit ${perPage} offset ${(page - 1) * perPage}`.pipe(
-            Effect.orDie,
-            Effect.flatMap((rows) => Effect.orDie(decodeHistory(rows.map(withNoReplyReason))))
-          ),
-          sql<{ n: number }>`select count(*)::int as n from messages where conversation_id = ${conversationId}`.pipe(
-            Effect.map((rows) => rows[0]!.n),
-            Effect.orDie
-          )
-        ])
+        Effect.all([history({ conversationId, page, perPage }), Effect.map(historyTotal(conversationId), (r) => r.n)]).pipe(Effect.orDie)
     }
   })
 }) {}
