@@ -1,44 +1,74 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import {
-  type ActionId,
+  ActionId,
   ActionResult,
   type ActionResultsQuery,
   type CreateAction,
   type CreateVariable,
-  type FixedTrigger,
-  type PipelineId,
+  FixedTrigger,
+  PipelineId,
   Variable,
-  type VariableId,
-  type WorkspaceId
+  VariableDataType,
+  VariableId,
+  VariableType,
+  WorkspaceId
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 
-const decodeVariables = Schema.decodeUnknown(Schema.Array(Variable))
-const decodeResults = Schema.decodeUnknown(Schema.Array(ActionResult))
+const InWorkspaces = Schema.Struct({ id: Schema.Number, workspaceIds: Schema.Array(Schema.Number) })
+const Json = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
-export interface ActionRow {
-  readonly id: ActionId
-  readonly pipeline_id: PipelineId
-  readonly stage_id: number | null
-  readonly name: string
-  readonly description: string | null
-  readonly method: string
-  readonly url: string
-  readonly headers: Record<string, string>
-  readonly payload: Record<string, unknown> | null
-  readonly instructions: string | null
-  readonly is_active: boolean
-  readonly fixed_trigger: FixedTrigger
-  readonly max_fires: number | null
-  readonly retries: number
-  readonly order: number
-  readonly response_example: Record<string, unknown> | null
-  readonly created_at: string
-  readonly updated_at: string
+/** The columns an action's create and update write. */
+const actionFields = {
+  stage_id: Schema.NullOr(Schema.Number),
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  method: Schema.String,
+  url: Schema.String,
+  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  payload: Schema.NullOr(Json),
+  instructions: Schema.NullOr(Schema.String),
+  is_active: Schema.Boolean,
+  fixed_trigger: FixedTrigger,
+  max_fires: Schema.NullOr(Schema.Number),
+  retries: Schema.Number,
+  order: Schema.Number,
+  response_example: Schema.NullOr(Json)
 }
+
+export const ActionRow = Schema.Struct({
+  id: ActionId,
+  pipeline_id: PipelineId,
+  ...actionFields,
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+export type ActionRow = typeof ActionRow.Type
 
 /** Every column an action update writes (the service merges the request into the stored action). */
 export type ActionWrite = Omit<ActionRow, "id" | "pipeline_id" | "created_at" | "updated_at">
+
+const NewVariable = Schema.Struct({
+  workspace_id: Schema.Number,
+  pipeline_id: Schema.Number,
+  name: Schema.String,
+  value: Schema.String,
+  type: VariableType,
+  data_type: VariableDataType,
+  is_required: Schema.Boolean,
+  description: Schema.NullOr(Schema.String)
+})
+
+const NewAction = Schema.Struct({ workspace_id: Schema.Number, pipeline_id: Schema.Number, ...actionFields })
+
+/** ActionResultsQuery's values without its bounds: MCP asks for one run more than a page to tell whether another follows. */
+const ResultsQuery = Schema.Struct({
+  opportunity_id: Schema.optional(Schema.Number),
+  conversation_id: Schema.optional(Schema.Number),
+  action_id: Schema.optional(Schema.Number),
+  limit: Schema.Number,
+  offset: Schema.Number
+})
 
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value))
 
@@ -54,12 +84,15 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
              fixed_trigger, max_fires, retries, sort_order as "order", response_example, created_at, updated_at
       from actions`
 
+    const findPipelineWorkspace = SqlSchema.findOne({
+      Request: InWorkspaces,
+      Result: Schema.Struct({ workspace_id: WorkspaceId }),
+      execute: ({ id, workspaceIds }) => sql`
+        select workspace_id from pipelines where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
+    })
+
     const pipelineWorkspace = (workspaceIds: ReadonlyArray<WorkspaceId>, id: PipelineId) =>
-      sql<{ workspace_id: WorkspaceId }>`
-        select workspace_id from pipelines where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (r) => r.workspace_id)),
-        Effect.orDie
-      )
+      findPipelineWorkspace({ id, workspaceIds }).pipe(Effect.map(Option.map((r) => r.workspace_id)), Effect.orDie)
 
     const stageInPipeline = (pipelineId: number, stageId: number) =>
       sql`select 1 from stages where id = ${stageId} and pipeline_id = ${pipelineId}`.pipe(
@@ -67,26 +100,43 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
         Effect.orDie
       )
 
+    const findVariables = SqlSchema.findAll({
+      Request: Schema.Struct({ pipelineId: Schema.Number, namePattern: Schema.NullOr(Schema.String) }),
+      Result: Variable,
+      execute: ({ namePattern, pipelineId }) =>
+        sql`${selectVariable} where pipeline_id = ${pipelineId}
+        ${namePattern === null ? sql`` : sql`and name ilike ${namePattern}`} order by name`
+    })
+
     const variables = (pipelineId: number, namePattern: string | null = null) =>
-      sql`${selectVariable} where pipeline_id = ${pipelineId}
-        ${namePattern === null ? sql`` : sql`and name ilike ${namePattern}`} order by name`.pipe(
-        Effect.flatMap(decodeVariables),
-        Effect.orDie
-      )
+      findVariables({ pipelineId, namePattern }).pipe(Effect.orDie)
+
+    const findVariableRow = SqlSchema.findOne({
+      Request: InWorkspaces,
+      Result: Variable,
+      execute: ({ id, workspaceIds }) => sql`${selectVariable} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
+    })
 
     const findVariable = (workspaceIds: ReadonlyArray<WorkspaceId>, id: VariableId) =>
-      sql`${selectVariable} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`.pipe(
-        Effect.flatMap(decodeVariables),
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
-      )
+      findVariableRow({ id, workspaceIds }).pipe(Effect.orDie)
+
+    const insertVariableRow = SqlSchema.single({
+      Request: NewVariable,
+      Result: Schema.Struct({ id: VariableId }),
+      execute: (v) =>
+        sql`
+        insert into variables (workspace_id, pipeline_id, name, value, type, data_type, is_required, description)
+        values (${v.workspace_id}, ${v.pipeline_id}, ${v.name}, ${v.value}, ${v.type}, ${v.data_type},
+                ${v.is_required}, ${v.description})
+        returning id`
+    })
 
     const insertVariable = (workspaceId: WorkspaceId, pipelineId: PipelineId, input: CreateVariable) =>
-      sql<{ id: VariableId }>`
-        insert into variables (workspace_id, pipeline_id, name, value, type, data_type, is_required, description)
-        values (${workspaceId}, ${pipelineId}, ${input.name}, ${input.value}, ${input.type}, ${input.data_type},
-                ${input.is_required}, ${input.description ?? null})
-        returning id`.pipe(Effect.map((rows) => rows[0]!.id))
+      insertVariableRow({ ...input, workspace_id: workspaceId, pipeline_id: pipelineId, description: input.description ?? null }).pipe(
+        Effect.map((row) => row.id),
+        // the SqlError stays typed: the service turns the name's unique violation into a 422
+        Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die })
+      )
 
     const updateVariable = (v: Variable) =>
       sql`
@@ -96,25 +146,58 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
 
     const deleteVariable = (id: VariableId) => sql`delete from variables where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
-    const actions = (pipelineId: number, stageId?: number) =>
-      sql<ActionRow>`${selectAction} where pipeline_id = ${pipelineId}
-        ${stageId === undefined ? sql`` : sql`and stage_id = ${stageId}`} order by fixed_trigger, sort_order, id`.pipe(Effect.orDie)
+    const findActions = SqlSchema.findAll({
+      Request: Schema.Struct({ pipelineId: Schema.Number, stageId: Schema.UndefinedOr(Schema.Number) }),
+      Result: ActionRow,
+      execute: ({ pipelineId, stageId }) =>
+        sql`${selectAction} where pipeline_id = ${pipelineId}
+        ${stageId === undefined ? sql`` : sql`and stage_id = ${stageId}`} order by fixed_trigger, sort_order, id`
+    })
+
+    const actions = (pipelineId: number, stageId?: number) => findActions({ pipelineId, stageId }).pipe(Effect.orDie)
+
+    const findActionRow = SqlSchema.findOne({
+      Request: InWorkspaces,
+      Result: ActionRow,
+      execute: ({ id, workspaceIds }) => sql`${selectAction} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
+    })
 
     const findAction = (workspaceIds: ReadonlyArray<WorkspaceId>, id: ActionId) =>
-      sql<ActionRow>`${selectAction} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`.pipe(
-        Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
-      )
+      findActionRow({ id, workspaceIds }).pipe(Effect.orDie)
 
-    const insertAction = (workspaceId: WorkspaceId, pipelineId: PipelineId, input: CreateAction) =>
-      sql<{ id: ActionId }>`
+    const insertActionRow = SqlSchema.single({
+      Request: NewAction,
+      Result: Schema.Struct({ id: ActionId }),
+      execute: (a) =>
+        sql`
         insert into actions (workspace_id, pipeline_id, stage_id, name, description, method, url, headers, payload, instructions,
                              is_active, fixed_trigger, max_fires, retries, sort_order, response_example)
-        values (${workspaceId}, ${pipelineId}, ${input.stage_id ?? null}, ${input.name}, ${input.description ?? null}, ${input.method},
-                ${input.url}, ${json(input.headers ?? {})}::jsonb, ${json(input.payload)}::jsonb,
-                ${input.instructions ?? null}, ${input.is_active}, ${input.fixed_trigger}, ${input.max_fires ?? null},
-                ${input.retries ?? 3}, ${input.order ?? 1}, ${json(input.response_example)}::jsonb)
-        returning id`.pipe(Effect.map((rows) => rows[0]!.id))
+        values (${a.workspace_id}, ${a.pipeline_id}, ${a.stage_id}, ${a.name}, ${a.description}, ${a.method},
+                ${a.url}, ${json(a.headers)}::jsonb, ${json(a.payload)}::jsonb,
+                ${a.instructions}, ${a.is_active}, ${a.fixed_trigger}, ${a.max_fires},
+                ${a.retries}, ${a.order}, ${json(a.response_example)}::jsonb)
+        returning id`
+    })
+
+    const insertAction = (workspaceId: WorkspaceId, pipelineId: PipelineId, input: CreateAction) =>
+      insertActionRow({
+        ...input,
+        workspace_id: workspaceId,
+        pipeline_id: pipelineId,
+        stage_id: input.stage_id ?? null,
+        description: input.description ?? null,
+        headers: input.headers ?? {},
+        payload: input.payload ?? null,
+        instructions: input.instructions ?? null,
+        max_fires: input.max_fires ?? null,
+        retries: input.retries ?? 3,
+        order: input.order ?? 1,
+        response_example: input.response_example ?? null
+      }).pipe(
+        Effect.map((row) => row.id),
+        // the SqlError stays typed: the service turns the name's unique violation into a 422
+        Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die })
+      )
 
     const updateAction = (id: ActionId, a: ActionWrite) =>
       sql`
@@ -126,10 +209,13 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
 
     const deleteAction = (id: ActionId) => sql`delete from actions where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
-    /** Runs with their attempts, newest first. */
-    const results = (pipelineId: PipelineId, query: ActionResultsQuery) =>
-      Effect.gen(function*() {
-        const runs = yield* sql<Record<string, unknown> & { id: number; request_method: string | null }>`
+    /** Runs with their attempts, newest first: two statements, the results decoded once they are put together. */
+    const findResults = SqlSchema.findAll({
+      Request: Schema.Struct({ pipelineId: Schema.Number, query: ResultsQuery }),
+      Result: ActionResult,
+      execute: ({ pipelineId, query }) =>
+        Effect.gen(function*() {
+          const runs = yield* sql`
           select r.id, r.action_id, a.name as action_name, r.pipeline_id, r.opportunity_id, r.conversation_id, r.stage_id, r.message_id,
                  r.trigger, r.status, r.reason, r.request_method, r.request_url, r.request_headers, r.request_body,
                  r.response_status, left(r.response_body, 1000) as response_excerpt, r.created_at, r.finished_at
@@ -139,17 +225,20 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
             ${query.conversation_id === undefined ? sql`` : sql`and r.conversation_id = ${query.conversation_id}`}
             ${query.action_id === undefined ? sql`` : sql`and r.action_id = ${query.action_id}`}
           order by r.created_at desc, r.id desc limit ${query.limit} offset ${query.offset}`
-        const attempts = runs.length === 0 ? [] : yield* sql<{ run_id: number } & Record<string, unknown>>`
+          const attempts = runs.length === 0 ? [] : yield* sql`
           select run_id, attempt, status_code, duration_ms, error, response_excerpt, created_at from action_attempts
           where run_id in ${sql.in(runs.map((r) => r.id))} order by run_id, attempt`
-        return yield* decodeResults(runs.map(({ request_body, request_headers, request_method, request_url, ...r }) => ({
-          ...r,
-          request: request_method === null
-            ? null
-            : { method: request_method, url: request_url, headers: request_headers ?? {}, body: request_body },
-          attempts: attempts.filter((a) => Number(a.run_id) === Number(r.id)).map(({ run_id: _, ...a }) => a)
-        })))
-      }).pipe(Effect.orDie)
+          return runs.map(({ request_body, request_headers, request_method, request_url, ...r }) => ({
+            ...r,
+            request: request_method === null
+              ? null
+              : { method: request_method, url: request_url, headers: request_headers ?? {}, body: request_body },
+            attempts: attempts.filter((a) => Number(a.run_id) === Number(r.id)).map(({ run_id: _, ...a }) => a)
+          }))
+        })
+    })
+
+    const results = (pipelineId: PipelineId, query: ActionResultsQuery) => findResults({ pipelineId, query }).pipe(Effect.orDie)
 
     return {
       pipelineWorkspace,
