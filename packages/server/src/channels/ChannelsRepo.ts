@@ -1,9 +1,7 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import type * as Statement from "@effect/sql/Statement"
-import { Channel, type ChannelId, type PipelineId, type WorkspaceId } from "@parley/domain"
-import { Effect, Option, Schema } from "effect"
-
-const decodeChannels = Schema.decodeUnknown(Schema.Array(Channel))
+import { Channel, ChannelId, PipelineId, WorkspaceId } from "@parley/domain"
+import { Effect, flow, Option, Schema } from "effect"
 
 export interface ChannelWrite {
   readonly name?: string | undefined
@@ -14,6 +12,21 @@ export interface ChannelWrite {
   readonly allowed_ips?: ReadonlyArray<string> | undefined
 }
 
+const WorkspaceIds = Schema.Array(WorkspaceId)
+
+const NewChannel = Schema.Struct({
+  workspace_id: WorkspaceId,
+  kind: Schema.String,
+  name: Schema.String,
+  pipeline_id: Schema.NullOr(PipelineId),
+  is_active: Schema.Boolean,
+  client_id: Schema.NullOr(Schema.String),
+  secret_ciphertext: Schema.NullOr(Schema.String),
+  callback_url: Schema.NullOr(Schema.String),
+  allowed_origins: Schema.Array(Schema.String),
+  allowed_ips: Schema.Array(Schema.String)
+})
+
 export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server/ChannelsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -21,7 +34,6 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
       select id, workspace_id, kind, name, pipeline_id, is_active, client_id, callback_url, allowed_origins,
              allowed_ips, created_at, updated_at
       from channels`
-    const channels = (rows: ReadonlyArray<unknown>) => Effect.orDie(decodeChannels(rows))
 
     const set = (w: ChannelWrite) => {
       const entries: Array<Statement.Fragment> = []
@@ -34,35 +46,42 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
       return sql.csv([...entries, sql`updated_at = now()`])
     }
 
-    return {
-      list: (workspaceIds: ReadonlyArray<WorkspaceId>) =>
-        sql`${select} where workspace_id in ${sql.in(workspaceIds)} order by id`.pipe(Effect.orDie, Effect.flatMap(channels)),
+    const list = SqlSchema.findAll({
+      Request: WorkspaceIds,
+      Result: Channel,
+      execute: (workspaceIds) => sql`${select} where workspace_id in ${sql.in(workspaceIds)} order by id`
+    })
 
-      find: (workspaceIds: ReadonlyArray<WorkspaceId>, id: ChannelId) =>
-        sql`${select} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`.pipe(
-          Effect.orDie,
-          Effect.flatMap(channels),
-          Effect.map((rows) => Option.fromNullable(rows[0]))
-        ),
+    const find = SqlSchema.findOne({
+      Request: Schema.Struct({ id: ChannelId, workspaceIds: WorkspaceIds }),
+      Result: Channel,
+      execute: ({ id, workspaceIds }) => sql`${select} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
+    })
 
-      insert: (row: {
-        workspace_id: WorkspaceId
-        kind: string
-        name: string
-        pipeline_id: PipelineId | null
-        is_active: boolean
-        client_id: string | null
-        secret_ciphertext: string | null
-        callback_url: string | null
-        allowed_origins: ReadonlyArray<string>
-        allowed_ips: ReadonlyArray<string>
-      }) =>
-        sql<{ id: ChannelId }>`
+    const insert = SqlSchema.single({
+      Request: NewChannel,
+      Result: Schema.Struct({ id: ChannelId }),
+      execute: (row) =>
+        sql`
           insert into channels (workspace_id, kind, name, pipeline_id, is_active, client_id, secret_ciphertext,
                                 callback_url, allowed_origins, allowed_ips)
           values (${row.workspace_id}, ${row.kind}, ${row.name}, ${row.pipeline_id}, ${row.is_active}, ${row.client_id},
                   ${row.secret_ciphertext}, ${row.callback_url}, ${row.allowed_origins}::text[], ${row.allowed_ips}::text[])
-          returning id`.pipe(Effect.map((rows) => rows[0]!.id), Effect.orDie),
+          returning id`
+    })
+
+    const pipelineWorkspace = SqlSchema.findOne({
+      Request: PipelineId,
+      Result: Schema.Struct({ workspace_id: WorkspaceId }),
+      execute: (pipelineId) => sql`select workspace_id from pipelines where id = ${pipelineId}`
+    })
+
+    return {
+      list: flow(list, Effect.orDie),
+
+      find: (workspaceIds: ReadonlyArray<WorkspaceId>, id: ChannelId) => find({ id, workspaceIds }).pipe(Effect.orDie),
+
+      insert: flow(insert, Effect.map((r) => r.id), Effect.orDie),
 
       update: (id: ChannelId, write: ChannelWrite) =>
         sql`update channels set ${set(write)} where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
@@ -71,11 +90,7 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
         sql`update channels set client_id = ${clientId}, secret_ciphertext = ${secretCiphertext}, updated_at = now()
             where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
 
-      pipelineWorkspace: (pipelineId: PipelineId) =>
-        sql<{ workspace_id: WorkspaceId }>`select workspace_id from pipelines where id = ${pipelineId}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]?.workspace_id)),
-          Effect.orDie
-        )
+      pipelineWorkspace: flow(pipelineWorkspace, Effect.map(Option.map((r) => r.workspace_id)), Effect.orDie)
     }
   })
 }) {}
