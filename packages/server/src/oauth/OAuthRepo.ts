@@ -1,13 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { OAuthGrantType, Scope, TokenEndpointAuthMethod, TokenId, UserId } from "@parley/domain"
 import { Effect, Schema } from "effect"
-
-/** Stored scopes as granted today: one no longer in `Scopes` (a scope retired) grants nothing, and fails no read. */
-const StoredScopes = Schema.transform(Schema.Array(Schema.String), Schema.Array(Scope), {
-  strict: true,
-  decode: (stored) => stored.filter(Schema.is(Scope)),
-  encode: (scopes) => scopes
-})
+import { StoredScopes } from "../identity/IdentityRepo.js"
 
 export const ClientRow = Schema.Struct({
   id: Schema.String,
