@@ -124,9 +124,9 @@ export class Handoff extends Effect.Service<Handoff>()("@parley/server/Handoff",
 
     /** A move made by the system (the agent, a rule, a timeout), on the conversation's own workspace. */
     const moveAsSystem = Effect.fn("Handoff.moveAsSystem")(function*(id: ConversationId, m: HandoffMove) {
-      const owner = yield* sql<{ workspace_id: WorkspaceId }>`select workspace_id from conversations where id = ${id}`.pipe(Effect.orDie)
-      if (owner.length === 0) return yield* new ConversationNotFound()
-      return yield* apply(id, [owner[0]!.workspace_id], m)
+      const owner = yield* repo.workspaceOf(id)
+      if (Option.isNone(owner)) return yield* new ConversationNotFound()
+      return yield* apply(id, [owner.value], m)
     })
 
     return { move, moveAsSystem, events: repo.events, handedBackAfter: repo.handedBackAfter }

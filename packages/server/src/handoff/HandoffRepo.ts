@@ -13,7 +13,7 @@ import {
   type HandoffRequester,
   HandoffTimeoutAction,
   UserId,
-  type WorkspaceId
+  WorkspaceId
 } from "@parley/domain"
 import { joinConversationPipeline } from "./ConversationPipeline.js"
 import { Effect, Option, Schema } from "effect"
@@ -82,6 +82,18 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
           for update of c`
     })
 
+    const workspaceOf = SqlSchema.findOne({
+      Request: Schema.Number,
+      Result: Schema.Struct({ workspace_id: WorkspaceId }),
+      execute: (id) => sql`select workspace_id from conversations where id = ${id}`
+    })
+
+    const stateOf = SqlSchema.single({
+      Request: Schema.Number,
+      Result: Schema.Struct({ state: HandoffState }),
+      execute: (id) => sql`select handoff_state as state from conversations where id = ${id}`
+    })
+
     const events = SqlSchema.findAll({
       Request: Schema.Number,
       Result: HandoffEvent,
@@ -128,6 +140,10 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
 
     return {
       lock: (id: ConversationId, workspaceIds: ReadonlyArray<WorkspaceId>) => lock({ id, workspaceIds }).pipe(Effect.orDie),
+      /** The conversation's own workspace, for a move made by the system. */
+      workspaceOf: (id: ConversationId) => workspaceOf(id).pipe(Effect.map(Option.map((r) => r.workspace_id)), Effect.orDie),
+      /** The conversation's handoff state as it is now; the conversation must exist. */
+      stateOf: (id: ConversationId) => stateOf(id).pipe(Effect.map((r) => r.state), Effect.orDie),
       update: (id: number, c: HandoffColumns) => Effect.orDie(update(id, c)),
       insertEvent: (e: EventRow) => Effect.orDie(insertEvent(e)),
       events: (conversationId: number) => Effect.orDie(events(conversationId)),

@@ -6,7 +6,6 @@
  * can never attach itself to an existing contact.
  */
 import { HttpServerRequest } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import {
   type ConversationId,
   Forbidden,
@@ -31,6 +30,7 @@ import { AppSecret } from "../config/AppSecret.js"
 import { makeRateLimiter } from "../oauth/RateLimiter.js"
 import { WebChat } from "../webchat/WebChat.js"
 import { Handoff } from "../handoff/Handoff.js"
+import { HandoffRepo } from "../handoff/HandoffRepo.js"
 
 export const WIDGET_SESSION_TTL_SECONDS = 30 * 24 * 60 * 60
 
@@ -77,11 +77,11 @@ const verify = (key: Uint8Array, token: string, nowSeconds: number): Claims | un
 }
 
 export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
-  dependencies: [WebChat.Default, AppSecret.Default, AppConfig.Default, Handoff.Default],
+  dependencies: [WebChat.Default, AppSecret.Default, AppConfig.Default, Handoff.Default, HandoffRepo.Default],
   effect: Effect.gen(function*() {
     const webChat = yield* WebChat
     const handoff = yield* Handoff
-    const sql = yield* SqlClient.SqlClient
+    const handoffs = yield* HandoffRepo
     const secrets = yield* AppSecret
     const config = yield* AppConfig
     const newSessions = makeRateLimiter({ limit: config.widgetSessionsPerHour, windowMs: 3_600_000 })
@@ -183,8 +183,7 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
       const id = visitor.conversationId as ConversationId
       const moved = yield* handoff.moveAsSystem(id, { action: "request", actor: "contact", reason: "The contact asked for a person in the chat" }).pipe(
         Effect.map((m) => m.to),
-        Effect.catchTag("HandoffConflict", () =>
-          Effect.map(sql<{ state: "ai" | "waiting" | "human" }>`select handoff_state as state from conversations where id = ${id}`, (rows) => rows[0]!.state)),
+        Effect.catchTag("HandoffConflict", () => handoffs.stateOf(id)),
         Effect.orDie
       )
       return new WidgetHandoff({ state: moved })
