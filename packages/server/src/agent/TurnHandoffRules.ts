@@ -3,10 +3,10 @@
  * contact is told, the pipeline's failure rule, and the texts the keyword rule reads (the turn's own
  * unhandled messages, so messages handled while waiting are never read again: no loop).
  */
-import { SqlClient } from "@effect/sql"
 import { type ConversationId, DEFAULT_BRIDGE_TEXT, type TurnHandoff } from "@parley/domain"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { Handoff } from "../handoff/Handoff.js"
+import { HandoffRulesRepo } from "./HandoffRulesRepo.js"
 
 /** The conversation's columns a turn's handoff reads. */
 export interface HandoffConversation {
@@ -22,7 +22,7 @@ export interface HandoffPipeline {
 }
 
 export const makeTurnHandoffRules = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const repo = yield* HandoffRulesRepo
   const handoff = yield* Handoff
 
   /** The handoff part of a turn's context: no request for messages an operator already handed back after. */
@@ -37,17 +37,10 @@ export const makeTurnHandoffRules = Effect.gen(function*() {
   /** The pipeline's `handoff_after_failures` rule: that many failed replies in a row ask for a person. */
   const failureRule = (conversationId: string) =>
     Effect.gen(function*() {
-      const rows = yield* sql<{ limit: number | null; failed: number }>`
-        select p.handoff_after_failures as limit,
-               (select count(*)::int from (
-                  select status from messages where conversation_id = c.id and role = 'assistant' and call_type = 'ai'
-                  order by created_at desc, id desc limit coalesce(p.handoff_after_failures, 0)) recent
-                where recent.status = 'failed') as failed
-        from conversations c join channels ch on ch.id = c.channel_id
-        join lateral parley_live_pipeline(ch.pipeline_id) p on true
-        where c.id = ${conversationId} and c.handoff_state = 'ai'`
-      const rule = rows[0]
-      if (rule === undefined || rule.limit === null || rule.failed < rule.limit) return
+      const found = yield* repo.failureRule(conversationId)
+      if (Option.isNone(found)) return
+      const rule = found.value
+      if (rule.limit === null || rule.failed < rule.limit) return
       yield* handoff.moveAsSystem(Number(conversationId) as ConversationId, {
         action: "request",
         actor: "rule",
@@ -57,13 +50,10 @@ export const makeTurnHandoffRules = Effect.gen(function*() {
 
   /** The texts of the contact messages a turn answers: unhandled, up to `upTo`. */
   const turnTexts = (conversationId: string, upTo: string) =>
-    sql<{ message: string | null }>`
-      select message from messages
-      where conversation_id = ${conversationId} and role = 'user' and handled_at is null
-        and (created_at, id) <= (select created_at, id from messages where id = ${upTo})`.pipe(
-      Effect.map((rows) => rows.map((r) => r.message ?? "")),
-      Effect.orDie
-    )
+    Effect.map(repo.turnTexts(conversationId, upTo), (texts) => texts.map((t) => t ?? ""))
 
   return { turnHandoff, failureRule, turnTexts }
-})
+}).pipe(
+  // its repository comes with it: ConversationTurnsLive builds the rules with what it already provides
+  Effect.provide(HandoffRulesRepo.Default)
+)
