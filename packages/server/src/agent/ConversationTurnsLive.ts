@@ -27,6 +27,7 @@ import { Knowledge } from "../knowledge/Knowledge.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { Realtime } from "../realtime/Realtime.js"
 import { makeFollowupTurns } from "./FollowupTurns.js"
+import { HandoffRulesRepo } from "./HandoffRulesRepo.js"
 import { ModelKeys } from "./ModelKeys.js"
 import { StageEntryRepo } from "./StageEntryRepo.js"
 import { makeStageEntryTurns } from "./StageEntryTurns.js"
@@ -227,4 +228,4 @@ export const ConversationTurnsLive = Layer.effect(
       consumeStageEntry: stageEntries.consumeStageEntry
     })
   })
-).pipe(Layer.provide([ModelKeys.Default, TurnsRepo.Default, StageEntryRepo.Default, OpportunitiesRepo.Default]))
+).pipe(Layer.provide([ModelKeys.Default, TurnsRepo.Default, StageEntryRepo.Default, OpportunitiesRepo.Default, HandoffRulesRepo.Default]))

@@ -53,7 +53,4 @@ export const makeTurnHandoffRules = Effect.gen(function*() {
     Effect.map(repo.turnTexts(conversationId, upTo), (texts) => texts.map((t) => t ?? ""))
 
   return { turnHandoff, failureRule, turnTexts }
-}).pipe(
-  // its repository comes with it: ConversationTurnsLive builds the rules with what it already provides
-  Effect.provide(HandoffRulesRepo.Default)
-)
+})
