@@ -62,6 +62,20 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
       execute: ({ phone, workspaceId }) => sql`select id from contacts where workspace_id = ${workspaceId} and phone = ${phone}`
     })
 
+    const contactByIdentifier = SqlSchema.findOne({
+      Request: InWorkspace({ identifier: Schema.String }),
+      Result: IdRow(ContactId),
+      execute: ({ identifier, workspaceId }) => sql`select id from contacts where workspace_id = ${workspaceId} and identifier = ${identifier}`
+    })
+
+    /** A web-chat visitor's contact; nothing when a concurrent first message created it meanwhile (the identifier is unique per workspace). */
+    const insertContactWithIdentifier = SqlSchema.findOne({
+      Request: InWorkspace({ identifier: Schema.String }),
+      Result: IdRow(ContactId),
+      execute: ({ identifier, workspaceId }) =>
+        sql`insert into contacts (workspace_id, identifier) values (${workspaceId}, ${identifier}) on conflict do nothing returning id`
+    })
+
     const contactByEmail = SqlSchema.findOne({
       Request: InWorkspace({ email: Schema.String }),
       Result: IdRow(ContactId),
@@ -160,6 +174,12 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
 
       contactByPhone: (workspaceId: WorkspaceId, phone: string) =>
         contactByPhone({ workspaceId, phone }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
+
+      contactByIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
+        contactByIdentifier({ workspaceId, identifier }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
+
+      insertContactWithIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
+        insertContactWithIdentifier({ workspaceId, identifier }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
 
       contactByEmail: (workspaceId: WorkspaceId, email: string) =>
         contactByEmail({ workspaceId, email }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),

@@ -70,8 +70,6 @@ const ThreadRow = Schema.Struct({
   stage_id: Schema.NullOr(StageId),
   complete: Schema.Boolean
 })
-const ContactKey = Schema.Struct({ workspaceId: WorkspaceId, identifier: Schema.String })
-const ContactRow = Schema.Struct({ id: ContactId })
 const ConversationRow = Schema.Struct({ id: ConversationId })
 const NewConversation = Schema.Struct({ workspace_id: WorkspaceId, contact_id: ContactId, channel_id: ChannelId, external_chat_id: Schema.String })
 const FileRow = Schema.Struct({ key: Schema.String, name: Schema.String, mimetype: Schema.String, size: Schema.Number })
@@ -170,22 +168,6 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
           returning conversation_id`
     })
 
-    const contactByIdentifier = SqlSchema.findOne({
-      Request: ContactKey,
-      Result: ContactRow,
-      execute: (k) => sql`select id from contacts where workspace_id = ${k.workspaceId} and identifier = ${k.identifier}`
-    })
-
-    /** Nothing when a concurrent first message created it meanwhile (the identifier is unique per workspace). */
-    const insertContactWithIdentifier = SqlSchema.findOne({
-      Request: ContactKey,
-      Result: ContactRow,
-      execute: (k) =>
-        sql`
-          insert into contacts (workspace_id, identifier) values (${k.workspaceId}, ${k.identifier})
-          on conflict do nothing returning id`
-    })
-
     const conversationOnChannel = SqlSchema.findOne({
       Request: Schema.Struct({ channelId: ChannelId, contactId: ContactId }),
       Result: ConversationRow,
@@ -261,10 +243,6 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
         existingThread({ workspaceId, channelId, pipelineId, identifier }).pipe(Effect.orDie),
       insertOnExistingThread: (m: ReturningMessage) =>
         insertOnExistingThread(m).pipe(Effect.map(Option.map((r) => r.conversation_id)), Effect.orDie),
-      contactByIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
-        contactByIdentifier({ workspaceId, identifier }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
-      insertContactWithIdentifier: (workspaceId: WorkspaceId, identifier: string) =>
-        insertContactWithIdentifier({ workspaceId, identifier }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
       conversationOnChannel: (channelId: ChannelId, contactId: ContactId) =>
         conversationOnChannel({ channelId, contactId }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
       insertConversation: flow(insertConversation, Effect.map(idOf), Effect.orDie),

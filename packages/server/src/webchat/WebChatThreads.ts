@@ -60,13 +60,13 @@ export class WebChatThreads extends Effect.Service<WebChatThreads>()("@parley/se
       // nothing to create or lock
       const existing = yield* existingThread(channel, contactKey)
       if (Option.isSome(existing)) return existing.value
-      const found = yield* repo.contactByIdentifier(channel.workspace_id, contactKey)
+      const found = yield* opportunities.contactByIdentifier(channel.workspace_id, contactKey)
       const contactId = Option.isSome(found)
         ? found.value
-        : yield* repo.insertContactWithIdentifier(channel.workspace_id, contactKey).pipe(
+        : yield* opportunities.insertContactWithIdentifier(channel.workspace_id, contactKey).pipe(
           Effect.flatMap(Option.match({
             onSome: Effect.succeed,
-            onNone: () => repo.contactByIdentifier(channel.workspace_id, contactKey).pipe(Effect.map(Option.getOrThrow))
+            onNone: () => opportunities.contactByIdentifier(channel.workspace_id, contactKey).pipe(Effect.map(Option.getOrThrow))
           }))
         )
       yield* opportunities.lockContact(contactId)
