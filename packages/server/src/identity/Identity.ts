@@ -1,45 +1,26 @@
-import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import {
-  type Actor,
-  Forbidden,
-  hasScope,
-  isScope,
-  Me,
-  missingScopeMessage,
-  type Scope,
-  Scopes,
-  type TokenId,
-  Unauthorized,
-  UserId,
-  type WorkspaceId,
-  WorkspaceSummary
-} from "@parley/domain"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
+import { type Actor, isScope, Me, type Scope, Scopes, type TokenId, type UserId, type WorkspaceId, WorkspaceSummary } from "@parley/domain"
+import { Effect, Option } from "effect"
 import { CommandFailed } from "./CommandFailed.js"
 import { IdentityRepo, type UserRow } from "./IdentityRepo.js"
-import { hashPassword, newAccessToken, randomBase62, sha256Hex, verifyPassword } from "./Secrets.js"
+import { hashPassword, newAccessToken, randomBase62, verifyPassword } from "./Secrets.js"
+import { TokenAuth } from "./TokenAuth.js"
 
 export { CommandFailed }
 
-const LAST_USED_RESOLUTION_MS = 60_000
-const AUTH_CACHE_TTL_MS = 30_000
-const AUTH_CACHE_MAX = 10_000
-const IDENTITY_CHANNEL = "parley_identity_changed"
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
 /**
  * Users, workspaces, memberships and access tokens: the operator commands behind the CLI, and the
- * bearer authentication behind every `/api/user` endpoint.
+ * bearer authentication behind every `/api/user` endpoint (TokenAuth.ts, with its cache of actors).
  */
 export class Identity extends Effect.Service<Identity>()("@parley/server/Identity", {
-  dependencies: [IdentityRepo.Default],
+  dependencies: [IdentityRepo.Default, TokenAuth.Default],
   scoped: Effect.gen(function*() {
     const repo = yield* IdentityRepo
     const sql = yield* SqlClient.SqlClient
-    const pg = yield* PgClient.PgClient
-    const lastTouched = new Map<TokenId, number>()
+    const auth = yield* TokenAuth
+    const changed = auth.changed
 
     const userByEmail = (email: string) =>
       repo.userByEmail(email).pipe(
@@ -226,85 +207,6 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       return { id, revoked: true }
     })
 
-    const invalidToken = new Unauthorized({ message: "Unauthenticated." })
-
-    /**
-     * Authenticated actors, so a request costs no query for its token. An entry lives at most
-     * AUTH_CACHE_TTL_MS, never past the token's expiry, and every change to tokens, memberships or
-     * super users clears the cache here and, through NOTIFY, in every other process on the database.
-     */
-    const cache = new Map<string, { readonly actor: Actor; readonly tokenExpiresAt: number | null; readonly until: number }>()
-    const changed = Effect.gen(function*() {
-      cache.clear()
-      // pg_notify, not PgClient.notify: NOTIFY takes no bind parameters, which sql-pg's notify sends
-      yield* sql`select pg_notify(${IDENTITY_CHANNEL}, 'changed')`.pipe(Effect.orDie)
-    })
-    yield* pg.listen(IDENTITY_CHANNEL).pipe(
-      Stream.runForEach(() => Effect.sync(() => cache.clear())),
-      Effect.catchAllCause((cause) => Effect.logWarning("identity change listener stopped; retrying", cause)),
-      Effect.repeat(Schedule.spaced("1 second")),
-      Effect.forkScoped
-    )
-
-    const resolve = (hash: string, actAs: string | undefined) =>
-      Effect.gen(function*() {
-        const row = yield* repo.tokenByHash(hash)
-        if (Option.isNone(row) || row.value.expired || row.value.revoked) return yield* invalidToken
-        const t = row.value
-        let userId = t.user_id
-        if (actAs !== undefined && actAs !== "") {
-          if (!t.is_super_user) return yield* new Forbidden({ message: "Only super users may act as another user." })
-          const target = Schema.decodeUnknownOption(Schema.compose(Schema.NumberFromString, UserId))(actAs)
-          const user = Option.isSome(target) ? yield* repo.userById(target.value) : Option.none()
-          if (Option.isNone(user)) return yield* new Forbidden({ message: "The user to act as does not exist." })
-          userId = user.value.id
-        }
-        const memberships = yield* repo.memberships(userId)
-        if (memberships.length === 0) return yield* new Forbidden({ message: "This user has no workspace." })
-        const actor: Actor = {
-          userId,
-          authenticatedUserId: t.user_id,
-          tokenId: t.id,
-          scopes: t.scopes,
-          workspaceIds: memberships.map((m) => m.id),
-          defaultWorkspaceId: memberships[0]!.id
-        }
-        return { actor, tokenExpiresAt: t.expires_at === null ? null : Date.parse(t.expires_at) }
-      })
-
-    /**
-     * A token (and who a super user acts as) to the actor every tenant query is scoped by. Runs on every
-     * authenticated request, so only a cache miss (the queries) is a span of its own, not every map lookup
-     * (a span costs CPU on every request: docs/benchmarks.md, "Native Postgres side by side").
-     */
-    const authenticateToken = Effect.fnUntraced(function*(bearer: Redacted.Redacted<string>, actAs: string | undefined) {
-      const token = Redacted.value(bearer).trim()
-      if (token.length === 0) return yield* invalidToken
-      const hash = sha256Hex(token)
-      const key = `${hash}|${actAs ?? ""}`
-      const now = Date.now()
-      let entry = cache.get(key)
-      if (entry === undefined || entry.until <= now || (entry.tokenExpiresAt !== null && entry.tokenExpiresAt <= now)) {
-        const resolved = yield* resolve(hash, actAs).pipe(Effect.withSpan("Identity.resolveToken"))
-        if (cache.size >= AUTH_CACHE_MAX) cache.clear()
-        entry = { ...resolved, until: now + AUTH_CACHE_TTL_MS }
-        cache.set(key, entry)
-      }
-      const tokenId = entry.actor.tokenId
-      if ((lastTouched.get(tokenId) ?? 0) < now - LAST_USED_RESOLUTION_MS) {
-        lastTouched.set(tokenId, now)
-        yield* repo.touchToken(tokenId)
-      }
-      return entry.actor
-    })
-
-    /** Bearer token (and optional `X-Act-As-User`) of the current request. */
-    const authenticate = (bearer: Redacted.Redacted<string>) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticateToken(bearer, request.headers["x-act-as-user"]))
-
-    const requireScope = (actor: Actor, scope: Scope) =>
-      hasScope(actor.scopes, scope) ? Effect.succeed(actor) : Effect.fail(new Forbidden({ message: missingScopeMessage(scope) }))
-
     const me = Effect.fn("Identity.me")(function*(actor: Actor) {
       const user = yield* repo.userById(actor.authenticatedUserId).pipe(Effect.map(Option.getOrThrow))
       const token = yield* repo.tokenById(actor.tokenId).pipe(Effect.map(Option.getOrThrow))
@@ -332,9 +234,9 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       revokePersonalToken,
       /** Tokens were revoked elsewhere (OAuth): forget cached actors here and in every other process. */
       tokensChanged: changed,
-      authenticate,
-      authenticateToken,
-      requireScope,
+      authenticate: auth.authenticate,
+      authenticateToken: auth.authenticateToken,
+      requireScope: auth.requireScope,
       me
     }
   })
