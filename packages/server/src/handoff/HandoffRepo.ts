@@ -6,10 +6,10 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import {
   type ConversationId,
+  HandoffActor,
   HandoffEvent,
-  type HandoffEventAction,
+  HandoffEventAction,
   HandoffState,
-  type HandoffActor,
   type HandoffRequester,
   HandoffTimeoutAction,
   UserId,
@@ -48,19 +48,39 @@ export interface HandoffColumns {
   readonly due_in_seconds?: number | null
 }
 
-export interface EventRow {
-  readonly workspace_id: number
-  readonly conversation_id: number
-  readonly action: HandoffEventAction
-  readonly from_state: HandoffState
-  readonly to_state: HandoffState
-  readonly actor: HandoffActor
-  readonly user_id: number | null
-  readonly assignee_id: number | null
-  readonly reason: string | null
-  readonly note: string | null
-  readonly bridge: "first" | "second" | null
-}
+/** A transition as `insertEvent` writes it to `handoff_events`. */
+export const EventRow = Schema.Struct({
+  workspace_id: Schema.Number,
+  conversation_id: Schema.Number,
+  action: HandoffEventAction,
+  from_state: HandoffState,
+  to_state: HandoffState,
+  actor: HandoffActor,
+  user_id: Schema.NullOr(Schema.Number),
+  assignee_id: Schema.NullOr(Schema.Number),
+  reason: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  bridge: Schema.NullOr(Schema.Literal("first", "second"))
+})
+export type EventRow = typeof EventRow.Type
+
+/** An event not yet dispatched, with whether its conversation is an eval's. */
+const Undispatched = Schema.Struct({
+  id: Schema.Number,
+  workspace_id: Schema.Number,
+  conversation_id: Schema.Number,
+  action: HandoffEventAction,
+  from_state: Schema.String,
+  to_state: Schema.String,
+  actor: Schema.String,
+  user_id: Schema.NullOr(Schema.Number),
+  assignee_id: Schema.NullOr(Schema.Number),
+  reason: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  bridge: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  is_eval: Schema.Boolean
+})
 
 export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/HandoffRepo", {
   effect: Effect.gen(function*() {
@@ -125,18 +145,53 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
       return sql`update conversations set ${sql.csv(set)} where id = ${id}`.pipe(Effect.asVoid)
     }
 
-    const insertEvent = (e: EventRow) =>
-      sql<{ id: number }>`
-        insert into handoff_events (workspace_id, conversation_id, action, from_state, to_state, actor, user_id, assignee_id,
-                                    reason, note, bridge)
-        values (${e.workspace_id}, ${e.conversation_id}, ${e.action}, ${e.from_state}, ${e.to_state}, ${e.actor}, ${e.user_id},
-                ${e.assignee_id}, ${e.reason}, ${e.note}, ${e.bridge})
-        returning id`.pipe(Effect.map((rows) => rows[0]!.id))
+    const insertEvent = SqlSchema.single({
+      Request: EventRow,
+      Result: Schema.Struct({ id: Schema.Number }),
+      execute: (e) =>
+        sql`
+          insert into handoff_events (workspace_id, conversation_id, action, from_state, to_state, actor, user_id, assignee_id,
+                                      reason, note, bridge)
+          values (${e.workspace_id}, ${e.conversation_id}, ${e.action}, ${e.from_state}, ${e.to_state}, ${e.actor}, ${e.user_id},
+                  ${e.assignee_id}, ${e.reason}, ${e.note}, ${e.bridge})
+          returning id`
+    })
 
-    const isMember = (userId: number, workspaceId: number) =>
-      sql<{ n: number }>`select count(*)::int as n from memberships where user_id = ${userId} and workspace_id = ${workspaceId}`.pipe(
-        Effect.map((rows) => rows[0]!.n > 0)
-      )
+    const memberships = SqlSchema.single({
+      Request: Schema.Struct({ userId: Schema.Number, workspaceId: Schema.Number }),
+      Result: Schema.Struct({ n: Schema.Number }),
+      execute: ({ userId, workspaceId }) =>
+        sql`select count(*)::int as n from memberships where user_id = ${userId} and workspace_id = ${workspaceId}`
+    })
+
+    const undispatched = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: Undispatched,
+      execute: (limit) =>
+        sql`
+          select e.id, e.workspace_id, e.conversation_id, e.action, e.from_state, e.to_state, e.actor, e.user_id, e.assignee_id, e.reason,
+                 e.note, e.bridge, e.created_at, c.is_eval
+          from handoff_events e join conversations c on c.id = e.conversation_id
+          where e.dispatched_at is null order by e.id limit ${limit}`
+    })
+
+    const dueTimeouts = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ id: Schema.Number, action: HandoffTimeoutAction }),
+      execute: () =>
+        sql`
+          select c.id, coalesce(p.handoff_timeout_action, 'return') as action
+          from conversations c
+            ${pipelineOfConversation}
+          where c.handoff_due_at <= now() and c.handoff_state = 'waiting'
+          order by c.handoff_due_at limit 100`
+    })
+
+    const returnedUpto = SqlSchema.findOne({
+      Request: Schema.Number,
+      Result: Schema.Struct({ upto: Schema.NullOr(Schema.String) }),
+      execute: (conversationId) => sql`select handoff_returned_upto as upto from conversations where id = ${conversationId}`
+    })
 
     return {
       lock: (id: ConversationId, workspaceIds: ReadonlyArray<WorkspaceId>) => lock({ id, workspaceIds }).pipe(Effect.orDie),
@@ -145,9 +200,10 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
       /** The conversation's handoff state as it is now; the conversation must exist. */
       stateOf: (id: ConversationId) => stateOf(id).pipe(Effect.map((r) => r.state), Effect.orDie),
       update: (id: number, c: HandoffColumns) => Effect.orDie(update(id, c)),
-      insertEvent: (e: EventRow) => Effect.orDie(insertEvent(e)),
+      insertEvent: (e: EventRow) => insertEvent(e).pipe(Effect.map((r) => r.id), Effect.orDie),
       events: (conversationId: number) => Effect.orDie(events(conversationId)),
-      isMember: (userId: number, workspaceId: number) => Effect.orDie(isMember(userId, workspaceId)),
+      isMember: (userId: number, workspaceId: number) =>
+        memberships({ userId, workspaceId }).pipe(Effect.map((r) => r.n > 0), Effect.orDie),
       /** The summary of a request, on the handoff and appended to the notes, once (while no later request replaced it). */
       storeSummary: (eventId: number, summary: string) =>
         sql`
@@ -156,27 +212,16 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
           from handoff_events e
           where e.id = ${eventId} and c.id = e.conversation_id and c.handoff_summary is null`.pipe(Effect.asVoid, Effect.orDie),
       /** Events not yet dispatched (bridge, summary and socket events), oldest first. */
-      undispatched: (limit: number) =>
-        sql<{ id: number; workspace_id: number; conversation_id: number; action: HandoffEventAction; from_state: string; to_state: string;
-              actor: string; user_id: number | null; assignee_id: number | null; reason: string | null; note: string | null;
-              bridge: string | null; created_at: string; is_eval: boolean }>`
-          select e.id, e.workspace_id, e.conversation_id, e.action, e.from_state, e.to_state, e.actor, e.user_id, e.assignee_id, e.reason,
-                 e.note, e.bridge, e.created_at, c.is_eval
-          from handoff_events e join conversations c on c.id = e.conversation_id
-          where e.dispatched_at is null order by e.id limit ${limit}`.pipe(Effect.orDie),
+      undispatched: (limit: number) => Effect.orDie(undispatched(limit)),
       markDispatched: (eventId: number) =>
         sql`update handoff_events set dispatched_at = now() where id = ${eventId}`.pipe(Effect.asVoid, Effect.orDie),
       /** Waiting conversations whose timeout ran out, with what the pipeline says to do. */
-      dueTimeouts: sql<{ id: number; action: "return" | "second_bridge" }>`
-        select c.id, coalesce(p.handoff_timeout_action, 'return') as action
-        from conversations c
-          ${pipelineOfConversation}
-        where c.handoff_due_at <= now() and c.handoff_state = 'waiting'
-        order by c.handoff_due_at limit 100`.pipe(Effect.orDie),
+      dueTimeouts: Effect.orDie(dueTimeouts(undefined)),
       /** Whether `messageId` is at or before the newest contact message when an operator last handed back. */
       handedBackAfter: (conversationId: number, messageId: string) =>
-        sql<{ upto: string | null }>`select handoff_returned_upto as upto from conversations where id = ${conversationId}`.pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0]?.upto).pipe(Option.exists((upto) => messageId <= upto))),
+        returnedUpto(conversationId).pipe(
+          Effect.map(Option.flatMap((r) => Option.fromNullable(r.upto))),
+          Effect.map(Option.exists((upto) => messageId <= upto)),
           Effect.orDie
         )
     }
