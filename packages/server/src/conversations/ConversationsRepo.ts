@@ -3,105 +3,128 @@
  * queue), one conversation, its messages with their delivery attempts, and each user's read marker
  * (`conversation_reads`, written only here).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import type { Fragment } from "@effect/sql/Statement"
-import { type ConversationId, type FileEntry, type UserId, type WorkspaceId } from "@parley/domain"
-import { Effect, Option } from "effect"
+import {
+  type ConversationId,
+  ConversationsOrder,
+  ConversationStatus,
+  FileEntry,
+  HandoffRequester,
+  HandoffState,
+  StageNature,
+  UserId,
+  WorkspaceId
+} from "@parley/domain"
+import { Effect, Schema } from "effect"
 
 /** A conversation row as selected: flat columns, assembled into ConversationListItem by the service. */
-export interface ConversationRow {
-  readonly id: number
-  readonly workspace_id: number
-  readonly status: "active" | "paused"
-  readonly is_test: boolean
-  readonly channel_id: number | null
-  readonly channel_kind: string | null
-  readonly contact_id: number
-  readonly contact_name: string | null
-  readonly contact_email: string | null
-  readonly contact_phone: string | null
-  readonly contact_identifier: string | null
-  readonly opportunity_id: number | null
-  readonly opportunity_name: string | null
-  readonly pipeline_id: number | null
-  readonly stage_id: number | null
-  readonly stage_name: string | null
-  readonly stage_nature: "neutral" | "won" | "lost" | null
-  readonly opportunity_status: string | null
-  readonly handoff_state: "ai" | "waiting" | "human"
-  readonly handoff_requested_at: string | null
-  readonly handoff_requested_by: "contact" | "ai" | "operator" | "rule" | null
-  readonly handoff_reason: string | null
-  readonly handoff_summary: string | null
-  readonly handoff_assignee_id: number | null
-  readonly handoff_taken_at: string | null
-  readonly handoff_returned_at: string | null
-  readonly handoff_return_note: string | null
-  readonly handoff_due_at: string | null
-  readonly last_message_at: string | null
-  readonly last_message_content: string | null
-  readonly messages_count: number
-  readonly unread_count: number
-  readonly activity_at: string
+export const ConversationRow = Schema.Struct({
+  id: Schema.Number,
+  workspace_id: Schema.Number,
+  status: ConversationStatus,
+  is_test: Schema.Boolean,
+  channel_id: Schema.NullOr(Schema.Number),
+  channel_kind: Schema.NullOr(Schema.String),
+  contact_id: Schema.Number,
+  contact_name: Schema.NullOr(Schema.String),
+  contact_email: Schema.NullOr(Schema.String),
+  contact_phone: Schema.NullOr(Schema.String),
+  contact_identifier: Schema.NullOr(Schema.String),
+  opportunity_id: Schema.NullOr(Schema.Number),
+  opportunity_name: Schema.NullOr(Schema.String),
+  pipeline_id: Schema.NullOr(Schema.Number),
+  stage_id: Schema.NullOr(Schema.Number),
+  stage_name: Schema.NullOr(Schema.String),
+  stage_nature: Schema.NullOr(StageNature),
+  opportunity_status: Schema.NullOr(Schema.String),
+  handoff_state: HandoffState,
+  handoff_requested_at: Schema.NullOr(Schema.String),
+  handoff_requested_by: Schema.NullOr(HandoffRequester),
+  handoff_reason: Schema.NullOr(Schema.String),
+  handoff_summary: Schema.NullOr(Schema.String),
+  handoff_assignee_id: Schema.NullOr(Schema.Number),
+  handoff_taken_at: Schema.NullOr(Schema.String),
+  handoff_returned_at: Schema.NullOr(Schema.String),
+  handoff_return_note: Schema.NullOr(Schema.String),
+  handoff_due_at: Schema.NullOr(Schema.String),
+  last_message_at: Schema.NullOr(Schema.String),
+  last_message_content: Schema.NullOr(Schema.String),
+  messages_count: Schema.Number,
+  unread_count: Schema.Number,
+  activity_at: Schema.String,
   /** The queue order's sort key with `c.id`: 0 waiting, 1 the caller's, 2 the rest. */
-  readonly queue_rank: number
+  queue_rank: Schema.Number,
   /** Epoch seconds (numeric, as text): requested_at for rank 0, minus the last activity otherwise. */
-  readonly queue_key: string
-  readonly created_at: string
-  readonly notes: ReadonlyArray<string>
-  readonly cost_for_user: number
-  readonly avg_response_time: number
-}
-
-export interface ConversationFilter {
-  readonly workspaceIds: ReadonlyArray<WorkspaceId>
-  readonly userId: UserId
-  readonly pipelineId?: number | undefined
-  readonly channelId?: number | undefined
-  readonly status?: string | undefined
-  readonly handoff?: string | undefined
-  readonly assigneeId?: number | undefined
-  readonly opportunityId?: number | undefined
-  readonly stageId?: number | undefined
-  readonly contactId?: number | undefined
-  readonly q?: string | undefined
-  readonly unread?: boolean | undefined
-  readonly order: "activity" | "queue"
-  readonly after?: ListCursor | undefined
-  readonly limit: number
-}
+  queue_key: Schema.String,
+  created_at: Schema.String,
+  notes: Schema.Array(Schema.String),
+  cost_for_user: Schema.Number,
+  avg_response_time: Schema.Number
+})
+export type ConversationRow = typeof ConversationRow.Type
 
 /** Where the previous page ended, in the order it was listed in. */
-export type ListCursor =
-  | { readonly order: "activity"; readonly activityAt: string; readonly id: number }
-  | { readonly order: "queue"; readonly rank: number; readonly key: string; readonly id: number }
+export const ListCursor = Schema.Union(
+  Schema.Struct({ order: Schema.Literal("activity"), activityAt: Schema.String, id: Schema.Number }),
+  Schema.Struct({ order: Schema.Literal("queue"), rank: Schema.Number, key: Schema.String, id: Schema.Number })
+)
+export type ListCursor = typeof ListCursor.Type
 
-export interface MessageRow {
-  readonly id: string
-  readonly conversation_id: number
-  readonly role: "user" | "assistant"
-  readonly is_manual: boolean
-  readonly sender_id: number | null
-  readonly message: string | null
-  readonly files: ReadonlyArray<FileEntry>
-  readonly status: string
-  readonly call_type: string | null
-  readonly error: string | null
-  readonly handled_reason: string | null
-  readonly external_message_id: string | null
-  readonly cost_for_user: number
-  readonly created_at: string
-}
+export const ConversationFilter = Schema.Struct({
+  workspaceIds: Schema.Array(WorkspaceId),
+  userId: UserId,
+  pipelineId: Schema.optional(Schema.Number),
+  channelId: Schema.optional(Schema.Number),
+  status: Schema.optional(Schema.String),
+  handoff: Schema.optional(Schema.String),
+  assigneeId: Schema.optional(Schema.Number),
+  opportunityId: Schema.optional(Schema.Number),
+  stageId: Schema.optional(Schema.Number),
+  contactId: Schema.optional(Schema.Number),
+  q: Schema.optional(Schema.String),
+  unread: Schema.optional(Schema.Boolean),
+  order: ConversationsOrder,
+  after: Schema.optional(ListCursor),
+  limit: Schema.Number
+})
+export type ConversationFilter = typeof ConversationFilter.Type
 
-export interface DeliveryRow {
-  readonly message_id: string
-  readonly attempt: number
-  readonly url: string
-  readonly status_code: number | null
-  readonly error: string | null
-  readonly duration_ms: number
-  readonly created_at: string
-}
+/** A page of a conversation's messages, before or after the cursor. */
+const MessagesPage = Schema.Struct({
+  direction: Schema.Literal("older", "newer"),
+  after: Schema.optional(Schema.Struct({ createdAt: Schema.String, id: Schema.String })),
+  limit: Schema.Number
+})
+
+export const MessageRow = Schema.Struct({
+  id: Schema.String,
+  conversation_id: Schema.Number,
+  role: Schema.Literal("user", "assistant"),
+  is_manual: Schema.Boolean,
+  sender_id: Schema.NullOr(Schema.Number),
+  message: Schema.NullOr(Schema.String),
+  files: Schema.Array(FileEntry),
+  status: Schema.String,
+  call_type: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  handled_reason: Schema.NullOr(Schema.String),
+  external_message_id: Schema.NullOr(Schema.String),
+  cost_for_user: Schema.Number,
+  created_at: Schema.String
+})
+export type MessageRow = typeof MessageRow.Type
+
+export const DeliveryRow = Schema.Struct({
+  message_id: Schema.String,
+  attempt: Schema.Number,
+  url: Schema.String,
+  status_code: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.String),
+  duration_ms: Schema.Number,
+  created_at: Schema.String
+})
+export type DeliveryRow = typeof DeliveryRow.Type
 
 const like = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
@@ -110,15 +133,15 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
     const sql = yield* SqlClient.SqlClient
 
     // the queue as one ascending key (rank, key, id), so a row value compares the keyset
-    const queueRank = (userId: UserId) =>
+    const queueRank = (userId: number) =>
       sql`(case when c.handoff_state = 'waiting' then 0
                 when c.handoff_state = 'human' and c.handoff_assignee_id = ${userId} then 1 else 2 end)`
     const queueKey = sql`(case when c.handoff_state = 'waiting' then extract(epoch from coalesce(c.handoff_requested_at, c.created_at))
                                else -extract(epoch from coalesce(c.last_message_at, c.created_at)) end)`
     const activityOrder = sql`coalesce(c.last_message_at, c.created_at) desc, c.id desc`
 
-    const select = (userId: UserId, where: ReadonlyArray<Fragment>, order: Fragment, limit: number) =>
-      sql<ConversationRow>`
+    const select = (userId: number, where: ReadonlyArray<Fragment>, order: Fragment, limit: number) =>
+      sql`
         select c.id, c.workspace_id, c.status, c.is_test, c.channel_id, ch.kind as channel_kind,
                ct.id as contact_id, coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,
                coalesce(ct.custom_phone, ct.phone) as contact_phone, ct.identifier as contact_identifier,
@@ -147,7 +170,7 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
         order by ${order}
         limit ${limit}`
 
-    const list = (f: ConversationFilter) => {
+    const selectList = (f: typeof ConversationFilter.Encoded) => {
       // an eval's conversations (docs/evals.md) are not in the inbox
       const where: Array<Fragment> = [sql`c.workspace_id in ${sql.in(f.workspaceIds)}`, sql`not c.is_eval`]
       if (f.pipelineId !== undefined) where.push(sql`coalesce(o.pipeline_id, ch.pipeline_id) = ${f.pipelineId}`)
@@ -190,48 +213,62 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
       return select(f.userId, [sql`c.id in (select c.id from conversations c where ${sql.and(where)} order by ${order} limit ${f.limit})`], order, f.limit)
     }
 
-    const messages = (conversationId: number, page: {
-      readonly direction: "older" | "newer"
-      readonly after?: { readonly createdAt: string; readonly id: string } | undefined
-      readonly limit: number
-    }) => {
-      const older = page.direction === "older"
-      const cursor = page.after === undefined
-        ? sql`true`
-        : older
-        ? sql`(created_at, id) < (${page.after.createdAt}::timestamptz, ${page.after.id})`
-        : sql`(created_at, id) > (${page.after.createdAt}::timestamptz, ${page.after.id})`
-      return sql<MessageRow>`
-        select id, conversation_id, role, is_manual, sender_id, message, files, status, call_type, error, handled_reason,
-               external_message_id, cost_for_user::float8 as cost_for_user, created_at
-        from messages where conversation_id = ${conversationId} and ${cursor}
-        order by ${older ? sql`created_at desc, id desc` : sql`created_at, id`}
-        limit ${page.limit}`
-    }
+    const list = SqlSchema.findAll({ Request: ConversationFilter, Result: ConversationRow, execute: selectList })
 
-    const deliveries = (messageIds: ReadonlyArray<string>) =>
-      messageIds.length === 0
-        ? Effect.succeed([] as ReadonlyArray<DeliveryRow>)
-        : sql<DeliveryRow>`
-            select message_id, attempt, url, status_code, error, duration_ms, created_at
-            from webhook_deliveries where message_id in ${sql.in(messageIds)} order by created_at, id`
+    const find = SqlSchema.findOne({
+      Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), userId: Schema.Number, id: Schema.Number }),
+      Result: ConversationRow,
+      execute: ({ id, userId, workspaceIds }) =>
+        select(userId, [sql`c.id = ${id}`, sql`c.workspace_id in ${sql.in(workspaceIds)}`], activityOrder, 1)
+    })
 
-    const markRead = (userId: UserId, conversationId: number) =>
-      sql<{ read_at: string }>`
-        insert into conversation_reads (user_id, conversation_id, read_at) values (${userId}, ${conversationId}, now())
-        on conflict (user_id, conversation_id) do update set read_at = greatest(conversation_reads.read_at, excluded.read_at)
-        returning read_at`.pipe(Effect.map((rows) => rows[0]!.read_at))
+    const messages = SqlSchema.findAll({
+      Request: Schema.Struct({ conversationId: Schema.Number, page: MessagesPage }),
+      Result: MessageRow,
+      execute: ({ conversationId, page }) => {
+        const older = page.direction === "older"
+        const cursor = page.after === undefined
+          ? sql`true`
+          : older
+          ? sql`(created_at, id) < (${page.after.createdAt}::timestamptz, ${page.after.id})`
+          : sql`(created_at, id) > (${page.after.createdAt}::timestamptz, ${page.after.id})`
+        return sql`
+          select id, conversation_id, role, is_manual, sender_id, message, files, status, call_type, error, handled_reason,
+                 external_message_id, cost_for_user::float8 as cost_for_user, created_at
+          from messages where conversation_id = ${conversationId} and ${cursor}
+          order by ${older ? sql`created_at desc, id desc` : sql`created_at, id`}
+          limit ${page.limit}`
+      }
+    })
+
+    const deliveries = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: DeliveryRow,
+      execute: (messageIds) =>
+        sql`
+          select message_id, attempt, url, status_code, error, duration_ms, created_at
+          from webhook_deliveries where message_id in ${sql.in(messageIds)} order by created_at, id`
+    })
+
+    const markRead = SqlSchema.single({
+      Request: Schema.Struct({ userId: Schema.Number, conversationId: Schema.Number }),
+      Result: Schema.Struct({ read_at: Schema.String }),
+      execute: ({ conversationId, userId }) =>
+        sql`
+          insert into conversation_reads (user_id, conversation_id, read_at) values (${userId}, ${conversationId}, now())
+          on conflict (user_id, conversation_id) do update set read_at = greatest(conversation_reads.read_at, excluded.read_at)
+          returning read_at`
+    })
 
     return {
       list: (f: ConversationFilter) => Effect.orDie(list(f)),
       find: (workspaceIds: ReadonlyArray<WorkspaceId>, userId: UserId, id: ConversationId) =>
-        select(userId, [sql`c.id = ${id}`, sql`c.workspace_id in ${sql.in(workspaceIds)}`], activityOrder, 1).pipe(
-          Effect.map((rows) => Option.fromNullable(rows[0])),
-          Effect.orDie
-        ),
-      messages: (conversationId: number, page: Parameters<typeof messages>[1]) => Effect.orDie(messages(conversationId, page)),
-      deliveries: (messageIds: ReadonlyArray<string>) => Effect.orDie(deliveries(messageIds)),
-      markRead: (userId: UserId, conversationId: number) => Effect.orDie(markRead(userId, conversationId))
+        Effect.orDie(find({ workspaceIds, userId, id })),
+      messages: (conversationId: number, page: typeof MessagesPage.Type) => Effect.orDie(messages({ conversationId, page })),
+      deliveries: (messageIds: ReadonlyArray<string>) =>
+        messageIds.length === 0 ? Effect.succeed<ReadonlyArray<DeliveryRow>>([]) : Effect.orDie(deliveries(messageIds)),
+      markRead: (userId: UserId, conversationId: number) =>
+        markRead({ userId, conversationId }).pipe(Effect.map((r) => r.read_at), Effect.orDie)
     }
   })
 }) {}
