@@ -3,22 +3,32 @@
  * their only writer (the triggers aside, which write `workspace_events` with the rows that cause them).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { EventDelivery, EventWebhook, type EventWebhookId, type WorkspaceId } from "@parley/domain"
+import { EventDelivery, EventWebhook, EventWebhookId, type WorkspaceId } from "@parley/domain"
 import { Effect, Schema } from "effect"
 
 const WebhookRow = Schema.Struct({ ...EventWebhook.fields, secret_ciphertext: Schema.String })
 
+const NewWebhook = Schema.Struct({
+  workspace_id: Schema.Number,
+  url: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  events: Schema.Array(Schema.String),
+  is_active: Schema.Boolean,
+  secret_ciphertext: Schema.String
+})
+
 /** A delivery due now, with what it posts. */
-export interface DueDelivery {
-  readonly id: number
-  readonly event_id: number
-  readonly type: string
-  readonly payload: unknown
-  readonly created_at: string
-  readonly attempts: number
-  readonly url: string
-  readonly secret_ciphertext: string
-}
+export const DueDelivery = Schema.Struct({
+  id: Schema.Number,
+  event_id: Schema.Number,
+  type: Schema.String,
+  payload: Schema.Unknown,
+  created_at: Schema.String,
+  attempts: Schema.Number,
+  url: Schema.String,
+  secret_ciphertext: Schema.String
+})
+export type DueDelivery = typeof DueDelivery.Type
 
 export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("@parley/server/EventWebhooksRepo", {
   effect: Effect.gen(function*() {
@@ -47,15 +57,37 @@ export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("@par
           from event_deliveries d join workspace_events e on e.id = d.event_id
           where d.webhook_id = ${webhookId} order by d.id desc limit 100`
     })
+    const insert = SqlSchema.single({
+      Request: NewWebhook,
+      Result: Schema.Struct({ id: EventWebhookId }),
+      execute: (row) =>
+        sql`
+          insert into event_webhooks (workspace_id, url, description, events, is_active, secret_ciphertext)
+          values (${row.workspace_id}, ${row.url}, ${row.description}, ${row.events}::text[], ${row.is_active}, ${row.secret_ciphertext})
+          returning id`
+    })
+    const unfannedEvents = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ id: Schema.Number }),
+      execute: () => sql`select id from workspace_events where fanned_out_at is null order by id limit 200 for update skip locked`
+    })
+    const claimDue = SqlSchema.findAll({
+      Request: Schema.Struct({ limit: Schema.Number, leaseSeconds: Schema.Number }),
+      Result: DueDelivery,
+      execute: ({ leaseSeconds, limit }) =>
+        sql`
+          update event_deliveries d set next_attempt_at = now() + ${leaseSeconds}::int * interval '1 second'
+          from workspace_events e, event_webhooks w
+          where d.id in (select id from event_deliveries where status = 'pending' and next_attempt_at <= now()
+                         order by next_attempt_at, id limit ${limit} for update skip locked)
+            and e.id = d.event_id and w.id = d.webhook_id
+          returning d.id, d.event_id, e.type, e.payload, e.created_at, d.attempts, w.url, w.secret_ciphertext`
+    })
 
     return {
       list: (workspaceIds: ReadonlyArray<WorkspaceId>) => Effect.orDie(list(workspaceIds)),
       find: (id: EventWebhookId, workspaceIds: ReadonlyArray<WorkspaceId>) => Effect.orDie(find({ id, workspaceIds })),
-      insert: (row: { workspace_id: number; url: string; description: string | null; events: ReadonlyArray<string>; is_active: boolean; secret_ciphertext: string }) =>
-        sql<{ id: number }>`
-          insert into event_webhooks (workspace_id, url, description, events, is_active, secret_ciphertext)
-          values (${row.workspace_id}, ${row.url}, ${row.description}, ${row.events}::text[], ${row.is_active}, ${row.secret_ciphertext})
-          returning id`.pipe(Effect.map((rows) => rows[0]!.id as EventWebhookId), Effect.orDie),
+      insert: (row: typeof NewWebhook.Type) => insert(row).pipe(Effect.map((r) => r.id), Effect.orDie),
       update: (id: EventWebhookId, set: { url?: string | undefined; description?: string | null | undefined; events?: ReadonlyArray<string> | undefined; is_active?: boolean | undefined }) =>
         sql`
           update event_webhooks set ${
@@ -72,8 +104,7 @@ export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("@par
 
       /** Each new event to every active webhook of its workspace subscribed to its type, once. */
       fanOut: sql.withTransaction(Effect.gen(function*() {
-        const events = yield* sql<{ id: number }>`
-          select id from workspace_events where fanned_out_at is null order by id limit 200 for update skip locked`
+        const events = yield* unfannedEvents(undefined)
         if (events.length === 0) return 0
         const ids = events.map((e) => e.id)
         yield* sql`
@@ -88,14 +119,7 @@ export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("@par
       })).pipe(Effect.orDie),
 
       /** Deliveries due now, oldest first, claimed by pushing their next attempt out while they are tried. */
-      claimDue: (limit: number, leaseSeconds: number) =>
-        sql<DueDelivery>`
-          update event_deliveries d set next_attempt_at = now() + ${leaseSeconds}::int * interval '1 second'
-          from workspace_events e, event_webhooks w
-          where d.id in (select id from event_deliveries where status = 'pending' and next_attempt_at <= now()
-                         order by next_attempt_at, id limit ${limit} for update skip locked)
-            and e.id = d.event_id and w.id = d.webhook_id
-          returning d.id, d.event_id, e.type, e.payload, e.created_at, d.attempts, w.url, w.secret_ciphertext`.pipe(Effect.orDie),
+      claimDue: (limit: number, leaseSeconds: number) => Effect.orDie(claimDue({ limit, leaseSeconds })),
 
       /** One attempt's outcome: delivered, retried after `retryInSeconds`, or failed for good (null). */
       record: (delivery: number, attempt: number, outcome: {
