@@ -1,5 +1,5 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { PipelineId, type WorkspaceId } from "@parley/domain"
+import { MessagingProvider, PipelineId, WorkspaceId } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import { type AnalyticsScope, analyticsSql, HandoffFilter, type MessageFilter } from "./AnalyticsSql.js"
 
@@ -15,16 +15,25 @@ export class HandoffRow extends Schema.Class<HandoffRow>("HandoffRow")({
   resolved: Schema.Number
 }) {}
 
-export interface MessagingRow {
+export const MessagingRow = Schema.Struct({
   /** `YYYY-MM-DD`; null on the grand-total row */
-  readonly day: string | null
-  readonly messages: number
-  readonly user_messages: number
-  readonly assistant_messages: number
-  readonly ai_messages: number
-  readonly manual_messages: number
-  readonly cost: number
-}
+  day: Schema.NullOr(Schema.String),
+  messages: Schema.Number,
+  user_messages: Schema.Number,
+  assistant_messages: Schema.Number,
+  ai_messages: Schema.Number,
+  manual_messages: Schema.Number,
+  cost: Schema.Number
+})
+export type MessagingRow = typeof MessagingRow.Type
+
+/** `AnalyticsScope` as a request. */
+const Scope = Schema.Struct({ workspaceIds: Schema.Array(WorkspaceId), includeTest: Schema.Boolean })
+
+/** `MessageFilter` as a request: a handoff filter's fields and the channel's provider. */
+const MessageRequest = Schema.Struct({ ...HandoffFilter.fields, provider: Schema.optional(MessagingProvider) })
+
+const Count = Schema.Struct({ n: Schema.Number })
 
 /** Aggregates over tenant data; every query filters on the scope's workspaces. */
 export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/server/AnalyticsRepo", {
@@ -50,59 +59,58 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
           order by grand desc, p.id nulls last`
     })
 
-    const count = (rows: ReadonlyArray<{ n: number | null }>) => Number(rows[0]?.n ?? 0)
+    const pipelines = SqlSchema.single({
+      Request: Scope,
+      Result: Count,
+      execute: (scope) => sql`select count(*) as n from pipelines where ${inWorkspaces("workspace_id", scope.workspaceIds)}`
+    })
 
-    return {
-      pipelineIn: (workspaceIds: ReadonlyArray<WorkspaceId>, id: PipelineId) =>
-        sql`select 1 from pipelines where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds)}`.pipe(
-          Effect.map((rows) => rows.length > 0),
-          Effect.orDie
-        ),
-
-      pipelines: (scope: AnalyticsScope) =>
-        sql<{ n: number }>`select count(*) as n from pipelines where ${inWorkspaces("workspace_id", scope.workspaceIds)}`.pipe(
-          Effect.map(count),
-          Effect.orDie
-        ),
-
-      conversations: (scope: AnalyticsScope) =>
-        sql<{ n: number }>`
+    const conversations = SqlSchema.single({
+      Request: Scope,
+      Result: Count,
+      execute: (scope) => sql`
           select count(*) as n from conversations cv
-          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`}`.pipe(
-          Effect.map(count),
-          Effect.orDie
-        ),
+          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`}`
+    })
 
-      opportunitiesByStatus: (scope: AnalyticsScope) =>
-        sql<{ status: string; n: number }>`
+    const opportunitiesByStatus = SqlSchema.findAll({
+      Request: Scope,
+      Result: Schema.Struct({ status: Schema.String, n: Schema.Number }),
+      execute: (scope) => sql`
           select o.status, count(*) as n from opportunities o
           where ${inWorkspaces("o.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not o.is_eval` : sql`and not o.is_test`}
-          group by o.status`.pipe(Effect.orDie),
+          group by o.status`
+    })
 
-      messagesByRole: (scope: AnalyticsScope) =>
-        sql<{ role: string; n: number }>`select m.role, count(*) as n from ${messagesFrom(scope)} group by m.role`.pipe(Effect.orDie),
+    const messagesByRole = SqlSchema.findAll({
+      Request: Scope,
+      Result: Schema.Struct({ role: Schema.String, n: Schema.Number }),
+      execute: (scope) => sql`select m.role, count(*) as n from ${messagesFrom(scope)} group by m.role`
+    })
 
-      /** AI and operator replies and the cost of every message counted. */
-      messageTotals: (scope: AnalyticsScope) =>
-        sql<{ ai_messages: number; manual_messages: number; total_cost: number }>`
+    const messageTotals = SqlSchema.single({
+      Request: Scope,
+      Result: Schema.Struct({ ai_messages: Schema.Number, manual_messages: Schema.Number, total_cost: Schema.Number }),
+      execute: (scope) => sql`
           select count(*) filter (where m.role = 'assistant' and not m.is_manual) as ai_messages,
                  count(*) filter (where m.role = 'assistant' and m.is_manual) as manual_messages,
                  coalesce(sum(m.cost_for_user), 0) as total_cost
-          from ${messagesFrom(scope)}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie),
+          from ${messagesFrom(scope)}`
+    })
 
-      /** The conversations' response-time counters (kept by the messages trigger), summed. */
-      responseTimes: (scope: AnalyticsScope) =>
-        sql<{ seconds: number | null; responses: number }>`
+    const responseTimes = SqlSchema.single({
+      Request: Scope,
+      Result: Schema.Struct({ seconds: Schema.NullOr(Schema.Number), responses: Schema.Number }),
+      execute: (scope) => sql`
           select sum(cv.ai_response_seconds_total) as seconds, coalesce(sum(cv.ai_responses_count), 0) as responses
           from conversations cv
-          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`}`.pipe(
-          Effect.map((rows) => ({ seconds: Number(rows[0]?.seconds ?? 0), responses: Number(rows[0]?.responses ?? 0) })),
-          Effect.orDie
-        ),
+          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`}`
+    })
 
-      /** One row per UTC day with messages, and a grand-total row (`day` null). */
-      messaging: (f: MessageFilter) =>
-        sql<MessagingRow>`
+    const messaging = SqlSchema.findAll({
+      Request: MessageRequest,
+      Result: MessagingRow,
+      execute: (f) => sql`
           select to_char((m.created_at at time zone 'UTC')::date, 'YYYY-MM-DD') as day,
                  count(*) as messages,
                  count(*) filter (where m.role = 'user') as user_messages,
@@ -112,7 +120,33 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
                  coalesce(sum(m.cost_for_user), 0) as cost
           from ${messagesFrom(f)} ${messageClauses(f)}
           group by grouping sets ((m.created_at at time zone 'UTC')::date, ())
-          order by 1 nulls first`.pipe(Effect.orDie),
+          order by 1 nulls first`
+    })
+
+    return {
+      pipelineIn: (workspaceIds: ReadonlyArray<WorkspaceId>, id: PipelineId) =>
+        sql`select 1 from pipelines where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds)}`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
+
+      pipelines: (scope: AnalyticsScope) => pipelines(scope).pipe(Effect.map((row) => row.n), Effect.orDie),
+
+      conversations: (scope: AnalyticsScope) => conversations(scope).pipe(Effect.map((row) => row.n), Effect.orDie),
+
+      opportunitiesByStatus: (scope: AnalyticsScope) => opportunitiesByStatus(scope).pipe(Effect.orDie),
+
+      messagesByRole: (scope: AnalyticsScope) => messagesByRole(scope).pipe(Effect.orDie),
+
+      /** AI and operator replies and the cost of every message counted. */
+      messageTotals: (scope: AnalyticsScope) => messageTotals(scope).pipe(Effect.orDie),
+
+      /** The conversations' response-time counters (kept by the messages trigger), summed. */
+      responseTimes: (scope: AnalyticsScope) =>
+        responseTimes(scope).pipe(Effect.map((row) => ({ seconds: row.seconds ?? 0, responses: row.responses })), Effect.orDie),
+
+      /** One row per UTC day with messages, and a grand-total row (`day` null). */
+      messaging: (f: MessageFilter) => messaging(f).pipe(Effect.orDie),
 
       /** Handoff figures per pipeline with a request in the period, and their grand total (`grand`) first. */
       handoffs: (f: HandoffFilter) => handoffs(f).pipe(Effect.orDie)

@@ -4,7 +4,7 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { EvalCaseSpec, EvalOutcome, EvalResultStatus, EvalVerdict, type EvalCaseSpec as Spec, type WorkspaceId } from "@parley/domain"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 
 export const CaseRow = Schema.Struct({
   id: Schema.Number,
@@ -57,6 +57,8 @@ export const ResultRow = Schema.Struct({
 export type ResultRow = typeof ResultRow.Type
 
 const json = (value: unknown) => JSON.stringify(value)
+
+const IdRow = Schema.Struct({ id: Schema.Number })
 
 export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/EvalsRepo", {
   effect: Effect.gen(function*() {
@@ -115,6 +117,20 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
         sql`select ${caseColumns} from eval_cases where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds as never)}`
     })
 
+    /** `definition`: the case's spec as JSON text. */
+    const insertCaseRow = SqlSchema.findOne({
+      Request: Schema.Struct({
+        workspaceId: Schema.Number, pipelineId: Schema.Number, name: Schema.String, definition: Schema.String,
+        source: Schema.Literal("api", "conversation"), conversationId: Schema.NullOr(Schema.Number)
+      }),
+      Result: IdRow,
+      execute: (c) =>
+        sql`
+        insert into eval_cases (workspace_id, pipeline_id, name, definition, source, source_conversation_id)
+        values (${c.workspaceId}, ${c.pipelineId}, ${c.name}, ${c.definition}::jsonb, ${c.source}, ${c.conversationId})
+        on conflict (pipeline_id, name) do nothing returning id`
+    })
+
     /** Nothing when the name is taken in the pipeline. */
     const insertCase = (c: {
       workspaceId: number
@@ -123,20 +139,45 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
       source: "api" | "conversation"
       conversationId: number | null
     }) =>
-      sql<{ id: number }>`
-        insert into eval_cases (workspace_id, pipeline_id, name, definition, source, source_conversation_id)
-        values (${c.workspaceId}, ${c.pipelineId}, ${c.spec.name}, ${json(c.spec)}::jsonb, ${c.source}, ${c.conversationId})
-        on conflict (pipeline_id, name) do nothing returning id`.pipe(Effect.map((rows) => rows[0]?.id))
+      insertCaseRow({ ...c, name: c.spec.name, definition: json(c.spec) }).pipe(
+        Effect.map(Option.match({ onNone: () => undefined, onSome: (row) => row.id }))
+      )
+
+    const replaceCaseRow = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.Number, name: Schema.String, definition: Schema.String }),
+      Result: IdRow,
+      execute: ({ definition, id, name }) =>
+        sql`
+        update eval_cases set name = ${name}, definition = ${definition}::jsonb, updated_at = now()
+        where id = ${id} and not exists (
+          select 1 from eval_cases o where o.pipeline_id = eval_cases.pipeline_id and o.name = ${name} and o.id <> ${id})
+        returning id`
+    })
 
     /** False when the name is another case's. */
     const replaceCase = (id: number, spec: Spec) =>
-      sql<{ id: number }>`
-        update eval_cases set name = ${spec.name}, definition = ${json(spec)}::jsonb, updated_at = now()
-        where id = ${id} and not exists (
-          select 1 from eval_cases o where o.pipeline_id = eval_cases.pipeline_id and o.name = ${spec.name} and o.id <> ${id})
-        returning id`.pipe(Effect.map((rows) => rows.length > 0))
+      replaceCaseRow({ id, name: spec.name, definition: json(spec) }).pipe(Effect.map(Option.isSome))
 
     const deleteCase = (id: number) => sql`delete from eval_cases where id = ${id}`
+
+    const insertRunRow = SqlSchema.single({
+      Request: Schema.Struct({
+        workspaceId: Schema.Number, pipelineId: Schema.Number, version: Schema.String, versionId: Schema.NullOr(Schema.Number),
+        configHash: Schema.String, concurrency: Schema.Number, casesTotal: Schema.Number, createdBy: Schema.Number
+      }),
+      Result: IdRow,
+      execute: (r) =>
+        sql`
+          insert into eval_runs (workspace_id, pipeline_id, version, version_id, config_hash, concurrency, cases_total, created_by, previous_run_id)
+          values (${r.workspaceId}, ${r.pipelineId}, ${r.version}, ${r.versionId}, ${r.configHash}, ${r.concurrency}, ${r.casesTotal}, ${r.createdBy},
+                  -- compared with the newest finished run of what is live (docs/versions.md): the live version when
+                  -- drafts are on and the pipeline has one, else the tables
+                  (select e.id from eval_runs e, pipelines p join workspaces w on w.id = p.workspace_id
+                   where p.id = ${r.pipelineId} and e.pipeline_id = p.id and e.status in ('passed', 'failed')
+                     and e.version_id is not distinct from (case when w.is_drafts_enabled then p.live_version_id end)
+                   order by e.id desc limit 1))
+          returning id`
+    })
 
     /** The run and one pending result per case, in one transaction; the previous finished run is remembered. */
     const insertRun = (r: {
@@ -150,22 +191,13 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
       cases: ReadonlyArray<{ readonly spec: Spec; readonly caseId: number | null }>
     }) =>
       sql.withTransaction(Effect.gen(function*() {
-        const [run] = yield* sql<{ id: number }>`
-          insert into eval_runs (workspace_id, pipeline_id, version, version_id, config_hash, concurrency, cases_total, created_by, previous_run_id)
-          values (${r.workspaceId}, ${r.pipelineId}, ${r.version}, ${r.versionId}, ${r.configHash}, ${r.concurrency}, ${r.cases.length}, ${r.createdBy},
-                  -- compared with the newest finished run of what is live (docs/versions.md): the live version when
-                  -- drafts are on and the pipeline has one, else the tables
-                  (select e.id from eval_runs e, pipelines p join workspaces w on w.id = p.workspace_id
-                   where p.id = ${r.pipelineId} and e.pipeline_id = p.id and e.status in ('passed', 'failed')
-                     and e.version_id is not distinct from (case when w.is_drafts_enabled then p.live_version_id end)
-                   order by e.id desc limit 1))
-          returning id`
+        const run = yield* insertRunRow({ ...r, casesTotal: r.cases.length })
         yield* sql`
           insert into eval_results (run_id, workspace_id, position, case_id, name, definition)
-          select ${run!.id}, ${r.workspaceId}, c.position, c.case_id, c.name, c.definition
+          select ${run.id}, ${r.workspaceId}, c.position, c.case_id, c.name, c.definition
           from jsonb_to_recordset(${json(r.cases.map((c, i) => ({ position: i + 1, case_id: c.caseId, name: c.spec.name, definition: c.spec })))}::jsonb)
             as c(position int, case_id bigint, name text, definition jsonb)`
-        return run!.id
+        return run.id
       }))
 
     const run = SqlSchema.findOne({
@@ -222,12 +254,19 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
 
     const heartbeat = (id: number) => sql`update eval_runs set heartbeat_at = now() where id = ${id} and status = 'running'`
 
+    const interruptRuns = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: IdRow,
+      execute: (pipelineId) =>
+        sql`
+          update eval_runs set status = 'interrupted', finished_at = now()
+          where pipeline_id = ${pipelineId} and status = 'running' and heartbeat_at < now() - interval '60 seconds' returning id`
+    })
+
     /** Runs whose process stopped (no heartbeat for a minute) are interrupted, with their unfinished cases. */
     const interruptStale = (pipelineId: number) =>
       sql.withTransaction(Effect.gen(function*() {
-        const stale = yield* sql<{ id: number }>`
-          update eval_runs set status = 'interrupted', finished_at = now()
-          where pipeline_id = ${pipelineId} and status = 'running' and heartbeat_at < now() - interval '60 seconds' returning id`
+        const stale = yield* interruptRuns(pipelineId)
         if (stale.length === 0) return
         yield* sql`
           update eval_results set status = 'error', error = 'The server stopped during the run.', finished_at = now()
