@@ -24,6 +24,7 @@ import { Effect, Layer, Metric, Option } from "effect"
 import { enqueueToolCalls } from "../actions/ActionRunsEnqueue.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
+import { MessagesRepo } from "../messages/MessagesRepo.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { Realtime } from "../realtime/Realtime.js"
 import { makeFollowupTurns } from "./FollowupTurns.js"
@@ -228,4 +229,4 @@ export const ConversationTurnsLive = Layer.effect(
       consumeStageEntry: stageEntries.consumeStageEntry
     })
   })
-).pipe(Layer.provide([ModelKeys.Default, TurnsRepo.Default, StageEntryRepo.Default, OpportunitiesRepo.Default, HandoffRulesRepo.Default]))
+).pipe(Layer.provide([ModelKeys.Default, TurnsRepo.Default, StageEntryRepo.Default, OpportunitiesRepo.Default, HandoffRulesRepo.Default, MessagesRepo.Default]))

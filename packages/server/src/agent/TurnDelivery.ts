@@ -3,26 +3,21 @@
  * the signed reply webhook's first attempt inline (the turn is itself durable) and its retry as a
  * durable workflow, the message's status, and the operators' `new_message`.
  */
-import { SqlClient } from "@effect/sql"
 import type { WorkflowEngine } from "@effect/workflow"
 import { Effect, Option } from "effect"
 import { Deliveries } from "../delivery/Deliveries.js"
 import { ReplyAttempts } from "../delivery/ReplyDeliveryLive.js"
+import { MessagesRepo } from "../messages/MessagesRepo.js"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 
 export const makeTurnDelivery = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const messages = yield* MessagesRepo
   const realtime = yield* Realtime
   const deliveries = yield* Deliveries
   const attempts = yield* ReplyAttempts
   const engine = yield* Effect.context<WorkflowEngine.WorkflowEngine>()
 
-  const undelivered = (conversationId: string) =>
-    sql<{ id: string }>`
-      select id from messages where conversation_id = ${conversationId} and status = 'ai_generated' order by created_at, id`.pipe(
-      Effect.map((rows) => rows.map((r) => r.id)),
-      Effect.orDie
-    )
+  const undelivered = messages.undelivered
 
   /**
    * The reply's row and channel in one read, which also logs the webhook's first attempt when there is
@@ -35,7 +30,7 @@ export const makeTurnDelivery = Effect.gen(function*() {
       if (Option.isNone(found)) return
       const m = found.value
       // an eval's conversation (docs/evals.md): the reply is recorded as sent, and nobody is told
-      if (m.is_eval) return yield* sql`update messages set status = 'sent_to_user', updated_at = now() where id = ${messageId}`
+      if (m.is_eval) return yield* messages.markSent(messageId)
       const rejection = m.kind === null
         ? "The conversation has no channel to send through."
         : m.is_active !== true
@@ -52,8 +47,7 @@ export const makeTurnDelivery = Effect.gen(function*() {
         const outcome = yield* attempts.send({ ...m, log_id: m.log_id }, 0, 1, { markSent: true })
         if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
       } else {
-        yield* sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
-                   updated_at = now() where id = ${messageId}`
+        yield* messages.setStatus(messageId, rejection)
       }
       yield* realtime.toWorkspace(m.workspace_id, NEW_MESSAGE_EVENT, {
         conversation_id: m.conversation_id,

@@ -1,6 +1,7 @@
 /**
  * The SQL of operator messages (SPEC.md 4.2) and of the messages list (SPEC.md 4.5): the conversation a
- * message goes to, its files and row, the status its hand-off leaves, and the keyset-paged list.
+ * message goes to, its files and row, the status its hand-off leaves (an operator's message or a turn's
+ * reply), and the keyset-paged list.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import {
@@ -104,6 +105,13 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
           from messages where id = ${id}`
     })
 
+    const undelivered = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: (conversationId) =>
+        sql`select id from messages where conversation_id = ${conversationId} and status = 'ai_generated' order by created_at, id`
+    })
+
     const list = SqlSchema.findAll({
       Request: ListRequest,
       Result: EntryRow,
@@ -149,6 +157,14 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
       setStatus: (id: string, rejection: string | null) =>
         sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
                  updated_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+
+      /** A conversation's replies stored but not yet handed off, oldest first. */
+      undelivered: (conversationId: string) =>
+        undelivered(conversationId).pipe(Effect.map((rows) => rows.map((r) => r.id)), Effect.orDie),
+
+      /** An eval's reply: recorded as sent, nobody told (docs/evals.md). */
+      markSent: (id: string) =>
+        sql`update messages set status = 'sent_to_user', updated_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
 
       /** Newest first, one more than `filter.limit` so the caller knows whether a next page exists. */
       list: (workspaceIds: ReadonlyArray<WorkspaceId>, filter: MessagesFilter) => Effect.orDie(list({ ...filter, workspaceIds }))
