@@ -1,7 +1,7 @@
 /**
  * The agent with the `openai` provider against a local fake OpenAI-compatible server (Responses API):
  * the reply's cost comes from the catalogue's prices and the usage the provider reports, is summed on
- * the conversation and charged to the workspace; a provider that keeps failing is retried with backoff
+ * the conversation and charged to the workspace (a handoff bridge the model writes as well); a provider that keeps failing is retried with backoff
  * and then recorded on the message as failed (the contact's message: `provider_error`).
  */
 import { SqlClient } from "@effect/sql"
@@ -135,6 +135,29 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       expect(last).not.toContain(said[0])
       // the first message had nothing before it
       expect(JSON.stringify(routed[0]!.body)).not.toContain("Conversation so far")
+    }))
+
+  it.effect("a handoff bridge the model writes is charged like a reply: on the message and to the workspace", () =>
+    Effect.gen(function*() {
+      fake.mode = "ok"
+      fake.requests.length = 0
+      const { channel, owner, pipeline } = yield* setup
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_bridge_mode: "ai_generated" }))
+      const reply = yield* replyTo(yield* say(channel, "c-4", "How much is the annual plan?"))
+      ok(yield* post(owner, `/api/user/conversations/${reply!.conversation_id}/handoff`, { action: "request", reason: "Pricing question" }))
+      const bridge = yield* eventually(
+        Effect.map(
+          sql<{ cost: number; model: string | null }>`
+            select cost_for_user::float8 as cost, model from messages
+            where conversation_id = ${reply!.conversation_id} and call_type = 'handoff_bridge'`,
+          (rows) => rows[0]
+        ),
+        20_000
+      )
+      expect(bridge).toMatchObject({ model: "gpt-4.1-mini" })
+      expect(bridge!.cost).toBeCloseTo(0.0012, 10)
+      const [workspace] = yield* sql<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      expect(workspace!.credits).toBeCloseTo(10 - 0.0012 - 0.0012, 6)
     }))
 
   it.effect("a provider that keeps failing is retried with backoff, then the reply is recorded as failed", () =>

@@ -248,6 +248,10 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
           Effect.orDie
         ),
 
+      /** What a model's message cost (a handoff's bridge), in the caller's transaction. */
+      spendCredits: (id: WorkspaceId | number, cost: number) =>
+        sql`update workspaces set credits = credits - ${cost}, updated_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+
       /** One credit per point embedded (knowledge upserts), in the caller's transaction. */
       spendTrainingCredits: (id: WorkspaceId | number, credits: number) =>
         sql`update workspaces set training_credits = training_credits - ${credits}, updated_at = now() where id = ${id}`.pipe(
