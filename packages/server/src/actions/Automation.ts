@@ -123,11 +123,11 @@ export class Automation extends Effect.Service<Automation>()("@parley/server/Aut
     const targets = yield* OutboundTargets
 
     const ownPipeline = (id: PipelineId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipelineWorkspace(actor.workspaceIds, id).pipe(someOrFail(new PipelineNotFound())))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipelineWorkspace(actor.workspaceIds, id).pipe(someOrFail(() => new PipelineNotFound())))
     const findVariable = (id: VariableId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.findVariable(actor.workspaceIds, id).pipe(someOrFail(new VariableNotFound())))
+      Effect.flatMap(CurrentActor, (actor) => repo.findVariable(actor.workspaceIds, id).pipe(someOrFail(() => new VariableNotFound())))
     const findAction = (id: ActionId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.findAction(actor.workspaceIds, id).pipe(someOrFail(new ActionNotFound())))
+      Effect.flatMap(CurrentActor, (actor) => repo.findAction(actor.workspaceIds, id).pipe(someOrFail(() => new ActionNotFound())))
 
     const stageIssues = (pipelineId: number, stageId: number | null | undefined) =>
       stageId === undefined || stageId === null

@@ -51,7 +51,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
     const sql = yield* SqlClient.SqlClient
 
     const find = (actor: Actor, id: ChannelId) =>
-      repo.find(actor.workspaceIds, id).pipe(someOrFail(new ChannelNotFound()))
+      repo.find(actor.workspaceIds, id).pipe(someOrFail(() => new ChannelNotFound()))
 
     /** A pipeline may only be linked within the channel's own workspace. */
     const checkPipeline = (workspaceId: WorkspaceId, pipelineId: PipelineId | null | undefined) =>

@@ -28,11 +28,12 @@ import {
   type UpdateConversation,
   WorkspaceNotFound
 } from "@parley/domain"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { type ConversationRow, ConversationsRepo, type ListCursor } from "./ConversationsRepo.js"
+import { someOrFail } from "../util/Effects.js"
 
 const listItem = (r: ConversationRow) => ({
   id: r.id,
@@ -158,9 +159,7 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
     /** The caller's conversation row (404 for another workspace's), without the handoff history. */
     const owned = (id: ConversationId) =>
       Effect.flatMap(CurrentActor, (actor) =>
-        repo.find(actor.workspaceIds, actor.userId, id).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(new ConversationNotFound()), onSome: Effect.succeed }))
-        ))
+        repo.find(actor.workspaceIds, actor.userId, id).pipe(someOrFail(() => new ConversationNotFound())))
 
     const get = Effect.fn("Conversations.get")(function*(id: ConversationId) {
       const row = yield* owned(id)

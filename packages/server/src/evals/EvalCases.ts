@@ -38,8 +38,8 @@ export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalC
     const conversations = yield* ConversationCaseRepo
 
     const pipelineOf = (id: number) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(new PipelineNotFound()))
-    const caseOf = (id: number) => Effect.flatMap(CurrentActor, (actor) => repo.findCase(actor.workspaceIds, id)).pipe(someOrFail(new EvalCaseNotFound()))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(() => new PipelineNotFound()))
+    const caseOf = (id: number) => Effect.flatMap(CurrentActor, (actor) => repo.findCase(actor.workspaceIds, id)).pipe(someOrFail(() => new EvalCaseNotFound()))
 
     const checked = (pipelineId: number, spec: EvalCaseSpec) =>
       Effect.flatMap(repo.stages(pipelineId), (stages) => {
@@ -93,7 +93,7 @@ export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalC
       const actor = yield* CurrentActor
       // the case carries what the contact wrote: reading it takes the scope reading the conversation takes
       if (!hasScope(actor.scopes, "conversations:read")) return yield* new Forbidden({ message: missingScopeMessage("conversations:read") })
-      const c = yield* conversations.read(actor.workspaceIds, conversationId).pipe(someOrFail(new ConversationNotFound()))
+      const c = yield* conversations.read(actor.workspaceIds, conversationId).pipe(someOrFail(() => new ConversationNotFound()))
       if (c.is_eval) return yield* Unprocessable.of([{ field: "conversation", message: "is an eval's own conversation" }])
       if (c.pipeline_id === null || c.first_stage_id === null) {
         return yield* Unprocessable.of([{ field: "conversation", message: "has no opportunity in a pipeline" }])

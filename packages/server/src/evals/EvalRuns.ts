@@ -37,7 +37,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
     const running = yield* FiberSet.make()
 
     const pipelineOf = (pipelineId: number) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, pipelineId)).pipe(someOrFail(new PipelineNotFound()))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, pipelineId)).pipe(someOrFail(() => new PipelineNotFound()))
 
     /** The cases a run plays: given ones, stored ones by id, or every stored case; every problem in one 422. */
     const chosenCases = (pipelineId: number, input: StartEvalRun, override: number) =>
@@ -120,7 +120,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
 
     const get = Effect.fn("EvalRuns.get")(function*(runId: EvalRunId) {
       const actor = yield* CurrentActor
-      const found = yield* repo.run(actor.workspaceIds, runId).pipe(someOrFail(new EvalRunNotFound()))
+      const found = yield* repo.run(actor.workspaceIds, runId).pipe(someOrFail(() => new EvalRunNotFound()))
       if (found.status === "running") yield* repo.interruptStale(found.pipeline_id)
       const run = found.status === "running" ? Option.getOrThrow(yield* repo.run(actor.workspaceIds, runId)) : found
       const results = yield* repo.results(runId)
@@ -141,7 +141,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
       const version = input.version === undefined || input.version === "published" ? "live" : String(input.version)
       // what the run plays is fixed now: a publish while it runs does not change it
       const played = yield* repo.target(pipeline.id, version).pipe(
-        someOrFail(Unprocessable.of([{ field: "version", message: "is not a version of this pipeline" }]))
+        someOrFail(() => Unprocessable.of([{ field: "version", message: "is not a version of this pipeline" }]))
       )
       const override = played.version_id ?? 0
       const { cases, stages } = yield* chosenCases(pipeline.id, input, override)

@@ -21,7 +21,7 @@ export class Followups extends Effect.Service<Followups>()("@parley/server/Follo
     const sql = yield* SqlClient.SqlClient
 
     const findStage = (id: StageId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.findStage(actor.workspaceIds, id)).pipe(someOrFail(new StageNotFound()))
+      Effect.flatMap(CurrentActor, (actor) => repo.findStage(actor.workspaceIds, id)).pipe(someOrFail(() => new StageNotFound()))
 
     const current = (stageId: StageId) =>
       Effect.map(repo.byStage(stageId), (f) => new StageFollowup({ has_followup: Option.isSome(f), followup: Option.getOrNull(f) }))

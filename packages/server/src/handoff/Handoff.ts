@@ -19,6 +19,7 @@ import {
 } from "@parley/domain"
 import { Effect, Option } from "effect"
 import { type HandoffColumns, HandoffRepo, type Locked } from "./HandoffRepo.js"
+import { someOrFail } from "../util/Effects.js"
 
 /** The columns a move sets, from the conversation as locked. */
 const columnsOf = (locked: Locked, move: HandoffMove, to: HandoffState): HandoffColumns => {
@@ -86,9 +87,7 @@ export class Handoff extends Effect.Service<Handoff>()("@parley/server/Handoff",
      */
     const apply = (id: ConversationId, workspaceIds: ReadonlyArray<WorkspaceId>, move: HandoffMove) =>
       sql.withTransaction(Effect.gen(function*() {
-        const locked = yield* repo.lock(id, workspaceIds).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(new ConversationNotFound()), onSome: Effect.succeed }))
-        )
+        const locked = yield* repo.lock(id, workspaceIds).pipe(someOrFail(() => new ConversationNotFound()))
         const target = handoffTarget(locked.state, locked.assignee_id, move)
         if ("conflict" in target) return yield* new HandoffConflict({ message: target.conflict })
         if (move.action === "assign" && !(yield* repo.isMember(move.assigneeId, locked.workspace_id))) {

@@ -26,6 +26,7 @@ import { KnowledgeRepo, type PointWrite } from "./KnowledgeRepo.js"
 import { KnowledgeSearch } from "./KnowledgeSearch.js"
 import { type Problem, readPoints, render, uniqueWithin } from "./PointInput.js"
 import { KnowledgeStatistics } from "./Statistics.js"
+import { someOrFail } from "../util/Effects.js"
 
 /** Rows per insert statement of an upsert. */
 const INSERT_CHUNK = 500
@@ -50,15 +51,11 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
 
     /** Workspace and columns of a table the caller reaches; 404 otherwise (another workspace's table included). */
     const ownColumns = (id: KnowledgeTableId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.columns(id, actor.workspaceIds)).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(new KnowledgeTableNotFound()), onSome: Effect.succeed }))
-      )
+      Effect.flatMap(CurrentActor, (actor) => repo.columns(id, actor.workspaceIds)).pipe(someOrFail(() => new KnowledgeTableNotFound()))
 
     /** The table if the caller reaches its workspace; 404 otherwise. */
     const ownTable = (id: KnowledgeTableId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.table(id, actor.workspaceIds)).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(new KnowledgeTableNotFound()), onSome: Effect.succeed }))
-      )
+      Effect.flatMap(CurrentActor, (actor) => repo.table(id, actor.workspaceIds)).pipe(someOrFail(() => new KnowledgeTableNotFound()))
 
     const list = Effect.fn("Knowledge.list")(function*() {
       const actor = yield* CurrentActor

@@ -71,13 +71,6 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
             from knowledge_tables t where t.id = ${id} and t.workspace_id in ${sql.in(workspaceIds)}`
     })
 
-    const nameTaken = SqlSchema.findAll({
-      Request: Schema.Struct({ workspaceId: Schema.Number, name: Schema.String }),
-      Result: Schema.Struct({ taken: Schema.Literal(1) }),
-      execute: ({ name, workspaceId }) =>
-        sql`select 1 as taken from knowledge_tables where workspace_id = ${workspaceId} and lower(name) = lower(${name})`
-    })
-
     const insertTable = SqlSchema.single({
       Request: Schema.Struct({ workspaceId: Schema.Number, name: Schema.String, description: Schema.NullOr(Schema.String) }),
       Result: Schema.Struct({ id: Schema.Number }),
@@ -138,7 +131,10 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
       columns: (id: number, workspaceIds: ReadonlyArray<number>) => columns({ id, workspaceIds }).pipe(Effect.orDie),
 
       nameTaken: (workspaceId: number, name: string) =>
-        nameTaken({ workspaceId, name }).pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+        sql`select 1 from knowledge_tables where workspace_id = ${workspaceId} and lower(name) = lower(${name})`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
 
       insertTable: (workspaceId: number, name: string, description: string | null) =>
         insertTable({ workspaceId, name, description }).pipe(Effect.map((row) => row.id), Effect.orDie),

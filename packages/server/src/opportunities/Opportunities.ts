@@ -27,6 +27,7 @@ import {
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, Option } from "effect"
+import type { LazyArg } from "effect/Function"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { someOrFail } from "../util/Effects.js"
 import { OpportunitiesRepo } from "./OpportunitiesRepo.js"
@@ -64,9 +65,9 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     /** Given, or the first stage by order; a stage of another pipeline, or none at all, is `Create a stage first`. */
     const resolveStage = (actor: Actor, pipelineId: PipelineId, stageId: number | undefined) =>
       Effect.gen(function*() {
-        if (stageId === undefined) return yield* repo.firstStage(pipelineId).pipe(someOrFail(createAStageFirst))
+        if (stageId === undefined) return yield* repo.firstStage(pipelineId).pipe(someOrFail(() => createAStageFirst))
         const stage = yield* repo.stage(actor.workspaceIds, stageId as never).pipe(
-          someOrFail(Unprocessable.of([{ field: "stage_id", message: "The selected stage id is invalid." }]))
+          someOrFail(() => Unprocessable.of([{ field: "stage_id", message: "The selected stage id is invalid." }]))
         )
         if (stage.pipeline_id !== pipelineId) return yield* createAStageFirst
         return stage.id
@@ -115,7 +116,7 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     const create = Effect.fn("Opportunities.create")(function*(input: CreateOpportunity) {
       const actor = yield* CurrentActor
       const pipeline = yield* repo.pipeline(actor.workspaceIds, input.pipeline_id).pipe(
-        someOrFail(Unprocessable.of([{ field: "pipeline_id", message: "The selected pipeline id is invalid." }]))
+        someOrFail(() => Unprocessable.of([{ field: "pipeline_id", message: "The selected pipeline id is invalid." }]))
       )
       const stageId = yield* resolveStage(actor, pipeline.id, input.stage_id)
       const fields = {
@@ -200,23 +201,23 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     })
 
     /** SPEC.md 4.1: an all-digit identifier is an opportunity id first, then a phone; the first match wins. */
-    const lookup = (actor: Actor, identifier: string, pipelineId: PipelineId | undefined, foreign: Forbidden | NotFound) =>
+    const lookup = (actor: Actor, identifier: string, pipelineId: PipelineId | undefined, foreign: LazyArg<Forbidden | NotFound>) =>
       Effect.gen(function*() {
         const id = asId(identifier)
         if (Option.isSome(id)) {
           const found = yield* reads.byIdInAnyWorkspace(id.value as OpportunityId)
           if (Option.isSome(found)) {
-            if (!actor.workspaceIds.includes(found.value.workspace_id)) return yield* Effect.fail(foreign)
+            if (!actor.workspaceIds.includes(found.value.workspace_id)) return yield* Effect.fail(foreign())
             return found.value
           }
         }
         const phone = normalisePhone(identifier)
         if (phone === undefined) return yield* new OpportunityNotFound()
-        return yield* reads.newestByPhone(actor.workspaceIds, phone, pipelineId).pipe(someOrFail(new OpportunityNotFound()))
+        return yield* reads.newestByPhone(actor.workspaceIds, phone, pipelineId).pipe(someOrFail(() => new OpportunityNotFound()))
       })
 
     const get = Effect.fn("Opportunities.get")(function*(identifier: string, pipelineId: PipelineId | undefined) {
-      return yield* lookup(yield* CurrentActor, identifier, pipelineId, notYours)
+      return yield* lookup(yield* CurrentActor, identifier, pipelineId, () => notYours)
     })
 
     const update = Effect.fn("Opportunities.update")(function*(
@@ -226,7 +227,7 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     ) {
       const actor = yield* CurrentActor
       // SPEC.md 4.1: another workspace's opportunity is "not found in workspace" here
-      const current = yield* lookup(actor, identifier, pipelineId, new OpportunityNotFound())
+      const current = yield* lookup(actor, identifier, pipelineId, () => new OpportunityNotFound())
       if (input.stage_id !== undefined) {
         const stage = yield* repo.stage(actor.workspaceIds, input.stage_id)
         if (Option.isNone(stage) || stage.value.pipeline_id !== current.pipeline_id) {
@@ -309,7 +310,7 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
       input: UpdateConversation
     ) {
       const actor = yield* CurrentActor
-      yield* repo.conversation(actor.workspaceIds, id).pipe(someOrFail(new ConversationNotFound()))
+      yield* repo.conversation(actor.workspaceIds, id).pipe(someOrFail(() => new ConversationNotFound()))
       return yield* repo.updateConversation(id, input)
     })
 

@@ -58,7 +58,7 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
     const sql = yield* SqlClient.SqlClient
 
     const find = (actor: Actor, id: PipelineId) =>
-      repo.find(actor.workspaceIds, id).pipe(someOrFail(new PipelineNotFound()))
+      repo.find(actor.workspaceIds, id).pipe(someOrFail(() => new PipelineNotFound()))
 
     const withStages = (actor: Actor, id: PipelineId) =>
       Effect.gen(function*() {
@@ -156,7 +156,7 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       })
 
     const findStage = (actor: Actor, id: StageId) =>
-      repo.findStage(actor.workspaceIds, id).pipe(someOrFail(new StageNotFound()))
+      repo.findStage(actor.workspaceIds, id).pipe(someOrFail(() => new StageNotFound()))
 
     const createStage = Effect.fn("Pipelines.createStage")(function*(pipelineId: PipelineId, input: CreateStage) {
       const actor = yield* CurrentActor

@@ -37,7 +37,7 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
     const sql = yield* SqlClient.SqlClient
 
     const pipelineOf = (id: number) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(new PipelineNotFound()))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(() => new PipelineNotFound()))
 
     const settings = Effect.fn("Versions.settings")(function*(workspaceId: WorkspaceId) {
       const actor = yield* CurrentActor
@@ -66,7 +66,7 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
 
     const get = Effect.fn("Versions.get")(function*(pipelineId: PipelineId, number: number) {
       const p = yield* pipelineOf(pipelineId)
-      const { config, ...row } = yield* repo.version(p.id, number).pipe(someOrFail(new VersionNotFound()))
+      const { config, ...row } = yield* repo.version(p.id, number).pipe(someOrFail(() => new VersionNotFound()))
       return new PipelineVersion({ ...summary(row), config })
     })
 
@@ -109,7 +109,7 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
       Effect.gen(function*() {
         const actor = yield* CurrentActor
         const { config, ...row } = yield* sql.withTransaction(Effect.gen(function*() {
-          const p = yield* repo.lock(actor.workspaceIds, pipelineId).pipe(someOrFail(new PipelineNotFound()))
+          const p = yield* repo.lock(actor.workspaceIds, pipelineId).pipe(someOrFail(() => new PipelineNotFound()))
           yield* check(p)
           const stranded = yield* repo.stranded(p.id, p.live_version_id ?? 0, fromNumber)
           if (stranded.length > 0) {

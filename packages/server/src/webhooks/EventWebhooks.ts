@@ -13,11 +13,12 @@ import {
   type UpdateEventWebhook,
   WebhookNotFound
 } from "@parley/domain"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { AppSecret } from "../config/AppSecret.js"
 import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { EventWebhooksRepo } from "./EventWebhooksRepo.js"
+import { someOrFail } from "../util/Effects.js"
 
 const publicFields = ({ secret_ciphertext: _, ...row }: { readonly secret_ciphertext: string } & ConstructorParameters<typeof EventWebhook>[0]) =>
   new EventWebhook(row)
@@ -36,7 +37,7 @@ export class EventWebhooks extends Effect.Service<EventWebhooks>()("@parley/serv
 
     const owned = (id: EventWebhookId) =>
       Effect.flatMap(CurrentActor, (actor) =>
-        Effect.flatMap(repo.find(id, actor.workspaceIds), Option.match({ onNone: () => Effect.fail(new WebhookNotFound()), onSome: Effect.succeed })))
+        repo.find(id, actor.workspaceIds).pipe(someOrFail(() => new WebhookNotFound())))
 
     const list = Effect.fn("EventWebhooks.list")(function*() {
       const actor = yield* CurrentActor
