@@ -1,7 +1,7 @@
 /**
  * The operators' socket (docs/handoff.md, "The operators' socket"): joins `workspace.<id>` with the
  * console's token and hands `new_message`, `handoff` and `agent_typing` to whoever listens. Re-joins
- * after a reconnect and with each renewed token.
+ * after a reconnect, with each renewed token, and when the server ends the access of the token it used.
  */
 import { io, type Socket } from "socket.io-client"
 import { currentToken, onToken } from "./api.js"
@@ -54,6 +54,11 @@ export const connect = () => {
   socket.on("new_message", (e: NewMessageEvent) => listeners.forEach((l) => l.message?.(e)))
   socket.on("handoff", (e: HandoffEvent) => listeners.forEach((l) => l.handoff?.(e)))
   socket.on("agent_typing", (e: TypingEvent) => listeners.forEach((l) => l.typing?.(e)))
+  // the token it joined with was revoked or expired: join again with the current one (signed out: offline)
+  socket.on("access_ended", () => {
+    connection.value = "connecting"
+    if (joined !== undefined) void join(joined)
+  })
 }
 
 /** Follows one workspace; another one reconnects the socket first (rooms are per connection, and there is no leave). */

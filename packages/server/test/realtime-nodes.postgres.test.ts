@@ -16,9 +16,10 @@ import { SqlLive } from "../src/db/Database.js"
 import { NotFoundRoute } from "../src/http/ApiRoutes.js"
 import { ApiPolicy } from "../src/http/BodyLimits.js"
 import { ApiListener, listen } from "../src/http/Listener.js"
+import { Identity } from "../src/identity/Identity.js"
 import { Realtime, RealtimeLive } from "../src/realtime/Realtime.js"
 import { createNativeDatabase, queryUrl } from "./support/NativeDatabase.js"
-import { testConfig } from "./support/TestServer.js"
+import { seedUser, testConfig } from "./support/TestServer.js"
 
 /** How long a probe may take before the next is sent; probes go on for at most LISTEN_WAIT_MS. */
 const PROBE_EVERY_MS = 500
@@ -32,12 +33,19 @@ const node = (url: string) =>
       RealtimeLive.pipe(
         Layer.provideMerge(listen(ApiListener, NotFoundRoute, { host: "127.0.0.1", port: 0, policy: ApiPolicy })),
         Layer.provideMerge(AppSecret.Default),
+        Layer.provideMerge(Identity.Default),
         Layer.provideMerge(SqlLive),
         Layer.provideMerge(AppConfig.Default),
         Layer.provide(testConfig({ DATABASE_URL: url }))
       )
     ),
-    (context) => ({ url: Context.get(context, ApiListener).url, realtime: Context.get(context, Realtime), secret: Context.get(context, AppSecret) })
+    (context) => ({
+      url: Context.get(context, ApiListener).url,
+      realtime: Context.get(context, Realtime),
+      secret: Context.get(context, AppSecret),
+      identity: Context.get(context, Identity),
+      services: Layer.succeed(Identity, Context.get(context, Identity))
+    })
   )
 
 /** A socket.io client recording its `new_message`s; `until` waits (up to `ms`) for `check` to hold on them. */
@@ -106,4 +114,43 @@ it.live("a client joined on one api node receives what another node publishes, p
     // the large one went through the adapter's attachments table
     const [attachments] = yield* Effect.promise(() => queryUrl<{ n: number }>(db.url, "select count(*)::int as n from socket_io_attachments"))
     expect(attachments!.n).toBe(1)
+  }).pipe(Effect.scoped), 60_000)
+
+it.live("revoking a token on one api node ends the operator's room on the other at once", () =>
+  Effect.gen(function*() {
+    const db = yield* Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop))
+    const a = yield* node(db.url)
+    const b = yield* node(db.url)
+    const owner = yield* seedUser().pipe(Effect.provide(b.services))
+    const viewer = yield* client(a.url)
+    const events: Array<{ name: string; payload: any }> = []
+    viewer.socket.onAny((name: string, payload: unknown) => events.push({ name, payload }))
+    const ack = yield* Effect.promise(() =>
+      viewer.socket.timeout(WAIT_MS).emitWithAck("join-workspace", { workspace_id: owner.workspace_id, token: owner.token })
+    )
+    expect(ack).toMatchObject({ status: true })
+
+    // node B revokes: its NOTIFY reaches node A, whose socket leaves the room. Node A LISTENs once its
+    // connection is up, so until then a NOTIFY is lost: B says again that tokens changed until one comes through
+    yield* Effect.orDie(b.identity.revokeToken(owner.tokenId as never))
+    const ended = () => events.some((e) => e.name === "access_ended" && e.payload.workspace_id === owner.workspace_id)
+    const revoked = Date.now()
+    while (!(yield* viewer.until(ended, PROBE_EVERY_MS))) {
+      expect(Date.now() - revoked, "node B's revocation never reached node A").toBeLessThan(LISTEN_WAIT_MS)
+      yield* b.identity.tokensChanged
+    }
+    // and what either node publishes to the workspace no longer reaches it (node A's own emit is local,
+    // so it would arrive before the conversation probe that follows it)
+    const conversationId = 4_343
+    yield* Effect.promise(() =>
+      viewer.socket.timeout(WAIT_MS).emitWithAck("join-channel", {
+        channel: conversationChannel(conversationId),
+        app_key: a.secret.socketAppKey,
+        token: signSocketToken(a.secret.socketKey, conversationId, Math.floor(Date.now() / 1000))
+      })
+    )
+    yield* a.realtime.toWorkspace(owner.workspace_id, "new_message", { after: "revocation" })
+    yield* a.realtime.publish(conversationId, [{ probe: 1 }])
+    expect(yield* viewer.until((ms) => ms.some(isProbe), WAIT_MS)).toBe(true)
+    expect(events.some((e) => e.name === "new_message" && e.payload?.after === "revocation")).toBe(false)
   }).pipe(Effect.scoped), 60_000)

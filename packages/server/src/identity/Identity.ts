@@ -236,6 +236,8 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       tokensChanged: changed,
       authenticate: auth.authenticate,
       authenticateToken: auth.authenticateToken,
+      authenticateGrant: auth.authenticateGrant,
+      identityChanges: auth.changes,
       requireScope: auth.requireScope,
       me
     }

@@ -2,7 +2,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { type Actor, Forbidden, hasScope, missingScopeMessage, type Scope, type TokenId, Unauthorized, UserId } from "@parley/domain"
-import { Effect, Option, Redacted, Schedule, Schema, Stream } from "effect"
+import { Effect, Option, PubSub, Redacted, Schedule, Schema, Stream } from "effect"
 import { IdentityRepo } from "./IdentityRepo.js"
 import { sha256Hex } from "./Secrets.js"
 
@@ -10,6 +10,15 @@ const LAST_USED_RESOLUTION_MS = 60_000
 const AUTH_CACHE_TTL_MS = 30_000
 const AUTH_CACHE_MAX = 10_000
 const IDENTITY_CHANNEL = "parley_identity_changed"
+
+/** An authenticated actor and its token's expiry (epoch ms, null: none). */
+export interface Grant {
+  readonly actor: Actor
+  readonly tokenExpiresAt: number | null
+}
+interface CachedGrant extends Grant {
+  readonly until: number
+}
 
 /**
  * The bearer authentication behind every `/api/user` endpoint, and its cache of actors. Identity hands
@@ -30,14 +39,17 @@ export class TokenAuth extends Effect.Service<TokenAuth>()("@parley/server/Token
      * AUTH_CACHE_TTL_MS, never past the token's expiry, and every change to tokens, memberships or
      * super users clears the cache here and, through NOTIFY, in every other process on the database.
      */
-    const cache = new Map<string, { readonly actor: Actor; readonly tokenExpiresAt: number | null; readonly until: number }>()
+    const cache = new Map<string, CachedGrant>()
+    /** Every change seen here, local or NOTIFYed: holders of long-lived access (operators' sockets) check it again. */
+    const changes = yield* PubSub.sliding<void>(1)
+    const forget = Effect.zipRight(Effect.sync(() => cache.clear()), PubSub.publish(changes, undefined))
     const changed = Effect.gen(function*() {
-      cache.clear()
+      yield* forget
       // pg_notify, not PgClient.notify: NOTIFY takes no bind parameters, which sql-pg's notify sends
       yield* sql`select pg_notify(${IDENTITY_CHANNEL}, 'changed')`.pipe(Effect.orDie)
     })
     yield* pg.listen(IDENTITY_CHANNEL).pipe(
-      Stream.runForEach(() => Effect.sync(() => cache.clear())),
+      Stream.runForEach(() => forget),
       Effect.catchAllCause((cause) => Effect.logWarning("identity change listener stopped; retrying", cause)),
       Effect.repeat(Schedule.spaced("1 second")),
       Effect.forkScoped
@@ -74,7 +86,7 @@ export class TokenAuth extends Effect.Service<TokenAuth>()("@parley/server/Token
      * authenticated request, so only a cache miss (the queries) is a span of its own, not every map lookup
      * (a span costs CPU on every request: docs/benchmarks.md, "Native Postgres side by side").
      */
-    const authenticateToken = Effect.fnUntraced(function*(bearer: Redacted.Redacted<string>, actAs: string | undefined) {
+    const authenticateGrant = Effect.fnUntraced(function*(bearer: Redacted.Redacted<string>, actAs: string | undefined) {
       const token = Redacted.value(bearer).trim()
       if (token.length === 0) return yield* invalidToken
       const hash = sha256Hex(token)
@@ -92,8 +104,10 @@ export class TokenAuth extends Effect.Service<TokenAuth>()("@parley/server/Token
         lastTouched.set(tokenId, now)
         yield* repo.touchToken(tokenId)
       }
-      return entry.actor
+      return entry
     })
+    const authenticateToken = (bearer: Redacted.Redacted<string>, actAs: string | undefined) =>
+      Effect.map(authenticateGrant(bearer, actAs), (grant) => grant.actor)
 
     /** Bearer token (and optional `X-Act-As-User`) of the current request. */
     const authenticate = (bearer: Redacted.Redacted<string>) =>
@@ -107,6 +121,10 @@ export class TokenAuth extends Effect.Service<TokenAuth>()("@parley/server/Token
       changed,
       authenticate,
       authenticateToken,
+      /** The actor and when its token expires (null: never), for access that outlives one request. */
+      authenticateGrant,
+      /** Publishes on every change to tokens, memberships or super users, in this process or another. */
+      changes,
       requireScope
     }
   })

@@ -10,7 +10,7 @@
  */
 import { conversationChannel, verifySocketToken } from "@parley/domain"
 import { createAdapter } from "@socket.io/postgres-adapter"
-import { Effect, Layer, Option, Redacted, Runtime, Schema } from "effect"
+import { Effect, Layer, Option, Redacted, Runtime, Schema, Stream } from "effect"
 import type * as Http from "node:http"
 import type { Duplex } from "node:stream"
 import pg from "pg"
@@ -19,11 +19,14 @@ import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { ApiListener } from "../http/Listener.js"
 import { Identity } from "../identity/Identity.js"
+import type { Grant } from "../identity/TokenAuth.js"
 
 export const NEW_MESSAGE_EVENT = "new_message"
 export const JOIN_CHANNEL_EVENT = "join-channel"
 export const JOIN_WORKSPACE_EVENT = "join-workspace"
 export const HANDOFF_EVENT = "handoff"
+/** To an operator's socket whose access to a workspace ended (token revoked or expired, signed out, membership lost). */
+export const ACCESS_ENDED_EVENT = "access_ended"
 export const workspaceChannel = (workspaceId: number) => `workspace.${workspaceId}`
 /**
  * `{typing: true}` when the agent starts on a reply, `{typing: false}` when it stops without one; the
@@ -37,6 +40,12 @@ const JoinChannel = Schema.Struct({ channel: Schema.String, app_key: Schema.Stri
 const decodeJoinChannel = Schema.decodeUnknownOption(JoinChannel)
 const JoinWorkspace = Schema.Struct({ workspace_id: Schema.Number, token: Schema.String })
 const decodeJoinWorkspace = Schema.decodeUnknownOption(JoinWorkspace)
+
+/** The token an operator's socket joined a workspace with (its latest join), and the timer of its expiry. */
+interface WorkspaceAccess {
+  readonly token: string
+  timer: ReturnType<typeof setTimeout> | undefined
+}
 
 export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtime", {
   dependencies: [AppConfig.Default, AppSecret.Default, Identity.Default],
@@ -109,26 +118,84 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
       void this.join(channel)
       if (typeof ack === "function") ack({ status: true, channel })
     }
+    /**
+     * An operator's socket stays in `workspace.<id>` only while the token it joined with (its latest join)
+     * still reads that workspace's conversations: every change to tokens, sessions or memberships, here or
+     * in another api process (TokenAuth's NOTIFY), checks each such socket again, and the token's expiry
+     * ends it on time. An ended access leaves the room and tells the socket `access_ended`.
+     */
+    const operators = new Map<Socket, Map<number, WorkspaceAccess>>()
+    let generation = 0
+    const mayRead = (token: string, workspaceId: number) =>
+      identity.authenticateGrant(Redacted.make(token), undefined).pipe(
+        Effect.flatMap((grant) => Effect.as(identity.requireScope(grant.actor, "conversations:read"), grant)),
+        Effect.map((grant) => grant.actor.workspaceIds.includes(workspaceId as never) ? Option.some(grant) : Option.none()),
+        Effect.orElseSucceed(() => Option.none<Grant>())
+      )
+    const endAccess = (socket: Socket, workspaceId: number, access: WorkspaceAccess) => {
+      const held = operators.get(socket)
+      if (held?.get(workspaceId) !== access) return // joined again meanwhile: the newer join decides
+      clearTimeout(access.timer)
+      held.delete(workspaceId)
+      void socket.leave(workspaceChannel(workspaceId))
+      socket.emit(ACCESS_ENDED_EVENT, { workspace_id: workspaceId })
+    }
+    /** Checks one held access again; ends it unless its token still reads the workspace. */
+    const recheck = (socket: Socket, workspaceId: number, access: WorkspaceAccess) =>
+      Effect.map(mayRead(access.token, workspaceId), (grant) => {
+        if (Option.isNone(grant)) endAccess(socket, workspaceId, access)
+      })
+    const hold = (socket: Socket, workspaceId: number, token: string, expiresAt: number | null) => {
+      const held = operators.get(socket) ?? new Map<number, WorkspaceAccess>()
+      operators.set(socket, held)
+      const previous = held.get(workspaceId)
+      if (previous !== undefined) clearTimeout(previous.timer)
+      const access: WorkspaceAccess = { token, timer: undefined }
+      if (expiresAt !== null) {
+        // a timer holds at most 2^31-1 ms: a later expiry is checked again then
+        const delay = Math.min(Math.max(0, expiresAt - Date.now()), 2_147_483_647)
+        access.timer = setTimeout(() => Runtime.runFork(runtime)(recheck(socket, workspaceId, access)), delay)
+      }
+      held.set(workspaceId, access)
+      void socket.join(workspaceChannel(workspaceId))
+    }
+    const forgetSocket = (socket: Socket) => {
+      for (const access of operators.get(socket)?.values() ?? []) clearTimeout(access.timer)
+      operators.delete(socket)
+    }
+    yield* Stream.fromPubSub(identity.identityChanges).pipe(
+      Stream.runForEach(() => {
+        generation++
+        const held = Array.from(operators, ([socket, accesses]) => Array.from(accesses, ([id, access]) => recheck(socket, id, access)))
+        return Effect.all(held.flat(), { concurrency: 8, discard: true })
+      }),
+      Effect.catchAllCause((cause) => Effect.logError("operators' socket access check failed", cause)),
+      Effect.forever,
+      Effect.forkScoped
+    )
+
     /** An operator's socket: the token must read conversations of that workspace; otherwise an error ack. */
     const joinWorkspace = (socket: Socket, payload: unknown, ack: unknown) => {
       const answer = (body: unknown) => (typeof ack === "function" ? ack(body) : undefined)
       const join = decodeJoinWorkspace(payload)
       if (Option.isNone(join)) return answer({ status: false, message: "Send {workspace_id, token}" })
-      const check = identity.authenticateToken(Redacted.make(join.value.token), undefined).pipe(
-        Effect.flatMap((actor) => identity.requireScope(actor, "conversations:read")),
-        Effect.map((actor) => actor.workspaceIds.includes(join.value.workspace_id as never)),
-        Effect.orElseSucceed(() => false)
-      )
-      Runtime.runFork(runtime)(Effect.map(check, (allowed) => {
-        if (!allowed) return answer({ status: false, message: "This token cannot read that workspace's conversations" })
-        const channel = workspaceChannel(join.value.workspace_id)
-        void socket.join(channel)
-        return answer({ status: true, channel })
+      const { token, workspace_id } = join.value
+      // a change seen while the check ran may have ended this token: check until none came in between
+      const check: Effect.Effect<Option.Option<Grant>> = Effect.suspend(() => {
+        const seen = generation
+        return Effect.flatMap(mayRead(token, workspace_id), (grant) => (generation === seen ? Effect.succeed(grant) : check))
+      })
+      Runtime.runFork(runtime)(Effect.map(check, (grant) => {
+        if (Option.isNone(grant)) return answer({ status: false, message: "This token cannot read that workspace's conversations" })
+        if (!socket.connected) return
+        hold(socket, workspace_id, token, grant.value.tokenExpiresAt)
+        return answer({ status: true, channel: workspaceChannel(workspace_id) })
       }))
     }
     io.on("connection", (socket) => {
       socket.on(JOIN_CHANNEL_EVENT, onJoinChannel)
       socket.on(JOIN_WORKSPACE_EVENT, (payload: unknown, ack?: unknown) => joinWorkspace(socket, payload, ack))
+      socket.on("disconnect", () => forgetSocket(socket))
     })
 
     /**
