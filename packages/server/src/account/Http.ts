@@ -46,9 +46,17 @@ export const remoteAddress = (request: HttpServerRequest.HttpServerRequest) => O
 export const currentSession = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.flatMap(Sessions, (sessions) => sessions.current(request.cookies[SESSION_COOKIE]))
 
-/** Only paths on this server: `/x`, never `//host` or `/\host`, which browsers treat as another origin. */
-export const safeReturnTo = (value: string | undefined) =>
-  value !== undefined && /^\/(?![/\\])/.test(value) ? value : "/account"
+const THIS_ORIGIN = "http://parley.invalid"
+
+/**
+ * Where to go after sign-in: only a path of this origin, as the URL parser (a browser's rules) reads it, so
+ * `//host`, `/\host` and `/<TAB>/host` (tabs and newlines are dropped before parsing) cannot lead elsewhere.
+ */
+export const safeReturnTo = (value: string | undefined) => {
+  if (value === undefined || !value.startsWith("/")) return "/account"
+  const url = URL.canParse(value, THIS_ORIGIN) ? new URL(value, THIS_ORIGIN) : undefined
+  return url?.origin === THIS_ORIGIN ? `${url.pathname}${url.search}${url.hash}` : "/account"
+}
 
 export const signInRedirect = (returnTo: string) =>
   HttpServerResponse.redirect(`/account/sign-in?return_to=${encodeURIComponent(returnTo)}`, { status: 303 })

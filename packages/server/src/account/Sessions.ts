@@ -4,13 +4,14 @@ import { createHmac, timingSafeEqual } from "node:crypto"
 import { AppSecret } from "../config/AppSecret.js"
 import { Identity } from "../identity/Identity.js"
 import { randomBase62, sha256Hex } from "../identity/Secrets.js"
-import { makeRateLimiter } from "../oauth/RateLimiter.js"
+import { RateLimits } from "../limits/RateLimits.js"
 import { SessionsRepo } from "./SessionsRepo.js"
 
 export const SESSION_COOKIE = "parley_session"
 export const LOGIN_COOKIE = "parley_login"
 export const SESSION_TTL_MS = 12 * 3_600_000
-// failures per address; a success does not clear them, so one's own account cannot be used to reset the count
+// failures per address, each attempt counted before its password is checked and given back only when it
+// succeeds: a success does not clear the others, so one's own account cannot be used to reset the count
 const SIGN_IN_FAILURES = { limit: 10, windowMs: 15 * 60_000 }
 
 /** Too many failed sign-ins from one address. */
@@ -32,12 +33,12 @@ export interface Session {
  * derived from APP_SECRET, so every api process checks them alike.
  */
 export class Sessions extends Effect.Service<Sessions>()("@parley/server/Sessions", {
-  dependencies: [SessionsRepo.Default, Identity.Default, AppSecret.Default],
+  dependencies: [SessionsRepo.Default, Identity.Default, AppSecret.Default, RateLimits.Default],
   effect: Effect.gen(function*() {
     const repo = yield* SessionsRepo
     const identity = yield* Identity
     const secret = yield* AppSecret
-    const failures = makeRateLimiter(SIGN_IN_FAILURES)
+    const limits = yield* RateLimits
 
     const mac = (purpose: string, value: string) => createHmac("sha256", secret.accountKey).update(`${purpose}:${value}`).digest("base64url")
     const matches = (expected: string, given: string | undefined) => {
@@ -57,14 +58,14 @@ export class Sessions extends Effect.Service<Sessions>()("@parley/server/Session
 
     /** Email and password to a new session cookie value; none when they are wrong. */
     const signIn = Effect.fn("Sessions.signIn")(function*(email: string, password: string, address: string) {
-      const wait = failures.blocked(address)
-      if (wait !== undefined) return yield* new TooManyAttempts({ retryAfter: wait })
+      const attempt = yield* limits.take(`sign-in:${address}`, SIGN_IN_FAILURES)
+      if (attempt._tag === "Blocked") return yield* new TooManyAttempts({ retryAfter: attempt.retryAfter })
       const user = yield* identity.verifyCredentials(email, password)
       if (Option.isNone(user)) {
-        failures.take(address)
         yield* Effect.logInfo("account sign-in failed").pipe(Effect.annotateLogs({ address }))
         return Option.none<string>()
       }
+      yield* limits.release(attempt.attempt)
       const token = randomBase62(43)
       yield* repo.insert({ session_hash: sha256Hex(token), user_id: user.value.id, expires_at: new Date(Date.now() + SESSION_TTL_MS) })
       yield* Effect.logInfo("account sign-in").pipe(Effect.annotateLogs({ user_id: user.value.id }))

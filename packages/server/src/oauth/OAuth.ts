@@ -29,7 +29,7 @@ import {
   requestedScopes,
   resourceAllowed
 } from "./OAuthRequests.js"
-import { makeRateLimiter } from "./RateLimiter.js"
+import { RateLimits } from "../limits/RateLimits.js"
 
 const CODE_TTL_MS = 5 * 60_000
 
@@ -39,14 +39,15 @@ const CODE_TTL_MS = 5 * 60_000
  * OAuthGrants). Access tokens are ordinary access tokens (Identity) with the client and grant they came from.
  */
 export class OAuth extends Effect.Service<OAuth>()("@parley/server/OAuth", {
-  dependencies: [OAuthRepo.Default, OAuthGrants.Default, Identity.Default, AppConfig.Default],
+  dependencies: [OAuthRepo.Default, OAuthGrants.Default, Identity.Default, AppConfig.Default, RateLimits.Default],
   effect: Effect.gen(function*() {
     const repo = yield* OAuthRepo
     const grants = yield* OAuthGrants
     const identity = yield* Identity
     const sql = yield* SqlClient.SqlClient
     const config = yield* AppConfig
-    const registrations = makeRateLimiter({ limit: config.oauthRegistrationsPerHour, windowMs: 3_600_000 })
+    const limits = yield* RateLimits
+    const registrations = { limit: config.oauthRegistrationsPerHour, windowMs: 3_600_000 }
 
     const protectedResource = (issuer: string): ProtectedResourceMetadata => ({
       resource: `${issuer}/mcp`,
@@ -75,13 +76,13 @@ export class OAuth extends Effect.Service<OAuth>()("@parley/server/OAuth", {
 
     /** RFC 7591 `POST /register`, at most `OAUTH_REGISTRATIONS_PER_HOUR` per address. */
     const register = Effect.fn("OAuth.register")(function*(body: unknown, address: string) {
-      const wait = registrations.take(address)
-      if (wait !== undefined) {
+      const taken = yield* limits.take(`oauth-register:${address}`, registrations)
+      if (taken._tag === "Blocked") {
         return yield* new OAuthFailure({
           error: "too_many_requests",
           description: "Too many client registrations from this address; try again later.",
           status: 429,
-          retryAfter: wait
+          retryAfter: taken.retryAfter
         })
       }
       const input = yield* Schema.decodeUnknown(ClientRegistrationRequest)(body, { errors: "first" }).pipe(

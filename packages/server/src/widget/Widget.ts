@@ -27,7 +27,7 @@ import { createHmac, timingSafeEqual } from "node:crypto"
 import { remoteAddress } from "../account/Http.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
-import { makeRateLimiter } from "../oauth/RateLimiter.js"
+import { RateLimits } from "../limits/RateLimits.js"
 import { WebChat } from "../webchat/WebChat.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { HandoffRepo } from "../handoff/HandoffRepo.js"
@@ -77,14 +77,15 @@ const verify = (key: Uint8Array, token: string, nowSeconds: number): Claims | un
 }
 
 export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
-  dependencies: [WebChat.Default, AppSecret.Default, AppConfig.Default, Handoff.Default, HandoffRepo.Default],
+  dependencies: [WebChat.Default, AppSecret.Default, AppConfig.Default, Handoff.Default, HandoffRepo.Default, RateLimits.Default],
   effect: Effect.gen(function*() {
     const webChat = yield* WebChat
     const handoff = yield* Handoff
     const handoffs = yield* HandoffRepo
     const secrets = yield* AppSecret
     const config = yield* AppConfig
-    const newSessions = makeRateLimiter({ limit: config.widgetSessionsPerHour, windowMs: 3_600_000 })
+    const limits = yield* RateLimits
+    const newSessions = { limit: config.widgetSessionsPerHour, windowMs: 3_600_000 }
     const now = () => Math.floor(Date.now() / 1000)
 
     /** The active widget channel of a client id. */
@@ -142,9 +143,11 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
         Effect.map(Option.filter((v) => v.channel.id === channel.id))
       )
       if (Option.isNone(resumed)) {
-        const wait = newSessions.take(`${channel.id}:${address}`)
-        if (wait !== undefined) {
-          return yield* new TooManyRequests({ message: `Too many new chat sessions from this address; try again in ${wait} seconds.` })
+        const taken = yield* limits.take(`widget-session:${channel.id}:${address}`, newSessions)
+        if (taken._tag === "Blocked") {
+          return yield* new TooManyRequests({
+            message: `Too many new chat sessions from this address; try again in ${taken.retryAfter} seconds.`
+          })
         }
       }
       const contactKey = Option.match(resumed, { onNone: () => `wg_${ulid()}`, onSome: (v) => v.contactKey })
