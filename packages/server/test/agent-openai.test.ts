@@ -160,6 +160,56 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       expect(workspace!.credits).toBeCloseTo(10 - 0.0012 - 0.0012, 6)
     }))
 
+  it.effect("concurrent turns at the credit boundary never take the balance below zero: a reply it cannot pay is not made", () =>
+    Effect.gen(function*() {
+      fake.mode = "ok"
+      const { channel, owner } = yield* setup
+      // four replies of 0.0012 fit, a fifth does not
+      yield* sql`update workspaces set credits = 0.005 where id = ${owner.workspace_id}`
+      const ids = yield* Effect.all(
+        Array.from({ length: 8 }, (_, i) => say(channel, `boundary-${i}`, "How much is the annual plan?")),
+        { concurrency: "unbounded" }
+      )
+      const handled = yield* eventually(
+        Effect.map(
+          sql<{ id: string; reason: string | null }>`
+            select id, handled_reason as reason from messages where id = any(${`{${ids.join(",")}}`}::text[]) and handled_at is not null`,
+          (rows) => (rows.length === ids.length ? rows : undefined)
+        ),
+        30_000
+      )
+      const replies = yield* sql<{ cost: number }>`
+        select cost_for_user::float8 as cost from messages where in_reply_to = any(${`{${ids.join(",")}}`}::text[]) and status <> 'failed'`
+      expect(replies).toHaveLength(4)
+      expect(handled.filter((m) => m.reason === "no_credits")).toHaveLength(4)
+      const [workspace] = yield* sql<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      expect(workspace!.credits).toBeCloseTo(0.005 - 4 * 0.0012, 10)
+      expect(workspace!.credits).toBeGreaterThanOrEqual(0)
+    }))
+
+  it.effect("a written bridge the credits cannot pay for gives way to the pipeline's text, at no cost", () =>
+    Effect.gen(function*() {
+      fake.mode = "ok"
+      const { channel, owner, pipeline } = yield* setup
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_bridge_mode: "ai_generated" }))
+      const reply = yield* replyTo(yield* say(channel, "c-5", "How much is the annual plan?"))
+      yield* sql`update workspaces set credits = 0.001 where id = ${owner.workspace_id}`
+      ok(yield* post(owner, `/api/user/conversations/${reply!.conversation_id}/handoff`, { action: "request", reason: "Pricing question" }))
+      const bridge = yield* eventually(
+        Effect.map(
+          sql<{ cost: number; model: string | null; message: string }>`
+            select cost_for_user::float8 as cost, model, message from messages
+            where conversation_id = ${reply!.conversation_id} and call_type = 'handoff_bridge'`,
+          (rows) => rows[0]
+        ),
+        20_000
+      )
+      expect(bridge).toMatchObject({ cost: 0, model: null })
+      expect(bridge!.message).not.toBe("The annual plan is 990 euros per year.")
+      const [workspace] = yield* sql<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      expect(workspace!.credits).toBeCloseTo(0.001, 10)
+    }))
+
   it.effect("a provider that keeps failing is retried with backoff, then the reply is recorded as failed", () =>
     Effect.gen(function*() {
       fake.mode = "fail"

@@ -122,9 +122,11 @@ export const ConversationLive = Conversation.toLayer(
         }
         // counted by the commit, which knows whether this run stored the reply or an earlier, interrupted one did
         const id = yield* turns.commit(conversationId, upTo, draft.right)
+        // concurrent turns spent what was left: the reply is not made (SPEC.md 4.4's rule, at the charge)
+        if (Option.isNone(id)) return yield* noReply(conversationId, prepared.context.isEval, "no_credits")
         const now = yield* Clock.currentTimeMillis
         if (!prepared.context.isEval) yield* Metric.update(replyLatency, Math.max(0, now - arrivedAt.getTime()) / 1000)
-        yield* turns.deliver(id)
+        yield* turns.deliver(id.value)
       })
 
     const inbound = Effect.gen(function*() {
@@ -157,7 +159,7 @@ export const ConversationLive = Conversation.toLayer(
           )
         if (draft === undefined || draft.text.trim() === "") return
         const id = yield* turns.commitOpening(conversationId, entryId, draft)
-        yield* turns.deliver(id)
+        if (Option.isSome(id)) yield* turns.deliver(id.value)
       })
 
     const followup = (sequenceId: number, step: number) =>
@@ -171,7 +173,8 @@ export const ConversationLive = Conversation.toLayer(
         )
         if (draft === undefined || draft.text.trim() === "") return "skipped" as const
         const id = yield* turns.commitFollowup(conversationId, sequenceId, step, draft)
-        yield* turns.deliver(id)
+        if (Option.isNone(id)) return "skipped" as const
+        yield* turns.deliver(id.value)
         return "sent" as const
       })
 
@@ -200,8 +203,15 @@ export const ConversationLive = Conversation.toLayer(
               Effect.tapError((e) => Effect.logWarning("The bridge message could not be written; the pipeline's text goes instead", e)),
               Effect.orElseSucceed(() => staticDraft(bridge.fallback))
             )
-          const id = yield* handoffs.commitBridge(eventId, draft)
-          yield* turns.deliver(id)
+          // a written bridge the credits cannot pay for gives way to the pipeline's text, which costs nothing
+          const id = yield* Effect.flatMap(
+            handoffs.commitBridge(eventId, draft),
+            (id) =>
+              Option.isSome(id) || draft.cost <= 0
+                ? Effect.succeed(id)
+                : handoffs.commitBridge(eventId, staticDraft(bridge.kind === "static" ? bridge.text : bridge.fallback))
+          )
+          if (Option.isSome(id)) yield* turns.deliver(id.value)
         }
         if (summary !== null) {
           const text = yield* Agent.summarise(summary).pipe(

@@ -200,8 +200,12 @@ export interface ConversationTurnsPort {
   readonly prepare: (conversationId: string, upToMessageId: string) => Effect.Effect<Prepared>
   /** Marks the turn's contact messages handled without a reply, and why. */
   readonly skip: (conversationId: string, upToMessageId: string, reason: SkipReason) => Effect.Effect<void>
-  /** Stores the reply (not yet delivered), charges the workspace, applies a stage move, marks the turn handled. Returns the reply's id. */
-  readonly commit: (conversationId: string, upToMessageId: string, draft: ReplyDraft) => Effect.Effect<string>
+  /**
+   * Stores the reply (not yet delivered), charges the workspace, applies a stage move, marks the turn handled.
+   * Returns the reply's id; none when the workspace's credits do not cover its cost (not stored, the turn
+   * handled as `no_credits`).
+   */
+  readonly commit: (conversationId: string, upToMessageId: string, draft: ReplyDraft) => Effect.Effect<Option.Option<string>>
   /** Records a reply that could not be produced (`status: failed`, `error`) and marks the turn handled with the reason. */
   readonly fail: (conversationId: string, upToMessageId: string, reason: FailReason, error: string, model: ModelRef | null) => Effect.Effect<void>
   /** Replies stored but not yet delivered (a crash between storing and delivering). */
@@ -210,12 +214,12 @@ export interface ConversationTurnsPort {
   readonly deliver: (messageId: string) => Effect.Effect<void>
   /** The opening message due for a stage entry, if the stage has one and the opportunity a conversation. */
   readonly opening: (entryId: number) => Effect.Effect<Option.Option<OpeningContext>>
-  /** Stores an opening message (once per stage entry), not yet delivered; returns its id. */
-  readonly commitOpening: (conversationId: string, entryId: number, draft: ReplyDraft) => Effect.Effect<string>
+  /** Stores an opening message (once per stage entry), not yet delivered; returns its id (none: the credits do not cover it). */
+  readonly commitOpening: (conversationId: string, entryId: number, draft: ReplyDraft) => Effect.Effect<Option.Option<string>>
   /** The followup due at `step` of a sequence, checked in the entity (so in order with replies): or why none is sent. */
   readonly followup: (sequenceId: number, step: number) => Effect.Effect<FollowupDue>
-  /** Stores a followup (once per sequence step), not yet delivered; returns its id. */
-  readonly commitFollowup: (conversationId: string, sequenceId: number, step: number, draft: ReplyDraft) => Effect.Effect<string>
+  /** Stores a followup (once per sequence step), not yet delivered; returns its id (none: the credits do not cover it). */
+  readonly commitFollowup: (conversationId: string, sequenceId: number, step: number, draft: ReplyDraft) => Effect.Effect<Option.Option<string>>
   /** Stage entries not yet consumed, oldest first, with the conversation of their opportunity (if any). */
   readonly stageEntries: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly entryId: number; readonly conversationId: string | null }>>
   readonly consumeStageEntry: (entryId: number) => Effect.Effect<void>

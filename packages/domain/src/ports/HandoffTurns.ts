@@ -19,8 +19,11 @@ export interface HandoffDue {
  */
 export interface HandoffTurnsPort {
   readonly due: (eventId: number) => Effect.Effect<Option.Option<HandoffDue>>
-  /** Stores the bridge message of an event (once), not yet delivered; returns its id. */
-  readonly commitBridge: (eventId: number, draft: ReplyDraft) => Effect.Effect<string>
+  /**
+   * Stores the bridge message of an event (once), not yet delivered; returns its id. None when the
+   * workspace's credits do not cover the draft's cost: nothing is stored (a free draft always is).
+   */
+  readonly commitBridge: (eventId: number, draft: ReplyDraft) => Effect.Effect<Option.Option<string>>
   /** Stores the summary on the handoff and in the conversation's notes. */
   readonly storeSummary: (eventId: number, summary: string) => Effect.Effect<void>
 }

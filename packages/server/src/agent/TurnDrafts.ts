@@ -1,4 +1,5 @@
 /** What a turn stores, as TurnsRepo.storeReply's columns: pure helpers shared by replies, openings and followups. */
+import { Option } from "effect"
 import { type ReplyDraft, ulid } from "@parley/domain"
 import type { StoreReply } from "./TurnsRepo.js"
 
@@ -28,7 +29,8 @@ export const draftColumns = (
 })
 
 /** The stored message's id: this run's, or the one an earlier run stored. */
-export const storedId = (r: { readonly stored_id: string | null; readonly existing_id: string | null }) => (r.stored_id ?? r.existing_id)!
+export const storedId = (r: { readonly stored_id: string | null; readonly existing_id: string | null }) =>
+  Option.fromNullable(r.stored_id ?? r.existing_id)
 
 /** One key per followup sequence step: a step repeated after a crash finds its followup stored. */
 export const followupKey = (sequenceId: number, step: number) => `followup:${sequenceId}:${step}`

@@ -42,14 +42,18 @@ export const StoreReply = Schema.Struct({
 })
 export type StoreReply = typeof StoreReply.Type
 
-/** `stored_id` when this call stored it, else `existing_id`: the reply an earlier run stored. */
+/**
+ * `stored_id` when this call stored it, else `existing_id`: the reply an earlier run stored; neither when
+ * the workspace's credits could not pay for it (`unpaid`: not stored, the turn handled as `no_credits`).
+ */
 export const StoredReplyRow = Schema.Struct({
   stored_id: Schema.NullOr(Schema.String),
   existing_id: Schema.NullOr(Schema.String),
   /** null when the conversation is gone */
   workspace_id: Schema.NullOr(Schema.Number),
   /** an eval's sandbox: not counted as a reply made (null when the conversation is gone) */
-  is_eval: Schema.NullOr(Schema.Boolean)
+  is_eval: Schema.NullOr(Schema.Boolean),
+  unpaid: Schema.Boolean
 })
 
 export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/TurnsRepo", {
@@ -81,7 +85,10 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     /**
      * One statement, so atomic without a transaction: the reply inserted with the conversation's
      * current opportunity, stage, pipeline and channel (nothing if one answering `inReplyTo` exists),
-     * the workspace charged for what was inserted, and the turn's contact messages marked handled.
+     * the workspace charged for what was inserted, and the turn's contact messages marked handled. A reply
+     * that costs something is made only when the credits cover it: the workspace row is locked first (in
+     * READ COMMITTED, `for update` reads the newest balance once concurrent charges commit), so concurrent
+     * turns can never take the balance below zero.
      */
     const storeReply = SqlSchema.single({
       Request: StoreReply,
@@ -99,6 +106,12 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
               where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
             ) o on true
             where c.id = ${r.conversationId}
+          ), funds as (
+            select w.credits >= ${r.cost}::numeric as covered from workspaces w
+            where ${r.cost}::numeric > 0 and w.id = (select workspace_id from c)
+            for update
+          ), paid as (
+            select ${r.cost}::numeric <= 0 or coalesce((select covered from funds), false) as ok
           ), stored as (
             insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
                                   role, status, message, external_chat_id, call_type, is_manual, cost_for_user, ai_model_id, model,
@@ -107,7 +120,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
                    coalesce(c.opportunity_pipeline_id, c.channel_pipeline_id), 'assistant', ${r.status}, ${r.text},
                    c.external_chat_id, ${r.callType}, false, ${r.cost}::numeric, ${r.modelId}, ${r.model}, ${r.inputTokens}, ${r.outputTokens},
                    ${r.inReplyTo}, ${r.error}, ${r.followupSequenceId}, ${r.followupStep}
-            from c
+            from c where (select ok from paid)
             on conflict (in_reply_to) where in_reply_to is not null do nothing
             returning id, workspace_id
           ), charged as (
@@ -115,11 +128,13 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
             update workspaces w set credits = w.credits - ${r.cost}::numeric, updated_at = now()
             from stored where ${r.cost}::numeric > 0 and w.id = stored.workspace_id
           ), handled as (
-            update messages set handled_at = now(), handled_reason = ${r.reason}
+            update messages set handled_at = now(),
+              handled_reason = case when (select ok from paid) or exists (select 1 from messages where in_reply_to = ${r.inReplyTo})
+                                    then ${r.reason} else 'no_credits' end
             where ${r.upTo}::text is not null and ${unhandledUpTo(r.conversationId, r.upTo)}
           )
           select (select id from stored) as stored_id, (select id from messages where in_reply_to = ${r.inReplyTo}) as existing_id,
-                 (select workspace_id from c) as workspace_id, (select is_eval from c) as is_eval`
+                 (select workspace_id from c) as workspace_id, (select is_eval from c) as is_eval, not (select ok from paid) as unpaid`
     })
 
     /** A conversation's columns as ConversationRow, over `c`, `w`, `ct`, `ch` and the laterals `o`, `cv` and `lp` of `conversationFrom`. */

@@ -157,7 +157,10 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
         const outcome = yield* outcomeOf(world)
         const judgements = yield* judged(target, phrases(spec.expect?.judge), outcome)
         const judgeCost = judgements.reduce((sum, j) => sum + j.cost, 0)
-        yield* sandbox.charge(target.workspaceId, judgeCost)
+        if (!(yield* sandbox.charge(target.workspaceId, judgeCost))) {
+          const failure = `The workspace's credits do not cover the judge's cost (${judgeCost}): the case was not judged.`
+          return yield* finish("error", outcome, [], outcome.cost, failure)
+        }
         const checks = [...verdicts(spec, outcome, target.stages), ...judgements.map((j) => j.verdict)]
         yield* finish(checks.every((v) => v.passed) ? "passed" : "failed", outcome, checks, outcome.cost + judgeCost, null)
       })

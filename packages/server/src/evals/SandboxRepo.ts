@@ -108,9 +108,13 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
           join ai_models am on am.id = p.ai_model_id join ai_providers pr on pr.id = am.ai_provider_id`
     })
 
-    /** A judged criterion's model cost, charged like a reply's (atomic under concurrent charges). */
+    /**
+     * A judged criterion's model cost, charged like a reply's: only when the credits cover it (atomic under
+     * concurrent charges, which wait for the row's lock and then see the new balance).
+     */
     const charge = (workspaceId: number, cost: number) =>
-      sql`update workspaces set credits = credits - ${cost}::numeric, updated_at = now() where id = ${workspaceId} and ${cost}::numeric > 0`
+      sql`update workspaces set credits = credits - ${cost}::numeric, updated_at = now()
+          where id = ${workspaceId} and ${cost}::numeric > 0 and credits >= ${cost}::numeric returning id`
 
     return {
       contactMessage: (r: { id: string; conversationId: number; text: string }) => Effect.orDie(Effect.asVoid(contactMessage(r))),
@@ -119,7 +123,9 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
       actions: (world: World) => Effect.orDie(actions(world)),
       state: (world: World) => Effect.orDie(state(world)),
       pipelineModel: (pipelineId: number, override: number) => Effect.orDie(pipelineModel({ pipelineId, override })),
-      charge: (workspaceId: number, cost: number) => Effect.orDie(Effect.asVoid(charge(workspaceId, cost)))
+      /** Whether the cost was charged (nothing to charge counts as charged). */
+      charge: (workspaceId: number, cost: number) =>
+        cost <= 0 ? Effect.succeed(true) : Effect.orDie(Effect.map(charge(workspaceId, cost), (rows) => rows.length > 0))
     }
   })
 }) {}

@@ -13,10 +13,12 @@ import {
   type ReplyDraft,
   ulid
 } from "@parley/domain"
-import { Effect, Layer, Option } from "effect"
+import { Data, Effect, Layer, Option } from "effect"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { BridgeRepo } from "./BridgeRepo.js"
 import { HandoffRepo } from "./HandoffRepo.js"
+
+class Unpaid extends Data.TaggedError("Unpaid") {}
 
 export const HandoffTurnsLive = Layer.effect(
   HandoffTurns,
@@ -48,7 +50,7 @@ export const HandoffTurnsLive = Layer.effect(
     const commitBridge = (eventId: number, draft: ReplyDraft) =>
       sql.withTransaction(Effect.gen(function*() {
         const earlier = yield* bridges.bridgeOf(eventId)
-        if (Option.isSome(earlier)) return earlier.value
+        if (Option.isSome(earlier)) return Option.some(earlier.value)
         const id = ulid()
         const charged = yield* bridges.insertBridge({
           id,
@@ -60,9 +62,12 @@ export const HandoffTurnsLive = Layer.effect(
           inputTokens: draft.inputTokens,
           outputTokens: draft.outputTokens
         })
-        if (Option.isSome(charged) && draft.cost > 0) yield* identity.spendCredits(charged.value, draft.cost)
-        return id
-      })).pipe(Effect.orDie)
+        // rolled back when the credits do not cover it
+        if (Option.isSome(charged) && draft.cost > 0 && !(yield* identity.spendCredits(charged.value, draft.cost))) {
+          return yield* new Unpaid()
+        }
+        return Option.some(id)
+      })).pipe(Effect.catchTag("Unpaid", () => Effect.succeedNone), Effect.orDie)
 
     return HandoffTurns.of({ due, commitBridge, storeSummary: repo.storeSummary })
   })

@@ -248,9 +248,15 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
           Effect.orDie
         ),
 
-      /** What a model's message cost (a handoff's bridge), in the caller's transaction. */
+      /**
+       * What a model's message cost (a handoff's bridge), in the caller's transaction, only when the credits
+       * cover it (the row's lock makes concurrent charges wait for each other): whether it was charged.
+       */
       spendCredits: (id: WorkspaceId | number, cost: number) =>
-        sql`update workspaces set credits = credits - ${cost}, updated_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+        sql`update workspaces set credits = credits - ${cost}, updated_at = now() where id = ${id} and credits >= ${cost} returning id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
 
       /** One credit per point embedded (knowledge upserts), in the caller's transaction. */
       spendTrainingCredits: (id: WorkspaceId | number, credits: number) =>
