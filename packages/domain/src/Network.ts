@@ -77,7 +77,31 @@ const privateRanges = (() => {
 export const isPrivateAddress = (ip: string): boolean => {
   const version = isIP(ip)
   if (version === 0) return true
-  return privateRanges.check(ip, version === 4 ? "ipv4" : "ipv6")
+  if (version === 4) return privateRanges.check(ip, "ipv4")
+  // NAT64 (RFC 6052's well-known prefix 64:ff9b::/96) reaches the IPv4 address in its last 32 bits: that
+  // address decides. The local-use prefix 64:ff9b:1::/48 (RFC 8215) translates into a network of its own.
+  const groups = ipv6Groups(ip)
+  if (groups[0] === 0x64 && groups[1] === 0xff9b) {
+    if (groups.slice(2, 6).every((g) => g === 0)) {
+      const [high, low] = [groups[6]!, groups[7]!]
+      return privateRanges.check(`${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`, "ipv4")
+    }
+    if (groups[2] === 1) return true
+  }
+  return privateRanges.check(ip, "ipv6")
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (`::` expanded, a dotted IPv4 tail as two groups). */
+const ipv6Groups = (ip: string): ReadonlyArray<number> => {
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(ip)
+  const text = dotted === null
+    ? ip
+    : ip.slice(0, dotted.index) + [[1, 2], [3, 4]].map(([a, b]) => ((Number(dotted[a!]) << 8) | Number(dotted[b!])).toString(16)).join(":")
+  const [head, tail] = text.split("::") as [string, string | undefined]
+  const parse = (part: string | undefined) => (part === undefined || part === "" ? [] : part.split(":").map((g) => parseInt(g, 16)))
+  const left = parse(head)
+  const right = parse(tail)
+  return tail === undefined ? left : [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right]
 }
 
 /**

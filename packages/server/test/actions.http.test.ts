@@ -412,6 +412,10 @@ layer(
         ["http://169.254.169.254/latest/meta-data", "169.254.169.254"],
         ["https://10.1.2.3/hook", "10.1.2.3"],
         ["http://[fd00::1]/hook", "fd00::1"],
+        // NAT64: the IPv4 address it translates to decides (RFC 6052), and the local-use prefix is private
+        ["http://[64:ff9b::7f00:1]/hook", "64:ff9b::7f00:1"],
+        ["http://[64:ff9b::a9fe:a9fe]/hook", "64:ff9b::a9fe:a9fe"],
+        ["http://[64:ff9b:1::808:808]/hook", "64:ff9b:1::808:808"],
         ["http://localhost:3000/hook", "localhost"]
       ] as const) {
         const r = yield* post(alice, base, { ...valid, url })
@@ -423,6 +427,7 @@ layer(
       yield* variable(alice, pipeline.id, { name: "lead_id", value: "opportunity.id", type: "from_system" })
       const created = yield* action(alice, pipeline.id, { ...valid, url: "https://hooks.example.com/leads/{{lead_id}}" })
       yield* action(alice, pipeline.id, { ...valid, name: "by_ip", url: "http://8.8.8.8/leads?id={{lead_id}}" })
+      yield* action(alice, pipeline.id, { ...valid, name: "by_nat64", url: "http://[64:ff9b::808:808]/leads?id={{lead_id}}" })
       expect422(yield* put(alice, `/api/user/actions/${created.id}`, { url: "http://192.168.1.20/leads" }), ["url"])
       const kept = (ok(yield* get(alice, base)) as Array<any>).find((a) => a.id === created.id)
       expect(kept.url).toBe("https://hooks.example.com/leads/{{lead_id}}")

@@ -9,8 +9,9 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { io } from "socket.io-client"
 import { type Caller, del, expect422, expectStatus, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
-import { call, giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { call, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { mcpSession, textOf } from "./support/McpClient.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -97,6 +98,23 @@ const humanCase = {
   expect: { handoff: true, actions_not_fired: ["create_ticket"], judge: "the agent says \"guaranteed\"" }
 }
 
+/** An operator's socket joined to the workspace's room, recording every event it hears. */
+const operatorSocket = (token: string, workspaceId: number) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* TestServer
+    const events: Array<{ name: string; payload: any }> = []
+    const socket = yield* Effect.acquireRelease(
+      Effect.sync(() => io(baseUrl, { transports: ["websocket"], forceNew: true })),
+      (socket) => Effect.sync(() => socket.close())
+    )
+    socket.onAny((name: string, payload: any) => events.push({ name, payload }))
+    const ack = yield* Effect.promise(() =>
+      new Promise<any>((resolve) => socket.on("connect", () => socket.emit("join-workspace", { workspace_id: workspaceId, token }, resolve)))
+    )
+    expect(ack).toMatchObject({ status: true })
+    return events
+  })
+
 /** Reads the run until it is no longer running. */
 const finished = (who: Caller, runId: number) =>
   eventually(Effect.map(get(who, `/api/user/eval-runs/${runId}`), (r) => {
@@ -115,6 +133,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       const { pipeline, refund } = yield* supportPipeline(owner, target.url)
       // a customer's event webhook for every event: an eval must raise none
       ok(yield* post(owner, "/api/user/webhooks", { url: `${target.url}/events` }))
+      // and an operator following the workspace must hear nothing of it (not even the agent typing)
+      const heard = yield* operatorSocket(owner.token, owner.workspace_id)
 
       const started = yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, humanCase], concurrency: 2 })
       expect(started.status).toBe(202)
@@ -159,6 +179,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       expect(inbox.conversations.map((c: any) => c.id).filter((id: number) => evalConversations.includes(id))).toEqual([])
       expect(ok(yield* get(owner, `/api/user/opportunities?pipeline_id=${pipeline.id}`)).data ?? []).toEqual([])
       expect(ok(yield* get(owner, "/api/user/contacts")).data ?? []).toEqual([])
+      expect(heard.filter((e) => evalConversations.includes(e.payload?.conversation_id))).toEqual([])
       expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/action-results`))).toEqual([])
       const analytics = ok(yield* get(owner, `/api/user/analytics/summary?workspace_id=${owner.workspace_id}&include_test=true`))
       expect(analytics).toMatchObject({ opportunities: 0, conversations: 0, messages: 0 })

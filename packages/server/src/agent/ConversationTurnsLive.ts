@@ -118,8 +118,9 @@ export const ConversationTurnsLive = Layer.effect(
         return key === null ? [] : [`the model ${m.model} needs ${key}, which is not set`]
       })
       if (unusable.length > 0) return skipTurn("model_not_configured", [...new Set(unusable)].join("; "))
-      // the visitor's chat shows that an answer is coming; the reply's new_message ends it
-      yield* realtime.typing(Number(c.id), c.workspace_id, true)
+      // the visitor's chat shows that an answer is coming; the reply's new_message ends it. An eval's sandbox
+      // tells nobody (docs/evals.md): the operators' socket hears nothing of it
+      if (!c.is_eval) yield* realtime.typing(Number(c.id), c.workspace_id, true)
       return { _tag: "Ready", context } satisfies Prepared
     })
 
@@ -191,7 +192,7 @@ export const ConversationTurnsLive = Layer.effect(
     const fail = Effect.fn("ConversationTurns.fail")(
       function*(conversationId: string, upTo: string, reason: FailReason, error: string, model: ModelRef | null) {
         const empty: ReplyDraft = { text: "", model, inputTokens: 0, outputTokens: 0, cost: 0, tier: null, moveToStageId: null, knowledgePointIds: [] }
-        const workspaceId = yield* sql.withTransaction(Effect.gen(function*() {
+        const stored = yield* sql.withTransaction(Effect.gen(function*() {
           const stored = yield* repo.storeReply({
             ...draftColumns(conversationId, upTo, empty, "ai"),
             upTo,
@@ -201,9 +202,9 @@ export const ConversationTurnsLive = Layer.effect(
             error: error.slice(0, 2000)
           })
           yield* failureRule(conversationId)
-          return stored.workspace_id
+          return stored
         })).pipe(Effect.orDie)
-        if (workspaceId !== null) yield* realtime.typing(Number(conversationId), workspaceId, false)
+        if (stored.workspace_id !== null && stored.is_eval !== true) yield* realtime.typing(Number(conversationId), stored.workspace_id, false)
       }
     )
 
