@@ -257,6 +257,51 @@ layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }), { timeout: 600_000
       }), timeout)
   })
 
+  describe("multipart edge cases", () => {
+    /** Bodies and Content-Types a multipart parser must refuse (or read) without a 5xx or a hang. */
+    const part = (headers: string, value: string) => `--edge\r\n${headers}\r\n\r\n${value}\r\n`
+    const fields = part("Content-Disposition: form-data; name=\"contact_id\"", "edge-contact") +
+      part("Content-Disposition: form-data; name=\"message\"", "Hello")
+    const cases: ReadonlyArray<readonly [string, string, string]> = [
+      ["an empty boundary", "multipart/form-data; boundary=", `${fields}--edge--\r\n`],
+      ["an empty quoted boundary", "multipart/form-data; boundary=\"\"", `${fields}--edge--\r\n`],
+      ["no boundary", "multipart/form-data", `${fields}--edge--\r\n`],
+      ["a boundary that never closes", "multipart/form-data; boundary=edge", fields],
+      ["a part without a name", "multipart/form-data; boundary=edge", `${fields}${part("Content-Disposition: form-data", "x")}--edge--\r\n`],
+      ["a file part of 0 bytes", "multipart/form-data; boundary=edge", `${fields}${part("Content-Disposition: form-data; name=\"files[]\"; filename=\"empty.txt\"\r\nContent-Type: text/plain", "")}--edge--\r\n`],
+      ["a body that ends inside a part's headers", "multipart/form-data; boundary=edge", `${fields}--edge\r\nContent-Disposition: form-da`],
+      ["a body that ends inside a part", "multipart/form-data; boundary=edge", `${fields}--edge\r\nContent-Disposition: form-data; name="files[]"; filename="a.txt"\r\n\r\nhalf a fi`],
+      ["only a preamble", "multipart/form-data; boundary=edge", "no parts here"]
+    ]
+    it.effect("the receiver and the operator's send answer each with a 4xx (or a 2xx when it is readable), never a 5xx or silence", () =>
+      Effect.gen(function*() {
+        const { baseUrl, receiverUrl } = yield* TestServer
+        const runtime = yield* Effect.runtime<SqlClient.SqlClient>()
+        const targets = [
+          { name: "receiver", url: `${receiverUrl}/web-chat/message`, authorization: fixture.a.basic, rest: false },
+          { name: "operator send", url: `${baseUrl}/api/user/${fixture.a.conversationId}/messages`, authorization: fixture.a.bearer, rest: true }
+        ]
+        for (const target of targets) {
+          for (const [what, contentType, body] of cases) {
+            const label = `${target.name}, ${what}`
+            const before = yield* Effect.promise(() => Runtime.runPromise(runtime)(snapshot))
+            const r = yield* Effect.promise(() =>
+              send(target.url, {
+                method: "POST",
+                headers: { authorization: target.authorization, "content-type": contentType },
+                body,
+                signal: AbortSignal.timeout(15_000)
+              })
+            )
+            expect(r.status, `${label}: ${r.text.slice(0, 300)}`).toBeLessThan(500)
+            if (target.rest) expectRestEnvelope(label, r)
+            else expect(Object.keys(r.json as object).sort(), label).toEqual(["data", "message", "status"])
+            if (r.status >= 400) expect(yield* Effect.promise(() => Runtime.runPromise(runtime)(snapshot)), `${label} wrote rows`).toEqual(before)
+          }
+        }
+      }))
+  })
+
   describe("MCP", () => {
     it.effect("every tool answers bad arguments with a tool error or invalid params, never an internal error, and writes nothing", () =>
       Effect.gen(function*() {
