@@ -280,6 +280,51 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
   })
 
   describe("500s", () => {
+    it.effect("a defect on the receiver is logged at Error with its request id, its route and its cause", () =>
+      Effect.gen(function*() {
+        const owner = yield* seedUser()
+        yield* giveCredits(owner.workspace_id)
+        const { pipeline } = yield* funnel(owner)
+        const channel = yield* linkWebChannel(owner, pipeline.id)
+        const sql = yield* SqlClient.SqlClient
+        const { receiverUrl } = yield* TestServer
+        yield* sql`alter table conversations rename to conversations_away`.pipe(Effect.orDie)
+        const r = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
+          method: "POST",
+          headers: { authorization: basic(channel), "content-type": "application/json" },
+          body: JSON.stringify({ contact_id: "defect-visitor", message: "hello" })
+        }).pipe(Effect.ensuring(sql`alter table conversations_away rename to conversations`.pipe(Effect.orDie)))
+        expect(r.status).toBe(500)
+        const requestId = r.headers.get("x-request-id")!
+        expect(r.body.message).toBe(`Internal server error (request id ${requestId}). The error was logged.`)
+        const line = logged.find((l) => l.annotations.request_id === requestId)
+        expect(line?.message).toMatch(/conversations/)
+        expect(line?.annotations).toMatchObject({ listener: "receiver", http_route: "/web-chat/message" })
+      }))
+
+    it.effect("a 5xx a route answers itself (the channel refused the operator's message) is logged at Error too", () =>
+      Effect.gen(function*() {
+        const owner = yield* seedUser()
+        yield* giveCredits(owner.workspace_id)
+        const { pipeline } = yield* funnel(owner)
+        const channel = yield* linkWebChannel(owner, pipeline.id)
+        const { receiverUrl } = yield* TestServer
+        const said = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
+          method: "POST",
+          headers: { authorization: basic(channel), "content-type": "application/json" },
+          body: JSON.stringify({ contact_id: "refused-visitor", message: "hello" })
+        })
+        const [conversation] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ id: number }>`select conversation_id as id from messages where id = ${said.body.data.message_id}`).pipe(Effect.orDie)
+        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: false }))
+        const r = yield* post(owner, `/api/user/${conversation!.id}/messages`, { message: "Are you still there?" })
+        expect(r.status).toBe(500)
+        const requestId = r.headers.get("x-request-id")!
+        const line = logged.find((l) => l.annotations.request_id === requestId)
+        expect(line?.message).toMatch(/inactive/)
+        expect(line?.annotations).toMatchObject({ listener: "api", http_status: 500, http_route: "/api/user/:conversation/messages" })
+      }))
+
     it.effect("a defect answers the envelope with a request id, which the Error log line carries with the cause", () =>
       Effect.gen(function*() {
         const owner = yield* seedUser()
@@ -302,6 +347,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         })
         const line = logged.find((l) => l.annotations.request_id === requestId)
         expect(line?.message).toMatch(/variables/)
+        expect(line?.annotations.http_route).toBe("/api/user/pipelines/:pipeline/variables")
         // a client's own request id is kept when it is a plain token
         const tagged = yield* call("/api/user/me", { token: owner.token, headers: { "x-request-id": "client-123" } })
         expect(tagged.headers.get("x-request-id")).toBe("client-123")

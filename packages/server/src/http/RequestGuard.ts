@@ -55,9 +55,10 @@ const answerDefects = (policy: ListenerPolicy, request: HttpServerRequest.HttpSe
           )
         }
         if (response.status >= 500) {
-          return Effect.logError("Request failed", cause).pipe(
-            Effect.annotateLogs({ http_method: request.method, http_path: path, listener: policy.name }),
-            Effect.as(policy.refuse(path, 500, `Internal server error (request id ${requestId}). The error was logged.`))
+          return Effect.flatMap(matchedRoute, (route) => Effect.logError("Request failed", cause).pipe(
+            Effect.annotateLogs({ http_method: request.method, http_path: path, http_route: route, listener: policy.name })
+          )).pipe(
+            Effect.as(logged(policy.refuse(path, 500, `Internal server error (request id ${requestId}). The error was logged.`)))
           )
         }
         // the framework's own refusals (no route, an unreadable request) have empty bodies: give them the envelope
@@ -65,6 +66,26 @@ const answerDefects = (policy: ListenerPolicy, request: HttpServerRequest.HttpSe
           response.body._tag === "Empty" ? policy.refuse(path, response.status, FRAMEWORK_MESSAGES[response.status] ?? "The request was refused.") : response
         )
       }))
+
+/** 5xx answers already logged with their cause (a defect above); any other is logged when it is counted. */
+const loggedAnswers = new WeakSet<HttpServerResponse.HttpServerResponse>()
+const logged = (response: HttpServerResponse.HttpServerResponse) => {
+  loggedAnswers.add(response)
+  return response
+}
+
+/** The route the router matched (the server span's `http.route`), or "unmatched". */
+const matchedRoute = Effect.map(Effect.option(Effect.currentSpan), (span) => {
+  const route = Option.match(span, { onNone: () => undefined, onSome: (s) => s.attributes.get("http.route") })
+  return typeof route === "string" ? route : "unmatched"
+})
+
+/** What a 5xx answer said, for the log (its body, when the route wrote one as text). */
+const answerText = (response: HttpServerResponse.HttpServerResponse) => {
+  const body = response.body
+  if (body._tag === "Uint8Array") return new TextDecoder().decode(body.body.subarray(0, 1000))
+  return `(a ${body._tag} body)`
+}
 
 const FRAMEWORK_MESSAGES: Record<number, string> = {
   400: "The request could not be read.",
@@ -104,19 +125,23 @@ const metricsFor = (listener: string, method: string, route: string, status: num
  * path does not make a series of its own (the routes, methods and statuses are bounded sets).
  */
 const measure = (policy: ListenerPolicy, method: string, started: number) => (response: HttpServerResponse.HttpServerResponse) =>
-  Effect.flatMap(Effect.currentSpan.pipe(Effect.option), (span) => {
-    const matched = Option.match(span, { onNone: () => undefined, onSome: (s) => s.attributes.get("http.route") })
-    const route = typeof matched === "string" ? matched : "unmatched"
+  Effect.flatMap(matchedRoute, (route) => {
     const seconds = (performance.now() - started) / 1000
     const tagged = metricsFor(policy.name, method, route, response.status)
-    return Effect.zipRight(
+    // a 5xx a route answered itself (a typed error with that status, an SDK's own answer) is an error too
+    const serverError = response.status >= 500 && response.status !== 503 && !loggedAnswers.has(response)
+      ? Effect.logError(`Request answered ${response.status}`, answerText(response)).pipe(
+        Effect.annotateLogs({ http_method: method, http_route: route, http_status: response.status, listener: policy.name })
+      )
+      : Effect.void
+    return Effect.zipRight(serverError, Effect.zipRight(
       Effect.zipRight(Metric.increment(tagged.requests), Metric.update(tagged.duration, seconds)),
       // the access log: at Debug, so a busy listener costs nothing until someone asks for it
-      Effect.logDebug(`${method} ${typeof matched === "string" ? matched : "(unmatched)"} ${response.status}`).pipe(
+      Effect.logDebug(`${method} ${route === "unmatched" ? "(unmatched)" : route} ${response.status}`).pipe(
         Effect.annotateLogs({ http_status: response.status, duration_ms: Math.round(seconds * 1000), listener: policy.name }),
         Effect.whenLogLevel("Debug")
       )
-    )
+    ))
   })
 
 /**
