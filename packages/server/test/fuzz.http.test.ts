@@ -7,7 +7,7 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Runtime } from "effect"
+import { Cause, Effect, Layer, Logger, Runtime } from "effect"
 import fc from "fast-check"
 import * as Fs from "node:fs"
 import { baseArguments, type BaseRequest, baseRequests, type Fixture, seedFixture } from "./support/FuzzFixture.js"
@@ -68,6 +68,7 @@ const snapshot = Effect.gen(function*() {
 }).pipe(Effect.orDie)
 
 interface Sent {
+  readonly headers: Headers
   readonly status: number
   readonly text: string
   readonly json: unknown
@@ -82,7 +83,7 @@ const send = async (url: string, init: RequestInit): Promise<Sent> => {
   } catch {
     json = undefined
   }
-  return { status: response.status, text, json }
+  return { status: response.status, headers: response.headers, text, json }
 }
 
 const describeCase = (label: string, m: Mutation) => `${label} ${describeMutation(m)}`
@@ -159,7 +160,14 @@ const build = (
 /** Each test's time grows with the cases per operation (about 60 operations, 35 tools). */
 const timeout = { timeout: 60_000 + fuzzRuns(10) * 3_000 }
 
-layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }), { timeout: 600_000 })("fuzz: bad input never gets a 5xx", (it) => {
+/** What the server logged at Error while the suite ran: a 5xx's cause, found by its request id. */
+const serverErrors: Array<{ message: string; annotations: Record<string, unknown> }> = []
+const CaptureErrors = Logger.add(Logger.make(({ annotations, cause, logLevel, message }) => {
+  if (logLevel._tag !== "Error") return
+  serverErrors.push({ message: `${String(message)} ${Cause.pretty(cause, { renderErrorCause: true })}`, annotations: Object.fromEntries(annotations) })
+}))
+
+layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }).pipe(Layer.provide(CaptureErrors)), { timeout: 600_000 })("fuzz: bad input never gets a 5xx", (it) => {
   let fixture: Fixture
 
   it.effect("seeds two workspaces to aim at", () =>
@@ -173,27 +181,8 @@ layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }), { timeout: 600_000
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
         const runtime = yield* Effect.runtime<SqlClient.SqlClient>()
-        const doc = (yield* Effect.promise(() => send(`${baseUrl}/openapi.json`, {}))).json as JsonSchema
-        const resolve = (ref: string) => ref.split("/").slice(1).reduce<any>((node, key) => node?.[key], doc) as JsonSchema | undefined
-        const bases = baseRequests(fixture)
-        const operations = Object.entries(doc.paths as Record<string, Record<string, JsonSchema>>)
-          .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase(), op })))
-          // what destroys the fixture's credentials or rows goes last
-          .sort((x, y) => Number(destructive(x)) - Number(destructive(y)))
-        for (const { path, method, op } of operations) {
-          const key = `${method} ${path}`
-          const base: BaseRequest = bases[key] ?? { path: fixture.a.pathValues, query: {}, body: op.requestBody ? {} : undefined, authorization: fixture.a.bearer }
-          const params = (op.parameters as Array<JsonSchema> | undefined) ?? []
-          const bodySchema = op.requestBody?.content?.["application/json"]?.schema as JsonSchema | undefined
-          const bodyPaths = [...schemaPaths(bodySchema, resolve), ...valuePaths(typeof base.body === "function" ? base.body() : base.body)]
-          const space = {
-            bodyPaths: [...new Map(bodyPaths.map((p) => [JSON.stringify(p), p])).values()],
-            hasBody: op.requestBody !== undefined,
-            pathParams: params.filter((p) => p.in === "path").map((p) => p.name as string),
-            queryParams: params.filter((p) => p.in === "query").map((p) => p.name as string),
-            foreignPathValues: Object.values(fixture.b.pathValues),
-            authorizations: [undefined, "Bearer pat_nope", "Basic Zm9vOmJhcg==", fixture.b.bearer, "Bearer \u00ff", "Bearer " + "x".repeat(5000)]
-          }
+        const operations = yield* restOperations(fixture)
+        for (const { base, key, method, path, space } of operations) {
           yield* check(mutations(space), fuzzRuns(10), async (m) => {
             const label = describeCase(key, m)
             const { url, init } = build({ method, path }, base, m)
@@ -206,6 +195,32 @@ layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }), { timeout: 600_000
           })
         }
         expect(operations.length).toBeGreaterThanOrEqual(50)
+      }), timeout)
+
+    it.effect("four at a time, as real clients send them, no case of any operation gets a 5xx", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        // the destructive operations would take the other cases' targets from under them: they run alone above
+        const operations = (yield* restOperations(fixture)).filter((op) => !destructive(op))
+        const cases = operations.flatMap((op) =>
+          fc.sample(mutations(op.space), { seed: fuzzSeed, numRuns: fuzzRuns(6) }).map((m) => ({ op, m }))
+        )
+        const failures: Array<string> = []
+        yield* Effect.forEach(cases, ({ m, op }) =>
+          Effect.promise(async () => {
+            const { init, url } = build(op, op.base, m)
+            const r = await send(baseUrl + url, init)
+            count("rest", r.status)
+            if (r.status < 500) return
+            const requestId = r.headers.get("x-request-id")
+            const cause = serverErrors.find((l) => l.annotations.request_id === requestId)
+            failures.push(
+              `${describeCase(op.key, m)}\n  request: ${init.method} ${url} ${String(init.body ?? "").slice(0, 300)}` +
+                `\n  response: ${r.status} ${r.text.slice(0, 300)}\n  logged: ${cause?.message.slice(0, 1500) ?? "(nothing at Error)"}`
+            )
+          }), { concurrency: 4, discard: true })
+        expect(failures, failures.join("\n\n")).toEqual([])
+        expect(cases.length).toBeGreaterThanOrEqual(operations.length)
       }), timeout)
   })
 
@@ -362,3 +377,32 @@ layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }), { timeout: 600_000
 })
 
 const destructive = (op: { readonly method: string; readonly path: string }) => op.method === "DELETE" || op.path.endsWith("/rotate")
+
+/** Every operation of the OpenAPI document with its known-good request and the space of its mutations. */
+const restOperations = (fixture: Fixture) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* TestServer
+    const doc = (yield* Effect.promise(() => send(`${baseUrl}/openapi.json`, {}))).json as JsonSchema
+    const resolve = (ref: string) => ref.split("/").slice(1).reduce<any>((node, key) => node?.[key], doc) as JsonSchema | undefined
+    const bases = baseRequests(fixture)
+    return Object.entries(doc.paths as Record<string, Record<string, JsonSchema>>)
+      .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase(), op })))
+      // what destroys the fixture's credentials or rows goes last
+      .sort((x, y) => Number(destructive(x)) - Number(destructive(y)))
+      .map(({ method, op, path }) => {
+        const key = `${method} ${path}`
+        const base: BaseRequest = bases[key] ?? { path: fixture.a.pathValues, query: {}, body: op.requestBody ? {} : undefined, authorization: fixture.a.bearer }
+        const params = (op.parameters as Array<JsonSchema> | undefined) ?? []
+        const bodySchema = op.requestBody?.content?.["application/json"]?.schema as JsonSchema | undefined
+        const bodyPaths = [...schemaPaths(bodySchema, resolve), ...valuePaths(typeof base.body === "function" ? base.body() : base.body)]
+        const space = {
+          bodyPaths: [...new Map(bodyPaths.map((p) => [JSON.stringify(p), p])).values()],
+          hasBody: op.requestBody !== undefined,
+          pathParams: params.filter((p) => p.in === "path").map((p) => p.name as string),
+          queryParams: params.filter((p) => p.in === "query").map((p) => p.name as string),
+          foreignPathValues: Object.values(fixture.b.pathValues),
+          authorizations: [undefined, "Bearer pat_nope", "Basic Zm9vOmJhcg==", fixture.b.bearer, "Bearer \u00ff", "Bearer " + "x".repeat(5000)]
+        }
+        return { key, method, path, base, space }
+      })
+  })
