@@ -48,7 +48,7 @@ export const ListConversationsQuery = Schema.Struct({
   }),
   cursor: Schema.optional(Cursor),
   per_page: Schema.optionalWith(PerPage, { default: () => 25 })
-}).annotations({ ...all, identifier: "ListConversationsQuery" })
+}).annotations(all)
 export type ListConversationsQuery = typeof ListConversationsQuery.Type
 
 export const ConversationContact = Schema.Struct({
@@ -139,7 +139,7 @@ export const ConversationMessagesQuery = Schema.Struct({
     description: "`older` (default): newest first, then older pages. `newer`: oldest first from the cursor, for catching up"
   }),
   per_page: Schema.optionalWith(PerPage, { default: () => 50 })
-}).annotations({ ...all, identifier: "ConversationMessagesQuery" })
+}).annotations(all)
 export type ConversationMessagesQuery = typeof ConversationMessagesQuery.Type
 
 export class ConversationMessagesPage extends Schema.Class<ConversationMessagesPage>("ConversationMessagesPage")({

@@ -47,7 +47,7 @@ export class CurrentVisitor extends Context.Tag("@parley/domain/CurrentVisitor")
 export const WidgetHistoryQuery = Schema.Struct({
   per_page: Schema.optionalWith(PerPage, { default: () => 20 }),
   page: Schema.optionalWith(PageNumber, { default: () => 1 })
-}).annotations({ ...all, identifier: "WidgetHistoryQuery" })
+}).annotations(all)
 export type WidgetHistoryQuery = typeof WidgetHistoryQuery.Type
 
 /** What the visitor's request for a person came to. */

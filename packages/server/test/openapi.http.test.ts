@@ -71,6 +71,20 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(param).toEqual(expect.arrayContaining([expect.objectContaining({ name: "pipeline", in: "path", required: true })]))
     }))
 
+  it.effect("lists the query parameters of every GET that takes them, the conversation and widget reads included", () =>
+    Effect.gen(function*() {
+      const doc = yield* openapi
+      const query = (path: string) =>
+        (doc.paths[path].get.parameters as Array<{ name: string; in: string }>).filter((p) => p.in === "query").map((p) => p.name)
+      expect(query("/api/user/conversations")).toEqual(expect.arrayContaining([
+        "workspace_id", "pipeline_id", "channel_id", "status", "handoff", "assignee_id", "opportunity_id", "stage_id", "contact_id", "q",
+        "unread", "order", "cursor", "per_page"
+      ]))
+      expect(query("/api/user/conversations/{id}/messages")).toEqual(["cursor", "direction", "per_page"])
+      expect(query("/api/widget/messages")).not.toEqual([])
+      expect(query("/api/user/opportunities")).toContain("per_page")
+    }))
+
   it.effect("POST /api/user/pipelines lists 401, 403 and 422 as error envelopes", () =>
     Effect.gen(function*() {
       const doc = yield* openapi
