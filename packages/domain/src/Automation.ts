@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { ActionId, PipelineId, StageId, VariableId } from "./Ids.js"
-import { all, IntAtLeast, IntBetween, IntFromQuery, NonEmptyString, Text, Timestamp } from "./Schemas.js"
+import { all, IntAtLeast, IntBetween, IntFromQuery, maxChars, NonEmptyString, Text, Timestamp } from "./Schemas.js"
 
 export const VariableType = Schema.Literal("fixed", "from_system", "from_action", "from_ai")
 export type VariableType = typeof VariableType.Type
@@ -45,7 +45,7 @@ export const SystemFields: Readonly<Record<string, ReadonlyArray<string>>> = {
 export const VARIABLE_NAME = /^[A-Za-z0-9_]+$/
 
 const VariableName = Schema.String.pipe(
-  Schema.maxLength(255, { message: () => "may not be greater than 255 characters" }),
+  maxChars(255, { message: () => "may not be greater than 255 characters" }),
   Schema.pattern(VARIABLE_NAME, { message: () => "must contain only letters, digits and underscores" })
 )
 
@@ -103,7 +103,7 @@ const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const Headers = Schema.Record({
   key: Schema.String,
   value: Schema.String.pipe(
-    Schema.maxLength(8000, { message: () => "may not be greater than 8000 characters" }),
+    maxChars(8000, { message: () => "may not be greater than 8000 characters" }),
     Schema.pattern(/^[^\r\n]*$/, { message: () => "may not contain line breaks" })
   )
 })

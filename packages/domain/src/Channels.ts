@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
 import { isHttpUrl, isIpOrCidr, isOrigin } from "./Network.js"
-import { all, NonEmptyString, Timestamp } from "./Schemas.js"
+import { all, maxChars, NonEmptyString, Timestamp } from "./Schemas.js"
 
 export const ChannelKind = Schema.Literal("web", "widget", "whatsapp", "messenger", "instagram", "linkedin")
 export type ChannelKind = typeof ChannelKind.Type
@@ -10,7 +10,7 @@ export type ChannelKind = typeof ChannelKind.Type
 export const hasClientCredentials = (kind: ChannelKind) => kind === "web" || kind === "widget"
 
 export const CallbackUrl = Schema.String.pipe(
-  Schema.maxLength(2048),
+  maxChars(2048),
   Schema.filter((s) => isHttpUrl(s) || "must be an http or https URL")
 )
 export const Origin = Schema.String.pipe(
@@ -75,7 +75,7 @@ export class Delivery extends Schema.Class<Delivery>("Delivery")({
 }) {}
 
 export const DeliveriesQuery = Schema.Struct({
-  message_id: Schema.optional(Schema.String.pipe(Schema.maxLength(64))),
+  message_id: Schema.optional(Schema.String.pipe(maxChars(64))),
   limit: Schema.optionalWith(
     Schema.compose(Schema.NumberFromString, Schema.Int.pipe(Schema.between(1, 200, { message: () => "must be between 1 and 200" }))),
     { default: () => 50 }

@@ -8,7 +8,7 @@ import { Handoff, HandoffEvent, HandoffState } from "./Handoff.js"
 import { ChannelId, IdFromString, PipelineId, StageId, UserId, WorkspaceId } from "./Ids.js"
 import { NoReplyReasonField } from "./NoReply.js"
 import { ContactId, ConversationId, ConversationStatus, OpportunityId } from "./Opportunities.js"
-import { all, PerPage, Timestamp } from "./Schemas.js"
+import { all, maxChars, PerPage, Timestamp } from "./Schemas.js"
 
 /** `true`/`false` (also `1`/`0`) in a query string. */
 const BooleanParam = Schema.transform(Schema.Literal("true", "false", "1", "0"), Schema.Boolean, {
@@ -24,7 +24,7 @@ const BooleanParam = Schema.transform(Schema.Literal("true", "false", "1", "0"),
 export const ConversationsOrder = Schema.Literal("activity", "queue")
 export type ConversationsOrder = typeof ConversationsOrder.Type
 
-const Cursor = Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "`next_cursor` of the previous page" })
+const Cursor = Schema.String.pipe(maxChars(200)).annotations({ description: "`next_cursor` of the previous page" })
 
 export const ListConversationsQuery = Schema.Struct({
   workspace_id: Schema.optional(IdFromString(WorkspaceId)).annotations({
@@ -38,7 +38,7 @@ export const ListConversationsQuery = Schema.Struct({
   opportunity_id: Schema.optional(IdFromString(OpportunityId)),
   stage_id: Schema.optional(IdFromString(StageId)).annotations({ description: "Only conversations whose current opportunity is in this stage" }),
   contact_id: Schema.optional(IdFromString(ContactId)),
-  q: Schema.optional(Schema.String.pipe(Schema.maxLength(255))).annotations({
+  q: Schema.optional(Schema.String.pipe(maxChars(255))).annotations({
     description: "Part of the contact's name, email, phone or identifier, or of a message's text"
   }),
   unread: Schema.optional(BooleanParam).annotations({ description: "`true`: only conversations with contact messages the caller has not read" }),

@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 import { CallbackUrl } from "./Channels.js"
 import { Id, IdFromString, WorkspaceId } from "./Ids.js"
-import { all, Timestamp } from "./Schemas.js"
+import { all, maxChars, Timestamp } from "./Schemas.js"
 import { createHmac } from "node:crypto"
 
 export const EventTypes = [
@@ -40,7 +40,7 @@ export class EventWebhookWithSecret extends EventWebhook.extend<EventWebhookWith
 }) {}
 
 const Events = Schema.Array(EventType).pipe(Schema.maxItems(EventTypes.length))
-const Description = Schema.NullOr(Schema.String.pipe(Schema.maxLength(255)))
+const Description = Schema.NullOr(Schema.String.pipe(maxChars(255)))
 
 export const CreateEventWebhook = Schema.Struct({
   workspace_id: Schema.optional(WorkspaceId).annotations({ description: "Defaults to the caller's own workspace" }),

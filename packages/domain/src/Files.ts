@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { maxChars } from "./Schemas.js"
 
 export const FileType = Schema.Literal("image", "video", "audio", "document", "file")
 export type FileType = typeof FileType.Type
@@ -35,12 +36,12 @@ export class FileEntryWithUrl extends FileEntry.extend<FileEntryWithUrl>("FileEn
 }) {}
 
 export class Attachment extends Schema.Class<Attachment>("Attachment")({
-  type: Schema.String.pipe(Schema.maxLength(50)),
+  type: Schema.String.pipe(maxChars(50)),
   url: Schema.String.pipe(
-    Schema.maxLength(2048),
+    maxChars(2048),
     Schema.filter((s) => /^https?:\/\/\S+$/i.test(s) || "must be an http or https URL")
   ),
-  name: Schema.optional(Schema.String.pipe(Schema.maxLength(255)))
+  name: Schema.optional(Schema.String.pipe(maxChars(255)))
 }) {}
 
 /** Storage keys are ours: relative, no `..`, no backslashes, no empty segments. */

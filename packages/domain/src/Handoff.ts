@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { UserId } from "./Ids.js"
-import { all, Timestamp } from "./Schemas.js"
+import { all, maxChars, Timestamp } from "./Schemas.js"
 import { StorableString } from "./StorableText.js"
 
 export const HandoffStates = ["ai", "waiting", "human"] as const
@@ -65,8 +65,8 @@ export class HandoffEvent extends Schema.Class<HandoffEvent>("HandoffEvent")({
   created_at: Timestamp
 }) {}
 
-const Reason = StorableString.pipe(Schema.maxLength(1000, { message: () => "may not be greater than 1000 characters" }))
-const Note = StorableString.pipe(Schema.maxLength(4000, { message: () => "may not be greater than 4000 characters" }))
+const Reason = StorableString.pipe(maxChars(1000, { message: () => "may not be greater than 1000 characters" }))
+const Note = StorableString.pipe(maxChars(4000, { message: () => "may not be greater than 4000 characters" }))
 
 /** `POST /api/user/conversations/{id}/handoff`. */
 export const HandoffCommand = Schema.Struct({

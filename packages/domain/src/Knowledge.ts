@@ -1,7 +1,7 @@
 /** Knowledge tables, columns and points (SPEC.md 2.6, 2.7, 4.3, and the knowledge tools of 4.5). */
 import { Schema } from "effect"
 import { KnowledgeTableId, PipelineId, UserId, WorkspaceId } from "./Ids.js"
-import { all, FiniteNumber, IntBetween, IntFromQuery, NonEmptyString, Text, Timestamp } from "./Schemas.js"
+import { all, FiniteNumber, IntBetween, IntFromQuery, maxChars, NonEmptyString, Text, Timestamp } from "./Schemas.js"
 
 export const ColumnDataType = Schema.Literal("string", "number", "boolean", "date")
 export type ColumnDataType = typeof ColumnDataType.Type
@@ -100,7 +100,7 @@ export const PointsQuery = Schema.Struct({
   next_page_offset: Schema.optional(Schema.String)
 }).annotations(all)
 
-export const DefaultId = Schema.Union(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)), Schema.Int).annotations({
+export const DefaultId = Schema.Union(Schema.String.pipe(Schema.minLength(1), maxChars(255)), Schema.Int).annotations({
   message: () => "must be a string or an integer"
 })
 

@@ -5,7 +5,7 @@ import { FileEntryWithUrl } from "./Files.js"
 import { ChannelId, PipelineId, StageId } from "./Ids.js"
 import { NoReplyReasonField } from "./NoReply.js"
 import { ContactId, ConversationId, OpportunityId } from "./Opportunities.js"
-import { all, Timestamp } from "./Schemas.js"
+import { all, maxChars, Timestamp } from "./Schemas.js"
 
 export const MAX_OPERATOR_FILES = 10
 export const MAX_OPERATOR_FILE_BYTES = 25 * 1024 * 1024
@@ -33,7 +33,7 @@ export class MessageRecord extends Schema.Class<MessageRecord>("MessageRecord")(
   updated_at: Timestamp
 }) {}
 
-const Text = StorableString.pipe(Schema.maxLength(10_000, { message: () => "may not be greater than 10000 characters" }))
+const Text = StorableString.pipe(maxChars(10_000, { message: () => "may not be greater than 10000 characters" }))
 
 /** Text only, as JSON. */
 export const SendJson = Schema.Struct({

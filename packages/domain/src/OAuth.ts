@@ -3,6 +3,7 @@
  * dynamic client registration (RFC 7591) and the token endpoint (RFC 6749 5.1, 5.2).
  */
 import { Schema } from "effect"
+import { maxChars } from "./Schemas.js"
 
 export const TokenEndpointAuthMethod = Schema.Literal("none", "client_secret_post", "client_secret_basic")
 export type TokenEndpointAuthMethod = typeof TokenEndpointAuthMethod.Type
@@ -12,13 +13,13 @@ export type OAuthGrantType = typeof OAuthGrantType.Type
 
 /** RFC 7591 2: what a client sends to `/register`. Other metadata (logo, contacts, ...) is ignored. */
 export const ClientRegistrationRequest = Schema.Struct({
-  redirect_uris: Schema.Array(Schema.String.pipe(Schema.maxLength(2000))).pipe(Schema.minItems(1), Schema.maxItems(10)),
-  client_name: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
-  client_uri: Schema.optional(Schema.String.pipe(Schema.maxLength(2000))),
+  redirect_uris: Schema.Array(Schema.String.pipe(maxChars(2000))).pipe(Schema.minItems(1), Schema.maxItems(10)),
+  client_name: Schema.optional(Schema.String.pipe(maxChars(200))),
+  client_uri: Schema.optional(Schema.String.pipe(maxChars(2000))),
   token_endpoint_auth_method: Schema.optional(TokenEndpointAuthMethod),
   grant_types: Schema.optional(Schema.Array(OAuthGrantType).pipe(Schema.minItems(1))),
   response_types: Schema.optional(Schema.Array(Schema.Literal("code")).pipe(Schema.minItems(1))),
-  scope: Schema.optional(Schema.String.pipe(Schema.maxLength(1000)))
+  scope: Schema.optional(Schema.String.pipe(maxChars(1000)))
 })
 export type ClientRegistrationRequest = typeof ClientRegistrationRequest.Type
 

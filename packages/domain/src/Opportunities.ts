@@ -2,7 +2,7 @@ import { ParseResult, Predicate, Schema, SchemaAST as AST } from "effect"
 import { ChannelId, Id, IdFromString, PipelineId, StageId, WorkspaceId } from "./Ids.js"
 import { isAllDigits, normalisePhone } from "./Phone.js"
 import { StageNature } from "./Pipelines.js"
-import { all, IntFromQuery, PageNumber, PerPage, Text, Timestamp } from "./Schemas.js"
+import { all, IntFromQuery, maxChars, PageNumber, PerPage, Text, Timestamp } from "./Schemas.js"
 
 export const OpportunityId = Id("OpportunityId")
 export type OpportunityId = typeof OpportunityId.Type
@@ -24,10 +24,10 @@ export type ConversationStatus = typeof ConversationStatus.Type
 export const Context = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /** A `{{opportunity}}` or contact identifier in a path: an integer id, or a phone number. */
-export const Identifier = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))
+export const Identifier = Schema.String.pipe(Schema.minLength(1), maxChars(64))
 
 export const Email = Schema.String.pipe(
-  Schema.maxLength(255, { message: () => "may not be greater than 255 characters" }),
+  maxChars(255, { message: () => "may not be greater than 255 characters" }),
   Schema.filter((s) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s) || "must be a valid email address")
 )
 
@@ -116,7 +116,7 @@ const CreateOpportunityFields = Schema.Struct({
   notes: Schema.optional(Schema.NullOr(Text(65_535))),
   status: Schema.optional(Schema.Literal("pending", "active", "won", "lost")),
   context: Schema.optional(Schema.NullOr(Context)),
-  tags: Schema.optional(Schema.Array(Schema.Trim.pipe(Schema.minLength(1), Schema.maxLength(100)))),
+  tags: Schema.optional(Schema.Array(Schema.Trim.pipe(Schema.minLength(1), maxChars(100)))),
   is_test: Schema.optional(Schema.Boolean),
   contact: Schema.optional(ContactInput)
 }).pipe(
@@ -156,7 +156,7 @@ export const UpdateOpportunity = Schema.Struct({
   notes: Schema.optional(Schema.NullOr(Text(65_535))).annotations({ description: "Free-form notes; replace the old ones" }),
   status: Schema.optional(Schema.Literal("active", "won", "lost")).annotations({ description: "The new status" }),
   context: Schema.optional(Schema.NullOr(Context)),
-  tags: Schema.optional(Schema.Array(Schema.Trim.pipe(Schema.minLength(1), Schema.maxLength(100)))),
+  tags: Schema.optional(Schema.Array(Schema.Trim.pipe(Schema.minLength(1), maxChars(100)))),
   deleted_tags: Schema.optional(Schema.Array(TagId)),
   contact: Schema.optional(ContactInput)
 }).annotations({ ...all, identifier: "UpdateOpportunity" })
@@ -168,7 +168,7 @@ export const LookupQuery = Schema.Struct({
 
 export const UpdateConversation = Schema.Struct({
   status: Schema.optional(ConversationStatus),
-  notes: Schema.optional(Schema.NullOr(Schema.Array(Schema.String.pipe(Schema.maxLength(10_000)))))
+  notes: Schema.optional(Schema.NullOr(Schema.Array(Schema.String.pipe(maxChars(10_000)))))
 }).annotations({ ...all, identifier: "UpdateConversation" })
 export type UpdateConversation = typeof UpdateConversation.Type
 
@@ -210,7 +210,7 @@ const listFields = {
   pipeline_id: Schema.optional(Schema.compose(IntFromQuery, PipelineId)),
   status: Schema.optional(Schema.Literal("active", "pending", "won", "lost")),
   priority: Schema.optional(Priority),
-  q: Schema.optional(Schema.String.pipe(Schema.maxLength(255))),
+  q: Schema.optional(Schema.String.pipe(maxChars(255))),
   tag_ids: ManyIds,
   "tag_ids[]": ManyIds,
   start_date: Schema.optional(DateParam),

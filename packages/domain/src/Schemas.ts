@@ -3,22 +3,54 @@ import { ParseResult, Schema } from "effect"
 
 export const all = { parseOptions: { errors: "all" as const, onExcessProperty: "ignore" as const } }
 
+/** How many characters (Unicode code points) a string holds: an emoji is one, not two UTF-16 units. */
+export const charCount = (s: string) => {
+  let n = s.length
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n--
+        i++
+      }
+    }
+  }
+  return n
+}
+
+/**
+ * At most `max` characters, counted in code points as SPEC.md counts them (`Schema.maxLength` counts UTF-16
+ * units, so 9,999 letters and an emoji were "over 10,000"). JSON Schema's maxLength counts code points too.
+ */
+export const maxChars = <S extends Schema.Schema.Any>(max: number, annotations?: Schema.Annotations.Filter<Schema.Schema.Type<S>>) =>
+<A extends string>(self: S & Schema.Schema<A, Schema.Schema.Encoded<S>, Schema.Schema.Context<S>>): Schema.filter<S> =>
+  self.pipe(
+    Schema.filter((s: A) => s.length <= max || charCount(s) <= max, {
+      schemaId: Schema.MaxLengthSchemaId,
+      title: `maxLength(${max})`,
+      description: `a string at most ${max} character(s) long`,
+      jsonSchema: { maxLength: max },
+      ...annotations
+    })
+  )
+
 export const NonEmptyString = (max = 255) =>
   Schema.Trim.pipe(
     Schema.minLength(1, { message: () => "must not be empty" }),
-    Schema.maxLength(max, { message: () => `may not be greater than ${max} characters` })
+    maxChars(max, { message: () => `may not be greater than ${max} characters` })
   ).annotations({
     // JSON Schema is written from the encoded side, where Trim is a bare string: the limits would be lost
     jsonSchema: { type: "string", minLength: 1, maxLength: max }
   })
 
 export const Text = (max: number) =>
-  Schema.String.pipe(Schema.maxLength(max, { message: () => `may not be greater than ${max} characters` }))
+  Schema.String.pipe(maxChars(max, { message: () => `may not be greater than ${max} characters` }))
 
 export const MinLength = (min: number, max = 10_000) =>
   Schema.String.pipe(
     Schema.minLength(min, { message: () => `must be at least ${min} characters` }),
-    Schema.maxLength(max, { message: () => `may not be greater than ${max} characters` })
+    maxChars(max, { message: () => `may not be greater than ${max} characters` })
   )
 
 /** The largest value of a Postgres `integer` column: counts, limits and orders are stored as such. */

@@ -2,8 +2,8 @@ import { Context, Schema, Struct } from "effect"
 import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
 import { Attachment, FileEntryWithUrl } from "./Files.js"
 import { NoReplyReasonField } from "./NoReply.js"
-import { ConversationId, Email, OpportunityId } from "./Opportunities.js"
-import { all, IntFromQuery, PageNumber, PerPage, Text, Timestamp } from "./Schemas.js"
+import { ConversationId, Email, OpportunityId, Phone } from "./Opportunities.js"
+import { all, IntFromQuery, maxChars, PageNumber, PerPage, Text, Timestamp } from "./Schemas.js"
 
 /** The web channel behind a request's Basic credentials. */
 export interface WebChannel {
@@ -20,14 +20,15 @@ export class CurrentChannel extends Context.Tag("@parley/domain/CurrentChannel")
 
 export const ContactKey = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(255, { message: () => "may not be greater than 255 characters" })
+  maxChars(255, { message: () => "may not be greater than 255 characters" })
 )
 
 export const InitiatePayload = Schema.Struct({
   contact_id: Schema.optional(ContactKey),
   name: Schema.optional(Text(255)),
   email: Schema.optional(Email),
-  phone: Schema.optional(Text(30))
+  // the rule opportunity create applies (SPEC.md 4.1): normalised to digits with country code, or refused
+  phone: Schema.optional(Schema.compose(Text(30), Phone))
 }).annotations({ ...all, identifier: "InitiatePayload" })
 export type InitiatePayload = typeof InitiatePayload.Type
 
@@ -91,13 +92,13 @@ export type HistoryQuery = typeof HistoryQuery.Type
 
 /** The receiver's inbound message (SPEC.md 4.4); `files` arrive as multipart parts, or as stored paths in JSON. */
 export const InboundJsonFile = Schema.Struct({
-  path: Schema.String.pipe(Schema.maxLength(1024)),
-  name: Schema.optional(Schema.String.pipe(Schema.maxLength(255)))
+  path: Schema.String.pipe(maxChars(1024)),
+  name: Schema.optional(Schema.String.pipe(maxChars(255)))
 })
 
 export const InboundMessage = Schema.Struct({
   contact_id: ContactKey,
-  message: Schema.String.pipe(Schema.maxLength(10_000, { message: () => "may not be greater than 10000 characters" })),
+  message: Schema.String.pipe(maxChars(10_000, { message: () => "may not be greater than 10000 characters" })),
   attachments: Schema.optional(Schema.Array(Attachment)),
   files: Schema.optional(Schema.Array(InboundJsonFile))
 }).annotations({ ...all, identifier: "InboundMessage" })

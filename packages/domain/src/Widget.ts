@@ -5,15 +5,15 @@
  */
 import { Context, Schema } from "effect"
 import type { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
-import { all, PageNumber, PerPage } from "./Schemas.js"
+import { all, maxChars, PageNumber, PerPage } from "./Schemas.js"
 import { WebChatSession } from "./WebChat.js"
 
 export const WidgetSessionPayload = Schema.Struct({
   client_id: Schema.String.pipe(
     Schema.minLength(1, { message: () => "is required" }),
-    Schema.maxLength(255, { message: () => "may not be greater than 255 characters" })
+    maxChars(255, { message: () => "may not be greater than 255 characters" })
   ),
-  session: Schema.optional(Schema.String.pipe(Schema.maxLength(1000, { message: () => "may not be greater than 1000 characters" })))
+  session: Schema.optional(Schema.String.pipe(maxChars(1000, { message: () => "may not be greater than 1000 characters" })))
 }).annotations({ ...all, identifier: "WidgetSessionPayload" })
 export type WidgetSessionPayload = typeof WidgetSessionPayload.Type
 

@@ -279,6 +279,53 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       }))
   })
 
+  describe("limits in characters", () => {
+    it.effect("an emoji counts as one character: 9,999 letters and one emoji fit the 10,000, 10,001 characters do not", () =>
+      Effect.gen(function*() {
+        const owner = yield* seedUser()
+        yield* giveCredits(owner.workspace_id)
+        const { pipeline } = yield* funnel(owner)
+        const channel = yield* linkWebChannel(owner, pipeline.id)
+        const { baseUrl, receiverUrl } = yield* TestServer
+        const receive = (body: Record<string, unknown>) =>
+          fetchJson(`${receiverUrl}/web-chat/message`, {
+            method: "POST",
+            headers: { authorization: basic(channel), "content-type": "application/json" },
+            body: JSON.stringify(body)
+          })
+        const fits = "a".repeat(9_999) + "😀"
+        const over = "a".repeat(10_000) + "😀"
+        const contactKey = "b".repeat(254) + "😀"
+        expect((yield* receive({ contact_id: contactKey, message: fits })).status).toBe(200)
+        const refused = yield* receive({ contact_id: "emoji-visitor", message: over })
+        expect(refused.status).toBe(400)
+        expect(JSON.stringify(refused.body)).toContain("may not be greater than 10000 characters")
+        expect((yield* receive({ contact_id: "b".repeat(255) + "😀", message: "hi" })).status).toBe(400)
+
+        const initiate = yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
+          method: "POST",
+          headers: { authorization: basic(channel), "content-type": "application/json" },
+          body: JSON.stringify({ contact_id: "emoji-initiate", name: "n".repeat(254) + "😀" })
+        })
+        expect(initiate.status).toBe(200)
+        const opportunity = yield* post(owner, "/api/user/opportunities", {
+          pipeline_id: pipeline.id,
+          name: "o".repeat(254) + "😀",
+          contact: { email: "emoji@example.com" }
+        })
+        expect(opportunity.status).toBe(200)
+        expect422(yield* post(owner, "/api/user/opportunities", {
+          pipeline_id: pipeline.id,
+          name: "o".repeat(255) + "😀",
+          contact: { email: "emoji2@example.com" }
+        }), ["name"])
+        const [conversation] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ id: number }>`select id from conversations where external_chat_id = ${contactKey}`).pipe(Effect.orDie)
+        expect(ok(yield* post(owner, `/api/user/${conversation!.id}/messages`, { message: fits })).message).toBe(fits)
+        expect422(yield* post(owner, `/api/user/${conversation!.id}/messages`, { message: over }), ["message"])
+      }))
+  })
+
   describe("500s", () => {
     it.effect("a defect on the receiver is logged at Error with its request id, its route and its cause", () =>
       Effect.gen(function*() {

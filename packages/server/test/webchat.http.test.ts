@@ -282,12 +282,18 @@ layer(TestServerLive())("web chat", (it) => {
         expect(ok(yield* initiate(auth, { contact_id: "x" })).contact_id).toBe("x")
       }))
 
-    it.effect("422 naming the field for a bad email, a contact_id over 255 characters and a phone over 30", () =>
+    it.effect("422 naming the field for a bad email, a contact_id over 255 characters, a phone over 30 or not a phone", () =>
       Effect.gen(function*() {
         const { auth, owner } = yield* webChannel()
         expect422(yield* initiate(auth, { contact_id: "x", email: "not-an-email" }), ["email"])
         expect422(yield* initiate(auth, { contact_id: "c".repeat(256) }), ["contact_id"])
         expect422(yield* initiate(auth, { contact_id: "x", phone: "1".repeat(31) }), ["phone"])
+        // opportunity create's rule: a phone that cannot be normalised is refused, not dropped
+        for (const phone of ["1234567890123456", "+44 (0)20 7946-0958 ext 12", "call me"]) {
+          const refused = yield* initiate(auth, { contact_id: "x", phone })
+          expect422(refused, ["phone"])
+          expect(refused.body.validation[0].message).toContain("must be a valid phone number with country code")
+        }
         expect422(yield* initiate(auth, { contact_id: "x", name: "n".repeat(256) }), ["name"])
         expect(yield* count`select count(*) as n from contacts where workspace_id = ${owner.workspace_id}`).toBe(0)
         expect(ok(yield* initiate(auth, { contact_id: "c".repeat(255) })).contact_id).toBe("c".repeat(255))

@@ -4,6 +4,7 @@ import { Channel, ChannelWithSecret, CreateChannel, DeliveriesQuery, Delivery, R
 import { Ok } from "../Envelope.js"
 import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { ChannelIdFromString } from "../Ids.js"
+import { maxChars } from "../Schemas.js"
 import { Authorized } from "./Auth.js"
 
 const channelPath = Schema.Struct({ channel: ChannelIdFromString })
@@ -61,7 +62,7 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
   )
   .add(
     HttpApiEndpoint.post("replay", "/api/user/channels/:channel/deliveries/:message/replay")
-      .setPath(Schema.Struct({ channel: ChannelIdFromString, message: Schema.String.pipe(Schema.maxLength(64)) }))
+      .setPath(Schema.Struct({ channel: ChannelIdFromString, message: Schema.String.pipe(maxChars(64)) }))
       .addSuccess(Ok(Replay, { message: "Delivery replay started." }))
       .addError(NotFoundResponse)
       .middleware(Authorized["channels:write"])

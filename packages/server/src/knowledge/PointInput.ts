@@ -4,6 +4,7 @@
  * the request (the stored rows are checked against the database). Every problem is named by its field.
  */
 import type { ColumnDataType, KnowledgeColumn } from "@parley/domain"
+import { charCount } from "@parley/domain/Schemas"
 
 export interface Problem {
   readonly field: string
@@ -26,7 +27,7 @@ const typeError = (type: ColumnDataType, value: unknown): string | null => {
   if (value === null) return null
   switch (type) {
     case "string":
-      return typeof value === "string" ? (value.length > 20_000 ? "may not be greater than 20000 characters" : null) : "must be a string"
+      return typeof value === "string" ? (charCount(value) > 20_000 ? "may not be greater than 20000 characters" : null) : "must be a string"
     case "number":
       return typeof value === "number" && Number.isFinite(value) ? null : "must be a number"
     case "boolean":
@@ -39,7 +40,7 @@ const typeError = (type: ColumnDataType, value: unknown): string | null => {
 const defaultIdError = (value: unknown): string | null => {
   if (value === undefined || value === null || value === "") return "is required"
   if (!(typeof value === "string" || (typeof value === "number" && Number.isInteger(value)))) return "must be a string or an integer"
-  return String(value).length > 255 ? "may not be greater than 255 characters" : null
+  return charCount(String(value)) > 255 ? "may not be greater than 255 characters" : null
 }
 
 /** The points as written, with the problems of the request (none: it may be written). */
