@@ -117,13 +117,48 @@ export const ErrorResponse = <Self extends { readonly message: string }, I>(
 /** `contact.email`; array indices join the same way (`is_model_routing.2.tier`). */
 export const fieldOf = (path: ReadonlyArray<PropertyKey>): string => path.map(String).join(".")
 
-/** `must be ...` becomes `The name field must be ...`; Effect's `Expected ..., actual ...` stays as it is. */
+/**
+ * `must be ...` becomes `The name field must be ...`; Effect's `Expected <type>, actual <value>` is said the
+ * same way (`must be a list of strings`, `must be one of "a", "b" or "c"`) where its type is one a client
+ * sends (a list, an object, a string, a number, true or false, a choice of values), and kept otherwise.
+ */
 export const humanise = (field: string, message: string): string => {
   const subject = field === "" ? "The request body" : `The ${field} field`
   if (message === "is missing") return `${subject} is required.`
   if (message.startsWith("is unexpected")) return `${subject} is not allowed.`
   if (/^(must|may|is) /.test(message)) return `${subject} ${message}${message.endsWith(".") ? "" : "."}`
+  const expected = literalExpectation.exec(message)?.[1]?.replace(/ \| undefined$/, "")
+  const said = expected === undefined ? undefined : expectedInWords(expected)
+  if (said !== undefined) return `${subject} must be ${said}.`
   return message.replace(/ \| undefined(?=, actual)/, "")
+}
+
+const STRING_TYPES = /^(string|Trim|maxLength\(\d+\)|minLength\(\d+\)|NonEmptyString|a string .*)$/
+
+/** What Effect's name of a type means to a client sending JSON, or undefined when it has no plain name. */
+const expectedInWords = (type: string): string | undefined => {
+  const nullable = type.endsWith(" | null")
+  const core = nullable ? type.slice(0, -" | null".length) : type
+  const orNull = nullable ? " or null" : ""
+  const list = /^ReadonlyArray<(.+)>$/s.exec(core)
+  if (list !== null) {
+    const item = list[1]!
+    const items = item.split(" & ").every((part) => STRING_TYPES.test(part))
+      ? " of strings"
+      : item === "number" || item === "Int"
+      ? " of numbers"
+      : ""
+    return `a list${items}${orNull}`
+  }
+  if (core === "string" || STRING_TYPES.test(core)) return `a string${orNull}`
+  if (core === "number" || core === "Int" || core === "NumberFromString") return `a number${orNull}`
+  if (core === "boolean") return `true or false${orNull}`
+  if (core.startsWith("{ ") || core.startsWith("Record<") || core === "object") return `an object${orNull}`
+  const choices = core.split(" | ")
+  if (choices.length > 1 && choices.every((c) => /^"[^"]*"$/.test(c))) {
+    return `one of ${choices.slice(0, -1).join(", ")} or ${choices[choices.length - 1]}${orNull}`
+  }
+  return undefined
 }
 
 /** Laravel's summary: the first message, and how many more there are. */

@@ -388,7 +388,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
           { field: "start_date", message: "The start_date field must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z)." },
           {
             field: "provider",
-            message: "Expected \"web\" | \"widget\" | \"whatsapp\" | \"messenger\" | \"instagram\" | \"linkedin\", actual \"sms\""
+            message: "The provider field must be one of \"web\", \"widget\", \"whatsapp\", \"messenger\", \"instagram\" or \"linkedin\"."
           }
         ]
       })

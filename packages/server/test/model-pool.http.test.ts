@@ -97,7 +97,7 @@ layer(TestServerLive())("model pool over REST", (it) => {
       badTier[1] = { ...badTier[1]!, tier: "trivial" }
       const bad = yield* put(alice, path(p.id), { tiers: badTier })
       expect422(bad, ["tiers.1.tier"])
-      expect(bad.body.validation[0].message).toBe("Expected \"router\" | \"simple\" | \"moderate\" | \"complex\", actual \"trivial\"")
+      expect(bad.body.validation[0].message).toBe("The tiers.1.tier field must be one of \"router\", \"simple\", \"moderate\" or \"complex\".")
       const missing = yield* put(alice, path(p.id), { is_model_routing_enabled: true })
       expect422(missing, ["tiers"])
       expect(missing.body.validation[0].message).toBe("The tiers field is required.")

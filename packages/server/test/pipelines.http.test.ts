@@ -283,7 +283,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         is_model_routing: badTier
       })
       expect422(bad, ["is_model_routing.1.tier"])
-      expect(bad.body.validation[0].message).toBe("Expected \"router\" | \"simple\" | \"moderate\" | \"complex\", actual \"trivial\"")
+      expect(bad.body.validation[0].message).toBe("The is_model_routing.1.tier field must be one of \"router\", \"simple\", \"moderate\" or \"complex\".")
     }))
 
   it.effect("a model pool entry with an unknown model is 422 naming the entry", () =>
