@@ -23,6 +23,8 @@ import { textOf } from "./support/McpClient.js"
 
 const REDIRECT = "http://127.0.0.1:53682/callback"
 const ADVERTISED = McpScopes.join(" ")
+/** What one click on Allow grants: the consent page ticks only the read scopes (and mcp:use, always). */
+const READ_ONLY = McpScopes.filter((s) => s === "mcp:use" || s.endsWith(":read")).join(" ")
 const PASSWORD = "correct horse battery"
 
 const metadata = (overrides: Partial<OAuthClientMetadata> = {}): OAuthClientMetadata => ({
@@ -212,7 +214,11 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       let consent: Awaited<ReturnType<ScriptedBrowser["authorize"]>> | undefined
       // the user only clicks Allow
       const provider = new MemoryOAuthProvider(REDIRECT, metadata(), async (url) => {
-        consent = await browser.authorize(url, { email: user.email, password: PASSWORD }, { decision: "approve" })
+        // the user ticks everything the client asked for (only the read scopes come ticked)
+        consent = await browser.authorize(url, { email: user.email, password: PASSWORD }, {
+          decision: "approve",
+          grant: McpScopes.filter((s) => s !== "mcp:use")
+        })
       })
       const serverUrl = new URL(`${baseUrl}/mcp`)
       const transport = new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })
@@ -223,8 +229,9 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       expect(provider.authorizationUrls).toHaveLength(1)
       expect(provider.authorizationUrls[0]!.searchParams.get("scope")).toBe(ADVERTISED)
       const page = consent!.consentPage.html
-      for (const scope of McpScopes.filter((s) => s !== "mcp:use")) {
-        expect(page).toMatch(new RegExp(`name="grant" value="${scope}" checked>`))
+      expect(tickedBoxes(page, "/authorize", "grant")).toEqual(McpScopes.filter((s) => s.endsWith(":read")))
+      for (const scope of McpScopes.filter((s) => s !== "mcp:use" && !s.endsWith(":read"))) {
+        expect(page).toMatch(new RegExp(`name="grant" value="${scope}"> <label for="scope-${scope}"><code>${scope}</code>: [^<]+<strong>\\(changes your data\\)</strong>`))
       }
       yield* Effect.promise(() => transport.finishAuth(consent!.redirect.searchParams.get("code")!))
       expect(provider.saved!.scope).toBe(ADVERTISED)
@@ -240,7 +247,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       }
     }))
 
-  it.scoped("the consent page pre-selects what the client asked for; what the user unticks is not granted", () =>
+  it.scoped("the consent page pre-selects the read scopes the client asked for, not the write ones; what the user unticks is not granted", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestServer
       const user = yield* seedUser()
@@ -250,8 +257,9 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       url.searchParams.set("scope", asked.join(" "))
       const page = yield* Effect.promise(() => flow.browser.open(url.toString()))
       expect(page.status).toBe(200)
-      // exactly the known scopes asked for, ticked; mcp:use always, not a choice
-      expect(tickedBoxes(page.html, "/authorize", "grant")).toEqual(["knowledge:read", "knowledge:write"])
+      // exactly the known scopes asked for, the read one ticked, the write one shown but not; mcp:use always, not a choice
+      expect(tickedBoxes(page.html, "/authorize", "grant")).toEqual(["knowledge:read"])
+      expect(page.html).toContain(`value="knowledge:write">`)
       expect(page.html).toContain(`id="scope-mcp" checked disabled`)
       expect(page.html).not.toContain(`value="opportunities:read"`)
       expect(page.html).not.toContain(`id="scope-openid"`)
@@ -325,14 +333,14 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const user = yield* seedUser()
       const flow = yield* connectWithOAuth({ user })
       const first = yield* finish(flow)
-      expect(first.scope).toBe(ADVERTISED)
+      expect(first.scope).toBe(READ_ONLY)
 
       const refreshed = yield* Effect.promise(() => auth(flow.provider, { serverUrl: flow.serverUrl, resourceMetadataUrl: flow.resourceMetadataUrl }))
       expect(refreshed).toBe("AUTHORIZED")
       const second = flow.provider.saved!
       expect(second.access_token).not.toBe(first.access_token)
       expect(second.refresh_token).not.toBe(first.refresh_token)
-      expect(second.scope).toBe(ADVERTISED)
+      expect(second.scope).toBe(READ_ONLY)
       expect(yield* mcpStatus(baseUrl, second.access_token)).toBe(200)
 
       const replay = yield* form(baseUrl, "/token", {
@@ -456,7 +464,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       expect(good.status).toBe(200)
       expect(good.headers.get("cache-control")).toBe("no-store")
       // no scope asked: the server's default, the MCP tools' scopes, pre-selected on the consent page
-      expect(good.body).toMatchObject({ token_type: "Bearer", scope: ADVERTISED })
+      expect(good.body).toMatchObject({ token_type: "Bearer", scope: READ_ONLY })
       expect(yield* mcpStatus(baseUrl, good.body.access_token)).toBe(200)
 
       const reused = yield* exchange(verifier)

@@ -12,6 +12,8 @@ import type { Session } from "./Sessions.js"
 const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
 export const escape = (value: string) => value.replace(/[&<>"']/g, (c) => ENTITIES[c]!)
 
+const isReadScope = (scope: Scope) => scope.endsWith(":read")
+
 const SCOPE_TEXT: Record<Scope, string> = {
   "mcp:use": "Use Parley's MCP tools as you (pipelines, stages, analytics)",
   "opportunities:read": "Read contacts, opportunities and messages",
@@ -111,6 +113,11 @@ export const consentPage = (request: AuthorizeRequest, session: Session) => {
   const name = request.client.client_name ?? "An application"
   const target = new URL(request.redirectUri)
   const extras = request.scopes.filter((s) => s !== "mcp:use")
+  // least privilege: reading is offered ticked, anything that changes data or sends is shown unticked
+  const box = (s: Scope) =>
+    `<div><input type="checkbox" id="scope-${escape(s)}" name="grant" value="${escape(s)}"${isReadScope(s) ? " checked" : ""}> <label for="scope-${
+      escape(s)
+    }"><code>${escape(s)}</code>: ${escape(SCOPE_TEXT[s])}${isReadScope(s) ? "" : " <strong>(changes your data)</strong>"}</label></div>`
   return htmlPage(
     "Authorize application",
     `${header(session)}
@@ -124,13 +131,13 @@ export const consentPage = (request: AuthorizeRequest, session: Session) => {
   <fieldset>
     <legend>It will be able to</legend>
     <div><input type="checkbox" id="scope-mcp" checked disabled> <label for="scope-mcp"><code>mcp:use</code>: ${escape(SCOPE_TEXT["mcp:use"])}</label></div>
-    ${
-      extras.map((s) =>
-        `<div><input type="checkbox" id="scope-${escape(s)}" name="grant" value="${escape(s)}" checked> <label for="scope-${escape(s)}"><code>${escape(s)}</code>: ${escape(SCOPE_TEXT[s])}</label></div>`
-      ).join("\n    ")
-    }
+    ${extras.map(box).join("\n    ")}
   </fieldset>
-  ${extras.length > 0 ? "<p>These are the permissions the application asked for. Untick any you do not want to give; unticked ones are not granted.</p>" : ""}
+  ${
+      extras.length > 0
+        ? "<p>These are the permissions the application asked for. Reading is ticked; permissions that change your data or send messages are not: tick only those you want it to have. Unticked ones are not granted.</p>"
+        : ""
+    }
   <button type="submit" name="decision" value="approve">Allow</button>
   <button type="submit" name="decision" value="deny">Deny</button>
 </form>`,
