@@ -7,6 +7,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, Layer, Logger } from "effect"
 import * as Http from "node:http"
+import * as Net from "node:net"
 import { count, createPipeline, createStage, expect422, funnel, get, linkWebChannel, ok, post, put } from "./support/Opportunities.js"
 import { call, fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { basic } from "./support/WebChat.js"
@@ -244,6 +245,13 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const receiverBig = yield* Effect.promise(() => postChunked(`${receiverUrl}/web-chat/message`, big, { authorization: basic(channel) }))
         expect(receiverBig.status).toBe(413)
         expect(JSON.parse(receiverBig.body)).toEqual({ status: false, message: "The request body may not be larger than 1 MB.", data: null })
+        // a client that reads nothing until it has written its whole body still reads the 413, never a reset
+        for (const chunked of [false, true]) {
+          const answer = yield* Effect.promise(() => sendAllThenRead(`${receiverUrl}/web-chat/message`, Buffer.from(big), basic(channel), chunked))
+          expect(answer.error, `chunked: ${chunked}`).toBeUndefined()
+          expect(answer.statusLine).toBe("HTTP/1.1 413 Payload Too Large")
+          expect(answer.body).toContain("The request body may not be larger than 1 MB.")
+        }
 
         yield* giveCredits(owner.workspace_id, { training_credits: 1000 })
         const table = ok(yield* post(owner, "/api/user/knowledge-tables", {
@@ -276,6 +284,31 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const grown = rss() - before
         expect(answers.map((a) => a.status)).toEqual(answers.map(() => 413))
         expect(grown).toBeLessThan(50 * 1024 * 1024)
+      }))
+  })
+
+  describe("422 messages", () => {
+    it.effect("a type mismatch reads like every other 422: the field, then what it must be", () =>
+      Effect.gen(function*() {
+        const owner = yield* seedUser()
+        yield* giveCredits(owner.workspace_id)
+        const { pipeline } = yield* funnel(owner)
+        const r = yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, tags: "one", context: [], contact: { email: "types@example.com" } })
+        expect422(r, ["tags", "context"])
+        const messages = Object.fromEntries(r.body.validation.map((v: { field: string; message: string }) => [v.field, v.message]))
+        expect(messages).toEqual({ tags: "The tags field must be a list of strings.", context: "The context field must be an object or null." })
+        const channel = yield* linkWebChannel(owner, pipeline.id)
+        const { receiverUrl } = yield* TestServer
+        const said = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
+          method: "POST",
+          headers: { authorization: basic(channel), "content-type": "application/json" },
+          body: JSON.stringify({ contact_id: "types-visitor", message: "hello" })
+        })
+        const [conversation] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ id: number }>`select conversation_id as id from messages where id = ${said.body.data.message_id}`).pipe(Effect.orDie)
+        const notes = yield* put(owner, `/api/user/conversations/${conversation!.id}`, { notes: "a string" })
+        expect422(notes, ["notes"])
+        expect(notes.body.validation[0].message).toBe("The notes field must be a list of strings or null.")
       }))
   })
 
@@ -401,6 +434,31 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       }))
   })
 })
+
+/**
+ * A client that writes its whole request (headers and body) before it reads a byte of the answer, as simple
+ * clients do: what it reads once done, or the socket error it met instead.
+ */
+const sendAllThenRead = (url: string, body: Buffer, authorization: string, chunked: boolean) =>
+  new Promise<{ statusLine: string; body: string; error: string | undefined }>((resolve) => {
+    const { hostname, pathname, port } = new URL(url)
+    const socket = Net.connect(Number(port), hostname)
+    const received: Array<Buffer> = []
+    let error: string | undefined
+    socket.pause()
+    socket.on("error", (e: NodeJS.ErrnoException) => (error = e.code ?? e.message))
+    socket.on("close", () => {
+      const text = Buffer.concat(received).toString("utf8")
+      resolve({ statusLine: text.split("\r\n")[0] ?? "", body: text.slice(text.indexOf("\r\n\r\n") + 4), error })
+    })
+    const framing = chunked ? "Transfer-Encoding: chunked" : `Content-Length: ${body.length}`
+    socket.write(`POST ${pathname} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\n${framing}\r\nConnection: close\r\n\r\n`)
+    const payload = chunked ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from("\r\n0\r\n\r\n")]) : body
+    socket.write(payload, () => {
+      socket.on("data", (chunk: Buffer) => received.push(chunk))
+      socket.resume()
+    })
+  })
 
 /** A POST whose body is streamed without Content-Length (Transfer-Encoding: chunked). */
 const postChunked = (url: string, body: string, headers: Record<string, string>) =>
