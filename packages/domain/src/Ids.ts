@@ -7,7 +7,11 @@ const idMessage = () => "must be a positive integer id"
 
 /** A positive integer id of one kind (`PipelineId`), as bodies carry it. */
 export const Id = <B extends string>(brand: B) =>
-  Schema.Int.pipe(Schema.between(1, MAX_ID, { message: idMessage }), Schema.brand(brand)).annotations({ message: idMessage })
+  Schema.Int.pipe(Schema.between(1, MAX_ID, { message: idMessage }), Schema.brand(brand)).annotations({
+    message: idMessage,
+    // one self-contained schema (not a $ref to Int beside the bounds), so every reader of the document sees them
+    jsonSchema: { type: "integer", minimum: 1, maximum: MAX_ID }
+  })
 
 /**
  * An id in a path or query string: `^[1-9][0-9]*$` within range, nothing looser. `Number(" 1")`, `1e0`,

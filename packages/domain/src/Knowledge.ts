@@ -100,7 +100,12 @@ export const PointsQuery = Schema.Struct({
   next_page_offset: Schema.optional(Schema.String)
 }).annotations(all)
 
-export const DefaultId = Schema.Union(Schema.String.pipe(Schema.minLength(1), maxChars(255)), Schema.Int).annotations({
+/** An integer `default_id` is kept as text; beyond 2^53 a JSON number no longer holds it exactly. */
+const IntegerDefaultId = Schema.Int.pipe(Schema.between(-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)).annotations({
+  jsonSchema: { type: "integer", minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }
+})
+
+export const DefaultId = Schema.Union(Schema.String.pipe(Schema.minLength(1), maxChars(255)), IntegerDefaultId).annotations({
   message: () => "must be a string or an integer"
 })
 
@@ -115,7 +120,7 @@ export const UpsertPoints = Schema.Struct({
         jsonSchema: {
           type: "object",
           required: ["default_id"],
-          properties: { default_id: { anyOf: [{ type: "string" }, { type: "integer" }], description: "The point's stable id; a match updates that point" } }
+          properties: { default_id: { anyOf: [{ type: "string", minLength: 1, maxLength: 255 }, { type: "integer", minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }], description: "The point's stable id; a match updates that point" } }
         }
       })
     ).pipe(

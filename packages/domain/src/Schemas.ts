@@ -57,14 +57,16 @@ export const MinLength = (min: number, max = 10_000) =>
 export const INT4_MAX = 2_147_483_647
 
 export const IntBetween = (min: number, max: number) =>
-  Schema.Int.pipe(Schema.between(min, max, { message: () => `must be an integer between ${min} and ${max}` }))
+  Schema.Int.pipe(Schema.between(min, max, { message: () => `must be an integer between ${min} and ${max}` })).annotations({
+    jsonSchema: { type: "integer", minimum: min, maximum: max }
+  })
 
 /** At least `min`, and no more than an `integer` column holds. */
 export const IntAtLeast = (min: number) =>
   Schema.Int.pipe(
     Schema.greaterThanOrEqualTo(min, { message: () => `must be an integer of at least ${min}` }),
     Schema.lessThanOrEqualTo(INT4_MAX, { message: () => `may not be greater than ${INT4_MAX}` })
-  )
+  ).annotations({ jsonSchema: { type: "integer", minimum: min, maximum: INT4_MAX } })
 
 /** A JSON number that is a real number: `1e400` parses as Infinity. */
 export const FiniteNumber = Schema.Number.pipe(Schema.finite({ message: () => "must be a finite number" }))

@@ -85,6 +85,39 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(query("/api/user/opportunities")).toContain("per_page")
     }))
 
+  it.effect("every integer a request sends (body or query) states its bounds in one schema, as its column holds them", () =>
+    Effect.gen(function*() {
+      const doc = yield* openapi
+      const unbounded: Array<string> = []
+      let integers = 0
+      const walk = (schema: any, at: string, seen: ReadonlySet<string>): void => {
+        if (schema === null || typeof schema !== "object") return
+        if (typeof schema.$ref === "string") {
+          const name = schema.$ref.replace("#/components/schemas/", "")
+          if (seen.has(name)) return
+          return walk(doc.components.schemas[name], at, new Set([...seen, name]))
+        }
+        if (schema.type === "integer") integers++
+        if (schema.type === "integer" && (schema.maximum === undefined || schema.minimum === undefined)) unbounded.push(at)
+        for (const [key, value] of Object.entries(schema.properties ?? {})) walk(value, `${at}.${key}`, seen)
+        for (const key of ["anyOf", "oneOf", "allOf"]) for (const member of schema[key] ?? []) walk(member, at, seen)
+        if (schema.items !== undefined) walk(schema.items, `${at}[]`, seen)
+      }
+      for (const [path, operations] of Object.entries<any>(doc.paths)) {
+        for (const [method, op] of Object.entries<any>(operations)) {
+          for (const parameter of op.parameters ?? []) {
+            walk(parameter.schema, `${method} ${path} ?${parameter.name}`, new Set())
+          }
+          const body = op.requestBody?.content?.["application/json"]?.schema
+          if (body !== undefined) {
+            walk(body, `${method} ${path} body`, new Set())
+          }
+        }
+      }
+      expect(unbounded).toEqual([])
+      expect(integers).toBeGreaterThan(50)
+    }))
+
   it.effect("POST /api/user/pipelines lists 401, 403 and 422 as error envelopes", () =>
     Effect.gen(function*() {
       const doc = yield* openapi

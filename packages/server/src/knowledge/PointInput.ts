@@ -40,6 +40,8 @@ const typeError = (type: ColumnDataType, value: unknown): string | null => {
 const defaultIdError = (value: unknown): string | null => {
   if (value === undefined || value === null || value === "") return "is required"
   if (!(typeof value === "string" || (typeof value === "number" && Number.isInteger(value)))) return "must be a string or an integer"
+  // stored as text: past 2^53 a JSON number is no longer the integer the client wrote
+  if (typeof value === "number" && !Number.isSafeInteger(value)) return `must be an integer between -${Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}`
   return charCount(String(value)) > 255 ? "may not be greater than 255 characters" : null
 }
 
