@@ -245,9 +245,11 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const receiverBig = yield* Effect.promise(() => postChunked(`${receiverUrl}/web-chat/message`, big, { authorization: basic(channel) }))
         expect(receiverBig.status).toBe(413)
         expect(JSON.parse(receiverBig.body)).toEqual({ status: false, message: "The request body may not be larger than 1 MB.", data: null })
-        // a client that reads nothing until it has written its whole body still reads the 413, never a reset
+        // a client that reads nothing until it has written its whole body (20 MB, Connection: close) still
+        // reads the 413, never a reset
+        const huge = Buffer.alloc(20 * 1024 * 1024, "a")
         for (const chunked of [false, true]) {
-          const answer = yield* Effect.promise(() => sendAllThenRead(`${receiverUrl}/web-chat/message`, Buffer.from(big), basic(channel), chunked))
+          const answer = yield* Effect.promise(() => sendAllThenRead(`${receiverUrl}/web-chat/message`, huge, basic(channel), chunked))
           expect(answer.error, `chunked: ${chunked}`).toBeUndefined()
           expect(answer.statusLine).toBe("HTTP/1.1 413 Payload Too Large")
           expect(answer.body).toContain("The request body may not be larger than 1 MB.")

@@ -20,10 +20,7 @@ import type { ListenerPolicy } from "./RequestGuard.js"
 
 type BodyRead = { readonly _tag: "Body"; readonly bytes: Buffer } | { readonly _tag: "TooLarge" }
 
-/**
- * Reads the body up to `limit` bytes. Past it nothing more is kept: the stream is left flowing (Node
- * discards the rest once the 413 is sent), so a client still sending reads the answer instead of a reset.
- */
+/** Reads the body up to `limit` bytes. Past it nothing more is kept: the guard discards the rest (discardBody). */
 const readBody = (incoming: Http.IncomingMessage, limit: number) =>
   Effect.async<BodyRead, HttpServerError.RequestError>((resume) => {
     const chunks: Array<Buffer> = []
@@ -52,6 +49,46 @@ const readBody = (incoming: Http.IncomingMessage, limit: number) =>
     incoming.once("end", onEnd)
     incoming.once("error", onError)
     return Effect.sync(cleanup)
+  })
+
+/** What a refused request's body may still cost before its answer goes out anyway. */
+const DISCARD_MAX_BYTES = 64 * 1024 * 1024
+const DISCARD_MAX_MS = 10_000
+
+/**
+ * Before a refusal is answered, the rest of the body is read and dropped (bounded in bytes and time): a
+ * client that writes its whole body before it reads (and one that sent `Connection: close`, whose socket
+ * Node closes as soon as the answer is out) then reads the answer instead of a reset. A client that asked
+ * first (`Expect: 100-continue`) sends no body, and one past the bounds is answered at once.
+ */
+export const discardBody = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.async<void>((resume) => {
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    const announced = Number(request.headers["content-length"] ?? 0)
+    const pending = !incoming.complete && !incoming.destroyed &&
+      (request.headers["transfer-encoding"] !== undefined || announced > 0) &&
+      !/100-continue/i.test(request.headers["expect"] ?? "") && announced <= DISCARD_MAX_BYTES
+    if (!pending) return resume(Effect.void)
+    let size = 0
+    const done = () => {
+      clearTimeout(timer)
+      incoming.off("data", onData)
+      incoming.off("end", done)
+      incoming.off("close", done)
+      incoming.off("error", done)
+      resume(Effect.void)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > DISCARD_MAX_BYTES) done()
+    }
+    const timer = setTimeout(done, DISCARD_MAX_MS)
+    incoming.on("data", onData)
+    incoming.once("end", done)
+    incoming.once("close", done)
+    incoming.once("error", done)
+    incoming.resume()
+    return Effect.sync(done)
   })
 
 /** The request as routes see it, its body already read: they never touch the socket again. */

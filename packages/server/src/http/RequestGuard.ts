@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto"
 import { AppConfig } from "../config/AppConfig.js"
 import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from "../db/DatabaseUnavailable.js"
 import type { BodyLimit } from "./BodyLimits.js"
-import { admit, readAndCheck } from "./RequestAdmission.js"
+import { admit, discardBody, readAndCheck } from "./RequestAdmission.js"
 
 /** How one listener answers: its envelope, and what limits a request's body. */
 export interface ListenerPolicy {
@@ -171,10 +171,12 @@ export const guard = (policy: ListenerPolicy, trustedProxies: ReadonlyArray<stri
       const admission = admit(policy, request, path)
       const routed = request === received ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
       const answer: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = admission._tag === "Refused"
-        ? Effect.succeed(admission.response)
+        ? Effect.as(discardBody(request), admission.response)
         : admission._tag === "ReadBody"
         ? Effect.flatMap(readAndCheck(policy, request, path, admission), (read) =>
-          read._tag === "Read" ? Effect.provideService(app, HttpServerRequest.HttpServerRequest, read.request) : Effect.succeed(read.response))
+          read._tag === "Read"
+            ? Effect.provideService(app, HttpServerRequest.HttpServerRequest, read.request)
+            : Effect.as(discardBody(request), read.response))
         : admission.maxBody === undefined
         ? routed
         : HttpIncomingMessage.withMaxBodySize(routed, Option.some(admission.maxBody))
