@@ -197,6 +197,35 @@ layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }).pipe(Layer.provide(
         expect(operations.length).toBeGreaterThanOrEqual(50)
       }), timeout)
 
+    it.effect("another workspace's ids in the path are not found (404), never served; 403 or an empty list only where SPEC.md says so", () =>
+      Effect.gen(function*() {
+        const { baseUrl } = yield* TestServer
+        const runtime = yield* Effect.runtime<SqlClient.SqlClient>()
+        // SPEC.md 4.1 and 4.2: a foreign opportunity (GET) and a foreign conversation (send) are 403
+        const spec403 = new Set(["GET /api/user/opportunities/{identifier}", "POST /api/user/{conversation}/messages"])
+        // SPEC.md 4.1: "No match returns 200 with empty data, never 404"
+        const specEmpty = "GET /api/user/contacts/{identifier}/opportunities"
+        const foreign = (yield* restOperations(fixture)).filter((op) =>
+          op.space.pathParams.length > 0 && op.space.pathParams.every((name) => fixture.b.pathValues[name] !== undefined) &&
+          op.base.authorization === fixture.a.bearer
+        )
+        const wrong: Array<string> = []
+        for (const op of foreign) {
+          const base = { ...op.base, path: { ...op.base.path, ...fixture.b.pathValues } }
+          const { init, url } = build(op, base, { kind: "as-is" } as Mutation)
+          const before = yield* Effect.promise(() => Runtime.runPromise(runtime)(snapshot))
+          const r = yield* Effect.promise(() => send(baseUrl + url, init))
+          // a 422 here is the body's (the known-good request of some operations has none): no id is looked up
+          const allowed = r.status === 404 || r.status === 422 || (r.status === 403 && spec403.has(op.key)) ||
+            (op.key === specEmpty && r.status === 200 && Array.isArray((r.json as { data?: unknown }).data) &&
+              (r.json as { data: Array<unknown> }).data.length === 0)
+          if (!allowed) wrong.push(`${op.key} ${url}: ${r.status} ${r.text.slice(0, 200)}`)
+          expect(yield* Effect.promise(() => Runtime.runPromise(runtime)(snapshot)), `${op.key} wrote rows`).toEqual(before)
+        }
+        expect(wrong, wrong.join("\n")).toEqual([])
+        expect(foreign.length).toBeGreaterThanOrEqual(30)
+      }), timeout)
+
     it.effect("four at a time, as real clients send them, no case of any operation gets a 5xx", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
