@@ -20,6 +20,24 @@ const receive = (auth: string, body: string | FormData, contentType: string | un
       body
     }))
 
+/** A user with credits, a pipeline with stages and a web channel on it. */
+const webAgent = Effect.gen(function*() {
+  const owner = yield* seedUser()
+  yield* giveCredits(owner.workspace_id)
+  const { pipeline } = yield* funnel(owner)
+  const channel = yield* linkWebChannel(owner, pipeline.id)
+  return { owner, pipeline, channel }
+})
+
+/** The conversation a contact's first message opens on `channel`. */
+const conversationOf = (channel: { client_id: string; client_secret: string }, contactId: string) =>
+  Effect.gen(function*() {
+    const said = yield* receive(basic(channel), JSON.stringify({ contact_id: contactId, message: "hello" }))
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ id: number }>`select conversation_id as id from messages where id = ${said.body.data.message_id}`.pipe(Effect.orDie)
+    return row!.id
+  })
+
 const mcpCall = (token: string, name: string, args: Record<string, unknown>) =>
   Effect.flatMap(TestServer, ({ baseUrl }) =>
     fetchJson(`${baseUrl}/mcp`, {
@@ -299,16 +317,8 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         expect422(r, ["tags", "context"])
         const messages = Object.fromEntries(r.body.validation.map((v: { field: string; message: string }) => [v.field, v.message]))
         expect(messages).toEqual({ tags: "The tags field must be a list of strings.", context: "The context field must be an object or null." })
-        const channel = yield* linkWebChannel(owner, pipeline.id)
-        const { receiverUrl } = yield* TestServer
-        const said = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
-          method: "POST",
-          headers: { authorization: basic(channel), "content-type": "application/json" },
-          body: JSON.stringify({ contact_id: "types-visitor", message: "hello" })
-        })
-        const [conversation] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          sql<{ id: number }>`select conversation_id as id from messages where id = ${said.body.data.message_id}`).pipe(Effect.orDie)
-        const notes = yield* put(owner, `/api/user/conversations/${conversation!.id}`, { notes: "a string" })
+        const conversation = yield* conversationOf(yield* linkWebChannel(owner, pipeline.id), "types-visitor")
+        const notes = yield* put(owner, `/api/user/conversations/${conversation}`, { notes: "a string" })
         expect422(notes, ["notes"])
         expect(notes.body.validation[0].message).toBe("The notes field must be a list of strings or null.")
       }))
@@ -317,25 +327,17 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
   describe("limits in characters", () => {
     it.effect("an emoji counts as one character: 9,999 letters and one emoji fit the 10,000, 10,001 characters do not", () =>
       Effect.gen(function*() {
-        const owner = yield* seedUser()
-        yield* giveCredits(owner.workspace_id)
-        const { pipeline } = yield* funnel(owner)
-        const channel = yield* linkWebChannel(owner, pipeline.id)
-        const { baseUrl, receiverUrl } = yield* TestServer
-        const receive = (body: Record<string, unknown>) =>
-          fetchJson(`${receiverUrl}/web-chat/message`, {
-            method: "POST",
-            headers: { authorization: basic(channel), "content-type": "application/json" },
-            body: JSON.stringify(body)
-          })
+        const { channel, owner, pipeline } = yield* webAgent
+        const { baseUrl } = yield* TestServer
+        const say = (body: Record<string, unknown>) => receive(basic(channel), JSON.stringify(body))
         const fits = "a".repeat(9_999) + "😀"
         const over = "a".repeat(10_000) + "😀"
         const contactKey = "b".repeat(254) + "😀"
-        expect((yield* receive({ contact_id: contactKey, message: fits })).status).toBe(200)
-        const refused = yield* receive({ contact_id: "emoji-visitor", message: over })
+        expect((yield* say({ contact_id: contactKey, message: fits })).status).toBe(200)
+        const refused = yield* say({ contact_id: "emoji-visitor", message: over })
         expect(refused.status).toBe(400)
         expect(JSON.stringify(refused.body)).toContain("may not be greater than 10000 characters")
-        expect((yield* receive({ contact_id: "b".repeat(255) + "😀", message: "hi" })).status).toBe(400)
+        expect((yield* say({ contact_id: "b".repeat(255) + "😀", message: "hi" })).status).toBe(400)
 
         const initiate = yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
           method: "POST",
@@ -364,18 +366,12 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
   describe("500s", () => {
     it.effect("a defect on the receiver is logged at Error with its request id, its route and its cause", () =>
       Effect.gen(function*() {
-        const owner = yield* seedUser()
-        yield* giveCredits(owner.workspace_id)
-        const { pipeline } = yield* funnel(owner)
-        const channel = yield* linkWebChannel(owner, pipeline.id)
+        const { channel } = yield* webAgent
         const sql = yield* SqlClient.SqlClient
-        const { receiverUrl } = yield* TestServer
         yield* sql`alter table conversations rename to conversations_away`.pipe(Effect.orDie)
-        const r = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
-          method: "POST",
-          headers: { authorization: basic(channel), "content-type": "application/json" },
-          body: JSON.stringify({ contact_id: "defect-visitor", message: "hello" })
-        }).pipe(Effect.ensuring(sql`alter table conversations_away rename to conversations`.pipe(Effect.orDie)))
+        const r = yield* receive(basic(channel), JSON.stringify({ contact_id: "defect-visitor", message: "hello" })).pipe(
+          Effect.ensuring(sql`alter table conversations_away rename to conversations`.pipe(Effect.orDie))
+        )
         expect(r.status).toBe(500)
         const requestId = r.headers.get("x-request-id")!
         expect(r.body.message).toBe(`Internal server error (request id ${requestId}). The error was logged.`)
@@ -386,20 +382,10 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
 
     it.effect("a 5xx a route answers itself (the channel refused the operator's message) is logged at Error too", () =>
       Effect.gen(function*() {
-        const owner = yield* seedUser()
-        yield* giveCredits(owner.workspace_id)
-        const { pipeline } = yield* funnel(owner)
-        const channel = yield* linkWebChannel(owner, pipeline.id)
-        const { receiverUrl } = yield* TestServer
-        const said = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
-          method: "POST",
-          headers: { authorization: basic(channel), "content-type": "application/json" },
-          body: JSON.stringify({ contact_id: "refused-visitor", message: "hello" })
-        })
-        const [conversation] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          sql<{ id: number }>`select conversation_id as id from messages where id = ${said.body.data.message_id}`).pipe(Effect.orDie)
+        const { channel, owner } = yield* webAgent
+        const conversation = yield* conversationOf(channel, "refused-visitor")
         ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: false }))
-        const r = yield* post(owner, `/api/user/${conversation!.id}/messages`, { message: "Are you still there?" })
+        const r = yield* post(owner, `/api/user/${conversation}/messages`, { message: "Are you still there?" })
         expect(r.status).toBe(500)
         const requestId = r.headers.get("x-request-id")!
         const line = logged.find((l) => l.annotations.request_id === requestId)
