@@ -57,6 +57,7 @@ const skipped: Record<string, string> = {
   "docs/reliability.md: FUZZ_RUNS=150 npx vitest run --project embedded packages/server/test/fuzz.http.test.ts":
     "runs a test suite",
   "docs/reliability.md: npx tsx bench/body-limits.ts": "a benchmark run",
+  "docs/reliability.md: FUZZ_RUNS=150 FUZZ_SEED=7 npx vitest run packages/server/test/fuzz.http.test.ts": "a longer run of the suite itself",
   "docs/deploy.md: sudo apt-get install -y postgresql-15 postgresql-server-dev-15 build-essential":
     "installs Postgres and builds pgvector on a host",
   "docs/deploy.md: sudo -u postgres psql -c \"create role parley login password 'a-long-random-password'\"":
