@@ -34,6 +34,22 @@ const signInForm = (address: string) =>
       })
   })
 
+/** `count` identical JSON POSTs sent at once: their statuses. */
+const burst = (count: number, url: string, headers: Record<string, string>, body: unknown) =>
+  Effect.all(
+    Array.from({ length: count }, () =>
+      Effect.promise(async () => {
+        const response = await fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify(body)
+        })
+        await response.arrayBuffer()
+        return response.status
+      })),
+    { concurrency: "unbounded" }
+  )
+
 layer(TestServerLive({ TRUST_PROXY: "loopback", OAUTH_REGISTRATIONS_PER_HOUR: "5", WIDGET_SESSIONS_PER_HOUR: "5" }), {
   excludeTestServices: true
 })("limits that hold under concurrency", (it) => {
@@ -102,19 +118,10 @@ layer(TestServerLive({ TRUST_PROXY: "loopback", OAUTH_REGISTRATIONS_PER_HOUR: "5
     it.effect("concurrent registrations from one address get exactly the limit", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
-        const statuses = yield* Effect.all(
-          Array.from({ length: 30 }, () =>
-            Effect.promise(async () => {
-              const response = await fetch(`${baseUrl}/register`, {
-                method: "POST",
-                headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.51" },
-                body: JSON.stringify({ redirect_uris: ["http://127.0.0.1:9/cb"], token_endpoint_auth_method: "none" })
-              })
-              await response.arrayBuffer()
-              return response.status
-            })),
-          { concurrency: "unbounded" }
-        )
+        const statuses = yield* burst(30, `${baseUrl}/register`, { "x-forwarded-for": "198.51.100.51" }, {
+          redirect_uris: ["http://127.0.0.1:9/cb"],
+          token_endpoint_auth_method: "none"
+        })
         expect(statuses.filter((s) => s === 201)).toHaveLength(5)
         expect(statuses.filter((s) => s === 429)).toHaveLength(25)
       }))
@@ -126,19 +133,9 @@ layer(TestServerLive({ TRUST_PROXY: "loopback", OAUTH_REGISTRATIONS_PER_HOUR: "5
         yield* giveCredits(owner.workspace_id)
         const { pipeline } = yield* funnel(owner)
         const widget = ok(yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: ["https://shop.example"] }))
-        const statuses = yield* Effect.all(
-          Array.from({ length: 20 }, () =>
-            Effect.promise(async () => {
-              const response = await fetch(`${baseUrl}/api/widget/session`, {
-                method: "POST",
-                headers: { "content-type": "application/json", origin: "https://shop.example", "x-forwarded-for": "198.51.100.61" },
-                body: JSON.stringify({ client_id: widget.client_id })
-              })
-              await response.arrayBuffer()
-              return response.status
-            })),
-          { concurrency: "unbounded" }
-        )
+        const statuses = yield* burst(20, `${baseUrl}/api/widget/session`, { origin: "https://shop.example", "x-forwarded-for": "198.51.100.61" }, {
+          client_id: widget.client_id
+        })
         expect(statuses.filter((s) => s === 200)).toHaveLength(5)
         expect(statuses.filter((s) => s === 429)).toHaveLength(15)
       }))
