@@ -9,11 +9,15 @@
  * With `minutes` it stops at that time whatever the count (issue 35's 30-minute soak: `... 100000000 10000 64 30`).
  * Each block also reports the server's RSS, sampled every 500 ms: its low point in the block (after a
  * collection; what stays held) and its high point. Low points that keep rising after warm-up mean a leak.
+ * To tell where memory is held, every 2 s the servers' /metrics: the V8 heap's low point in the block
+ * (`nodejs_heap_used_bytes`: JavaScript objects), and at the block's end the memory outside it
+ * (`nodejs_external_memory_bytes`: buffers and the embedded database's WebAssembly memory) and the
+ * database's size on disk.
  * On Postgres: BENCH_PG=throwaway or DATABASE_URL=..., BENCH_TOPOLOGY (see support.ts).
  */
 import * as Fs from "node:fs"
 import { replyExchange, replyServerEnv, startReplyHook } from "./replies.js"
-import { statementCount } from "./statements.js"
+import { gauge, scrape, statementCount } from "./statements.js"
 import { cpuMs, describe, serverProcs, setup, startServer } from "./support.js"
 
 const total = Number(process.argv[2] ?? 100_000)
@@ -42,15 +46,22 @@ try {
   const procs = serverProcs(server)
   const cpu = () => procs.reduce((sum, p) => sum + cpuMs(p.pid), 0)
   console.log(`\nReply soak on ${describe(s)}: ${total} replies at concurrency ${concurrency}, ${conversationCount} conversations, node ${process.version}\n`)
-  console.log("| replies | minutes | replies/s | server CPU per reply | statements per reply | RSS low | RSS high |")
-  console.log("|---|---|---|---|---|---|---|")
+  console.log("| replies | minutes | replies/s | server CPU per reply | statements per reply | RSS low | RSS high | heap low | external | database |")
+  console.log("|---|---|---|---|---|---|---|---|---|---|")
   const started = Date.now()
   const stopAt = started + minutes * 60_000
-  let rss = { low: Infinity, high: 0 }
+  let rss = { low: Infinity, high: 0, heapLow: Infinity }
   const sampler = setInterval(() => {
     const now = procs.reduce((sum, p) => sum + rssMiB(p.pid), 0)
-    rss = { low: Math.min(rss.low, now), high: Math.max(rss.high, now) }
+    rss = { ...rss, low: Math.min(rss.low, now), high: Math.max(rss.high, now) }
   }, 500)
+  const scrapeAll = () => Promise.all(server.processes.map((p) => scrape(p.metrics!)))
+  const sum = (bodies: ReadonlyArray<string>, name: string) => bodies.reduce((n, body) => n + gauge(body, name), 0) / 2 ** 20
+  const heapSampler = setInterval(() => {
+    scrapeAll().then((bodies) => {
+      rss = { ...rss, heapLow: Math.min(rss.heapLow, sum(bodies, "nodejs_heap_used_bytes")) }
+    }, () => undefined)
+  }, 2_000)
   let done = 0
   let mark = { at: Date.now(), cpu: cpu(), statements: await statements(), done: 0 }
   const rates: Array<number> = []
@@ -64,16 +75,20 @@ try {
         const count = now.done - mark.done
         const rate = (count * 1000) / (now.at - mark.at)
         rates.push(rate)
+        const bodies = await scrapeAll()
+        const database = gauge(bodies[0]!, "parley_database_size_bytes") / 2 ** 20
         console.log(
           `| ${now.done} | ${((now.at - started) / 60_000).toFixed(1)} | ${rate.toFixed(1)} | ${((now.cpu - mark.cpu) / count).toFixed(1)} ms | ` +
-            `${((now.statements - mark.statements) / count).toFixed(1)} | ${rss.low.toFixed(0)} MiB | ${rss.high.toFixed(0)} MiB |`
+            `${((now.statements - mark.statements) / count).toFixed(1)} | ${rss.low.toFixed(0)} MiB | ${rss.high.toFixed(0)} MiB | ` +
+            `${rss.heapLow.toFixed(0)} MiB | ${sum(bodies, "nodejs_external_memory_bytes").toFixed(0)} MiB | ${database.toFixed(0)} MiB |`
         )
         mark = now
-        rss = { low: Infinity, high: 0 }
+        rss = { low: Infinity, high: 0, heapLow: Infinity }
       }
     }
   }))
   clearInterval(sampler)
+  clearInterval(heapSampler)
   if (rates.length >= 2) console.log(`\nlast block against the first: ${((100 * rates.at(-1)!) / rates[0]!).toFixed(0)}%`)
 } finally {
   await server.stop()

@@ -8,7 +8,7 @@ import * as Http from "node:http"
 import type { Server } from "./support.js"
 
 /** A fresh connection each time: a kept-alive one may be closed by the metrics server as it is reused. */
-const scrape = (url: string) =>
+export const scrape = (url: string) =>
   new Promise<string>((resolve, reject) => {
     Http.get(url, { agent: false }, (res) => {
       const chunks: Array<Buffer> = []
@@ -25,3 +25,6 @@ export const statementCount = async (server: Server) => {
   }
   return sum
 }
+
+/** One gauge's value in a scrape's text (NaN when absent). */
+export const gauge = (body: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, "m").exec(body)?.[1] ?? NaN)

@@ -118,6 +118,8 @@ describe("observability of a running server", () => {
     // the wait for the database: the embedded client's one session, or the Postgres pool's connections
     expect(value(database.mode === "embedded" ? "parley_db_session_wait_seconds_count" : "parley_db_pool_wait_seconds_count")).toBeGreaterThan(0)
     expect(value("process_resident_memory_bytes")).toBeGreaterThan(0)
+    expect(value("nodejs_external_memory_bytes")).toBeGreaterThan(0)
+    expect(value("parley_database_size_bytes")).toBeGreaterThan(1_000_000)
     // every histogram's +Inf bucket equals its count
     for (const [key, n] of samples) {
       const inf = /^(.*)_bucket\{(.*),le="\+Inf"\}$/.exec(key) ?? /^(.*)_bucket\{le="\+Inf"\}$/.exec(key)
