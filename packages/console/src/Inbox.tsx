@@ -47,6 +47,7 @@ const Row = ({ c, index, active, open }: { c: Conversation; index: number; activ
     <div class="row-bottom">
       <span class="preview">{typing.value.has(c.id) ? <em>AI is typing…</em> : (c.last_message_preview ?? "No messages yet")}</span>
       <span class="meta">
+        {c.reply_failed && <span class="reply-failed" title="The agent could not answer the last message">Reply failed</span>}
         {c.unread_count > 0 && <span class="unread" aria-label={`${c.unread_count} unread`}>{c.unread_count}</span>}
         <time dateTime={c.last_message_at ?? c.created_at}>{clock(c.last_message_at ?? c.created_at)}</time>
       </span>

@@ -81,7 +81,12 @@ export class ConversationListItem extends Schema.Class<ConversationListItem>("Co
   opportunity: Schema.NullOr(ConversationOpportunity).annotations({ description: "The conversation's current (newest) opportunity" }),
   handoff: Handoff,
   last_message_at: Schema.NullOr(Timestamp),
-  last_message_preview: Schema.NullOr(Schema.String),
+  last_message_preview: Schema.NullOr(Schema.String).annotations({
+    description: "The contact's last message (200 characters), whatever came after it; the last message when the contact has written nothing"
+  }),
+  reply_failed: Schema.Boolean.annotations({
+    description: "The agent could not answer the contact's last message (its provider failed, or the output guard withheld the reply)"
+  }),
   messages_count: Schema.Number,
   unread_count: Schema.Number.annotations({ description: "Contact messages newer than the caller's read marker" }),
   created_at: Timestamp

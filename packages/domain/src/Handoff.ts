@@ -81,6 +81,9 @@ export type HandoffCommand = typeof HandoffCommand.Type
 
 /** What a contact is told when a person is asked for, unless the pipeline says otherwise. */
 export const DEFAULT_BRIDGE_TEXT = "I'm bringing in a member of our team to help with this. They will reply here shortly."
+
+/** What the contact is told when a reply cannot be made (a pipeline's `fallback_message` when null). */
+export const DEFAULT_FALLBACK_MESSAGE = "Sorry, I could not answer that just now. A member of our team will get back to you."
 /** The second bridge message, when the wait outlasts the pipeline's timeout (`second_bridge`). */
 export const DEFAULT_SECOND_BRIDGE_TEXT = "Thank you for waiting. Our team has your conversation and will reply here as soon as they can."
 
@@ -92,7 +95,8 @@ export type HandoffTimeoutAction = typeof HandoffTimeoutAction.Type
 
 /** A move and who makes it. `by` is the operator's user id for operator moves. */
 export type HandoffMove =
-  | { readonly action: "request"; readonly actor: HandoffRequester; readonly reason: string | null }
+  /** `bridgeText`: what the contact is told instead of the pipeline's bridge message (a failed reply's fallback) */
+  | { readonly action: "request"; readonly actor: HandoffRequester; readonly reason: string | null; readonly bridgeText?: string | null }
   | { readonly action: "take"; readonly userId: number }
   | { readonly action: "assign"; readonly userId: number; readonly assigneeId: number }
   | { readonly action: "return"; readonly actor: "operator" | "system"; readonly userId: number | null; readonly note: string | null }

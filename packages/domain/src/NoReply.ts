@@ -15,7 +15,8 @@ export const NoReplyReasons = [
   "message_limit",
   "cost_limit",
   "model_not_configured",
-  "provider_error"
+  "provider_error",
+  "reply_withheld"
 ] as const
 
 export type NoReplyReason = typeof NoReplyReasons[number]
@@ -30,7 +31,9 @@ export const noReplySentence: { readonly [R in NoReplyReason]: string } = {
   message_limit: "The conversation reached its pipeline's max_conversation_messages.",
   cost_limit: "The conversation's cost reached its pipeline's max_conversation_cost.",
   model_not_configured: "The pipeline's model needs a provider key that is not set on the server (OPENAI_API_KEY or ANTHROPIC_API_KEY).",
-  provider_error: "The model's provider failed, after retries; the failed reply carries the error."
+  provider_error: "The model's provider failed, after retries; the failed reply carries the error.",
+  reply_withheld:
+    "The output guard withheld the model's reply and its one rewrite: they repeated text meant only for the agent (instructions, a note, a tool or stage name)."
 }
 
 export const NoReplyReason = Schema.Literal(...NoReplyReasons).annotations({
@@ -43,7 +46,7 @@ export const NoReplyReason = Schema.Literal(...NoReplyReasons).annotations({
 /** On a message record: the reason on a contact message the agent did not answer; null otherwise. */
 export const NoReplyReasonField = Schema.NullOr(NoReplyReason).annotations({
   description:
-    "Contact (`role: user`) messages only: why the agent made no reply to it (`no_credits`, `no_subscription`, `paused`, `waiting_for_person`, `message_limit`, `cost_limit`, `model_not_configured`, `provider_error`, `no_agent`). Null when a reply was made, while one is still pending, and on assistant messages."
+    "Contact (`role: user`) messages only: why the agent made no reply to it (`no_credits`, `no_subscription`, `paused`, `waiting_for_person`, `message_limit`, `cost_limit`, `model_not_configured`, `provider_error`, `reply_withheld`, `no_agent`). Null when a reply was made, while one is still pending, and on assistant messages."
 })
 
 const known = new Set<string>(NoReplyReasons)

@@ -81,6 +81,8 @@ export class Pipeline extends Schema.Class<Pipeline>("Pipeline")({
   handoff_timeout_action: HandoffTimeoutAction,
   handoff_keywords: Schema.Array(Schema.String),
   handoff_after_failures: Schema.NullOr(Schema.Int),
+  fallback_message: Schema.NullOr(Schema.String),
+  handoff_on_failure: Schema.Boolean,
   stages_count: Schema.Int,
   created_at: Timestamp,
   updated_at: Timestamp
@@ -114,6 +116,14 @@ export const handoffFields = {
   }),
   handoff_after_failures: Schema.optional(Schema.NullOr(IntBetween(1, 20))).annotations({
     description: "Ask for a person after this many replies in a row could not be made (a rule); null: never"
+  }),
+  fallback_message: Schema.optional(Schema.NullOr(Text(2_000))).annotations({
+    description: "What the contact is told when a reply cannot be made (the provider failed, or the output guard withheld it); " +
+      "null: \"Sorry, I could not answer that just now. A member of our team will get back to you.\""
+  }),
+  handoff_on_failure: Schema.optional(Schema.Boolean).annotations({
+    description: "When a reply cannot be made, tell the contact fallback_message and ask for a person (default true); " +
+      "false: the turn is recorded as failed and the contact hears nothing"
   })
 }
 export const handoffFieldNames = Object.keys(handoffFields) as ReadonlyArray<keyof typeof handoffFields>

@@ -13,6 +13,7 @@ import { createStage, createPipeline, expectStatus, get, ok, post, put } from ".
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 import { basic, say } from "./support/WebChat.js"
+import { withKnowledge } from "./support/Knowledge.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number }
 
@@ -29,8 +30,14 @@ const agentSetup = (options: { readonly callbackUrl?: string; readonly settings?
     const owner = options.owner ?? (yield* seedUser())
     yield* credits(owner.workspace_id, 100)
     const pipeline = yield* createPipeline(owner, "Sales")
+    // the facts the agent may say are knowledge; its instructions are followed, never said
+    yield* withKnowledge(owner, pipeline.id, [
+      "Our annual plan costs 990 euros per year.",
+      "The monthly plan costs 99 euros per month.",
+      "Support is open on weekdays."
+    ])
     ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
-      instructions: "Our annual plan costs 990 euros per year. The monthly plan costs 99 euros per month. Support is open on weekdays.",
+      instructions: "Answer questions about our plans. Never promise a discount.",
       reply_debounce_ms: 0,
       ...options.settings
     }))
@@ -240,7 +247,9 @@ layer(
       const viaApi = ok(yield* get(owner, `/api/user/opportunities/${opportunity!.id}`))
       expect(viaApi.status).toBe("won")
       const [reply] = yield* assistantMessages(yield* conversationOf(id))
-      expect(reply!.message).toContain("Closed won")
+      // the stage is internal: the contact is thanked, never told its name
+      expect(reply!.message).toContain("I've noted that")
+      expect(reply!.message).not.toContain("Closed won")
       // the move was recorded once, as a stage entry
       const entries = yield* sql<{ n: number }>`
         select count(*)::int as n from stage_entries where opportunity_id = ${opportunity!.id} and cause = 'moved'`

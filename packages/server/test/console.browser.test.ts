@@ -172,14 +172,15 @@ describe("the operator console in a browser", () => {
     await shot(operator, "conversation-operator")
     await visitor.screenshot({ path: Path.join(artifacts, "console-visitor-widget.png") })
 
-    // hand back with a note; the agent's next reply follows it
+    // hand back with a note: it steers the agent, and is never said to the visitor
     await operator.getByRole("button", { name: "Hand back to AI" }).click()
     await operator.getByLabel("A note for the AI (optional)").fill("Replacement approved. Offer the voucher code BIKE10 for the trouble.")
     await operator.getByRole("button", { name: "Hand back", exact: true }).click()
     await until("handed back", async () => (await operator.getByTestId("handoff-state").innerText()) === "The AI has it" || undefined, WAIT.timeout)
-    await widgetSay(visitor, "Is there a voucher for the trouble?")
-    await widgetReply(visitor, "BIKE10").waitFor(WAIT)
-    await transcript.locator(".msg.from-ai", { hasText: "BIKE10" }).waitFor(WAIT)
+    await widgetSay(visitor, "Is there a voucher for the trouble? And how long is a demo call?")
+    await widgetReply(visitor, "30 minutes").waitFor(WAIT)
+    await transcript.locator(".msg.from-ai", { hasText: "30 minutes" }).waitFor(WAIT)
+    expect(await transcript.locator(".msg.from-ai", { hasText: "BIKE10" }).count()).toBe(0)
     const conversation = (await rest(`conversations/${conversationId}`)).body.data
     expect(conversation.handoff).toMatchObject({ state: "ai", return_note: "Replacement approved. Offer the voucher code BIKE10 for the trouble." })
     const opportunityId = conversation.opportunity.id as number

@@ -38,7 +38,7 @@ layer(TestServerLive(), { excludeTestServices: true })("parley eval run", (it) =
         ai_model_id: 1,
         language_id: 1,
         reply_debounce_ms: 0,
-        instructions: "Refunds take 5 business days. We ship every weekday."
+        instructions: "On refunds, say “Refunds take 5 business days.” On shipping, say “We ship every weekday.”"
       }))
       ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
       const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-evals-"))
@@ -56,7 +56,7 @@ layer(TestServerLive(), { excludeTestServices: true })("parley eval run", (it) =
 
       // the human case fails (the local model asks for a person) and the instructions no longer say five days
       Fs.writeFileSync(Path.join(dir, "evals", "handoff.json"), JSON_CASE)
-      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: "Refunds take two weeks. We ship every weekday." }))
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: "On refunds, say “Refunds take two weeks.” On shipping, say “We ship every weekday.”" }))
       const failing = yield* cli(["--pipeline", String(pipeline.id), "--cases", Path.join(dir, "evals", "support.yaml"), Path.join(dir, "evals", "handoff.json"), "--json"])
       expect(failing.code, failing.stderr).toBe(1)
       expect(failing.stderr).toContain("FAIL refunds take five days")

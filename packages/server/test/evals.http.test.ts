@@ -32,7 +32,7 @@ const receiver = Effect.acquireRelease(
   ({ server }) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
 )
 
-const INSTRUCTIONS = "Refunds take 5 business days. Please send your order number so we can start the refund."
+const INSTRUCTIONS = "On refunds, say “Refunds take 5 business days. Please send your order number so we can start the refund.”"
 
 /** A support pipeline on the local model: a refund stage the agent moves to, a ticket action, handoff on request. */
 const supportPipeline = (who: Caller, targetUrl: string) =>

@@ -50,7 +50,9 @@ layer(
       const [first] = yield* eventually(Effect.map(followupsIn(conversationId), (rows) => rows.length === 1 && rows[0]!.status === "sent_to_user" ? rows : undefined))
       expect(first).toMatchObject({ followup_step: 1, stage_id: nurture.id })
       expect(first!.message).toContain("just following up")
-      expect(first!.message).toContain("Ask whether they would like to book a demo call.")
+      // the followup's instructions are followed, never said; its assets are written to be shared
+      expect(first!.message).not.toContain("Ask whether")
+      expect(first!.message).toContain("This may help: Our brochure is at https://example.com/brochure.pdf")
       // the step is counted once the entity's answer reaches the workflow, just after the message is sent
       yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s?.steps_done === 1 ? s : undefined))
       expect((yield* sequenceOf(opportunityId))).toMatchObject({ status: "running", steps_done: 1 })

@@ -13,6 +13,7 @@ import { createStage, get, ok, post, put, sqlRows } from "./support/Opportunitie
 import { giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
+import { withKnowledge } from "./support/Knowledge.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number; readonly user_id: number; readonly email: string }
 
@@ -26,9 +27,10 @@ const agent = (owner: Caller, callbackUrl: string | null, settings: Record<strin
       ai_model_id: 1,
       language_id: 1,
       reply_debounce_ms: 0,
-      instructions: "We sell bicycles. Delivery takes three days.",
+      instructions: "Help customers with their bicycle orders.",
       ...settings
     }))
+    yield* withKnowledge(owner as Caller & { workspace_id: number }, pipeline.id, ["We sell bicycles.", "Delivery takes three days."])
     const stage = yield* createStage(owner, pipeline.id, "Open", 1)
     const won = yield* createStage(owner, pipeline.id, "Closed won", 2, "won")
     const channel = ok(yield* post(owner, "/api/user/channels", {
@@ -106,7 +108,9 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           messages_count: 2,
           unread_count: 1
         })
-        expect(row.last_message_preview).toContain("three days")
+        // the contact's last message, though the agent answered after it
+        expect(row).toMatchObject({ last_message_preview: "Hello, how long does delivery take?", reply_failed: false })
+        expect((yield* assistantMessages(id, 1))[0]!.message).toContain("three days")
 
         const messages = yield* messagesOf(owner, id)
         expect(messages.messages.map((m: any) => [m.role, m.sender])).toEqual([["assistant", "ai"], ["user", "contact"]])
@@ -169,7 +173,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
   })
 
   describe("one handoff state machine", () => {
-    it.scoped("the agent asks for a person when the contact does: bridge message, summary, silence while waiting; an operator takes over, writes, and hands back with a note the agent uses", () =>
+    it.scoped("the agent asks for a person when the contact does: bridge message, summary, silence while waiting; an operator takes over, writes, and hands back with a note for the agent, never said", () =>
       Effect.gen(function*() {
         const receiver = yield* webhookReceiver(() => "ok")
         const owner = (yield* seedUser()) as Caller
@@ -206,7 +210,9 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(returned).toMatchObject({ status: "active", handoff: { state: "ai", assignee_id: null, return_note: "Replacement approved. Offer the voucher code BIKE10 for the trouble." } })
         yield* say(channel, "asker-1", "Is there a voucher for the trouble?")
         const replies = yield* assistantMessages(id, 3)
-        expect(replies[2]!.message).toContain("BIKE10")
+        // the note steers the agent (docs/handoff.md): it is for the agent, never said to the contact
+        expect(replies[2]!.message).not.toContain("BIKE10")
+        expect(replies[2]!.message).not.toContain("Replacement approved")
         expect((yield* handoff(owner, id, { action: "return" })).status).toBe(409)
 
         const all = yield* messagesOf(owner, id)

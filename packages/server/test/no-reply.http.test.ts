@@ -287,7 +287,8 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("no reply when the pro
       openAi.requests.length = 0
       const owner = yield* seedUser()
       yield* giveCredits(owner.workspace_id)
-      const { channel, pipeline } = yield* agent(owner, { ai_model_id: 11 })
+      // the fallback off: the turn is recorded as failed and the contact hears nothing
+      const { channel, pipeline } = yield* agent(owner, { ai_model_id: 11, handoff_on_failure: false })
       const before = yield* skippedCount("provider_error")
 
       const id = yield* say(channel, "unlucky", "Hello?")
@@ -314,5 +315,35 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("no reply when the pro
       const reply = yield* eventually(Effect.map(history(channel, "unlucky"), (all) => all.find((r) => r.role === "assistant" && r.status === "sent_to_user")), 20_000)
       expect(reply.message).toBe("The annual plan is 990 euros per year.")
       expect((yield* history(channel, "unlucky")).find((r) => r.id === next)!.no_reply_reason).toBeNull()
+    }))
+
+  it.effect("by default a failed reply is never silence: the fallback message goes to the contact and a person is asked for", () =>
+    Effect.gen(function*() {
+      openAi.failing = true
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      const { channel, pipeline } = yield* agent(owner, { ai_model_id: 11 })
+      expect(pipeline).toMatchObject({ fallback_message: null, handoff_on_failure: true })
+
+      const id = yield* say(channel, "stranded", "What does the annual plan cost?")
+      const fallback = yield* eventually(Effect.map(history(channel, "stranded"), (all) =>
+        all.find((r) => r.role === "assistant" && r.status === "sent_to_user")), 20_000)
+      expect(fallback.message).toBe("Sorry, I could not answer that just now. A member of our team will get back to you.")
+      const conversationId = yield* conversationOf(id)
+      const conversation = ok(yield* call(`/api/user/conversations/${conversationId}`, { token: owner.token }))
+      expect(conversation.handoff).toMatchObject({ state: "waiting", requested_by: "rule" })
+      expect(conversation.handoff.reason).toMatch(/^The reply could not be made: /)
+      // the failed turn keeps its reason; the inbox shows what the contact wrote, flagged
+      expect((yield* history(channel, "stranded")).find((r) => r.id === id)!.no_reply_reason).toBe("provider_error")
+      const inbox = ok(yield* call(`/api/user/conversations?pipeline_id=${pipeline.id}`, { token: owner.token }))
+      expect(inbox.conversations).toHaveLength(1)
+      expect(inbox.conversations[0]).toMatchObject({ last_message_preview: "What does the annual plan cost?", reply_failed: true })
+
+      // the pipeline's own text, on the next conversation that fails
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { fallback_message: "We are on it: a colleague will answer here within the hour." }))
+      yield* say(channel, "stranded-2", "Hello?")
+      const own = yield* eventually(Effect.map(history(channel, "stranded-2"), (all) =>
+        all.find((r) => r.role === "assistant" && r.status === "sent_to_user")), 20_000)
+      expect(own.message).toBe("We are on it: a colleague will answer here within the hour.")
     }))
 })

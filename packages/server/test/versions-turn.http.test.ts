@@ -44,13 +44,13 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
         agent_type_id: 1,
         ai_model_id: 1,
         language_id: 1,
-        instructions: "Refunds take 5 business days.",
+        instructions: "On refunds, say “Refunds take 5 business days.”",
         reply_debounce_ms: 0
       }))
       ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
       const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
       expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
-      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: "Refunds take two weeks." }))
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: "On refunds, say “Refunds take two weeks.”" }))
       const live = yield* operatorSocket(owner.token, owner.workspace_id)
 
       const first = yield* say(channel, "mid-1", "How long do refunds take?")

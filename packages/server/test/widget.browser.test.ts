@@ -72,7 +72,7 @@ describe("the demo page in a browser", () => {
     expect((await assistantCount(page, 1))[0]).toContain("Parley's demo agent")
     await until("the opportunity", async () => (await page.textContent("#opportunity-stage"))?.includes("New lead") || undefined, WAIT.timeout)
 
-    // one exchange: the reply comes over the socket, from the pipeline's instructions
+    // one exchange: the reply comes over the socket, from the pipeline's knowledge
     await say(page, "What does the Growth plan cost?")
     await page.locator("li[data-role=user]:not([data-pending])", { hasText: "Growth plan" }).waitFor(WAIT)
     const afterFirst = await assistantCount(page, 2)
@@ -84,7 +84,13 @@ describe("the demo page in a browser", () => {
 
     // a stage move: asking for a demo call meets the won stage's entry condition
     await say(page, "I'd like to book a demo call")
-    await assistantCount(page, 3)
+    const afterMove = await assistantCount(page, 3)
+    // README's demo script reads naturally: an answer from the knowledge, no word of what the agent is told
+    // (its instructions, the handoff guidance, the tools, the stage names)
+    expect(afterMove[2]).toContain("A demo call takes 30 minutes")
+    for (const internal of ["request_human", "move_to_stage", "Call the", "tool", "Demo booked", "New lead", "Greet the contact", "answer from the", "[task:"]) {
+      for (const said of afterMove) expect(said).not.toContain(internal)
+    }
     await until("the won stage", async () => (await page.textContent("#opportunity-stage"))?.includes("Demo booked") || undefined, WAIT.timeout)
     expect(await page.textContent("#opportunity-status")).toContain("won")
     await page.locator("#deliveries tbody tr:not([data-empty])").nth(2).waitFor(WAIT)

@@ -115,7 +115,11 @@ export const ConversationLive = Conversation.toLayer(
         if (draft._tag === "Left") {
           // retried already (Agent's policy): the turn ends here, recorded, instead of being redelivered forever
           const error = describe(draft.left)
-          const reason = draft.left._tag === "ModelUnavailable" ? "model_not_configured" as const : "provider_error" as const
+          const reason = draft.left._tag === "ModelUnavailable"
+            ? "model_not_configured" as const
+            : draft.left._tag === "ReplyWithheld"
+            ? "reply_withheld" as const
+            : "provider_error" as const
           yield* turns.fail(conversationId, upTo, reason, error, prepared.context.model)
           // the first line: the whole provider answer is on the failed reply's `error`
           return yield* noReply(conversationId, prepared.context.isEval, reason, error.split("\n", 1)[0]!.slice(0, 300))

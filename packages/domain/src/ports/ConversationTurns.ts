@@ -120,10 +120,10 @@ export interface TurnHandoff {
  * Why a turn is not answered, known before the model is called (recorded on the contact messages as
  * `handled_reason`); `closed`: the conversation is gone, so there is nothing to record it on.
  */
-export type SkipReason = Exclude<NoReplyReason, "provider_error"> | "closed"
+export type SkipReason = Exclude<NoReplyReason, "provider_error" | "reply_withheld"> | "closed"
 
 /** Why a reply the model was asked for could not be produced. */
-export type FailReason = Extract<NoReplyReason, "provider_error" | "model_not_configured">
+export type FailReason = Extract<NoReplyReason, "provider_error" | "model_not_configured" | "reply_withheld">
 
 export type Prepared =
   /** `detail`: what exactly is missing, for the log line (e.g. which key a model needs) */

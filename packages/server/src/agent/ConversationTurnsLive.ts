@@ -201,7 +201,7 @@ export const ConversationTurnsLive = Layer.effect(
             text: null,
             error: error.slice(0, 2000)
           })
-          yield* failureRule(conversationId)
+          yield* failureRule(conversationId, error.split("\n", 1)[0]!.slice(0, 300))
           return stored
         })).pipe(Effect.orDie)
         if (stored.workspace_id !== null && stored.is_eval !== true) yield* realtime.typing(Number(conversationId), stored.workspace_id, false)

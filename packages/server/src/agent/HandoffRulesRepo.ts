@@ -5,8 +5,16 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, flow, Schema } from "effect"
 
-/** The pipeline's `handoff_after_failures` and how many of that many newest AI replies failed. */
-export const FailureRule = Schema.Struct({ limit: Schema.NullOr(Schema.Number), failed: Schema.Number })
+/**
+ * The pipeline's failure settings: `handoff_on_failure` with its `fallback_message`, and
+ * `handoff_after_failures` with how many of that many newest AI replies failed.
+ */
+export const FailureRule = Schema.Struct({
+  on_failure: Schema.Boolean,
+  fallback_message: Schema.NullOr(Schema.String),
+  limit: Schema.NullOr(Schema.Number),
+  failed: Schema.Number
+})
 export type FailureRule = typeof FailureRule.Type
 
 export class HandoffRulesRepo extends Effect.Service<HandoffRulesRepo>()("@parley/server/HandoffRulesRepo", {
@@ -19,7 +27,7 @@ export class HandoffRulesRepo extends Effect.Service<HandoffRulesRepo>()("@parle
       Result: FailureRule,
       execute: (conversationId) =>
         sql`
-        select p.handoff_after_failures as limit,
+        select p.handoff_on_failure as on_failure, p.fallback_message, p.handoff_after_failures as limit,
                (select count(*)::int from (
                   select status from messages where conversation_id = c.id and role = 'assistant' and call_type = 'ai'
                   order by created_at desc, id desc limit coalesce(p.handoff_after_failures, 0)) recent

@@ -3,7 +3,7 @@
  * contact is told, the pipeline's failure rule, and the texts the keyword rule reads (the turn's own
  * unhandled messages, so messages handled while waiting are never read again: no loop).
  */
-import { type ConversationId, DEFAULT_BRIDGE_TEXT, type TurnHandoff } from "@parley/domain"
+import { type ConversationId, DEFAULT_BRIDGE_TEXT, DEFAULT_FALLBACK_MESSAGE, type HandoffMove, type TurnHandoff } from "@parley/domain"
 import { Effect, Option } from "effect"
 import { Handoff } from "../handoff/Handoff.js"
 import { HandoffRulesRepo } from "./HandoffRulesRepo.js"
@@ -34,18 +34,25 @@ export const makeTurnHandoffRules = Effect.gen(function*() {
     bridgeText: p.handoff_bridge_text ?? DEFAULT_BRIDGE_TEXT
   })
 
-  /** The pipeline's `handoff_after_failures` rule: that many failed replies in a row ask for a person. */
-  const failureRule = (conversationId: string) =>
+  /**
+   * After a reply failed (`error`: why, one line): with `handoff_on_failure` (the default) the contact is
+   * told the pipeline's fallback message as the bridge of a request for a person; without it, the
+   * `handoff_after_failures` rule (that many failed replies in a row ask for a person).
+   */
+  const failureRule = (conversationId: string, error: string) =>
     Effect.gen(function*() {
       const found = yield* repo.failureRule(conversationId)
       if (Option.isNone(found)) return
       const rule = found.value
-      if (rule.limit === null || rule.failed < rule.limit) return
-      yield* handoff.moveAsSystem(Number(conversationId) as ConversationId, {
-        action: "request",
-        actor: "rule",
-        reason: `${rule.limit} replies in a row could not be made`
-      }).pipe(Effect.catchAll((e) => Effect.logWarning("The failure rule could not ask for a person", e)))
+      const move: HandoffMove | null = rule.on_failure
+        ? { action: "request", actor: "rule", reason: `The reply could not be made: ${error}`, bridgeText: rule.fallback_message ?? DEFAULT_FALLBACK_MESSAGE }
+        : rule.limit !== null && rule.failed >= rule.limit
+        ? { action: "request", actor: "rule", reason: `${rule.limit} replies in a row could not be made` }
+        : null
+      if (move === null) return
+      yield* handoff.moveAsSystem(Number(conversationId) as ConversationId, move).pipe(
+        Effect.catchAll((e) => Effect.logWarning("The failure rule could not ask for a person", e))
+      )
     })
 
   /** The texts of the contact messages a turn answers: unhandled, up to `upTo`. */

@@ -67,7 +67,8 @@ const listItem = (r: ConversationRow) => ({
     due_at: r.handoff_due_at
   },
   last_message_at: r.last_message_at,
-  last_message_preview: r.last_message_content === null ? null : r.last_message_content.slice(0, 200),
+  last_message_preview: (r.contact_message ?? r.last_message_content)?.slice(0, 200) ?? null,
+  reply_failed: r.reply_failed,
   messages_count: r.messages_count,
   unread_count: r.unread_count,
   created_at: r.created_at

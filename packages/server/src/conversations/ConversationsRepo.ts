@@ -50,6 +50,9 @@ export const ConversationRow = Schema.Struct({
   handoff_due_at: Schema.NullOr(Schema.String),
   last_message_at: Schema.NullOr(Schema.String),
   last_message_content: Schema.NullOr(Schema.String),
+  /** the contact's last message, and whether the agent's answer to it failed */
+  contact_message: Schema.NullOr(Schema.String),
+  reply_failed: Schema.Boolean,
   messages_count: Schema.Number,
   unread_count: Schema.Number,
   activity_at: Schema.String,
@@ -149,7 +152,8 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
                s.nature as stage_nature, o.status as opportunity_status,
                c.handoff_state, c.handoff_requested_at, c.handoff_requested_by, c.handoff_reason, c.handoff_summary,
                c.handoff_assignee_id, c.handoff_taken_at, c.handoff_returned_at, c.handoff_return_note, c.handoff_due_at,
-               c.last_message_at, c.last_message_content, c.messages_count,
+               c.last_message_at, c.last_message_content, lu.message as contact_message,
+               coalesce(lu.handled_reason in ('provider_error', 'reply_withheld', 'failed'), false) as reply_failed, c.messages_count,
                (select count(*)::int from messages m
                 where m.conversation_id = c.id and m.role = 'user' and m.created_at > coalesce(r.read_at, '-infinity')) as unread_count,
                coalesce(c.last_message_at, c.created_at) as activity_at, ${queueRank(userId)} as queue_rank,
@@ -166,6 +170,10 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
           where co.conversation_id = c.id order by o.created_at desc, o.id desc limit 1
         ) o on true
         left join stages s on s.id = o.stage_id
+        left join lateral (
+          select m.message, m.handled_reason from messages m where m.conversation_id = c.id and m.role = 'user'
+          order by m.created_at desc, m.id desc limit 1
+        ) lu on true
         where ${sql.and(where)}
         order by ${order}
         limit ${limit}`

@@ -15,7 +15,7 @@ import {
 import { findStage, type Stage } from "./CaseRules.js"
 
 /** No-reply reasons that say the agent could not work, rather than chose not to answer (docs/agent.md). */
-const FAULTS = new Set(["no_agent", "no_subscription", "no_credits", "model_not_configured", "provider_error"])
+const FAULTS = new Set(["no_agent", "no_subscription", "no_credits", "model_not_configured", "provider_error", "reply_withheld"])
 
 const excerpt = (text: string) => (text.length > 200 ? `${text.slice(0, 200)}…` : text)
 const quoted = (texts: ReadonlyArray<string>) => texts.length === 0 ? "no reply" : texts.map((t) => `"${excerpt(t)}"`).join(", ")

@@ -43,8 +43,10 @@ export class BridgeRepo extends Effect.Service<BridgeRepo>()("@parley/server/Bri
       Result: DueEvent,
       execute: (eventId) =>
         sql`
-          select e.id, e.conversation_id, e.workspace_id, e.action, e.bridge, p.handoff_bridge_mode as bridge_mode,
-                 p.handoff_bridge_text as bridge_text,
+          select e.id, e.conversation_id, e.workspace_id, e.action, e.bridge,
+                 -- a request that brings its own text (a failed reply's fallback) says it as written
+                 case when e.bridge_text is null then p.handoff_bridge_mode else 'static' end as bridge_mode,
+                 coalesce(e.bridge_text, p.handoff_bridge_text) as bridge_text,
                  (select m.id from messages m where m.handoff_event_id = e.id) as bridge_message,
                  -- a bridge for a wait that is over (taken, handed back) would tell the contact the wrong thing
                  not exists (select 1 from handoff_events later where later.conversation_id = e.conversation_id

@@ -110,7 +110,8 @@ export class Handoff extends Effect.Service<Handoff>()("@parley/server/Handoff",
             ? "first"
             : move.action === "timeout" && move.then === "second_bridge"
             ? "second"
-            : null
+            : null,
+          bridge_text: move.action === "request" ? move.bridgeText ?? null : null
         })
         return { eventId, from: locked.state, to: target.to }
       })).pipe(Effect.catchTag("SqlError", Effect.die))

@@ -60,7 +60,9 @@ export const EventRow = Schema.Struct({
   assignee_id: Schema.NullOr(Schema.Number),
   reason: Schema.NullOr(Schema.String),
   note: Schema.NullOr(Schema.String),
-  bridge: Schema.NullOr(Schema.Literal("first", "second"))
+  bridge: Schema.NullOr(Schema.Literal("first", "second")),
+  /** the bridge's text when the request brings its own (a failed reply's fallback message) */
+  bridge_text: Schema.NullOr(Schema.String)
 })
 export type EventRow = typeof EventRow.Type
 
@@ -151,9 +153,9 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
       execute: (e) =>
         sql`
           insert into handoff_events (workspace_id, conversation_id, action, from_state, to_state, actor, user_id, assignee_id,
-                                      reason, note, bridge)
+                                      reason, note, bridge, bridge_text)
           values (${e.workspace_id}, ${e.conversation_id}, ${e.action}, ${e.from_state}, ${e.to_state}, ${e.actor}, ${e.user_id},
-                  ${e.assignee_id}, ${e.reason}, ${e.note}, ${e.bridge})
+                  ${e.assignee_id}, ${e.reason}, ${e.note}, ${e.bridge}, ${e.bridge_text})
           returning id`
     })
 

@@ -27,7 +27,8 @@ const settingColumns = [
   "language_id", "dialect_id", "rag_mode", "model_temperature", "no_of_relevant_points", "agent_memory_window",
   "context_message_count", "max_conversation_cost", "max_conversation_messages", "reply_debounce_ms", "followup_limit",
   "is_unknown_contacts_enabled", "is_model_routing_enabled", "handoff_instructions", "handoff_bridge_mode", "handoff_bridge_text",
-  "handoff_timeout_seconds", "handoff_timeout_action", "handoff_keywords", "handoff_after_failures"
+  "handoff_timeout_seconds", "handoff_timeout_action", "handoff_keywords", "handoff_after_failures",
+  "fallback_message", "handoff_on_failure"
 ] as const
 
 const stageColumns = [
@@ -53,6 +54,7 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
              p.max_conversation_cost, p.max_conversation_messages, p.reply_debounce_ms, p.followup_limit, p.is_unknown_contacts_enabled,
              p.is_model_routing_enabled, p.model_pool as is_model_routing, p.handoff_instructions, p.handoff_bridge_mode,
              p.handoff_bridge_text, p.handoff_timeout_seconds, p.handoff_timeout_action, p.handoff_keywords, p.handoff_after_failures,
+             p.fallback_message, p.handoff_on_failure,
              (select count(*) from stages s where s.pipeline_id = p.id)::int as stages_count,
              p.created_at, p.updated_at
       from pipelines p`

@@ -12,6 +12,7 @@ import { AppConfig } from "../config/AppConfig.js"
 import { progress } from "../StartupProgress.js"
 import { Identity } from "../identity/Identity.js"
 import { randomBase62 } from "../identity/Secrets.js"
+import { Knowledge } from "../knowledge/Knowledge.js"
 import { Pipelines } from "../pipelines/Pipelines.js"
 
 export interface DemoCredentials {
@@ -86,6 +87,15 @@ const demoWidget = (credentials: DemoCredentials, api: string | undefined) =>
     return updated
   })
 
+/** The demo agent's knowledge: what it may tell a prospect, one answer a row. */
+const demoKnowledge: ReadonlyArray<string> = [
+  "Parley runs AI agents that hold sales and support conversations with your contacts on web chat.",
+  "The Starter plan costs 49 euros per month and includes one pipeline.",
+  "The Growth plan costs 199 euros per month and adds Smart Routing and knowledge tables.",
+  "Parley is self-hosted: you host it on your own server with one command, and all your data is stored in your own Postgres.",
+  "A demo call takes 30 minutes and can be booked on any weekday."
+]
+
 /** Seeds once, when the database has no user yet; returns the credentials either way (if kept). */
 export const seedDemo = (api: string | undefined) =>
   seedDemoWorkspace.pipe(Effect.flatMap((credentials) => credentials === undefined ? Effect.succeed(undefined) : demoWidget(credentials, api)))
@@ -96,6 +106,7 @@ const seedDemoWorkspace = Effect.gen(function*() {
   const identity = yield* Identity
   const pipelines = yield* Pipelines
   const channels = yield* Channels
+  const knowledge = yield* Knowledge
   const users = yield* sql<{ n: number }>`select count(*)::int as n from users`.pipe(
     Effect.map((rows) => rows[0]!.n),
     Effect.orDie
@@ -121,14 +132,13 @@ const seedDemoWorkspace = Effect.gen(function*() {
       name: "Demo sales agent",
       description: "Answers questions about Parley and books a demo call.",
       persona: "A friendly, concise sales assistant for Parley.",
+      // instructions are followed, never said; what the agent says about Parley is in the knowledge table below
       instructions: [
-        "Greet the contact, find out what they need and answer from what you know about Parley.",
-        "Parley runs AI agents that hold sales and support conversations on web chat.",
-        "The Starter plan costs 49 euros per month and includes one pipeline.",
-        "The Growth plan costs 199 euros per month and adds Smart Routing and knowledge tables.",
-        "Parley is self-hosted: you host it on your own server with one command, and all data stays in your own Postgres.",
-        "A demo call takes 30 minutes and can be booked on any weekday."
+        "Greet the contact, find out what they need and answer from the knowledge about Parley.",
+        "When the contact wants to see Parley, offer a demo call."
       ].join("\n"),
+      rag_mode: "hybrid",
+      no_of_relevant_points: 2,
       agent_type_id: 1 as never,
       ai_model_id: 1 as never,
       language_id: 1 as never,
@@ -155,6 +165,13 @@ const seedDemoWorkspace = Effect.gen(function*() {
       order: 3,
       enter_condition: "The contact says they are not interested or asks us to stop writing."
     })
+    const table = yield* knowledge.create({
+      name: "About Parley",
+      description: "What the demo agent may tell a prospect",
+      columns: [{ name: "answer", data_type: "string", order: 1, is_searchable: true, is_retrievable: true, is_filterable: false, is_unique: false }]
+    })
+    yield* knowledge.upsert(table.id, demoKnowledge.map((answer, i) => ({ default_id: `about-${i + 1}`, answer })))
+    yield* pipelines.update(pipeline.id, { attach_knowledge_table_ids: [table.id] })
     const channel = yield* channels.create({ kind: "web", name: "Demo web chat", pipeline_id: pipeline.id })
     return { pipeline, channel }
   }).pipe(Effect.provideService(CurrentActor, actor), Effect.orDie)

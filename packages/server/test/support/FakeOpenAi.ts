@@ -48,7 +48,17 @@ export interface FakeOpenAiState {
   readonly requests: Array<{ readonly url: string | undefined; readonly body: any; readonly authorization: string | undefined }>
   /** 500 with an error body on every `POST /v1/responses` while true */
   failing: boolean
+  /** the answer's text from the request's body, when set (else the server's fixed text) */
+  answer?: ((body: any) => string) | undefined
 }
+
+/** The text of a Responses API request's `input` items of `roles` (system and developer: the prompt's instructions). */
+export const inputText = (body: any, roles: ReadonlyArray<string>): Array<string> =>
+  (Array.isArray(body?.input) ? body.input : [])
+    .filter((item: any) => roles.includes(item.role))
+    .map((item: any) =>
+      typeof item.content === "string" ? item.content : (item.content ?? []).map((part: any) => part.text ?? "").join("")
+    )
 
 /**
  * A local OpenAI-compatible server (Responses API at `/v1/responses`) on a random port: answers `text` with
@@ -68,7 +78,8 @@ export const fakeOpenAi = (state: FakeOpenAiState, text = "The annual plan is 99
             if (state.failing) {
               return res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "overloaded" } }))
             }
-            const answer = openAiResponse(`resp_${state.requests.length}`, body.model, [textOutput(text)], { input: 1000, output: 500 })
+            const said = state.answer?.(body) ?? text
+            const answer = openAiResponse(`resp_${state.requests.length}`, body.model, [textOutput(said)], { input: 1000, output: 500 })
             res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer))
           })
         })

@@ -42,6 +42,7 @@ export const followupSetup = (callbackUrl: string, options: { readonly intervals
       is_active: true,
       intervals: Array.from({ length: options.intervals }, (_, i) => ({ interval_value: i + 1, interval_unit: "minute" })),
       instructions: "Ask whether they would like to book a demo call. Keep it short.",
+      assets: "Our brochure is at https://example.com/brochure.pdf",
       after_followup_stage_id: noResponse.id
     })).followup
     const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: callbackUrl }))

@@ -5,8 +5,9 @@ import { type Caller, get, ok, post } from "./Opportunities.js"
 import { call } from "./TestServer.js"
 import { eventually } from "./WebhookReceiver.js"
 
-export const FIVE_DAYS = "Refunds take 5 business days."
-export const TWO_WEEKS = "Refunds take two weeks."
+/** Instructions that quote what to say (the agent never says the rest of its instructions; docs/agent.md). */
+export const FIVE_DAYS = "On refunds, say “Refunds take 5 business days.”"
+export const TWO_WEEKS = "On refunds, say “Refunds take two weeks.”"
 
 /** The workspace's `drafts` setting, set. */
 export const drafts = (who: Caller & { workspace_id: number }, on: boolean) =>

@@ -6,13 +6,16 @@
  *
  * Provider failures are retried with backoff; what still fails is the caller's to record.
  */
-import { type AiError, type LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
+import { type AiError, type LanguageModel, Prompt } from "@effect/ai"
 import type { FollowupContext, ModelRef, ReplyDraft, RoutingTier, TurnContext } from "@parley/domain"
-import { Effect, Metric, MetricLabel, Ref, Schedule, Schema } from "effect"
+import { Data, Effect, Metric, MetricLabel, Ref, Schedule } from "effect"
 import { costOf, ModelRegistry, type ModelUnavailable } from "./Models.js"
+import { type GuardTexts, guardTexts, withheldBecause } from "./OutputGuard.js"
+import { AgentTools } from "./Tools.js"
 import {
   bridgePrompt,
   candidateStages,
+  correctionPrompt,
   extractionPrompt,
   followupPrompt,
   openingPrompt,
@@ -24,36 +27,6 @@ import {
 
 /** Model calls in one reply, tool round trips included; the last is made without tools. */
 export const MAX_STEPS = 4
-
-export const MoveToStage = Tool.make("move_to_stage", {
-  description: "Move the opportunity to another stage of the pipeline when the conversation meets that stage's entry condition.",
-  parameters: {
-    stage_id: Schema.Number.annotations({ description: "The id of the stage, from the list of stages" }),
-    reason: Schema.optional(Schema.String).annotations({ description: "What the contact said that meets the condition" })
-  },
-  success: Schema.Struct({ moved: Schema.Boolean, stage: Schema.optional(Schema.String), error: Schema.optional(Schema.String) })
-})
-
-/** SPEC.md 4.5 create_action: `on_user_message` and `custom` actions are the model's to call; the call is recorded and runs after the reply is stored. */
-export const TriggerAction = Tool.make("trigger_action", {
-  description: "Fire one of the pipeline's actions (an outbound webhook) when the conversation calls for it, as the action's instructions say.",
-  parameters: {
-    action_id: Schema.Number.annotations({ description: "The id of the action, from the list of actions" }),
-    reason: Schema.optional(Schema.String).annotations({ description: "What in the conversation calls for the action" })
-  },
-  success: Schema.Struct({ triggered: Schema.Boolean, action: Schema.optional(Schema.String), error: Schema.optional(Schema.String) })
-})
-
-/** docs/handoff.md: the agent asks for a person; the reply it writes is the contact's bridge message. */
-export const RequestHuman = Tool.make("request_human", {
-  description: "Ask for a member of the team to take over this conversation, when the contact asks for a person or the handoff instructions say so.",
-  parameters: {
-    reason: Schema.String.annotations({ description: "Why a person is needed, in a few words, for the team" })
-  },
-  success: Schema.Struct({ requested: Schema.Boolean, error: Schema.optional(Schema.String) })
-})
-
-export const AgentTools = Toolkit.make(MoveToStage, TriggerAction, RequestHuman)
 
 interface Tally {
   inputTokens: number
@@ -84,6 +57,38 @@ const count = (tally: Tally, model: ModelRef, usage: { readonly inputTokens: num
   ], { discard: true })
 }
 
+/** A text the output guard withheld twice (the draft and its one rewrite): not sent; the turn falls back. */
+export class ReplyWithheld extends Data.TaggedError("ReplyWithheld")<{ readonly reason: string }> {
+  override get message() {
+    return `The reply was withheld by the output guard: ${this.reason}`
+  }
+}
+
+/** Texts the output guard stopped, by what (`reply`, `opening`, `followup`, `bridge`) and `outcome` (`rewritten`, `withheld`). */
+export const repliesGuarded = Metric.counter("parley_replies_guarded_total", {
+  description: "Model-written texts the output guard stopped, by kind and outcome (rewritten, or withheld after the rewrite)",
+  incremental: true
+})
+
+/**
+ * The output guard on a written text (OutputGuard.ts): sent as it is, or once rewritten by the model
+ * told why, or withheld (`ReplyWithheld`) when the rewrite repeats internal text too.
+ */
+const guard = <E, R>(kind: string, texts: GuardTexts, text: string, rewrite: (reason: string) => Effect.Effect<string, E, R>) =>
+  Effect.gen(function*() {
+    const reason = withheldBecause(text, texts)
+    if (reason === null) return text
+    yield* Effect.logWarning(`The output guard stopped a ${kind}: the draft ${reason}; the model writes it once more`)
+    const second = (yield* rewrite(reason)).trim()
+    const again = second === "" ? "was empty" : withheldBecause(second, texts)
+    const outcome = again === null ? "rewritten" : "withheld"
+    yield* Metric.increment(Metric.taggedWithLabels(repliesGuarded, [MetricLabel.make("kind", kind), MetricLabel.make("outcome", outcome)]))
+    if (again === null) return second
+    return yield* new ReplyWithheld({ reason: `the draft ${reason}, and the rewrite ${again}` })
+  }).pipe(Effect.annotateLogs({ guard: kind }))
+
+type Written = Effect.Effect<ReplyDraft, AiError.AiError | ModelUnavailable | ReplyWithheld, ModelRegistry>
+
 const route = (ctx: TurnContext, lm: (m: ModelRef) => Effect.Effect<LanguageModel.Service, ModelUnavailable>, tally: Tally) =>
   Effect.gen(function*() {
     const tiers = ctx.routing
@@ -99,7 +104,7 @@ const route = (ctx: TurnContext, lm: (m: ModelRef) => Effect.Effect<LanguageMode
   })
 
 /** The reply to the contact messages at the end of `ctx.history`. */
-export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiError | ModelUnavailable, ModelRegistry> =>
+export const reply = (ctx: TurnContext): Written =>
   Effect.gen(function*() {
     const registry = yield* ModelRegistry
     const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
@@ -163,13 +168,17 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
 
     const requested = yield* Ref.get(handoffReason)
     // the reply that goes with a request is the contact's bridge message: the pipeline's text, or the model's
-    const bridged = requested === null
-      ? text.trim()
-      : ctx.handoff?.bridgeMode === "ai_generated" && text.trim() !== ""
-      ? text.trim()
-      : ctx.handoff?.bridgeText ?? text.trim()
+    const written = requested === null || (ctx.handoff?.bridgeMode === "ai_generated" && text.trim() !== "") ||
+      ctx.handoff?.bridgeText === undefined
+    const checked = written && text.trim() !== ""
+      ? yield* guard("reply", guardTexts(ctx, routed.instructions), text.trim(), (reason) =>
+        call(model.generateText({ prompt: correctionPrompt(prompt, reason), toolChoice: "none" })).pipe(
+          Effect.tap((response) => count(tally, routed.model, response.usage)),
+          Effect.map((response) => response.text)
+        ))
+      : text.trim()
     return {
-      text: bridged,
+      text: written ? checked : ctx.handoff!.bridgeText,
       handoffReason: requested,
       model: routed.model,
       inputTokens: tally.inputTokens,
@@ -183,38 +192,39 @@ export const reply = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiErr
     }
   }).pipe(Effect.withSpan("Agent.reply", { attributes: { conversationId: ctx.conversationId } }))
 
-/** An AI-generated opening message for the stage in `ctx.stage`. */
-export const opening = (ctx: TurnContext): Effect.Effect<ReplyDraft, AiError.AiError | ModelUnavailable, ModelRegistry> =>
+/** One model-written text (opening, followup, bridge) through the output guard; the tally counts the rewrite too. */
+const written = (kind: string, modelRef: ModelRef, prompt: Prompt.Prompt, texts: GuardTexts) =>
   Effect.gen(function*() {
     const registry = yield* ModelRegistry
-    const model = yield* registry.languageModel(ctx.model)
-    const response = yield* call(model.generateText({ prompt: openingPrompt(ctx), toolChoice: "none" }))
+    const model = yield* registry.languageModel(modelRef)
     const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
-    yield* count(tally, ctx.model, response.usage)
-    return { text: response.text.trim(), model: ctx.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
-  }).pipe(Effect.withSpan("Agent.opening", { attributes: { conversationId: ctx.conversationId } }))
+    const write = (p: Prompt.Prompt) =>
+      call(model.generateText({ prompt: p, toolChoice: "none" })).pipe(
+        Effect.tap((response) => count(tally, modelRef, response.usage)),
+        Effect.map((response) => response.text.trim())
+      )
+    const first = yield* write(prompt)
+    const text = first === "" ? "" : yield* guard(kind, texts, first, (reason) => write(correctionPrompt(prompt, reason)))
+    return { text, model: modelRef, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] } satisfies ReplyDraft
+  })
+
+/** An AI-generated opening message for the stage in `ctx.stage`. */
+export const opening = (ctx: TurnContext): Written =>
+  written("opening", ctx.model, openingPrompt(ctx), guardTexts(ctx, null)).pipe(
+    Effect.withSpan("Agent.opening", { attributes: { conversationId: ctx.conversationId } })
+  )
 
 /** A followup message (a step of the stage's followup sequence) for a contact who has not answered. */
-export const followup = (f: FollowupContext): Effect.Effect<ReplyDraft, AiError.AiError | ModelUnavailable, ModelRegistry> =>
-  Effect.gen(function*() {
-    const registry = yield* ModelRegistry
-    const model = yield* registry.languageModel(f.context.model)
-    const response = yield* call(model.generateText({ prompt: followupPrompt(f), toolChoice: "none" }))
-    const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
-    yield* count(tally, f.context.model, response.usage)
-    return { text: response.text.trim(), model: f.context.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
-  }).pipe(Effect.withSpan("Agent.followup", { attributes: { conversationId: f.context.conversationId, step: f.step } }))
+export const followup = (f: FollowupContext): Written =>
+  written("followup", f.context.model, followupPrompt(f), guardTexts(f.context, null, { instructions: [f.instructions], allowed: [f.assets] })).pipe(
+    Effect.withSpan("Agent.followup", { attributes: { conversationId: f.context.conversationId, step: f.step } })
+  )
 
 /** The contact's bridge message of a handoff, written by the pipeline's model. */
-export const bridge = (ctx: TurnContext, second: boolean): Effect.Effect<ReplyDraft, AiError.AiError | ModelUnavailable, ModelRegistry> =>
-  Effect.gen(function*() {
-    const registry = yield* ModelRegistry
-    const model = yield* registry.languageModel(ctx.model)
-    const response = yield* call(model.generateText({ prompt: bridgePrompt(ctx, second), toolChoice: "none" }))
-    const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
-    yield* count(tally, ctx.model, response.usage)
-    return { text: response.text.trim(), model: ctx.model, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] }
-  }).pipe(Effect.withSpan("Agent.bridge", { attributes: { conversationId: ctx.conversationId } }))
+export const bridge = (ctx: TurnContext, second: boolean): Written =>
+  written("bridge", ctx.model, bridgePrompt(ctx, second), guardTexts(ctx, null)).pipe(
+    Effect.withSpan("Agent.bridge", { attributes: { conversationId: ctx.conversationId } })
+  )
 
 /** The summary an operator reads when a person is asked for. */
 export const summarise = (ctx: TurnContext): Effect.Effect<string, AiError.AiError | ModelUnavailable, ModelRegistry> =>

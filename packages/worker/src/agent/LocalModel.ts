@@ -3,17 +3,20 @@
  * way a careful rule-based assistant would, from what the prompt carries:
  * - Smart Routing: classifies the contact's message by length and by words that signal a demanding request;
  * - a reply: calls `move_to_stage` when the contact's recent messages meet a candidate stage's entry
- *   condition (most of the condition's content words appear), otherwise answers with the sentences of
- *   the instructions, stage and knowledge that best match the contact's words, and says plainly when it
- *   has nothing to go on;
+ *   condition (most of the condition's content words appear), and answers with the sentences of the
+ *   knowledge rows (and the passages the instructions quote for it to say: `say "..."`) that best match
+ *   the contact's words, or says plainly that it has nothing on that. It
+ *   never says the instructions part of its prompt (persona, instructions, stages, tools, notes): it only
+ *   follows them, as a hosted model is told to;
  * - an action (`trigger_action`): called when the contact names it (`#name`) or says most content words of its
  *   instructions; a `from_ai` extraction answers with an e-mail address or number the instruction asks for,
  *   else the contact's latest message;
- * - an opening message: a greeting plus the first sentence of the stage's instructions;
- * - a followup: a nudge that names the step, the first sentence of the followup instructions and of the assets;
+ * - an opening message: a greeting and an offer to help;
+ * - a followup: a nudge that names the step, an invitation to reply and the first sentence of the assets;
  * - a person (`request_human`, when offered): asked for when the contact asks for one ("talk to a human",
  *   "a real person", "an agent") or says most content words of the handoff instructions; the bridge
- *   message says a member of the team takes over; the summary quotes what the contact asked and what was answered.
+ *   message says a member of the team takes over; the summary gives what the contact wants (the first
+ *   question no reply answered, else their latest request), what was answered, and the questions still open.
  * - an eval's judged criterion: PASS when the agent's lines say every "quoted phrase" of the criterion in the
  *   order given (or, with no quotes, most of its content words), FAIL naming what is missing.
  * Token counts are estimated (4 characters a token) so cost and limits behave as with a real provider.
@@ -21,35 +24,31 @@
 import { LanguageModel, type Prompt, type Response } from "@effect/ai"
 import { Duration, Effect } from "effect"
 import {
+  ASSETS_SECTION,
   BRIDGE_MARKER,
   EXTRACT_MARKER,
   FOLLOWUP_MARKER,
   HANDOFF_SECTION,
   JUDGE_MARKER,
+  KNOWLEDGE_SECTION,
   OPENING_MARKER,
   ROUTER_MARKER,
   SUMMARY_MARKER
 } from "./Prompting.js"
-
-const STOP = new Set(
-  ("a an and are as at be but by can could do does for from has have how i if in is it its me my of on or our so " +
-    "that the their them then there these they this to us was we were what when where which who why will with would " +
-    "you your yes no not please thanks thank hi hello hey just about any some want need like get").split(" ")
-)
-
-const words = (text: string) => text.toLowerCase().normalize("NFKD").replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean)
-/** Content words, cut to a 5-letter stem so "purchase" meets "purchasing". */
-const stems = (text: string) => new Set(words(text).filter((w) => w.length > 2 && !STOP.has(w)).map((w) => w.slice(0, 5)))
+import {
+  ASKS_FOR_PERSON,
+  conditionMet,
+  judgement,
+  NOTHING_FOUND,
+  sectionOf,
+  sentences,
+  stems,
+  summaryText,
+  textOf,
+  words
+} from "./LocalText.js"
 
 const COMPLEX = new Set(["integr", "compa", "contr", "enter", "migra", "archi", "secur", "compl", "negot", "custo", "api", "sla", "legal", "multi", "sever", "detai", "diffe", "vs", "versu"])
-
-const textOf = (message: Prompt.Message): string => {
-  if (typeof message.content === "string") return message.content
-  return message.content.map((p: any) => (p.type === "text" ? p.text : "")).join(" ")
-}
-
-const sentences = (text: string) =>
-  text.split(/(?<=[.!?])\s+|\n+/).map((s) => s.replace(/^[-*#\s]+/, "").trim()).filter((s) => s.length > 0 && !s.startsWith("[task:"))
 
 export const classify = (message: string): "simple" | "moderate" | "complex" => {
   const all = words(message)
@@ -69,16 +68,6 @@ interface Candidate {
 /** `- stage_id 12 "Won" (won): The customer confirms ...` lines of the reply prompt. */
 const candidatesIn = (system: string): ReadonlyArray<Candidate> =>
   [...system.matchAll(/^- stage_id (\d+) "([^"]*)" \([a-z]+\): (.+)$/gm)].map((m) => ({ id: Number(m[1]), name: m[2]!, condition: m[3]! }))
-
-/** The share of a condition's content words the contact's recent messages contain. */
-const conditionMet = (condition: string, contactText: string) => {
-  const wanted = stems(condition)
-  if (wanted.size === 0) return 0
-  const said = stems(contactText)
-  let hits = 0
-  for (const w of wanted) if (said.has(w)) hits++
-  return hits / wanted.size
-}
 
 interface ActionCandidate {
   readonly id: number
@@ -121,12 +110,28 @@ const textParts = (prompt: Prompt.Prompt, text: string): Array<Response.PartEnco
   { type: "finish", reason: "stop", usage: usageFor(prompt, text) }
 ]
 
-/** The best-matching sentences of the system prompt for the contact's words. */
+/** Sections of the instructions whose quoted passages are text written to be said (`say "..."`). */
+const SAYABLE_IN = /^## (?:Agent type|Persona|Instructions|Current stage: [^\n]*|Routing instructions)\n([\s\S]*?)(?=\n##? |$(?![\s\S]))/gm
+
+/** Passages of three words or more quoted in the instructions: what the agent is told to say, as written. */
+const quotedToSay = (system: string) =>
+  [...system.matchAll(SAYABLE_IN)].flatMap((m) => [...m[1]!.matchAll(/["“]([^"”\n]+)["”]/g)].map((q) => q[1]!.trim()))
+    .filter((q) => words(q).length >= 3)
+
+/**
+ * The best-matching sentences for the contact's words, from the knowledge rows and the passages the
+ * instructions quote for the agent to say; never the instructions themselves.
+ */
 const answerFrom = (system: string, contactText: string): string | null => {
   const asked = stems(contactText)
   if (asked.size === 0) return null
-  const scored = sentences(system.replace(/^## (Stages|Contact|Actions)[\s\S]*?(?=^## |$(?![\s\S]))/gm, "").replace(/^- (.*)$/gm, (_, row: string) => row.replace(/[.!?](\s)/g, ",$1")))
-    .filter((s) => !s.startsWith("You are the ") && !s.startsWith("Answer in ") && !s.startsWith("Use only what"))
+  // a row reads `column: value; column: value`: its values are what may be said; each row or quote is said whole
+  const units = sectionOf(system, KNOWLEDGE_SECTION).split("\n").filter((l) => l.startsWith("- "))
+    .map((l) => l.slice(2).split("; ").map((part) => part.replace(/^[\p{L}\p{N}_ -]{1,40}: /u, "")).join("; "))
+    .concat(quotedToSay(system))
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+  const scored = units
     .map((s, i) => {
       let score = 0
       for (const w of stems(s)) if (asked.has(w)) score++
@@ -134,6 +139,8 @@ const answerFrom = (system: string, contactText: string): string | null => {
     })
     .filter((x) => x.score > 0)
     .sort((a, b) => b.score - a.score || a.i - b.i)
+    // a second unit only when it matches as well as the best
+    .filter((x, _, best) => x.score === best[0]!.score)
     .slice(0, 2)
     .sort((a, b) => a.i - b.i)
   return scored.length === 0 ? null : scored.map((x) => x.s).join(" ")
@@ -141,21 +148,15 @@ const answerFrom = (system: string, contactText: string): string | null => {
 
 const firstName = (system: string) => system.match(/^Name: (\S+)/m)?.[1] ?? null
 
-const sectionOf = (system: string, title: string) =>
-  system.match(new RegExp(`^## ${title}\\n([\\s\\S]*?)(?=\\n## |\\n\\n[^#]|$(?![\\s\\S]))`, "m"))?.[1] ?? ""
-
-/** A followup: a nudge that depends on the step, the first sentence of the followup instructions, and the first asset. */
+/** A followup: a nudge that depends on the step, an invitation to reply, and the first asset (the instructions are followed, not said). */
 const followupText = (system: string, name: string | null) => {
   const step = Number(system.match(/Write followup (\d+) of \d+/)?.[1] ?? "1")
   const hi = `Hi${name ? ` ${name}` : ""}`
   const opener = step === 1 ? `${hi}, just following up on my last message.` : `${hi}, checking in once more (follow-up ${step}).`
-  const ask = sentences(sectionOf(system, "Followup instructions"))[0] ?? "Do you have any questions I can help with?"
-  const asset = sentences(sectionOf(system, "Assets you may share"))[0]
+  const ask = "Do you have any questions I can help with?"
+  const asset = sentences(sectionOf(system, ASSETS_SECTION))[0]
   return [opener, ask, asset ? `This may help: ${asset}` : null].filter((p) => p !== null).join(" ")
 }
-
-/** The contact asks for a person, in so many words. */
-const ASKS_FOR_PERSON = /\b(human|real person|a person|someone (real|from)|an? (agent|operator|representative)|speak to|talk to|talk with|customer service)\b/i
 
 /** The handoff instructions in the system prompt (after "or when:"), if any. */
 const handoffCondition = (system: string) => sectionOf(system, HANDOFF_SECTION).match(/or when: (.*?)\. (Then|A member)/)?.[1] ?? null
@@ -164,41 +165,6 @@ const wantsPerson = (system: string, contactText: string) => {
   if (ASKS_FOR_PERSON.test(contactText)) return "The contact asked to talk to a person"
   const condition = handoffCondition(system)
   return condition !== null && conditionMet(condition, contactText) >= 0.6 ? `The handoff instructions apply: ${condition}` : null
-}
-
-/** Three lines for the operator, from what was said. */
-const summaryText = (messages: ReadonlyArray<Prompt.Message>) => {
-  const contact = messages.filter((m) => m.role === "user").map(textOf).filter((t) => t.trim() !== "")
-  const agent = messages.filter((m) => m.role === "assistant").map(textOf).filter((t) => t.trim() !== "")
-  const open = contact.flatMap((t) => sentences(t)).filter((s) => s.endsWith("?"))
-  return [
-    `Wants: ${contact.slice(-2).join(" ").slice(0, 300) || "nothing said yet"}`,
-    `Tried: ${agent.slice(-1).join(" ").slice(0, 300) || "no reply yet"}`,
-    `Open: ${open.slice(-2).join(" ").slice(0, 300) || "none"}`
-  ].join("\n")
-}
-
-/** The scripted judgement of a criterion over the transcript's `Agent:` lines. */
-const judgement = (criterion: string, transcript: string) => {
-  const agent = transcript.split("\n").filter((l) => l.startsWith("Agent: ")).map((l) => l.slice(7)).join("\n").toLowerCase()
-  const phrases = [...criterion.matchAll(/"([^"]+)"/g)].map((m) => m[1]!)
-  if (phrases.length === 0) {
-    const share = conditionMet(criterion, agent)
-    return share >= 0.6
-      ? `PASS\nThe agent's messages say ${Math.round(share * 100)}% of the criterion's words.`
-      : `FAIL\nThe agent's messages say only ${Math.round(share * 100)}% of the criterion's words.`
-  }
-  let from = 0
-  for (const phrase of phrases) {
-    const at = agent.indexOf(phrase.toLowerCase(), from)
-    if (at < 0) {
-      return agent.includes(phrase.toLowerCase())
-        ? `FAIL\nThe agent says "${phrase}" too early: not after what comes before it in the criterion.`
-        : `FAIL\nThe agent never says "${phrase}".`
-    }
-    from = at + phrase.length
-  }
-  return `PASS\nThe agent says ${phrases.map((p) => `"${p}"`).join(", then ")}.`
 }
 
 const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncoded> => {
@@ -232,11 +198,7 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
   }
   if (system.includes(FOLLOWUP_MARKER)) return textParts(options.prompt, followupText(system, name))
 
-  if (system.includes(OPENING_MARKER)) {
-    const stage = system.match(/^## Current stage: .*\n([\s\S]*?)(?=\n## |$(?![\s\S]))/m)?.[1] ?? ""
-    const first = sentences(stage)[0]
-    return textParts(options.prompt, `Hi${name ? ` ${name}` : ""}! ${first ?? "How can I help you today?"}`.trim())
-  }
+  if (system.includes(OPENING_MARKER)) return textParts(options.prompt, `Hi${name ? ` ${name}` : ""}! How can I help you today?`)
 
   // the contact's messages since the last assistant message: what this turn answers
   const lastAssistant = messages.map((m) => m.role).lastIndexOf("assistant")
@@ -282,10 +244,10 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
     : null
   const answer = answerFrom(system, contactText)
   const parts = [
-    movedTo !== null ? `Thank you${name ? `, ${name}` : ""}! I've noted that (${movedTo}).` : null,
+    movedTo !== null ? `Thank you${name ? `, ${name}` : ""}, I've noted that.` : null,
     answer ?? (movedTo !== null
       ? null
-      : `Thanks for your message${name ? `, ${name}` : ""}! I'm the local demo assistant, so I can only answer from what this pipeline's instructions and knowledge contain, and I found nothing on that. Could you tell me a bit more?`)
+      : `Thanks for your message${name ? `, ${name}` : ""}! ${NOTHING_FOUND} Could you tell me a bit more?`)
   ].filter((p) => p !== null)
   return textParts(options.prompt, parts.join(" "))
 }

@@ -26,6 +26,7 @@ import versionedActionRuns from "./0024_versioned_action_runs.js"
 import cheaperLiveReads from "./0025_cheaper_live_reads.js"
 import evalSandboxRetention from "./0026_eval_sandbox_retention.js"
 import rateLimits from "./0027_rate_limits.js"
+import replyFallback from "./0028_reply_fallback.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -55,5 +56,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0024_versioned_action_runs": versionedActionRuns,
   "0025_cheaper_live_reads": cheaperLiveReads,
   "0026_eval_sandbox_retention": evalSandboxRetention,
-  "0027_rate_limits": rateLimits
+  "0027_rate_limits": rateLimits,
+  "0028_reply_fallback": replyFallback
 }
