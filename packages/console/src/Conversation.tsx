@@ -163,7 +163,7 @@ export const ConversationView = ({ id }: { id: number }) => {
         )}
         <div class="scroll">
           {older.value !== null && <button type="button" class="link" onClick={() => void loadOlder().catch(fail)}>Load older messages</button>}
-          <Transcript messages={messages.value} typing={typing.value.has(id)} />
+          <Transcript messages={messages.value} moves={c.handoff_events} complete={older.value === null} typing={typing.value.has(id)} />
           <div ref={bottom} />
         </div>
         <Composer conversationId={id} onSent={() => void loadNewest().catch(fail)} />

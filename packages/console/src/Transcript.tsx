@@ -1,5 +1,9 @@
-/** A conversation's messages, oldest at the top: who wrote each, files, why no reply came, webhook delivery. */
-import type { Message } from "./api.js"
+/**
+ * A conversation's messages, oldest at the top: who wrote each, files, why no reply came, webhook delivery;
+ * between them, the handoff's moves as activity lines (who asked for a person and why, took over,
+ * assigned, handed back with what note), which the contact never sees.
+ */
+import type { ConversationFull, Message } from "./api.js"
 import { bytes, clock } from "./format.js"
 import { memberName } from "./state.js"
 
@@ -12,6 +16,7 @@ const NO_REPLY: Record<string, string> = {
   cost_limit: "No reply: the conversation reached its cost limit",
   model_not_configured: "No reply: the pipeline's model is not configured",
   provider_error: "No reply: the model provider failed",
+  reply_withheld: "No reply: the output guard withheld it (it repeated the agent's instructions)",
   no_agent: "No reply: no agent handles this channel"
 }
 
@@ -44,23 +49,76 @@ const Files = ({ files }: { files: Message["files"] }) => (
   </ul>
 )
 
-export const Transcript = ({ messages, typing }: { messages: ReadonlyArray<Message>; typing: boolean }) => (
+type Move = ConversationFull["handoff_events"][number]
+
+const capitalised = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
+
+/** One handoff move as a line of the transcript. */
+const moveText = (e: Move) => {
+  const who = capitalised(memberName(e.user_id))
+  switch (e.action) {
+    case "request":
+      return e.actor === "contact"
+        ? "The contact asked for a person"
+        : `${e.actor === "ai" ? "The AI" : e.actor === "rule" ? "A rule" : who} asked for a person${e.reason === null ? "" : `: ${e.reason}`}`
+    case "take":
+      return `${who} took over`
+    case "assign":
+      return `${who} assigned it to ${memberName(e.assignee_id)}`
+    case "return":
+      return e.actor === "operator" ? `${who} handed it back to the AI` : "Handed back to the AI"
+    case "timeout":
+      return e.to_state === "ai" ? "The wait for a person ran out: handed back to the AI" : "The wait for a person ran out: the contact was told again"
+    case "resolve":
+      return "Resolved by the stage: the AI has it again"
+  }
+}
+
+const Activity = ({ e }: { e: Move }) => (
+  <li class="activity" data-action={e.action}>
+    <span class="activity-text">{moveText(e)}</span>
+    {e.note !== null && e.note !== "" && <span class="activity-note">Note for the AI: {e.note}</span>}
+    <time dateTime={e.created_at}>{clock(e.created_at)}</time>
+  </li>
+)
+
+type Line = { readonly at: string; readonly message: Message } | { readonly at: string; readonly move: Move }
+
+/** Messages and moves by time; moves before the oldest message loaded wait until it is. */
+const lines = (messages: ReadonlyArray<Message>, moves: ReadonlyArray<Move>, complete: boolean): ReadonlyArray<Line> => {
+  const oldest = messages.reduce<string | null>((min, m) => (min === null || m.created_at < min ? m.created_at : min), null)
+  const shown = moves.filter((e) => complete || (oldest !== null && e.created_at >= oldest))
+  return [...messages.map((m) => ({ at: m.created_at, message: m })), ...shown.map((e) => ({ at: e.created_at, move: e }))]
+    .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : "move" in a ? 1 : -1))
+}
+
+const MessageLine = ({ m }: { m: Message }) => (
+  <li class={`msg from-${m.sender}`} data-sender={m.sender} data-id={m.id}>
+    <div class="msg-head">
+      <span class="author">{author(m)}</span>
+      <time dateTime={m.created_at}>{clock(m.created_at)}</time>
+    </div>
+    {m.message !== null && m.message !== "" && <p class="text">{m.message}</p>}
+    {m.files.length > 0 && <Files files={m.files} />}
+    {m.status === "failed" && <p class="error">Not sent: {m.error ?? "the channel refused it"}</p>}
+    {m.no_reply_reason !== null && <p class="no-reply">{NO_REPLY[m.no_reply_reason] ?? `No reply: ${m.no_reply_reason}`}</p>}
+    {delivery(m)}
+  </li>
+)
+
+export const Transcript = ({ messages, moves = [], complete = true, typing }: {
+  messages: ReadonlyArray<Message>
+  moves?: ReadonlyArray<Move>
+  /** every earlier message is loaded: moves before the oldest one show too */
+  complete?: boolean
+  typing: boolean
+}) => (
   <div role="log" aria-label="Messages" aria-live="polite">
-  <ol class="transcript">
-    {messages.map((m) => (
-      <li key={m.id} class={`msg from-${m.sender}`} data-sender={m.sender} data-id={m.id}>
-        <div class="msg-head">
-          <span class="author">{author(m)}</span>
-          <time dateTime={m.created_at}>{clock(m.created_at)}</time>
-        </div>
-        {m.message !== null && m.message !== "" && <p class="text">{m.message}</p>}
-        {m.files.length > 0 && <Files files={m.files} />}
-        {m.status === "failed" && <p class="error">Not sent: {m.error ?? "the channel refused it"}</p>}
-        {m.no_reply_reason !== null && <p class="no-reply">{NO_REPLY[m.no_reply_reason] ?? `No reply: ${m.no_reply_reason}`}</p>}
-        {delivery(m)}
-      </li>
-    ))}
-    {typing && <li class="typing">AI is typing…</li>}
-  </ol>
+    <ol class="transcript">
+      {lines(messages, moves, complete).map((line) =>
+        "move" in line ? <Activity key={`move-${line.move.id}`} e={line.move} /> : <MessageLine key={line.message.id} m={line.message} />
+      )}
+      {typing && <li class="typing">AI is typing…</li>}
+    </ol>
   </div>
 )

@@ -58,6 +58,12 @@ export class HistoryMessage extends Schema.Class<HistoryMessage>("HistoryMessage
   opportunity_id: Schema.NullOr(OpportunityId),
   error: Schema.NullOr(Schema.String),
   sender_id: Schema.NullOr(Schema.Int),
+  sender: Schema.Literal("contact", "ai", "operator").annotations({
+    description: "Who wrote it: the contact, the AI agent, or an operator (a person of the team)"
+  }),
+  sender_name: Schema.NullOr(Schema.String).annotations({
+    description: "An operator's message: the operator's display name, to show the contact who answers; null otherwise"
+  }),
   external_message_id: Schema.NullOr(Schema.String).annotations({
     description: "The `message_id` your reply-webhook receiver answered for this reply (SPEC.md 6.2); null until then"
   }),

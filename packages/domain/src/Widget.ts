@@ -22,7 +22,10 @@ export class WidgetSession extends Schema.Class<WidgetSession>("WidgetSession")(
     description: "The visitor's session token: `Authorization: Bearer` for history and the receiver; send it back here to resume"
   }),
   ...WebChatSession.fields,
-  messages_url: Schema.String.annotations({ description: "Where the widget posts the visitor's messages (the receiver's /web-chat/message)" })
+  messages_url: Schema.String.annotations({ description: "Where the widget posts the visitor's messages (the receiver's /web-chat/message)" }),
+  handoff_state: Schema.Literal("ai", "waiting", "human").annotations({
+    description: "Who has the conversation: `ai`, `waiting` (a person was asked for) or `human`; later changes arrive as `handoff_state` events on the socket"
+  })
 }) {}
 
 /** A widget channel, as the visitor's requests need it. */

@@ -138,7 +138,16 @@ describe("the operator console in a browser", () => {
     expect(await visitor.getByRole("link", { name: "Operator console" }).getAttribute("href")).toBe("/console")
     expect(server!.output()).toContain(`Console   ${server!.api}/console`)
     await widgetReply(visitor, "Parley's demo agent").waitFor(WAIT)
+    // the person button follows the handoff state (docs/web-chat.md): offered while the AI has the conversation
+    const personButton = visitor.locator("#parley-widget button.human")
+    await until("the person button offered", async () => (await personButton.getAttribute("data-handoff")) === "ai" || undefined, WAIT.timeout)
+    expect(await personButton.innerText()).toBe("Talk to a person")
     await widgetSay(visitor, "My order arrived broken. Can I talk to a person please?")
+    await until("the person button: asked for", async () => (await personButton.getAttribute("data-handoff")) === "waiting" || undefined, WAIT.timeout)
+    expect(await personButton.innerText()).toBe("A person has been asked for")
+    expect(await personButton.isDisabled()).toBe(true)
+    // the contact can tell the AI from a person: the AI's messages say so
+    expect(await widgetReply(visitor, "member of our team").locator(".who").innerText()).toBe("AI assistant")
 
     // it comes to the top of the inbox, live, marked waiting
     const top = operator.locator("ul.rows li.row").first()
@@ -149,6 +158,8 @@ describe("the operator console in a browser", () => {
     await operator.waitForURL(`**/console/c/${conversationId}`)
     const transcript = operator.getByRole("log", { name: "Messages" })
     await transcript.locator(".msg.from-ai", { hasText: "member of our team" }).waitFor(WAIT)
+    // the handoff's moves are activity lines of the transcript, not messages
+    await transcript.locator("li.activity[data-action=request]", { hasText: "The AI asked for a person: The contact asked to talk to a person" }).waitFor(WAIT)
     const summary = operator.getByRole("complementary", { name: "Handoff summary" })
     await summary.waitFor(WAIT)
     expect(await summary.innerText()).toContain("Wants:")
@@ -159,6 +170,9 @@ describe("the operator console in a browser", () => {
     // take over; reply with a file; the visitor sees it live
     await operator.getByRole("button", { name: "Take over" }).click()
     await until("taken", async () => (await operator.getByTestId("handoff-state").innerText()) === "With you" || undefined, WAIT.timeout)
+    await transcript.locator("li.activity[data-action=take]", { hasText: "You took over" }).waitFor(WAIT)
+    await until("the person button: with a person", async () => (await personButton.getAttribute("data-handoff")) === "human" || undefined, WAIT.timeout)
+    expect(await personButton.innerText()).toBe("You are chatting with our team")
     await operator.locator("#composer-files").setInputFiles({ name: "replacement-label.png", mimeType: "image/png", buffer: PNG })
     await operator.getByRole("list", { name: "Files to send" }).getByText("replacement-label.png").waitFor(WAIT)
     await operator.getByRole("textbox", { name: "Message to the contact" }).fill("Sorry about that! Here is the label for the replacement.")
@@ -169,6 +183,9 @@ describe("the operator console in a browser", () => {
     const seen = widgetReply(visitor, "label for the replacement")
     await seen.waitFor(WAIT)
     await seen.locator(".files a", { hasText: "replacement-label.png" }).waitFor(WAIT)
+    // an operator is named to the contact, as a person of the team
+    expect(await seen.locator(".who").innerText()).toBe("Demo User · Team")
+    expect(await seen.getAttribute("data-sender")).toBe("operator")
     await shot(operator, "conversation-operator")
     await visitor.screenshot({ path: Path.join(artifacts, "console-visitor-widget.png") })
 
@@ -177,6 +194,12 @@ describe("the operator console in a browser", () => {
     await operator.getByLabel("A note for the AI (optional)").fill("Replacement approved. Offer the voucher code BIKE10 for the trouble.")
     await operator.getByRole("button", { name: "Hand back", exact: true }).click()
     await until("handed back", async () => (await operator.getByTestId("handoff-state").innerText()) === "The AI has it" || undefined, WAIT.timeout)
+    const returned = transcript.locator("li.activity[data-action=return]", { hasText: "You handed it back to the AI" })
+    await returned.waitFor(WAIT)
+    expect(await returned.locator(".activity-note").innerText()).toBe("Note for the AI: Replacement approved. Offer the voucher code BIKE10 for the trouble.")
+    expect(await transcript.locator(".msg", { hasText: "Replacement approved" }).count()).toBe(0)
+    await until("the person button offered again", async () => (await personButton.getAttribute("data-handoff")) === "ai" || undefined, WAIT.timeout)
+    expect(await personButton.isDisabled()).toBe(false)
     await widgetSay(visitor, "Is there a voucher for the trouble? And how long is a demo call?")
     await widgetReply(visitor, "30 minutes").waitFor(WAIT)
     await transcript.locator(".msg.from-ai", { hasText: "30 minutes" }).waitFor(WAIT)

@@ -10,8 +10,8 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { io, type Socket } from "socket.io-client"
 import { createStage, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
-import { giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
-import { say } from "./support/WebChat.js"
+import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { basic, say } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 import { withKnowledge } from "./support/Knowledge.js"
 
@@ -203,8 +203,15 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const sent = ok(yield* post(owner, `/api/user/${id}/messages`, { message: "Sorry about that! A replacement is on its way." }))
         expect(yield* unanswered(owner, id, yield* say(channel, "asker-1", "Great, thank you"))).toMatchObject({ no_reply_reason: "paused" })
         const hook = yield* eventually(Effect.sync(() => receiver.received.find((h) => JSON.parse(h.rawBody).message_id === sent._id)))
-        expect(JSON.parse(hook.rawBody)).toMatchObject({ sender: "operator", text: "Sorry about that! A replacement is on its way." })
+        expect(JSON.parse(hook.rawBody)).toMatchObject({ sender: "operator", sender_name: expect.stringMatching(/^User \d+$/), text: "Sorry about that! A replacement is on its way." })
         expect(JSON.parse(receiver.received.find((h) => JSON.parse(h.rawBody).message_id === bridge!.id)!.rawBody).sender).toBe("ai")
+        // the chat's history names who wrote each message: the operator by name
+        const { baseUrl } = yield* TestServer
+        const history = yield* fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=asker-1&per_page=50`, { headers: { authorization: basic(channel) } })
+        const records = (history.body as any).data.data as Array<any>
+        expect(records.find((r) => r.id === sent._id)).toMatchObject({ sender: "operator", sender_name: expect.stringMatching(/^User \d+$/) })
+        expect(records.find((r) => r.id === bridge!.id)).toMatchObject({ sender: "ai", sender_name: null })
+        expect(records.filter((r) => r.role === "user").every((r) => r.sender === "contact" && r.sender_name === null)).toBe(true)
 
         const returned = ok(yield* handoff(owner, id, { action: "return", note: "Replacement approved. Offer the voucher code BIKE10 for the trouble." }))
         expect(returned).toMatchObject({ status: "active", handoff: { state: "ai", assignee_id: null, return_note: "Replacement approved. Offer the voucher code BIKE10 for the trouble." } })
@@ -364,6 +371,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const headers = { origin: "https://shop.example.com", "content-type": "application/json" }
         const session = yield* Effect.promise(() =>
           fetch(`${baseUrl}/api/widget/session`, { method: "POST", headers, body: JSON.stringify({ client_id: widget.client_id }) }).then((r) => r.json() as Promise<any>))
+        // the session says who has the conversation, so the widget offers a person only while the AI has it
+        expect(session.data.handoff_state).toBe("ai")
         const ask = Effect.promise(() =>
           fetch(`${baseUrl}/api/widget/handoff`, { method: "POST", headers: { ...headers, authorization: `Bearer ${session.data.session}` } })
             .then(async (r) => ({ status: r.status, body: (await r.json()) as any })))
@@ -375,6 +384,10 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(c.handoff_events).toHaveLength(1)
         const [bridge] = yield* assistantMessages(id, 1)
         expect(bridge!.call_type).toBe("handoff_bridge")
+        const resumed = yield* Effect.promise(() =>
+          fetch(`${baseUrl}/api/widget/session`, { method: "POST", headers, body: JSON.stringify({ client_id: widget.client_id, session: session.data.session }) })
+            .then((r) => r.json() as Promise<any>))
+        expect(resumed.data).toMatchObject({ conversation_id: id, handoff_state: "waiting" })
         const anonymous = yield* Effect.promise(() => fetch(`${baseUrl}/api/widget/handoff`, { method: "POST", headers }).then((r) => r.status))
         expect(anonymous).toBe(401)
       }))

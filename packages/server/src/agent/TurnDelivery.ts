@@ -39,7 +39,15 @@ export const makeTurnDelivery = Effect.gen(function*() {
         ? `Sending on ${m.kind} channels is not supported by this server.`
         : null
       if (rejection === null) {
-        yield* realtime.publish(m.conversation_id, [{ message: m.message ?? "", cost: m.cost, message_id: messageId, role: "assistant", is_manual: false }])
+        yield* realtime.publish(m.conversation_id, [{
+          message: m.message ?? "",
+          cost: m.cost,
+          message_id: messageId,
+          role: "assistant",
+          is_manual: false,
+          sender: "ai",
+          sender_name: null
+        }])
       }
       // a signed webhook's attempt (logged by `begin`) marks the reply sent itself
       if (m.log_id !== null) {

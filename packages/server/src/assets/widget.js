@@ -61,6 +61,8 @@ h2{flex:1;margin:0;font-size:15px;font-weight:600;overflow:hidden;text-overflow:
 .log li[data-role=user]{align-self:flex-end;border-radius:14px 14px 4px 14px;background:#1f2937;color:#fff}
 .log li[data-pending]{opacity:.7}
 .log p{margin:0;white-space:pre-wrap}
+.who{display:block;margin-bottom:2px;font-size:11px;font-weight:600;color:#57606a}
+.log li[data-sender=operator]{background:#e0f2fe}
 .more{align-self:center;margin:8px 0 0;padding:4px 12px;border:1px solid #d0d7de;border-radius:999px;background:#fff;font-size:12px;color:#57606a;cursor:pointer}
 .more:hover{background:#f3f4f6;color:#1f2328}
 .files{display:flex;flex-direction:column;gap:4px;margin-top:4px}
@@ -134,6 +136,11 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
     if (m.pending) li.dataset.pending = "true";
     else delete li.dataset.pending;
     if (m.error) li.dataset.error = "true";
+    // who wrote it: the AI, or a person of the team by name (docs/web-chat.md)
+    if (m.sender === "ai" || m.sender === "operator") {
+      li.dataset.sender = m.sender;
+      li.append(h("span", { class: "who", text: m.sender === "ai" ? "AI assistant" : `${m.senderName || "Team member"} · Team` }));
+    }
     if (m.text) li.append(h("p", { text: m.text }));
     if (m.files.length) li.append(h("div", { class: "files" }, ...m.files.map(fileLink)));
     if (m.pending || m.error) li.append(h("small", { class: m.error ? "err" : "", text: m.error || "Sending…" }));
@@ -178,7 +185,8 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
       return;
     }
     const t = Date.parse(r.created_at);
-    insert({ key, id: key, role: r.role === "user" ? "user" : "assistant", text: r.message || "", files, t: t > 0 ? t : nextT() });
+    const sender = r.role === "user" ? "contact" : r.sender || (r.is_manual ? "operator" : "ai");
+    insert({ key, id: key, role: r.role === "user" ? "user" : "assistant", sender, senderName: r.sender_name || null, text: r.message || "", files, t: t > 0 ? t : nextT() });
     emit("parley:message", r);
   };
 
@@ -245,6 +253,7 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
       }
     }
     emit("parley:session", { session: d.session, contact_id: d.contact_id, conversation_id: d.conversation_id });
+    if (d.handoff_state) showHandoff(d.handoff_state);
     return "ok";
   };
   const session = () => pendingSession || (pendingSession = establish().finally(() => (pendingSession = null)));
@@ -331,6 +340,7 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
           setTyping(false);
           [].concat(ev[1]).forEach(add);
         } else if (ev[0] === "agent_typing") setTyping(!!(ev[1] && ev[1].typing));
+        else if (ev[0] === "handoff_state" && ev[1]) showHandoff(ev[1].state);
       }
     };
     sock.onerror = () => sock.close();
@@ -505,16 +515,23 @@ textarea{flex:1;min-width:0;max-height:120px;resize:none;padding:7px 10px;border
   $(".close").addEventListener("click", close);
   // ---- "Talk to a person": the contact asks for the team (docs/handoff.md); the bridge message arrives as any reply ----
   const human = $(".human");
+  // the person button follows the conversation's handoff state: offered while the AI has it
+  const HANDOFF_LABELS = { ai: "Talk to a person", waiting: "A person has been asked for", human: "You are chatting with our team" };
+  function showHandoff(st) {
+    if (!HANDOFF_LABELS[st]) return;
+    human.textContent = HANDOFF_LABELS[st];
+    human.disabled = st !== "ai";
+    human.dataset.handoff = st;
+    emit("parley:handoff", { state: st });
+  }
   const askForPerson = async (again) => {
     if (!sess) return;
     human.disabled = true;
     const res = await fetch(API + "/api/widget/handoff", { method: "POST", headers: { Authorization: "Bearer " + sess.session } }).catch(() => null);
     if (res && res.status === 401 && !again && (await session()) === "ok") return askForPerson(true);
     const body = res && res.ok ? await res.json().catch(() => null) : null;
-    if (body && body.data && body.data.state !== "ai") {
-      human.textContent = "A person has been asked for";
-      emit("parley:handoff", { state: body.data.state });
-    } else human.disabled = false;
+    if (body && body.data) showHandoff(body.data.state);
+    else human.disabled = false;
   };
   human.addEventListener("click", () => void askForPerson(false));
   panel.addEventListener("keydown", (e) => {

@@ -17,6 +17,8 @@ export const AttemptTarget = Schema.Struct({
   workspace_id: Schema.Number,
   channel_id: Schema.NullOr(Schema.Number),
   is_manual: Schema.Boolean,
+  /** an operator's display name (`users.name`); null for the agent's messages */
+  sender_name: Schema.NullOr(Schema.String),
   cost: Schema.Number,
   kind: Schema.NullOr(Schema.String),
   is_active: Schema.NullOr(Schema.Boolean),
@@ -68,7 +70,8 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
         sql`
           with t as (
             select m.id, m.conversation_id, m.workspace_id, m.channel_id, m.message, m.external_chat_id as contact_key,
-                   m.is_manual, m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.client_id, ch.secret_ciphertext,
+                   m.is_manual, (select u.name from users u where u.id = m.sender_id and m.is_manual) as sender_name,
+                   m.cost_for_user::float8 as cost, ch.kind, ch.is_active, ch.client_id, ch.secret_ciphertext,
                    ch.callback_url, coalesce((select c.is_eval from conversations c where c.id = m.conversation_id), false) as is_eval
             from messages m left join channels ch on ch.id = m.channel_id where m.id = ${messageId}
           ), sending as (
@@ -102,7 +105,9 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
           text: target.message ?? "",
           timestamp,
           // beyond SPEC.md 6.2: who wrote it, so an integrator can tell an operator's message from the agent's
-          sender: target.is_manual ? "operator" : "ai"
+          sender: target.is_manual ? "operator" : "ai",
+          // an operator's display name, so a front end can show who answers
+          sender_name: target.is_manual ? target.sender_name : null
         })
         const secret = secrets.decrypt(target.secret_ciphertext!)
         const started = Date.now()

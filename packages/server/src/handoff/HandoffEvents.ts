@@ -33,7 +33,10 @@ const HandoffDispatcher = (every: Duration.DurationInput) =>
             }
             const { workspace_id, bridge: _, is_eval, ...event } = e
             // an eval's conversation (docs/evals.md) is nobody's to pick up
-            if (!is_eval) yield* realtime.toWorkspace(workspace_id, HANDOFF_EVENT, { conversation_id: e.conversation_id, event })
+            if (!is_eval) {
+              yield* realtime.toWorkspace(workspace_id, HANDOFF_EVENT, { conversation_id: e.conversation_id, event })
+              yield* realtime.handoffState(e.conversation_id, e.to_state)
+            }
             yield* repo.markDispatched(e.id)
           }), { discard: true })),
         Effect.catchAllCause(Effect.logWarning)

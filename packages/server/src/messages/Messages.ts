@@ -54,14 +54,24 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       t: Target,
       messageId: string,
       text: string | null,
-      files: ReadonlyArray<FileEntryWithUrl>
+      files: ReadonlyArray<FileEntryWithUrl>,
+      senderName: string | null
     ): Effect.Effect<string | null, never, WorkflowEngine.WorkflowEngine> =>
       Effect.gen(function*() {
         if (t.channel_id === null || t.kind === null) return "The conversation has no channel to send through."
         if (t.is_active !== true) return "The conversation's channel is inactive."
         if (t.kind !== "web" && t.kind !== "widget") return `Sending on ${t.kind} channels is not supported by this server.`
         // the files with their signed links, so the contact sees them live, not only in the history
-        yield* realtime.publish(t.id, [{ message: text ?? "", cost: 0, message_id: messageId, role: "assistant", is_manual: true, files }])
+        yield* realtime.publish(t.id, [{
+          message: text ?? "",
+          cost: 0,
+          message_id: messageId,
+          role: "assistant",
+          is_manual: true,
+          sender: "operator",
+          sender_name: senderName,
+          files
+        }])
         if (t.callback_url !== null) yield* deliveries.start(messageId)
         return null
       })
@@ -116,7 +126,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       const request = yield* HttpServerRequest.HttpServerRequest
       const base = publicBaseUrl(config, request.headers)
       const withUrls = stored.map((f) => new FileEntryWithUrl({ ...f.entry, url: base + storage.signedPath(f.key) }))
-      const rejection = yield* deliver(t, id, text, withUrls)
+      const rejection = yield* deliver(t, id, text, withUrls, Option.getOrNull(yield* repo.userName(actor.userId)))
       yield* realtime.toWorkspace(t.workspace_id, NEW_MESSAGE_EVENT, {
         conversation_id: t.id,
         message_id: id,

@@ -13,7 +13,7 @@ import {
   withNoReplyReason,
   type WorkspaceId
 } from "@parley/domain"
-import { Effect, flow, Schema, Struct } from "effect"
+import { Effect, flow, Option, Schema, Struct } from "effect"
 
 /** The conversation an operator message goes to: its channel and its newest opportunity's place. */
 export const Target = Schema.Struct({
@@ -94,6 +94,13 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
         where c.id = ${id}`
     })
 
+    /** An operator's display name, as the contact is shown it (docs/web-chat.md). */
+    const userName = SqlSchema.findOne({
+      Request: Schema.Number,
+      Result: Schema.Struct({ name: Schema.NullOr(Schema.String) }),
+      execute: (id) => sql`select name from users where id = ${id}`
+    })
+
     const record = SqlSchema.single({
       Request: Schema.String,
       Result: MessageRow,
@@ -138,6 +145,7 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
 
     return {
       target: flow(target, Effect.orDie),
+      userName: (id: number) => userName(id).pipe(Effect.map(Option.flatMap((u) => Option.fromNullable(u.name))), Effect.orDie),
       record: flow(record, Effect.orDie),
 
       insertFile: (f: NewFile) =>

@@ -25,6 +25,8 @@ export const NEW_MESSAGE_EVENT = "new_message"
 export const JOIN_CHANNEL_EVENT = "join-channel"
 export const JOIN_WORKSPACE_EVENT = "join-workspace"
 export const HANDOFF_EVENT = "handoff"
+/** To a conversation's channel: who has it now, `{ state }` (the widget's person button follows it). */
+export const HANDOFF_STATE_EVENT = "handoff_state"
 /** To an operator's socket whose access to a workspace ended (token revoked or expired, signed out, membership lost). */
 export const ACCESS_ENDED_EVENT = "access_ended"
 export const workspaceChannel = (workspaceId: number) => `workspace.${workspaceId}`
@@ -235,13 +237,17 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
     const toWorkspace = (workspaceId: number, event: string, payload: unknown) =>
       Effect.sync(() => void io.to(workspaceChannel(workspaceId)).emit(event, payload))
 
+    /** Who has the conversation now (`ai`, `waiting`, `human`), for the contact's chat (the widget's person button). */
+    const handoffState = (conversationId: number, state: string) =>
+      Effect.sync(() => void io.to(conversationChannel(conversationId)).emit(HANDOFF_STATE_EVENT, { state }))
+
     const typing = (conversationId: number, workspaceId: number, typing: boolean) =>
       Effect.sync(() => {
         io.to(conversationChannel(conversationId)).emit(AGENT_TYPING_EVENT, { typing })
         io.to(workspaceChannel(workspaceId)).emit(AGENT_TYPING_EVENT, { conversation_id: conversationId, typing })
       })
 
-    return { publish, typing, attach, toWorkspace } as const
+    return { publish, typing, attach, toWorkspace, handoffState } as const
   })
 }) {}
 

@@ -223,10 +223,13 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
       Result: HistoryRow,
       execute: ({ conversationId, page, perPage }) =>
         sql`
-              select id, role, message, status, files, attachments, conversation_id, opportunity_id, error, sender_id, external_message_id,
-                     handled_reason, created_at
-              from messages where conversation_id = ${conversationId}
-              order by created_at desc, id desc limit ${perPage} offset ${(page - 1) * perPage}`
+              select m.id, m.role, m.message, m.status, m.files, m.attachments, m.conversation_id, m.opportunity_id, m.error, m.sender_id,
+                     case when m.role = 'user' then 'contact' when m.is_manual then 'operator' else 'ai' end as sender,
+                     case when m.is_manual then u.name end as sender_name,
+                     m.external_message_id, m.handled_reason, m.created_at
+              from messages m left join users u on u.id = m.sender_id
+              where m.conversation_id = ${conversationId}
+              order by m.created_at desc, m.id desc limit ${perPage} offset ${(page - 1) * perPage}`
     })
 
     const historyTotal = SqlSchema.single({

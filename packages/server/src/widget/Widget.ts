@@ -162,7 +162,8 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
           conversationId: thread.conversationId,
           expires: now() + WIDGET_SESSION_TTL_SECONDS
         }),
-        messages_url: `${fields.messages_webhook}/web-chat/message`
+        messages_url: `${fields.messages_webhook}/web-chat/message`,
+        handoff_state: yield* handoffs.stateOf(thread.conversationId as ConversationId).pipe(Effect.orDie)
       })
     })
 
