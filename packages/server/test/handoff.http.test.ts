@@ -362,6 +362,23 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(resolved.handoff_events.map((e: any) => [e.action, e.actor])).toEqual([["take", "operator"], ["resolve", "system"]])
       }))
 
+    it.effect("the summary says what the contact wants and what is open from the whole conversation, not its last two messages", () =>
+      Effect.gen(function*() {
+        const owner = (yield* seedUser()) as Caller
+        const { channel } = yield* agent(owner, null)
+        yield* say(channel, "summary-1", "How long does delivery take?")
+        const id = yield* conversationOf("summary-1")
+        yield* assistantMessages(id, 1)
+        yield* say(channel, "summary-1", "Do you offer a discount for schools?")
+        yield* assistantMessages(id, 2)
+        yield* say(channel, "summary-1", "Thanks. Can I talk to a person please?")
+        const waiting = yield* eventually(Effect.map(conversation(owner, id), (c) => (c.handoff.summary !== null ? c : undefined)), 20_000)
+        // delivery was answered from the knowledge; the discount question was not
+        expect(waiting.handoff.summary).toBe(
+          "Wants: Do you offer a discount for schools?\nTried: Delivery takes three days.\nOpen: Do you offer a discount for schools?"
+        )
+      }))
+
     it.effect("the website widget's 'Talk to a person' is a request by the contact; asking again answers the state", () =>
       Effect.gen(function*() {
         const owner = (yield* seedUser()) as Caller

@@ -62,7 +62,9 @@ export const summaryText = (messages: ReadonlyArray<Prompt.Message>) => {
   const open = questions.filter(({ i, q }) => !said.slice(i + 1).some((m) => m.role === "assistant" && answers(m.text, q))).map(({ q }) => q)
   const requests = said.filter((m) => m.role === "user").flatMap((m) => sentences(m.text)).filter((s) => stems(s).size > 0)
   const latest = requests.filter((s) => !ASKS_FOR_PERSON.test(s)).at(-1) ?? requests.at(-1)
-  const answered = said.filter((m) => m.role === "assistant" && !m.text.includes(NOTHING_FOUND)).map((m) => sentences(m.text)[0] ?? m.text)
+  // what the agent answered: its replies that answer one of the contact's questions (not a bridge or a greeting)
+  const answered = said.filter((m) => m.role === "assistant" && questions.some(({ q }) => answers(m.text, q)))
+    .map((m) => sentences(m.text)[0] ?? m.text)
   const cut = (t: string) => (t.length > 300 ? `${t.slice(0, 299)}…` : t)
   return [
     `Wants: ${cut(open[0] ?? latest ?? "nothing said yet")}`,
