@@ -2,7 +2,7 @@
  * Phone identifiers are digits only, with the country code and no `+` (SPEC.md 2.2). Clients send
  * `+49 151 2345-678`, `(0049) 151 2345678` or `491512345678`; all become `491512345678`.
  */
-const separators = /[\s\-().\/]/g
+const separators = /[\s\-()./]/g
 
 export const normalisePhone = (input: string): string | undefined => {
   let s = input.trim().replace(separators, "")

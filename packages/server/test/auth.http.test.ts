@@ -1,5 +1,4 @@
 import { describe, expect, layer } from "@effect/vitest"
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { Identity } from "../src/identity/Identity.js"
 import { call, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"

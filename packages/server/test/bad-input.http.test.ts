@@ -191,6 +191,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         expect422(yield* put(owner, `/api/user/stages/${stage.id}`, { order: big }), ["order"])
         expect422(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { attach_knowledge_table_ids: [big] }), ["attach_knowledge_table_ids.0"])
         // ids are bigint columns: up to 2^53 - 1 they are not-found answers, beyond they are invalid
+        // eslint-disable-next-line no-loss-of-precision -- a literal past 2^53 on purpose: past the column's range
         expect422(yield* post(owner, "/api/user/opportunities", { pipeline_id: 9007199254740993, contact: { email: "a@b.co" } }), ["pipeline_id"])
         const unknown = yield* post(owner, "/api/user/opportunities", { pipeline_id: 9007199254740991, contact: { email: "a@b.co" } })
         expect422(unknown, ["pipeline_id"])

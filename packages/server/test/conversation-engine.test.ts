@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { Deliveries } from "../src/delivery/Deliveries.js"
 import { expect422, funnel, linkWebChannel, ok, put } from "./support/Opportunities.js"
 import { attempts, replyOn } from "./support/Replies.js"
-import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { seedUser, TestServerLive } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 import { say } from "./support/WebChat.js"
 

@@ -11,7 +11,6 @@ import { Effect } from "effect"
 import { boot, type FileDatabase, FileServerLive, freshDatabase } from "./support/FileServer.js"
 import { assistantMessages, awaitingInterval, followupSetup, hooks, MINUTE, sequenceOf, stageOf, started } from "./support/Followups.js"
 import { makeOffsetClock } from "./support/OffsetClock.js"
-import { TestServer } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const clock = makeOffsetClock()

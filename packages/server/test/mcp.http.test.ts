@@ -4,8 +4,6 @@
  * inheritance, bearer authentication, argument validation, the Origin allowlist and the HTTP methods.
  */
 import { expect, layer } from "@effect/vitest"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"

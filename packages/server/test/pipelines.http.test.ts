@@ -1,4 +1,4 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { call, seedUser, TestServerLive } from "./support/TestServer.js"
 

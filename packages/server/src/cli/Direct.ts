@@ -6,7 +6,6 @@
  * message (admin/Commands.ts), so none needs the cluster. Loaded by Run.ts only when a command runs here.
  */
 import { Effect, Layer } from "effect"
-import type { AdminCommand } from "../admin/AdminCommand.js"
 import { AdminRepo } from "../admin/AdminRepo.js"
 import { runCommand } from "../admin/Commands.js"
 import { Channels } from "../channels/Channels.js"

@@ -6,7 +6,6 @@ import {
   type CreateStage,
   CurrentActor,
   ModelPoolTier,
-  NotFound,
   type Pipeline,
   type PipelineId,
   PipelineModelPool,

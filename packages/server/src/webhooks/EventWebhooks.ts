@@ -8,7 +8,6 @@ import {
   EventWebhook,
   type EventWebhookId,
   EventWebhookWithSecret,
-  NotFound,
   Unprocessable,
   type UpdateEventWebhook,
   WebhookNotFound

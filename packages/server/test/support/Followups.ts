@@ -5,7 +5,7 @@ import { verifyServiceSignature } from "@parley/domain"
 import { FollowupSequence } from "@parley/worker"
 import { Effect } from "effect"
 import { createPipeline, createStage, ok, post, put } from "./Opportunities.js"
-import { fetchJson, seedUser, TestServer } from "./TestServer.js"
+import { seedUser } from "./TestServer.js"
 import { eventually, type Received } from "./WebhookReceiver.js"
 import { say } from "./WebChat.js"
 

@@ -30,6 +30,7 @@ export const badValues: ReadonlyArray<unknown> = [
   1.5,
   2147483648,
   -2147483649,
+  // eslint-disable-next-line no-loss-of-precision -- a literal past 2^53 on purpose: an id past every column's range
   9007199254740993,
   1e308,
   -1e308,
