@@ -15,11 +15,13 @@ const serverTests = "packages/server/test"
 const embeddedOnly: Record<string, string> = {
   "pglite-client.test.ts": "the embedded SqlClient (PGlite) itself",
   "embedded-vacuum.test.ts": "the embedded database's own vacuum (a Postgres server runs autovacuum)",
-  "cli.test.ts": "the CLI on an embedded data dir: its lock and the server's admin endpoint (DATABASE_URL: cli-database-url.test.ts)",
+  "cli.test.ts":
+    "the CLI on an embedded data dir: its lock and the server's admin endpoint (DATABASE_URL: cli-database-url.test.ts)",
   "docs-examples.test.ts": "runs the docs as written, on the default `parley serve`",
   "listener.test.ts": "no database: a listener between binding and serving",
   "providers.test.ts": "no database: the model providers against fake servers",
-  "*.browser.test.ts": "UI suites in headless Chromium: what they show comes through the API, which the HTTP suites cover on Postgres"
+  "*.browser.test.ts":
+    "UI suites in headless Chromium: what they show comes through the API, which the HTTP suites cover on Postgres"
 }
 
 export default defineConfig({
@@ -36,7 +38,11 @@ export default defineConfig({
       {
         extends: true,
         // also the browser suites (*.browser.test.ts: headless Chromium), which run here only
-        test: { name: "embedded", include: ["packages/*/test/**/*.test.ts"], exclude: [`${serverTests}/**/*.postgres.test.ts`, "**/node_modules/**"] }
+        test: {
+          name: "embedded",
+          include: ["packages/*/test/**/*.test.ts"],
+          exclude: [`${serverTests}/**/*.postgres.test.ts`, "**/node_modules/**"]
+        }
       },
       {
         extends: true,

@@ -63,11 +63,18 @@ interface Db {
   readonly transaction: <A>(f: (query: Query) => Promise<A>) => Promise<A>
 }
 
-const config = (text: string, params: ReadonlyArray<unknown>, name: string | undefined) => ({ text, values: params as Array<unknown>, ...(name === undefined ? {} : { name }) })
+const config = (text: string, params: ReadonlyArray<unknown>, name: string | undefined) => ({
+  text,
+  values: params as Array<unknown>,
+  ...(name === undefined ? {} : { name })
+})
 
 const open = async (): Promise<Db> => {
   if (process.env.BARE_DATABASE_URL !== undefined) {
-    const pool = new pg.Pool({ connectionString: process.env.BARE_DATABASE_URL, max: Number(process.env.BARE_POOL_SIZE ?? 10) })
+    const pool = new pg.Pool({
+      connectionString: process.env.BARE_DATABASE_URL,
+      max: Number(process.env.BARE_POOL_SIZE ?? 10)
+    })
     await pool.query("select 1")
     return {
       query: async (text, params, name) => (await pool.query(config(text, params, name))).rows,
@@ -92,7 +99,10 @@ const open = async (): Promise<Db> => {
   return {
     query: async (text, params) => (await db.query(text, params as Array<unknown>)).rows as Array<never>,
     // PGlite's transaction sends `begin` and `commit` itself
-    transaction: (f) => db.transaction((tx) => f(async (text, params) => (await tx.query(text, params as Array<unknown>)).rows as Array<never>))
+    transaction: (f) =>
+      db.transaction((tx) =>
+        f(async (text, params) => (await tx.query(text, params as Array<unknown>)).rows as Array<never>)
+      )
   }
 }
 
@@ -119,17 +129,31 @@ const server = Http.createServer((req, res) => {
       const get = /^\/opportunities\/(\d+)$/.exec(url)
       if (req.method === "GET" && get) {
         const [row] = await db.query(selectOpportunity, [Number(get[1])], named("bare_opportunity"))
-        return row === undefined ? json(res, 404, { status: false, message: "Not found" }) : json(res, 200, { status: true, data: row })
+        return row === undefined
+          ? json(res, 404, { status: false, message: "Not found" })
+          : json(res, 200, { status: true, data: row })
       }
       if (req.method === "POST" && url === "/web-chat/message") {
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { contact_id: string; message: string }
         const id = await db.transaction(async (query) => {
-          const [thread] = await query<Thread>(existingThread, [workspaceId, channelId, pipelineId, body.contact_id], named("bare_thread"))
+          const [thread] = await query<Thread>(
+            existingThread,
+            [workspaceId, channelId, pipelineId, body.contact_id],
+            named("bare_thread")
+          )
           if (thread === undefined || thread.conversation_id === null) return undefined
           const id = messageId()
           await query(insertMessage, [
-            id, workspaceId, thread.conversation_id, thread.opportunity_id, thread.contact_id, channelId, thread.stage_id, pipelineId,
-            body.message, body.contact_id
+            id,
+            workspaceId,
+            thread.conversation_id,
+            thread.opportunity_id,
+            thread.contact_id,
+            channelId,
+            thread.stage_id,
+            pipelineId,
+            body.message,
+            body.contact_id
           ], named("bare_insert"))
           return id
         })

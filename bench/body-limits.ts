@@ -12,7 +12,8 @@ import { startServer } from "./support.js"
 
 const concurrency = Number(process.argv[2] ?? 20)
 const BYTES = 50 * 1024 * 1024
-const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(Fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024
+const rssMiB = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(Fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024
 
 // browsers and most HTTP clients keep connections alive; with `Connection: close` the server closes the
 // socket after its answer, and a client still writing may see EPIPE before it reads the 413
@@ -26,7 +27,11 @@ const flood = (url: string, headers: Record<string, string>, chunked: boolean, e
     const req = Http.request(url, {
       method: "POST",
       agent,
-      headers: { ...headers, "content-type": "application/json", ...(chunked ? { "transfer-encoding": "chunked" } : { "content-length": String(BYTES) }) }
+      headers: {
+        ...headers,
+        "content-type": "application/json",
+        ...(chunked ? { "transfer-encoding": "chunked" } : { "content-length": String(BYTES) })
+      }
     }, (res) => {
       const ms = performance.now() - started
       res.resume()
@@ -36,7 +41,11 @@ const flood = (url: string, headers: Record<string, string>, chunked: boolean, e
         resolve({ status: res.statusCode ?? 0, ms })
       })
     })
-    req.on("error", (e: NodeJS.ErrnoException) => answered ? undefined : resolve({ status: e.code ?? e.message, ms: performance.now() - started }))
+    req.on(
+      "error",
+      (e: NodeJS.ErrnoException) =>
+        answered ? undefined : resolve({ status: e.code ?? e.message, ms: performance.now() - started })
+    )
     const chunk = Buffer.alloc(64 * 1024, 0x20)
     let sent = 0
     const pump = () => {
@@ -54,7 +63,11 @@ try {
   const pid = JSON.parse(Fs.readFileSync(Path.join(server.dataDir, "server.json"), "utf8")).pid as number
   const { client_id, client_secret } = server.demo.channel
   const targets = [
-    { name: "api  POST /api/user/pipelines", url: `${server.api}/api/user/pipelines`, headers: { authorization: `Bearer ${server.demo.token}` } },
+    {
+      name: "api  POST /api/user/pipelines",
+      url: `${server.api}/api/user/pipelines`,
+      headers: { authorization: `Bearer ${server.demo.token}` }
+    },
     {
       name: "receiver POST /web-chat/message",
       url: `${server.receiver}/web-chat/message`,
@@ -63,17 +76,26 @@ try {
   ]
   await new Promise((r) => setTimeout(r, 3000)) // start-up garbage goes before the first sample
   const start = rssMiB(pid)
-  console.log(`\nOversized bodies: ${concurrency} concurrent 50 MB bodies per listener and client kind, node ${process.version}\n`)
-  console.log("| listener | client | answers | slowest answer ms | median ms | server RSS after (start " + start.toFixed(0) + " MiB) |")
+  console.log(
+    `\nOversized bodies: ${concurrency} concurrent 50 MB bodies per listener and client kind, node ${process.version}\n`
+  )
+  console.log(
+    "| listener | client | answers | slowest answer ms | median ms | server RSS after (start " + start.toFixed(0) +
+      " MiB) |"
+  )
   console.log("|---|---|---|---|---|---|")
   for (const eager of [true, false]) {
     for (const t of targets) {
-      const answers = await Promise.all(Array.from({ length: concurrency }, (_, i) => flood(t.url, t.headers, i % 2 === 1, eager)))
+      const answers = await Promise.all(
+        Array.from({ length: concurrency }, (_, i) => flood(t.url, t.headers, i % 2 === 1, eager))
+      )
       const statuses = new Map<number | string, number>()
       for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1)
       const ms = answers.map((a) => a.ms).sort((a, b) => a - b)
       console.log(
-        `| ${t.name} | ${eager ? "stops on answer" : "sends all first"} | ${[...statuses].map(([s, n]) => `${n}× ${s}`).join(", ")} | ${ms.at(-1)!.toFixed(0)} | ${ms[Math.floor(ms.length / 2)]!.toFixed(0)} | ${rssMiB(pid).toFixed(0)} MiB |`
+        `| ${t.name} | ${eager ? "stops on answer" : "sends all first"} | ${
+          [...statuses].map(([s, n]) => `${n}× ${s}`).join(", ")
+        } | ${ms.at(-1)!.toFixed(0)} | ${ms[Math.floor(ms.length / 2)]!.toFixed(0)} | ${rssMiB(pid).toFixed(0)} MiB |`
       )
     }
   }

@@ -16,7 +16,9 @@ import { type Exchange, replyExchange, replyServerEnv, startReplyHook } from "./
 import { cpuMs, load, type RequestSpec, send, setup, startServer } from "./support.js"
 
 const other = Path.resolve(process.argv[2] ?? "")
-if (process.argv[2] === undefined) throw new Error("usage: npx tsx bench/compare.ts <other checkout> [blocks] [scenarios]")
+if (process.argv[2] === undefined) {
+  throw new Error("usage: npx tsx bench/compare.ts <other checkout> [blocks] [scenarios]")
+}
 const blocks = Number(process.argv[3] ?? 10)
 const scenarios = (process.argv[4] ?? "get,health,inbound").split(",")
 const BLOCK_S = 1.5
@@ -26,7 +28,11 @@ const secrets = new Map<string, string>()
 const hook = await startReplyHook((contactId) => secrets.get(contactId.split("-")[0]!) ?? "")
 
 /** `concurrency` loops, each making its next exchange as soon as the last was answered, for `seconds`. */
-const exchanges = async (concurrency: number, seconds: number, next: (loop: number, n: number) => Promise<Exchange>) => {
+const exchanges = async (
+  concurrency: number,
+  seconds: number,
+  next: (loop: number, n: number) => Promise<Exchange>
+) => {
   let requests = 0
   const started = performance.now()
   const deadline = started + seconds * 1000
@@ -47,14 +53,26 @@ const start = async (label: string, side: string, from?: string) => {
       method: "POST",
       url: `${server.api}/api/user/opportunities`,
       headers: auth,
-      body: JSON.stringify({ pipeline_id: server.demo.pipeline_id, name: `Seed ${i}`, tags: ["bench"], contact: { phone: String(4915100000000 + i), name: `Lead ${i}` } })
+      body: JSON.stringify({
+        pipeline_id: server.demo.pipeline_id,
+        name: `Seed ${i}`,
+        tags: ["bench"],
+        contact: { phone: String(4915100000000 + i), name: `Lead ${i}` }
+      })
     })
     ids.push(JSON.parse(r.body).data.id)
   }
   // no agent turn during the inbound rows (as receiver.ts); the reply scenario sets the debounce to 0 (replies.ts)
   const debounce = (ms: number) =>
-    send({ method: "PUT", url: `${server.api}/api/user/pipelines/${server.demo.pipeline_id}`, headers: auth, body: JSON.stringify({ reply_debounce_ms: ms }) })
-  const basic = `Basic ${Buffer.from(`${server.demo.channel.client_id}:${server.demo.channel.client_secret}`).toString("base64")}`
+    send({
+      method: "PUT",
+      url: `${server.api}/api/user/pipelines/${server.demo.pipeline_id}`,
+      headers: auth,
+      body: JSON.stringify({ reply_debounce_ms: ms })
+    })
+  const basic = `Basic ${
+    Buffer.from(`${server.demo.channel.client_id}:${server.demo.channel.client_secret}`).toString("base64")
+  }`
   let sent = 0
   const spec = (scenario: string) => (i: number): RequestSpec =>
     scenario === "health"
@@ -73,10 +91,16 @@ const start = async (label: string, side: string, from?: string) => {
   const prepare = async (scenario: string, concurrency: number) => {
     if (scenario === "reply") {
       exchange = await replyExchange(server, hook)
-      for (let i = 0; i < contacts.length; i += 16) await Promise.all(contacts.slice(i, i + 16).map((c) => exchange!(c, "Hello")))
+      for (let i = 0; i < contacts.length; i += 16) {
+        await Promise.all(contacts.slice(i, i + 16).map((c) => exchange!(c, "Hello")))
+      }
     } else {
       await debounce(60_000)
-      if (scenario === "inbound") for (let i = 0; i < 500; i += 16) await Promise.all(Array.from({ length: 16 }, (_, j) => send(spec(scenario)(i + j))))
+      if (scenario === "inbound") {
+        for (let i = 0; i < 500; i += 16) {
+          await Promise.all(Array.from({ length: 16 }, (_, j) => send(spec(scenario)(i + j))))
+        }
+      }
     }
     await run(scenario, concurrency, 2)
   }
@@ -97,7 +121,11 @@ const lines: Array<string> = []
 try {
   for (const scenario of scenarios) {
     const concurrency = scenario === "inbound" || scenario === "reply" ? 16 : 32
-    const figures = new Map([[before, { node: [] as Array<number>, pg: [] as Array<number>, rate: [] as Array<number> }], [after, { node: [], pg: [], rate: [] }]])
+    const figures = new Map([[before, {
+      node: [] as Array<number>,
+      pg: [] as Array<number>,
+      rate: [] as Array<number>
+    }], [after, { node: [], pg: [], rate: [] }]])
     for (const side of [before, after]) await side.prepare(scenario, concurrency)
     for (let b = 0; b < blocks * 2; b++) {
       const side = b % 2 === 0 ? before : after
@@ -112,10 +140,17 @@ try {
       f.rate.push(r.perSecond)
     }
     lines.push(`\n${scenario}, concurrency ${concurrency}, ${blocks} blocks of ${BLOCK_S} s each side:\n`)
-    lines.push("| server | req/s (median) | node CPU ms / req | Postgres CPU ms / req | node CPU per block |", "|---|---|---|---|---|")
+    lines.push(
+      "| server | req/s (median) | node CPU ms / req | Postgres CPU ms / req | node CPU per block |",
+      "|---|---|---|---|---|"
+    )
     for (const side of [before, after]) {
       const f = figures.get(side)!
-      lines.push(`| ${side.label} | ${median(f.rate).toFixed(0)} | ${median(f.node).toFixed(3)} | ${f.pg.length > 0 ? median(f.pg).toFixed(3) : ""} | ${f.node.map((x) => x.toFixed(2)).join(" ")} |`)
+      lines.push(
+        `| ${side.label} | ${median(f.rate).toFixed(0)} | ${median(f.node).toFixed(3)} | ${
+          f.pg.length > 0 ? median(f.pg).toFixed(3) : ""
+        } | ${f.node.map((x) => x.toFixed(2)).join(" ")} |`
+      )
     }
   }
 } finally {
@@ -127,5 +162,7 @@ try {
 }
 console.log(`\n${before.server.label}; node ${process.version}`)
 console.log(lines.join("\n"))
-if (hook.stats.badSignatures > 0 || hook.stats.unexpected > 0) console.log(`\nreply webhooks: ${hook.stats.badSignatures} bad signatures, ${hook.stats.unexpected} unexpected`)
+if (hook.stats.badSignatures > 0 || hook.stats.unexpected > 0) {
+  console.log(`\nreply webhooks: ${hook.stats.badSignatures} bad signatures, ${hook.stats.unexpected} unexpected`)
+}
 process.exit(0)

@@ -28,7 +28,8 @@ const messages = Number(process.argv[3] ?? 20)
 const conversations = Number(process.argv[4] ?? 20)
 
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const p95 = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))]!
+const p95 = (xs: ReadonlyArray<number>) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))]!
 const ms = (x: number) => `${x.toFixed(0)} ms`
 
 const server = await startServer()
@@ -38,9 +39,15 @@ const credentials = JSON.parse(Fs.readFileSync(Path.join(server.dataDir, "demo-c
   token: string
   workspace_id: number
 }
-const basic = `Basic ${Buffer.from(`${server.demo.channel.client_id}:${server.demo.channel.client_secret}`).toString("base64")}`
+const basic = `Basic ${
+  Buffer.from(`${server.demo.channel.client_id}:${server.demo.channel.client_secret}`).toString("base64")
+}`
 const post = (url: string, body: unknown, authorization = basic) =>
-  fetch(url, { method: "POST", headers: { authorization, "content-type": "application/json" }, body: JSON.stringify(body) })
+  fetch(url, {
+    method: "POST",
+    headers: { authorization, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
 
 const browser = await chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox"] })
 try {
@@ -59,7 +66,10 @@ try {
   await Promise.all(Array.from({ length: 8 }, async () => {
     while (made < conversations) {
       const i = made++
-      const r = await post(`${server.api}/api/user/web-chat/initiate`, { contact_id: `bench-console-${i}`, name: `Bench contact ${i}` })
+      const r = await post(`${server.api}/api/user/web-chat/initiate`, {
+        contact_id: `bench-console-${i}`,
+        name: `Bench contact ${i}`
+      })
       if (r.status !== 200) throw new Error(`initiate answered ${r.status}`)
     }
   }))
@@ -69,7 +79,9 @@ try {
   let last = ""
   for (let still = 0; still < 3;) {
     await new Promise((r) => setTimeout(r, 1000))
-    const now = await (await fetch(`${server.api}/api/user/analytics/summary`, { headers: { authorization: `Bearer ${credentials.token}` } })).text()
+    const now = await (await fetch(`${server.api}/api/user/analytics/summary`, {
+      headers: { authorization: `Bearer ${credentials.token}` }
+    })).text()
     still = now === last ? still + 1 : 0
     last = now
   }
@@ -81,9 +93,13 @@ try {
   const js = Buffer.from(await (await signIn.request.get(`${server.api}${jsPath}`)).body())
   const css = Buffer.from(await (await signIn.request.get(`${server.api}${cssPath}`)).body())
   const bare = Http.createServer((req, res) => {
-    if (req.url?.startsWith("/console/assets/console.js")) res.writeHead(200, { "content-type": "text/javascript" }).end(js)
-    else if (req.url?.startsWith("/console/assets/console.css")) res.writeHead(200, { "content-type": "text/css" }).end(css)
-    else res.writeHead(200, { "content-type": "text/html" }).end(shell.replace(/<script type="module"[^>]*><\/script>/, `<script type="module" src="${jsPath}"></script>`))
+    if (req.url?.startsWith("/console/assets/console.js")) {
+      res.writeHead(200, { "content-type": "text/javascript" }).end(js)
+    } else if (req.url?.startsWith("/console/assets/console.css")) {
+      res.writeHead(200, { "content-type": "text/css" }).end(css)
+    } else {res.writeHead(200, { "content-type": "text/html" }).end(
+        shell.replace(/<script type="module"[^>]*><\/script>/, `<script type="module" src="${jsPath}"></script>`)
+      )}
   })
   await new Promise<void>((r) => bare.listen(0, "127.0.0.1", () => r()))
   const bareUrl = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/console`
@@ -103,7 +119,9 @@ try {
       const w = window as unknown as { drawnAt?: number; liveAt?: number }
       new MutationObserver(() => {
         if (w.drawnAt === undefined && document.querySelector("ul.rows li.row") !== null) w.drawnAt = performance.now()
-        if (w.liveAt === undefined && document.querySelector(".conn[data-state=live]") !== null) w.liveAt = performance.now()
+        if (w.liveAt === undefined && document.querySelector(".conn[data-state=live]") !== null) {
+          w.liveAt = performance.now()
+        }
       }).observe(document, { subtree: true, childList: true, attributes: true })
     })
     const t = performance.now()
@@ -123,7 +141,11 @@ try {
     if (i === loads) {
       // where the last load's time went: each request's start and duration, from the page's own timings
       timings = await page.evaluate(() =>
-        performance.getEntriesByType("resource").map((e) => `${e.name.replace(location.origin, "").replace(/\?.*/, "")} at ${e.startTime.toFixed(0)} ms took ${e.duration.toFixed(0)} ms`)
+        performance.getEntriesByType("resource").map((e) =>
+          `${e.name.replace(location.origin, "").replace(/\?.*/, "")} at ${e.startTime.toFixed(0)} ms took ${
+            e.duration.toFixed(0)
+          } ms`
+        )
       )
     }
     await context.close()
@@ -140,9 +162,12 @@ try {
   // the list endpoint as the console calls it: the first page, and one 1,000 rows deep
   const listPage = async (cursor?: string) => {
     const t = performance.now()
-    const r = await fetch(`${server.api}/api/user/conversations?order=queue&per_page=50${cursor === undefined ? "" : `&cursor=${cursor}`}`, {
-      headers: { authorization: `Bearer ${credentials.token}` }
-    })
+    const r = await fetch(
+      `${server.api}/api/user/conversations?order=queue&per_page=50${cursor === undefined ? "" : `&cursor=${cursor}`}`,
+      {
+        headers: { authorization: `Bearer ${credentials.token}` }
+      }
+    )
     const body = (await r.json()) as { data: { next_cursor: string | null } }
     return { ms: performance.now() - t, next: body.data.next_cursor }
   }
@@ -189,7 +214,12 @@ try {
   await page.locator(".conn[data-state=live]").waitFor({ timeout: 30_000 })
   const socket = io(server.api, { transports: ["websocket"] })
   await new Promise<void>((resolve) =>
-    socket.on("connect", () => socket.emit("join-workspace", { workspace_id: credentials.workspace_id, token: credentials.token }, () => resolve()))
+    socket.on(
+      "connect",
+      () =>
+        socket.emit("join-workspace", { workspace_id: credentials.workspace_id, token: credentials.token }, () =>
+          resolve())
+    )
   )
   const socketSeen = new Map<string, number>()
   socket.on("new_message", (e: { message: string | null }) => {
@@ -215,7 +245,11 @@ try {
     const response = await post(`${server.receiver}/web-chat/message`, { contact_id: contact, message: marker })
     const answered = Date.now()
     if (response.status !== 200) throw new Error(`receiver answered ${response.status}`)
-    const seenAt = await page.waitForFunction(() => (window as unknown as { seenAt?: number | undefined }).seenAt, undefined, { timeout: 10_000 })
+    const seenAt = await page.waitForFunction(
+      () => (window as unknown as { seenAt?: number | undefined }).seenAt,
+      undefined,
+      { timeout: 10_000 }
+    )
     const shown = (await seenAt.jsonValue()) as number
     inbox.push(shown - answered)
     inboxFromSend.push(shown - sent)
@@ -229,18 +263,38 @@ try {
   const gz = Zlib.gzipSync(js).length
   const out = [
     "",
-    `Operator console, ${conversations} conversations, node ${process.version}, ${Os.cpus().length} cores, load average ${Os.loadavg()[0]!.toFixed(2)}`,
+    `Operator console, ${conversations} conversations, node ${process.version}, ${Os.cpus().length} cores, load average ${
+      Os.loadavg()[0]!.toFixed(2)
+    }`,
     "",
     "| what | median | p95 | bare, same run | ratio (median) | budget |",
     "|---|---|---|---|---|---|",
-    `| first load of /console to a drawn inbox and a live socket (${loads} loads) | ${ms(median(consoleLoads))} | ${ms(p95(consoleLoads))} | ${ms(median(bareLoads))} (same files from node:http, to \`load\`) | ${(median(consoleLoads) / median(bareLoads)).toFixed(1)} | 1000 ms |`,
-    `| the same, as the page saw it (navigation start to both, by its own clock) | ${ms(median(inPage))} | ${ms(p95(inPage))} | | | |`,
-    `| of which: rows drawn / socket live | ${ms(median(drawn))} / ${ms(median(live))} | ${ms(p95(drawn))} / ${ms(p95(live))} | | | |`,
-    `| receiver's 200 to the message in the inbox (${messages} messages) | ${ms(median(inbox))} | ${ms(p95(inbox))} | | | 300 ms |`,
-    `| the message sent to it shown in the inbox | ${ms(median(inboxFromSend))} | ${ms(p95(inboxFromSend))} | ${ms(median(socketOnly))} (sent to a bare socket.io client's \`new_message\`) | ${(median(inboxFromSend) / Math.max(1, median(socketOnly))).toFixed(1)} | |`,
-    `| list endpoint, first page of 50 (order=queue, ${conversations} conversations) | ${ms(median(firstPages))} | | | | |`,
+    `| first load of /console to a drawn inbox and a live socket (${loads} loads) | ${ms(median(consoleLoads))} | ${
+      ms(p95(consoleLoads))
+    } | ${ms(median(bareLoads))} (same files from node:http, to \`load\`) | ${
+      (median(consoleLoads) / median(bareLoads)).toFixed(1)
+    } | 1000 ms |`,
+    `| the same, as the page saw it (navigation start to both, by its own clock) | ${ms(median(inPage))} | ${
+      ms(p95(inPage))
+    } | | | |`,
+    `| of which: rows drawn / socket live | ${ms(median(drawn))} / ${ms(median(live))} | ${ms(p95(drawn))} / ${
+      ms(p95(live))
+    } | | | |`,
+    `| receiver's 200 to the message in the inbox (${messages} messages) | ${ms(median(inbox))} | ${
+      ms(p95(inbox))
+    } | | | 300 ms |`,
+    `| the message sent to it shown in the inbox | ${ms(median(inboxFromSend))} | ${ms(p95(inboxFromSend))} | ${
+      ms(median(socketOnly))
+    } (sent to a bare socket.io client's \`new_message\`) | ${
+      (median(inboxFromSend) / Math.max(1, median(socketOnly))).toFixed(1)
+    } | |`,
+    `| list endpoint, first page of 50 (order=queue, ${conversations} conversations) | ${
+      ms(median(firstPages))
+    } | | | | |`,
     ...(deepPages.length > 0 ? [`| list endpoint, the page 1,000 rows deep | ${ms(median(deepPages))} | | | | |`] : []),
-    `| scrolling the inbox to row ${target} (pages load as it scrolls) | ${ms(scrollMs)} | | at most ${mostRows} rows in the page at once | | |`,
+    `| scrolling the inbox to row ${target} (pages load as it scrolls) | ${
+      ms(scrollMs)
+    } | | at most ${mostRows} rows in the page at once | | |`,
     `| console.js gzipped | ${(gz / 1024).toFixed(1)} KB | | ${(js.length / 1024).toFixed(1)} KB raw | | 200 KB |`,
     ""
   ]

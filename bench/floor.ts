@@ -19,9 +19,28 @@ import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { fileURLToPath } from "node:url"
-import { costsHeader, costsRow, header, load, measure, row, send, setup, sideBySide, sideBySideHeader, spawnAnnounced, startBare, startServer } from "./support.js"
+import {
+  costsHeader,
+  costsRow,
+  header,
+  load,
+  measure,
+  row,
+  send,
+  setup,
+  sideBySide,
+  sideBySideHeader,
+  spawnAnnounced,
+  startBare,
+  startServer
+} from "./support.js"
 
-const Opportunity = Schema.Struct({ id: Schema.Number, name: Schema.String, status: Schema.String, tags: Schema.Array(Schema.String) })
+const Opportunity = Schema.Struct({
+  id: Schema.Number,
+  name: Schema.String,
+  status: Schema.String,
+  tags: Schema.Array(Schema.String)
+})
 const body = (id: number) => ({ id, name: "Seed", status: "active", tags: ["bench"] })
 
 const idPath = Schema.Struct({ id: Schema.NumberFromString })
@@ -35,19 +54,34 @@ class FloorApi extends HttpApi.make("floor").add(Floor) {}
 /** HttpApi on NodeHttpServer; with FLOOR_DATABASE_URL its `select` route reads through @effect/sql-pg (a pool of 10). */
 const serveEffect = () => {
   const server = Http.createServer()
-  const FloorLive = HttpApiBuilder.group(FloorApi, "floor", (handlers) =>
-    Effect.map(Effect.serviceOption(SqlClient.SqlClient), (sql) =>
-      handlers
-        .handle("get", ({ path }) => Effect.succeed(body(path.id)))
-        .handle("select", ({ path }) =>
-          sql._tag === "None"
-            ? Effect.die("no database")
-            : sql.value`select * from opportunities where id = ${path.id}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie))))
+  const FloorLive = HttpApiBuilder.group(
+    FloorApi,
+    "floor",
+    (handlers) =>
+      Effect.map(Effect.serviceOption(SqlClient.SqlClient), (sql) =>
+        handlers
+          .handle("get", ({ path }) => Effect.succeed(body(path.id)))
+          .handle("select", ({ path }) =>
+            sql._tag === "None"
+              ? Effect.die("no database")
+              : sql.value`select * from opportunities where id = ${path.id}`.pipe(
+                Effect.map((rows) => rows[0]),
+                Effect.orDie
+              )))
+  )
   const url = process.env.FLOOR_DATABASE_URL
   const database = url === undefined ? Layer.empty : PgClient.layer({ url: Redacted.make(url), maxConnections: 10 })
   // FLOOR_PAD=n: n more services in the context the routes are built in, as an application's many are
-  const pad = Layer.succeedContext(Context.unsafeMake(new Map(Array.from({ length: Number(process.env.FLOOR_PAD ?? 0) }, (_, i) => [`pad/${i}`, { i }]))))
-  const routes = HttpLayerRouter.addHttpApi(FloorApi).pipe(Layer.provide(FloorLive), Layer.provide(database), Layer.provide(pad))
+  const pad = Layer.succeedContext(
+    Context.unsafeMake(
+      new Map(Array.from({ length: Number(process.env.FLOOR_PAD ?? 0) }, (_, i) => [`pad/${i}`, { i }]))
+    )
+  )
+  const routes = HttpLayerRouter.addHttpApi(FloorApi).pipe(
+    Layer.provide(FloorLive),
+    Layer.provide(database),
+    Layer.provide(pad)
+  )
   const main = HttpLayerRouter.serve(routes, { disableListenLog: true, disableLogger: true }).pipe(
     Layer.provide(NodeHttpServer.layer(() => server, { host: "127.0.0.1", port: 0 })),
     Layer.tap(() => Effect.sync(() => console.log(`FLOOR http://127.0.0.1:${(server.address() as AddressInfo).port}`)))
@@ -85,7 +119,10 @@ else {
       try {
         const get = (i: number) => ({ method: "GET", url: `${server.url}/opportunities/${1 + (i % 200)}` })
         await load(concurrency, 2, get) // warm-up
-        rows.push([k === "effect" ? "HttpApi, no database" : "node:http, no database", await measure(s.database, [{ name: k, pid: server.pid }], () => load(concurrency, seconds, get))])
+        rows.push([
+          k === "effect" ? "HttpApi, no database" : "node:http, no database",
+          await measure(s.database, [{ name: k, pid: server.pid }], () => load(concurrency, seconds, get))
+        ])
       } finally {
         await server.stop()
       }
@@ -99,7 +136,11 @@ else {
         method: "POST",
         url: `${server.api}/api/user/opportunities`,
         headers: { authorization: `Bearer ${server.demo.token}`, "content-type": "application/json" },
-        body: JSON.stringify({ pipeline_id: server.demo.pipeline_id, name: `Seed ${i}`, contact: { phone: String(4915100000000 + i) } })
+        body: JSON.stringify({
+          pipeline_id: server.demo.pipeline_id,
+          name: `Seed ${i}`,
+          contact: { phone: String(4915100000000 + i) }
+        })
       })
       ids.push(JSON.parse(r.body).data.id)
     }
@@ -110,7 +151,10 @@ else {
       try {
         const get = (i: number) => ({ method: "GET", url: `${effect.url}/select/opportunities/${ids[i % ids.length]}` })
         await load(concurrency, 2, get)
-        rows.push(["HttpApi + @effect/sql-pg, one SELECT", await measure(s.database, [{ name: "effect", pid: effect.pid }], () => load(concurrency, seconds, get))])
+        rows.push([
+          "HttpApi + @effect/sql-pg, one SELECT",
+          await measure(s.database, [{ name: "effect", pid: effect.pid }], () => load(concurrency, seconds, get))
+        ])
       } finally {
         await effect.stop()
       }
@@ -119,7 +163,10 @@ else {
     try {
       const get = (i: number) => ({ method: "GET", url: `${bare.url}/opportunities/${ids[i % ids.length]}` })
       await load(concurrency, 2, get)
-      rows.push(["bare: node:http + one SELECT", await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(concurrency, seconds, get))])
+      rows.push([
+        "bare: node:http + one SELECT",
+        await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(concurrency, seconds, get))
+      ])
     } finally {
       await bare.stop()
       server.removeData()

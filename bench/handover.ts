@@ -12,15 +12,28 @@ try {
   const server = await startServer({ OUTBOUND_ALLOW_PRIVATE: "true" }, s)
   try {
     const { client_id, client_secret } = server.demo.channel
-    const basic = { authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`, "content-type": "application/json" }
+    const basic = {
+      authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`,
+      "content-type": "application/json"
+    }
     const bearer = { authorization: `Bearer ${server.demo.token}`, "content-type": "application/json" }
     const debounce = async (ms: number) => {
-      const r = await send({ method: "PUT", url: `${server.api}/api/user/pipelines/${server.demo.pipeline_id}`, headers: bearer, body: JSON.stringify({ reply_debounce_ms: ms }) })
+      const r = await send({
+        method: "PUT",
+        url: `${server.api}/api/user/pipelines/${server.demo.pipeline_id}`,
+        headers: bearer,
+        body: JSON.stringify({ reply_debounce_ms: ms })
+      })
       if (r.status !== 200) throw new Error(`PUT pipeline: ${r.status} ${r.body}`)
     }
     const post = async (contact: string) => {
       const t0 = performance.now()
-      const r = await send({ method: "POST", url: `${server.receiver}/web-chat/message`, headers: basic, body: JSON.stringify({ contact_id: contact, message: "Hello" }) })
+      const r = await send({
+        method: "POST",
+        url: `${server.receiver}/web-chat/message`,
+        headers: basic,
+        body: JSON.stringify({ contact_id: contact, message: "Hello" })
+      })
       if (r.status !== 200) throw new Error(`POST /web-chat/message: ${r.status} ${r.body}`)
       return performance.now() - t0
     }

@@ -21,14 +21,18 @@ const random = rng(42)
 const topicRandom = rng(7)
 const pick = <A>(xs: ReadonlyArray<A>) => xs[Math.floor(random() * xs.length)]!
 
-const adjectives = ("compact premium classic modern rugged portable heavy-duty lightweight deluxe smart wireless ergonomic " +
-  "foldable adjustable eco vintage professional mini ultra silent waterproof rechargeable stainless insulated reusable").split(" ")
-const materials = ("steel aluminium bamboo oak walnut ceramic glass cotton linen wool leather silicone copper brass carbon " +
-  "granite marble nylon canvas titanium").split(" ")
-const nouns = ("kettle lamp chair desk backpack blender toaster speaker headphones drill mug bottle jacket boots tent " +
-  "cushion rug shelf cabinet knife pan skillet grinder monitor keyboard mouse charger router camera tripod bicycle helmet " +
-  "scooter stroller crib mattress pillow blanket towel umbrella wallet watch sunglasses thermostat vacuum humidifier " +
-  "heater fan planter hose trimmer").split(" ")
+const adjectives =
+  ("compact premium classic modern rugged portable heavy-duty lightweight deluxe smart wireless ergonomic " +
+    "foldable adjustable eco vintage professional mini ultra silent waterproof rechargeable stainless insulated reusable")
+    .split(" ")
+const materials =
+  ("steel aluminium bamboo oak walnut ceramic glass cotton linen wool leather silicone copper brass carbon " +
+    "granite marble nylon canvas titanium").split(" ")
+const nouns =
+  ("kettle lamp chair desk backpack blender toaster speaker headphones drill mug bottle jacket boots tent " +
+    "cushion rug shelf cabinet knife pan skillet grinder monitor keyboard mouse charger router camera tripod bicycle helmet " +
+    "scooter stroller crib mattress pillow blanket towel umbrella wallet watch sunglasses thermostat vacuum humidifier " +
+    "heater fan planter hose trimmer").split(" ")
 const categories = ("kitchen lighting furniture outdoor audio tools apparel footwear bedding bath office computing " +
   "photography cycling baby garden climate travel accessories cleaning").split(" ")
 
@@ -47,7 +51,8 @@ const common = ("the and with for your this that from our are you can use easy q
   "dry iron fold store travel carry bag case strap zip pocket lining sole lace heel toe width fit true " +
   "small medium large extra organic recycled sustainable vegan certified tested approved energy efficient " +
   "quiet fast slow speed setting timer auto shutoff safety lock child proof indoor outdoor weather uv").split(" ")
-const syllables = "ka lo mi ne ra su ti vo ze pa dri fen gal hor jun kel mar nor pel quin ros sal tev urn vel wex yar zol".split(" ")
+const syllables =
+  "ka lo mi ne ra su ti vo ze pa dri fen gal hor jun kel mar nor pel quin ros sal tev urn vel wex yar zol".split(" ")
 const vocabulary = [...new Set(common)]
 while (vocabulary.length < 3000) {
   const w = pick(syllables) + pick(syllables) + (random() < 0.6 ? pick(syllables) : "")
@@ -68,13 +73,17 @@ const zipfWord = () => {
   return vocabulary[lo]!
 }
 
-
 const TOPIC_TERMS = 60
 const TOPICAL_SHARE = 0.4
 /** Each product type's terms: drawn from the vocabulary's less common words (ranks 300 and after). */
-const topics = new Map(nouns.map((noun) => [noun, Array.from({ length: TOPIC_TERMS }, () => vocabulary[300 + Math.floor(topicRandom() * 2700)]!)]))
+const topics = new Map(
+  nouns.map((noun) => [
+    noun,
+    Array.from({ length: TOPIC_TERMS }, () => vocabulary[300 + Math.floor(topicRandom() * 2700)]!)
+  ])
+)
 const topicCumulative: Array<number> = []
-for (let r = 0, acc = 0; r < TOPIC_TERMS; r++) topicCumulative.push((acc += 1 / (r + 1)))
+for (let r = 0, acc = 0; r < TOPIC_TERMS; r++) topicCumulative.push(acc += 1 / (r + 1))
 /** Zipf within the product type's terms. */
 const topicWord = (noun: string) => {
   const x = random() * topicCumulative[topicCumulative.length - 1]!
@@ -127,7 +136,8 @@ export const generate = (n: number, queryCount: number, text: TextKind = "unifor
       }
     }
     const noun = pick(nouns)
-    const description = cap(Array.from({ length }, () => (random() < TOPICAL_SHARE ? topicWord(noun) : zipfWord())).join(" ")) + "."
+    const description =
+      cap(Array.from({ length }, () => (random() < TOPICAL_SHARE ? topicWord(noun) : zipfWord())).join(" ")) + "."
     return {
       default_id: `p${i}`,
       name: `${cap(pick(adjectives))} ${pick(materials)} ${noun}`,

@@ -30,14 +30,16 @@ if (TEXT !== "topical" && TEXT !== "uniform") throw new Error("BENCH_TEXT must b
 
 const { products, queries } = generate(N, 120, TEXT)
 const nl = queries.filter((q) => !q.code)
-const searchText = (p: Product) => `name: ${p.name}\nsku: ${p.sku}\ncategory: ${p.category}\ndescription: ${p.description}`
+const searchText = (p: Product) =>
+  `name: ${p.name}\nsku: ${p.sku}\ncategory: ${p.category}\ndescription: ${p.description}`
 const column = HALFVEC ? "embedding::halfvec(256)" : "embedding"
 const ops = HALFVEC ? "halfvec_cosine_ops" : "vector_cosine_ops"
 const cast = HALFVEC ? "::halfvec(256)" : "::vector"
 const table = `bench_${TEXT}_${N}_m${M}_e${EF_CONSTRUCTION}${HALFVEC ? "_half" : ""}`
 const dir = process.env.BENCH_INDEX_DIR ?? Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-bench-index-"))
 const ms = (x: number) => x.toFixed(1)
-const quantile = (xs: ReadonlyArray<number>, q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? 0
+const quantile = (xs: ReadonlyArray<number>, q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? 0
 
 await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
   const db = yield* openPglite({ dataDir: dir })
@@ -55,8 +57,14 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       }
       console.log(`embedded and inserted ${N} rows: ${ms((performance.now() - t) / 1000)} s`)
       t = performance.now()
-      await db.exec(`create index on ${table} using hnsw ((${column}) ${ops}) with (m = ${M}, ef_construction = ${EF_CONSTRUCTION})`)
-      console.log(`CREATE INDEX hnsw m=${M} ef_construction=${EF_CONSTRUCTION}${HALFVEC ? " (halfvec)" : ""}: ${ms((performance.now() - t) / 1000)} s`)
+      await db.exec(
+        `create index on ${table} using hnsw ((${column}) ${ops}) with (m = ${M}, ef_construction = ${EF_CONSTRUCTION})`
+      )
+      console.log(
+        `CREATE INDEX hnsw m=${M} ef_construction=${EF_CONSTRUCTION}${HALFVEC ? " (halfvec)" : ""}: ${
+          ms((performance.now() - t) / 1000)
+        } s`
+      )
       await db.exec(`analyze ${table}`)
     }
     const exact: Array<{ readonly ids: ReadonlySet<number>; readonly fifth: number }> = []
@@ -80,7 +88,9 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
         const v = toVector(localEmbedding(q.text))
         const t = performance.now()
         await db.exec(`begin; set local hnsw.ef_search = ${ef}`)
-        const r = await db.query<{ id: number }>(`select id from ${table} order by ${column} <=> $1${cast} limit 40`, [v])
+        const r = await db.query<{ id: number }>(`select id from ${table} order by ${column} <=> $1${cast} limit 40`, [
+          v
+        ])
         await db.exec("commit")
         times.push(performance.now() - t)
         const got = r.rows.slice(0, 5).map((g) => g.id)
@@ -89,11 +99,16 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
         // a returned row at the exact 5th distance (or nearer) is as near as exact search's own pick
         const others = got.filter((id) => !ids.has(id))
         const near = others.length === 0 ? [] : (await db.query<{ d: number }>(
-          `select embedding <=> $1::vector as d from ${table} where id = any($2::int[])`, [v, others]
+          `select embedding <=> $1::vector as d from ${table} where id = any($2::int[])`,
+          [v, others]
         )).rows.filter((x) => Number(x.d) <= fifth + 1e-6)
         ties += Math.min(ids.size, got.length - others.length + near.length) / Math.max(1, ids.size)
       }
-      console.log(`| ${M} | ${EF_CONSTRUCTION} | ${ef} | ${(recall / nl.length).toFixed(3)} | ${(ties / nl.length).toFixed(3)} | ${ms(quantile(times, 0.5))} | ${ms(quantile(times, 0.95))} |`)
+      console.log(
+        `| ${M} | ${EF_CONSTRUCTION} | ${ef} | ${(recall / nl.length).toFixed(3)} | ${
+          (ties / nl.length).toFixed(3)
+        } | ${ms(quantile(times, 0.5))} | ${ms(quantile(times, 0.95))} |`
+      )
     }
     // what one more upsert batch costs on this graph: 500 new rows inserted (and rolled back), three times
     const batches: Array<number> = []
@@ -108,8 +123,12 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       await db.exec("rollback")
       batches.push(performance.now() - t)
     }
-    console.log(`\ninserting 500 more rows into the graph (embedding included), three batches: ${batches.map((b) => ms(b)).join(", ")} ms ` +
-      `(${ms(Math.min(...batches) / 500)} ms a row at best)`)
+    console.log(
+      `\ninserting 500 more rows into the graph (embedding included), three batches: ${
+        batches.map((b) => ms(b)).join(", ")
+      } ms ` +
+        `(${ms(Math.min(...batches) / 500)} ms a row at best)`
+    )
   })
 })))
 if (process.env.BENCH_INDEX_DIR === undefined) Fs.rmSync(dir, { recursive: true, force: true })

@@ -21,11 +21,11 @@
  * server that builds the graph after a large load reports `parley_knowledge_graph_ready` 0 until it is
  * built; one that writes it row by row is done with the last request); the server's CPU time covers both.
  */
+import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { Effect } from "effect"
 import { embeddedDataPath, openPglite } from "../packages/server/src/db/Database.js"
 import { localEmbedding, toVector } from "../packages/server/src/knowledge/Embedder.js"
 import { DEFAULT_EF_SEARCH, keywordTerms, termQueries } from "../packages/server/src/knowledge/KnowledgeSearch.js"
@@ -88,7 +88,12 @@ const serve = () =>
       const api = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
       const metrics = /Metrics\s+(http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(output)?.[1]
       if (api && metrics && output.includes("PARLEY_TOKEN")) {
-        resolve({ api, metrics, child, demo: JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) })
+        resolve({
+          api,
+          metrics,
+          child,
+          demo: JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
+        })
       }
     })
     child.stderr.on("data", (c: Buffer) => (output += c.toString()))
@@ -102,11 +107,17 @@ const stop = (child: ChildProcess) =>
   })
 const cli = (args: Array<string>) =>
   new Promise<string>((resolve, reject) => {
-    const child = spawn(tsx, [main, ...args], { cwd: root, env: { ...process.env, PARLEY_DATA_DIR: dataDir, LOG_LEVEL: "Warning" } })
+    const child = spawn(tsx, [main, ...args], {
+      cwd: root,
+      env: { ...process.env, PARLEY_DATA_DIR: dataDir, LOG_LEVEL: "Warning" }
+    })
     let output = ""
     child.stdout.on("data", (c: Buffer) => (output += c.toString()))
     child.stderr.on("data", (c: Buffer) => (output += c.toString()))
-    child.on("exit", (code) => (code === 0 ? resolve(output) : reject(new Error(`parley ${args.join(" ")} (${code}):\n${output}`))))
+    child.on(
+      "exit",
+      (code) => (code === 0 ? resolve(output) : reject(new Error(`parley ${args.join(" ")} (${code}):\n${output}`)))
+    )
   })
 
 const quantile = (xs: ReadonlyArray<number>, q: number) => {
@@ -121,7 +132,12 @@ try {
   const { api, demo } = server
   const headers = { authorization: `Bearer ${demo.token}`, "content-type": "application/json" }
   const call = async (method: string, path: string, body?: unknown) => {
-    const r = await send({ method, url: `${api}${path}`, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+    const r = await send({
+      method,
+      url: `${api}${path}`,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
     if (r.status < 200 || r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${r.body.slice(0, 500)}`)
     return JSON.parse(r.body).data
   }
@@ -155,21 +171,41 @@ try {
     if (LOAD === "import") {
       // `parley knowledge import` of a CSV through the running server's admin endpoint, batches of BATCH
       const file = Path.join(dataDir, "products.csv")
-      const cell = (v: string | number) => /[",\n]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v)
-      Fs.writeFileSync(file, ["default_id,name,sku,category,description,price",
-        ...products.map((p) => [p.default_id, p.name, p.sku, p.category, p.description, p.price].map(cell).join(","))].join("\n"))
-      const out = await cli(["knowledge", "import", "--table-id", String(table.id), "--file", file, "--batch-size", String(BATCH)])
+      const cell = (v: string | number) => /[",\n]/.test(String(v)) ? `"${String(v).replace(/"/g, "\"\"")}"` : String(v)
+      Fs.writeFileSync(
+        file,
+        [
+          "default_id,name,sku,category,description,price",
+          ...products.map((p) => [p.default_id, p.name, p.sku, p.category, p.description, p.price].map(cell).join(","))
+        ].join("\n")
+      )
+      const out = await cli([
+        "knowledge",
+        "import",
+        "--table-id",
+        String(table.id),
+        "--file",
+        file,
+        "--batch-size",
+        String(BATCH)
+      ])
       if (!out.includes(`Upserted ${N} rows, rejected 0`)) throw new Error(out)
     }
     for (let i = 0; LOAD === "rest" && i < N; i += BATCH) {
       const t0 = performance.now()
-      const r = await call("PUT", `/api/user/knowledge-tables/${table.id}/points`, { points: products.slice(i, i + BATCH) })
+      const r = await call("PUT", `/api/user/knowledge-tables/${table.id}/points`, {
+        points: products.slice(i, i + BATCH)
+      })
       batchTimes.push(performance.now() - t0)
       if (r.upserted !== Math.min(BATCH, N - i)) throw new Error(`upserted ${r.upserted}`)
       if ((i / BATCH) % 20 === 19) {
         const last = batchTimes.slice(-20).reduce((a, b) => a + b, 0) / 20
-        console.log(`  ${i + BATCH} rows, ${((performance.now() - loadStarted) / 1000).toFixed(0)} s, last batches ${ms(last)} ms each, ` +
-          `server CPU ${((cpuMs(server!.child.pid!) - cpuBefore) / (i + BATCH)).toFixed(2)} ms a row`)
+        console.log(
+          `  ${i + BATCH} rows, ${((performance.now() - loadStarted) / 1000).toFixed(0)} s, last batches ${
+            ms(last)
+          } ms each, ` +
+            `server CPU ${((cpuMs(server!.child.pid!) - cpuBefore) / (i + BATCH)).toFixed(2)} ms a row`
+        )
       }
     }
 
@@ -192,7 +228,9 @@ try {
     return table
   }
   const existing = (await call("GET", "/api/user/knowledge-tables")).find((t: any) => t.name === "Products")
-  if (existing && existing.points_count !== N) throw new Error(`${dataDir} holds ${existing.points_count} rows, not ${N}`)
+  if (existing && existing.points_count !== N) {
+    throw new Error(`${dataDir} holds ${existing.points_count} rows, not ${N}`)
+  }
   const tableId = (existing ?? await load()).id as number
   const firstTen = batchTimes.slice(0, 10).reduce((a, b) => a + b, 0) / Math.min(10, batchTimes.length)
   const lastTen = batchTimes.slice(-10).reduce((a, b) => a + b, 0) / Math.min(10, batchTimes.length)
@@ -202,12 +240,23 @@ try {
     await call("POST", `/api/user/knowledge-tables/${tableId}/search`, { query: q.text, limit: 5, use_hybrid: true })
     await call("POST", `/api/user/knowledge-tables/${tableId}/search`, { query: q.text, limit: 5, use_hybrid: false })
   }
-  const results: Record<"hybrid" | "vector", Array<{ ms: number; ids: Array<string>; defaultIds: Array<string> }>> = { hybrid: [], vector: [] }
+  const results: Record<"hybrid" | "vector", Array<{ ms: number; ids: Array<string>; defaultIds: Array<string> }>> = {
+    hybrid: [],
+    vector: []
+  }
   for (const mode of ["hybrid", "vector"] as const) {
     for (const q of queries) {
       const t0 = performance.now()
-      const r = await call("POST", `/api/user/knowledge-tables/${tableId}/search`, { query: q.text, limit: 5, use_hybrid: mode === "hybrid" })
-      results[mode].push({ ms: performance.now() - t0, ids: r.point_ids, defaultIds: r.results.map((h: any) => h.default_id) })
+      const r = await call("POST", `/api/user/knowledge-tables/${tableId}/search`, {
+        query: q.text,
+        limit: 5,
+        use_hybrid: mode === "hybrid"
+      })
+      results[mode].push({
+        ms: performance.now() - t0,
+        ids: r.point_ids,
+        defaultIds: r.results.map((h: any) => h.default_id)
+      })
     }
   }
   await stop(server.child)
@@ -235,7 +284,11 @@ try {
         )
         // in the order vector mode returned them (the lookup returns rows in table order)
         const distanceOf = new Map(hnsw.rows.map((r) => [r.id, Number(r.d)]))
-        out.push({ ids: top.rows.map((r) => r.id), fifth: Number(top.rows[top.rows.length - 1]?.d ?? 0), hnswDistances: hnswIds.map((id) => distanceOf.get(id) ?? Infinity) })
+        out.push({
+          ids: top.rows.map((r) => r.id),
+          fifth: Number(top.rows[top.rows.length - 1]?.d ?? 0),
+          hnswDistances: hnswIds.map((id) => distanceOf.get(id) ?? Infinity)
+        })
       }
       const plan = await db.query<{ "QUERY PLAN": string }>(
         `explain select id from knowledge_points where knowledge_table_id = $2 and embedding is not null order by embedding <=> $1::vector limit 5`,
@@ -247,8 +300,11 @@ try {
         const v = toVector(localEmbedding(q.text))
         let t = performance.now()
         await db.exec(`begin; set local hnsw.ef_search = ${EF_SEARCH}`)
-        await db.query(`select id::text, embedding <=> $1::vector from knowledge_points where knowledge_table_id = $2 and embedding is not null
-                        order by embedding <=> $1::vector limit 40`, [v, tableId])
+        await db.query(
+          `select id::text, embedding <=> $1::vector from knowledge_points where knowledge_table_id = $2 and embedding is not null
+                        order by embedding <=> $1::vector limit 40`,
+          [v, tableId]
+        )
         await db.exec("commit")
         parts.hnsw.push(performance.now() - t)
         const terms = keywordTerms(q.text)
@@ -264,13 +320,28 @@ try {
              where not exists (select 1 from every_term))
            select p.id::text from knowledge_points p join cand using (id)
            order by ts_rank_cd(p.tsv, to_tsquery('simple', $3)) desc limit 50`,
-          [`{${terms.map((x) => `"${x.replace(/["\\]/g, "")}"`).join(",")}}`, tableId, tsTerms.join(" | ") || "''", tsTerms.join(" & ") || "''"]
+          [
+            `{${terms.map((x) => `"${x.replace(/["\\]/g, "")}"`).join(",")}}`,
+            tableId,
+            tsTerms.join(" | ") || "''",
+            tsTerms.join(" & ") || "''"
+          ]
         )
         parts.keyword.push(performance.now() - t)
       }
-      console.log(`  in-process statements, p50 / p95 ms: HNSW top 40 (ef_search ${EF_SEARCH}) ${ms(quantile(parts.hnsw, 0.5))} / ${ms(quantile(parts.hnsw, 0.95))}; ` +
-        `keyword side over every query term (the server skips the common ones) ${ms(quantile(parts.keyword, 0.5))} / ${ms(quantile(parts.keyword, 0.95))}`)
-      console.log(`  exact pass: ${((performance.now() - t0) / 1000).toFixed(1)} s; the served plan: ${plan.rows.map((r) => r["QUERY PLAN"].replace(/'\[[^\]]*\]'/g, "q").trim()).join(" / ")}`)
+      console.log(
+        `  in-process statements, p50 / p95 ms: HNSW top 40 (ef_search ${EF_SEARCH}) ${
+          ms(quantile(parts.hnsw, 0.5))
+        } / ${ms(quantile(parts.hnsw, 0.95))}; ` +
+          `keyword side over every query term (the server skips the common ones) ${
+            ms(quantile(parts.keyword, 0.5))
+          } / ${ms(quantile(parts.keyword, 0.95))}`
+      )
+      console.log(
+        `  exact pass: ${((performance.now() - t0) / 1000).toFixed(1)} s; the served plan: ${
+          plan.rows.map((r) => r["QUERY PLAN"].replace(/'\[[^\]]*\]'/g, "q").trim()).join(" / ")
+        }`
+      )
       return out
     })
   })))
@@ -283,8 +354,13 @@ try {
     const truth = new Set(e.ids)
     strict.push(got.filter((id) => truth.has(id)).length / Math.max(1, e.ids.length))
     // a hit tied with the exact 5th distance counts too (equal distances have no fixed order)
-    tolerant.push(Math.min(e.ids.length, got.filter((id) => truth.has(id)).length +
-      exact[i]!.hnswDistances.filter((d, j) => !truth.has(got[j] ?? "") && d <= e.fifth + 1e-6).length) / Math.max(1, e.ids.length))
+    tolerant.push(
+      Math.min(
+        e.ids.length,
+        got.filter((id) => truth.has(id)).length +
+          exact[i]!.hnswDistances.filter((d, j) => !truth.has(got[j] ?? "") && d <= e.fifth + 1e-6).length
+      ) / Math.max(1, e.ids.length)
+    )
   }
   const mean = (xs: ReadonlyArray<number>) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length)
   const recall = mean(strict)
@@ -292,32 +368,61 @@ try {
   const nl = queries.map((q, i) => [q, i] as const).filter(([q]) => !q.code)
   const codes = queries.map((q, i) => [q, i] as const).filter(([q]) => q.code)
   const codeTop = codes.filter(([q, i]) => results.hybrid[i]!.defaultIds[0] === products[q.target]!.default_id).length
-  const codeTopVector = codes.filter(([q, i]) => results.vector[i]!.defaultIds[0] === products[q.target]!.default_id).length
+  const codeTopVector = codes.filter(([q, i]) =>
+    results.vector[i]!.defaultIds[0] === products[q.target]!.default_id
+  ).length
   const nlTarget = (mode: "hybrid" | "vector") =>
     nl.filter(([q, i]) => results[mode][i]!.defaultIds.includes(products[q.target]!.default_id)).length
 
-  const lat = (mode: "hybrid" | "vector", which: ReadonlyArray<readonly [Query, number]>) => which.map(([, i]) => results[mode][i]!.ms)
-  console.log(`\nKnowledge search, ${N} rows (${TEXT} text, loaded by ${LOAD === "rest" ? "REST" : "CSV import"}), ${queries.length} queries (${codes.length} product codes), node ${process.version}\n`)
+  const lat = (mode: "hybrid" | "vector", which: ReadonlyArray<readonly [Query, number]>) =>
+    which.map(([, i]) => results[mode][i]!.ms)
+  console.log(
+    `\nKnowledge search, ${N} rows (${TEXT} text, loaded by ${
+      LOAD === "rest" ? "REST" : "CSV import"
+    }), ${queries.length} queries (${codes.length} product codes), node ${process.version}\n`
+  )
   // load: until the last request answered; searchable: until the HNSW graph covers the rows (the same on a
   // server that writes the graph row by row); server CPU over the load and the build
-  console.log("| rows | batches of | load s | searchable s | rows/s | server CPU ms a row: load / with the graph | graph builds | first 10 batches ms | last 10 batches ms |")
+  console.log(
+    "| rows | batches of | load s | searchable s | rows/s | server CPU ms a row: load / with the graph | graph builds | first 10 batches ms | last 10 batches ms |"
+  )
   console.log("|---|---|---|---|---|---|---|---|---|")
   if (loadSeconds > 0) {
-    console.log(`| ${N} | ${BATCH} | ${requestSeconds.toFixed(0)} | ${loadSeconds.toFixed(0)} | ${(N / loadSeconds).toFixed(0)} | ` +
-      `${(requestCpuMs / N).toFixed(2)} / ${(loadCpuMs / N).toFixed(2)} | ${builds ?? "-"} | ${batchTimes.length > 0 ? `${ms(firstTen)} | ${ms(lastTen)}` : "- | -"} |`)
+    console.log(
+      `| ${N} | ${BATCH} | ${requestSeconds.toFixed(0)} | ${loadSeconds.toFixed(0)} | ${
+        (N / loadSeconds).toFixed(0)
+      } | ` +
+        `${(requestCpuMs / N).toFixed(2)} / ${(loadCpuMs / N).toFixed(2)} | ${builds ?? "-"} | ${
+          batchTimes.length > 0 ? `${ms(firstTen)} | ${ms(lastTen)}` : "- | -"
+        } |`
+    )
   } else console.log(`| ${N} | (loaded by an earlier run into ${dataDir}) | | | | | | | |`)
   console.log("\n| mode | queries | p50 ms | p95 ms | max ms | NL p95 ms | code p95 ms |")
   console.log("|---|---|---|---|---|---|---|")
   for (const mode of ["hybrid", "vector"] as const) {
     const all = results[mode].map((r) => r.ms)
-    console.log(`| ${mode} | ${all.length} | ${ms(quantile(all, 0.5))} | ${ms(quantile(all, 0.95))} | ${ms(Math.max(...all))} | ${ms(quantile(lat(mode, nl), 0.95))} | ${ms(quantile(lat(mode, codes), 0.95))} |`)
+    console.log(
+      `| ${mode} | ${all.length} | ${ms(quantile(all, 0.5))} | ${ms(quantile(all, 0.95))} | ${ms(Math.max(...all))} | ${
+        ms(quantile(lat(mode, nl), 0.95))
+      } | ${ms(quantile(lat(mode, codes), 0.95))} |`
+    )
   }
   console.log(`\nef_search: vector ${EF_SEARCH}, hybrid ${EF_HYBRID}`)
-  console.log(`recall@5, HNSW (vector mode as served, ef_search ${EF_SEARCH}) vs exact: ${recall.toFixed(3)} (ties with the exact 5th distance counted: ${recallTies.toFixed(3)})`)
-  console.log(`recall@5 by query kind: natural language ${mean(nl.map(([, i]) => strict[i]!)).toFixed(3)}, ` +
-    `product codes ${mean(codes.map(([, i]) => strict[i]!)).toFixed(3)}`)
+  console.log(
+    `recall@5, HNSW (vector mode as served, ef_search ${EF_SEARCH}) vs exact: ${
+      recall.toFixed(3)
+    } (ties with the exact 5th distance counted: ${recallTies.toFixed(3)})`
+  )
+  console.log(
+    `recall@5 by query kind: natural language ${mean(nl.map(([, i]) => strict[i]!)).toFixed(3)}, ` +
+      `product codes ${mean(codes.map(([, i]) => strict[i]!)).toFixed(3)}`
+  )
   console.log(`product code is the top hit: hybrid ${codeTop}/${codes.length}, vector ${codeTopVector}/${codes.length}`)
-  console.log(`NL query's source row in the top 5: hybrid ${nlTarget("hybrid")}/${nl.length}, vector ${nlTarget("vector")}/${nl.length}`)
+  console.log(
+    `NL query's source row in the top 5: hybrid ${nlTarget("hybrid")}/${nl.length}, vector ${
+      nlTarget("vector")
+    }/${nl.length}`
+  )
 } finally {
   if (server) await stop(server.child)
   if (reuse) console.log(`data dir kept: ${dataDir}`)

@@ -51,14 +51,21 @@ try {
       instructions: "Help the visitor choose a product and book a call."
     })
     const stages = []
-    for (const [order, [name, nature]] of [["New lead", "neutral"], ["Qualified", "neutral"], ["Won", "won"], ["Lost", "lost"]].entries()) {
-      stages.push((await call("create_stage", {
-        pipeline_id: pipeline.id,
-        name,
-        nature,
-        order: order + 1,
-        ...(order > 0 ? { enter_condition: `The contact is ready for the ${name} step of the process.` } : {})
-      })).stage)
+    for (
+      const [order, [name, nature]] of [["New lead", "neutral"], ["Qualified", "neutral"], ["Won", "won"], [
+        "Lost",
+        "lost"
+      ]].entries()
+    ) {
+      stages.push(
+        (await call("create_stage", {
+          pipeline_id: pipeline.id,
+          name,
+          nature,
+          order: order + 1,
+          ...(order > 0 ? { enter_condition: `The contact is ready for the ${name} step of the process.` } : {})
+        })).stage
+      )
     }
     const variable = (await call("create_variable", {
       pipeline_id: pipeline.id,
@@ -85,13 +92,24 @@ try {
     })
     const table = (await call("create_knowledge_table", {
       name: `Bench products ${n}`,
-      columns: [{ name: "name", data_type: "string", order: 1, is_searchable: true }, { name: "price", data_type: "number", order: 2 }]
+      columns: [{ name: "name", data_type: "string", order: 1, is_searchable: true }, {
+        name: "price",
+        data_type: "number",
+        order: 2
+      }]
     })).knowledge_table
     await call("upsert_knowledge_points", {
       knowledge_table_id: table.id,
-      points: Array.from({ length: 10 }, (_, i) => ({ default_id: `sku-${i}`, name: `Product number ${i}`, price: 10 * i }))
+      points: Array.from(
+        { length: 10 },
+        (_, i) => ({ default_id: `sku-${i}`, name: `Product number ${i}`, price: 10 * i })
+      )
     })
-    await call("update_pipeline", { pipeline_id: pipeline.id, rag_mode: "hybrid", attach_knowledge_table_ids: [table.id] })
+    await call("update_pipeline", {
+      pipeline_id: pipeline.id,
+      rag_mode: "hybrid",
+      attach_knowledge_table_ids: [table.id]
+    })
     await call("update_model_pool", {
       pipeline_id: pipeline.id,
       tiers: ["router", "simple", "moderate", "complex"].map((tier) => ({ tier, ai_model_id: model }))
@@ -112,7 +130,11 @@ try {
     await call("list_knowledge_tables")
     await call("search_knowledge_table", { knowledge_table_id: table.id, query: "product number 3" })
     const points = await call("list_knowledge_points", { knowledge_table_id: table.id, per_page: 5 })
-    await call("list_knowledge_points", { knowledge_table_id: table.id, per_page: 5, next_page_offset: points.next_page_offset })
+    await call("list_knowledge_points", {
+      knowledge_table_id: table.id,
+      per_page: 5,
+      next_page_offset: points.next_page_offset
+    })
     await call("search_knowledge_table", { knowledge_table_id: table.id, query: "product", use_hybrid: false })
     await call("list_contacts", { per_page: 5 })
     await call("list_opportunities", { per_page: 5 })
@@ -130,7 +152,11 @@ try {
   const compact = sum((r) => r.compact)
   const largest = [...rows].sort((a, b) => b.text - a.text).slice(0, 5)
   console.log(`tools/list: ${bytes(raw)} bytes (${JSON.parse(raw).result.tools.length} tools)`)
-  console.log(`${rows.length} calls: text ${text} bytes, structuredContent as compact JSON ${compact} bytes, ratio ${(text / compact).toFixed(2)}`)
+  console.log(
+    `${rows.length} calls: text ${text} bytes, structuredContent as compact JSON ${compact} bytes, ratio ${
+      (text / compact).toFixed(2)
+    }`
+  )
   console.log(`largest texts: ${largest.map((r) => `${r.tool} ${r.text}`).join(", ")}`)
 } finally {
   await server.stop()

@@ -20,18 +20,29 @@ try {
       method: "POST",
       url: `${server.api}/api/user/opportunities`,
       headers: auth,
-      body: JSON.stringify({ pipeline_id: server.demo.pipeline_id, name: "Seed", tags: ["bench"], contact: { phone: "4915100000001", name: "Lead" } })
+      body: JSON.stringify({
+        pipeline_id: server.demo.pipeline_id,
+        name: "Seed",
+        tags: ["bench"],
+        contact: { phone: "4915100000001", name: "Lead" }
+      })
     })
     const id = JSON.parse(created.body).data.id
-    console.log(`\nGET paths on ${server.label}; ${seconds} s each, concurrency ${concurrency}, node ${process.version}\n`)
-    console.log("| path | req/s | p50 / p99 ms | server CPU ms per request | Postgres | errors |\n|---|---|---|---|---|---|")
+    console.log(
+      `\nGET paths on ${server.label}; ${seconds} s each, concurrency ${concurrency}, node ${process.version}\n`
+    )
+    console.log(
+      "| path | req/s | p50 / p99 ms | server CPU ms per request | Postgres | errors |\n|---|---|---|---|---|---|"
+    )
     for (const p of paths) {
       const get = () => ({ method: "GET", url: `${server.api}${p.replace("{id}", String(id))}`, headers: auth })
       await load(concurrency, 2, get) // warm-up
       const { result, costs } = await measure(s.database, serverProcs(server), () => load(concurrency, seconds, get))
-      console.log(`| \`${p}\` | ${result.perSecond.toFixed(0)} | ${result.p50.toFixed(2)} / ${result.p99.toFixed(2)} | ${
-        costs.cpu.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(", ")
-      } | ${costs.postgresCpu?.toFixed(3) ?? ""} | ${result.errors} |`)
+      console.log(
+        `| \`${p}\` | ${result.perSecond.toFixed(0)} | ${result.p50.toFixed(2)} / ${result.p99.toFixed(2)} | ${
+          costs.cpu.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(", ")
+        } | ${costs.postgresCpu?.toFixed(3) ?? ""} | ${result.errors} |`
+      )
     }
   } finally {
     await server.stop()

@@ -55,7 +55,10 @@ export interface Counters {
   /** Top-level statements run in the database (pg_stat_statements), when loaded. */
   readonly statements?: number
   /** Each statement's calls and execution time (pg_stat_statements, by query id), when loaded. */
-  readonly perStatement?: ReadonlyMap<string, { readonly query: string; readonly calls: number; readonly ms: number; readonly planMs: number }>
+  readonly perStatement?: ReadonlyMap<
+    string,
+    { readonly query: string; readonly calls: number; readonly ms: number; readonly planMs: number }
+  >
   /** CPU of the Postgres server (postmaster and every backend), ms, when it runs here. Backends that exited meanwhile are not counted. */
   readonly cpu?: number
 }
@@ -92,7 +95,9 @@ const readCounters = async (url: string, statements: boolean): Promise<Omit<Coun
       `select queryid::text as id, query, calls::text, total_exec_time as ms, total_plan_time as plan_ms from pg_stat_statements
        where dbid = (select oid from pg_database where datname = current_database()) and toplevel`
     )).rows
-    const perStatement = new Map(rows.map((r) => [r.id, { query: r.query, calls: Number(r.calls), ms: r.ms, planMs: r.plan_ms }]))
+    const perStatement = new Map(
+      rows.map((r) => [r.id, { query: r.query, calls: Number(r.calls), ms: r.ms, planMs: r.plan_ms }])
+    )
     const count = rows.reduce((sum, r) => sum + Number(r.calls), 0)
     return { transactions: Number(row?.n ?? 0), statements: count, perStatement }
   } finally {
@@ -106,7 +111,13 @@ const throwaway = async (): Promise<Database> => {
   const statements = process.env.BENCH_PG_STATEMENTS === "1"
   const cluster = await startCluster({
     durable,
-    settings: statements ? ["shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all", "pg_stat_statements.track_planning=on"] : []
+    settings: statements
+      ? [
+        "shared_preload_libraries=pg_stat_statements",
+        "pg_stat_statements.track=all",
+        "pg_stat_statements.track_planning=on"
+      ]
+      : []
   })
   let stopped = false
   const stopNow = () => {
@@ -124,7 +135,9 @@ const throwaway = async (): Promise<Database> => {
   return {
     kind: "native",
     url,
-    label: `native Postgres (${version.replace(/^postgres \(PostgreSQL\) /, "")}, throwaway cluster, ${durable ? "durable: fsync and synchronous_commit on" : "fsync, synchronous_commit and full_page_writes off"}${statements ? ", pg_stat_statements loaded" : ""})`,
+    label: `native Postgres (${version.replace(/^postgres \(PostgreSQL\) /, "")}, throwaway cluster, ${
+      durable ? "durable: fsync and synchronous_commit on" : "fsync, synchronous_commit and full_page_writes off"
+    }${statements ? ", pg_stat_statements loaded" : ""})`,
     counters: async () => {
       const counts = await readCounters(url, statements)
       const cpu = [postmaster, ...childrenOf(postmaster)].reduce((sum, pid) => sum + cpuMs(pid), 0)
@@ -139,21 +152,34 @@ const given = async (url: string): Promise<Database> => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    const [row] = (await client.query<{ users: boolean }>("select to_regclass('public.users') is not null as users")).rows
+    const [row] =
+      (await client.query<{ users: boolean }>("select to_regclass('public.users') is not null as users")).rows
     if (row?.users) {
       const [n] = (await client.query<{ n: number }>("select count(*)::int as n from users")).rows
-      if ((n?.n ?? 0) > 0) throw new Error("DATABASE_URL names a database with users in it: the benchmarks need an empty database (they seed the demo workspace)")
+      if ((n?.n ?? 0) > 0) {
+        throw new Error(
+          "DATABASE_URL names a database with users in it: the benchmarks need an empty database (they seed the demo workspace)"
+        )
+      }
     }
   } finally {
     await client.end()
   }
   const statements = process.env.BENCH_PG_STATEMENTS === "1"
-  return { kind: "native", url, label: "native Postgres (DATABASE_URL)", counters: () => readCounters(url, statements), stop: async () => {} }
+  return {
+    kind: "native",
+    url,
+    label: "native Postgres (DATABASE_URL)",
+    counters: () => readCounters(url, statements),
+    stop: async () => {}
+  }
 }
 
 export const openDatabase = async (): Promise<Database> => {
   if (process.env.BENCH_PG === "throwaway") return throwaway()
-  if (process.env.BENCH_PG !== undefined && process.env.BENCH_PG !== "") throw new Error(`BENCH_PG must be "throwaway" (got ${process.env.BENCH_PG})`)
+  if (process.env.BENCH_PG !== undefined && process.env.BENCH_PG !== "") {
+    throw new Error(`BENCH_PG must be "throwaway" (got ${process.env.BENCH_PG})`)
+  }
   const url = process.env.DATABASE_URL
   return url === undefined || url === "" ? embedded : given(url)
 }

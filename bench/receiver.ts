@@ -24,8 +24,8 @@ import {
   costsHeader,
   costsRow,
   header,
-  type LoadResult,
   load,
+  type LoadResult,
   measure,
   row,
   send,
@@ -55,7 +55,10 @@ const legs: Array<readonly [number, ReadonlyArray<Answer>]> = []
 const fanOut: Array<string> = []
 try {
   const { client_id, client_secret } = server.demo.channel
-  const basic = { authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`, "content-type": "application/json" }
+  const basic = {
+    authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`,
+    "content-type": "application/json"
+  }
   const inbound = (i: number) => ({
     method: "POST",
     url: `${server.receiver}/web-chat/message`,
@@ -72,12 +75,14 @@ try {
   })
   if (tuned.status !== 200) throw new Error(`PUT pipeline: ${tuned.status} ${tuned.body}`)
   // fan-out
-  const initiate = JSON.parse((await send({
-    method: "POST",
-    url: `${server.api}/api/user/web-chat/initiate`,
-    headers: basic,
-    body: JSON.stringify({ contact_id: "fan-out" })
-  })).body).data
+  const initiate = JSON.parse(
+    (await send({
+      method: "POST",
+      url: `${server.api}/api/user/web-chat/initiate`,
+      headers: basic,
+      body: JSON.stringify({ contact_id: "fan-out" })
+    })).body
+  ).data
   // sockets join on the API listener: the one process, or the api process
   const pid = server.processes.find((p) => p.role === "all" || p.role === "api")!.pid
   await new Promise((r) => setTimeout(r, 3000)) // let start-up garbage go before the first sample
@@ -86,15 +91,21 @@ try {
   const latencies: Array<number> = []
   let sentAt = 0
   for (let i = 0; i < socketCount; i += 250) {
-    await Promise.all(Array.from({ length: Math.min(250, socketCount - i) }, () =>
-      new Promise<void>((resolve, reject) => {
-        const socket = io(initiate.socket_url, { transports: ["websocket"], reconnection: false, forceNew: true })
-        socket.on("connect_error", reject)
-        socket.on("connect", () =>
-          socket.emit("join-channel", { channel: initiate.channel, app_key: initiate.app_key, token: initiate.token }, () => resolve()))
-        socket.on("new_message", () => latencies.push(performance.now() - sentAt))
-        sockets.push(socket)
-      })))
+    await Promise.all(
+      Array.from({ length: Math.min(250, socketCount - i) }, () =>
+        new Promise<void>((resolve, reject) => {
+          const socket = io(initiate.socket_url, { transports: ["websocket"], reconnection: false, forceNew: true })
+          socket.on("connect_error", reject)
+          socket.on("connect", () =>
+            socket.emit(
+              "join-channel",
+              { channel: initiate.channel, app_key: initiate.app_key, token: initiate.token },
+              () => resolve()
+            ))
+          socket.on("new_message", () => latencies.push(performance.now() - sentAt))
+          sockets.push(socket)
+        }))
+    )
   }
   await new Promise((r) => setTimeout(r, 3000))
   const after = rssKiB(pid)
@@ -120,19 +131,27 @@ try {
       `\nFan-out: ${sockets.length} sockets joined to one conversation, ${rounds} operator messages\n`,
       "| sockets | server RSS before | after | per socket | deliveries | new_message p50 ms | p99 ms |",
       "|---|---|---|---|---|---|---|",
-      `| ${sockets.length} | ${(before / 1024).toFixed(0)} MiB | ${(after / 1024).toFixed(0)} MiB | ${((after - before) / sockets.length).toFixed(1)} KiB | ${latencies.length}/${rounds * sockets.length} | ${at(0.5).toFixed(1)} | ${at(0.99).toFixed(1)} |`
+      `| ${sockets.length} | ${(before / 1024).toFixed(0)} MiB | ${(after / 1024).toFixed(0)} MiB | ${
+        ((after - before) / sockets.length).toFixed(1)
+      } KiB | ${latencies.length}/${rounds * sockets.length} | ${at(0.5).toFixed(1)} | ${at(0.99).toFixed(1)} |`
     )
   }
 
   // warm-up: each of the 500 visitors writes once (contact, conversation, opportunity), then 2 s of load
-  for (let i = 0; i < 500; i += 16) await Promise.all(Array.from({ length: Math.min(16, 500 - i) }, (_, j) => send(inbound(i + j))))
+  for (let i = 0; i < 500; i += 16) {
+    await Promise.all(Array.from({ length: Math.min(16, 500 - i) }, (_, j) => send(inbound(i + j))))
+  }
   await load(16, 2, inbound)
   for (const concurrency of [1, 16, 64]) {
     const answers: Array<Answer> = []
-    const m = await measure(s.database, serverProcs(server), () =>
-      load(concurrency, seconds, inbound, undefined, (sentAt, answeredAt, status, body) => {
-        if (status === 200) answers.push({ sentAt, answeredAt, id: JSON.parse(body).data.message_id })
-      }))
+    const m = await measure(
+      s.database,
+      serverProcs(server),
+      () =>
+        load(concurrency, seconds, inbound, undefined, (sentAt, answeredAt, status, body) => {
+          if (status === 200) answers.push({ sentAt, answeredAt, id: JSON.parse(body).data.message_id })
+        })
+    )
     results.push([concurrency, m] as const)
     legs.push([concurrency, answers] as const)
   }
@@ -159,7 +178,11 @@ if (s.database.kind === "native") {
     "|---|---|---|---|"
   )
   for (const [concurrency, answers] of legs) {
-    const stored = new Map((await client.query<{ id: string; at: Date }>("select id, created_at as at from messages where id = any($1)", [answers.map((a) => a.id)])).rows.map((r) => [r.id, r.at.getTime()]))
+    const stored = new Map(
+      (await client.query<{ id: string; at: Date }>("select id, created_at as at from messages where id = any($1)", [
+        answers.map((a) => a.id)
+      ])).rows.map((r) => [r.id, r.at.getTime()])
+    )
     const spans = answers.flatMap((a) => {
       const at = stored.get(a.id)
       return at === undefined ? [] : [[a.answeredAt - a.sentAt, at - a.sentAt, a.answeredAt - at] as const]
@@ -187,7 +210,14 @@ try {
       body: JSON.stringify({ contact_id: `visitor-${i % 500}`, message: `Message ${i}` })
     })
     await load(16, 2, inbound) // warm-up
-    for (const concurrency of [1, 16, 64]) bareResults.push([concurrency, await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(concurrency, seconds, inbound))] as const)
+    for (const concurrency of [1, 16, 64]) {
+      bareResults.push(
+        [
+          concurrency,
+          await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(concurrency, seconds, inbound))
+        ] as const
+      )
+    }
     // on Postgres also with the three statements prepared, as the server prepares its own (bare.ts): concurrency 16 only
     if (s.database.kind === "native") {
       const prepared = (i: number) => ({ ...inbound(i), url: `${bare.url}/prepared/web-chat/message` })
@@ -205,22 +235,32 @@ try {
 console.log(`\nReceiver on ${server.label}; ${seconds} s per row, node ${process.version}\n`)
 console.log(header)
 for (const [concurrency, r] of results) console.log(row("POST /web-chat/message (JSON)", concurrency, r.result))
-for (const [concurrency, r] of bareResults) console.log(row("bare: node:http + 4-statement transaction", concurrency, r.result))
+for (const [concurrency, r] of bareResults) {
+  console.log(row("bare: node:http + 4-statement transaction", concurrency, r.result))
+}
 if (preparedBare) console.log(row("bare, the statements prepared", 16, preparedBare.result))
 console.log("\nSide by side with the bare baseline (same database, same run):\n")
 console.log(sideBySideHeader)
 for (const [concurrency, r] of results) {
-  console.log(sideBySide("inbound message", concurrency, r.result, bareResults.find(([c]) => c === concurrency)![1].result))
+  console.log(
+    sideBySide("inbound message", concurrency, r.result, bareResults.find(([c]) => c === concurrency)![1].result)
+  )
 }
 const at16 = results.find(([c]) => c === 16)
-if (preparedBare && at16) console.log(sideBySide("inbound message (bare prepared)", 16, at16[1].result, preparedBare.result))
+if (preparedBare && at16) {
+  console.log(sideBySide("inbound message (bare prepared)", 16, at16[1].result, preparedBare.result))
+}
 console.log("\nWhere the time goes (per request):\n")
 console.log(costsHeader)
 for (const [concurrency, r] of results) console.log(costsRow(`inbound, concurrency ${concurrency}`, r.costs))
 for (const [concurrency, r] of bareResults) console.log(costsRow(`bare inbound, concurrency ${concurrency}`, r.costs))
 if (preparedBare) console.log(costsRow("bare inbound prepared, concurrency 16", preparedBare.costs))
-for (const [concurrency, r] of results.filter(([c]) => c === 16)) console.log(statementsTable(`inbound, concurrency ${concurrency}`, r.costs))
-for (const [concurrency, r] of bareResults.filter(([c]) => c === 16)) console.log(statementsTable(`bare inbound, concurrency ${concurrency}`, r.costs))
+for (const [concurrency, r] of results.filter(([c]) => c === 16)) {
+  console.log(statementsTable(`inbound, concurrency ${concurrency}`, r.costs))
+}
+for (const [concurrency, r] of bareResults.filter(([c]) => c === 16)) {
+  console.log(statementsTable(`bare inbound, concurrency ${concurrency}`, r.costs))
+}
 console.log(legLines.join("\n"))
 console.log(fanOut.join("\n"))
 process.exit(0)

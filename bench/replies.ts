@@ -38,7 +38,10 @@ export const startReplyHook = (secret: (contactId: string) => string) =>
         const body = JSON.parse(rawBody) as { contact_id: string; message_id: string }
         const valid = verifyServiceSignature(
           secret(body.contact_id),
-          { signature: req.headers["x-service-signature"] as string, timestamp: req.headers["x-service-timestamp"] as string },
+          {
+            signature: req.headers["x-service-signature"] as string,
+            timestamp: req.headers["x-service-timestamp"] as string
+          },
           rawBody
         )
         if (!valid) stats.badSignatures++
@@ -60,7 +63,8 @@ export const startReplyHook = (secret: (contactId: string) => string) =>
         next: (contactId, timeoutMs) =>
           new Promise((resolve, reject) => {
             waiting.set(contactId, { resolve })
-            setTimeout(() => reject(new Error(`no reply for ${contactId} within ${timeoutMs / 1000} s`)), timeoutMs).unref()
+            setTimeout(() => reject(new Error(`no reply for ${contactId} within ${timeoutMs / 1000} s`)), timeoutMs)
+              .unref()
           }),
         close: () => {
           server.closeAllConnections()
@@ -87,7 +91,10 @@ export interface Exchange {
  */
 export const replyExchange = async (server: Server, hook: ReplyHook, timeoutMs = 30_000) => {
   const { client_id, client_secret } = server.demo.channel
-  const basic = { authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`, "content-type": "application/json" }
+  const basic = {
+    authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`,
+    "content-type": "application/json"
+  }
   const bearer = { authorization: `Bearer ${server.demo.token}`, "content-type": "application/json" }
   for (
     const [path, body] of [
@@ -101,10 +108,22 @@ export const replyExchange = async (server: Server, hook: ReplyHook, timeoutMs =
   return async (contactId: string, text: string): Promise<Exchange> => {
     const reply = hook.next(contactId, timeoutMs)
     const sentAt = Date.now()
-    const r = await send({ method: "POST", url: `${server.receiver}/web-chat/message`, headers: basic, body: JSON.stringify({ contact_id: contactId, message: text }) })
+    const r = await send({
+      method: "POST",
+      url: `${server.receiver}/web-chat/message`,
+      headers: basic,
+      body: JSON.stringify({ contact_id: contactId, message: text })
+    })
     const answeredAt = Date.now()
     if (r.status !== 200) throw new Error(`POST /web-chat/message: ${r.status} ${r.body}`)
     const hit = await reply
-    return { contactId, sentAt, answeredAt, webhookAt: hit.at, inboundId: JSON.parse(r.body).data.message_id, replyId: hit.messageId }
+    return {
+      contactId,
+      sentAt,
+      answeredAt,
+      webhookAt: hit.at,
+      inboundId: JSON.parse(r.body).data.message_id,
+      replyId: hit.messageId
+    }
   }
 }

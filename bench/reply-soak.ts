@@ -41,12 +41,20 @@ try {
   const replied = await replyExchange(server, hook, 60_000)
   const exchange = (contactId: string, text: string) => replied(contactId, text).then(() => undefined)
   const contacts = Array.from({ length: conversationCount }, (_, i) => `bench-soak-${i}`)
-  for (let i = 0; i < contacts.length; i += concurrency) await Promise.all(contacts.slice(i, i + concurrency).map((c) => exchange(c, "Hello")))
+  for (let i = 0; i < contacts.length; i += concurrency) {
+    await Promise.all(contacts.slice(i, i + concurrency).map((c) => exchange(c, "Hello")))
+  }
 
   const procs = serverProcs(server)
   const cpu = () => procs.reduce((sum, p) => sum + cpuMs(p.pid), 0)
-  console.log(`\nReply soak on ${describe(s)}: ${total} replies at concurrency ${concurrency}, ${conversationCount} conversations, node ${process.version}\n`)
-  console.log("| replies | minutes | replies/s | server CPU per reply | statements per reply | RSS low | RSS high | heap low | external | database |")
+  console.log(
+    `\nReply soak on ${
+      describe(s)
+    }: ${total} replies at concurrency ${concurrency}, ${conversationCount} conversations, node ${process.version}\n`
+  )
+  console.log(
+    "| replies | minutes | replies/s | server CPU per reply | statements per reply | RSS low | RSS high | heap low | external | database |"
+  )
   console.log("|---|---|---|---|---|---|---|---|---|---|")
   const started = Date.now()
   const stopAt = started + minutes * 60_000
@@ -56,7 +64,8 @@ try {
     rss = { ...rss, low: Math.min(rss.low, now), high: Math.max(rss.high, now) }
   }, 500)
   const scrapeAll = () => Promise.all(server.processes.map((p) => scrape(p.metrics!)))
-  const sum = (bodies: ReadonlyArray<string>, name: string) => bodies.reduce((n, body) => n + gauge(body, name), 0) / 2 ** 20
+  const sum = (bodies: ReadonlyArray<string>, name: string) =>
+    bodies.reduce((n, body) => n + gauge(body, name), 0) / 2 ** 20
   const heapSampler = setInterval(() => {
     scrapeAll().then((bodies) => {
       rss = { ...rss, heapLow: Math.min(rss.heapLow, sum(bodies, "nodejs_heap_used_bytes")) }
@@ -78,9 +87,15 @@ try {
         const bodies = await scrapeAll()
         const database = gauge(bodies[0]!, "parley_database_size_bytes") / 2 ** 20
         console.log(
-          `| ${now.done} | ${((now.at - started) / 60_000).toFixed(1)} | ${rate.toFixed(1)} | ${((now.cpu - mark.cpu) / count).toFixed(1)} ms | ` +
-            `${((now.statements - mark.statements) / count).toFixed(1)} | ${rss.low.toFixed(0)} MiB | ${rss.high.toFixed(0)} MiB | ` +
-            `${rss.heapLow.toFixed(0)} MiB | ${sum(bodies, "nodejs_external_memory_bytes").toFixed(0)} MiB | ${database.toFixed(0)} MiB |`
+          `| ${now.done} | ${((now.at - started) / 60_000).toFixed(1)} | ${rate.toFixed(1)} | ${
+            ((now.cpu - mark.cpu) / count).toFixed(1)
+          } ms | ` +
+            `${((now.statements - mark.statements) / count).toFixed(1)} | ${rss.low.toFixed(0)} MiB | ${
+              rss.high.toFixed(0)
+            } MiB | ` +
+            `${rss.heapLow.toFixed(0)} MiB | ${sum(bodies, "nodejs_external_memory_bytes").toFixed(0)} MiB | ${
+              database.toFixed(0)
+            } MiB |`
         )
         mark = now
         rss = { low: Infinity, high: 0, heapLow: Infinity }
@@ -89,7 +104,9 @@ try {
   }))
   clearInterval(sampler)
   clearInterval(heapSampler)
-  if (rates.length >= 2) console.log(`\nlast block against the first: ${((100 * rates.at(-1)!) / rates[0]!).toFixed(0)}%`)
+  if (rates.length >= 2) {
+    console.log(`\nlast block against the first: ${((100 * rates.at(-1)!) / rates[0]!).toFixed(0)}%`)
+  }
 } finally {
   await server.stop()
   await s.database.stop()

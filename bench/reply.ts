@@ -20,7 +20,8 @@ import { costsHeader, costsRow, measure, send, serverProcs, setup, startServer, 
 const seconds = Number(process.argv[2] ?? 10)
 const conversationCount = Number(process.argv[3] ?? 64)
 
-const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
+const quantile = (sorted: ReadonlyArray<number>, q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
 const sortedBy = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)
 
 let secret = ""
@@ -34,7 +35,10 @@ const server = await startServer(replyServerEnv, s).catch(async (e) => {
 try {
   const { client_id, client_secret } = server.demo.channel
   secret = client_secret
-  const basic = { authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`, "content-type": "application/json" }
+  const basic = {
+    authorization: `Basic ${Buffer.from(`${client_id}:${client_secret}`).toString("base64")}`,
+    "content-type": "application/json"
+  }
   // the demo pipeline answers at once, through the demo web channel, to our receiver (the demo workspace has
   // credits, and the local models cost nothing)
   const exchange = await replyExchange(server, receiver)
@@ -64,8 +68,12 @@ try {
   const storedTimes = async (samples: ReadonlyArray<Sample>) => {
     const times = new Map<string, number>()
     for (const contactId of new Set(samples.map((s) => s.contactId))) {
-      for (let page = 1; ; page++) {
-        const r = await send({ method: "GET", url: `${server.api}/api/user/messages/webchat?contact_id=${contactId}&per_page=100&page=${page}`, headers: basic })
+      for (let page = 1;; page++) {
+        const r = await send({
+          method: "GET",
+          url: `${server.api}/api/user/messages/webchat?contact_id=${contactId}&per_page=100&page=${page}`,
+          headers: basic
+        })
         const data = JSON.parse(r.body).data as { data: Array<{ id: string; created_at: string }>; last_page: number }
         for (const m of data.data) times.set(m.id, Date.parse(m.created_at))
         if (page >= data.last_page) break
@@ -76,7 +84,8 @@ try {
 
   const results = []
   // BENCH_PROFILE_LOAD=true with BENCH_NODE_ARGS="--import ./bench/cpu-profile.mjs": each row profiled
-  const profile = () => process.env.BENCH_PROFILE_LOAD === "true" && server.processes.forEach((p) => process.kill(p.pid, "SIGUSR2"))
+  const profile = () =>
+    process.env.BENCH_PROFILE_LOAD === "true" && server.processes.forEach((p) => process.kill(p.pid, "SIGUSR2"))
   for (const concurrency of [1, 16]) {
     const before = await statementCount(server)
     profile()
@@ -85,27 +94,37 @@ try {
     results.push({ ...result, costs, statements: (await statementCount(server)) - before })
   }
 
-  console.log(`\nReply end to end on ${server.label}; local model, reply_debounce_ms 0, ${seconds} s per row, ${conversationCount} conversations, node ${process.version}\n`)
-  console.log("| concurrency | replies | replies/s | p50 ms | p99 ms | max ms | server CPU per reply | statements per reply |")
+  console.log(
+    `\nReply end to end on ${server.label}; local model, reply_debounce_ms 0, ${seconds} s per row, ${conversationCount} conversations, node ${process.version}\n`
+  )
+  console.log(
+    "| concurrency | replies | replies/s | p50 ms | p99 ms | max ms | server CPU per reply | statements per reply |"
+  )
   console.log("|---|---|---|---|---|---|---|---|")
   for (const { concurrency, samples, elapsed, costs, statements } of results) {
     const total = sortedBy(samples.map((s) => s.webhookAt - s.sentAt))
     const cpu = costs.cpu.reduce((sum, [, v]) => sum + v, 0)
     console.log(
-      `| ${concurrency} | ${samples.length} | ${(samples.length / elapsed).toFixed(1)} | ${quantile(total, 0.5)} | ${quantile(total, 0.99)} | ${total.at(-1)} | ${cpu.toFixed(1)} ms${
+      `| ${concurrency} | ${samples.length} | ${(samples.length / elapsed).toFixed(1)} | ${quantile(total, 0.5)} | ${
+        quantile(total, 0.99)
+      } | ${total.at(-1)} | ${cpu.toFixed(1)} ms${
         costs.postgresCpu === undefined ? "" : ` (+ Postgres ${costs.postgresCpu.toFixed(1)} ms)`
       } | ${(statements / samples.length).toFixed(1)} |`
     )
   }
   console.log("\nWhere the time goes (p50 / p99 ms of each leg; stored timestamps from the server, same clock):\n")
-  console.log("| concurrency | POST → 200 | POST → message stored | stored → reply stored | reply stored → webhook received |")
+  console.log(
+    "| concurrency | POST → 200 | POST → message stored | stored → reply stored | reply stored → webhook received |"
+  )
   console.log("|---|---|---|---|---|")
   for (const { concurrency, samples } of results) {
     const times = await storedTimes(samples)
     const legs = samples.flatMap((s) => {
       const inbound = times.get(s.inboundId)
       const reply = times.get(s.replyId)
-      return inbound === undefined || reply === undefined ? [] : [[s.answeredAt - s.sentAt, inbound - s.sentAt, reply - inbound, s.webhookAt - reply]]
+      return inbound === undefined || reply === undefined
+        ? []
+        : [[s.answeredAt - s.sentAt, inbound - s.sentAt, reply - inbound, s.webhookAt - reply]]
     })
     const cell = (i: number) => {
       const v = sortedBy(legs.map((l) => l[i]!))
@@ -117,7 +136,9 @@ try {
   console.log(costsHeader)
   for (const { concurrency, costs } of results) console.log(costsRow(`reply, concurrency ${concurrency}`, costs))
   for (const { concurrency, costs } of results) console.log(statementsTable(`reply, concurrency ${concurrency}`, costs))
-  console.log(`\nwebhooks: ${receiver.stats.received} received, ${receiver.stats.badSignatures} bad signatures, ${receiver.stats.unexpected} unexpected`)
+  console.log(
+    `\nwebhooks: ${receiver.stats.received} received, ${receiver.stats.badSignatures} bad signatures, ${receiver.stats.unexpected} unexpected`
+  )
 } finally {
   await server.stop()
   receiver.close()

@@ -19,8 +19,8 @@ import {
   sideBySide,
   sideBySideHeader,
   startBare,
-  statementsTable,
-  startServer
+  startServer,
+  statementsTable
 } from "./support.js"
 
 const seconds = Number(process.argv[2] ?? 10)
@@ -40,14 +40,24 @@ try {
         method: "POST",
         url: `${server.api}/api/user/opportunities`,
         headers: auth,
-        body: JSON.stringify({ pipeline_id: server.demo.pipeline_id, name: `Seed ${i}`, tags: ["bench"], contact: { phone: phone(i), name: `Lead ${i}` } })
+        body: JSON.stringify({
+          pipeline_id: server.demo.pipeline_id,
+          name: `Seed ${i}`,
+          tags: ["bench"],
+          contact: { phone: phone(i), name: `Lead ${i}` }
+        })
       })
       ids.push(JSON.parse(r.body).data.id)
     }
-    const get = (i: number) => ({ method: "GET", url: `${server.api}/api/user/opportunities/${ids[i % ids.length]}`, headers: auth })
+    const get = (i: number) => ({
+      method: "GET",
+      url: `${server.api}/api/user/opportunities/${ids[i % ids.length]}`,
+      headers: auth
+    })
     await load(concurrency, 2, get) // warm-up
     // BENCH_PROFILE_LOAD=true with BENCH_NODE_ARGS="--import ./bench/cpu-profile.mjs": the GET row profiled
-    const profile = () => process.env.BENCH_PROFILE_LOAD === "true" && server.processes.forEach((p) => process.kill(p.pid, "SIGUSR2"))
+    const profile = () =>
+      process.env.BENCH_PROFILE_LOAD === "true" && server.processes.forEach((p) => process.kill(p.pid, "SIGUSR2"))
     profile()
     gets = await measure(s.database, serverProcs(server), () => load(concurrency, seconds, get))
     profile()
@@ -57,7 +67,12 @@ try {
         method: "POST",
         url: `${server.api}/api/user/opportunities`,
         headers: auth,
-        body: JSON.stringify({ pipeline_id: server.demo.pipeline_id, name: "Bench lead", tags: ["bench"], contact: { phone: phone(created++) } })
+        body: JSON.stringify({
+          pipeline_id: server.demo.pipeline_id,
+          name: "Bench lead",
+          tags: ["bench"],
+          contact: { phone: phone(created++) }
+        })
       })))
   } finally {
     await server.stop(true)
@@ -72,9 +87,16 @@ try {
     bareGets = await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(concurrency, seconds, get))
     // on Postgres also with the statement prepared, as the server prepares its own (bare.ts)
     if (s.database.kind === "native") {
-      const prepared = (i: number) => ({ method: "GET", url: `${bare.url}/prepared/opportunities/${ids[i % ids.length]}` })
+      const prepared = (i: number) => ({
+        method: "GET",
+        url: `${bare.url}/prepared/opportunities/${ids[i % ids.length]}`
+      })
       await load(concurrency, 2, prepared)
-      preparedGets = await measure(s.database, [{ name: "bare", pid: bare.pid }], () => load(concurrency, seconds, prepared))
+      preparedGets = await measure(
+        s.database,
+        [{ name: "bare", pid: bare.pid }],
+        () => load(concurrency, seconds, prepared)
+      )
     }
   } finally {
     await bare.stop()
@@ -90,14 +112,18 @@ try {
   console.log("\nSide by side with the bare baseline (same database, same run):\n")
   console.log(sideBySideHeader)
   console.log(sideBySide("GET opportunity", concurrency, gets.result, bareGets.result))
-  if (preparedGets) console.log(sideBySide("GET opportunity (bare prepared)", concurrency, gets.result, preparedGets.result))
+  if (preparedGets) {
+    console.log(sideBySide("GET opportunity (bare prepared)", concurrency, gets.result, preparedGets.result))
+  }
   console.log("\nWhere the time goes (per request):\n")
   console.log(costsHeader)
   console.log(costsRow("GET opportunity", gets.costs))
   console.log(costsRow("POST opportunity", posts.costs))
   console.log(costsRow("bare GET (one SELECT)", bareGets.costs))
   if (preparedGets) console.log(costsRow("bare GET, prepared", preparedGets.costs))
-  for (const [name, m] of [["GET opportunity", gets], ["bare GET", bareGets]] as const) console.log(statementsTable(name, m.costs))
+  for (const [name, m] of [["GET opportunity", gets], ["bare GET", bareGets]] as const) {
+    console.log(statementsTable(name, m.costs))
+  }
 } finally {
   await s.database.stop()
 }

@@ -45,7 +45,13 @@ interface Started {
 /** `parley serve` until `/ready` answers 200: the wall time, and its progress lines. */
 const start = async (dataDir: string): Promise<Started> => {
   const [port, receiverPort, runnerPort] = [await freePort(), await freePort(), await freePort()]
-  const env = { PARLEY_DATA_DIR: dataDir, PORT: String(port), RECEIVER_PORT: String(receiverPort), RUNNER_PORT: String(runnerPort), LOG_LEVEL: "Warning" }
+  const env = {
+    PARLEY_DATA_DIR: dataDir,
+    PORT: String(port),
+    RECEIVER_PORT: String(receiverPort),
+    RUNNER_PORT: String(runnerPort),
+    LOG_LEVEL: "Warning"
+  }
   const started = performance.now()
   const child = spawn(process.execPath, [parley, "serve"], { env: { ...process.env, ...env } })
   let output = ""
@@ -63,7 +69,10 @@ const start = async (dataDir: string): Promise<Started> => {
     await new Promise((r) => setTimeout(r, 10))
   }
   const ms = performance.now() - started
-  const progress = [...output.matchAll(/^\[\s*([\d.]+) s\] (.+)$/gm)].map((m) => ({ at: Number(m[1]) * 1000, line: m[2]! }))
+  const progress = [...output.matchAll(/^\[\s*([\d.]+) s\] (.+)$/gm)].map((m) => ({
+    at: Number(m[1]) * 1000,
+    line: m[2]!
+  }))
   return {
     ms,
     progress,
@@ -123,15 +132,27 @@ const phases = (s: Started) => {
   const schema = at(/^(Database schema up to date|Applying)/)
   const engine = at(/^Starting the engine/)
   const listening = at(/^Listening/)
-  return { modules: database ?? 0, database: (schema ?? 0) - (database ?? 0), migrations: (engine ?? 0) - (schema ?? 0), engine: (listening ?? 0) - (engine ?? 0), rest: s.ms - (listening ?? 0) }
+  return {
+    modules: database ?? 0,
+    database: (schema ?? 0) - (database ?? 0),
+    migrations: (engine ?? 0) - (schema ?? 0),
+    engine: (listening ?? 0) - (engine ?? 0),
+    rest: s.ms - (listening ?? 0)
+  }
 }
 const medianPhases = (xs: ReadonlyArray<Started>) => {
   const all = xs.map(phases)
-  return Object.fromEntries(Object.keys(all[0]!).map((k) => [k, median(all.map((p) => p[k as keyof typeof p]))])) as ReturnType<typeof phases>
+  return Object.fromEntries(
+    Object.keys(all[0]!).map((k) => [k, median(all.map((p) => p[k as keyof typeof p]))])
+  ) as ReturnType<typeof phases>
 }
 
 const out: Array<string> = []
-out.push(`\nStart-up of the production build, median of ${runs} runs, node ${process.version}, load average ${Os.loadavg()[0]!.toFixed(2)}\n`)
+out.push(
+  `\nStart-up of the production build, median of ${runs} runs, node ${process.version}, load average ${
+    Os.loadavg()[0]!.toFixed(2)
+  }\n`
+)
 out.push("| what | median | target |")
 out.push("|---|---|---|")
 out.push(`| parley --help | ${seconds(median(help))} | 1 s |`)
@@ -143,13 +164,25 @@ out.push("| start | loading modules | database open | migrations check | engine 
 out.push("|---|---|---|---|---|---|")
 for (const [name, xs] of [["first", first], ["restart", restart]] as const) {
   const p = medianPhases(xs)
-  out.push(`| ${name} | ${seconds(p.modules)} | ${seconds(p.database)} | ${seconds(p.migrations)} | ${seconds(p.engine)} | ${seconds(p.rest)} |`)
+  out.push(
+    `| ${name} | ${seconds(p.modules)} | ${seconds(p.database)} | ${seconds(p.migrations)} | ${seconds(p.engine)} | ${
+      seconds(p.rest)
+    } |`
+  )
 }
 out.push("\nThe same work bare, in the same run (medians):\n")
 out.push("| bare | median |")
 out.push("|---|---|")
 out.push(`| node -e "" | ${seconds(median(bareRuns.map((b) => b.nodeMs)))} |`)
-out.push(`| PGlite.create from the initial dump (a first start's database) | ${seconds(median(bareRuns.map((b) => b.createMs)))} |`)
-out.push(`| PGlite.create on the existing data dir (a restart's database) | ${seconds(median(bareRuns.map((b) => b.openMs)))} |`)
+out.push(
+  `| PGlite.create from the initial dump (a first start's database) | ${
+    seconds(median(bareRuns.map((b) => b.createMs)))
+  } |`
+)
+out.push(
+  `| PGlite.create on the existing data dir (a restart's database) | ${
+    seconds(median(bareRuns.map((b) => b.openMs)))
+  } |`
+)
 // printed in one write, then exit: console.log to a pipe would be cut off by process.exit
 process.stdout.write(out.join("\n") + "\n", () => process.exit(0))

@@ -27,4 +27,5 @@ export const statementCount = async (server: Server) => {
 }
 
 /** One gauge's value in a scrape's text (NaN when absent). */
-export const gauge = (body: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, "m").exec(body)?.[1] ?? NaN)
+export const gauge = (body: string, name: string) =>
+  Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, "m").exec(body)?.[1] ?? NaN)

@@ -67,9 +67,19 @@ const spawnServer = (role: Role, env: Record<string, string | undefined>, needs:
   new Promise<Proc & { readonly banner: string }>((resolve, reject) => {
     // BENCH_NODE_ARGS: more node options for the server processes (diagnosis: `--import ./bench/cpu-profile.mjs`)
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter((a) => a !== "")
-    const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", Path.join(from, Path.relative(root, cli)), "serve", "--role", role], {
+    const child = spawn(process.execPath, [
+      ...nodeArgs,
+      "--import",
+      "tsx",
+      Path.join(from, Path.relative(root, cli)),
+      "serve",
+      "--role",
+      role
+    ], {
       cwd: from,
-      env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter((e): e is [string, string] => e[1] !== undefined))
+      env: Object.fromEntries(
+        Object.entries({ ...process.env, ...env }).filter((e): e is [string, string] => e[1] !== undefined)
+      )
     })
     running.add(child)
     let output = ""
@@ -101,7 +111,9 @@ const spawnServer = (role: Role, env: Record<string, string | undefined>, needs:
     child.stderr.on("data", (c: Buffer) => (output += c.toString()))
     child.on("exit", (code, signal) => {
       if (!ready) reject(new Error(`parley serve --role ${role} exited (${code ?? signal}):\n${output}`))
-      else if (!stopping) process.stderr.write(`parley serve --role ${role} exited (${code ?? signal}) during the run:\n${output}\n`)
+      else if (!stopping) {
+        process.stderr.write(`parley serve --role ${role} exited (${code ?? signal}) during the run:\n${output}\n`)
+      }
     })
   })
 
@@ -132,7 +144,9 @@ export interface Setup {
 /** The database and topology the environment asks for (see the top of this file and `postgres.ts`). */
 export const setup = async (): Promise<Setup> => {
   const topology = (process.env.BENCH_TOPOLOGY ?? "single") as Topology
-  if (topology !== "single" && topology !== "split") throw new Error(`BENCH_TOPOLOGY must be single or split (got ${topology})`)
+  if (topology !== "single" && topology !== "split") {
+    throw new Error(`BENCH_TOPOLOGY must be single or split (got ${topology})`)
+  }
   const workers = Number(process.env.BENCH_WORKERS ?? 1)
   if (!(workers >= 1)) throw new Error(`BENCH_WORKERS must be at least 1 (got ${process.env.BENCH_WORKERS})`)
   const database = await openDatabase()
@@ -144,7 +158,11 @@ export const setup = async (): Promise<Setup> => {
 }
 
 export const describe = (s: Setup) =>
-  `${s.database.label}; ${s.topology === "single" ? "one `parley serve` process" : `1 api + 1 receiver + ${s.workers} worker process${s.workers > 1 ? "es" : ""}`}`
+  `${s.database.label}; ${
+    s.topology === "single"
+      ? "one `parley serve` process"
+      : `1 api + 1 receiver + ${s.workers} worker process${s.workers > 1 ? "es" : ""}`
+  }`
 
 /**
  * `parley serve` on `setup`'s database and topology, with the demo workspace seeded. Without a setup: one
@@ -179,19 +197,33 @@ export const startServer = async (env: Record<string, string> = {}, given?: Setu
   }
   try {
     if (s.topology === "single") {
-      processes.push(await spawnServer("all", { ...base, RUNNER_PORT: String(await freePort()) }, [api, receiver, token, metrics], from))
+      processes.push(
+        await spawnServer(
+          "all",
+          { ...base, RUNNER_PORT: String(await freePort()) },
+          [api, receiver, token, metrics],
+          from
+        )
+      )
     } else {
       // the api process migrates the empty database and seeds the demo; the others join it
       processes.push(await spawnServer("api", base, [api, token, metrics], from))
       const rest = await Promise.all([
         spawnServer("receiver", { ...base, PARLEY_SEED_DEMO: "false" }, [receiver, metrics], from),
-        ...Array.from({ length: s.workers }, async () =>
-          spawnServer("worker", { ...base, PARLEY_SEED_DEMO: "false", RUNNER_PORT: String(await freePort()) }, [metrics], from))
+        ...Array.from(
+          { length: s.workers },
+          async () =>
+            spawnServer("worker", { ...base, PARLEY_SEED_DEMO: "false", RUNNER_PORT: String(await freePort()) }, [
+              metrics
+            ], from)
+        )
       ].map((p) => p.then((proc) => (processes.push(proc), proc))))
       void rest
     }
     // PARLEY_CLUSTER=single (one process only) registers no runners
-    if (native && process.env.PARLEY_CLUSTER !== "single") await runnersHealthy(s.database.url!, s.topology === "single" ? 1 : s.workers)
+    if (native && process.env.PARLEY_CLUSTER !== "single") {
+      await runnersHealthy(s.database.url!, s.topology === "single" ? 1 : s.workers)
+    }
   } catch (e) {
     await stop()
     throw e
@@ -218,7 +250,9 @@ const runnersHealthy = async (url: string, n: number) => {
   try {
     const deadline = Date.now() + 60_000
     for (;;) {
-      const rows = (await client.query<{ healthy: boolean }>("select healthy from cluster_runners").catch(() => ({ rows: [] }))).rows
+      const rows =
+        (await client.query<{ healthy: boolean }>("select healthy from cluster_runners").catch(() => ({ rows: [] })))
+          .rows
       if (rows.filter((r) => r.healthy).length >= n) return
       if (Date.now() > deadline) throw new Error(`${n} healthy runner(s) not registered within 60 s`)
       await new Promise((r) => setTimeout(r, 200))
@@ -244,7 +278,12 @@ export interface Bare {
  * Runs `file` (TypeScript, through tsx) with `args` in a process of its own, resolved once its output
  * announces its address: the first match of `announce` (its group 1 is the URL). Stopped by SIGTERM.
  */
-export const spawnAnnounced = (file: string, args: ReadonlyArray<string>, env: Record<string, string>, announce: RegExp) =>
+export const spawnAnnounced = (
+  file: string,
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  announce: RegExp
+) =>
   new Promise<Bare>((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", file, ...args], { cwd: root, env })
     running.add(child)
@@ -279,7 +318,9 @@ export const startBare = (server: Server) =>
     BARE_CHANNEL: String(server.demo.channel.id),
     BARE_PIPELINE: String(server.demo.pipeline_id),
     BARE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? "10",
-    ...(server.database.kind === "native" ? { BARE_DATABASE_URL: server.database.url! } : { BARE_PGLITE_DIR: Path.join(server.dataDir, "pgdata") })
+    ...(server.database.kind === "native"
+      ? { BARE_DATABASE_URL: server.database.url! }
+      : { BARE_PGLITE_DIR: Path.join(server.dataDir, "pgdata") })
   }, /BARE (http:\/\/127\.0\.0\.1:\d+)/)
 
 export interface RequestSpec {
@@ -294,11 +335,15 @@ const agent = new Http.Agent({ keepAlive: true, maxSockets: 256 })
 /** One request; one not answered within 60 s fails (a load counts it as an error rather than waiting forever). */
 export const send = (spec: RequestSpec) =>
   new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = Http.request(spec.url, { method: spec.method, headers: spec.headers, agent, timeout: 60_000 }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (c: Buffer) => chunks.push(c))
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
-    })
+    const req = Http.request(
+      spec.url,
+      { method: spec.method, headers: spec.headers, agent, timeout: 60_000 },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (c: Buffer) => chunks.push(c))
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
+      }
+    )
     req.on("error", reject)
     req.on("timeout", () => req.destroy(new Error(`no answer within 60 s: ${spec.method} ${spec.url}`)))
     if (spec.body !== undefined) req.write(spec.body)
@@ -348,17 +393,31 @@ export const load = async (
   const elapsed = (performance.now() - started) / 1000
   latencies.sort((a, b) => a - b)
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0
-  return { requests: latencies.length, errors, seconds: elapsed, perSecond: latencies.length / elapsed, p50: at(0.5), p99: at(0.99) }
+  return {
+    requests: latencies.length,
+    errors,
+    seconds: elapsed,
+    perSecond: latencies.length / elapsed,
+    p50: at(0.5),
+    p99: at(0.99)
+  }
 }
 
 export const row = (name: string, concurrency: number, r: LoadResult) =>
-  `| ${name} | ${concurrency} | ${r.requests} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors} |`
+  `| ${name} | ${concurrency} | ${r.requests} | ${r.perSecond.toFixed(0)} | ${r.p50.toFixed(2)} | ${
+    r.p99.toFixed(2)
+  } | ${r.errors} |`
 
-export const header = "| scenario | concurrency | requests | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|---|---|"
+export const header =
+  "| scenario | concurrency | requests | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|---|---|"
 
 /** A row with the bare baseline's figures and the server/bare ratio of throughput. */
 export const sideBySide = (name: string, concurrency: number, server: LoadResult, bare: LoadResult) =>
-  `| ${name} | ${concurrency} | ${server.perSecond.toFixed(0)} | ${server.p50.toFixed(2)} / ${server.p99.toFixed(2)} | ${server.errors} | ${bare.perSecond.toFixed(0)} | ${bare.p50.toFixed(2)} / ${bare.p99.toFixed(2)} | ${bare.errors} | **${(server.perSecond / bare.perSecond).toFixed(2)}** |`
+  `| ${name} | ${concurrency} | ${server.perSecond.toFixed(0)} | ${server.p50.toFixed(2)} / ${
+    server.p99.toFixed(2)
+  } | ${server.errors} | ${bare.perSecond.toFixed(0)} | ${bare.p50.toFixed(2)} / ${
+    bare.p99.toFixed(2)
+  } | ${bare.errors} | **${(server.perSecond / bare.perSecond).toFixed(2)}** |`
 
 export const sideBySideHeader =
   "| scenario | concurrency | server req/s | server p50 / p99 ms | errors | bare req/s | bare p50 / p99 ms | errors | server / bare |\n|---|---|---|---|---|---|---|---|---|"
@@ -426,11 +485,18 @@ export interface Costs {
   readonly transactions: number | undefined
   readonly statements: number | undefined
   /** The statements that took the most execution time over the scenario: calls per request, ms per request (pg_stat_statements). */
-  readonly topStatements: ReadonlyArray<{ readonly query: string; readonly calls: number; readonly ms: number; readonly planMs: number }>
+  readonly topStatements: ReadonlyArray<
+    { readonly query: string; readonly calls: number; readonly ms: number; readonly planMs: number }
+  >
   /** Planning and execution time of every statement, ms per request (pg_stat_statements). */
   readonly statementTime: { readonly planMs: number; readonly execMs: number }
   /** Pool checkouts per request, mean wait ms, share of checkouts that waited 1 ms or more; per process. */
-  readonly pool: ReadonlyArray<readonly [string, { readonly checkouts: number; readonly meanMs: number; readonly over1ms: number; readonly over10ms: number }]>
+  readonly pool: ReadonlyArray<
+    readonly [
+      string,
+      { readonly checkouts: number; readonly meanMs: number; readonly over1ms: number; readonly over10ms: number }
+    ]
+  >
 }
 
 /** Runs `work` (a load) and measures around it: CPU of `procs` and of Postgres, database counters, pool waits. */
@@ -456,7 +522,9 @@ export const measure = async <A extends { readonly requests: number }>(
   const waitAfter = await Promise.all(procs.map((p) => scrapePoolWait(p.metrics)))
   const n = Math.max(1, result.requests)
   const cpu = procs.map((p, i) => [p.name, (cpuAfter[i]! - cpuBefore[i]!) / n] as const)
-  const postgresCpu = countersBefore?.cpu !== undefined && countersAfter?.cpu !== undefined ? (countersAfter.cpu - countersBefore.cpu) / n : undefined
+  const postgresCpu = countersBefore?.cpu !== undefined && countersAfter?.cpu !== undefined
+    ? (countersAfter.cpu - countersBefore.cpu) / n
+    : undefined
   const clientCpu = (client.user + client.system) / 1000 / n
   const per = (f: (c: Counters) => number | undefined) => {
     const a = countersBefore && f(countersBefore)
@@ -469,12 +537,14 @@ export const measure = async <A extends { readonly requests: number }>(
     if (a === undefined || b === undefined || b.count === a.count) return []
     const checkouts = b.count - a.count
     const under = (le: string) => (b.buckets.get(le) ?? 0) - (a.buckets.get(le) ?? 0)
-    return [[p.name, {
-      checkouts: checkouts / n,
-      meanMs: ((b.sum - a.sum) / checkouts) * 1000,
-      over1ms: 1 - under("0.001") / checkouts,
-      over10ms: 1 - under("0.01") / checkouts
-    }] as const]
+    return [
+      [p.name, {
+        checkouts: checkouts / n,
+        meanMs: ((b.sum - a.sum) / checkouts) * 1000,
+        over1ms: 1 - under("0.001") / checkouts,
+        over10ms: 1 - under("0.01") / checkouts
+      }] as const
+    ]
   })
   const allStatements = countersAfter?.perStatement === undefined
     ? []
@@ -488,7 +558,10 @@ export const measure = async <A extends { readonly requests: number }>(
       }
     }).filter((x) => x.calls > 0).sort((a, b) => b.ms + b.planMs - a.ms - a.planMs)
   const topStatements = allStatements.slice(0, 12)
-  const statementTime = { planMs: allStatements.reduce((sum, x) => sum + x.planMs, 0), execMs: allStatements.reduce((sum, x) => sum + x.ms, 0) }
+  const statementTime = {
+    planMs: allStatements.reduce((sum, x) => sum + x.planMs, 0),
+    execMs: allStatements.reduce((sum, x) => sum + x.ms, 0)
+  }
   const busy = (cpu.reduce((s, [, v]) => s + v, 0) + (postgresCpu ?? 0) + clientCpu) * n
   return {
     result,
@@ -513,27 +586,41 @@ export const costsHeader =
   "| scenario | CPU ms per request: server processes | Postgres | load generator | cores busy (other work on the machine; the kernel's own) | transactions / req | statements / req | pool checkouts / req, mean wait, share waiting ≥ 1 ms / ≥ 10 ms |\n|---|---|---|---|---|---|---|---|"
 
 export const costsRow = (name: string, c: Costs) =>
-  `| ${name} | ${c.cpu.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")} | ${c.postgresCpu === undefined ? "" : c.postgresCpu.toFixed(2)} | ${c.clientCpu.toFixed(2)} | ${c.busyCores.toFixed(2)} (${c.otherCores.toFixed(2)}; ${c.kernelCores.toFixed(2)}) | ${
-    c.transactions === undefined ? "" : c.transactions.toFixed(2)
-  } | ${c.statements === undefined ? "" : c.statements.toFixed(1)} | ${
-    c.pool.map(([k, p]) => `${k}: ${p.checkouts.toFixed(2)}, ${p.meanMs.toFixed(2)} ms, ${(p.over1ms * 100).toFixed(0)}% / ${(p.over10ms * 100).toFixed(0)}%`).join("; ")
+  `| ${name} | ${c.cpu.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")} | ${
+    c.postgresCpu === undefined ? "" : c.postgresCpu.toFixed(2)
+  } | ${c.clientCpu.toFixed(2)} | ${c.busyCores.toFixed(2)} (${c.otherCores.toFixed(2)}; ${
+    c.kernelCores.toFixed(2)
+  }) | ${c.transactions === undefined ? "" : c.transactions.toFixed(2)} | ${
+    c.statements === undefined ? "" : c.statements.toFixed(1)
+  } | ${
+    c.pool.map(([k, p]) =>
+      `${k}: ${p.checkouts.toFixed(2)}, ${p.meanMs.toFixed(2)} ms, ${(p.over1ms * 100).toFixed(0)}% / ${
+        (p.over10ms * 100).toFixed(0)
+      }%`
+    ).join("; ")
   } |`
 
 /** The statements of a scenario by execution time, when pg_stat_statements was loaded (BENCH_PG_STATEMENTS=1). */
 export const statementsTable = (name: string, c: Costs) =>
   c.topStatements.length === 0 ? "" : [
-    `\nStatements of "${name}" by planning and execution time (per request, pg_stat_statements; all statements: ${c.statementTime.planMs.toFixed(2)} ms planning, ${
-      c.statementTime.execMs.toFixed(2)
-    } ms execution):\n`,
+    `\nStatements of "${name}" by planning and execution time (per request, pg_stat_statements; all statements: ${
+      c.statementTime.planMs.toFixed(2)
+    } ms planning, ${c.statementTime.execMs.toFixed(2)} ms execution):\n`,
     "| calls | plan ms | exec ms | statement |",
     "|---|---|---|---|",
-    ...c.topStatements.map((t) => `| ${t.calls.toFixed(2)} | ${t.planMs.toFixed(3)} | ${t.ms.toFixed(3)} | \`${t.query.replace(/\s+/g, " ").slice(0, 160)}\` |`)
+    ...c.topStatements.map((t) =>
+      `| ${t.calls.toFixed(2)} | ${t.planMs.toFixed(3)} | ${t.ms.toFixed(3)} | \`${
+        t.query.replace(/\s+/g, " ").slice(0, 160)
+      }\` |`
+    )
   ].join("\n")
 
 /** The server's processes for `measure`, named by role. */
 export const serverProcs = (server: Server) =>
   server.processes.map((p, i) => ({
-    name: server.processes.filter((q) => q.role === p.role).length > 1 ? `${p.role} ${server.processes.slice(0, i + 1).filter((q) => q.role === p.role).length}` : p.role,
+    name: server.processes.filter((q) => q.role === p.role).length > 1
+      ? `${p.role} ${server.processes.slice(0, i + 1).filter((q) => q.role === p.role).length}`
+      : p.role,
     pid: p.pid,
     metrics: p.metrics
   }))

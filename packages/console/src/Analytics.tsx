@@ -17,7 +17,12 @@ export const Analytics = () => {
   const handoffs = useSignal<Handoffs | undefined>(undefined)
 
   useEffect(() => {
-    const query = { start_date: start.value, end_date: end.value, pipeline_id: pipelineId.value, workspace_id: workspaceId.value }
+    const query = {
+      start_date: start.value,
+      end_date: end.value,
+      pipeline_id: pipelineId.value,
+      workspace_id: workspaceId.value
+    }
     Promise.all([
       api<Series>("GET", "analytics/timeseries", { query }),
       api<Handoffs>("GET", "analytics/handoffs", { query })
@@ -31,7 +36,9 @@ export const Analytics = () => {
   const days = s.map((d) => d.date)
   // one stacked series per won or lost stage entered in the range, won stages in greens, lost in reds
   const closedStages = new Map<number, { name: string; nature: "won" | "lost" }>()
-  for (const d of s) for (const e of d.closed_by_stage) closedStages.set(e.stage_id, { name: e.stage_name, nature: e.nature })
+  for (const d of s) {
+    for (const e of d.closed_by_stage) closedStages.set(e.stage_id, { name: e.stage_name, nature: e.nature })
+  }
   const shades = { won: ["green", "teal"], lost: ["red", "rose"] } as const
   const seen = { won: 0, lost: 0 }
   const byStage = [...closedStages.entries()].sort(([a], [b]) => a - b).map(([id, stage]) => ({
@@ -45,11 +52,32 @@ export const Analytics = () => {
       <header class="page-head">
         <h2 id="analytics-title">Analytics</h2>
         <form class="filters" onSubmit={(e) => e.preventDefault()}>
-          <label>From <input type="date" value={start.value} max={end.value} onChange={(e) => e.currentTarget.value !== "" && (start.value = e.currentTarget.value)} /></label>
-          <label>To <input type="date" value={end.value} min={start.value} onChange={(e) => e.currentTarget.value !== "" && (end.value = e.currentTarget.value)} /></label>
+          <label>
+            From{" "}
+            <input
+              type="date"
+              value={start.value}
+              max={end.value}
+              onChange={(e) => e.currentTarget.value !== "" && (start.value = e.currentTarget.value)}
+            />
+          </label>
+          <label>
+            To{" "}
+            <input
+              type="date"
+              value={end.value}
+              min={start.value}
+              onChange={(e) => e.currentTarget.value !== "" && (end.value = e.currentTarget.value)}
+            />
+          </label>
           <label>
             Pipeline{" "}
-            <select value={pipelineId.value ?? ""} onChange={(e) => (pipelineId.value = e.currentTarget.value === "" ? undefined : Number(e.currentTarget.value))}>
+            <select
+              value={pipelineId.value ?? ""}
+              onChange={(
+                e
+              ) => (pipelineId.value = e.currentTarget.value === "" ? undefined : Number(e.currentTarget.value))}
+            >
               <option value="">All pipelines</option>
               {workspacePipelines.value.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
             </select>
@@ -58,27 +86,73 @@ export const Analytics = () => {
       </header>
       {totals !== undefined && (
         <dl class="kpis">
-          <div><dt>Handoffs requested</dt><dd>{totals.requested}</dd></div>
-          <div><dt>Taken</dt><dd>{totals.taken}</dd></div>
-          <div><dt>Median time to take</dt><dd>{totals.median_take_seconds === null ? "—" : duration(totals.median_take_seconds)}</dd></div>
-          <div><dt>AI cost</dt><dd>{money(s.reduce((a, d) => a + d.ai_cost, 0))}</dd></div>
+          <div>
+            <dt>Handoffs requested</dt>
+            <dd>{totals.requested}</dd>
+          </div>
+          <div>
+            <dt>Taken</dt>
+            <dd>{totals.taken}</dd>
+          </div>
+          <div>
+            <dt>Median time to take</dt>
+            <dd>{totals.median_take_seconds === null ? "—" : duration(totals.median_take_seconds)}</dd>
+          </div>
+          <div>
+            <dt>AI cost</dt>
+            <dd>{money(s.reduce((a, d) => a + d.ai_cost, 0))}</dd>
+          </div>
         </dl>
       )}
       <div class="charts">
-        <Chart title="Messages per day" kind="bar" days={days} series={[
-          { name: "Contact", color: "blue", values: s.map((d) => d.contact_messages) },
-          { name: "AI", color: "violet", values: s.map((d) => d.ai_messages) },
-          { name: "Operator", color: "amber", values: s.map((d) => d.operator_messages) }
-        ]} />
-        <Chart title="AI cost per day" kind="bar" unit=" $" days={days} series={[{ name: "AI cost (USD)", color: "violet", values: s.map((d) => d.ai_cost) }]} />
-        <Chart title="Median AI response time" kind="line" unit=" s" days={days} series={[{ name: "Seconds", color: "blue", values: s.map((d) => d.median_ai_response_seconds) }]} />
-        <Chart title="Handoffs requested per day" kind="bar" days={days} series={[{ name: "Requested", color: "amber", values: s.map((d) => d.handoffs_requested) }]} />
-        <Chart title="Median time to take a handoff" kind="line" unit=" s" days={days} series={[{ name: "Seconds", color: "amber", values: s.map((d) => d.median_take_seconds) }]} />
+        <Chart
+          title="Messages per day"
+          kind="bar"
+          days={days}
+          series={[
+            { name: "Contact", color: "blue", values: s.map((d) => d.contact_messages) },
+            { name: "AI", color: "violet", values: s.map((d) => d.ai_messages) },
+            { name: "Operator", color: "amber", values: s.map((d) => d.operator_messages) }
+          ]}
+        />
+        <Chart
+          title="AI cost per day"
+          kind="bar"
+          unit=" $"
+          days={days}
+          series={[{ name: "AI cost (USD)", color: "violet", values: s.map((d) => d.ai_cost) }]}
+        />
+        <Chart
+          title="Median AI response time"
+          kind="line"
+          unit=" s"
+          days={days}
+          series={[{ name: "Seconds", color: "blue", values: s.map((d) => d.median_ai_response_seconds) }]}
+        />
+        <Chart
+          title="Handoffs requested per day"
+          kind="bar"
+          days={days}
+          series={[{ name: "Requested", color: "amber", values: s.map((d) => d.handoffs_requested) }]}
+        />
+        <Chart
+          title="Median time to take a handoff"
+          kind="line"
+          unit=" s"
+          days={days}
+          series={[{ name: "Seconds", color: "amber", values: s.map((d) => d.median_take_seconds) }]}
+        />
         <Chart
           title="Opportunities won and lost by stage per day"
           kind="bar"
           days={days}
-          series={byStage.length > 0 ? byStage : [{ name: "Won", color: "green", values: s.map((d) => d.won) }, { name: "Lost", color: "red", values: s.map((d) => d.lost) }]}
+          series={byStage.length > 0
+            ? byStage
+            : [{ name: "Won", color: "green", values: s.map((d) => d.won) }, {
+              name: "Lost",
+              color: "red",
+              values: s.map((d) => d.lost)
+            }]}
         />
       </div>
     </section>

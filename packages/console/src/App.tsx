@@ -8,8 +8,8 @@ import { api, type ChannelRecord, type MeInfo, type Member, type PipelineRecord 
 import { Board } from "./Board.js"
 import { ConversationView } from "./Conversation.js"
 import { Inbox } from "./Inbox.js"
-import { useKeys } from "./keys.js"
 import { filters } from "./inboxStore.js"
+import { useKeys } from "./keys.js"
 import { follow } from "./live.js"
 import { channels, connection, fail, me, members, navigate, notice, pipelines, route, workspaceId } from "./state.js"
 
@@ -29,28 +29,38 @@ const Nav = () => {
       {text}
     </a>
   )
-  return <nav aria-label="Console">{link("inbox", "Inbox")}{link("board", "Board")}{link("analytics", "Analytics")}</nav>
+  return (
+    <nav aria-label="Console">{link("inbox", "Inbox")}{link("board", "Board")}{link("analytics", "Analytics")}</nav>
+  )
 }
 
 const Header = () => {
   const m = me.value
   return (
     <header class="top">
-      <h1><a href="/console" onClick={(e) => (e.preventDefault(), navigate({ page: "inbox" }))}>Parley</a></h1>
+      <h1>
+        <a href="/console" onClick={(e) => (e.preventDefault(), navigate({ page: "inbox" }))}>Parley</a>
+      </h1>
       <Nav />
       <div class="top-right">
         {m !== undefined && m.workspaces.length > 0 && (
           <label>
             <span class="visually-hidden">Workspace</span>
             <select value={workspaceId.value} onChange={(e) => (workspaceId.value = Number(e.currentTarget.value))}>
-              {m.workspaces.map((w) => <option key={w.id} value={w.id}>{w.name}{w.role === "manager" ? " (managed)" : ""}</option>)}
+              {m.workspaces.map((w) => (
+                <option key={w.id} value={w.id}>{w.name}{w.role === "manager" ? " (managed)" : ""}</option>
+              ))}
             </select>
           </label>
         )}
-        <span class="conn" data-state={connection.value} role="status">{connection.value === "live" ? "Live" : connection.value === "connecting" ? "Connecting…" : "Offline"}</span>
+        <span class="conn" data-state={connection.value} role="status">
+          {connection.value === "live" ? "Live" : connection.value === "connecting" ? "Connecting…" : "Offline"}
+        </span>
         <form method="post" action="/account/sign-out">
           <input type="hidden" name="csrf" value={csrf()} />
-          <button type="submit" class="link">Sign out <span class="email">{m?.user.email}</span></button>
+          <button type="submit" class="link">
+            Sign out <span class="email">{m?.user.email}</span>
+          </button>
         </form>
       </div>
     </header>
@@ -95,14 +105,22 @@ export const App = () => {
               <Inbox />
               {r.conversationId !== undefined
                 ? <ConversationView key={r.conversationId} id={r.conversationId} />
-                : <section class="conversation empty-state"><p>Choose a conversation (j/k to move, Enter to open).</p></section>}
+                : (
+                  <section class="conversation empty-state">
+                    <p>Choose a conversation (j/k to move, Enter to open).</p>
+                  </section>
+                )}
             </div>
           )
           : r.page === "board"
           ? <Board />
           : <Analytics />}
       </main>
-      <div class="notice" role={notice.value?.error === true ? "alert" : "status"} data-error={notice.value?.error === true}>
+      <div
+        class="notice"
+        role={notice.value?.error === true ? "alert" : "status"}
+        data-error={notice.value?.error === true}
+      >
         {notice.value?.text}
       </div>
     </>

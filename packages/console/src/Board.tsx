@@ -17,7 +17,13 @@ interface Column {
 
 const cost = (o: OpportunityRecord) => o.conversations.reduce((sum, c) => sum + c.cost_for_user, 0)
 
-const Card = ({ o, stages, move }: { o: OpportunityRecord; stages: ReadonlyArray<StageRecord>; move: (o: OpportunityRecord, stageId: number) => void }) => (
+const Card = (
+  { o, stages, move }: {
+    o: OpportunityRecord
+    stages: ReadonlyArray<StageRecord>
+    move: (o: OpportunityRecord, stageId: number) => void
+  }
+) => (
   <li
     class="card"
     draggable
@@ -33,7 +39,13 @@ const Card = ({ o, stages, move }: { o: OpportunityRecord; stages: ReadonlyArray
     <span class="tags">{o.tags.map((t) => <span key={t.id} class="tag">{t.name}</span>)}</span>
     <span class="card-foot">
       {o.conversations[0] !== undefined && (
-        <button type="button" class="link" onClick={() => navigate({ page: "inbox", conversationId: o.conversations[0]!.id })}>Open conversation</button>
+        <button
+          type="button"
+          class="link"
+          onClick={() => navigate({ page: "inbox", conversationId: o.conversations[0]!.id })}
+        >
+          Open conversation
+        </button>
       )}
       <label>
         <span class="visually-hidden">Move {o.contact_name ?? o.id} to</span>
@@ -52,15 +64,21 @@ export const Board = () => {
 
   useEffect(() => {
     const first = workspacePipelines.value[0]
-    if (pipelineId.value === undefined || !workspacePipelines.value.some((p) => p.id === pipelineId.value)) pipelineId.value = first?.id
+    if (pipelineId.value === undefined || !workspacePipelines.value.some((p) => p.id === pipelineId.value)) {
+      pipelineId.value = first?.id
+    }
   }, [workspacePipelines.value])
 
   const load = async () => {
     const id = pipelineId.value
     if (id === undefined) return
-    const stages = (await api<ReadonlyArray<StageRecord>>("GET", `pipelines/${id}/stages`)).slice().sort((a, b) => a.order - b.order)
+    const stages = (await api<ReadonlyArray<StageRecord>>("GET", `pipelines/${id}/stages`)).slice().sort((a, b) =>
+      a.order - b.order
+    )
     columns.value = await Promise.all(stages.map(async (stage) => {
-      const page = await api<OpportunityPage>("GET", "opportunities", { query: { pipeline_id: id, stage_id: stage.id, per_page: 100 } })
+      const page = await api<OpportunityPage>("GET", "opportunities", {
+        query: { pipeline_id: id, stage_id: stage.id, per_page: 100 }
+      })
       return { stage, cards: page.data, total: page.total }
     }))
   }
@@ -115,7 +133,9 @@ export const Board = () => {
                 <span class="total">{total}</span> · AI cost {money(cards.reduce((s, o) => s + cost(o), 0))}
               </p>
             </header>
-            <ul>{cards.map((o) => <Card key={o.id} o={o} stages={stages} move={(card, s) => void move(card, s)} />)}</ul>
+            <ul>
+              {cards.map((o) => <Card key={o.id} o={o} stages={stages} move={(card, s) => void move(card, s)} />)}
+            </ul>
             {total > cards.length && <p class="hint">and {total - cards.length} more</p>}
           </section>
         ))}

@@ -81,13 +81,29 @@ export const Composer = ({ conversationId, onSent }: { conversationId: number; o
           {files.value.map((f, i) => (
             <li key={`${f.name}-${i}`}>
               {f.name} <span class="size">{bytes(f.size)}</span>
-              <button type="button" class="link" aria-label={`Remove ${f.name}`} onClick={() => (files.value = files.value.filter((_, j) => j !== i))}>×</button>
+              <button
+                type="button"
+                class="link"
+                aria-label={`Remove ${f.name}`}
+                onClick={() => (files.value = files.value.filter((_, j) => j !== i))}
+              >
+                ×
+              </button>
             </li>
           ))}
         </ul>
       )}
       <div class="composer-actions">
-        <input ref={picker} id="composer-files" type="file" multiple class="visually-hidden" aria-label="Files to attach" tabIndex={-1} onChange={(e) => (add(e.currentTarget.files), (e.currentTarget.value = ""))} />
+        <input
+          ref={picker}
+          id="composer-files"
+          type="file"
+          multiple
+          class="visually-hidden"
+          aria-label="Files to attach"
+          tabIndex={-1}
+          onChange={(e) => (add(e.currentTarget.files), (e.currentTarget.value = ""))}
+        />
         <button type="button" onClick={() => picker.current?.click()}>Attach files</button>
         <button type="submit" class="primary" disabled={sending.value}>{sending.value ? "Sending…" : "Send"}</button>
       </div>

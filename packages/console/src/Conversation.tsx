@@ -65,7 +65,13 @@ const Moves = ({ c, reload }: { c: ConversationFull; reload: () => Promise<void>
   const mine = c.handoff.state === "human" && c.handoff.assignee_id === userId.value
   return (
     <div class="moves">
-      {c.handoff.state !== "human" || !mine ? <button type="button" class="primary" onClick={() => move({ action: "take" }, "You have the conversation")}>Take over</button> : null}
+      {c.handoff.state !== "human" || !mine
+        ? (
+          <button type="button" class="primary" onClick={() => move({ action: "take" }, "You have the conversation")}>
+            Take over
+          </button>
+        )
+        : null}
       <label>
         <span class="visually-hidden">Assign to</span>
         <select
@@ -81,12 +87,38 @@ const Moves = ({ c, reload }: { c: ConversationFull; reload: () => Promise<void>
           ))}
         </select>
       </label>
-      {c.handoff.state === "ai" && <button type="button" onClick={() => move({ action: "request", reason: "Asked from the console" }, "A person was asked for")}>Ask for a person</button>}
-      {c.handoff.state !== "ai" && <button type="button" aria-expanded={returning.value} onClick={() => (returning.value = !returning.value)}>Hand back to AI</button>}
+      {c.handoff.state === "ai" && (
+        <button
+          type="button"
+          onClick={() => move({ action: "request", reason: "Asked from the console" }, "A person was asked for")}
+        >
+          Ask for a person
+        </button>
+      )}
+      {c.handoff.state !== "ai" && (
+        <button type="button" aria-expanded={returning.value} onClick={() => (returning.value = !returning.value)}>
+          Hand back to AI
+        </button>
+      )}
       {returning.value && (
-        <form class="return" onSubmit={(e) => (e.preventDefault(), void move({ action: "return", ...(note.value.trim() === "" ? {} : { note: note.value.trim() }) }, "Handed back to the AI"))}>
+        <form
+          class="return"
+          onSubmit={(
+            e
+          ) => (e.preventDefault(),
+            void move(
+              { action: "return", ...(note.value.trim() === "" ? {} : { note: note.value.trim() }) },
+              "Handed back to the AI"
+            ))}
+        >
           <label for="return-note">A note for the AI (optional)</label>
-          <textarea id="return-note" rows={2} maxLength={4000} value={note.value} onInput={(e) => (note.value = e.currentTarget.value)} />
+          <textarea
+            id="return-note"
+            rows={2}
+            maxLength={4000}
+            value={note.value}
+            onInput={(e) => (note.value = e.currentTarget.value)}
+          />
           <button type="submit" class="primary">Hand back</button>
         </form>
       )}
@@ -131,10 +163,18 @@ export const ConversationView = ({ id }: { id: number }) => {
   useEffect(() => bottom.current?.scrollIntoView({ block: "end" }), [messages.value.length, typing.value.has(id)])
 
   const c = detail.value
-  if (c === undefined) return <section class="conversation" aria-busy="true"><p class="boot">Loading the conversation…</p></section>
+  if (c === undefined) {
+    return (
+      <section class="conversation" aria-busy="true">
+        <p class="boot">Loading the conversation…</p>
+      </section>
+    )
+  }
   const loadOlder = async () => {
     if (older.value === null) return
-    const page = await api<MessagesPage>("GET", `conversations/${id}/messages`, { query: { per_page: 50, cursor: older.value } })
+    const page = await api<MessagesPage>("GET", `conversations/${id}/messages`, {
+      query: { per_page: 50, cursor: older.value }
+    })
     messages.value = merge(messages.value, page.messages)
     older.value = page.next_cursor
   }
@@ -147,7 +187,11 @@ export const ConversationView = ({ id }: { id: number }) => {
             <h2 id="conversation-title">{contactName(c.contact)}</h2>
             <p class="sub">
               <span class={`badge state-${c.handoff.state}`} data-testid="handoff-state">
-                {c.handoff.state === "waiting" ? `Waiting for a person · ${since(c.handoff.requested_at)}` : c.handoff.state === "human" ? `With ${memberName(c.handoff.assignee_id)}` : "The AI has it"}
+                {c.handoff.state === "waiting"
+                  ? `Waiting for a person · ${since(c.handoff.requested_at)}`
+                  : c.handoff.state === "human"
+                  ? `With ${memberName(c.handoff.assignee_id)}`
+                  : "The AI has it"}
               </span>
               {c.channel_kind !== null && <span class="channel">{c.channel_kind}</span>}
             </p>
@@ -162,8 +206,15 @@ export const ConversationView = ({ id }: { id: number }) => {
           </aside>
         )}
         <div class="scroll">
-          {older.value !== null && <button type="button" class="link" onClick={() => void loadOlder().catch(fail)}>Load older messages</button>}
-          <Transcript messages={messages.value} moves={c.handoff_events} complete={older.value === null} typing={typing.value.has(id)} />
+          {older.value !== null && (
+            <button type="button" class="link" onClick={() => void loadOlder().catch(fail)}>Load older messages</button>
+          )}
+          <Transcript
+            messages={messages.value}
+            moves={c.handoff_events}
+            complete={older.value === null}
+            typing={typing.value.has(id)}
+          />
           <div ref={bottom} />
         </div>
         <Composer conversationId={id} onSent={() => void loadNewest().catch(fail)} />

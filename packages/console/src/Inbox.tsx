@@ -7,7 +7,7 @@ import { useSignal } from "@preact/signals"
 import { useEffect, useRef } from "preact/hooks"
 import type { Conversation, StageRecord } from "./api.js"
 import { api } from "./api.js"
-import { contactName, clock, since } from "./format.js"
+import { clock, contactName, since } from "./format.js"
 import { filters, loading, loadMore, nextCursor, reload, rows, selected, typing } from "./inboxStore.js"
 import { fail, memberName, navigate, route, workspaceChannels, workspaceId, workspacePipelines } from "./state.js"
 
@@ -45,9 +45,13 @@ const Row = ({ c, index, active, open }: { c: Conversation; index: number; activ
       <span class={`badge state-${c.handoff.state}`}>{stateLabel(c)}</span>
     </div>
     <div class="row-bottom">
-      <span class="preview">{typing.value.has(c.id) ? <em>AI is typing…</em> : (c.last_message_preview ?? "No messages yet")}</span>
+      <span class="preview">
+        {typing.value.has(c.id) ? <em>AI is typing…</em> : (c.last_message_preview ?? "No messages yet")}
+      </span>
       <span class="meta">
-        {c.reply_failed && <span class="reply-failed" title="The agent could not answer the last message">Reply failed</span>}
+        {c.reply_failed && (
+          <span class="reply-failed" title="The agent could not answer the last message">Reply failed</span>
+        )}
         {c.unread_count > 0 && <span class="unread" aria-label={`${c.unread_count} unread`}>{c.unread_count}</span>}
         <time dateTime={c.last_message_at ?? c.created_at}>{clock(c.last_message_at ?? c.created_at)}</time>
       </span>
@@ -79,32 +83,50 @@ const FilterBar = () => {
     <form class="filters" role="search" aria-label="Filter conversations" onSubmit={(e) => e.preventDefault()}>
       <label class="grow">
         <span class="visually-hidden">Search contacts and messages</span>
-        <input type="search" placeholder="Search contacts and messages" value={search.value} onInput={(e) => (search.value = e.currentTarget.value)} />
+        <input
+          type="search"
+          placeholder="Search contacts and messages"
+          value={search.value}
+          onInput={(e) => (search.value = e.currentTarget.value)}
+        />
       </label>
       <label>
         <span class="visually-hidden">Pipeline</span>
-        <select value={pipelineId ?? ""} onChange={(e) => set({ pipeline_id: num(e.currentTarget.value), stage_id: undefined })}>
+        <select
+          value={pipelineId ?? ""}
+          onChange={(e) => set({ pipeline_id: num(e.currentTarget.value), stage_id: undefined })}
+        >
           <option value="">All pipelines</option>
           {workspacePipelines.value.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
         </select>
       </label>
       <label>
         <span class="visually-hidden">Stage</span>
-        <select value={filters.value.stage_id ?? ""} disabled={pipelineId === undefined} onChange={(e) => set({ stage_id: num(e.currentTarget.value) })}>
+        <select
+          value={filters.value.stage_id ?? ""}
+          disabled={pipelineId === undefined}
+          onChange={(e) => set({ stage_id: num(e.currentTarget.value) })}
+        >
           <option value="">All stages</option>
           {stages.value.map((s) => <option key={s.id} value={s.id}>{s.name}</option>)}
         </select>
       </label>
       <label>
         <span class="visually-hidden">Channel</span>
-        <select value={filters.value.channel_id ?? ""} onChange={(e) => set({ channel_id: num(e.currentTarget.value) })}>
+        <select
+          value={filters.value.channel_id ?? ""}
+          onChange={(e) => set({ channel_id: num(e.currentTarget.value) })}
+        >
           <option value="">All channels</option>
           {workspaceChannels.value.map((c) => <option key={c.id} value={c.id}>{c.name} ({c.kind})</option>)}
         </select>
       </label>
       <label>
         <span class="visually-hidden">Handoff state</span>
-        <select value={filters.value.handoff ?? ""} onChange={(e) => set({ handoff: (e.currentTarget.value || undefined) as never })}>
+        <select
+          value={filters.value.handoff ?? ""}
+          onChange={(e) => set({ handoff: (e.currentTarget.value || undefined) as never })}
+        >
           <option value="">Everyone</option>
           <option value="waiting">Waiting for a person</option>
           <option value="human">With an operator</option>
@@ -112,7 +134,11 @@ const FilterBar = () => {
         </select>
       </label>
       <label class="check">
-        <input type="checkbox" checked={filters.value.unread === true} onChange={(e) => set({ unread: e.currentTarget.checked || undefined })} />
+        <input
+          type="checkbox"
+          checked={filters.value.unread === true}
+          onChange={(e) => set({ unread: e.currentTarget.checked || undefined })}
+        />
         Unread
       </label>
     </form>
@@ -155,7 +181,11 @@ export const Inbox = () => {
     <section class="inbox" aria-label="Inbox">
       <FilterBar />
       <p class="count" aria-live="polite">
-        {loading.value && all.length === 0 ? "Loading…" : `${all.length}${nextCursor.value !== null ? "+" : ""} ${all.length === 1 && nextCursor.value === null ? "conversation" : "conversations"}`}
+        {loading.value && all.length === 0
+          ? "Loading…"
+          : `${all.length}${nextCursor.value !== null ? "+" : ""} ${
+            all.length === 1 && nextCursor.value === null ? "conversation" : "conversations"
+          }`}
       </p>
       <ul
         ref={list}

@@ -12,7 +12,13 @@ const Field = ({ label, value, custom }: { label: string; value: string | null; 
   <>
     <dt>{label}</dt>
     <dd>
-      {custom !== undefined && custom !== null ? <>{custom} <span class="hint">(set here; contact says {value ?? "nothing"})</span></> : (value ?? "—")}
+      {custom !== undefined && custom !== null
+        ? (
+          <>
+            {custom} <span class="hint">(set here; contact says {value ?? "nothing"})</span>
+          </>
+        )
+        : (value ?? "—")}
     </dd>
   </>
 )
@@ -45,11 +51,22 @@ export const OpportunityPanel = ({ opportunityId, onChange }: { opportunityId: n
     <aside class="panel" aria-labelledby="opportunity-title">
       <h2 id="opportunity-title">{v.name ?? `Opportunity ${v.id}`}</h2>
       <label for="opp-stage">Stage</label>
-      <select id="opp-stage" value={v.stage_id} data-nature={v.stage_nature} onChange={(e) => void update({ stage_id: Number(e.currentTarget.value) }, "Stage changed")}>
-        {stages.value.map((s) => <option key={s.id} value={s.id}>{s.name}{s.nature === "neutral" ? "" : ` (${s.nature})`}</option>)}
+      <select
+        id="opp-stage"
+        value={v.stage_id}
+        data-nature={v.stage_nature}
+        onChange={(e) => void update({ stage_id: Number(e.currentTarget.value) }, "Stage changed")}
+      >
+        {stages.value.map((s) => (
+          <option key={s.id} value={s.id}>{s.name}{s.nature === "neutral" ? "" : ` (${s.nature})`}</option>
+        ))}
       </select>
       <label for="opp-status">Status</label>
-      <select id="opp-status" value={v.status} onChange={(e) => void update({ status: e.currentTarget.value }, "Status changed")}>
+      <select
+        id="opp-status"
+        value={v.status}
+        onChange={(e) => void update({ status: e.currentTarget.value }, "Status changed")}
+      >
         {v.status === "pending" && <option value="pending" disabled>pending</option>}
         <option value="active">active</option>
         <option value="won">won</option>
@@ -60,7 +77,14 @@ export const OpportunityPanel = ({ opportunityId, onChange }: { opportunityId: n
         {v.tags.map((t) => (
           <li key={t.id}>
             {t.name}
-            <button type="button" class="link" aria-label={`Remove tag ${t.name}`} onClick={() => void update({ deleted_tags: [t.id] }, "Tag removed")}>×</button>
+            <button
+              type="button"
+              class="link"
+              aria-label={`Remove tag ${t.name}`}
+              onClick={() => void update({ deleted_tags: [t.id] }, "Tag removed")}
+            >
+              ×
+            </button>
           </li>
         ))}
       </ul>
@@ -75,7 +99,14 @@ export const OpportunityPanel = ({ opportunityId, onChange }: { opportunityId: n
         }}
       >
         <label for="opp-tag" class="visually-hidden">New tag</label>
-        <input id="opp-tag" type="text" placeholder="Add a tag" maxLength={100} value={tag.value} onInput={(e) => (tag.value = e.currentTarget.value)} />
+        <input
+          id="opp-tag"
+          type="text"
+          placeholder="Add a tag"
+          maxLength={100}
+          value={tag.value}
+          onInput={(e) => (tag.value = e.currentTarget.value)}
+        />
         <button type="submit">Add</button>
       </form>
       <h3>Contact</h3>
@@ -89,7 +120,13 @@ export const OpportunityPanel = ({ opportunityId, onChange }: { opportunityId: n
       <h3>Context</h3>
       {v.context === null || Object.keys(v.context).length === 0
         ? <p class="hint">Nothing collected yet.</p>
-        : <dl>{Object.entries(v.context).map(([k, val]) => <Field key={k} label={k} value={typeof val === "string" ? val : JSON.stringify(val)} />)}</dl>}
+        : (
+          <dl>
+            {Object.entries(v.context).map(([k, val]) => (
+              <Field key={k} label={k} value={typeof val === "string" ? val : JSON.stringify(val)} />
+            ))}
+          </dl>
+        )}
     </aside>
   )
 }

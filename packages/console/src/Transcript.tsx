@@ -21,7 +21,11 @@ const NO_REPLY: Record<string, string> = {
 }
 
 const author = (m: Message) =>
-  m.sender === "contact" ? "Contact" : m.sender === "ai" ? (m.call_type === "handoff_bridge" ? "AI (bridge)" : "AI") : `Operator (${memberName(m.sender_id)})`
+  m.sender === "contact"
+    ? "Contact"
+    : m.sender === "ai"
+    ? (m.call_type === "handoff_bridge" ? "AI (bridge)" : "AI")
+    : `Operator (${memberName(m.sender_id)})`
 
 const delivery = (m: Message) => {
   if (m.role !== "assistant" || m.deliveries.length === 0) return null
@@ -33,7 +37,9 @@ const delivery = (m: Message) => {
     : last.status_code === null && last.error === "In progress"
     ? "Webhook sending"
     : `Webhook ${last.status_code ?? "failed"}${last.error === null ? "" : `: ${last.error}`}`
-  return <span class="delivery" data-ok={ok} title={`${m.deliveries.length} attempt(s), last to ${last.url}`}>{text}</span>
+  return (
+    <span class="delivery" data-ok={ok} title={`${m.deliveries.length} attempt(s), last to ${last.url}`}>{text}</span>
+  )
 }
 
 const Files = ({ files }: { files: Message["files"] }) => (
@@ -41,7 +47,11 @@ const Files = ({ files }: { files: Message["files"] }) => (
     {files.map((f) => (
       <li key={f.path}>
         {f.type === "image"
-          ? <a href={f.url} target="_blank" rel="noreferrer"><img src={f.url} alt={f.name} loading="lazy" /></a>
+          ? (
+            <a href={f.url} target="_blank" rel="noreferrer">
+              <img src={f.url} alt={f.name} loading="lazy" />
+            </a>
+          )
           : <a href={f.url} download={f.name}>{f.name}</a>}
         <span class="size">{bytes(f.size)}</span>
       </li>
@@ -60,7 +70,9 @@ const moveText = (e: Move) => {
     case "request":
       return e.actor === "contact"
         ? "The contact asked for a person"
-        : `${e.actor === "ai" ? "The AI" : e.actor === "rule" ? "A rule" : who} asked for a person${e.reason === null ? "" : `: ${e.reason}`}`
+        : `${e.actor === "ai" ? "The AI" : e.actor === "rule" ? "A rule" : who} asked for a person${
+          e.reason === null ? "" : `: ${e.reason}`
+        }`
     case "take":
       return `${who} took over`
     case "assign":
@@ -68,7 +80,9 @@ const moveText = (e: Move) => {
     case "return":
       return e.actor === "operator" ? `${who} handed it back to the AI` : "Handed back to the AI"
     case "timeout":
-      return e.to_state === "ai" ? "The wait for a person ran out: handed back to the AI" : "The wait for a person ran out: the contact was told again"
+      return e.to_state === "ai"
+        ? "The wait for a person ran out: handed back to the AI"
+        : "The wait for a person ran out: the contact was told again"
     case "resolve":
       return "Resolved by the stage: the AI has it again"
   }
@@ -85,10 +99,20 @@ const Activity = ({ e }: { e: Move }) => (
 type Line = { readonly at: string; readonly message: Message } | { readonly at: string; readonly move: Move }
 
 /** Messages and moves by time; moves before the oldest message loaded wait until it is. */
-const lines = (messages: ReadonlyArray<Message>, moves: ReadonlyArray<Move>, complete: boolean): ReadonlyArray<Line> => {
-  const oldest = messages.reduce<string | null>((min, m) => (min === null || m.created_at < min ? m.created_at : min), null)
+const lines = (
+  messages: ReadonlyArray<Message>,
+  moves: ReadonlyArray<Move>,
+  complete: boolean
+): ReadonlyArray<Line> => {
+  const oldest = messages.reduce<string | null>(
+    (min, m) => (min === null || m.created_at < min ? m.created_at : min),
+    null
+  )
   const shown = moves.filter((e) => complete || (oldest !== null && e.created_at >= oldest))
-  return [...messages.map((m) => ({ at: m.created_at, message: m })), ...shown.map((e) => ({ at: e.created_at, move: e }))]
+  return [
+    ...messages.map((m) => ({ at: m.created_at, message: m })),
+    ...shown.map((e) => ({ at: e.created_at, move: e }))
+  ]
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : "move" in a ? 1 : -1))
 }
 
@@ -101,7 +125,9 @@ const MessageLine = ({ m }: { m: Message }) => (
     {m.message !== null && m.message !== "" && <p class="text">{m.message}</p>}
     {m.files.length > 0 && <Files files={m.files} />}
     {m.status === "failed" && <p class="error">Not sent: {m.error ?? "the channel refused it"}</p>}
-    {m.no_reply_reason !== null && <p class="no-reply">{NO_REPLY[m.no_reply_reason] ?? `No reply: ${m.no_reply_reason}`}</p>}
+    {m.no_reply_reason !== null && (
+      <p class="no-reply">{NO_REPLY[m.no_reply_reason] ?? `No reply: ${m.no_reply_reason}`}</p>
+    )}
     {delivery(m)}
   </li>
 )
@@ -116,7 +142,9 @@ export const Transcript = ({ messages, moves = [], complete = true, typing }: {
   <div role="log" aria-label="Messages" aria-live="polite">
     <ol class="transcript">
       {lines(messages, moves, complete).map((line) =>
-        "move" in line ? <Activity key={`move-${line.move.id}`} e={line.move} /> : <MessageLine key={line.message.id} m={line.message} />
+        "move" in line
+          ? <Activity key={`move-${line.move.id}`} e={line.move} />
+          : <MessageLine key={line.message.id} m={line.message} />
       )}
       {typing && <li class="typing">AI is typing…</li>}
     </ol>

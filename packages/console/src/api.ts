@@ -47,7 +47,11 @@ export interface OpportunityPage {
 }
 
 export class ApiError extends Error {
-  constructor(readonly status: number, message: string, readonly validation: ReadonlyArray<{ field: string; message: string }> = []) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly validation: ReadonlyArray<{ field: string; message: string }> = []
+  ) {
     super(message)
   }
 }
@@ -74,7 +78,11 @@ const signIn = () => {
 }
 
 const fetchToken = async (): Promise<string> => {
-  const response = await fetch("/console/token", { method: "POST", headers: { "x-csrf-token": csrf() }, credentials: "same-origin" })
+  const response = await fetch("/console/token", {
+    method: "POST",
+    headers: { "x-csrf-token": csrf() },
+    credentials: "same-origin"
+  })
   if (response.status === 401) return signIn()
   if (!response.ok) throw new ApiError(response.status, "The console could not get a token. Reload the page.")
   const body = (await response.json()) as { access_token: string; expires_in: number }
@@ -100,13 +108,19 @@ type Query = Record<string, string | number | boolean | undefined | null>
 const withQuery = (path: string, query: Query | undefined) => {
   if (query === undefined) return path
   const params = new URLSearchParams()
-  for (const [key, value] of Object.entries(query)) if (value !== undefined && value !== null && value !== "") params.set(key, String(value))
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null && value !== "") params.set(key, String(value))
+  }
   const text = params.toString()
   return text === "" ? path : `${path}?${text}`
 }
 
 /** One call of `/api/user/...`: the envelope's `data`, or an ApiError with its status, message and validation. */
-export const api = async <A>(method: string, path: string, options: { query?: Query; json?: unknown; form?: FormData } = {}): Promise<A> => {
+export const api = async <A>(
+  method: string,
+  path: string,
+  options: { query?: Query; json?: unknown; form?: FormData } = {}
+): Promise<A> => {
   const send = async (bearer: string) =>
     fetch(withQuery(`/api/user/${path}`, options.query), {
       method,
@@ -123,9 +137,17 @@ export const api = async <A>(method: string, path: string, options: { query?: Qu
     token = undefined
     response = await send(await currentToken())
   }
-  const body = (await response.json().catch(() => null)) as { data?: A; message?: string; validation?: Array<{ field: string; message: string }> } | null
+  const body = (await response.json().catch(() => null)) as {
+    data?: A
+    message?: string
+    validation?: Array<{ field: string; message: string }>
+  } | null
   if (!response.ok || body === null) {
-    throw new ApiError(response.status, body?.message ?? `The server answered ${response.status}.`, body?.validation ?? [])
+    throw new ApiError(
+      response.status,
+      body?.message ?? `The server answered ${response.status}.`,
+      body?.validation ?? []
+    )
   }
   return body.data as A
 }

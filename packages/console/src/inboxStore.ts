@@ -78,11 +78,15 @@ export const loadMore = async () => {
 }
 
 /** The server's queue order, for placing a row that changed. */
-const rank = (c: Conversation) => (c.handoff.state === "waiting" ? 0 : c.handoff.state === "human" && c.handoff.assignee_id === userId.value ? 1 : 2)
+const rank = (
+  c: Conversation
+) => (c.handoff.state === "waiting" ? 0 : c.handoff.state === "human" && c.handoff.assignee_id === userId.value ? 1 : 2)
 const activity = (c: Conversation) => Date.parse(c.last_message_at ?? c.created_at)
 export const queueOrder = (a: Conversation, b: Conversation) =>
   rank(a) - rank(b) ||
-  (rank(a) === 0 ? Date.parse(a.handoff.requested_at ?? a.created_at) - Date.parse(b.handoff.requested_at ?? b.created_at) : activity(b) - activity(a)) ||
+  (rank(a) === 0
+    ? Date.parse(a.handoff.requested_at ?? a.created_at) - Date.parse(b.handoff.requested_at ?? b.created_at)
+    : activity(b) - activity(a)) ||
   a.id - b.id
 
 /** Whether a row belongs under the current filters (those a client can check; search is the server's). */

@@ -13,11 +13,18 @@ export const useKeys = () =>
       if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || typingInField(e.target)) return
       if (route.value.page !== "inbox") return
       const list = rows.value
-      if (e.key === "j" || e.key === "ArrowDown" && (e.target as HTMLElement | null)?.getAttribute("role") === "listbox") {
+      if (
+        e.key === "j" || e.key === "ArrowDown" && (e.target as HTMLElement | null)?.getAttribute("role") === "listbox"
+      ) {
         selected.value = Math.min(list.length - 1, selected.value + 1)
-      } else if (e.key === "k" || e.key === "ArrowUp" && (e.target as HTMLElement | null)?.getAttribute("role") === "listbox") {
+      } else if (
+        e.key === "k" || e.key === "ArrowUp" && (e.target as HTMLElement | null)?.getAttribute("role") === "listbox"
+      ) {
         selected.value = Math.max(0, selected.value - 1)
-      } else if (e.key === "Enter" && (e.target === document.body || (e.target as HTMLElement | null)?.getAttribute("role") === "listbox")) {
+      } else if (
+        e.key === "Enter" &&
+        (e.target === document.body || (e.target as HTMLElement | null)?.getAttribute("role") === "listbox")
+      ) {
         const c = list[selected.value]
         if (c === undefined) return
         navigate({ page: "inbox", conversationId: c.id })

@@ -10,7 +10,9 @@ export const channels = signal<ReadonlyArray<ChannelRecord>>([])
 /** The socket's state, shown in the header: live updates need it. */
 export const connection = signal<"connecting" | "live" | "offline">("connecting")
 
-export const workspacePipelines = computed(() => pipelines.value.filter((p) => p.workspace_id === workspaceId.value && !p.is_archived))
+export const workspacePipelines = computed(() =>
+  pipelines.value.filter((p) => p.workspace_id === workspaceId.value && !p.is_archived)
+)
 
 export const workspaceChannels = computed(() => channels.value.filter((c) => c.workspace_id === workspaceId.value))
 

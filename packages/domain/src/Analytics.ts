@@ -8,7 +8,6 @@ import { ChannelKind } from "./Channels.js"
 import { IdFromString, PipelineId, StageId, WorkspaceId } from "./Ids.js"
 import { all } from "./Schemas.js"
 
-
 /** `true`/`false` (also `1`/`0`) in a query string. */
 const BooleanParam = Schema.transform(Schema.Literal("true", "false", "1", "0"), Schema.Boolean, {
   strict: true,
@@ -39,7 +38,11 @@ const offsetOf = (zone: string | undefined) => {
  */
 export const parseIsoDate = (value: string): { readonly date: Date; readonly dateOnly: boolean } | undefined => {
   const day = dateOnly.exec(value)
-  if (day !== null) return validDay(day[1]!, day[2]!, day[3]!) ? { date: new Date(`${value}T00:00:00Z`), dateOnly: true } : undefined
+  if (day !== null) {
+    return validDay(day[1]!, day[2]!, day[3]!)
+      ? { date: new Date(`${value}T00:00:00Z`), dateOnly: true }
+      : undefined
+  }
   const time = dateTime.exec(value)
   if (time === null || !validDay(time[1]!, time[2]!, time[3]!)) return undefined
   const [, , , , h, mi, s = "0", zone] = time
@@ -71,7 +74,9 @@ export const MessagingProvider = ChannelKind
 export type MessagingProvider = typeof MessagingProvider.Type
 
 /** A period's end may not come before its start (the REST query and the MCP tool share it). */
-export const endNotBeforeStart = (q: { readonly start_date?: string | undefined; readonly end_date?: string | undefined }) => {
+export const endNotBeforeStart = (
+  q: { readonly start_date?: string | undefined; readonly end_date?: string | undefined }
+) => {
   if (q.start_date === undefined || q.end_date === undefined) return undefined
   const start = parseIsoDate(q.start_date)!.date
   const end = parseIsoDate(q.end_date)!.date
@@ -116,9 +121,12 @@ export class AccountSummary extends Schema.Class<AccountSummary>("AccountSummary
 export class AiPerformance extends Schema.Class<AiPerformance>("AiPerformance")({
   ai_messages: Count.annotations({ description: "Assistant messages written by the AI (not by an operator)" }),
   manual_messages: Count.annotations({ description: "Assistant messages sent by an operator" }),
-  responses: Count.annotations({ description: "AI replies to a contact's message: what the average response time is taken over" }),
+  responses: Count.annotations({
+    description: "AI replies to a contact's message: what the average response time is taken over"
+  }),
   average_response_seconds: Schema.NullOr(Schema.Number).annotations({
-    description: "Mean seconds from a contact's message to the AI's reply (operator replies left out); null before the first AI reply"
+    description:
+      "Mean seconds from a contact's message to the AI's reply (operator replies left out); null before the first AI reply"
   }),
   total_cost: Schema.Number.annotations({ description: "Sum of the messages' cost_for_user" })
 }) {}
@@ -142,7 +150,8 @@ export class MessagingDay extends Schema.Class<MessagingDay>("MessagingDay")({
 export class MessagingStats extends Schema.Class<MessagingStats>("MessagingStats")({
   totals: MessagingTotals,
   series: Schema.Array(MessagingDay).annotations({
-    description: "One entry per UTC day from the first to the last day with a message, days without any included as zeros"
+    description:
+      "One entry per UTC day from the first to the last day with a message, days without any included as zeros"
   })
 }) {}
 
@@ -158,30 +167,43 @@ const handoffQueryFields = {
   })
 }
 
-export const HandoffStatsQuery = Schema.Struct(handoffQueryFields).pipe(Schema.filter((q) => endNotBeforeStart(q))).annotations(all)
+export const HandoffStatsQuery = Schema.Struct(handoffQueryFields).pipe(Schema.filter((q) => endNotBeforeStart(q)))
+  .annotations(all)
 export type HandoffStatsQuery = typeof HandoffStatsQuery.Type
 
 /** Every figure is over the requests made in the period; what followed each one counts even after the period. */
 const handoffFields = {
-  requested: Count.annotations({ description: "`request` events: a person asked for (by the contact, the agent, a rule or an operator)" }),
-  taken: Count.annotations({ description: "Requests an operator took (`take`) or was assigned (`assign`) before the agent had the conversation again" }),
+  requested: Count.annotations({
+    description: "`request` events: a person asked for (by the contact, the agent, a rule or an operator)"
+  }),
+  taken: Count.annotations({
+    description:
+      "Requests an operator took (`take`) or was assigned (`assign`) before the agent had the conversation again"
+  }),
   median_take_seconds: Schema.NullOr(Schema.Number).annotations({
-    description: "Median seconds from a request to its first `take` or `assign` over the `taken` requests; null when none"
+    description:
+      "Median seconds from a request to its first `take` or `assign` over the `taken` requests; null when none"
   }),
   handed_back: Count.annotations({
-    description: "Requests whose wait or takeover ended with a `return` (an operator's) or a `timeout` that returned the conversation to the agent"
+    description:
+      "Requests whose wait or takeover ended with a `return` (an operator's) or a `timeout` that returned the conversation to the agent"
   }),
-  resolved: Count.annotations({ description: "Requests whose wait or takeover ended with `resolve` (a won or lost stage)" }),
+  resolved: Count.annotations({
+    description: "Requests whose wait or takeover ended with `resolve` (a won or lost stage)"
+  }),
   open: Count.annotations({ description: "Requests still waiting or with an operator" }),
   handed_back_share: Schema.NullOr(Schema.Number).annotations({
-    description: "handed_back / (handed_back + resolved): of the requests that ended, the share the agent got back unresolved; null when none ended"
+    description:
+      "handed_back / (handed_back + resolved): of the requests that ended, the share the agent got back unresolved; null when none ended"
   })
 }
 
 export class HandoffTotals extends Schema.Class<HandoffTotals>("HandoffTotals")(handoffFields) {}
 
 export class PipelineHandoffs extends Schema.Class<PipelineHandoffs>("PipelineHandoffs")({
-  pipeline_id: Schema.NullOr(PipelineId).annotations({ description: "null: conversations with neither an opportunity nor a channel pipeline" }),
+  pipeline_id: Schema.NullOr(PipelineId).annotations({
+    description: "null: conversations with neither an opportunity nor a channel pipeline"
+  }),
   pipeline_name: Schema.NullOr(Schema.String),
   ...handoffFields
 }) {}
@@ -199,10 +221,12 @@ export const MAX_SERIES_DAYS = 366
 export const TimeseriesQuery = Schema.Struct({
   ...handoffQueryFields,
   start_date: handoffQueryFields.start_date.annotations({
-    description: "The first day (UTC) of the series, an inclusive bound on each figure's created_at; default 29 days before end_date"
+    description:
+      "The first day (UTC) of the series, an inclusive bound on each figure's created_at; default 29 days before end_date"
   }),
   end_date: handoffQueryFields.end_date.annotations({
-    description: `The last day (UTC) of the series, inclusive; a bare date includes that whole day; default today. At most ${MAX_SERIES_DAYS} days in all`
+    description:
+      `The last day (UTC) of the series, inclusive; a bare date includes that whole day; default today. At most ${MAX_SERIES_DAYS} days in all`
   }),
   pipeline_id: handoffQueryFields.pipeline_id.annotations({
     description: "Only this pipeline: messages' pipeline_id, handoffs' conversation pipeline, the stage's pipeline"
@@ -227,11 +251,15 @@ export class TimeseriesDay extends Schema.Class<TimeseriesDay>("TimeseriesDay")(
   operator_messages: Count.annotations({ description: "Assistant messages an operator sent (is_manual)" }),
   ai_cost: Schema.Number.annotations({ description: "Sum of the AI messages' cost_for_user" }),
   median_ai_response_seconds: Median.annotations({
-    description: "Median seconds from a contact's message to the AI's reply that came right after it (the ai-performance rule), over that day's replies; null when none"
+    description:
+      "Median seconds from a contact's message to the AI's reply that came right after it (the ai-performance rule), over that day's replies; null when none"
   }),
-  handoffs_requested: Count.annotations({ description: "`request` events that day (the handoffs endpoint's `requested`)" }),
+  handoffs_requested: Count.annotations({
+    description: "`request` events that day (the handoffs endpoint's `requested`)"
+  }),
   median_take_seconds: Median.annotations({
-    description: "Median seconds to the first `take` or `assign` of that day's requests (the handoffs endpoint's rule); null when none was taken"
+    description:
+      "Median seconds to the first `take` or `assign` of that day's requests (the handoffs endpoint's rule); null when none was taken"
   }),
   won: Count.annotations({ description: "Opportunities that entered a won stage that day" }),
   lost: Count.annotations({ description: "Opportunities that entered a lost stage that day" }),
@@ -245,6 +273,7 @@ export class Timeseries extends Schema.Class<Timeseries>("Timeseries")({
   start_date: Schema.String.annotations({ description: "The series' first UTC day" }),
   end_date: Schema.String.annotations({ description: "The series' last UTC day" }),
   series: Schema.Array(TimeseriesDay).annotations({
-    description: "One entry per UTC day from start_date to end_date, in order; days without data are zeros with null medians"
+    description:
+      "One entry per UTC day from start_date to end_date, in order; days without data are zeros with null medians"
   })
 }) {}

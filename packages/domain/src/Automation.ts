@@ -137,11 +137,19 @@ export class Action extends Schema.Class<Action>("Action")({
 const actionFields = {
   description: Schema.optional(Schema.NullOr(Text(5000))).annotations({ description: "What the action does" }),
   headers: Schema.optional(Headers).annotations({ description: "Request headers; values may hold {{variable_name}}" }),
-  payload: Schema.optional(Schema.NullOr(JsonObject)).annotations({ description: "JSON body; strings may hold {{variable_name}}" }),
-  instructions: Schema.optional(Schema.NullOr(Text(5000))).annotations({ description: "When the AI should fire it (on_user_message, custom)" }),
-  max_fires: Schema.optional(Schema.NullOr(IntAtLeast(1))).annotations({ description: "Most runs per opportunity; null: no limit" }),
+  payload: Schema.optional(Schema.NullOr(JsonObject)).annotations({
+    description: "JSON body; strings may hold {{variable_name}}"
+  }),
+  instructions: Schema.optional(Schema.NullOr(Text(5000))).annotations({
+    description: "When the AI should fire it (on_user_message, custom)"
+  }),
+  max_fires: Schema.optional(Schema.NullOr(IntAtLeast(1))).annotations({
+    description: "Most runs per opportunity; null: no limit"
+  }),
   retries: Schema.optional(IntBetween(1, 10)).annotations({ description: "Attempts when the request fails" }),
-  order: Schema.optional(IntAtLeast(1)).annotations({ description: "Lower runs first among actions of the same trigger" }),
+  order: Schema.optional(IntAtLeast(1)).annotations({
+    description: "Lower runs first among actions of the same trigger"
+  }),
   response_example: Schema.optional(Schema.NullOr(JsonObject)).annotations({
     description: "A sample response; its fields become from_action variable values"
   })
@@ -173,7 +181,9 @@ export const UpdateAction = Schema.Struct({
   method: Schema.optional(ActionMethod).annotations({ description: action.method }),
   url: Schema.optional(NonEmptyString(2000)).annotations({ description: action.url }),
   is_active: Schema.optional(Schema.Boolean).annotations({ description: action.is_active }),
-  fixed_trigger: Schema.optional(FixedTrigger).annotations({ description: "on_user_message and custom may switch; the others are fixed" }),
+  fixed_trigger: Schema.optional(FixedTrigger).annotations({
+    description: "on_user_message and custom may switch; the others are fixed"
+  }),
   stage_id: Schema.optional(Schema.NullOr(StageId)).annotations({ description: action.stage_id }),
   ...actionFields
 }).annotations({ ...all, identifier: "UpdateAction" })
@@ -235,7 +245,8 @@ export type ActionResultsQuery = typeof ActionResultsQuery.Type
 // Pure rules
 
 /** Every `{{...}}` placeholder in a text, trimmed (`{{ name }}` is `name`). */
-export const placeholders = (text: string): Array<string> => [...text.matchAll(/\{\{\s*([^{}]*?)\s*\}\}/g)].map((m) => m[1]!)
+export const placeholders = (text: string): Array<string> =>
+  [...text.matchAll(/\{\{\s*([^{}]*?)\s*\}\}/g)].map((m) => m[1]!)
 
 /** Every string of a request part with where it sits (`url`, `headers.X-Key`, `payload.customer.id`). */
 export const templatedStrings = (parts: {
@@ -249,7 +260,9 @@ export const templatedStrings = (parts: {
   const walk = (value: unknown, path: string) => {
     if (typeof value === "string") out.push({ field: path, text: value })
     else if (Array.isArray(value)) value.forEach((v, i) => walk(v, `${path}.${i}`))
-    else if (typeof value === "object" && value !== null) for (const [k, v] of Object.entries(value)) walk(v, `${path}.${k}`)
+    else if (typeof value === "object" && value !== null) {
+      for (const [k, v] of Object.entries(value)) walk(v, `${path}.${k}`)
+    }
   }
   if (parts.payload !== undefined && parts.payload !== null) walk(parts.payload, "payload")
   return out
@@ -279,8 +292,9 @@ export const jsonPath = (value: unknown, path: ReadonlyArray<string>): unknown =
   let current = value
   for (const key of path) {
     if (Array.isArray(current) && /^\d+$/.test(key)) current = current[Number(key)]
-    else if (typeof current === "object" && current !== null && key in current) current = (current as Record<string, unknown>)[key]
-    else return undefined
+    else if (typeof current === "object" && current !== null && key in current) {
+      current = (current as Record<string, unknown>)[key]
+    } else return undefined
   }
   return current
 }
@@ -290,7 +304,9 @@ export const suggestedVariables = (name: string, example: unknown): Array<string
   const out = [`${name}.status`]
   const walk = (value: unknown, path: Array<string>) => {
     if (typeof value === "object" && value !== null) {
-      const entries = Array.isArray(value) ? value.slice(0, 1).map((v, i) => [String(i), v] as const) : Object.entries(value)
+      const entries = Array.isArray(value)
+        ? value.slice(0, 1).map((v, i) => [String(i), v] as const)
+        : Object.entries(value)
       for (const [k, v] of entries) walk(v, [...path, k])
     } else if (path.length > 0) out.push(`${name}.response.${path.join(".")}`)
   }

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { AgentTypeId, AiModelId, AiProviderId, ChannelId, DialectId, LanguageId, PipelineId } from "./Ids.js"
 import { ChannelKind } from "./Channels.js"
+import { AgentTypeId, AiModelId, AiProviderId, ChannelId, DialectId, LanguageId, PipelineId } from "./Ids.js"
 import { IntFromQuery } from "./Schemas.js"
 
 export class AiProvider extends Schema.Class<AiProvider>("AiProvider")({

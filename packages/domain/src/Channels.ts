@@ -77,7 +77,10 @@ export class Delivery extends Schema.Class<Delivery>("Delivery")({
 export const DeliveriesQuery = Schema.Struct({
   message_id: Schema.optional(Schema.String.pipe(maxChars(64))),
   limit: Schema.optionalWith(
-    Schema.compose(Schema.NumberFromString, Schema.Int.pipe(Schema.between(1, 200, { message: () => "must be between 1 and 200" }))),
+    Schema.compose(
+      Schema.NumberFromString,
+      Schema.Int.pipe(Schema.between(1, 200, { message: () => "must be between 1 and 200" }))
+    ),
     { default: () => 50 }
   )
 }).annotations(all)

@@ -28,7 +28,8 @@ const Cursor = Schema.String.pipe(maxChars(200)).annotations({ description: "`ne
 
 export const ListConversationsQuery = Schema.Struct({
   workspace_id: Schema.optional(IdFromString(WorkspaceId)).annotations({
-    description: "Only this workspace's conversations (one you own or manage; another is 404); default: every workspace you reach"
+    description:
+      "Only this workspace's conversations (one you own or manage; another is 404); default: every workspace you reach"
   }),
   pipeline_id: Schema.optional(IdFromString(PipelineId)),
   channel_id: Schema.optional(IdFromString(ChannelId)),
@@ -36,12 +37,16 @@ export const ListConversationsQuery = Schema.Struct({
   handoff: Schema.optional(HandoffState),
   assignee_id: Schema.optional(IdFromString(UserId)),
   opportunity_id: Schema.optional(IdFromString(OpportunityId)),
-  stage_id: Schema.optional(IdFromString(StageId)).annotations({ description: "Only conversations whose current opportunity is in this stage" }),
+  stage_id: Schema.optional(IdFromString(StageId)).annotations({
+    description: "Only conversations whose current opportunity is in this stage"
+  }),
   contact_id: Schema.optional(IdFromString(ContactId)),
   q: Schema.optional(Schema.String.pipe(maxChars(255))).annotations({
     description: "Part of the contact's name, email, phone or identifier, or of a message's text"
   }),
-  unread: Schema.optional(BooleanParam).annotations({ description: "`true`: only conversations with contact messages the caller has not read" }),
+  unread: Schema.optional(BooleanParam).annotations({
+    description: "`true`: only conversations with contact messages the caller has not read"
+  }),
   order: Schema.optional(ConversationsOrder).annotations({
     description:
       "`activity` (default): newest activity first. `queue`: waiting for a person first (longest waiting first), then those assigned to the caller, then the rest (newest activity first each)"
@@ -78,14 +83,18 @@ export class ConversationListItem extends Schema.Class<ConversationListItem>("Co
   channel_id: Schema.NullOr(ChannelId),
   channel_kind: Schema.NullOr(Schema.String),
   contact: ConversationContact,
-  opportunity: Schema.NullOr(ConversationOpportunity).annotations({ description: "The conversation's current (newest) opportunity" }),
+  opportunity: Schema.NullOr(ConversationOpportunity).annotations({
+    description: "The conversation's current (newest) opportunity"
+  }),
   handoff: Handoff,
   last_message_at: Schema.NullOr(Timestamp),
   last_message_preview: Schema.NullOr(Schema.String).annotations({
-    description: "The contact's last message (200 characters), whatever came after it; the last message when the contact has written nothing"
+    description:
+      "The contact's last message (200 characters), whatever came after it; the last message when the contact has written nothing"
   }),
   reply_failed: Schema.Boolean.annotations({
-    description: "The agent could not answer the contact's last message (its provider failed, or the output guard withheld the reply)"
+    description:
+      "The agent could not answer the contact's last message (its provider failed, or the output guard withheld the reply)"
   }),
   messages_count: Schema.Number,
   unread_count: Schema.Number.annotations({ description: "Contact messages newer than the caller's read marker" }),
@@ -94,7 +103,9 @@ export class ConversationListItem extends Schema.Class<ConversationListItem>("Co
 
 export class ConversationsPage extends Schema.Class<ConversationsPage>("ConversationsPage")({
   conversations: Schema.Array(ConversationListItem),
-  next_cursor: Schema.NullOr(Schema.String).annotations({ description: "Pass back as `cursor` for the next page; null on the last" })
+  next_cursor: Schema.NullOr(Schema.String).annotations({
+    description: "Pass back as `cursor` for the next page; null on the last"
+  })
 }) {}
 
 /** `GET /api/user/conversations/{id}`: the row, its notes, costs and the handoff history. */
@@ -121,7 +132,8 @@ export class ConversationMessage extends Schema.Class<ConversationMessage>("Conv
   conversation_id: ConversationId,
   role: Schema.Literal("user", "assistant"),
   sender: Schema.Literal("contact", "ai", "operator").annotations({
-    description: "`contact` for the contact's messages, `operator` for a person's (sender_id says who), `ai` for the agent's"
+    description:
+      "`contact` for the contact's messages, `operator` for a person's (sender_id says who), `ai` for the agent's"
   }),
   sender_id: Schema.NullOr(UserId),
   message: Schema.NullOr(Schema.String),
@@ -141,7 +153,8 @@ export const MessagesDirection = Schema.Literal("older", "newer")
 export const ConversationMessagesQuery = Schema.Struct({
   cursor: Schema.optional(Cursor),
   direction: Schema.optionalWith(MessagesDirection, { default: () => "older" as const }).annotations({
-    description: "`older` (default): newest first, then older pages. `newer`: oldest first from the cursor, for catching up"
+    description:
+      "`older` (default): newest first, then older pages. `newer`: oldest first from the cursor, for catching up"
   }),
   per_page: Schema.optionalWith(PerPage, { default: () => 50 })
 }).annotations(all)
@@ -149,7 +162,9 @@ export type ConversationMessagesQuery = typeof ConversationMessagesQuery.Type
 
 export class ConversationMessagesPage extends Schema.Class<ConversationMessagesPage>("ConversationMessagesPage")({
   messages: Schema.Array(ConversationMessage),
-  next_cursor: Schema.NullOr(Schema.String).annotations({ description: "The next page in the same direction; null when there is none" })
+  next_cursor: Schema.NullOr(Schema.String).annotations({
+    description: "The next page in the same direction; null when there is none"
+  })
 }) {}
 
 export class ReadMarker extends Schema.Class<ReadMarker>("ReadMarker")({

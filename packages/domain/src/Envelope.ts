@@ -50,7 +50,10 @@ export const Ok = <A, I, R>(data: Schema.Schema<A, I, R>, options: OkOptions = {
       strict: true,
       decode: (env) => env.data,
       encode: (a) => ({ status: true, code: status, message, data: a })
-    }).annotations({ ...HttpApiSchema.annotations({ status }), ...envelopeIdentifier(data, "ResponseWithoutValidation") })
+    }).annotations({
+      ...HttpApiSchema.annotations({ status }),
+      ...envelopeIdentifier(data, "ResponseWithoutValidation")
+    })
     : Schema.transform(envelope(data), Schema.typeSchema(data), {
       strict: true,
       decode: (env) => env.data,
@@ -98,7 +101,7 @@ type ErrorEnvelope = typeof ErrorEnvelope.Type
  * the wire format is the envelope with `status: false` and `data: null`.
  */
 export const ErrorResponse = <Self extends { readonly message: string }, I>(
-  cls: Schema.Schema<Self, I, never> & { new (args: any): Self },
+  cls: Schema.Schema<Self, I, never> & { new(args: any): Self },
   status: number,
   identifier: string
 ) =>
@@ -205,32 +208,39 @@ export const issuesToValidation = (
  * Replaces the framework's 400 `HttpApiDecodeError` body with the 422 envelope naming every bad field.
  * The type side stays `HttpApiDecodeError` (what the builder fails with); only the wire side changes.
  */
-export const ValidationErrorResponse = Schema.transform(ErrorEnvelope, Schema.typeSchema(HttpApiError.HttpApiDecodeError), {
-  strict: false,
-  decode: (env) =>
-    new HttpApiError.HttpApiDecodeError({
-      message: env.message,
-      issues: env.validation.map((v) => ({ _tag: "Type" as const, path: v.field.split("."), message: v.message }))
-    }),
-  encode: (e): ErrorEnvelope => {
-    const validation = issuesToValidation(e.issues)
-    return {
-      status: false,
-      code: 422,
-      validation,
-      message: summarise(validation),
-      data: null
+export const ValidationErrorResponse = Schema.transform(
+  ErrorEnvelope,
+  Schema.typeSchema(HttpApiError.HttpApiDecodeError),
+  {
+    strict: false,
+    decode: (env) =>
+      new HttpApiError.HttpApiDecodeError({
+        message: env.message,
+        issues: env.validation.map((v) => ({ _tag: "Type" as const, path: v.field.split("."), message: v.message }))
+      }),
+    encode: (e): ErrorEnvelope => {
+      const validation = issuesToValidation(e.issues)
+      return {
+        status: false,
+        code: 422,
+        validation,
+        message: summarise(validation),
+        data: null
+      }
     }
   }
-}).annotations({ ...HttpApiSchema.annotations({ status: 422 }), identifier: "ValidationError" })
+).annotations({ ...HttpApiSchema.annotations({ status: 422 }), identifier: "ValidationError" })
 
 /** Malformed JSON (and other unreadable bodies) are `RequestError` defects; without this they are an empty 400. */
 export const MalformedBodyResponse = Schema.transform(
   ErrorEnvelope,
-  Schema.declare((u): u is HttpServerError.RequestError => HttpServerError.isServerError(u) && u._tag === "RequestError"),
+  Schema.declare((u): u is HttpServerError.RequestError =>
+    HttpServerError.isServerError(u) && u._tag === "RequestError"
+  ),
   {
     strict: false,
-    decode: (env) => new HttpServerError.RequestError({ request: undefined as never, reason: "Decode", description: env.message }),
+    decode: (env) =>
+      new HttpServerError.RequestError({ request: undefined as never, reason: "Decode", description: env.message }),
     encode: (): ErrorEnvelope => ({
       status: false,
       code: 400,
@@ -255,7 +265,12 @@ export const errorBody = (code: number, message: string, validation: ReadonlyArr
  * API object is rebuilt with the same prototype and that schema swapped (both runtime and OpenAPI change).
  */
 export const replaceDecodeError = <A>(api: A, schema: Schema.Schema<HttpApiError.HttpApiDecodeError, any>): A => {
-  const self = api as unknown as { errorSchema: Schema.Schema.Any; groups: unknown; annotations: unknown; middlewares: unknown }
+  const self = api as unknown as {
+    errorSchema: Schema.Schema.Any
+    groups: unknown
+    annotations: unknown
+    middlewares: unknown
+  }
   const ast = self.errorSchema.ast
   const rest = AST.isUnion(ast) ? ast.types.filter((t) => t !== HttpApiError.HttpApiDecodeError.ast) : []
   function HttpApi() {}
@@ -268,7 +283,6 @@ export const replaceDecodeError = <A>(api: A, schema: Schema.Schema<HttpApiError
   })
   return HttpApi as unknown as A
 }
-
 
 /**
  * An upload over its limit fails while the body is read (a defect the builder raises), before any
@@ -284,8 +298,16 @@ export const UploadRejectedResponse = Schema.transform(
     encode: (e): ErrorEnvelope => {
       const cause = e.cause as { _tag?: string } | undefined
       const tooLarge = e.reason === "FileTooLarge" || e.reason === "BodyTooLarge" || cause?._tag === "ReachedLimit"
-      const message = tooLarge ? "The files field may not contain a file greater than 25 MB." : "The multipart body could not be read."
-      return { status: false, code: 422, validation: [new ValidationIssue({ field: "files", message })], message, data: null }
+      const message = tooLarge
+        ? "The files field may not contain a file greater than 25 MB."
+        : "The multipart body could not be read."
+      return {
+        status: false,
+        code: 422,
+        validation: [new ValidationIssue({ field: "files", message })],
+        message,
+        data: null
+      }
     }
   }
 ).annotations({ ...HttpApiSchema.annotations({ status: 422 }), identifier: "UploadRejected" })

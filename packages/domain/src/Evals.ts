@@ -27,7 +27,9 @@ export type Phrases = typeof Phrases.Type
 const replyChecks = {
   reply_contains: Schema.optional(Phrases).annotations({ description: "phrases each in a reply, any case" }),
   reply_not_contains: Schema.optional(Phrases).annotations({ description: "phrases in no reply, any case" }),
-  reply_matches: Schema.optional(Phrases).annotations({ description: "JavaScript regular expressions each matching a reply, any case" })
+  reply_matches: Schema.optional(Phrases).annotations({
+    description: "JavaScript regular expressions each matching a reply, any case"
+  })
 }
 
 export const ReplyExpectations = Schema.Struct(replyChecks)
@@ -42,18 +44,25 @@ export type ExpectedAction = typeof ExpectedAction.Type
 
 export const EvalExpectations = Schema.Struct({
   ...replyChecks,
-  stage: Schema.optional(Schema.Union(StageId, NonEmptyString(255))).annotations({ description: "the stage reached, by id or name" }),
+  stage: Schema.optional(Schema.Union(StageId, NonEmptyString(255))).annotations({
+    description: "the stage reached, by id or name"
+  }),
   status: Schema.optional(Schema.Literal("pending", "active", "paused", "won", "lost")).annotations({
     description: "the opportunity's status at the end"
   }),
   actions: Schema.optional(Schema.Array(Schema.Union(NonEmptyString(255), ExpectedAction))).annotations({
     description: "actions that fired: names, or {name, payload} with payload fields to match"
   }),
-  actions_not_fired: Schema.optional(Schema.Array(NonEmptyString(255))).annotations({ description: "actions that must not fire, by name" }),
-  handoff: Schema.optional(Schema.Boolean).annotations({ description: "true: a person was asked for; false: none was" }),
-  max_cost: Schema.optional(FiniteNumber.pipe(Schema.nonNegative({ message: () => "must not be negative" }))).annotations({
-    description: "most the case's model calls may cost"
+  actions_not_fired: Schema.optional(Schema.Array(NonEmptyString(255))).annotations({
+    description: "actions that must not fire, by name"
   }),
+  handoff: Schema.optional(Schema.Boolean).annotations({
+    description: "true: a person was asked for; false: none was"
+  }),
+  max_cost: Schema.optional(FiniteNumber.pipe(Schema.nonNegative({ message: () => "must not be negative" })))
+    .annotations({
+      description: "most the case's model calls may cost"
+    }),
   max_ai_messages: Schema.optional(IntAtLeast(0)).annotations({ description: "most messages the agent may send" }),
   judge: Schema.optional(Phrases).annotations({
     description: "criteria a model judges the transcript on, e.g. \"asked for the order number\""
@@ -66,13 +75,17 @@ export const EvalMessage = Schema.Struct({
   wait_ms: Schema.optional(IntBetween(0, 600_000)).annotations({
     description: "pause before sending it, after the last reply"
   }),
-  expect: Schema.optional(ReplyExpectations).annotations({ description: "reply_contains, reply_not_contains, reply_matches for the replies to it" })
+  expect: Schema.optional(ReplyExpectations).annotations({
+    description: "reply_contains, reply_not_contains, reply_matches for the replies to it"
+  })
 })
 export type EvalMessage = typeof EvalMessage.Type
 
 /** The case as written in a file or sent over REST/MCP. */
 export const EvalCaseSpec = Schema.Struct({
-  name: Schema.propertySignature(NonEmptyString(255)).annotations({ description: "unique among the pipeline's cases and in a run" }),
+  name: Schema.propertySignature(NonEmptyString(255)).annotations({
+    description: "unique among the pipeline's cases and in a run"
+  }),
   description: Schema.optional(Text(2000)).annotations({ description: "what the case checks, for people" }),
   stage: Schema.optional(Schema.Union(StageId, NonEmptyString(255))).annotations({
     description: "starting stage, id or name (default: the first)"
@@ -95,7 +108,9 @@ export type EvalCaseSpec = typeof EvalCaseSpec.Type
 export const caseMessages = (spec: EvalCaseSpec): ReadonlyArray<EvalMessage> =>
   spec.messages.map((m) => (typeof m === "string" ? { text: m } : m))
 
-export const phrases = (p: Phrases | undefined): ReadonlyArray<string> => (p === undefined ? [] : typeof p === "string" ? [p] : p)
+export const phrases = (
+  p: Phrases | undefined
+): ReadonlyArray<string> => (p === undefined ? [] : typeof p === "string" ? [p] : p)
 
 export class EvalCase extends Schema.Class<EvalCase>("EvalCase")({
   id: EvalCaseId,
@@ -120,9 +135,15 @@ export const EvalVersionFromString = versionFromString(...EvalVersion.literals)
 export const StartEvalRun = Schema.Struct({
   version: Schema.optional(Schema.Union(EvalVersion, IntBetween(1, 1_000_000)))
     .annotations({ description: "live (default), published (the same), draft, or a version number" }),
-  cases: Schema.optional(Schema.Array(EvalCaseSpec).pipe(Schema.maxItems(200, { message: () => "may not contain more than 200 cases" })))
-    .annotations({ description: "cases to run, given here (from a file); with neither this nor case_ids: every stored case" }),
-  case_ids: Schema.optional(Schema.Array(EvalCaseId).pipe(Schema.maxItems(200))).annotations({ description: "stored cases to run" }),
+  cases: Schema.optional(
+    Schema.Array(EvalCaseSpec).pipe(Schema.maxItems(200, { message: () => "may not contain more than 200 cases" }))
+  )
+    .annotations({
+      description: "cases to run, given here (from a file); with neither this nor case_ids: every stored case"
+    }),
+  case_ids: Schema.optional(Schema.Array(EvalCaseId).pipe(Schema.maxItems(200))).annotations({
+    description: "stored cases to run"
+  }),
   concurrency: Schema.optional(IntBetween(1, 8)).annotations({ description: "cases played at once (default 4)" })
 })
 export type StartEvalRun = typeof StartEvalRun.Type
@@ -207,14 +228,18 @@ const runFields = {
   id: EvalRunId,
   pipeline_id: PipelineId,
   version: Schema.Union(Schema.Literal("live", "draft"), Schema.Int).annotations({ description: "what was asked for" }),
-  version_number: Schema.NullOr(Schema.Int).annotations({ description: "the version played; null: the draft (the configuration tables)" }),
+  version_number: Schema.NullOr(Schema.Int).annotations({
+    description: "the version played; null: the draft (the configuration tables)"
+  }),
   status: Schema.Literal("running", "passed", "failed", "interrupted"),
   concurrency: Schema.Int,
   cases: Schema.Int,
   passed: Schema.Int,
   failed: Schema.Int.annotations({ description: "failed expectations and cases that could not be played" }),
   cost: Schema.Number,
-  comparison: Schema.NullOr(EvalComparison).annotations({ description: "against the newest finished run of what is live" }),
+  comparison: Schema.NullOr(EvalComparison).annotations({
+    description: "against the newest finished run of what is live"
+  }),
   created_at: Timestamp,
   finished_at: Schema.NullOr(Timestamp)
 }

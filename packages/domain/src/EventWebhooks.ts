@@ -4,10 +4,10 @@
  * HMAC-SHA256 of "<id>.<timestamp>.<body>" keyed with the base64 bytes after `whsec_`>`).
  */
 import { Schema } from "effect"
+import { createHmac } from "node:crypto"
 import { CallbackUrl } from "./Channels.js"
 import { Id, IdFromString, WorkspaceId } from "./Ids.js"
 import { all, maxChars, Timestamp } from "./Schemas.js"
-import { createHmac } from "node:crypto"
 
 export const EventTypes = [
   "message.created",
@@ -16,7 +16,8 @@ export const EventTypes = [
   "conversation.returned"
 ] as const
 export const EventType = Schema.Literal(...EventTypes).annotations({
-  description: "`message.created` (every message: contact, agent, operator), `conversation.handoff_requested`, `conversation.taken` (taken or assigned), `conversation.returned` (to the agent: handed back, resolved or timed out)"
+  description:
+    "`message.created` (every message: contact, agent, operator), `conversation.handoff_requested`, `conversation.taken` (taken or assigned), `conversation.returned` (to the agent: handed back, resolved or timed out)"
 })
 export type EventType = typeof EventType.Type
 
@@ -36,7 +37,9 @@ export class EventWebhook extends Schema.Class<EventWebhook>("EventWebhook")({
 }) {}
 
 export class EventWebhookWithSecret extends EventWebhook.extend<EventWebhookWithSecret>("EventWebhookWithSecret")({
-  secret: Schema.String.annotations({ description: "`whsec_...`: verify signatures with it (Standard Webhooks libraries take it as is). Shown once" })
+  secret: Schema.String.annotations({
+    description: "`whsec_...`: verify signatures with it (Standard Webhooks libraries take it as is). Shown once"
+  })
 }) {}
 
 const Events = Schema.Array(EventType).pipe(Schema.maxItems(EventTypes.length))
@@ -78,4 +81,7 @@ export const eventMessageId = (id: number) => `evt_${id}`
 
 /** Standard Webhooks' signature: the key is the base64 after `whsec_`. */
 export const eventSignature = (secret: string, id: string, timestamp: string, body: string) =>
-  `v1,${createHmac("sha256", Buffer.from(secret.replace(/^whsec_/, ""), "base64")).update(`${id}.${timestamp}.${body}`).digest("base64")}`
+  `v1,${
+    createHmac("sha256", Buffer.from(secret.replace(/^whsec_/, ""), "base64")).update(`${id}.${timestamp}.${body}`)
+      .digest("base64")
+  }`

@@ -56,7 +56,8 @@ export class Followup extends Schema.Class<Followup>("Followup")({
   assets: Schema.NullOr(Schema.String),
   after_followup_stage_id: Schema.NullOr(StageId),
   max_messages: Schema.Int.annotations({
-    description: "The most followup messages one run of this sequence can send: min(intervals, the pipeline's followup_limit)"
+    description:
+      "The most followup messages one run of this sequence can send: min(intervals, the pipeline's followup_limit)"
   }),
   created_at: Timestamp,
   updated_at: Timestamp
@@ -77,12 +78,18 @@ export const SaveFollowup = Schema.Struct({
   intervals: Schema.optional(FollowupIntervals).annotations({
     description: "1 to 100 waits, run in array order; a followup may be sent after each"
   }),
-  instructions: Schema.optional(Schema.NullOr(Text(10_000))).annotations({ description: "What the agent writes in a followup" }),
-  assets: Schema.optional(Schema.NullOr(Text(10_000))).annotations({ description: "Material the agent may share in followups" }),
+  instructions: Schema.optional(Schema.NullOr(Text(10_000))).annotations({
+    description: "What the agent writes in a followup"
+  }),
+  assets: Schema.optional(Schema.NullOr(Text(10_000))).annotations({
+    description: "Material the agent may share in followups"
+  }),
   after_followup_stage_id: Schema.optional(Schema.NullOr(StageId)).annotations({
     description: "Another stage of the same pipeline, entered once the intervals are exhausted"
   })
 }).annotations({ ...all, identifier: "SaveFollowup" })
 export type SaveFollowup = typeof SaveFollowup.Type
 
-export const FollowupDeleted = Schema.Struct({ stage_id: StageId, deleted: Schema.Boolean }).annotations({ identifier: "FollowupDeleted" })
+export const FollowupDeleted = Schema.Struct({ stage_id: StageId, deleted: Schema.Boolean }).annotations({
+  identifier: "FollowupDeleted"
+})

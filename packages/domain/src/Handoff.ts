@@ -11,7 +11,8 @@ import { StorableString } from "./StorableText.js"
 export const HandoffStates = ["ai", "waiting", "human"] as const
 export const HandoffState = Schema.Literal(...HandoffStates).annotations({
   identifier: "HandoffState",
-  description: "`ai`: the agent replies. `waiting`: a person was asked for; the agent is silent. `human`: an operator has it; the agent is silent."
+  description:
+    "`ai`: the agent replies. `waiting`: a person was asked for; the agent is silent. `human`: an operator has it; the agent is silent."
 })
 export type HandoffState = typeof HandoffState.Type
 
@@ -71,21 +72,27 @@ const Note = StorableString.pipe(maxChars(4000, { message: () => "may not be gre
 /** `POST /api/user/conversations/{id}/handoff`. */
 export const HandoffCommand = Schema.Struct({
   action: Schema.propertySignature(HandoffAction).annotations({
-    description: "`request` a person (from `ai`), `take` it yourself (from `ai` or `waiting`), `assign` it to a member (any state), `return` it to the agent (from `waiting` or `human`)"
+    description:
+      "`request` a person (from `ai`), `take` it yourself (from `ai` or `waiting`), `assign` it to a member (any state), `return` it to the agent (from `waiting` or `human`)"
   }),
   reason: Schema.optional(Reason).annotations({ description: "`request`: why a person is needed" }),
   note: Schema.optional(Note).annotations({ description: "`return`: context the agent reads for its next replies" }),
-  assignee_id: Schema.optional(UserId).annotations({ description: "`assign`: a member of the conversation's workspace" })
+  assignee_id: Schema.optional(UserId).annotations({
+    description: "`assign`: a member of the conversation's workspace"
+  })
 }).annotations({ ...all, identifier: "HandoffCommand" })
 export type HandoffCommand = typeof HandoffCommand.Type
 
 /** What a contact is told when a person is asked for, unless the pipeline says otherwise. */
-export const DEFAULT_BRIDGE_TEXT = "I'm bringing in a member of our team to help with this. They will reply here shortly."
+export const DEFAULT_BRIDGE_TEXT =
+  "I'm bringing in a member of our team to help with this. They will reply here shortly."
 
 /** What the contact is told when a reply cannot be made (a pipeline's `fallback_message` when null). */
-export const DEFAULT_FALLBACK_MESSAGE = "Sorry, I could not answer that just now. A member of our team will get back to you."
+export const DEFAULT_FALLBACK_MESSAGE =
+  "Sorry, I could not answer that just now. A member of our team will get back to you."
 /** The second bridge message, when the wait outlasts the pipeline's timeout (`second_bridge`). */
-export const DEFAULT_SECOND_BRIDGE_TEXT = "Thank you for waiting. Our team has your conversation and will reply here as soon as they can."
+export const DEFAULT_SECOND_BRIDGE_TEXT =
+  "Thank you for waiting. Our team has your conversation and will reply here as soon as they can."
 
 /** The pipeline's handoff settings. */
 export const HandoffBridgeMode = Schema.Literal("static", "ai_generated")
@@ -96,10 +103,20 @@ export type HandoffTimeoutAction = typeof HandoffTimeoutAction.Type
 /** A move and who makes it. `by` is the operator's user id for operator moves. */
 export type HandoffMove =
   /** `bridgeText`: what the contact is told instead of the pipeline's bridge message (a failed reply's fallback) */
-  | { readonly action: "request"; readonly actor: HandoffRequester; readonly reason: string | null; readonly bridgeText?: string | null }
+  | {
+    readonly action: "request"
+    readonly actor: HandoffRequester
+    readonly reason: string | null
+    readonly bridgeText?: string | null
+  }
   | { readonly action: "take"; readonly userId: number }
   | { readonly action: "assign"; readonly userId: number; readonly assigneeId: number }
-  | { readonly action: "return"; readonly actor: "operator" | "system"; readonly userId: number | null; readonly note: string | null }
+  | {
+    readonly action: "return"
+    readonly actor: "operator" | "system"
+    readonly userId: number | null
+    readonly note: string | null
+  }
   | { readonly action: "timeout"; readonly then: HandoffTimeoutAction }
   | { readonly action: "resolve" }
 
@@ -116,10 +133,18 @@ export const handoffTarget = (
     case "request":
       return from === "ai"
         ? { to: "waiting" }
-        : { conflict: from === "waiting" ? "A person was already asked for in this conversation." : "An operator already has this conversation." }
+        : {
+          conflict: from === "waiting"
+            ? "A person was already asked for in this conversation."
+            : "An operator already has this conversation."
+        }
     case "take":
       return from === "human"
-        ? { conflict: assignee === move.userId ? "You already have this conversation." : "An operator already has this conversation; assign it instead." }
+        ? {
+          conflict: assignee === move.userId
+            ? "You already have this conversation."
+            : "An operator already has this conversation; assign it instead."
+        }
         : { to: "human" }
     case "assign":
       return from === "human" && assignee === move.assigneeId
@@ -128,7 +153,9 @@ export const handoffTarget = (
     case "return":
       return from === "ai" ? { conflict: "The agent already has this conversation." } : { to: "ai" }
     case "timeout":
-      return from === "waiting" ? { to: move.then === "return" ? "ai" : "waiting" } : { conflict: "The conversation is no longer waiting." }
+      return from === "waiting"
+        ? { to: move.then === "return" ? "ai" : "waiting" }
+        : { conflict: "The conversation is no longer waiting." }
     case "resolve":
       return from === "ai" ? { conflict: "The agent already has this conversation." } : { to: "ai" }
   }
@@ -141,8 +168,12 @@ export const statusOfHandoff = (state: HandoffState): "active" | "paused" => sta
  * The first of a pipeline's `handoff_keywords` that the contact's latest messages contain (case and
  * accents ignored, whole words or phrases), or null.
  */
-export const handoffKeywordIn = (keywords: ReadonlyArray<string>, contactTexts: ReadonlyArray<string>): string | null => {
-  const fold = (t: string) => ` ${t.toLowerCase().normalize("NFKD").replace(/[\u0300-\u036f]/g, "").replace(/[^\p{L}\p{N}]+/gu, " ").trim()} `
+export const handoffKeywordIn = (
+  keywords: ReadonlyArray<string>,
+  contactTexts: ReadonlyArray<string>
+): string | null => {
+  const fold = (t: string) =>
+    ` ${t.toLowerCase().normalize("NFKD").replace(/[\u0300-\u036f]/g, "").replace(/[^\p{L}\p{N}]+/gu, " ").trim()} `
   const said = fold(contactTexts.join(" "))
   return keywords.find((k) => fold(k).trim() !== "" && said.includes(fold(k))) ?? null
 }

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { TokenId, UserId, WorkspaceId } from "./Ids.js"
-import { Scope } from "./Scopes.js"
 import { Timestamp } from "./Schemas.js"
+import { Scope } from "./Scopes.js"
 
 export const MembershipRole = Schema.Literal("owner", "manager")
 
@@ -15,8 +15,18 @@ export class WorkspaceSummary extends Schema.Class<WorkspaceSummary>("WorkspaceS
 }) {}
 
 export class Me extends Schema.Class<Me>("Me")({
-  user: Schema.Struct({ id: UserId, email: Schema.String, name: Schema.NullOr(Schema.String), is_super_user: Schema.Boolean }),
+  user: Schema.Struct({
+    id: UserId,
+    email: Schema.String,
+    name: Schema.NullOr(Schema.String),
+    is_super_user: Schema.Boolean
+  }),
   acting_as: Schema.NullOr(UserId).annotations({ description: "Set when a super user sends X-Act-As-User" }),
-  token: Schema.Struct({ id: TokenId, name: Schema.String, scopes: Schema.Array(Scope), expires_at: Schema.NullOr(Timestamp) }),
+  token: Schema.Struct({
+    id: TokenId,
+    name: Schema.String,
+    scopes: Schema.Array(Scope),
+    expires_at: Schema.NullOr(Timestamp)
+  }),
   workspaces: Schema.Array(WorkspaceSummary)
 }) {}

@@ -21,4 +21,5 @@ export const jsonNestsDeeperThan = (text: string, max = MAX_JSON_DEPTH): boolean
   return false
 }
 
-export const tooDeepMessage = `The request body may not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`
+export const tooDeepMessage =
+  `The request body may not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`

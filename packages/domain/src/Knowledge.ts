@@ -33,12 +33,16 @@ export class KnowledgeTable extends Schema.Class<KnowledgeTable>("KnowledgeTable
   updated_at: Timestamp
 }) {}
 
-export class KnowledgeTableWithColumns extends KnowledgeTable.extend<KnowledgeTableWithColumns>("KnowledgeTableWithColumns")({
-  columns: Schema.Array(KnowledgeColumn)
-}) {}
+export class KnowledgeTableWithColumns
+  extends KnowledgeTable.extend<KnowledgeTableWithColumns>("KnowledgeTableWithColumns")({
+    columns: Schema.Array(KnowledgeColumn)
+  })
+{}
 
 const ColumnName = NonEmptyString(64).pipe(
-  Schema.pattern(/^[A-Za-z_][A-Za-z0-9_ -]*$/, { message: () => "must start with a letter or underscore and hold only letters, digits, spaces, - and _" }),
+  Schema.pattern(/^[A-Za-z_][A-Za-z0-9_ -]*$/, {
+    message: () => "must start with a letter or underscore and hold only letters, digits, spaces, - and _"
+  }),
   Schema.filter((n) => n !== "default_id" || "default_id is reserved for the point's id")
 )
 
@@ -46,7 +50,9 @@ const flag = (value: boolean, description: string) =>
   Schema.optionalWith(Schema.Boolean, { default: () => value }).annotations({ description, default: value })
 
 export const CreateKnowledgeColumn = Schema.Struct({
-  name: Schema.propertySignature(ColumnName).annotations({ description: "Unique in the table; a point's key for its value" }),
+  name: Schema.propertySignature(ColumnName).annotations({
+    description: "Unique in the table; a point's key for its value"
+  }),
   data_type: Schema.propertySignature(ColumnDataType).annotations({ description: "The values' type" }),
   order: Schema.propertySignature(IntBetween(1, 1000)).annotations({ description: "Display position, 1 = first" }),
   is_searchable: flag(false, "Matched against queries (embedded)"),
@@ -56,22 +62,26 @@ export const CreateKnowledgeColumn = Schema.Struct({
 })
 
 export const CreateKnowledgeTable = Schema.Struct({
-  workspace_id: Schema.optional(WorkspaceId).annotations({ description: "Workspace to create in; defaults to the caller's own" }),
+  workspace_id: Schema.optional(WorkspaceId).annotations({
+    description: "Workspace to create in; defaults to the caller's own"
+  }),
   name: Schema.propertySignature(NonEmptyString(255)).annotations({ description: "Unique in the workspace" }),
   description: Schema.optional(Schema.NullOr(Text(5000))).annotations({ description: "What the table holds" }),
-  columns: Schema.propertySignature(Schema.Array(CreateKnowledgeColumn).pipe(
-    Schema.minItems(1, { message: () => "must have at least 1 items" }),
-    Schema.maxItems(100, { message: () => "may not have more than 100 items" }),
-    Schema.filter((cols) => {
-      const seen = new Set<string>()
-      for (const [i, c] of cols.entries()) {
-        const key = c.name.toLowerCase()
-        if (seen.has(key)) return { path: [i, "name"], message: "has a duplicate value" }
-        seen.add(key)
-      }
-      return cols.some((c) => c.is_searchable) || "must have at least one searchable column (is_searchable)"
-    })
-  )).annotations({ description: "Its typed columns, at least one searchable" })
+  columns: Schema.propertySignature(
+    Schema.Array(CreateKnowledgeColumn).pipe(
+      Schema.minItems(1, { message: () => "must have at least 1 items" }),
+      Schema.maxItems(100, { message: () => "may not have more than 100 items" }),
+      Schema.filter((cols) => {
+        const seen = new Set<string>()
+        for (const [i, c] of cols.entries()) {
+          const key = c.name.toLowerCase()
+          if (seen.has(key)) return { path: [i, "name"], message: "has a duplicate value" }
+          seen.add(key)
+        }
+        return cols.some((c) => c.is_searchable) || "must have at least one searchable column (is_searchable)"
+      })
+    )
+  ).annotations({ description: "Its typed columns, at least one searchable" })
 }).annotations({ ...all, identifier: "CreateKnowledgeTable" })
 export type CreateKnowledgeTable = typeof CreateKnowledgeTable.Type
 
@@ -101,13 +111,16 @@ export const PointsQuery = Schema.Struct({
 }).annotations(all)
 
 /** An integer `default_id` is kept as text; beyond 2^53 a JSON number no longer holds it exactly. */
-const IntegerDefaultId = Schema.Int.pipe(Schema.between(-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)).annotations({
-  jsonSchema: { type: "integer", minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }
-})
+const IntegerDefaultId = Schema.Int.pipe(Schema.between(-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)).annotations(
+  {
+    jsonSchema: { type: "integer", minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }
+  }
+)
 
-export const DefaultId = Schema.Union(Schema.String.pipe(Schema.minLength(1), maxChars(255)), IntegerDefaultId).annotations({
-  message: () => "must be a string or an integer"
-})
+export const DefaultId = Schema.Union(Schema.String.pipe(Schema.minLength(1), maxChars(255)), IntegerDefaultId)
+  .annotations({
+    message: () => "must be a string or an integer"
+  })
 
 /**
  * Each point: `default_id` plus a value per column (validated against the table's columns by the service,
@@ -120,7 +133,16 @@ export const UpsertPoints = Schema.Struct({
         jsonSchema: {
           type: "object",
           required: ["default_id"],
-          properties: { default_id: { anyOf: [{ type: "string", minLength: 1, maxLength: 255 }, { type: "integer", minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }], description: "The point's stable id; a match updates that point" } }
+          properties: {
+            default_id: {
+              anyOf: [{ type: "string", minLength: 1, maxLength: 255 }, {
+                type: "integer",
+                minimum: -Number.MAX_SAFE_INTEGER,
+                maximum: Number.MAX_SAFE_INTEGER
+              }],
+              description: "The point's stable id; a match updates that point"
+            }
+          }
         }
       })
     ).pipe(
@@ -141,15 +163,21 @@ export const SearchKnowledge = Schema.Struct({
   query: NonEmptyString(2000),
   limit: Schema.optionalWith(IntBetween(1, 20), { default: () => 5 }),
   use_hybrid: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-  filters: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, FiniteNumber, Schema.Boolean) }))
+  filters: Schema.optional(
+    Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, FiniteNumber, Schema.Boolean) })
+  )
 }).annotations({ ...all, identifier: "SearchKnowledge" })
 export type SearchKnowledge = typeof SearchKnowledge.Type
 
 export class SearchHit extends Schema.Class<SearchHit>("SearchHit")({
   point_id: Schema.String,
   default_id: Schema.String,
-  score: Schema.Number.annotations({ description: "Reciprocal-rank fusion score (hybrid) or cosine similarity (vector)" }),
-  data: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({ description: "The retrievable columns" })
+  score: Schema.Number.annotations({
+    description: "Reciprocal-rank fusion score (hybrid) or cosine similarity (vector)"
+  }),
+  data: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    description: "The retrievable columns"
+  })
 }) {}
 
 export class SearchResults extends Schema.Class<SearchResults>("SearchResults")({

@@ -1,11 +1,11 @@
 import { HttpApiSchema, Multipart } from "@effect/platform"
-import { StorableString } from "./StorableText.js"
 import { Schema } from "effect"
 import { FileEntryWithUrl } from "./Files.js"
 import { ChannelId, PipelineId, StageId } from "./Ids.js"
 import { NoReplyReasonField } from "./NoReply.js"
 import { ContactId, ConversationId, OpportunityId } from "./Opportunities.js"
 import { all, maxChars, Timestamp } from "./Schemas.js"
+import { StorableString } from "./StorableText.js"
 
 export const MAX_OPERATOR_FILES = 10
 export const MAX_OPERATOR_FILE_BYTES = 25 * 1024 * 1024
@@ -77,7 +77,9 @@ export class MessageEntry extends Schema.Class<MessageEntry>("MessageEntry")({
 
 export class MessagesPage extends Schema.Class<MessagesPage>("MessagesPage")({
   messages: Schema.Array(MessageEntry),
-  next_cursor: Schema.NullOr(Schema.String).annotations({ description: "Pass back as `cursor` for the next page; null on the last" })
+  next_cursor: Schema.NullOr(Schema.String).annotations({
+    description: "Pass back as `cursor` for the next page; null on the last"
+  })
 }) {}
 
 export interface MessagesFilter {

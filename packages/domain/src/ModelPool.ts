@@ -27,7 +27,8 @@ export const UpdateModelPool = Schema.Struct({
     description: "Turn Smart Routing on or off at the same time; unchanged when omitted"
   }),
   tiers: ModelPool.annotations({
-    description: "Exactly 4 entries, one per tier `router`, `simple`, `moderate`, `complex`: `{tier, ai_model_id, instructions?}`"
+    description:
+      "Exactly 4 entries, one per tier `router`, `simple`, `moderate`, `complex`: `{tier, ai_model_id, instructions?}`"
   })
 }).annotations({ ...all, identifier: "UpdateModelPool" })
 export type UpdateModelPool = typeof UpdateModelPool.Type

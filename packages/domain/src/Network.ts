@@ -60,8 +60,21 @@ export const originAllowed = (origin: string | undefined, allowlist: ReadonlyArr
 
 const privateRanges = (() => {
   const list = new BlockList()
-  for (const [net, bits] of [["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16],
-    ["172.16.0.0", 12], ["192.0.0.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["224.0.0.0", 4], ["240.0.0.0", 4]] as const) {
+  for (
+    const [net, bits] of [
+      ["0.0.0.0", 8],
+      ["10.0.0.0", 8],
+      ["100.64.0.0", 10],
+      ["127.0.0.0", 8],
+      ["169.254.0.0", 16],
+      ["172.16.0.0", 12],
+      ["192.0.0.0", 24],
+      ["192.168.0.0", 16],
+      ["198.18.0.0", 15],
+      ["224.0.0.0", 4],
+      ["240.0.0.0", 4]
+    ] as const
+  ) {
     list.addSubnet(net, bits, "ipv4")
   }
   // ::/96 holds ::, ::1 and the deprecated IPv4-compatible form ([::127.0.0.1] is ::7f00:1). IPv4-mapped
@@ -96,9 +109,12 @@ const ipv6Groups = (ip: string): ReadonlyArray<number> => {
   const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(ip)
   const text = dotted === null
     ? ip
-    : ip.slice(0, dotted.index) + [[1, 2], [3, 4]].map(([a, b]) => ((Number(dotted[a!]) << 8) | Number(dotted[b!])).toString(16)).join(":")
+    : ip.slice(0, dotted.index) +
+      [[1, 2], [3, 4]].map(([a, b]) => ((Number(dotted[a!]) << 8) | Number(dotted[b!])).toString(16)).join(":")
   const [head, tail] = text.split("::") as [string, string | undefined]
-  const parse = (part: string | undefined) => (part === undefined || part === "" ? [] : part.split(":").map((g) => parseInt(g, 16)))
+  const parse = (
+    part: string | undefined
+  ) => (part === undefined || part === "" ? [] : part.split(":").map((g) => parseInt(g, 16)))
   const left = parse(head)
   const right = parse(tail)
   return tail === undefined ? left : [...left, ...Array<number>(8 - left.length - right.length).fill(0), ...right]
@@ -126,7 +142,9 @@ export const privateUrlHost = (url: string): string | undefined => {
 const LOOPBACK = ["127.0.0.0/8", "::1"]
 
 /** TRUST_PROXY's entries (addresses, CIDR ranges, `loopback`), or the first that is none of these. */
-export const parseTrustedProxies = (value: string): { readonly entries: ReadonlyArray<string> } | { readonly invalid: string } => {
+export const parseTrustedProxies = (
+  value: string
+): { readonly entries: ReadonlyArray<string> } | { readonly invalid: string } => {
   const entries: Array<string> = []
   for (const raw of value.split(",").map((s) => s.trim()).filter((s) => s.length > 0)) {
     if (raw === "loopback") entries.push(...LOOPBACK)
@@ -142,7 +160,11 @@ export const parseTrustedProxies = (value: string): { readonly entries: Readonly
  * up to the first address that is not one. An entry that is not an address ends the walk at the hop
  * before it, so a client can never name an address of its choosing past a trusted proxy.
  */
-export const clientAddress = (peer: string, forwardedFor: string | undefined, trusted: ReadonlyArray<string>): string => {
+export const clientAddress = (
+  peer: string,
+  forwardedFor: string | undefined,
+  trusted: ReadonlyArray<string>
+): string => {
   if (trusted.length === 0 || forwardedFor === undefined || !ipAllowed(peer, trusted)) return peer
   const hops = forwardedFor.split(",").map((s) => s.trim())
   let client = peer

@@ -25,12 +25,14 @@ export type NoReplyReason = typeof NoReplyReasons[number]
 export const noReplySentence: { readonly [R in NoReplyReason]: string } = {
   no_agent: "The conversation's channel is not linked to a pipeline, or its pipeline is inactive or archived.",
   paused: "The conversation or its opportunity is paused (an operator has it).",
-  waiting_for_person: "A person was asked for (docs/handoff.md); the agent is silent until an operator takes over or hands back.",
+  waiting_for_person:
+    "A person was asked for (docs/handoff.md); the agent is silent until an operator takes over or hands back.",
   no_subscription: "The workspace has no active subscription.",
   no_credits: "The workspace has no credits left.",
   message_limit: "The conversation reached its pipeline's max_conversation_messages.",
   cost_limit: "The conversation's cost reached its pipeline's max_conversation_cost.",
-  model_not_configured: "The pipeline's model needs a provider key that is not set on the server (OPENAI_API_KEY or ANTHROPIC_API_KEY).",
+  model_not_configured:
+    "The pipeline's model needs a provider key that is not set on the server (OPENAI_API_KEY or ANTHROPIC_API_KEY).",
   provider_error: "The model's provider failed, after retries; the failed reply carries the error.",
   reply_withheld:
     "The output guard withheld the model's reply and its one rewrite: they repeated text meant only for the agent (instructions, a note, a tool or stage name)."

@@ -37,7 +37,9 @@ export const Phone = Schema.transformOrFail(Schema.String, Schema.String, {
   decode: (s, _, ast) => {
     const phone = normalisePhone(s)
     return phone === undefined
-      ? ParseResult.fail(new ParseResult.Type(ast, s, "must be a valid phone number with country code (digits only, e.g. 4915123456789)"))
+      ? ParseResult.fail(
+        new ParseResult.Type(ast, s, "must be a valid phone number with country code (digits only, e.g. 4915123456789)")
+      )
       : ParseResult.succeed(phone)
   },
   encode: (s) => ParseResult.succeed(s)
@@ -53,7 +55,9 @@ export class ConversationSummary extends Schema.Class<ConversationSummary>("Conv
   cost_for_user: Schema.Number,
   status: ConversationStatus,
   last_message_content: Schema.NullOr(Schema.String),
-  avg_response_time: Schema.Number.annotations({ description: "Seconds from a contact's message to the next reply, averaged" }),
+  avg_response_time: Schema.Number.annotations({
+    description: "Seconds from a contact's message to the next reply, averaged"
+  }),
   channel_id: Schema.NullOr(ChannelId),
   notes: Schema.Array(Schema.String),
   pivot: Schema.Struct({ opportunity_id: OpportunityId, conversation_id: ConversationId })
@@ -144,7 +148,8 @@ export const CreateOpportunity = Schema.transformOrFail(
   Schema.typeSchema(CreateOpportunityFields),
   {
     strict: true,
-    decode: (input, options) => ParseResult.decodeUnknown(CreateOpportunityFields)(withoutIgnoredContact(input), options),
+    decode: (input, options) =>
+      ParseResult.decodeUnknown(CreateOpportunityFields)(withoutIgnoredContact(input), options),
     encode: (payload, options) => ParseResult.encode(CreateOpportunityFields)(payload, options)
   }
 ).annotations({ ...all, identifier: "CreateOpportunity" })
@@ -153,7 +158,9 @@ export type CreateOpportunity = typeof CreateOpportunity.Type
 export const UpdateOpportunity = Schema.Struct({
   stage_id: Schema.optional(StageId).annotations({ description: "Move to this stage of the same pipeline" }),
   name: Schema.optional(NullableName),
-  notes: Schema.optional(Schema.NullOr(Text(65_535))).annotations({ description: "Free-form notes; replace the old ones" }),
+  notes: Schema.optional(Schema.NullOr(Text(65_535))).annotations({
+    description: "Free-form notes; replace the old ones"
+  }),
   status: Schema.optional(Schema.Literal("active", "won", "lost")).annotations({ description: "The new status" }),
   context: Schema.optional(Schema.NullOr(Context)),
   tags: Schema.optional(Schema.Array(Schema.Trim.pipe(Schema.minLength(1), maxChars(100)))),

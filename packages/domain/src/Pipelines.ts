@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { AgentTypeId, AiModelId, ChannelId, DialectId, LanguageId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
 import { HandoffBridgeMode, HandoffTimeoutAction } from "./Handoff.js"
+import { AgentTypeId, AiModelId, ChannelId, DialectId, LanguageId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
 import { all, FiniteNumber, IntAtLeast, IntBetween, MinLength, NonEmptyString, Text, Timestamp } from "./Schemas.js"
 
 export const RagMode = Schema.Literal("none", "vector", "hybrid")
@@ -10,9 +10,13 @@ export type RoutingTier = typeof RoutingTier.Type
 export const RoutingTiers: ReadonlyArray<RoutingTier> = ["router", "simple", "moderate", "complex"]
 
 export class ModelPoolEntry extends Schema.Class<ModelPoolEntry>("ModelPoolEntry")({
-  tier: Schema.propertySignature(RoutingTier).annotations({ description: "router reads each message; simple, moderate, complex answer" }),
+  tier: Schema.propertySignature(RoutingTier).annotations({
+    description: "router reads each message; simple, moderate, complex answer"
+  }),
   ai_model_id: Schema.propertySignature(AiModelId).annotations({ description: "The tier's model" }),
-  instructions: Schema.optionalWith(Schema.NullOr(Text(10_000)), { default: () => null }).annotations({ description: "Extra instructions for this tier" })
+  instructions: Schema.optionalWith(Schema.NullOr(Text(10_000)), { default: () => null }).annotations({
+    description: "Extra instructions for this tier"
+  })
 }) {}
 
 /** Smart Routing: exactly the four tiers, each once. */
@@ -99,12 +103,15 @@ const OptionalText = Schema.optional(Schema.NullOr(Text(20_000)))
 /** When the agent asks for a person and what the contact is told meanwhile (docs/handoff.md). */
 export const handoffFields = {
   handoff_instructions: OptionalText.annotations({
-    description: "When the agent should ask for a person, besides the contact asking for one (\"refund requests over 100 euros\")"
+    description:
+      "When the agent should ask for a person, besides the contact asking for one (\"refund requests over 100 euros\")"
   }),
   handoff_bridge_mode: Schema.optional(HandoffBridgeMode).annotations({
     description: "`static` (default): the contact is told handoff_bridge_text. `ai_generated`: the agent writes it"
   }),
-  handoff_bridge_text: Schema.optional(Schema.NullOr(Text(2_000))).annotations({ description: "The bridge message; null: the default text" }),
+  handoff_bridge_text: Schema.optional(Schema.NullOr(Text(2_000))).annotations({
+    description: "The bridge message; null: the default text"
+  }),
   handoff_timeout_seconds: Schema.optional(Schema.NullOr(IntBetween(30, 7 * 24 * 3600))).annotations({
     description: "How long a conversation may wait for a person before handoff_timeout_action; null: no limit"
   }),
@@ -118,11 +125,13 @@ export const handoffFields = {
     description: "Ask for a person after this many replies in a row could not be made (a rule); null: never"
   }),
   fallback_message: Schema.optional(Schema.NullOr(Text(2_000))).annotations({
-    description: "What the contact is told when a reply cannot be made (the provider failed, or the output guard withheld it); " +
+    description:
+      "What the contact is told when a reply cannot be made (the provider failed, or the output guard withheld it); " +
       "null: \"Sorry, I could not answer that just now. A member of our team will get back to you.\""
   }),
   handoff_on_failure: Schema.optional(Schema.Boolean).annotations({
-    description: "When a reply cannot be made, tell the contact fallback_message and ask for a person (default true); " +
+    description:
+      "When a reply cannot be made, tell the contact fallback_message and ask for a person (default true); " +
       "false: the turn is recorded as failed and the contact hears nothing"
   })
 }
@@ -133,28 +142,48 @@ const settingsFields = {
   description: OptionalText.annotations({ description: "What the pipeline is for" }),
   persona: OptionalText.annotations({ description: "How the agent sounds" }),
   instructions: OptionalText.annotations({ description: "What the agent must always or never do" }),
-  channel_id: Schema.optional(Schema.NullOr(ChannelId)).annotations({ description: "A connected channel to answer on" }),
-  rag_mode: Schema.optional(RagMode).annotations({ description: "Knowledge search: none, vector, or hybrid (vector and keyword)" }),
-  dialect_id: Schema.optional(Schema.NullOr(DialectId)).annotations({ description: "A dialect of the language" }),
-  model_temperature: Schema.optional(Temperature).annotations({ description: "Model temperature: low is focused, high is varied" }),
-  no_of_relevant_points: Schema.optional(IntBetween(1, 50)).annotations({ description: "Knowledge rows given to the agent per reply" }),
-  agent_memory_window: Schema.optional(IntBetween(1, 200)).annotations({ description: "Past messages the agent reads per reply" }),
-  context_message_count: Schema.optional(IntBetween(1, 200)).annotations({
-    description: "Messages before the contact's latest that Smart Routing's router reads to pick a tier (within agent_memory_window)"
+  channel_id: Schema.optional(Schema.NullOr(ChannelId)).annotations({
+    description: "A connected channel to answer on"
   }),
-  max_conversation_cost: Schema.optional(Schema.NullOr(Cost)).annotations({ description: "USD a conversation may cost before the agent stops; null: no limit" }),
+  rag_mode: Schema.optional(RagMode).annotations({
+    description: "Knowledge search: none, vector, or hybrid (vector and keyword)"
+  }),
+  dialect_id: Schema.optional(Schema.NullOr(DialectId)).annotations({ description: "A dialect of the language" }),
+  model_temperature: Schema.optional(Temperature).annotations({
+    description: "Model temperature: low is focused, high is varied"
+  }),
+  no_of_relevant_points: Schema.optional(IntBetween(1, 50)).annotations({
+    description: "Knowledge rows given to the agent per reply"
+  }),
+  agent_memory_window: Schema.optional(IntBetween(1, 200)).annotations({
+    description: "Past messages the agent reads per reply"
+  }),
+  context_message_count: Schema.optional(IntBetween(1, 200)).annotations({
+    description:
+      "Messages before the contact's latest that Smart Routing's router reads to pick a tier (within agent_memory_window)"
+  }),
+  max_conversation_cost: Schema.optional(Schema.NullOr(Cost)).annotations({
+    description: "USD a conversation may cost before the agent stops; null: no limit"
+  }),
   max_conversation_messages: Schema.optional(Schema.NullOr(IntAtLeast(1))).annotations({
     description: "Messages a conversation may hold before the agent stops; null: no limit"
   }),
   reply_debounce_ms: Schema.optional(IntBetween(0, 60_000)).annotations({
-    description: "Messages arriving within this many milliseconds of each other get one reply (0 answers each at once; default 3000)"
+    description:
+      "Messages arriving within this many milliseconds of each other get one reply (0 answers each at once; default 3000)"
   }),
-  followup_limit: Schema.optional(IntAtLeast(1)).annotations({ description: "Most followup messages per conversation" }),
+  followup_limit: Schema.optional(IntAtLeast(1)).annotations({
+    description: "Most followup messages per conversation"
+  }),
   is_unknown_contacts_enabled: Schema.optional(Schema.Boolean).annotations({
     description: "Open an opportunity for contacts who write in without one"
   }),
-  is_model_routing_enabled: Schema.optional(Schema.Boolean).annotations({ description: "Smart Routing: a router model picks a tier's model per message" }),
-  is_model_routing: Schema.optional(ModelPool).annotations({ description: "The four tiers, each once; required with is_model_routing_enabled" }),
+  is_model_routing_enabled: Schema.optional(Schema.Boolean).annotations({
+    description: "Smart Routing: a router model picks a tier's model per message"
+  }),
+  is_model_routing: Schema.optional(ModelPool).annotations({
+    description: "The four tiers, each once; required with is_model_routing_enabled"
+  }),
   ...handoffFields
 }
 
@@ -172,9 +201,15 @@ const createDefaults = {
 
 const identityFields = {
   name: Schema.propertySignature(NonEmptyString(255)).annotations({ description: "Name, unique in the workspace" }),
-  agent_type_id: Schema.propertySignature(AgentTypeId).annotations({ description: "The agent's job (pipeline options' agent_types)" }),
-  ai_model_id: Schema.propertySignature(AiModelId).annotations({ description: "The model that answers (pipeline options' ai_models)" }),
-  language_id: Schema.propertySignature(LanguageId).annotations({ description: "The language it speaks (pipeline options' languages)" })
+  agent_type_id: Schema.propertySignature(AgentTypeId).annotations({
+    description: "The agent's job (pipeline options' agent_types)"
+  }),
+  ai_model_id: Schema.propertySignature(AiModelId).annotations({
+    description: "The model that answers (pipeline options' ai_models)"
+  }),
+  language_id: Schema.propertySignature(LanguageId).annotations({
+    description: "The language it speaks (pipeline options' languages)"
+  })
 }
 
 /** Smart Routing on needs the four tiers (create pipeline, and the MCP tool built on the same fields). */
@@ -198,11 +233,21 @@ export type CreatePipeline = typeof CreatePipeline.Type
 
 export const UpdatePipeline = Schema.Struct({
   name: Schema.optional(NonEmptyString(255)).annotations({ description: "Name, unique in the workspace" }),
-  status: Schema.optional(PipelineStatus).annotations({ description: "active: the agent replies; inactive: it does not" }),
-  is_archived: Schema.optional(Schema.Boolean).annotations({ description: "An archived pipeline's agent does not reply" }),
-  agent_type_id: Schema.optional(AgentTypeId).annotations({ description: "The agent's job (pipeline options' agent_types)" }),
-  ai_model_id: Schema.optional(AiModelId).annotations({ description: "The model that answers (pipeline options' ai_models)" }),
-  language_id: Schema.optional(LanguageId).annotations({ description: "The language it speaks (pipeline options' languages)" }),
+  status: Schema.optional(PipelineStatus).annotations({
+    description: "active: the agent replies; inactive: it does not"
+  }),
+  is_archived: Schema.optional(Schema.Boolean).annotations({
+    description: "An archived pipeline's agent does not reply"
+  }),
+  agent_type_id: Schema.optional(AgentTypeId).annotations({
+    description: "The agent's job (pipeline options' agent_types)"
+  }),
+  ai_model_id: Schema.optional(AiModelId).annotations({
+    description: "The model that answers (pipeline options' ai_models)"
+  }),
+  language_id: Schema.optional(LanguageId).annotations({
+    description: "The language it speaks (pipeline options' languages)"
+  }),
   ...settingsFields,
   attach_knowledge_table_ids: Schema.optional(Schema.Array(IntAtLeast(1))).annotations({
     description: "Knowledge tables of the pipeline's workspace to attach (additive)"
@@ -221,13 +266,21 @@ const stageFields = {
   enter_condition: Schema.optional(Schema.NullOr(MinLength(20))).annotations({
     description: "When the AI moves an opportunity into this stage, in words"
   }),
-  parent_id: Schema.optional(Schema.NullOr(StageId)).annotations({ description: "A stage of the same pipeline this one belongs under" }),
-  is_opening_message: Schema.optional(Schema.Boolean).annotations({ description: "Send a message when an opportunity enters" }),
+  parent_id: Schema.optional(Schema.NullOr(StageId)).annotations({
+    description: "A stage of the same pipeline this one belongs under"
+  }),
+  is_opening_message: Schema.optional(Schema.Boolean).annotations({
+    description: "Send a message when an opportunity enters"
+  }),
   opening_message_type: Schema.optional(Schema.NullOr(OpeningMessageType)).annotations({
     description: "Required with is_opening_message: ai_generated, or static"
   }),
-  static_opening_message: Schema.optional(Schema.NullOr(Text(10_000))).annotations({ description: "The text of a static opening message" }),
-  handoff_instructions: OptionalText.annotations({ description: "When the agent should ask for a person in this stage (docs/handoff.md)" })
+  static_opening_message: Schema.optional(Schema.NullOr(Text(10_000))).annotations({
+    description: "The text of a static opening message"
+  }),
+  handoff_instructions: OptionalText.annotations({
+    description: "When the agent should ask for a person in this stage (docs/handoff.md)"
+  })
 }
 
 /** `opening_message_type` is required with an opening message; a static one needs its text. */
@@ -236,10 +289,12 @@ const openingMessageRule = (s: {
   readonly opening_message_type?: "ai_generated" | "static" | null | undefined
   readonly static_opening_message?: string | null | undefined
 }) => {
-  if (s.is_opening_message === true && !s.opening_message_type)
+  if (s.is_opening_message === true && !s.opening_message_type) {
     return { path: ["opening_message_type"], message: "is required when is_opening_message is true" }
-  if (s.opening_message_type === "static" && s.is_opening_message === true && !s.static_opening_message?.trim())
+  }
+  if (s.opening_message_type === "static" && s.is_opening_message === true && !s.static_opening_message?.trim()) {
     return { path: ["static_opening_message"], message: "is required when opening_message_type is static" }
+  }
   return undefined
 }
 

@@ -23,17 +23,20 @@ export const charCount = (s: string) => {
  * At most `max` characters, counted in code points as SPEC.md counts them (`Schema.maxLength` counts UTF-16
  * units, so 9,999 letters and an emoji were "over 10,000"). JSON Schema's maxLength counts code points too.
  */
-export const maxChars = <S extends Schema.Schema.Any>(max: number, annotations?: Schema.Annotations.Filter<Schema.Schema.Type<S>>) =>
-<A extends string>(self: S & Schema.Schema<A, Schema.Schema.Encoded<S>, Schema.Schema.Context<S>>): Schema.filter<S> =>
-  self.pipe(
-    Schema.filter((s: A) => s.length <= max || charCount(s) <= max, {
-      schemaId: Schema.MaxLengthSchemaId,
-      title: `maxLength(${max})`,
-      description: `a string at most ${max} character(s) long`,
-      jsonSchema: { maxLength: max },
-      ...annotations
-    })
-  )
+export const maxChars =
+  <S extends Schema.Schema.Any>(max: number, annotations?: Schema.Annotations.Filter<Schema.Schema.Type<S>>) =>
+  <A extends string>(
+    self: S & Schema.Schema<A, Schema.Schema.Encoded<S>, Schema.Schema.Context<S>>
+  ): Schema.filter<S> =>
+    self.pipe(
+      Schema.filter((s: A) => s.length <= max || charCount(s) <= max, {
+        schemaId: Schema.MaxLengthSchemaId,
+        title: `maxLength(${max})`,
+        description: `a string at most ${max} character(s) long`,
+        jsonSchema: { maxLength: max },
+        ...annotations
+      })
+    )
 
 export const NonEmptyString = (max = 255) =>
   Schema.Trim.pipe(
@@ -57,9 +60,10 @@ export const MinLength = (min: number, max = 10_000) =>
 export const INT4_MAX = 2_147_483_647
 
 export const IntBetween = (min: number, max: number) =>
-  Schema.Int.pipe(Schema.between(min, max, { message: () => `must be an integer between ${min} and ${max}` })).annotations({
-    jsonSchema: { type: "integer", minimum: min, maximum: max }
-  })
+  Schema.Int.pipe(Schema.between(min, max, { message: () => `must be an integer between ${min} and ${max}` }))
+    .annotations({
+      jsonSchema: { type: "integer", minimum: min, maximum: max }
+    })
 
 /** At least `min`, and no more than an `integer` column holds. */
 export const IntAtLeast = (min: number) =>
@@ -81,7 +85,10 @@ export const IntFromQuery = Schema.transformOrFail(Schema.String, Schema.Number,
   encode: (n) => ParseResult.succeed(String(n))
 }).annotations({ message: () => "must be an integer" })
 /** `per_page` of a paginated list: 1 to 100. */
-export const PerPage = Schema.compose(IntFromQuery, Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" })))
+export const PerPage = Schema.compose(
+  IntFromQuery,
+  Schema.Int.pipe(Schema.between(1, 100, { message: () => "must be between 1 and 100" }))
+)
 /** `page` of a paginated list, from 1. */
 export const PageNumber = Schema.compose(
   IntFromQuery,

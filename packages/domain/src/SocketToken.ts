@@ -11,13 +11,23 @@ export const conversationChannel = (conversationId: number) => `conversation.${c
 const mac = (key: Uint8Array, conversationId: number, expires: number) =>
   createHmac("sha256", key).update(`socket:${conversationId}:${expires}`).digest("hex")
 
-export const signSocketToken = (key: Uint8Array, conversationId: number, nowSeconds: number, ttl = SOCKET_TOKEN_TTL_SECONDS) => {
+export const signSocketToken = (
+  key: Uint8Array,
+  conversationId: number,
+  nowSeconds: number,
+  ttl = SOCKET_TOKEN_TTL_SECONDS
+) => {
   const expires = nowSeconds + ttl
   return `v1.${conversationId}.${expires}.${mac(key, conversationId, expires)}`
 }
 
 /** The conversation id the token grants, if it is ours, unexpired and for that channel. */
-export const verifySocketToken = (key: Uint8Array, token: string, channel: string, nowSeconds: number): number | undefined => {
+export const verifySocketToken = (
+  key: Uint8Array,
+  token: string,
+  channel: string,
+  nowSeconds: number
+): number | undefined => {
   const [version, id, expires, signature] = token.split(".")
   if (version !== "v1" || id === undefined || expires === undefined || signature === undefined) return undefined
   const conversationId = Number(id)

@@ -26,7 +26,10 @@ export interface UnstorableText {
  * The first string (or object key) in a decoded JSON value that cannot be stored, with its path
  * (`contact.email`, `points.0.data`); a bad key is reported at the object holding it.
  */
-export const findUnstorableText = (value: unknown, path: ReadonlyArray<PropertyKey> = []): UnstorableText | undefined => {
+export const findUnstorableText = (
+  value: unknown,
+  path: ReadonlyArray<PropertyKey> = []
+): UnstorableText | undefined => {
   if (typeof value === "string") {
     const reason = unstorableReason(value)
     return reason === undefined ? undefined : { field: fieldOf(path), reason }
@@ -50,7 +53,8 @@ export const findUnstorableText = (value: unknown, path: ReadonlyArray<PropertyK
 }
 
 /** Cheap pre-check of raw JSON text: only text that could hold such a string is parsed and walked. */
-export const mayHoldUnstorableText = (json: string): boolean => /\\u0000|\\u[dD][89a-fA-F]/.test(json) || json.includes(NUL)
+export const mayHoldUnstorableText = (json: string): boolean =>
+  /\\u0000|\\u[dD][89a-fA-F]/.test(json) || json.includes(NUL)
 
 /** A string schema refusing what cannot be stored (for fields that do not arrive as JSON, like multipart). */
 export const StorableString = Schema.String.pipe(

@@ -37,7 +37,8 @@ export const VersionRefFromString = versionFromString("draft", "live")
 export class WorkspaceSettings extends Schema.Class<WorkspaceSettings>("WorkspaceSettings")({
   workspace_id: WorkspaceId,
   drafts: Schema.Boolean.annotations({
-    description: "on: edits change a published pipeline's draft until `publish`; off (default): every edit is live at once"
+    description:
+      "on: edits change a published pipeline's draft until `publish`; off (default): every edit is live at once"
   })
 }) {}
 
@@ -55,12 +56,17 @@ const versionFields = {
   is_live: Schema.Boolean
 }
 
-export class PipelineVersionSummary extends Schema.Class<PipelineVersionSummary>("PipelineVersionSummary")(versionFields) {}
+export class PipelineVersionSummary
+  extends Schema.Class<PipelineVersionSummary>("PipelineVersionSummary")(versionFields)
+{}
 
 export class PipelineVersion extends Schema.Class<PipelineVersion>("PipelineVersion")({
   ...versionFields,
   config: Schema.Record({ key: Schema.String, value: Schema.Unknown })
-    .annotations({ description: "the snapshot: `pipeline`, `stages`, `variables`, `actions`, `followups`, `knowledge_tables`, as their rows" })
+    .annotations({
+      description:
+        "the snapshot: `pipeline`, `stages`, `variables`, `actions`, `followups`, `knowledge_tables`, as their rows"
+    })
 }) {}
 
 export class PipelineVersions extends Schema.Class<PipelineVersions>("PipelineVersions")({
@@ -68,15 +74,21 @@ export class PipelineVersions extends Schema.Class<PipelineVersions>("PipelineVe
   drafts: Schema.Boolean.annotations({ description: "the workspace setting: whether the live version is what runs" }),
   live_version: Schema.NullOr(Schema.Int).annotations({ description: "null until the first publish" }),
   is_publish_gated: Schema.Boolean,
-  draft_changed: Schema.Boolean.annotations({ description: "the draft differs from the live version (true before a first publish)" }),
+  draft_changed: Schema.Boolean.annotations({
+    description: "the draft differs from the live version (true before a first publish)"
+  }),
   versions: Schema.Array(PipelineVersionSummary).annotations({ description: "newest first" })
 }) {}
 
-export const Rollback = Schema.Struct({ version: VersionNumber.annotations({ description: "the version to republish" }) })
+export const Rollback = Schema.Struct({
+  version: VersionNumber.annotations({ description: "the version to republish" })
+})
 export type Rollback = typeof Rollback.Type
 
 export const PublishGate = Schema.Struct({
-  is_publish_gated: Schema.Boolean.annotations({ description: "publish only when the newest finished eval run of the draft passed and the draft is unchanged since" })
+  is_publish_gated: Schema.Boolean.annotations({
+    description: "publish only when the newest finished eval run of the draft passed and the draft is unchanged since"
+  })
 })
 export type PublishGate = typeof PublishGate.Type
 

@@ -1,6 +1,6 @@
 import { Context, Schema, Struct } from "effect"
-import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
 import { Attachment, FileEntryWithUrl } from "./Files.js"
+import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
 import { NoReplyReasonField } from "./NoReply.js"
 import { ConversationId, Email, OpportunityId, Phone } from "./Opportunities.js"
 import { all, IntFromQuery, maxChars, PageNumber, PerPage, Text, Timestamp } from "./Schemas.js"
@@ -36,7 +36,9 @@ export type InitiatePayload = typeof InitiatePayload.Type
 export class WebChatSession extends Schema.Class<WebChatSession>("WebChatSession")({
   contact_id: Schema.String,
   conversation_id: ConversationId,
-  messages_webhook: Schema.String.annotations({ description: "Receiver base URL: POST {messages_webhook}/web-chat/message" }),
+  messages_webhook: Schema.String.annotations({
+    description: "Receiver base URL: POST {messages_webhook}/web-chat/message"
+  }),
   channel: Schema.String,
   token: Schema.String,
   socket_url: Schema.String,

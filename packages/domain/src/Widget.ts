@@ -13,18 +13,24 @@ export const WidgetSessionPayload = Schema.Struct({
     Schema.minLength(1, { message: () => "is required" }),
     maxChars(255, { message: () => "may not be greater than 255 characters" })
   ),
-  session: Schema.optional(Schema.String.pipe(maxChars(1000, { message: () => "may not be greater than 1000 characters" })))
+  session: Schema.optional(
+    Schema.String.pipe(maxChars(1000, { message: () => "may not be greater than 1000 characters" }))
+  )
 }).annotations({ ...all, identifier: "WidgetSessionPayload" })
 export type WidgetSessionPayload = typeof WidgetSessionPayload.Type
 
 export class WidgetSession extends Schema.Class<WidgetSession>("WidgetSession")({
   session: Schema.String.annotations({
-    description: "The visitor's session token: `Authorization: Bearer` for history and the receiver; send it back here to resume"
+    description:
+      "The visitor's session token: `Authorization: Bearer` for history and the receiver; send it back here to resume"
   }),
   ...WebChatSession.fields,
-  messages_url: Schema.String.annotations({ description: "Where the widget posts the visitor's messages (the receiver's /web-chat/message)" }),
+  messages_url: Schema.String.annotations({
+    description: "Where the widget posts the visitor's messages (the receiver's /web-chat/message)"
+  }),
   handoff_state: Schema.Literal("ai", "waiting", "human").annotations({
-    description: "Who has the conversation: `ai`, `waiting` (a person was asked for) or `human`; later changes arrive as `handoff_state` events on the socket"
+    description:
+      "Who has the conversation: `ai`, `waiting` (a person was asked for) or `human`; later changes arrive as `handoff_state` events on the socket"
   })
 }) {}
 

@@ -24,11 +24,6 @@ import type {
   CurrentActor,
   DiffQuery,
   EvalRun,
-  PipelineVersion,
-  PipelineVersions,
-  PublishGated,
-  Rollback,
-  VersionDiff,
   EvalRunId,
   Forbidden,
   HandoffCommand,
@@ -50,15 +45,19 @@ import type {
   PipelineId,
   PipelineModelPool,
   PipelineOptions,
+  PipelineVersion,
+  PipelineVersions,
   PipelineWithStages,
   PointsPage,
+  PublishGated,
+  Rollback,
   SaveFollowup,
   SearchKnowledge,
   SearchResults,
   Stage,
-  StartEvalRun,
   StageFollowup,
   StageId,
+  StartEvalRun,
   Unprocessable,
   UpdateAction,
   UpdateModelPool,
@@ -68,6 +67,7 @@ import type {
   UpdateVariable,
   Variable,
   VariableId,
+  VersionDiff,
   WithWarning
 } from "@parley/domain"
 import { Context, type Effect } from "effect"
@@ -83,7 +83,9 @@ export interface McpBackendShape {
   readonly aiPerformance: () => Op<AiPerformance>
   readonly messagingStats: (query: MessagingStatsQuery) => Op<MessagingStats>
   // pipelines, stages, model pool, catalogue
-  readonly pipelineOptions: (query: { readonly language_code: string; readonly ai_provider_id?: number | undefined }) => Op<PipelineOptions>
+  readonly pipelineOptions: (
+    query: { readonly language_code: string; readonly ai_provider_id?: number | undefined }
+  ) => Op<PipelineOptions>
   readonly listPipelines: () => Op<ReadonlyArray<Pipeline>>
   readonly getPipeline: (id: PipelineId) => Op<PipelineWithStages>
   /** `warning`: the pipeline's model cannot be called in this server (no provider key) */
@@ -120,7 +122,10 @@ export interface McpBackendShape {
   readonly createKnowledgeTable: (input: CreateKnowledgeTable) => Op<KnowledgeTableWithColumns>
   readonly knowledgePoints: (id: KnowledgeTableId, perPage: number, cursor: string | undefined) => Op<PointsPage>
   readonly searchKnowledge: (id: KnowledgeTableId, input: SearchKnowledge) => Op<SearchResults>
-  readonly upsertPoints: (id: KnowledgeTableId, points: ReadonlyArray<Record<string, unknown>>) => Op<{ readonly upserted: number }>
+  readonly upsertPoints: (
+    id: KnowledgeTableId,
+    points: ReadonlyArray<Record<string, unknown>>
+  ) => Op<{ readonly upserted: number }>
   readonly deletePoints: (id: KnowledgeTableId, ids: ReadonlyArray<string | number>) => Op<{ readonly deleted: number }>
   // evals (docs/evals.md)
   readonly startEvalRun: (pipelineId: PipelineId, input: StartEvalRun) => Op<EvalRun>

@@ -26,7 +26,9 @@ export const pipelineJourney = (input: JourneyInput, options: PipelineOptions) =
     "What is the agent's job (options.agent_types)?",
     language === undefined
       ? "Which language should the agent speak (options.languages)?"
-      : `The agent speaks ${language.name}${options.dialects.length > 0 ? "; which dialect, if any (options.dialects)?" : "."}`,
+      : `The agent speaks ${language.name}${
+        options.dialects.length > 0 ? "; which dialect, if any (options.dialects)?" : "."
+      }`,
     "How should the agent sound (persona), and what must it always or never do (instructions)?",
     "What are the steps of the process, and what shows a contact has moved to the next (stages, enter_condition)?",
     "Should another system be told when a contact reaches a step: which URL, method and fields (actions, variables)?",
@@ -90,8 +92,20 @@ export const pipelineJourney = (input: JourneyInput, options: PipelineOptions) =
       }
     ],
     variables: [
-      { tool: "create_variable", name: "contact_name", type: "from_system", value: "opportunity.contact_name", is_required: false },
-      { tool: "create_variable", name: "contact_email", type: "from_system", value: "opportunity.contact_email", is_required: false }
+      {
+        tool: "create_variable",
+        name: "contact_name",
+        type: "from_system",
+        value: "opportunity.contact_name",
+        is_required: false
+      },
+      {
+        tool: "create_variable",
+        name: "contact_email",
+        type: "from_system",
+        value: "opportunity.contact_email",
+        is_required: false
+      }
     ],
     actions: [
       {

@@ -63,7 +63,9 @@ const clean = (node: unknown, defs: Record<string, unknown>): unknown => {
     if (isId && key === "minimum") continue
     if (key === "title" || key === "$id" || key === "$schema" || key === "$defs") continue
     if (key === "description" && (typeof value !== "string" || isGeneratedDescription(value))) continue
-    if ((key === "maximum" || key === "minimum") && typeof value === "number" && STORAGE_BOUNDS.has(Math.abs(value))) continue
+    if ((key === "maximum" || key === "minimum") && typeof value === "number" && STORAGE_BOUNDS.has(Math.abs(value))) {
+      continue
+    }
     if (key === "properties" && isObject(value)) {
       out.properties = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, property(clean(v, defs) as Json)]))
       continue
@@ -72,7 +74,10 @@ const clean = (node: unknown, defs: Record<string, unknown>): unknown => {
   }
   // a record of any values: a free-form object
   if (isObject(out.additionalProperties) && isUnconstrained(out.additionalProperties)) delete out.additionalProperties
-  if (out.type === "object" && isObject(out.properties) && Object.keys(out.properties).length === 0 && out.additionalProperties === undefined) {
+  if (
+    out.type === "object" && isObject(out.properties) && Object.keys(out.properties).length === 0 &&
+    out.additionalProperties === undefined
+  ) {
     delete out.properties
   }
   if (Array.isArray(out.required) && out.required.length === 0) delete out.required
@@ -127,7 +132,9 @@ const withDescriptionsOf = (encoded: Json, decoded: Json): Json => {
   const properties = decoded.properties
   if (isObject(encoded.properties) && isObject(properties)) {
     out.properties = Object.fromEntries(
-      Object.entries(encoded.properties).map(([k, v]) => [k, isObject(properties[k]) && isObject(v) ? withDescriptionsOf(v, properties[k]) : v])
+      Object.entries(encoded.properties).map((
+        [k, v]
+      ) => [k, isObject(properties[k]) && isObject(v) ? withDescriptionsOf(v, properties[k]) : v])
     )
   }
   if (isObject(encoded.items) && isObject(decoded.items)) out.items = withDescriptionsOf(encoded.items, decoded.items)
@@ -183,13 +190,18 @@ const lean = (node: unknown, options: LeanOptions, depth = 0): unknown => {
 }
 
 /** The portable JSON Schema of a tool's arguments: always a top-level object. */
-export const inputSchemaOf = (schema: Schema.Schema.Any, options: LeanOptions = { nullable: true }): JsonObjectSchema => {
+export const inputSchemaOf = (
+  schema: Schema.Schema.Any,
+  options: LeanOptions = { nullable: true }
+): JsonObjectSchema => {
   // JSON Schema renders an empty struct as "any object or array"; a tool without parameters takes `{}`
   const ast = schema.ast
   if (AST.isTypeLiteral(ast) && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) {
     return { type: "object", properties: {}, additionalProperties: false }
   }
   const { description: _, ...json } = withDescriptionsOf(made(schema), made(Schema.typeSchema(schema)))
-  if (json.type !== "object") throw new Error(`an MCP tool's input schema must be an object, got ${JSON.stringify(json).slice(0, 80)}`)
+  if (json.type !== "object") {
+    throw new Error(`an MCP tool's input schema must be an object, got ${JSON.stringify(json).slice(0, 80)}`)
+  }
   return lean(json, options) as JsonObjectSchema
 }

@@ -5,12 +5,13 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
+import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import {
   CallToolRequestSchema,
   ErrorCode,
+  GetPromptRequestSchema,
   InitializeRequestSchema,
   type InitializeResult,
-  GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
@@ -18,7 +19,6 @@ import {
   type ListToolsResult,
   ReadResourceRequestSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js"
 import type { CurrentActor } from "@parley/domain"
 import { Effect, Runtime } from "effect"
 import { z } from "zod"
@@ -85,7 +85,12 @@ const makeServer = (runtime: Runtime.Runtime<McpBackend | CurrentActor>) => {
   // registered past `Server`'s own tools/call wrapper, which answers a malformed call with an McpError (the doubled prefix)
   Protocol.prototype.setRequestHandler.call(server, ToolsCall, (raw) => {
     const request = CallToolRequestSchema.safeParse(raw)
-    if (!request.success) throw rpcError(ErrorCode.InvalidParams, `Invalid tools/call request: ${request.error.issues.map((i) => `${i.path.join(".")} ${i.message}`).join("; ")}`)
+    if (!request.success) {
+      throw rpcError(
+        ErrorCode.InvalidParams,
+        `Invalid tools/call request: ${request.error.issues.map((i) => `${i.path.join(".")} ${i.message}`).join("; ")}`
+      )
+    }
     const tool = toolByName.get(request.data.params.name)
     if (tool === undefined) throw rpcError(ErrorCode.InvalidParams, `Unknown tool: ${request.data.params.name}`)
     return Runtime.runPromise(runtime)(tool.call(request.data.params.arguments))
@@ -101,7 +106,9 @@ const makeServer = (runtime: Runtime.Runtime<McpBackend | CurrentActor>) => {
   server.setRequestHandler(GetPromptRequestSchema, (request) => {
     const found = getPrompt(request.params.name, request.params.arguments)
     if (found === undefined) throw rpcError(ErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`)
-    if ("missing" in found) throw rpcError(ErrorCode.InvalidParams, `Missing required argument: ${found.missing.join(", ")}`)
+    if ("missing" in found) {
+      throw rpcError(ErrorCode.InvalidParams, `Missing required argument: ${found.missing.join(", ")}`)
+    }
     return found.prompt
   })
   return server
@@ -113,6 +120,9 @@ export const handleMcpRequest = (request: Request): Effect.Effect<Response, neve
     // the SDK calls our handlers with promises: they run on this request's runtime (its actor and backend)
     const server = makeServer(yield* Effect.runtime<McpBackend | CurrentActor>())
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
-    yield* Effect.acquireRelease(Effect.promise(() => server.connect(transport)), () => Effect.promise(() => server.close()))
+    yield* Effect.acquireRelease(
+      Effect.promise(() => server.connect(transport)),
+      () => Effect.promise(() => server.close())
+    )
     return yield* Effect.promise(() => transport.handleRequest(request))
   }).pipe(Effect.scoped)

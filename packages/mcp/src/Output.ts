@@ -37,10 +37,15 @@ export const nextPage = (args: Record<string, unknown>, more: boolean, next: Rec
   more ? Object.fromEntries(Object.entries({ ...args, ...next }).filter(([, v]) => v !== undefined)) : null
 
 /** A result that is a domain record as it is: its fields and their types. */
-export const resultOf = (schema: Schema.Schema.Any, more: Record<string, Json> = {}): JsonObjectSchema => result({ ...fieldsOf(schema), ...more })
+export const resultOf = (schema: Schema.Schema.Any, more: Record<string, Json> = {}): JsonObjectSchema =>
+  result({ ...fieldsOf(schema), ...more })
 
 /** One page of rows a backend returns whole: the rows under `key`, and the arguments of the next page. */
-export const paginate = <A>(key: string, rows: ReadonlyArray<A>, args: { readonly page: number; readonly per_page: number }) => {
+export const paginate = <A>(
+  key: string,
+  rows: ReadonlyArray<A>,
+  args: { readonly page: number; readonly per_page: number }
+) => {
   const more = args.page * args.per_page < rows.length
   return {
     [key]: rows.slice((args.page - 1) * args.per_page, args.page * args.per_page),

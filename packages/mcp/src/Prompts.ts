@@ -11,13 +11,22 @@ export const prompts: ListPromptsResult = {
       name: "build_pipeline",
       title: "Build a pipeline for ...",
       description: "Build an AI agent pipeline for a purpose, asking the user only what the tools cannot answer.",
-      arguments: [{ name: "purpose", description: "What the agent is for, e.g. booking demo calls for a bike shop", required: true }]
+      arguments: [{
+        name: "purpose",
+        description: "What the agent is for, e.g. booking demo calls for a bike shop",
+        required: true
+      }]
     },
     {
       name: "review_conversation",
       title: "Review a conversation",
-      description: "Read a conversation, judge the agent's replies against its stage's instructions, and suggest changes.",
-      arguments: [{ name: "conversation_id", description: "The conversation's id (list_conversations)", required: true }]
+      description:
+        "Read a conversation, judge the agent's replies against its stage's instructions, and suggest changes.",
+      arguments: [{
+        name: "conversation_id",
+        description: "The conversation's id (list_conversations)",
+        required: true
+      }]
     }
   ]
 }
@@ -53,7 +62,9 @@ export const getPrompt = (
   const prompt = prompts.prompts.find((p) => p.name === name)
   if (text === undefined || prompt === undefined) return undefined
   const given = args ?? {}
-  const missing = (prompt.arguments ?? []).filter((a) => a.required === true && !given[a.name]?.trim()).map((a) => a.name)
+  const missing = (prompt.arguments ?? []).filter((a) => a.required === true && !given[a.name]?.trim()).map((a) =>
+    a.name
+  )
   if (missing.length > 0) return { missing }
   return { prompt: { description: prompt.description, messages: [user(text(given))] } }
 }

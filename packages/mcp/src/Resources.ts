@@ -3,8 +3,19 @@
  * client can attach to a conversation without a tool call. The same documents as `get_pipeline` and
  * `list_knowledge_tables`, under the same scopes (`mcp:use` reads pipelines, `knowledge:read` tables).
  */
-import type { ListResourcesResult, ListResourceTemplatesResult, ReadResourceResult } from "@modelcontextprotocol/sdk/types.js"
-import { CurrentActor, hasScope, type KnowledgeTableId, missingScopeMessage, type PipelineId, type Scope } from "@parley/domain"
+import type {
+  ListResourcesResult,
+  ListResourceTemplatesResult,
+  ReadResourceResult
+} from "@modelcontextprotocol/sdk/types.js"
+import {
+  CurrentActor,
+  hasScope,
+  type KnowledgeTableId,
+  missingScopeMessage,
+  type PipelineId,
+  type Scope
+} from "@parley/domain"
 import { Effect } from "effect"
 import { McpBackend } from "./Backend.js"
 import { pipelineDocument } from "./PipelineDocument.js"
@@ -27,14 +38,16 @@ export const resourceTemplates: ListResourceTemplatesResult = {
       uriTemplate: "parley://pipelines/{pipeline_id}",
       name: "pipeline",
       title: "Pipeline configuration",
-      description: "A pipeline's settings, stages, variables, actions, followups and attached knowledge tables (as get_pipeline answers).",
+      description:
+        "A pipeline's settings, stages, variables, actions, followups and attached knowledge tables (as get_pipeline answers).",
       mimeType: json
     },
     {
       uriTemplate: "parley://knowledge-tables/{knowledge_table_id}/columns",
       name: "knowledge_table_columns",
       title: "Knowledge table columns",
-      description: "A knowledge table's columns: the keys upsert_knowledge_points expects, their types and search roles. Needs knowledge:read.",
+      description:
+        "A knowledge table's columns: the keys upsert_knowledge_points expects, their types and search roles. Needs knowledge:read.",
       mimeType: json
     }
   ]
@@ -43,24 +56,45 @@ export const resourceTemplates: ListResourceTemplatesResult = {
 const allowed = (scope: Scope) => Effect.map(CurrentActor, (actor) => hasScope(actor.scopes, scope))
 
 /** Every pipeline, and every knowledge table's columns when the token may read knowledge. */
-export const listResources: Effect.Effect<ListResourcesResult, never, McpBackend | CurrentActor> = Effect.gen(function*() {
-  const b = yield* McpBackend
-  const pipelines = yield* Effect.orElseSucceed(b.listPipelines(), () => [])
-  const tables = (yield* allowed("knowledge:read")) ? yield* Effect.orElseSucceed(b.listKnowledgeTables(), () => []) : []
-  return {
-    resources: [
-      ...pipelines.map((p) => ({ uri: pipelineUri(p.id), name: `pipeline-${p.id}`, title: `Pipeline ${p.name}`, mimeType: json })),
-      ...tables.map((t) => ({ uri: columnsUri(t.id), name: `knowledge-table-${t.id}-columns`, title: `Columns of ${t.name}`, mimeType: json }))
-    ]
+export const listResources: Effect.Effect<ListResourcesResult, never, McpBackend | CurrentActor> = Effect.gen(
+  function*() {
+    const b = yield* McpBackend
+    const pipelines = yield* Effect.orElseSucceed(b.listPipelines(), () => [])
+    const tables = (yield* allowed("knowledge:read"))
+      ? yield* Effect.orElseSucceed(b.listKnowledgeTables(), () => [])
+      : []
+    return {
+      resources: [
+        ...pipelines.map((p) => ({
+          uri: pipelineUri(p.id),
+          name: `pipeline-${p.id}`,
+          title: `Pipeline ${p.name}`,
+          mimeType: json
+        })),
+        ...tables.map((t) => ({
+          uri: columnsUri(t.id),
+          name: `knowledge-table-${t.id}-columns`,
+          title: `Columns of ${t.name}`,
+          mimeType: json
+        }))
+      ]
+    }
   }
+)
+
+const contents = (uri: string, value: unknown): ReadResourceResult => ({
+  contents: [{ uri, mimeType: json, text: JSON.stringify(value) }]
 })
 
-const contents = (uri: string, value: unknown): ReadResourceResult => ({ contents: [{ uri, mimeType: json, text: JSON.stringify(value) }] })
-
 const require = (scope: Scope) =>
-  Effect.flatMap(allowed(scope), (ok) => (ok ? Effect.void : Effect.fail(new ResourceError(FORBIDDEN, missingScopeMessage(scope)))))
+  Effect.flatMap(
+    allowed(scope),
+    (ok) => (ok ? Effect.void : Effect.fail(new ResourceError(FORBIDDEN, missingScopeMessage(scope))))
+  )
 
-export const readResource = (uri: string): Effect.Effect<ReadResourceResult, ResourceError, McpBackend | CurrentActor> => {
+export const readResource = (
+  uri: string
+): Effect.Effect<ReadResourceResult, ResourceError, McpBackend | CurrentActor> => {
   const notFound = new ResourceError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`)
   const pipeline = /^parley:\/\/pipelines\/([1-9]\d{0,15})$/.exec(uri)
   if (pipeline !== null) {
@@ -77,7 +111,9 @@ export const readResource = (uri: string): Effect.Effect<ReadResourceResult, Res
       Effect.zipRight(Effect.flatMap(McpBackend, (b) => Effect.orElseSucceed(b.listKnowledgeTables(), () => []))),
       Effect.flatMap((tables) => {
         const table = tables.find((t) => t.id === id)
-        return table === undefined ? Effect.fail(notFound) : Effect.succeed(contents(uri, { knowledge_table_id: id, name: table.name, columns: table.columns }))
+        return table === undefined
+          ? Effect.fail(notFound)
+          : Effect.succeed(contents(uri, { knowledge_table_id: id, name: table.name, columns: table.columns }))
       })
     )
   }

@@ -46,7 +46,9 @@ export const toolError = (message: string, structured: Record<string, unknown>):
 /** One line per bad argument under one heading: the message already says what is wrong with it. */
 const validationError = (tool: string, validation: ReadonlyArray<ValidationIssue>, message: string): CallToolResult =>
   toolError(
-    `Invalid arguments for ${tool}:\n${validation.map((v) => `- ${v.field === "" ? "arguments" : v.field}: ${v.message}`).join("\n")}`,
+    `Invalid arguments for ${tool}:\n${
+      validation.map((v) => `- ${v.field === "" ? "arguments" : v.field}: ${v.message}`).join("\n")
+    }`,
     { error: "validation", message, validation }
   )
 
@@ -131,7 +133,12 @@ export const tool = <A, I>(def: ToolDefinition<A, I>): Tool => {
       }).pipe(
         Effect.catchAllCause((cause) =>
           Effect.logError(`MCP tool ${def.name} failed`, cause).pipe(
-            Effect.as(toolError(`${def.name} failed unexpectedly; the error was logged.`, { error: "InternalError", message: "Internal error" }))
+            Effect.as(
+              toolError(`${def.name} failed unexpectedly; the error was logged.`, {
+                error: "InternalError",
+                message: "Internal error"
+              })
+            )
           )
         ),
         Effect.withSpan(`McpTool.${def.name}`)

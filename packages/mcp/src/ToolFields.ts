@@ -8,9 +8,11 @@ import { IntBetween } from "@parley/domain/Schemas"
 import { Schema } from "effect"
 
 /** A required argument with what it means. */
-export const required = <A, I>(schema: Schema.Schema<A, I, never>, description: string) => Schema.propertySignature(schema).annotations({ description })
+export const required = <A, I>(schema: Schema.Schema<A, I, never>, description: string) =>
+  Schema.propertySignature(schema).annotations({ description })
 
-export const optional = <A, I>(schema: Schema.Schema<A, I, never>, description: string) => Schema.optional(schema).annotations({ description })
+export const optional = <A, I>(schema: Schema.Schema<A, I, never>, description: string) =>
+  Schema.optional(schema).annotations({ description })
 
 export const withDefault = <A, I>(schema: Schema.Schema<A, I, never>, value: A & I, description: string) =>
   Schema.optionalWith(schema, { default: () => value }).annotations({ description, default: value })

@@ -1,6 +1,6 @@
 export * from "./Backend.js"
 export * from "./Journey.js"
+export * from "./JsonSchema.js"
 export * from "./McpServer.js"
 export * from "./Tool.js"
 export * from "./Tools.js"
-export * from "./JsonSchema.js"

@@ -2,39 +2,39 @@ import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { Sessions } from "./account/Sessions.js"
-import { ModelKeysCheckLive } from "./agent/ModelKeys.js"
 import { Automation } from "./actions/Automation.js"
+import { ModelKeysCheckLive } from "./agent/ModelKeys.js"
 import { Analytics } from "./analytics/Analytics.js"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
 import { AppConfig, type Role } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
+import { Conversations } from "./conversations/Conversations.js"
 import { MigrationsLive, SqlLive } from "./db/Database.js"
-import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
-import { ApiPolicy, ReceiverPolicy } from "./http/BodyLimits.js"
 import { Deliveries } from "./delivery/Deliveries.js"
 import { EngineLive, HandlersLive } from "./delivery/Engine.js"
+import { EvalCases } from "./evals/EvalCases.js"
+import { EvalRuns } from "./evals/EvalRuns.js"
 import { FileStorage } from "./files/FileStorage.js"
 import { Followups } from "./followups/Followups.js"
+import { Handoff } from "./handoff/Handoff.js"
+import { ApiRoutes, HealthRoutes, NotFoundRoute } from "./http/ApiRoutes.js"
+import { ApiPolicy, ReceiverPolicy } from "./http/BodyLimits.js"
 import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Listener.js"
 import { Readiness } from "./http/Readiness.js"
 import { Identity } from "./identity/Identity.js"
 import { Knowledge } from "./knowledge/Knowledge.js"
-import { Conversations } from "./conversations/Conversations.js"
-import { Handoff } from "./handoff/Handoff.js"
-import { EventWebhooks } from "./webhooks/EventWebhooks.js"
-import { EvalCases } from "./evals/EvalCases.js"
-import { EvalRuns } from "./evals/EvalRuns.js"
-import { Versions } from "./pipelines/Versions.js"
-import { Opportunities } from "./opportunities/Opportunities.js"
-import { Pipelines } from "./pipelines/Pipelines.js"
 import { Messages } from "./messages/Messages.js"
 import { OAuth } from "./oauth/OAuth.js"
+import { Opportunities } from "./opportunities/Opportunities.js"
+import { Pipelines } from "./pipelines/Pipelines.js"
+import { Versions } from "./pipelines/Versions.js"
 import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
+import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
 import { WebChat } from "./webchat/WebChat.js"
+import { EventWebhooks } from "./webhooks/EventWebhooks.js"
 import { Widget } from "./widget/Widget.js"
 import { Members } from "./workspaces/Members.js"
-import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
 
 /** The database after migrations: everything that touches tables is built on this. */
 export const databaseWith = (sql: Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, unknown, AppConfig>) =>
@@ -87,7 +87,10 @@ export const ServicesLive = servicesFor("all")
 
 /** The api listener with socket.io on it (`Realtime`, built once it serves). */
 export const ApiServerLive = RealtimeLive.pipe(Layer.provideMerge(Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port, policy: ApiPolicy }))
+  Effect.map(
+    AppConfig,
+    (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port, policy: ApiPolicy })
+  )
 ))).pipe(
   // the demo's webhook sink is on this listener: outbound calls may reach it (OutboundHttp)
   Layer.tap((context) => Effect.flatMap(BoundAddresses, (b) => b.setApi(Context.get(context, ApiListener).url)))
@@ -96,10 +99,16 @@ export const ApiServerLive = RealtimeLive.pipe(Layer.provideMerge(Layer.unwrapEf
 /** The receiver's own host: `POST /web-chat/message`, health, and the 404 envelope. */
 const ReceiverRoutes = Layer.mergeAll(WebChatReceiverRoutes, HealthRoutes, NotFoundRoute)
 export const ReceiverServerLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => listen(ReceiverListener, ReceiverRoutes, { host: config.host, port: config.receiverPort, policy: ReceiverPolicy }))
+  Effect.map(
+    AppConfig,
+    (config) =>
+      listen(ReceiverListener, ReceiverRoutes, { host: config.host, port: config.receiverPort, policy: ReceiverPolicy })
+  )
 ).pipe(
   // clients are told this address when RECEIVER_URL is not set (port 0 binds a free one)
-  Layer.tap((context) => Effect.flatMap(BoundAddresses, (b) => b.setReceiver(Context.get(context, ReceiverListener).url)))
+  Layer.tap((context) =>
+    Effect.flatMap(BoundAddresses, (b) => b.setReceiver(Context.get(context, ReceiverListener).url))
+  )
 )
 
 /** Both listeners: the `all` role. */

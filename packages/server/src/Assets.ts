@@ -10,4 +10,5 @@ const assetUrl = (name: string) => new URL(`./assets/${name}`, import.meta.url)
 export const readAsset = (name: string): Buffer => Fs.readFileSync(assetUrl(name))
 
 /** An asset only some installations have (the build's initial database). */
-export const optionalAsset = (name: string): Buffer | undefined => Fs.existsSync(assetUrl(name)) ? readAsset(name) : undefined
+export const optionalAsset = (name: string): Buffer | undefined =>
+  Fs.existsSync(assetUrl(name)) ? readAsset(name) : undefined

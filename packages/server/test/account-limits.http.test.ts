@@ -18,7 +18,9 @@ const PASSWORD = "correct horse battery"
 const signInForm = (address: string) =>
   Effect.gen(function*() {
     const { baseUrl } = yield* TestServer
-    const page = yield* Effect.promise(() => fetch(`${baseUrl}/account/sign-in`, { headers: { "x-forwarded-for": address } }))
+    const page = yield* Effect.promise(() =>
+      fetch(`${baseUrl}/account/sign-in`, { headers: { "x-forwarded-for": address } })
+    )
     const cookie = page.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ")
     const fields = hiddenFields(yield* Effect.promise(() => page.text()), "/account/sign-in")
     return (email: string, password: string, returnTo = "/account") =>
@@ -97,7 +99,14 @@ layer(TestServerLive({ TRUST_PROXY: "loopback", OAUTH_REGISTRATIONS_PER_HOUR: "5
   })
 
   describe("return_to", () => {
-    const offSite = ["//evil.example/x", "/\\evil.example", "/\t/evil.example", "/\n/evil.example", "/\\\t\\evil.example", "https://evil.example/"]
+    const offSite = [
+      "//evil.example/x",
+      "/\\evil.example",
+      "/\t/evil.example",
+      "/\n/evil.example",
+      "/\\\t\\evil.example",
+      "https://evil.example/"
+    ]
     it.effect("leads only to a path of this origin, as a browser parses it", () =>
       Effect.gen(function*() {
         const { baseUrl } = yield* TestServer
@@ -132,8 +141,17 @@ layer(TestServerLive({ TRUST_PROXY: "loopback", OAUTH_REGISTRATIONS_PER_HOUR: "5
         const owner = yield* seedUser()
         yield* giveCredits(owner.workspace_id)
         const { pipeline } = yield* funnel(owner)
-        const widget = ok(yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: ["https://shop.example"] }))
-        const statuses = yield* burst(20, `${baseUrl}/api/widget/session`, { origin: "https://shop.example", "x-forwarded-for": "198.51.100.61" }, {
+        const widget = ok(
+          yield* post(owner, "/api/user/channels", {
+            kind: "widget",
+            pipeline_id: pipeline.id,
+            allowed_origins: ["https://shop.example"]
+          })
+        )
+        const statuses = yield* burst(20, `${baseUrl}/api/widget/session`, {
+          origin: "https://shop.example",
+          "x-forwarded-for": "198.51.100.61"
+        }, {
           client_id: widget.client_id
         })
         expect(statuses.filter((s) => s === 200)).toHaveLength(5)

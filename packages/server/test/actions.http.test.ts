@@ -44,16 +44,33 @@ const target = (respond: (hit: Hit) => { status: number; body?: unknown }) =>
           const chunks: Array<Buffer> = []
           req.on("data", (c: Buffer) => chunks.push(c))
           req.on("end", () => {
-            const hit = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") }
+            const hit = {
+              method: req.method ?? "",
+              path: req.url ?? "",
+              headers: req.headers,
+              body: Buffer.concat(chunks).toString("utf8")
+            }
             hits.push(hit)
             const answer = respond(hit)
-            res.writeHead(answer.status, { "content-type": "application/json" }).end(JSON.stringify(answer.body ?? { ok: answer.status < 300 }))
+            res.writeHead(answer.status, { "content-type": "application/json" }).end(
+              JSON.stringify(answer.body ?? { ok: answer.status < 300 })
+            )
           })
         })
-        server.listen(0, "127.0.0.1", () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, server }))
+        server.listen(
+          0,
+          "127.0.0.1",
+          () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, server })
+        )
       })
     ),
-    ({ server }) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+    ({ server }) =>
+      Effect.promise(() =>
+        new Promise<void>((r) => {
+          server.closeAllConnections()
+          server.close(() => r())
+        })
+      )
   )
 
 const variable = (who: Caller, pipelineId: number, body: Record<string, unknown>) =>
@@ -63,11 +80,24 @@ const action = (who: Caller, pipelineId: number, body: Record<string, unknown>) 
   Effect.map(post(who, `/api/user/pipelines/${pipelineId}/actions`, { method: "POST", is_active: true, ...body }), ok)
 
 const results = (who: Caller, pipelineId: number, query = "") =>
-  Effect.map(get(who, `/api/user/pipelines/${pipelineId}/action-results${query}`), ok) as Effect.Effect<Array<any>, never, any>
+  Effect.map(get(who, `/api/user/pipelines/${pipelineId}/action-results${query}`), ok) as Effect.Effect<
+    Array<any>,
+    never,
+    any
+  >
 
 /** Waits until the runs matching `done` number `n`, and returns them. */
-const runsWhen = (who: Caller, pipelineId: number, n: number, done: (r: any) => boolean = (r) => r.status !== "pending" && r.status !== "sending", query = "") =>
-  eventually(Effect.map(results(who, pipelineId, query), (rows) => rows.filter(done).length >= n ? rows : undefined), 15_000)
+const runsWhen = (
+  who: Caller,
+  pipelineId: number,
+  n: number,
+  done: (r: any) => boolean = (r) => r.status !== "pending" && r.status !== "sending",
+  query = ""
+) =>
+  eventually(
+    Effect.map(results(who, pipelineId, query), (rows) => rows.filter(done).length >= n ? rows : undefined),
+    15_000
+  )
 
 const moveTo = (who: Caller, opportunityId: number, stageId: number) =>
   Effect.map(put(who, `/api/user/opportunities/${opportunityId}`, { stage_id: stageId }), ok)
@@ -76,7 +106,12 @@ const basic = (c: { client_id: string; client_secret: string }) =>
   `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString("base64")}`
 
 layer(
-  TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ACTION_RETRY_BASE_MS: "150", ENGINE_SWEEP_INTERVAL_MS: "1000", WEBHOOK_TIMEOUT_MS: "2000" }),
+  TestServerLive({
+    OUTBOUND_ALLOW_PRIVATE: "true",
+    ACTION_RETRY_BASE_MS: "150",
+    ENGINE_SWEEP_INTERVAL_MS: "1000",
+    WEBHOOK_TIMEOUT_MS: "2000"
+  }),
   { excludeTestServices: true }
 )("actions", (it) => {
   it.effect("variables: create, list with q, update, delete; bad and duplicate names and malformed values are 422", () =>
@@ -84,21 +119,58 @@ layer(
       const alice = yield* seedUser()
       const pipeline = yield* createPipeline(alice, "Vars")
       const base = `/api/user/pipelines/${pipeline.id}/variables`
-      const created = yield* variable(alice, pipeline.id, { name: "opp_id", value: "opportunity.id", type: "from_system", data_type: "integer" })
-      expect(created).toMatchObject({ name: "opp_id", value: "opportunity.id", type: "from_system", data_type: "integer", is_required: true })
+      const created = yield* variable(alice, pipeline.id, {
+        name: "opp_id",
+        value: "opportunity.id",
+        type: "from_system",
+        data_type: "integer"
+      })
+      expect(created).toMatchObject({
+        name: "opp_id",
+        value: "opportunity.id",
+        type: "from_system",
+        data_type: "integer",
+        is_required: true
+      })
       yield* variable(alice, pipeline.id, { name: "api_key", value: "k-1", type: "fixed", is_required: false })
       expect((ok(yield* get(alice, `${base}?q=API`)) as Array<any>).map((v) => v.name)).toEqual(["api_key"])
       expect((ok(yield* get(alice, base)) as Array<any>).map((v) => v.name)).toEqual(["api_key", "opp_id"])
 
-      expect422(yield* post(alice, base, { name: "bad name!", value: "x", type: "fixed", is_required: false }), ["name"])
+      expect422(yield* post(alice, base, { name: "bad name!", value: "x", type: "fixed", is_required: false }), [
+        "name"
+      ])
       expect422(yield* post(alice, base, { name: "opp_id", value: "x", type: "fixed", is_required: false }), ["name"])
-      expect422(yield* post(alice, base, { name: "v1", value: "opportunity.shoe_size", type: "from_system", is_required: false }), ["value"])
-      expect422(yield* post(alice, base, { name: "v2", value: "contact", type: "from_system", is_required: false }), ["value"])
-      expect422(yield* post(alice, base, { name: "v3", value: "nope.response.id", type: "from_action", is_required: false }), ["value"])
-      expect422(yield* post(alice, base, { name: "v4", value: "x", type: "computed", data_type: "date" }), ["data_type", "is_required", "type"])
+      expect422(
+        yield* post(alice, base, {
+          name: "v1",
+          value: "opportunity.shoe_size",
+          type: "from_system",
+          is_required: false
+        }),
+        ["value"]
+      )
+      expect422(yield* post(alice, base, { name: "v2", value: "contact", type: "from_system", is_required: false }), [
+        "value"
+      ])
+      expect422(
+        yield* post(alice, base, { name: "v3", value: "nope.response.id", type: "from_action", is_required: false }),
+        ["value"]
+      )
+      expect422(yield* post(alice, base, { name: "v4", value: "x", type: "computed", data_type: "date" }), [
+        "data_type",
+        "is_required",
+        "type"
+      ])
 
-      const updated = ok(yield* put(alice, `/api/user/variables/${created.id}`, { value: "opportunity.contact_id", description: "who" }))
-      expect(updated).toMatchObject({ name: "opp_id", value: "opportunity.contact_id", description: "who", data_type: "integer" })
+      const updated = ok(
+        yield* put(alice, `/api/user/variables/${created.id}`, { value: "opportunity.contact_id", description: "who" })
+      )
+      expect(updated).toMatchObject({
+        name: "opp_id",
+        value: "opportunity.contact_id",
+        description: "who",
+        data_type: "integer"
+      })
       expect422(yield* put(alice, `/api/user/variables/${created.id}`, { name: "api_key" }), ["name"])
       expect(ok(yield* del(alice, `/api/user/variables/${created.id}`))).toEqual({ id: created.id, deleted: true })
       expectStatus(yield* get(alice, `/api/user/variables/${created.id}`), 404)
@@ -113,21 +185,44 @@ layer(
       const base = `/api/user/pipelines/${pipeline.id}/actions`
       yield* variable(alice, pipeline.id, { name: "opp_id", value: "opportunity.id", type: "from_system" })
       yield* variable(alice, pipeline.id, { name: "email", value: "The contact's e-mail address", type: "from_ai" })
-      const valid = { name: "notify", method: "POST", is_active: true, url: "https://example.com/hook/{{opp_id}}", fixed_trigger: "stage_started" }
+      const valid = {
+        name: "notify",
+        method: "POST",
+        is_active: true,
+        url: "https://example.com/hook/{{opp_id}}",
+        fixed_trigger: "stage_started"
+      }
 
       expect422(yield* post(alice, base, { ...valid, url: "https://example.com/{{opportunity.id}}" }), ["url"])
       expect422(yield* post(alice, base, { ...valid, headers: { "X-Id": "{{ unknown_var }}" } }), ["headers.X-Id"])
       expect422(yield* post(alice, base, { ...valid, payload: { who: { email: "{{email}}" } } }), ["payload.who.email"])
-      expect422(yield* post(alice, base, { ...valid, fixed_trigger: "on_any_message", payload: { e: "{{email}}" } }), ["payload.e"])
+      expect422(yield* post(alice, base, { ...valid, fixed_trigger: "on_any_message", payload: { e: "{{email}}" } }), [
+        "payload.e"
+      ])
       expect422(yield* post(alice, base, { ...valid, retries: 11 }), ["retries"])
       expect422(yield* post(alice, base, { ...valid, headers: { "X-Ok": "a\r\nInjected: 1" } }), ["headers.X-Ok"])
       expect422(yield* post(alice, base, { ...valid, headers: { "Bad Header": "x" } }), ["headers.Bad Header"])
-      expect422(yield* post(alice, base, { ...valid, retries: 0, method: "FETCH", max_fires: 0 }), ["max_fires", "method", "retries"])
+      expect422(yield* post(alice, base, { ...valid, retries: 0, method: "FETCH", max_fires: 0 }), [
+        "max_fires",
+        "method",
+        "retries"
+      ])
       expect422(yield* post(alice, base, { ...valid, stage_id: otherStage.id }), ["stage_id"])
 
       // from_ai is fine where the model calls the action
-      const ai = yield* action(alice, pipeline.id, { ...valid, name: "ai_hook", fixed_trigger: "on_user_message", payload: { e: "{{email}}" } })
-      expect(ai).toMatchObject({ fixed_trigger: "on_user_message", retries: 3, order: 1, max_fires: null, stage_id: null })
+      const ai = yield* action(alice, pipeline.id, {
+        ...valid,
+        name: "ai_hook",
+        fixed_trigger: "on_user_message",
+        payload: { e: "{{email}}" }
+      })
+      expect(ai).toMatchObject({
+        fixed_trigger: "on_user_message",
+        retries: 3,
+        order: 1,
+        max_fires: null,
+        stage_id: null
+      })
       const created = yield* action(alice, pipeline.id, {
         ...valid,
         headers: { "X-Id": "{{opp_id}}" },
@@ -140,19 +235,52 @@ layer(
 
       // the trigger of stage_started and on_any_message is fixed; on_user_message and custom swap
       expect422(yield* put(alice, `/api/user/actions/${created.id}`, { fixed_trigger: "custom" }), ["fixed_trigger"])
-      expect422(yield* put(alice, `/api/user/actions/${ai.id}`, { fixed_trigger: "stage_started" }), ["fixed_trigger", "payload.e"])
-      expect(ok(yield* put(alice, `/api/user/actions/${ai.id}`, { fixed_trigger: "custom", is_active: false }))).toMatchObject({
-        fixed_trigger: "custom",
-        is_active: false
-      })
-      expect422(yield* put(alice, `/api/user/actions/${created.id}`, { url: "https://example.com/{{stage.id}}" }), ["url"])
+      expect422(yield* put(alice, `/api/user/actions/${ai.id}`, { fixed_trigger: "stage_started" }), [
+        "fixed_trigger",
+        "payload.e"
+      ])
+      expect(ok(yield* put(alice, `/api/user/actions/${ai.id}`, { fixed_trigger: "custom", is_active: false })))
+        .toMatchObject({
+          fixed_trigger: "custom",
+          is_active: false
+        })
+      expect422(yield* put(alice, `/api/user/actions/${created.id}`, { url: "https://example.com/{{stage.id}}" }), [
+        "url"
+      ])
 
       // from_action values are checked against the action and its response example
       const vars = `/api/user/pipelines/${pipeline.id}/variables`
-      expect(ok(yield* post(alice, vars, { name: "lead", value: "notify.response.data.lead.id", type: "from_action", is_required: true })))
+      expect(
+        ok(
+          yield* post(alice, vars, {
+            name: "lead",
+            value: "notify.response.data.lead.id",
+            type: "from_action",
+            is_required: true
+          })
+        )
+      )
         .toMatchObject({ type: "from_action" })
-      expect422(yield* post(alice, vars, { name: "lead2", value: "notify.response.data.nope", type: "from_action", is_required: true }), ["value"])
-      expect(ok(yield* post(alice, vars, { name: "code", value: "notify.status", type: "from_action", is_required: false, data_type: "integer" })))
+      expect422(
+        yield* post(alice, vars, {
+          name: "lead2",
+          value: "notify.response.data.nope",
+          type: "from_action",
+          is_required: true
+        }),
+        ["value"]
+      )
+      expect(
+        ok(
+          yield* post(alice, vars, {
+            name: "code",
+            value: "notify.status",
+            type: "from_action",
+            is_required: false,
+            data_type: "integer"
+          })
+        )
+      )
         .toMatchObject({ data_type: "integer" })
       // a variable used by a stage_started action cannot become from_ai
       const opp = (ok(yield* get(alice, vars)) as Array<any>).find((v) => v.name === "opp_id")
@@ -162,9 +290,11 @@ layer(
       expect(listed.map((a) => a.name).sort()).toEqual(["ai_hook", "notify"])
       const stage = yield* createStage(alice, pipeline.id, "Open", 1)
       yield* action(alice, pipeline.id, { ...valid, name: "staged", stage_id: stage.id })
-      expect((ok(yield* get(alice, `${base}?stage_id=${stage.id}`)) as Array<any>).map((a) => a.name)).toEqual(["staged"])
+      expect((ok(yield* get(alice, `${base}?stage_id=${stage.id}`)) as Array<any>).map((a) => a.name)).toEqual([
+        "staged"
+      ])
       expect(ok(yield* del(alice, `/api/user/actions/${ai.id}`))).toEqual({ id: ai.id, deleted: true })
-      expect((ok(yield* get(alice, base)) as Array<any>)).toHaveLength(2)
+      expect(ok(yield* get(alice, base)) as Array<any>).toHaveLength(2)
     }))
 
   it.effect("another workspace's pipelines, variables and actions are 404; missing scopes are 403", () =>
@@ -175,7 +305,15 @@ layer(
       const v = yield* variable(alice, pipeline.id, { name: "k", value: "1", type: "fixed" })
       const a = yield* action(alice, pipeline.id, { name: "a", url: "https://example.com", fixed_trigger: "custom" })
       expectStatus(yield* get(mallory, `/api/user/pipelines/${pipeline.id}/variables`), 404)
-      expectStatus(yield* post(mallory, `/api/user/pipelines/${pipeline.id}/variables`, { name: "x", value: "1", type: "fixed", is_required: false }), 404)
+      expectStatus(
+        yield* post(mallory, `/api/user/pipelines/${pipeline.id}/variables`, {
+          name: "x",
+          value: "1",
+          type: "fixed",
+          is_required: false
+        }),
+        404
+      )
       expectStatus(yield* put(mallory, `/api/user/variables/${v.id}`, { value: "2" }), 404)
       expectStatus(yield* del(mallory, `/api/user/variables/${v.id}`), 404)
       expectStatus(yield* get(mallory, `/api/user/pipelines/${pipeline.id}/actions`), 404)
@@ -187,7 +325,16 @@ layer(
       const none = { token: (yield* tokenFor(alice.email, ["opportunities:read"])).token }
       expect(ok(yield* get(reader, `/api/user/pipelines/${pipeline.id}/actions`))).toHaveLength(1)
       expect(ok(yield* get(reader, `/api/user/pipelines/${pipeline.id}/action-results`))).toEqual([])
-      expectStatus(yield* post(reader, `/api/user/pipelines/${pipeline.id}/actions`, { name: "b", url: "https://e.com", fixed_trigger: "custom", method: "GET", is_active: true }), 403)
+      expectStatus(
+        yield* post(reader, `/api/user/pipelines/${pipeline.id}/actions`, {
+          name: "b",
+          url: "https://e.com",
+          fixed_trigger: "custom",
+          method: "GET",
+          is_active: true
+        }),
+        403
+      )
       expectStatus(yield* put(reader, `/api/user/variables/${v.id}`, { value: "2" }), 403)
       expectStatus(yield* del(reader, `/api/user/actions/${a.id}`), 403)
       expectStatus(yield* get(none, `/api/user/pipelines/${pipeline.id}/variables`), 403)
@@ -203,8 +350,17 @@ layer(
       const open = yield* createStage(alice, pipeline.id, "Open stage", 1)
       const next = yield* createStage(alice, pipeline.id, "Next stage", 2)
       yield* variable(alice, pipeline.id, { name: "api_key", value: "secret-123", type: "fixed" })
-      yield* variable(alice, pipeline.id, { name: "opp_id", value: "opportunity.id", type: "from_system", data_type: "integer" })
-      yield* variable(alice, pipeline.id, { name: "contact_email", value: "opportunity.contact_email", type: "from_system" })
+      yield* variable(alice, pipeline.id, {
+        name: "opp_id",
+        value: "opportunity.id",
+        type: "from_system",
+        data_type: "integer"
+      })
+      yield* variable(alice, pipeline.id, {
+        name: "contact_email",
+        value: "opportunity.contact_email",
+        type: "from_system"
+      })
       yield* variable(alice, pipeline.id, { name: "stage_name", value: "stage.name", type: "from_system" })
       yield* variable(alice, pipeline.id, { name: "vip", value: "yes", type: "fixed", data_type: "boolean" })
       const notify = yield* action(alice, pipeline.id, {
@@ -213,13 +369,26 @@ layer(
         url: `${hook.url}/opps/{{opp_id}}?stage={{stage_name}}`,
         fixed_trigger: "stage_started",
         headers: { "X-Api-Key": "{{api_key}}" },
-        payload: { id: "{{opp_id}}", email: "{{contact_email}}", vip: "{{vip}}", note: "Entered {{stage_name}} #{{opp_id}}" }
+        payload: {
+          id: "{{opp_id}}",
+          email: "{{contact_email}}",
+          vip: "{{vip}}",
+          note: "Entered {{stage_name}} #{{opp_id}}"
+        }
       })
 
       // a draft never fires
-      yield* action(alice, pipeline.id, { name: "draft", url: `${hook.url}/draft`, fixed_trigger: "stage_started", is_active: false })
+      yield* action(alice, pipeline.id, {
+        name: "draft",
+        url: `${hook.url}/draft`,
+        fixed_trigger: "stage_started",
+        is_active: false
+      })
 
-      const opportunity = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { name: "Ana", email: "ana@example.com" } })
+      const opportunity = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { name: "Ana", email: "ana@example.com" }
+      })
       const [first] = yield* runsWhen(alice, pipeline.id, 1)
       expect(hook.hits).toHaveLength(1)
       const hit = hook.hits[0]!
@@ -227,7 +396,12 @@ layer(
       expect(hit.path).toBe(`/opps/${opportunity.id}?stage=Open%20stage`)
       expect(hit.headers["x-api-key"]).toBe("secret-123")
       expect(hit.headers["content-type"]).toBe("application/json")
-      expect(JSON.parse(hit.body)).toEqual({ id: opportunity.id, email: "ana@example.com", vip: true, note: `Entered Open stage #${opportunity.id}` })
+      expect(JSON.parse(hit.body)).toEqual({
+        id: opportunity.id,
+        email: "ana@example.com",
+        vip: true,
+        note: `Entered Open stage #${opportunity.id}`
+      })
       expect(first).toMatchObject({
         action_id: notify.id,
         action_name: "notify_crm",
@@ -235,7 +409,11 @@ layer(
         trigger: "stage_started",
         status: "succeeded",
         response_status: 200,
-        request: { method: "POST", url: `${hook.url}/opps/${opportunity.id}?stage=Open%20stage`, headers: { "X-Api-Key": "secret-123" } }
+        request: {
+          method: "POST",
+          url: `${hook.url}/opps/${opportunity.id}?stage=Open%20stage`,
+          headers: { "X-Api-Key": "secret-123" }
+        }
       })
       expect(first.attempts).toHaveLength(1)
       expect(first.attempts[0]).toMatchObject({ attempt: 1, status_code: 200, error: null })
@@ -247,7 +425,8 @@ layer(
       yield* Effect.sleep("1 second")
       expect(hook.hits).toHaveLength(2)
       expect(yield* results(alice, pipeline.id)).toHaveLength(2)
-      expect(yield* results(alice, pipeline.id, `?opportunity_id=${opportunity.id}&action_id=${notify.id}&limit=1`)).toHaveLength(1)
+      expect(yield* results(alice, pipeline.id, `?opportunity_id=${opportunity.id}&action_id=${notify.id}&limit=1`))
+        .toHaveLength(1)
       expect(yield* results(alice, pipeline.id, `?offset=1`)).toHaveLength(1)
       expect(yield* results(alice, pipeline.id, `?opportunity_id=999999999`)).toHaveLength(0)
     })))
@@ -258,14 +437,23 @@ layer(
       const alice = yield* seedUser()
       const pipeline = yield* createPipeline(alice, "Retry")
       yield* createStage(alice, pipeline.id, "Open", 1)
-      yield* action(alice, pipeline.id, { name: "flaky", url: `${hook.url}/flaky`, fixed_trigger: "stage_started", retries: 2 })
+      yield* action(alice, pipeline.id, {
+        name: "flaky",
+        url: `${hook.url}/flaky`,
+        fixed_trigger: "stage_started",
+        retries: 2
+      })
       yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "retry@example.com" } })
       const [run] = yield* runsWhen(alice, pipeline.id, 1)
       expect(hook.hits).toHaveLength(3)
       expect(run.status).toBe("failed")
       expect(run.reason).toContain("HTTP 503")
       expect(run.response_status).toBe(503)
-      expect(run.attempts.map((a: any) => [a.attempt, a.status_code, a.error])).toEqual([[1, 503, "HTTP 503"], [2, 503, "HTTP 503"], [3, 503, "HTTP 503"]])
+      expect(run.attempts.map((a: any) => [a.attempt, a.status_code, a.error])).toEqual([[1, 503, "HTTP 503"], [
+        2,
+        503,
+        "HTTP 503"
+      ], [3, 503, "HTTP 503"]])
       expect(run.attempts[0].response_excerpt).toContain("down")
       // exponential backoff from a 150 ms base with ±20 % jitter: at least 120 ms, then at least 240 ms
       // (upper bounds depend on the engine's polling, so only the lower ones are checked)
@@ -289,8 +477,16 @@ layer(
       const pipeline = yield* createPipeline(alice, "Capped")
       const a = yield* createStage(alice, pipeline.id, "Stage A", 1)
       const b = yield* createStage(alice, pipeline.id, "Stage B", 2)
-      yield* action(alice, pipeline.id, { name: "capped", url: `${hook.url}/capped`, fixed_trigger: "stage_started", max_fires: 3 })
-      const opportunity = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "cap@example.com" } })
+      yield* action(alice, pipeline.id, {
+        name: "capped",
+        url: `${hook.url}/capped`,
+        fixed_trigger: "stage_started",
+        max_fires: 3
+      })
+      const opportunity = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { email: "cap@example.com" }
+      })
       for (const stage of [b, a, b]) {
         yield* moveTo(alice, opportunity.id, stage.id)
       }
@@ -312,7 +508,9 @@ layer(
 
   it.effect("a from_action variable reads a JSON path of an earlier action's response; a required one unresolved skips the action", () =>
     Effect.scoped(Effect.gen(function*() {
-      const hook = yield* target((hit) => hit.path === "/leads" ? { status: 201, body: { data: { lead: { id: "L-77" } } } } : { status: 200 })
+      const hook = yield* target((hit) =>
+        hit.path === "/leads" ? { status: 201, body: { data: { lead: { id: "L-77" } } } } : { status: 200 }
+      )
       const alice = yield* seedUser()
       const pipeline = yield* createPipeline(alice, "Chain")
       yield* createStage(alice, pipeline.id, "Open", 1)
@@ -323,8 +521,17 @@ layer(
         order: 1,
         response_example: { data: { lead: { id: "L-1" } } }
       })
-      yield* variable(alice, pipeline.id, { name: "lead_id", value: "create_lead.response.data.lead.id", type: "from_action" })
-      yield* variable(alice, pipeline.id, { name: "lead_status", value: "create_lead.status", type: "from_action", data_type: "integer" })
+      yield* variable(alice, pipeline.id, {
+        name: "lead_id",
+        value: "create_lead.response.data.lead.id",
+        type: "from_action"
+      })
+      yield* variable(alice, pipeline.id, {
+        name: "lead_status",
+        value: "create_lead.status",
+        type: "from_action",
+        data_type: "integer"
+      })
       // created first, but ordered after create_lead
       yield* action(alice, pipeline.id, {
         name: "tag_lead",
@@ -335,8 +542,17 @@ layer(
         payload: { status: "{{lead_status}}" }
       })
       // tag_lead has no response example: any path is accepted, and this one is not in its answer
-      yield* variable(alice, pipeline.id, { name: "missing", value: "tag_lead.response.data.nothing", type: "from_action" })
-      yield* action(alice, pipeline.id, { name: "never", url: `${hook.url}/never/{{missing}}`, fixed_trigger: "stage_started", order: 3 })
+      yield* variable(alice, pipeline.id, {
+        name: "missing",
+        value: "tag_lead.response.data.nothing",
+        type: "from_action"
+      })
+      yield* action(alice, pipeline.id, {
+        name: "never",
+        url: `${hook.url}/never/{{missing}}`,
+        fixed_trigger: "stage_started",
+        order: 3
+      })
       yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "chain@example.com" } })
       const rows = yield* runsWhen(alice, pipeline.id, 3)
       expect(hook.hits.map((h) => `${h.method} ${h.path}`)).toEqual(["POST /leads", "PUT /leads/L-77/tag"])
@@ -352,7 +568,12 @@ layer(
       const alice = yield* seedUser()
       yield* sqlRows`update workspaces set credits = 100, is_subscription_active = true where id = ${alice.workspace_id}`
       const pipeline = yield* createPipeline(alice, "Demo desk")
-      ok(yield* put(alice, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0, instructions: "We sell analytics software." }))
+      ok(
+        yield* put(alice, `/api/user/pipelines/${pipeline.id}`, {
+          reply_debounce_ms: 0,
+          instructions: "We sell analytics software."
+        })
+      )
       yield* createStage(alice, pipeline.id, "Open", 1)
       const channel = ok(yield* post(alice, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
       yield* variable(alice, pipeline.id, { name: "email", value: "The contact's e-mail address", type: "from_ai" })
@@ -364,7 +585,12 @@ layer(
         instructions: "Book a product demo",
         payload: { email: "{{email}}" }
       })
-      yield* action(alice, pipeline.id, { name: "log_all", url: `${hook.url}/log`, fixed_trigger: "on_any_message", payload: { text: "{{what}}" } })
+      yield* action(alice, pipeline.id, {
+        name: "log_all",
+        url: `${hook.url}/log`,
+        fixed_trigger: "on_any_message",
+        payload: { text: "{{what}}" }
+      })
 
       const { baseUrl, receiverUrl } = yield* TestServer
       const session = yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
@@ -376,7 +602,10 @@ layer(
       const said = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
         method: "POST",
         headers: { authorization: basic(channel), "content-type": "application/json" },
-        body: JSON.stringify({ contact_id: "dana-demo", message: "Please book a product demo for me, my email is dana@example.com" })
+        body: JSON.stringify({
+          contact_id: "dana-demo",
+          message: "Please book a product demo for me, my email is dana@example.com"
+        })
       })
       expect(said.status).toBe(200)
 
@@ -384,7 +613,11 @@ layer(
       const rows = yield* runsWhen(alice, pipeline.id, 3)
       const called = rows.filter((r) => r.action_id === demo.id)
       expect(called).toHaveLength(1)
-      expect(called[0]).toMatchObject({ trigger: "on_user_message", status: "succeeded", message_id: said.body.data.message_id })
+      expect(called[0]).toMatchObject({
+        trigger: "on_user_message",
+        status: "succeeded",
+        message_id: said.body.data.message_id
+      })
       const demoHit = hook.hits.find((h) => h.path === "/demo")!
       expect(JSON.parse(demoHit.body)).toEqual({ email: "dana@example.com" })
       const logged = hook.hits.filter((h) => h.path === "/log").map((h) => JSON.parse(h.body).text)
@@ -405,19 +638,21 @@ layer(
       const pipeline = yield* createPipeline(alice, "Saved")
       const base = `/api/user/pipelines/${pipeline.id}/actions`
       const valid = { name: "notify", method: "POST", is_active: true, fixed_trigger: "custom" }
-      for (const [url, host] of [
-        ["http://127.1:8080/hook", "127.0.0.1"],
-        ["http://0x7f000001/hook", "127.0.0.1"],
-        ["http://[::ffff:127.0.0.1]/hook", "::ffff:7f00:1"],
-        ["http://169.254.169.254/latest/meta-data", "169.254.169.254"],
-        ["https://10.1.2.3/hook", "10.1.2.3"],
-        ["http://[fd00::1]/hook", "fd00::1"],
-        // NAT64: the IPv4 address it translates to decides (RFC 6052), and the local-use prefix is private
-        ["http://[64:ff9b::7f00:1]/hook", "64:ff9b::7f00:1"],
-        ["http://[64:ff9b::a9fe:a9fe]/hook", "64:ff9b::a9fe:a9fe"],
-        ["http://[64:ff9b:1::808:808]/hook", "64:ff9b:1::808:808"],
-        ["http://localhost:3000/hook", "localhost"]
-      ] as const) {
+      for (
+        const [url, host] of [
+          ["http://127.1:8080/hook", "127.0.0.1"],
+          ["http://0x7f000001/hook", "127.0.0.1"],
+          ["http://[::ffff:127.0.0.1]/hook", "::ffff:7f00:1"],
+          ["http://169.254.169.254/latest/meta-data", "169.254.169.254"],
+          ["https://10.1.2.3/hook", "10.1.2.3"],
+          ["http://[fd00::1]/hook", "fd00::1"],
+          // NAT64: the IPv4 address it translates to decides (RFC 6052), and the local-use prefix is private
+          ["http://[64:ff9b::7f00:1]/hook", "64:ff9b::7f00:1"],
+          ["http://[64:ff9b::a9fe:a9fe]/hook", "64:ff9b::a9fe:a9fe"],
+          ["http://[64:ff9b:1::808:808]/hook", "64:ff9b:1::808:808"],
+          ["http://localhost:3000/hook", "localhost"]
+        ] as const
+      ) {
         const r = yield* post(alice, base, { ...valid, url })
         expect422(r, ["url"])
         expect(r.body.validation[0].message).toContain(`${host} is a loopback, private or link-local address`)
@@ -425,9 +660,16 @@ layer(
       }
       // public addresses and names are kept, placeholders outside the host too
       yield* variable(alice, pipeline.id, { name: "lead_id", value: "opportunity.id", type: "from_system" })
-      const created = yield* action(alice, pipeline.id, { ...valid, url: "https://hooks.example.com/leads/{{lead_id}}" })
+      const created = yield* action(alice, pipeline.id, {
+        ...valid,
+        url: "https://hooks.example.com/leads/{{lead_id}}"
+      })
       yield* action(alice, pipeline.id, { ...valid, name: "by_ip", url: "http://8.8.8.8/leads?id={{lead_id}}" })
-      yield* action(alice, pipeline.id, { ...valid, name: "by_nat64", url: "http://[64:ff9b::808:808]/leads?id={{lead_id}}" })
+      yield* action(alice, pipeline.id, {
+        ...valid,
+        name: "by_nat64",
+        url: "http://[64:ff9b::808:808]/leads?id={{lead_id}}"
+      })
       expect422(yield* put(alice, `/api/user/actions/${created.id}`, { url: "http://192.168.1.20/leads" }), ["url"])
       const kept = (ok(yield* get(alice, base)) as Array<any>).find((a) => a.id === created.id)
       expect(kept.url).toBe("https://hooks.example.com/leads/{{lead_id}}")
@@ -442,7 +684,12 @@ layer(
       // the host is known only when the action runs, so saving cannot refuse it
       const { hostname, port } = new URL(hook.url)
       yield* variable(alice, pipeline.id, { name: "crm_host", value: hostname, type: "fixed" })
-      yield* action(alice, pipeline.id, { name: "internal", url: `http://{{crm_host}}:${port}/internal`, fixed_trigger: "stage_started", retries: 3 })
+      yield* action(alice, pipeline.id, {
+        name: "internal",
+        url: `http://{{crm_host}}:${port}/internal`,
+        fixed_trigger: "stage_started",
+        retries: 3
+      })
       yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "guard@example.com" } })
       const [run] = yield* runsWhen(alice, pipeline.id, 1)
       expect(hook.hits).toHaveLength(0)

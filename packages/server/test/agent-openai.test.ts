@@ -34,14 +34,24 @@ const FakeOpenAi = Layer.unwrapScoped(Effect.gen(function*() {
             const body = raw ? JSON.parse(raw) : undefined
             fake.requests.push({ url: req.url, body, authorization: req.headers.authorization })
             if (req.url !== "/v1/responses") return res.writeHead(404).end()
-            if (fake.mode === "fail") return res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "overloaded" } }))
+            if (fake.mode === "fail") {
+              return res.writeHead(500, { "content-type": "application/json" }).end(
+                JSON.stringify({ error: { message: "overloaded" } })
+              )
+            }
             res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(responseBody(body)))
           })
         })
         s.listen(0, "127.0.0.1", () => resolve(s))
       })
     ),
-    (s) => Effect.promise(() => new Promise<void>((r) => { s.closeAllConnections(); s.close(() => r()) }))
+    (s) =>
+      Effect.promise(() =>
+        new Promise<void>((r) => {
+          s.closeAllConnections()
+          s.close(() => r())
+        })
+      )
   )
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
   return TestServerLive({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: url, ENGINE_SWEEP_INTERVAL_MS: "1000" })
@@ -75,7 +85,18 @@ const say = (channel: { client_id: string; client_secret: string }, contactId: s
 const replyTo = (id: string) =>
   eventually(
     Effect.map(
-      sql<{ message: string | null; status: string; cost: number; model: string | null; input_tokens: number; output_tokens: number; error: string | null; conversation_id: number }>`
+      sql<
+        {
+          message: string | null
+          status: string
+          cost: number
+          model: string | null
+          input_tokens: number
+          output_tokens: number
+          error: string | null
+          conversation_id: number
+        }
+      >`
         select message, status, cost_for_user::float8 as cost, model, input_tokens, output_tokens, error, conversation_id
         from messages where in_reply_to = ${id}`,
       (rows) => rows[0]?.status === "ai_generated" ? undefined : rows[0]
@@ -100,9 +121,13 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       })
       // (1000 × 0.40 + 500 × 1.60) / 1,000,000
       expect(reply!.cost).toBeCloseTo(0.0012, 10)
-      const [conversation] = yield* sql<{ cost: number }>`select cost_for_user::float8 as cost from conversations where id = ${reply!.conversation_id}`
+      const [conversation] = yield* sql<
+        { cost: number }
+      >`select cost_for_user::float8 as cost from conversations where id = ${reply!.conversation_id}`
       expect(conversation!.cost).toBeCloseTo(0.0012, 10)
-      const [workspace] = yield* sql<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      const [workspace] = yield* sql<
+        { credits: number }
+      >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(10 - 0.0012, 6)
       // the request: the model, the key, the system prompt with the pipeline's agent, then the contact's words
       const request = fake.requests.find((r) => r.url === "/v1/responses")!
@@ -117,12 +142,18 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       fake.mode = "ok"
       fake.requests.length = 0
       const { channel, owner, pipeline } = yield* setup
-      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
-        context_message_count: 2,
-        is_model_routing_enabled: true,
-        is_model_routing: ["router", "simple", "moderate", "complex"].map((tier) => ({ tier, ai_model_id: 11 }))
-      }))
-      const said = ["Do you sell tractors?", "What colours do the gearboxes come in?", "Yes, compare all of them please."]
+      ok(
+        yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
+          context_message_count: 2,
+          is_model_routing_enabled: true,
+          is_model_routing: ["router", "simple", "moderate", "complex"].map((tier) => ({ tier, ai_model_id: 11 }))
+        })
+      )
+      const said = [
+        "Do you sell tractors?",
+        "What colours do the gearboxes come in?",
+        "Yes, compare all of them please."
+      ]
       for (const message of said) yield* replyTo(yield* say(channel, "c-3", message))
       const routed = fake.requests.filter((r) => JSON.stringify(r.body).includes("[task: classify-request]"))
       expect(routed).toHaveLength(3)
@@ -144,7 +175,12 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       const { channel, owner, pipeline } = yield* setup
       ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_bridge_mode: "ai_generated" }))
       const reply = yield* replyTo(yield* say(channel, "c-4", "How much is the annual plan?"))
-      ok(yield* post(owner, `/api/user/conversations/${reply!.conversation_id}/handoff`, { action: "request", reason: "Pricing question" }))
+      ok(
+        yield* post(owner, `/api/user/conversations/${reply!.conversation_id}/handoff`, {
+          action: "request",
+          reason: "Pricing question"
+        })
+      )
       const bridge = yield* eventually(
         Effect.map(
           sql<{ cost: number; model: string | null }>`
@@ -156,7 +192,9 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       )
       expect(bridge).toMatchObject({ model: "gpt-4.1-mini" })
       expect(bridge!.cost).toBeCloseTo(0.0012, 10)
-      const [workspace] = yield* sql<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      const [workspace] = yield* sql<
+        { credits: number }
+      >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(10 - 0.0012 - 0.0012, 6)
     }))
 
@@ -173,16 +211,22 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       const handled = yield* eventually(
         Effect.map(
           sql<{ id: string; reason: string | null }>`
-            select id, handled_reason as reason from messages where id = any(${`{${ids.join(",")}}`}::text[]) and handled_at is not null`,
+            select id, handled_reason as reason from messages where id = any(${`{${
+            ids.join(",")
+          }}`}::text[]) and handled_at is not null`,
           (rows) => (rows.length === ids.length ? rows : undefined)
         ),
         30_000
       )
       const replies = yield* sql<{ cost: number }>`
-        select cost_for_user::float8 as cost from messages where in_reply_to = any(${`{${ids.join(",")}}`}::text[]) and status <> 'failed'`
+        select cost_for_user::float8 as cost from messages where in_reply_to = any(${`{${
+        ids.join(",")
+      }}`}::text[]) and status <> 'failed'`
       expect(replies).toHaveLength(4)
       expect(handled.filter((m) => m.reason === "no_credits")).toHaveLength(4)
-      const [workspace] = yield* sql<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      const [workspace] = yield* sql<
+        { credits: number }
+      >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(0.005 - 4 * 0.0012, 10)
       expect(workspace!.credits).toBeGreaterThanOrEqual(0)
     }))
@@ -194,7 +238,12 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_bridge_mode: "ai_generated" }))
       const reply = yield* replyTo(yield* say(channel, "c-5", "How much is the annual plan?"))
       yield* sql`update workspaces set credits = 0.001 where id = ${owner.workspace_id}`
-      ok(yield* post(owner, `/api/user/conversations/${reply!.conversation_id}/handoff`, { action: "request", reason: "Pricing question" }))
+      ok(
+        yield* post(owner, `/api/user/conversations/${reply!.conversation_id}/handoff`, {
+          action: "request",
+          reason: "Pricing question"
+        })
+      )
       const bridge = yield* eventually(
         Effect.map(
           sql<{ cost: number; model: string | null; message: string }>`
@@ -206,7 +255,9 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       )
       expect(bridge).toMatchObject({ cost: 0, model: null })
       expect(bridge!.message).not.toBe("The annual plan is 990 euros per year.")
-      const [workspace] = yield* sql<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      const [workspace] = yield* sql<
+        { credits: number }
+      >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(0.001, 10)
     }))
 

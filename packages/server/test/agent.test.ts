@@ -6,17 +6,16 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { CurrentActor, Scopes, verifyServiceSignature } from "@parley/domain"
-import { Knowledge } from "../src/knowledge/Knowledge.js"
 import { Effect } from "effect"
 import { io } from "socket.io-client"
-import { createStage, createPipeline, expectStatus, get, ok, post, put } from "./support/Opportunities.js"
-import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
-import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
-import { basic, say } from "./support/WebChat.js"
+import { Knowledge } from "../src/knowledge/Knowledge.js"
 import { withKnowledge } from "./support/Knowledge.js"
+import { createPipeline, createStage, expectStatus, get, ok, post, put } from "./support/Opportunities.js"
+import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { basic, say } from "./support/WebChat.js"
+import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number }
-
 
 const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
   Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
@@ -25,7 +24,9 @@ const credits = (workspaceId: number, amount: number) =>
   sql`update workspaces set credits = ${amount}, is_subscription_active = true where id = ${workspaceId}`
 
 /** A pipeline with stages, its web channel (callback optional), credits, and the given settings. */
-const agentSetup = (options: { readonly callbackUrl?: string; readonly settings?: Record<string, unknown>; readonly owner?: Caller } = {}) =>
+const agentSetup = (
+  options: { readonly callbackUrl?: string; readonly settings?: Record<string, unknown>; readonly owner?: Caller } = {}
+) =>
   Effect.gen(function*() {
     const owner = options.owner ?? (yield* seedUser())
     yield* credits(owner.workspace_id, 100)
@@ -36,23 +37,29 @@ const agentSetup = (options: { readonly callbackUrl?: string; readonly settings?
       "The monthly plan costs 99 euros per month.",
       "Support is open on weekdays."
     ])
-    ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
-      instructions: "Answer questions about our plans. Never promise a discount.",
-      reply_debounce_ms: 0,
-      ...options.settings
-    }))
+    ok(
+      yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
+        instructions: "Answer questions about our plans. Never promise a discount.",
+        reply_debounce_ms: 0,
+        ...options.settings
+      })
+    )
     const open = yield* createStage(owner, pipeline.id, "Open", 1)
-    const won = ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
-      name: "Closed won",
-      nature: "won",
-      order: 2,
-      enter_condition: "The customer confirms they want to buy the annual plan"
-    }))
-    const channel = ok(yield* post(owner, "/api/user/channels", {
-      kind: "web",
-      pipeline_id: pipeline.id,
-      ...(options.callbackUrl ? { callback_url: options.callbackUrl } : {})
-    }))
+    const won = ok(
+      yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+        name: "Closed won",
+        nature: "won",
+        order: 2,
+        enter_condition: "The customer confirms they want to buy the annual plan"
+      })
+    )
+    const channel = ok(
+      yield* post(owner, "/api/user/channels", {
+        kind: "web",
+        pipeline_id: pipeline.id,
+        ...(options.callbackUrl ? { callback_url: options.callbackUrl } : {})
+      })
+    )
     return { owner, pipeline, open, won, channel }
   })
 
@@ -64,15 +71,30 @@ const initiate = (channel: { client_id: string; client_secret: string }, contact
       body: JSON.stringify({ contact_id: contactId, name: "Dana" })
     }))
 
-
 const assistantMessages = (conversationId: number) =>
-  sql<{ id: string; message: string | null; status: string; call_type: string; ai_model_id: number | null; model: string | null; in_reply_to: string | null; error: string | null }>`
+  sql<
+    {
+      id: string
+      message: string | null
+      status: string
+      call_type: string
+      ai_model_id: number | null
+      model: string | null
+      in_reply_to: string | null
+      error: string | null
+    }
+  >`
     select id, message, status, call_type, ai_model_id, model, in_reply_to, error from messages
     where conversation_id = ${conversationId} and role = 'assistant' order by created_at, id`
 
 const handledReasons = (ids: ReadonlyArray<string>) =>
-  Effect.flatMap(SqlClient.SqlClient, (s) =>
-    s<{ handled_reason: string | null }>`select handled_reason from messages where id in ${s.in(ids)} order by created_at, id`).pipe(
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (s) =>
+      s<{ handled_reason: string | null }>`select handled_reason from messages where id in ${
+        s.in(ids)
+      } order by created_at, id`
+  ).pipe(
     Effect.map((rows) => rows.map((r) => r.handled_reason)),
     Effect.orDie
   )
@@ -83,7 +105,10 @@ const handled = (ids: ReadonlyArray<string>) =>
 
 /** Sends a message on a fresh contact and returns the conversation it landed in. */
 const conversationOf = (messageId: string) =>
-  Effect.map(sql<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId}`, (rows) => Number(rows[0]!.conversation_id))
+  Effect.map(
+    sql<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId}`,
+    (rows) => Number(rows[0]!.conversation_id)
+  )
 
 layer(
   TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000", WEBHOOK_RETRY_DELAY_MS: "1500" }),
@@ -101,26 +126,49 @@ layer(
       const events: Array<any> = []
       socket.on("new_message", (payload: Array<any>) => events.push(payload))
       const ack = yield* Effect.promise(() =>
-        socket.timeout(5000).emitWithAck("join-channel", { channel: session.channel, app_key: session.app_key, token: session.token })
+        socket.timeout(5000).emitWithAck("join-channel", {
+          channel: session.channel,
+          app_key: session.app_key,
+          token: session.token
+        })
       )
       expect(ack.status).toBe(true)
 
       const id = yield* say(channel, "dana-1", "How much does the annual plan cost?")
       yield* eventually(Effect.sync(() => events.length >= 1 && receiver.received.length >= 1 ? true : undefined))
       // marked sent with the attempt's outcome, once the receiver's answer is read
-      const replies = yield* eventually(Effect.map(assistantMessages(session.conversation_id), (rows) => rows.every((r) => r.status === "sent_to_user") ? rows : undefined))
+      const replies = yield* eventually(
+        Effect.map(assistantMessages(session.conversation_id), (rows) =>
+          rows.every((r) => r.status === "sent_to_user")
+            ? rows
+            : undefined)
+      )
       expect(replies).toHaveLength(1)
       const reply = replies[0]!
-      expect(reply).toMatchObject({ status: "sent_to_user", call_type: "ai", ai_model_id: 1, model: "parley-local", in_reply_to: id })
+      expect(reply).toMatchObject({
+        status: "sent_to_user",
+        call_type: "ai",
+        ai_model_id: 1,
+        model: "parley-local",
+        in_reply_to: id
+      })
       expect(reply.message).toContain("990 euros")
       // the socket payload: an array whose element 0 carries the message and its cost
       expect(events[0][0]).toMatchObject({ message: reply.message, cost: 0, message_id: reply.id })
       // the webhook: signed over the raw body with the channel's secret
       const hit = receiver.received[0]!
-      expect(JSON.parse(hit.rawBody)).toMatchObject({ event: "message", message_id: reply.id, text: reply.message, contact_id: "dana-1" })
+      expect(JSON.parse(hit.rawBody)).toMatchObject({
+        event: "message",
+        message_id: reply.id,
+        text: reply.message,
+        contact_id: "dana-1"
+      })
       expect(verifyServiceSignature(
         channel.client_secret,
-        { signature: hit.headers["x-service-signature"] as string, timestamp: hit.headers["x-service-timestamp"] as string },
+        {
+          signature: hit.headers["x-service-signature"] as string,
+          timestamp: hit.headers["x-service-timestamp"] as string
+        },
         hit.rawBody
       )).toBe(true)
       expect(yield* handledReasons([id])).toEqual(["replied"])
@@ -141,9 +189,16 @@ layer(
       const [reply] = yield* assistantMessages(yield* conversationOf(id))
       expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([reply!.id, reply!.id])
       // the second attempt's row gets its status once the answer is read, just after the receiver saw it
-      const attempts = yield* eventually(Effect.map(sql<{ attempt: number; status_code: number | null }>`
-        select attempt, status_code from webhook_deliveries where message_id = ${reply!.id} order by attempt`.pipe(Effect.orDie),
-        (rows) => rows.every((a) => a.status_code !== null) ? rows : undefined), 10_000)
+      const attempts = yield* eventually(
+        Effect.map(
+          sql<{ attempt: number; status_code: number | null }>`
+        select attempt, status_code from webhook_deliveries where message_id = ${reply!.id} order by attempt`.pipe(
+            Effect.orDie
+          ),
+          (rows) => rows.every((a) => a.status_code !== null) ? rows : undefined
+        ),
+        10_000
+      )
       expect(attempts.map((a) => [a.attempt, a.status_code])).toEqual([[1, 503], [2, 200]])
       yield* Effect.sleep("1500 millis")
       expect(receiver.received).toHaveLength(2)
@@ -259,22 +314,34 @@ layer(
   it.effect("a stage with a static opening message sends it once when an opportunity enters", () =>
     Effect.gen(function*() {
       const { channel, owner, pipeline } = yield* agentSetup()
-      const demo = ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
-        name: "Demo booked",
-        nature: "neutral",
-        order: 3,
-        is_opening_message: true,
-        opening_message_type: "static",
-        static_opening_message: "Great, your demo is booked! You will get a calendar invite shortly."
-      }))
+      const demo = ok(
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+          name: "Demo booked",
+          nature: "neutral",
+          order: 3,
+          is_opening_message: true,
+          opening_message_type: "static",
+          static_opening_message: "Great, your demo is booked! You will get a calendar invite shortly."
+        })
+      )
       const first = yield* say(channel, "dana-9", "Hi")
       yield* handled([first])
       const conversationId = yield* conversationOf(first)
-      const [opportunity] = yield* sql<{ opportunity_id: number }>`select opportunity_id from messages where id = ${first}`
+      const [opportunity] = yield* sql<
+        { opportunity_id: number }
+      >`select opportunity_id from messages where id = ${first}`
       ok(yield* put(owner, `/api/user/opportunities/${opportunity!.opportunity_id}`, { stage_id: demo.id }))
       // stored as ai_generated, then delivered: native Postgres can read between the two (PGlite's one session never did)
-      const opening = yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.find((r) => r.call_type === "opening" && r.status === "sent_to_user")))
-      expect(opening).toMatchObject({ message: "Great, your demo is booked! You will get a calendar invite shortly.", status: "sent_to_user" })
+      const opening = yield* eventually(
+        Effect.map(
+          assistantMessages(conversationId),
+          (rows) => rows.find((r) => r.call_type === "opening" && r.status === "sent_to_user")
+        )
+      )
+      expect(opening).toMatchObject({
+        message: "Great, your demo is booked! You will get a calendar invite shortly.",
+        status: "sent_to_user"
+      })
       yield* Effect.sleep("1500 millis")
       expect((yield* assistantMessages(conversationId)).filter((r) => r.call_type === "opening")).toHaveLength(1)
     }))
@@ -283,18 +350,24 @@ layer(
     Effect.gen(function*() {
       const { channel, open, owner, pipeline } = yield* agentSetup()
       const greeting = "Welcome! Tell us what you are looking for."
-      ok(yield* put(owner, `/api/user/stages/${open.id}`, {
-        is_opening_message: true,
-        opening_message_type: "static",
-        static_opening_message: greeting
-      }))
+      ok(
+        yield* put(owner, `/api/user/stages/${open.id}`, {
+          is_opening_message: true,
+          opening_message_type: "static",
+          static_opening_message: greeting
+        })
+      )
       // the contact's own first message creates the opportunity in the greeting stage
       const first = yield* say(channel, "dana-12", "Hi, how much is the annual plan?")
       yield* handled([first])
       const conversationId = yield* conversationOf(first)
-      const [byMessage] = yield* sql<{ opportunity_id: number }>`select opportunity_id from messages where id = ${first}`
+      const [byMessage] = yield* sql<
+        { opportunity_id: number }
+      >`select opportunity_id from messages where id = ${first}`
       yield* eventually(Effect.map(
-        sql<{ consumed_at: string | null }>`select consumed_at from stage_entries where opportunity_id = ${byMessage!.opportunity_id}`,
+        sql<{ consumed_at: string | null }>`select consumed_at from stage_entries where opportunity_id = ${
+          byMessage!.opportunity_id
+        }`,
         (rows) => rows[0]?.consumed_at ?? undefined
       ))
       yield* Effect.sleep("500 millis")
@@ -302,15 +375,27 @@ layer(
 
       // SPEC.md 3.1, 4.1 rule 3: a create on that contact runs the stage-start automations, the greeting included
       const [contact] = yield* sql<{ contact_id: number }>`select contact_id from messages where id = ${first}`
-      const created = ok(yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, contact_id: contact!.contact_id }))
+      const created = ok(
+        yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, contact_id: contact!.contact_id })
+      )
       expect(created).toMatchObject({ stage_id: open.id, conversation: { id: conversationId } })
       // stored as ai_generated, then delivered: on native Postgres a read can fall between the two
-      const opening = yield* eventually(Effect.map(assistantMessages(conversationId), (rows) =>
-        rows.find((r) => r.call_type === "opening" && r.status === "sent_to_user")))
+      const opening = yield* eventually(
+        Effect.map(
+          assistantMessages(conversationId),
+          (rows) => rows.find((r) => r.call_type === "opening" && r.status === "sent_to_user")
+        )
+      )
       expect(opening).toMatchObject({ message: greeting, status: "sent_to_user" })
       const { baseUrl } = yield* TestServer
-      const history = yield* fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=dana-12`, { headers: { authorization: basic(channel) } })
-      expect((history.body as any).data.data[0]).toMatchObject({ id: opening!.id, role: "assistant", message: greeting })
+      const history = yield* fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=dana-12`, {
+        headers: { authorization: basic(channel) }
+      })
+      expect((history.body as any).data.data[0]).toMatchObject({
+        id: opening!.id,
+        role: "assistant",
+        message: greeting
+      })
       yield* Effect.sleep("1000 millis")
       expect((yield* assistantMessages(conversationId)).map((m) => m.call_type)).toEqual(["ai", "opening"])
     }))
@@ -334,14 +419,48 @@ layer(
       const table = yield* asOwner(knowledge.create({
         name: "Shoes",
         columns: [
-          { name: "name", data_type: "string", order: 1, is_searchable: true, is_retrievable: true, is_filterable: false, is_unique: false },
-          { name: "description", data_type: "string", order: 2, is_searchable: true, is_retrievable: true, is_filterable: false, is_unique: false },
-          { name: "price", data_type: "number", order: 3, is_searchable: false, is_retrievable: true, is_filterable: false, is_unique: false }
+          {
+            name: "name",
+            data_type: "string",
+            order: 1,
+            is_searchable: true,
+            is_retrievable: true,
+            is_filterable: false,
+            is_unique: false
+          },
+          {
+            name: "description",
+            data_type: "string",
+            order: 2,
+            is_searchable: true,
+            is_retrievable: true,
+            is_filterable: false,
+            is_unique: false
+          },
+          {
+            name: "price",
+            data_type: "number",
+            order: 3,
+            is_searchable: false,
+            is_retrievable: true,
+            is_filterable: false,
+            is_unique: false
+          }
         ]
       }))
       yield* asOwner(knowledge.upsert(table.id, [
-        { default_id: "trail", name: "Trail Runner X", description: "A waterproof trail shoe with a grippy sole", price: 129 },
-        { default_id: "road", name: "Road Glide", description: "A light road running shoe for long distances", price: 99 },
+        {
+          default_id: "trail",
+          name: "Trail Runner X",
+          description: "A waterproof trail shoe with a grippy sole",
+          price: 129
+        },
+        {
+          default_id: "road",
+          name: "Road Glide",
+          description: "A light road running shoe for long distances",
+          price: 99
+        },
         { default_id: "court", name: "Court Pro", description: "A tennis shoe with lateral support", price: 89 }
       ]))
       yield* sql`insert into pipeline_knowledge_tables (pipeline_id, knowledge_table_id) values (${pipeline.id}, ${table.id})`

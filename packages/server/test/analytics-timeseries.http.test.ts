@@ -5,24 +5,41 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { createOpportunity, createStage, expect422, freshPhone, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import {
+  createOpportunity,
+  createStage,
+  expect422,
+  freshPhone,
+  get,
+  ok,
+  post,
+  put,
+  sqlRows
+} from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 
-type Caller = { readonly token: string; readonly workspace_id: number; readonly user_id: number; readonly email: string }
+type Caller = {
+  readonly token: string
+  readonly workspace_id: number
+  readonly user_id: number
+  readonly email: string
+}
 type Channel = { readonly id: number; readonly client_id: string; readonly client_secret: string }
 
 /** A pipeline answering at once, with Open, won and lost stages and a web channel. */
 const agent = (owner: Caller, name: string) =>
   Effect.gen(function*() {
-    const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-      name,
-      agent_type_id: 1,
-      ai_model_id: 1,
-      language_id: 1,
-      reply_debounce_ms: 0,
-      instructions: "We sell bicycles."
-    }))
+    const pipeline = ok(
+      yield* post(owner, "/api/user/pipelines", {
+        name,
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1,
+        reply_debounce_ms: 0,
+        instructions: "We sell bicycles."
+      })
+    )
     const open = yield* createStage(owner, pipeline.id, "Open", 1)
     const won = yield* createStage(owner, pipeline.id, "Closed won", 2, "won")
     const lost = yield* createStage(owner, pipeline.id, "Closed lost", 3, "lost")
@@ -48,17 +65,31 @@ const message = (c: Conversation, sender: "contact" | "ai" | "operator", at: str
   const role = sender === "contact" ? "user" : "assistant"
   return sqlRows`
     insert into messages (id, workspace_id, conversation_id, channel_id, pipeline_id, role, status, message, is_manual, cost_for_user, created_at)
-    values (${`01SERIES${Date.now()}${++sequence}`.slice(0, 40)}, ${c.workspace_id}, ${c.id}, ${c.channel_id}, ${c.pipeline_id}, ${role},
-            ${role === "user" ? "received" : "sent_to_user"}, 'text', ${sender === "operator"}, ${cost}, ${at}::timestamptz)`
+    values (${
+    `01SERIES${Date.now()}${++sequence}`.slice(0, 40)
+  }, ${c.workspace_id}, ${c.id}, ${c.channel_id}, ${c.pipeline_id}, ${role},
+            ${role === "user" ? "received" : "sent_to_user"}, 'text', ${
+    sender === "operator"
+  }, ${cost}, ${at}::timestamptz)`
 }
 
 /** A web-chat conversation (its messages are today's, outside the series below) and handoff moves on it at `day` 10:00 UTC plus seconds. */
-const handoffs = (owner: Caller, a: Agent, key: string, day: string, moves: ReadonlyArray<readonly ["request" | "take" | "return", number]>) =>
+const handoffs = (
+  owner: Caller,
+  a: Agent,
+  key: string,
+  day: string,
+  moves: ReadonlyArray<readonly ["request" | "take" | "return", number]>
+) =>
   Effect.gen(function*() {
     yield* say(a.channel, key, "Hello there")
-    const id = (yield* sqlRows<{ id: number }>`select conversation_id as id from messages where external_chat_id = ${key} limit 1`)[0]!.id
+    const id = (yield* sqlRows<
+      { id: number }
+    >`select conversation_id as id from messages where external_chat_id = ${key} limit 1`)[0]!.id
     for (const [action] of moves) ok(yield* post(owner, `/api/user/conversations/${id}/handoff`, { action }))
-    const events = yield* sqlRows<{ id: number }>`select id from handoff_events where conversation_id = ${id} order by id`
+    const events = yield* sqlRows<
+      { id: number }
+    >`select id from handoff_events where conversation_id = ${id} order by id`
     expect(events).toHaveLength(moves.length)
     for (const [i, event] of events.entries()) {
       const at = new Date(Date.parse(`${day}T10:00:00Z`) + moves[i]![1] * 1000).toISOString()
@@ -69,13 +100,19 @@ const handoffs = (owner: Caller, a: Agent, key: string, day: string, moves: Read
 /** An opportunity moved through `stages` (ids), each entry then dated `days[i]` 10:00 UTC. */
 const closing = (owner: Caller, a: Agent, stages: ReadonlyArray<number>, days: ReadonlyArray<string>, isTest = false) =>
   Effect.gen(function*() {
-    const opp = yield* createOpportunity(owner, { pipeline_id: a.pipeline.id, is_test: isTest, contact: { phone: freshPhone() } })
+    const opp = yield* createOpportunity(owner, {
+      pipeline_id: a.pipeline.id,
+      is_test: isTest,
+      contact: { phone: freshPhone() }
+    })
     for (const stage of stages) ok(yield* put(owner, `/api/user/opportunities/${opp.id}`, { stage_id: stage }))
     const entries = yield* sqlRows<{ id: number }>`
       select id from stage_entries where opportunity_id = ${opp.id} and cause = 'moved' order by id`
     expect(entries).toHaveLength(stages.length)
     for (const [i, entry] of entries.entries()) {
-      yield* sqlRows`update stage_entries set created_at = ${`${days[i]}T10:00:00Z`}::timestamptz where id = ${entry.id}`
+      yield* sqlRows`update stage_entries set created_at = ${`${
+        days[i]
+      }T10:00:00Z`}::timestamptz where id = ${entry.id}`
     }
   })
 
@@ -181,50 +218,56 @@ const series = (who: Caller, query = june) => Effect.map(get(who, `/api/user/ana
 // the live clock: the web-chat receiver and the agent's replies take real time
 layer(TestServerLive(), { excludeTestServices: true })("analytics time series", (it) => {
   let built: Effect.Effect.Success<typeof build> | undefined
-  const fixture = Effect.suspend(() => built === undefined ? Effect.tap(build, (f) => Effect.sync(() => (built = f))) : Effect.succeed(built))
+  const fixture = Effect.suspend(() =>
+    built === undefined ? Effect.tap(build, (f) => Effect.sync(() => (built = f))) : Effect.succeed(built)
+  )
 
-  it.effect("every day of the range, each series by day, a day without data as zeros and null medians", () =>
-    Effect.gen(function*() {
-      const { alice, salesStages, supportStages } = yield* fixture
-      // 06-03's two stages in stage_id order: Sales' were created first
-      expect(salesStages.lost.stage_id).toBeLessThan(supportStages.won.stage_id)
-      expect(yield* series(alice)).toEqual({
-        start_date: "2025-06-01",
-        end_date: "2025-06-04",
-        series: [
-          day("2025-06-01", {
-            contact_messages: 2,
-            ai_messages: 2,
-            operator_messages: 1,
-            ai_cost: 0.75,
-            median_ai_response_seconds: 60,
-            handoffs_requested: 2,
-            median_take_seconds: 70,
-            won: 1,
-            closed_by_stage: [entered(salesStages.won, 1)]
-          }),
-          day("2025-06-02"),
-          day("2025-06-03", {
-            contact_messages: 2,
-            ai_messages: 1,
-            ai_cost: 0.1,
-            median_ai_response_seconds: 40,
-            handoffs_requested: 1,
-            won: 1,
-            lost: 1,
-            closed_by_stage: [entered(salesStages.lost, 1), entered(supportStages.won, 1)]
-          }),
-          // won, open, won again: the opportunity counts once for its stage too
-          day("2025-06-04", {
-            ai_messages: 1,
-            operator_messages: 1,
-            ai_cost: 0.05,
-            won: 1,
-            closed_by_stage: [entered(salesStages.won, 1)]
-          })
-        ]
-      })
-    }), 120_000)
+  it.effect(
+    "every day of the range, each series by day, a day without data as zeros and null medians",
+    () =>
+      Effect.gen(function*() {
+        const { alice, salesStages, supportStages } = yield* fixture
+        // 06-03's two stages in stage_id order: Sales' were created first
+        expect(salesStages.lost.stage_id).toBeLessThan(supportStages.won.stage_id)
+        expect(yield* series(alice)).toEqual({
+          start_date: "2025-06-01",
+          end_date: "2025-06-04",
+          series: [
+            day("2025-06-01", {
+              contact_messages: 2,
+              ai_messages: 2,
+              operator_messages: 1,
+              ai_cost: 0.75,
+              median_ai_response_seconds: 60,
+              handoffs_requested: 2,
+              median_take_seconds: 70,
+              won: 1,
+              closed_by_stage: [entered(salesStages.won, 1)]
+            }),
+            day("2025-06-02"),
+            day("2025-06-03", {
+              contact_messages: 2,
+              ai_messages: 1,
+              ai_cost: 0.1,
+              median_ai_response_seconds: 40,
+              handoffs_requested: 1,
+              won: 1,
+              lost: 1,
+              closed_by_stage: [entered(salesStages.lost, 1), entered(supportStages.won, 1)]
+            }),
+            // won, open, won again: the opportunity counts once for its stage too
+            day("2025-06-04", {
+              ai_messages: 1,
+              operator_messages: 1,
+              ai_cost: 0.05,
+              won: 1,
+              closed_by_stage: [entered(salesStages.won, 1)]
+            })
+          ]
+        })
+      }),
+    120_000
+  )
 
   it.effect("pipeline_id narrows every series to one pipeline", () =>
     Effect.gen(function*() {
@@ -256,34 +299,38 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
       ])
     }), 120_000)
 
-  it.effect("test data counts only with include_test; date-times bound the figures and the days", () =>
-    Effect.gen(function*() {
-      const { alice, salesStages } = yield* fixture
-      const withTest = yield* series(alice, "?start_date=2025-06-01&end_date=2025-06-01&include_test=true")
-      expect(withTest.series).toEqual([day("2025-06-01", {
-        contact_messages: 3,
-        ai_messages: 3,
-        operator_messages: 1,
-        ai_cost: 1.75,
-        median_ai_response_seconds: 30,
-        handoffs_requested: 2,
-        median_take_seconds: 70,
-        won: 2,
-        closed_by_stage: [entered(salesStages.won, 2)]
-      })])
-      // from 10:30 on 06-01: c1's first exchange and the Sales handoff and won entry at 10:00 are left out
-      const fromHalfPast = yield* series(alice, "?start_date=2025-06-01T10:30:00Z&end_date=2025-06-02")
-      expect(fromHalfPast).toMatchObject({ start_date: "2025-06-01", end_date: "2025-06-02" })
-      expect(fromHalfPast.series[0]).toEqual(day("2025-06-01", {
-        contact_messages: 1,
-        ai_messages: 1,
-        operator_messages: 0,
-        ai_cost: 0.5,
-        median_ai_response_seconds: 90,
-        handoffs_requested: 0
-      }))
-      expect(fromHalfPast.series).toHaveLength(2)
-    }), 120_000)
+  it.effect(
+    "test data counts only with include_test; date-times bound the figures and the days",
+    () =>
+      Effect.gen(function*() {
+        const { alice, salesStages } = yield* fixture
+        const withTest = yield* series(alice, "?start_date=2025-06-01&end_date=2025-06-01&include_test=true")
+        expect(withTest.series).toEqual([day("2025-06-01", {
+          contact_messages: 3,
+          ai_messages: 3,
+          operator_messages: 1,
+          ai_cost: 1.75,
+          median_ai_response_seconds: 30,
+          handoffs_requested: 2,
+          median_take_seconds: 70,
+          won: 2,
+          closed_by_stage: [entered(salesStages.won, 2)]
+        })])
+        // from 10:30 on 06-01: c1's first exchange and the Sales handoff and won entry at 10:00 are left out
+        const fromHalfPast = yield* series(alice, "?start_date=2025-06-01T10:30:00Z&end_date=2025-06-02")
+        expect(fromHalfPast).toMatchObject({ start_date: "2025-06-01", end_date: "2025-06-02" })
+        expect(fromHalfPast.series[0]).toEqual(day("2025-06-01", {
+          contact_messages: 1,
+          ai_messages: 1,
+          operator_messages: 0,
+          ai_cost: 0.5,
+          median_ai_response_seconds: 90,
+          handoffs_requested: 0
+        }))
+        expect(fromHalfPast.series).toHaveLength(2)
+      }),
+    120_000
+  )
 
   it.effect("without dates: the 30 days to today; 366 days at most", () =>
     Effect.gen(function*() {
@@ -294,46 +341,70 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
       expect(recent.end_date).toBe(today)
       expect(recent.series[29].date).toBe(today)
       expect((yield* series(alice, "?start_date=2024-01-01&end_date=2024-12-31")).series).toHaveLength(366)
-      expect422(yield* get(alice, "/api/user/analytics/timeseries?start_date=2025-01-01&end_date=2026-01-02"), ["end_date"])
+      expect422(yield* get(alice, "/api/user/analytics/timeseries?start_date=2025-01-01&end_date=2026-01-02"), [
+        "end_date"
+      ])
       expect422(yield* get(alice, "/api/user/analytics/timeseries?start_date=2020-01-01"), ["end_date"])
     }), 120_000)
 
-  it.effect("another workspace's data is never counted; its pipeline and workspace are 404", () =>
-    Effect.gen(function*() {
-      const { alice, bob, support, theirs, theirStages } = yield* fixture
-      const foreign = yield* get(alice, `/api/user/analytics/timeseries?pipeline_id=${theirs.id}`)
-      expect(foreign.status).toBe(404)
-      expect(foreign.body).toEqual({ status: false, code: 404, validation: [], message: "Pipeline not found.", data: null })
-      const otherWorkspace = yield* get(alice, `/api/user/analytics/timeseries?workspace_id=${bob.workspace_id}`)
-      expect(otherWorkspace.status).toBe(404)
-      expect(otherWorkspace.body.message).toBe("Workspace not found.")
-      expect((yield* get(bob, `/api/user/analytics/timeseries?pipeline_id=${support.id}`)).status).toBe(404)
+  it.effect(
+    "another workspace's data is never counted; its pipeline and workspace are 404",
+    () =>
+      Effect.gen(function*() {
+        const { alice, bob, support, theirs, theirStages } = yield* fixture
+        const foreign = yield* get(alice, `/api/user/analytics/timeseries?pipeline_id=${theirs.id}`)
+        expect(foreign.status).toBe(404)
+        expect(foreign.body).toEqual({
+          status: false,
+          code: 404,
+          validation: [],
+          message: "Pipeline not found.",
+          data: null
+        })
+        const otherWorkspace = yield* get(alice, `/api/user/analytics/timeseries?workspace_id=${bob.workspace_id}`)
+        expect(otherWorkspace.status).toBe(404)
+        expect(otherWorkspace.body.message).toBe("Workspace not found.")
+        expect((yield* get(bob, `/api/user/analytics/timeseries?pipeline_id=${support.id}`)).status).toBe(404)
 
-      expect((yield* series(bob, "?start_date=2025-06-01&end_date=2025-06-02")).series).toEqual([
-        day("2025-06-01", {
-          contact_messages: 1,
-          ai_messages: 1,
-          ai_cost: 7,
-          median_ai_response_seconds: 5,
-          handoffs_requested: 1,
-          median_take_seconds: 5,
-          won: 1,
-          closed_by_stage: [entered(theirStages.won, 1)]
-        }),
-        day("2025-06-02")
-      ])
-      expect((yield* series(alice, `${june}&workspace_id=${alice.workspace_id}`)).series[0]).toMatchObject({ ai_cost: 0.75, won: 1 })
-    }), 120_000)
+        expect((yield* series(bob, "?start_date=2025-06-01&end_date=2025-06-02")).series).toEqual([
+          day("2025-06-01", {
+            contact_messages: 1,
+            ai_messages: 1,
+            ai_cost: 7,
+            median_ai_response_seconds: 5,
+            handoffs_requested: 1,
+            median_take_seconds: 5,
+            won: 1,
+            closed_by_stage: [entered(theirStages.won, 1)]
+          }),
+          day("2025-06-02")
+        ])
+        expect((yield* series(alice, `${june}&workspace_id=${alice.workspace_id}`)).series[0]).toMatchObject({
+          ai_cost: 0.75,
+          won: 1
+        })
+      }),
+    120_000
+  )
 
-  it.effect("bad query parameters are 422 naming each field; 403 without opportunities:read", () =>
-    Effect.gen(function*() {
-      const { alice } = yield* fixture
-      expect422(
-        yield* get(alice, "/api/user/analytics/timeseries?start_date=yesterday&end_date=2026-02-30&pipeline_id=abc&include_test=maybe"),
-        ["end_date", "include_test", "pipeline_id", "start_date"]
-      )
-      expect422(yield* get(alice, "/api/user/analytics/timeseries?start_date=2025-06-02&end_date=2025-06-01"), ["end_date"])
-      const reader = yield* tokenFor(alice.email, ["conversations:read"])
-      expect((yield* get({ token: reader.token }, "/api/user/analytics/timeseries")).status).toBe(403)
-    }), 120_000)
+  it.effect(
+    "bad query parameters are 422 naming each field; 403 without opportunities:read",
+    () =>
+      Effect.gen(function*() {
+        const { alice } = yield* fixture
+        expect422(
+          yield* get(
+            alice,
+            "/api/user/analytics/timeseries?start_date=yesterday&end_date=2026-02-30&pipeline_id=abc&include_test=maybe"
+          ),
+          ["end_date", "include_test", "pipeline_id", "start_date"]
+        )
+        expect422(yield* get(alice, "/api/user/analytics/timeseries?start_date=2025-06-02&end_date=2025-06-01"), [
+          "end_date"
+        ])
+        const reader = yield* tokenFor(alice.email, ["conversations:read"])
+        expect((yield* get({ token: reader.token }, "/api/user/analytics/timeseries")).status).toBe(403)
+      }),
+    120_000
+  )
 })

@@ -40,7 +40,12 @@ const conversation = (
     sqlRows<{ id: number }>`
       insert into conversations (workspace_id, contact_id, channel_id, is_test)
       values (${owner.workspace_id}, ${contactId}, ${channelId}, ${isTest}) returning id`,
-    (rows): Conversation => ({ id: rows[0]!.id, workspace_id: owner.workspace_id, channel_id: channelId, pipeline_id: pipelineId })
+    (rows): Conversation => ({
+      id: rows[0]!.id,
+      workspace_id: owner.workspace_id,
+      channel_id: channelId,
+      pipeline_id: pipelineId
+    })
   )
 
 /**
@@ -56,7 +61,9 @@ const message = (
   sqlRows`
     insert into messages (id, workspace_id, conversation_id, opportunity_id, channel_id, pipeline_id, role, status, message,
                           is_manual, cost_for_user, created_at)
-    values (${`01ANALYTICS${Date.now()}${++sequence}`.slice(0, 40)}, ${c.workspace_id}, ${c.id}, ${options.opportunityId ?? null},
+    values (${`01ANALYTICS${Date.now()}${++sequence}`.slice(0, 40)}, ${c.workspace_id}, ${c.id}, ${
+    options.opportunityId ?? null
+  },
             ${c.channel_id}, ${c.pipeline_id}, ${role}, ${role === "user" ? "received" : "sent_to_user"}, 'text',
             ${options.manual ?? false}, ${options.cost ?? 0}, ${at}::timestamptz)`
 
@@ -90,8 +97,16 @@ const fixture = Effect.gen(function*() {
   const whatsapp = yield* channel(alice, "whatsapp", support.pipeline.id)
   const o1 = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone: freshPhone() } })
   yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, status: "won", contact: { phone: freshPhone() } })
-  const o3 = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, status: "lost", contact: { phone: freshPhone() } })
-  const test = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, is_test: true, contact: { phone: freshPhone() } })
+  const o3 = yield* createOpportunity(alice, {
+    pipeline_id: support.pipeline.id,
+    status: "lost",
+    contact: { phone: freshPhone() }
+  })
+  const test = yield* createOpportunity(alice, {
+    pipeline_id: sales.pipeline.id,
+    is_test: true,
+    contact: { phone: freshPhone() }
+  })
 
   const c1 = yield* conversation(alice, o1.contact_id, web.id, sales.pipeline.id)
   yield* message(c1, "user", "2026-03-01T10:00:00Z")
@@ -188,7 +203,10 @@ layer(TestServerLive())("analytics over REST", (it) => {
       // the conversation record's avg_response_time still counts every reply (SPEC.md 2.3): 30 s and 90 s
       const [c1] = yield* sqlRows`select response_seconds_total, responses_count from conversations
         where workspace_id = ${alice.workspace_id} and not is_test order by id limit 1`
-      expect({ seconds: Number(c1!.response_seconds_total), replies: Number(c1!.responses_count) }).toEqual({ seconds: 120, replies: 2 })
+      expect({ seconds: Number(c1!.response_seconds_total), replies: Number(c1!.responses_count) }).toEqual({
+        seconds: 120,
+        replies: 2
+      })
 
       // migration 0014's backfill, for conversations from before it, computes what the trigger keeps
       yield* sqlRows`update conversations set ai_response_seconds_total = 0, ai_responses_count = 0
@@ -229,7 +247,14 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const r = yield* get(alice, "/api/user/analytics/messaging-stats")
       expect(r.status).toBe(200)
       expect(r.body.data).toEqual({
-        totals: { messages: 6, user_messages: 3, assistant_messages: 3, ai_messages: 2, manual_messages: 1, cost: 0.03 },
+        totals: {
+          messages: 6,
+          user_messages: 3,
+          assistant_messages: 3,
+          ai_messages: 2,
+          manual_messages: 1,
+          cost: 0.03
+        },
         series: [
           day("2026-03-01", { messages: 2, user_messages: 1, assistant_messages: 1, ai_messages: 1, cost: 0.01 }),
           day("2026-03-02", { messages: 2, user_messages: 1, assistant_messages: 1, ai_messages: 1, cost: 0.02 }),
@@ -248,15 +273,23 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const { alice, support, sales } = yield* fixture
       const web = yield* stats(alice, "?provider=web")
       expect(web.totals).toMatchObject({ messages: 4, ai_messages: 1, manual_messages: 1, cost: 0.01 })
-      expect(web.series.map((d: any) => [d.date, d.messages])).toEqual([["2026-03-01", 2], ["2026-03-02", 0], ["2026-03-03", 2]])
+      expect(web.series.map((d: any) => [d.date, d.messages])).toEqual([["2026-03-01", 2], ["2026-03-02", 0], [
+        "2026-03-03",
+        2
+      ]])
       const whatsapp = yield* stats(alice, "?provider=whatsapp")
       expect(whatsapp.totals).toMatchObject({ messages: 2, ai_messages: 1, cost: 0.02 })
       expect(whatsapp.series.map((d: any) => d.date)).toEqual(["2026-03-02"])
       expect((yield* stats(alice, "?provider=widget")).totals.messages).toBe(0)
       expect((yield* stats(alice, "?provider=instagram")).series).toEqual([])
-      expect((yield* stats(alice, `?pipeline_id=${support.pipeline.id}`)).totals).toMatchObject({ messages: 2, cost: 0.02 })
+      expect((yield* stats(alice, `?pipeline_id=${support.pipeline.id}`)).totals).toMatchObject({
+        messages: 2,
+        cost: 0.02
+      })
       expect((yield* stats(alice, `?pipeline_id=${sales.pipeline.id}`)).totals).toMatchObject({ messages: 4 })
-      expect((yield* stats(alice, `?pipeline_id=${sales.pipeline.id}&include_test=true`)).totals).toMatchObject({ messages: 6 })
+      expect((yield* stats(alice, `?pipeline_id=${sales.pipeline.id}&include_test=true`)).totals).toMatchObject({
+        messages: 6
+      })
       expect((yield* stats(alice, `?pipeline_id=${support.pipeline.id}&provider=web`)).totals.messages).toBe(0)
     }))
 
@@ -267,7 +300,8 @@ layer(TestServerLive())("analytics over REST", (it) => {
       expect(yield* messages("?start_date=2026-03-02")).toBe(4)
       expect(yield* messages("?end_date=2026-03-02")).toBe(4)
       expect(yield* messages("?start_date=2026-03-02&end_date=2026-03-02")).toBe(2)
-      expect((yield* stats(alice, "?start_date=2026-03-02&end_date=2026-03-02")).series.map((d: any) => d.date)).toEqual(["2026-03-02"])
+      expect((yield* stats(alice, "?start_date=2026-03-02&end_date=2026-03-02")).series.map((d: any) => d.date))
+        .toEqual(["2026-03-02"])
       expect(yield* messages("?end_date=2026-03-01T10:00:30Z")).toBe(2)
       expect(yield* messages("?end_date=2026-03-01T10:00:29.999Z")).toBe(1)
       expect(yield* messages("?start_date=2026-03-03T09:01:30Z")).toBe(1)
@@ -303,17 +337,25 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const manager = yield* seedUser()
       yield* funnel(manager, "Own")
       yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, alice.workspace_id as never))
-      expect(ok(yield* get(manager, "/api/user/analytics/summary"))).toMatchObject({ pipelines: 3, opportunities: 3, messages: 6 })
+      expect(ok(yield* get(manager, "/api/user/analytics/summary"))).toMatchObject({
+        pipelines: 3,
+        opportunities: 3,
+        messages: 6
+      })
       expect(ok(yield* get(manager, `/api/user/analytics/summary?workspace_id=${alice.workspace_id}`))).toMatchObject({
         pipelines: 2,
         messages: 6
       })
-      expect(ok(yield* get(manager, `/api/user/analytics/summary?workspace_id=${manager.workspace_id}`))).toMatchObject({
-        pipelines: 1,
-        messages: 0
-      })
+      expect(ok(yield* get(manager, `/api/user/analytics/summary?workspace_id=${manager.workspace_id}`))).toMatchObject(
+        {
+          pipelines: 1,
+          messages: 0
+        }
+      )
       expect((yield* stats(manager, `?workspace_id=${alice.workspace_id}`)).totals.messages).toBe(6)
-      expect(ok(yield* get(manager, `/api/user/analytics/ai-performance?workspace_id=${manager.workspace_id}`)).ai_messages).toBe(0)
+      expect(
+        ok(yield* get(manager, `/api/user/analytics/ai-performance?workspace_id=${manager.workspace_id}`)).ai_messages
+      ).toBe(0)
     }))
 
   it.effect("a workspace_id the caller does not reach is 404 like a missing one, on every endpoint", () =>
@@ -323,7 +365,13 @@ layer(TestServerLive())("analytics over REST", (it) => {
         for (const id of [bob.workspace_id, 987654321]) {
           const r = yield* get(alice, `/api/user/analytics/${endpoint}?workspace_id=${id}`)
           expect(r.status).toBe(404)
-          expect(r.body).toEqual({ status: false, code: 404, validation: [], message: "Workspace not found.", data: null })
+          expect(r.body).toEqual({
+            status: false,
+            code: 404,
+            validation: [],
+            message: "Workspace not found.",
+            data: null
+          })
         }
       }
     }))
@@ -340,7 +388,10 @@ layer(TestServerLive())("analytics over REST", (it) => {
       yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, alice.workspace_id as never))
       expect((yield* stats(manager, `?pipeline_id=${sales.pipeline.id}`)).totals.messages).toBe(4)
       expectStatus(
-        yield* get(manager, `/api/user/analytics/messaging-stats?pipeline_id=${sales.pipeline.id}&workspace_id=${manager.workspace_id}`),
+        yield* get(
+          manager,
+          `/api/user/analytics/messaging-stats?pipeline_id=${sales.pipeline.id}&workspace_id=${manager.workspace_id}`
+        ),
         404,
         "Pipeline not found."
       )
@@ -353,7 +404,11 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const { pipeline } = yield* funnel(dana, "Mixed")
       const web = yield* channel(dana, "web", pipeline.id)
       const real = yield* createOpportunity(dana, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
-      const test = yield* createOpportunity(dana, { pipeline_id: pipeline.id, contact_id: real.contact_id, is_test: true })
+      const test = yield* createOpportunity(dana, {
+        pipeline_id: pipeline.id,
+        contact_id: real.contact_id,
+        is_test: true
+      })
       const c = yield* conversation(dana, real.contact_id, web.id, pipeline.id)
       yield* message(c, "user", "2026-05-01T10:00:00Z", { opportunityId: real.id })
       yield* message(c, "user", "2026-05-01T10:01:00Z", { opportunityId: test.id })
@@ -361,7 +416,10 @@ layer(TestServerLive())("analytics over REST", (it) => {
       expect(ok(yield* get(dana, "/api/user/analytics/summary"))).toMatchObject({ opportunities: 1, messages: 1 })
       expect((yield* stats(dana)).totals).toMatchObject({ messages: 1, cost: 0 })
       expect((yield* stats(dana, "?include_test=true")).totals).toMatchObject({ messages: 3, cost: 0.2 })
-      expect(ok(yield* get(dana, "/api/user/analytics/ai-performance"))).toMatchObject({ ai_messages: 0, total_cost: 0 })
+      expect(ok(yield* get(dana, "/api/user/analytics/ai-performance"))).toMatchObject({
+        ai_messages: 0,
+        total_cost: 0
+      })
     }))
 
   it.effect("bad query parameters are 422 naming each field", () =>
@@ -373,7 +431,9 @@ layer(TestServerLive())("analytics over REST", (it) => {
       )
       expect422(r, ["end_date", "include_test", "pipeline_id", "provider", "start_date", "workspace_id"])
       const messages = Object.fromEntries(r.body.validation.map((v: any) => [v.field, v.message]))
-      expect(messages.start_date).toBe("The start_date field must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z).")
+      expect(messages.start_date).toBe(
+        "The start_date field must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z)."
+      )
       expect(messages.provider).toContain("\"whatsapp\"")
       expect(messages.provider).toContain("\"widget\"")
       expect(r.body.message).toBe(`${r.body.validation[0].message} (and 5 more errors)`)
@@ -383,21 +443,34 @@ layer(TestServerLive())("analytics over REST", (it) => {
         status: false,
         code: 422,
         data: null,
-        message: "The start_date field must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z). (and 1 more error)",
+        message:
+          "The start_date field must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z). (and 1 more error)",
         validation: [
-          { field: "start_date", message: "The start_date field must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z)." },
+          {
+            field: "start_date",
+            message: "The start_date field must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z)."
+          },
           {
             field: "provider",
-            message: "The provider field must be one of \"web\", \"widget\", \"whatsapp\", \"messenger\", \"instagram\" or \"linkedin\"."
+            message:
+              "The provider field must be one of \"web\", \"widget\", \"whatsapp\", \"messenger\", \"instagram\" or \"linkedin\"."
           }
         ]
       })
-      const reversed = yield* get(alice, "/api/user/analytics/messaging-stats?start_date=2026-03-02&end_date=2026-03-01")
+      const reversed = yield* get(
+        alice,
+        "/api/user/analytics/messaging-stats?start_date=2026-03-02&end_date=2026-03-01"
+      )
       expect422(reversed, ["end_date"])
-      expect(reversed.body.validation[0].message).toBe("The end_date field must be a date after or equal to start_date.")
+      expect(reversed.body.validation[0].message).toBe(
+        "The end_date field must be a date after or equal to start_date."
+      )
       expect422(yield* get(alice, "/api/user/analytics/messaging-stats?end_date=2026-03-01T25:00:00Z"), ["end_date"])
       for (const endpoint of ["summary", "ai-performance"]) {
-        expect422(yield* get(alice, `/api/user/analytics/${endpoint}?workspace_id=x&include_test=yes`), ["include_test", "workspace_id"])
+        expect422(yield* get(alice, `/api/user/analytics/${endpoint}?workspace_id=x&include_test=yes`), [
+          "include_test",
+          "workspace_id"
+        ])
       }
     }))
 
@@ -408,7 +481,11 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const reader = { token: (yield* tokenFor(alice.email, ["opportunities:read"])).token }
       for (const endpoint of ["summary", "ai-performance", "messaging-stats"]) {
         expectStatus(yield* call(`/api/user/analytics/${endpoint}`), 401)
-        expectStatus(yield* get(pipelinesOnly, `/api/user/analytics/${endpoint}`), 403, "Missing required scope: opportunities:read")
+        expectStatus(
+          yield* get(pipelinesOnly, `/api/user/analytics/${endpoint}`),
+          403,
+          "Missing required scope: opportunities:read"
+        )
         expect((yield* get(reader, `/api/user/analytics/${endpoint}`)).status).toBe(200)
       }
     }))

@@ -11,7 +11,11 @@ const errorEnvelope = (code: number) => ({ status: false, code, validation: [], 
 const seedPipeline = (name = "Owned") =>
   Effect.gen(function*() {
     const owner = yield* seedUser()
-    const created = yield* call("/api/user/pipelines", { method: "POST", token: owner.token, body: validPipeline(name) })
+    const created = yield* call("/api/user/pipelines", {
+      method: "POST",
+      token: owner.token,
+      body: validPipeline(name)
+    })
     expect(created.status).toBe(200)
     const stage = yield* call(`/api/user/pipelines/${created.body.data.id}/stages`, {
       method: "POST",
@@ -43,7 +47,9 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
     it.effect("answers 401 for a non-bearer Authorization scheme", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
-        const r = yield* call("/api/user/me", { headers: { authorization: `Basic ${Buffer.from(`x:${alice.token}`).toString("base64")}` } })
+        const r = yield* call("/api/user/me", {
+          headers: { authorization: `Basic ${Buffer.from(`x:${alice.token}`).toString("base64")}` }
+        })
         expect(r.status).toBe(401)
         expect(r.body).toMatchObject(errorEnvelope(401))
       }))
@@ -104,10 +110,18 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         expect(list.body.data.map((p: any) => p.id)).toEqual([pipelineId])
         const get = yield* call(`/api/user/pipelines/${pipelineId}`, { token: reader.token })
         expect(get.status).toBe(200)
-        const create = yield* call("/api/user/pipelines", { method: "POST", token: reader.token, body: validPipeline("Nope") })
+        const create = yield* call("/api/user/pipelines", {
+          method: "POST",
+          token: reader.token,
+          body: validPipeline("Nope")
+        })
         expect(create.status).toBe(403)
         expect(create.body.message).toBe("Missing required scope: pipelines:write")
-        const update = yield* call(`/api/user/pipelines/${pipelineId}`, { method: "PUT", token: reader.token, body: { name: "Renamed" } })
+        const update = yield* call(`/api/user/pipelines/${pipelineId}`, {
+          method: "PUT",
+          token: reader.token,
+          body: { name: "Renamed" }
+        })
         expect(update.status).toBe(403)
         expect(update.body.message).toBe("Missing required scope: pipelines:write")
         const stage = yield* call(`/api/user/pipelines/${pipelineId}/stages`, {
@@ -124,7 +138,11 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
     it.effect("a write-only token creates a pipeline but cannot read pipelines", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser({ scopes: ["pipelines:write"] })
-        const create = yield* call("/api/user/pipelines", { method: "POST", token: alice.token, body: validPipeline("Writer") })
+        const create = yield* call("/api/user/pipelines", {
+          method: "POST",
+          token: alice.token,
+          body: validPipeline("Writer")
+        })
         expect(create.status).toBe(200)
         const list = yield* call("/api/user/pipelines", { token: alice.token })
         expect(list.status).toBe(403)
@@ -177,7 +195,11 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
       Effect.gen(function*() {
         const { owner, pipelineId } = yield* seedPipeline()
         const mallory = yield* seedUser()
-        const r = yield* call(`/api/user/pipelines/${pipelineId}`, { method: "PUT", token: mallory.token, body: { name: "Pwned" } })
+        const r = yield* call(`/api/user/pipelines/${pipelineId}`, {
+          method: "PUT",
+          token: mallory.token,
+          body: { name: "Pwned" }
+        })
         expect(r.status).toBe(404)
         expect(r.body).toEqual({ ...errorEnvelope(404), message: "Pipeline not found." })
         const got = yield* call(`/api/user/pipelines/${pipelineId}`, { token: owner.token })
@@ -206,7 +228,11 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
       Effect.gen(function*() {
         const { owner, pipelineId, stageId } = yield* seedPipeline()
         const mallory = yield* seedUser()
-        const update = yield* call(`/api/user/stages/${stageId}`, { method: "PUT", token: mallory.token, body: { name: "Pwned" } })
+        const update = yield* call(`/api/user/stages/${stageId}`, {
+          method: "PUT",
+          token: mallory.token,
+          body: { name: "Pwned" }
+        })
         expect(update.status).toBe(404)
         expect(update.body).toEqual({ ...errorEnvelope(404), message: "Stage not found." })
         const del = yield* call(`/api/user/stages/${stageId}`, { method: "DELETE", token: mallory.token })
@@ -258,7 +284,11 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         expect(list.body.data.map((p: any) => p.id)).toContain(pipelineId)
         const stages = yield* call(`/api/user/pipelines/${pipelineId}/stages`, { token: manager.token })
         expect(stages.status).toBe(200)
-        const update = yield* call(`/api/user/pipelines/${pipelineId}`, { method: "PUT", token: manager.token, body: { description: "Managed" } })
+        const update = yield* call(`/api/user/pipelines/${pipelineId}`, {
+          method: "PUT",
+          token: manager.token,
+          body: { description: "Managed" }
+        })
         expect(update.status).toBe(200)
         expect(update.body.data.description).toBe("Managed")
       }))
@@ -268,7 +298,11 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const { owner } = yield* seedPipeline()
         const manager = yield* seedUser()
         yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id))
-        const own = yield* call("/api/user/pipelines", { method: "POST", token: manager.token, body: validPipeline("Own") })
+        const own = yield* call("/api/user/pipelines", {
+          method: "POST",
+          token: manager.token,
+          body: validPipeline("Own")
+        })
         expect(own.body.data.workspace_id).toBe(manager.workspace_id)
         const managed = yield* call("/api/user/pipelines", {
           method: "POST",
@@ -334,10 +368,16 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
       Effect.gen(function*() {
         const { owner } = yield* seedPipeline()
         const mallory = yield* seedUser()
-        const r = yield* call("/api/user/pipelines", { token: mallory.token, headers: { "x-act-as-user": String(owner.user_id) } })
+        const r = yield* call("/api/user/pipelines", {
+          token: mallory.token,
+          headers: { "x-act-as-user": String(owner.user_id) }
+        })
         expect(r.status).toBe(403)
         expect(r.body).toMatchObject(errorEnvelope(403))
-        const me = yield* call("/api/user/me", { token: mallory.token, headers: { "x-act-as-user": String(owner.user_id) } })
+        const me = yield* call("/api/user/me", {
+          token: mallory.token,
+          headers: { "x-act-as-user": String(owner.user_id) }
+        })
         expect(me.status).toBe(403)
       }))
 
@@ -357,7 +397,10 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const owner = yield* seedUser()
         const admin = yield* seedUser({ scopes: ["channels:read"] })
         yield* Effect.flatMap(Identity, (identity) => identity.makeSuper(admin.email))
-        const r = yield* call("/api/user/pipelines", { token: admin.token, headers: { "x-act-as-user": String(owner.user_id) } })
+        const r = yield* call("/api/user/pipelines", {
+          token: admin.token,
+          headers: { "x-act-as-user": String(owner.user_id) }
+        })
         expect(r.status).toBe(403)
         expect(r.body.message).toBe("Missing required scope: pipelines:read")
       }))
@@ -447,6 +490,12 @@ layer(TestServerLive())("listeners", (it) => {
       const { receiverUrl } = yield* TestServer
       const response = yield* Effect.promise(() => fetch(`${receiverUrl}/api/user/pipelines`))
       expect(response.status).toBe(404)
-      expect(yield* Effect.promise(() => response.json())).toEqual({ status: false, code: 404, validation: [], message: "Not found.", data: null })
+      expect(yield* Effect.promise(() => response.json())).toEqual({
+        status: false,
+        code: 404,
+        validation: [],
+        message: "Not found.",
+        data: null
+      })
     }))
 })

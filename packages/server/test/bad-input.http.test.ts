@@ -3,12 +3,23 @@
  * their columns, loose path ids, bodies without a boundary or over their limit, and a 500 that says
  * which request it was. Every answer is in its listener's envelope.
  */
-import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
 import { Cause, Effect, Layer, Logger } from "effect"
 import * as Http from "node:http"
 import * as Net from "node:net"
-import { count, createPipeline, createStage, expect422, funnel, get, linkWebChannel, ok, post, put } from "./support/Opportunities.js"
+import {
+  count,
+  createPipeline,
+  createStage,
+  expect422,
+  funnel,
+  get,
+  linkWebChannel,
+  ok,
+  post,
+  put
+} from "./support/Opportunities.js"
 import { call, fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { basic } from "./support/WebChat.js"
 
@@ -16,7 +27,10 @@ const receive = (auth: string, body: string | FormData, contentType: string | un
   Effect.flatMap(TestServer, ({ receiverUrl }) =>
     fetchJson(`${receiverUrl}/web-chat/message`, {
       method: "POST",
-      headers: { authorization: auth, ...(contentType === undefined || body instanceof FormData ? {} : { "content-type": contentType }) },
+      headers: {
+        authorization: auth,
+        ...(contentType === undefined || body instanceof FormData ? {} : { "content-type": contentType })
+      },
       body
     }))
 
@@ -34,7 +48,9 @@ const conversationOf = (channel: { client_id: string; client_secret: string }, c
   Effect.gen(function*() {
     const said = yield* receive(basic(channel), JSON.stringify({ contact_id: contactId, message: "hello" }))
     const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<{ id: number }>`select conversation_id as id from messages where id = ${said.body.data.message_id}`.pipe(Effect.orDie)
+    const [row] = yield* sql<
+      { id: number }
+    >`select conversation_id as id from messages where id = ${said.body.data.message_id}`.pipe(Effect.orDie)
     return row!.id
   })
 
@@ -42,7 +58,11 @@ const mcpCall = (token: string, name: string, args: Record<string, unknown>) =>
   Effect.flatMap(TestServer, ({ baseUrl }) =>
     fetchJson(`${baseUrl}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream"
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } })
     }))
 
@@ -63,15 +83,31 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const pipelines = yield* count`select count(*) as n from pipelines where workspace_id = ${owner.workspace_id}`
-        const nul = yield* post(owner, "/api/user/pipelines", { name: "nul\u0000x", agent_type_id: 2, ai_model_id: 1, language_id: 1 })
+        const nul = yield* post(owner, "/api/user/pipelines", {
+          name: "nul\u0000x",
+          agent_type_id: 2,
+          ai_model_id: 1,
+          language_id: 1
+        })
         expect422(nul, ["name"])
         expect(nul.body.validation[0].message).toBe("The name field must not contain NUL characters.")
-        const nested = yield* post(owner, "/api/user/opportunities", { pipeline_id: 1, context: { "key\u0000": 1 }, contact: { email: "a@b.co" } })
+        const nested = yield* post(owner, "/api/user/opportunities", {
+          pipeline_id: 1,
+          context: { "key\u0000": 1 },
+          contact: { email: "a@b.co" }
+        })
         expect422(nested, ["context"])
-        const surrogate = yield* post(owner, "/api/user/pipelines", { name: "x\ud800y", agent_type_id: 2, ai_model_id: 1, language_id: 1 })
+        const surrogate = yield* post(owner, "/api/user/pipelines", {
+          name: "x\ud800y",
+          agent_type_id: 2,
+          ai_model_id: 1,
+          language_id: 1
+        })
         expect422(surrogate, ["name"])
         expect(surrogate.body.validation[0].message).toMatch(/unpaired surrogate/)
-        expect(yield* count`select count(*) as n from pipelines where workspace_id = ${owner.workspace_id}`).toBe(pipelines)
+        expect(yield* count`select count(*) as n from pipelines where workspace_id = ${owner.workspace_id}`).toBe(
+          pipelines
+        )
       }))
 
     it.effect("a NUL in a query parameter is a 422 naming it; in a path it finds nothing", () =>
@@ -102,7 +138,10 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         form.set("message", "multi\u0000part")
         const multipart = yield* receive(auth, form)
         expect(multipart.status).toBe(400)
-        expect(multipart.body.data.validation).toEqual([{ field: "message", message: "The message field must not contain NUL characters." }])
+        expect(multipart.body.data.validation).toEqual([{
+          field: "message",
+          message: "The message field must not contain NUL characters."
+        }])
         expect(yield* count`select count(*) as n from messages where channel_id = ${channel.id}`).toBe(before)
       }))
 
@@ -131,8 +170,11 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         ].join("\r\n")
         const r = yield* receive(basic(channel), body, "multipart/form-data; boundary=XYZ")
         expect(r.body).toMatchObject({ status: true })
-        const [stored] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          sql<{ name: string }>`select files->0->>'name' as name from messages where id = ${r.body.data.message_id}`).pipe(Effect.orDie)
+        const [stored] = yield* Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql<{ name: string }>`select files->0->>'name' as name from messages where id = ${r.body.data.message_id}`
+        ).pipe(Effect.orDie)
         expect(stored!.name).toBe("report.txt")
         // a raw control character in a part's headers is no multipart the parser reads
         const raw = new FormData()
@@ -150,7 +192,9 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const channel = yield* linkWebChannel(owner, f.pipeline.id)
         const inbound = yield* receive(basic(channel), JSON.stringify({ contact_id: "visitor", message: "hi" }))
         const [row] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          sql<{ conversation_id: number }>`select conversation_id from messages where id = ${inbound.body.data.message_id}`).pipe(Effect.orDie)
+          sql<
+            { conversation_id: number }
+          >`select conversation_id from messages where id = ${inbound.body.data.message_id}`).pipe(Effect.orDie)
         const { baseUrl } = yield* TestServer
         const form = new FormData()
         form.set("message", "from\u0000operator")
@@ -166,10 +210,18 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
     it.effect("an MCP tool argument with a NUL is a tool error naming the argument, and nothing is created", () =>
       Effect.gen(function*() {
         const owner = yield* seedUser()
-        const r = yield* mcpCall(owner.token, "create_pipeline", { name: "m\u0000", agent_type_id: 2, ai_model_id: 1, language_id: 1 })
+        const r = yield* mcpCall(owner.token, "create_pipeline", {
+          name: "m\u0000",
+          agent_type_id: 2,
+          ai_model_id: 1,
+          language_id: 1
+        })
         expect(r.status).toBe(200)
         expect(r.body.result.isError).toBe(true)
-        expect(r.body.result.structuredContent.validation).toEqual([{ field: "name", message: "The name argument must not contain NUL characters." }])
+        expect(r.body.result.structuredContent.validation).toEqual([{
+          field: "name",
+          message: "The name argument must not contain NUL characters."
+        }])
         expect(yield* count`select count(*) as n from pipelines where workspace_id = ${owner.workspace_id}`).toBe(0)
       }))
   })
@@ -180,20 +232,52 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const owner = yield* seedUser()
         const big = 2147483648
         const pipelineBody = { name: "Bounds", agent_type_id: 2, ai_model_id: 1, language_id: 1 }
-        expect422(yield* post(owner, "/api/user/pipelines", { ...pipelineBody, max_conversation_messages: big }), ["max_conversation_messages"])
-        expect422(yield* post(owner, "/api/user/pipelines", { ...pipelineBody, followup_limit: big }), ["followup_limit"])
+        expect422(yield* post(owner, "/api/user/pipelines", { ...pipelineBody, max_conversation_messages: big }), [
+          "max_conversation_messages"
+        ])
+        expect422(yield* post(owner, "/api/user/pipelines", { ...pipelineBody, followup_limit: big }), [
+          "followup_limit"
+        ])
         const pipeline = yield* createPipeline(owner, "Bounds")
-        expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: big }), ["order"])
+        expect422(
+          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+            name: "Open",
+            nature: "neutral",
+            order: big
+          }),
+          ["order"]
+        )
         const stage = yield* createStage(owner, pipeline.id, "Open", 1)
-        const action = { name: "Hook", method: "POST", url: "https://crm.example.com/x", is_active: false, fixed_trigger: "stage_started" }
-        expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, { ...action, max_fires: big }), ["max_fires"])
-        expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, { ...action, order: big }), ["order"])
+        const action = {
+          name: "Hook",
+          method: "POST",
+          url: "https://crm.example.com/x",
+          is_active: false,
+          fixed_trigger: "stage_started"
+        }
+        expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, { ...action, max_fires: big }), [
+          "max_fires"
+        ])
+        expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, { ...action, order: big }), [
+          "order"
+        ])
         expect422(yield* put(owner, `/api/user/stages/${stage.id}`, { order: big }), ["order"])
-        expect422(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { attach_knowledge_table_ids: [big] }), ["attach_knowledge_table_ids.0"])
+        expect422(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { attach_knowledge_table_ids: [big] }), [
+          "attach_knowledge_table_ids.0"
+        ])
         // ids are bigint columns: up to 2^53 - 1 they are not-found answers, beyond they are invalid
-        // eslint-disable-next-line no-loss-of-precision -- a literal past 2^53 on purpose: past the column's range
-        expect422(yield* post(owner, "/api/user/opportunities", { pipeline_id: 9007199254740993, contact: { email: "a@b.co" } }), ["pipeline_id"])
-        const unknown = yield* post(owner, "/api/user/opportunities", { pipeline_id: 9007199254740991, contact: { email: "a@b.co" } })
+        expect422(
+          yield* post(owner, "/api/user/opportunities", {
+            // eslint-disable-next-line no-loss-of-precision -- a literal past 2^53 on purpose: past the column's range
+            pipeline_id: 9007199254740993,
+            contact: { email: "a@b.co" }
+          }),
+          ["pipeline_id"]
+        )
+        const unknown = yield* post(owner, "/api/user/opportunities", {
+          pipeline_id: 9007199254740991,
+          contact: { email: "a@b.co" }
+        })
         expect422(unknown, ["pipeline_id"])
         expect(unknown.body.validation[0].message).not.toMatch(/integer id/)
       }))
@@ -201,7 +285,13 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
     it.effect("a numeric path id beyond any row is a 404 or 422, never a 500", () =>
       Effect.gen(function*() {
         const owner = yield* seedUser()
-        for (const path of ["/api/user/opportunities/99999999999999999999", "/api/user/pipelines/99999999999999999999", "/api/user/channels/2147483648"]) {
+        for (
+          const path of [
+            "/api/user/opportunities/99999999999999999999",
+            "/api/user/pipelines/99999999999999999999",
+            "/api/user/channels/2147483648"
+          ]
+        ) {
           const r = yield* call(path, { token: owner.token })
           expect([404, 422]).toContain(r.status)
           expect(r.body).toMatchObject({ status: false, code: r.status, data: null })
@@ -218,7 +308,10 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         for (const id of [...loose, `${channel.id}%20`]) {
           const r = yield* post(owner, `/api/user/channels/${id}/rotate`, undefined)
           expect(r.status, id).toBe(422)
-          expect(r.body.validation, id).toEqual([{ field: "channel", message: "The channel field must be a positive integer id." }])
+          expect(r.body.validation, id).toEqual([{
+            field: "channel",
+            message: "The channel field must be a positive integer id."
+          }])
         }
         const after = ok(yield* get(owner, `/api/user/channels/${channel.id}`))
         expect(after.client_id).toBe(channel.client_id)
@@ -249,37 +342,70 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const { baseUrl, receiverUrl } = yield* TestServer
-        const big = JSON.stringify({ name: "x".repeat(2 * 1024 * 1024), agent_type_id: 2, ai_model_id: 1, language_id: 1 })
-        const announced = yield* call("/api/user/pipelines", { method: "POST", token: owner.token, rawBody: big, headers: { "content-type": "application/json" } })
+        const big = JSON.stringify({
+          name: "x".repeat(2 * 1024 * 1024),
+          agent_type_id: 2,
+          ai_model_id: 1,
+          language_id: 1
+        })
+        const announced = yield* call("/api/user/pipelines", {
+          method: "POST",
+          token: owner.token,
+          rawBody: big,
+          headers: { "content-type": "application/json" }
+        })
         expect(announced.status).toBe(413)
-        expect(announced.body).toEqual({ status: false, code: 413, validation: [], message: "The request body may not be larger than 1 MB.", data: null })
+        expect(announced.body).toEqual({
+          status: false,
+          code: 413,
+          validation: [],
+          message: "The request body may not be larger than 1 MB.",
+          data: null
+        })
         // a stream has no Content-Length: read up to the limit, then refused
-        const chunked = yield* Effect.promise(() => postChunked(`${baseUrl}/api/user/pipelines`, big, { authorization: `Bearer ${owner.token}` }))
+        const chunked = yield* Effect.promise(() =>
+          postChunked(`${baseUrl}/api/user/pipelines`, big, { authorization: `Bearer ${owner.token}` })
+        )
         expect(chunked.status).toBe(413)
         // a client that asks first is told before it sends a byte of the body
-        const asked = yield* Effect.promise(() => askFirst(`${baseUrl}/api/user/pipelines`, 50 * 1024 * 1024, { authorization: `Bearer ${owner.token}` }))
+        const asked = yield* Effect.promise(() =>
+          askFirst(`${baseUrl}/api/user/pipelines`, 50 * 1024 * 1024, { authorization: `Bearer ${owner.token}` })
+        )
         expect(asked).toEqual({ status: 413, continued: false })
         const f = yield* funnel(owner, "Big bodies")
         const channel = yield* linkWebChannel(owner, f.pipeline.id)
-        const receiverBig = yield* Effect.promise(() => postChunked(`${receiverUrl}/web-chat/message`, big, { authorization: basic(channel) }))
+        const receiverBig = yield* Effect.promise(() =>
+          postChunked(`${receiverUrl}/web-chat/message`, big, { authorization: basic(channel) })
+        )
         expect(receiverBig.status).toBe(413)
-        expect(JSON.parse(receiverBig.body)).toEqual({ status: false, message: "The request body may not be larger than 1 MB.", data: null })
+        expect(JSON.parse(receiverBig.body)).toEqual({
+          status: false,
+          message: "The request body may not be larger than 1 MB.",
+          data: null
+        })
         // a client that reads nothing until it has written its whole body (20 MB, Connection: close) still
         // reads the 413, never a reset
         const huge = Buffer.alloc(20 * 1024 * 1024, "a")
         for (const chunked of [false, true]) {
-          const answer = yield* Effect.promise(() => sendAllThenRead(`${receiverUrl}/web-chat/message`, huge, basic(channel), chunked))
+          const answer = yield* Effect.promise(() =>
+            sendAllThenRead(`${receiverUrl}/web-chat/message`, huge, basic(channel), chunked)
+          )
           expect(answer.error, `chunked: ${chunked}`).toBeUndefined()
           expect(answer.statusLine).toBe("HTTP/1.1 413 Payload Too Large")
           expect(answer.body).toContain("The request body may not be larger than 1 MB.")
         }
 
         yield* giveCredits(owner.workspace_id, { training_credits: 1000 })
-        const table = ok(yield* post(owner, "/api/user/knowledge-tables", {
-          name: "Big rows",
-          columns: [{ name: "body", data_type: "string", order: 1, is_searchable: true }]
-        }))
-        const points = Array.from({ length: 300 }, (_, i) => ({ default_id: `r${i}`, body: `row ${i} ${"lorem ipsum ".repeat(800)}` }))
+        const table = ok(
+          yield* post(owner, "/api/user/knowledge-tables", {
+            name: "Big rows",
+            columns: [{ name: "body", data_type: "string", order: 1, is_searchable: true }]
+          })
+        )
+        const points = Array.from(
+          { length: 300 },
+          (_, i) => ({ default_id: `r${i}`, body: `row ${i} ${"lorem ipsum ".repeat(800)}` })
+        )
         const upsert = yield* put(owner, `/api/user/knowledge-tables/${table.id}/points`, { points })
         expect(JSON.stringify({ points }).length).toBeGreaterThan(2 * 1024 * 1024)
         expect(upsert.body).toMatchObject({ status: true, code: 200, data: { upserted: 300 } })
@@ -300,7 +426,9 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const rss = () => process.memoryUsage().rss
         const before = rss()
         const answers = yield* Effect.promise(() =>
-          Promise.all(targets.flatMap((t) => Array.from({ length: 20 }, (_, i) => flood(t.url, t.headers, i % 2 === 1))))
+          Promise.all(
+            targets.flatMap((t) => Array.from({ length: 20 }, (_, i) => flood(t.url, t.headers, i % 2 === 1)))
+          )
         )
         const grown = rss() - before
         expect(answers.map((a) => a.status)).toEqual(answers.map(() => 413))
@@ -314,10 +442,20 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const owner = yield* seedUser()
         yield* giveCredits(owner.workspace_id)
         const { pipeline } = yield* funnel(owner)
-        const r = yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, tags: "one", context: [], contact: { email: "types@example.com" } })
+        const r = yield* post(owner, "/api/user/opportunities", {
+          pipeline_id: pipeline.id,
+          tags: "one",
+          context: [],
+          contact: { email: "types@example.com" }
+        })
         expect422(r, ["tags", "context"])
-        const messages = Object.fromEntries(r.body.validation.map((v: { field: string; message: string }) => [v.field, v.message]))
-        expect(messages).toEqual({ tags: "The tags field must be a list of strings.", context: "The context field must be an object or null." })
+        const messages = Object.fromEntries(
+          r.body.validation.map((v: { field: string; message: string }) => [v.field, v.message])
+        )
+        expect(messages).toEqual({
+          tags: "The tags field must be a list of strings.",
+          context: "The context field must be an object or null."
+        })
         const conversation = yield* conversationOf(yield* linkWebChannel(owner, pipeline.id), "types-visitor")
         const notes = yield* put(owner, `/api/user/conversations/${conversation}`, { notes: "a string" })
         expect422(notes, ["notes"])
@@ -352,13 +490,18 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
           contact: { email: "emoji@example.com" }
         })
         expect(opportunity.status).toBe(200)
-        expect422(yield* post(owner, "/api/user/opportunities", {
-          pipeline_id: pipeline.id,
-          name: "o".repeat(255) + "😀",
-          contact: { email: "emoji2@example.com" }
-        }), ["name"])
-        const [conversation] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          sql<{ id: number }>`select id from conversations where external_chat_id = ${contactKey}`).pipe(Effect.orDie)
+        expect422(
+          yield* post(owner, "/api/user/opportunities", {
+            pipeline_id: pipeline.id,
+            name: "o".repeat(255) + "😀",
+            contact: { email: "emoji2@example.com" }
+          }),
+          ["name"]
+        )
+        const [conversation] = yield* Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql<{ id: number }>`select id from conversations where external_chat_id = ${contactKey}`
+        ).pipe(Effect.orDie)
         expect(ok(yield* post(owner, `/api/user/${conversation!.id}/messages`, { message: fits })).message).toBe(fits)
         expect422(yield* post(owner, `/api/user/${conversation!.id}/messages`, { message: over }), ["message"])
       }))
@@ -370,9 +513,10 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const { channel } = yield* webAgent
         const sql = yield* SqlClient.SqlClient
         yield* sql`alter table conversations rename to conversations_away`.pipe(Effect.orDie)
-        const r = yield* receive(basic(channel), JSON.stringify({ contact_id: "defect-visitor", message: "hello" })).pipe(
-          Effect.ensuring(sql`alter table conversations_away rename to conversations`.pipe(Effect.orDie))
-        )
+        const r = yield* receive(basic(channel), JSON.stringify({ contact_id: "defect-visitor", message: "hello" }))
+          .pipe(
+            Effect.ensuring(sql`alter table conversations_away rename to conversations`.pipe(Effect.orDie))
+          )
         expect(r.status).toBe(500)
         const requestId = r.headers.get("x-request-id")!
         expect(r.body.message).toBe(`Internal server error (request id ${requestId}). The error was logged.`)
@@ -391,7 +535,11 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const requestId = r.headers.get("x-request-id")!
         const line = logged.find((l) => l.annotations.request_id === requestId)
         expect(line?.message).toMatch(/inactive/)
-        expect(line?.annotations).toMatchObject({ listener: "api", http_status: 500, http_route: "/api/user/:conversation/messages" })
+        expect(line?.annotations).toMatchObject({
+          listener: "api",
+          http_status: 500,
+          http_route: "/api/user/:conversation/messages"
+        })
       }))
 
     it.effect("a defect answers the envelope with a request id, which the Error log line carries with the cause", () =>
@@ -441,8 +589,12 @@ const sendAllThenRead = (url: string, body: Buffer, authorization: string, chunk
       resolve({ statusLine: text.split("\r\n")[0] ?? "", body: text.slice(text.indexOf("\r\n\r\n") + 4), error })
     })
     const framing = chunked ? "Transfer-Encoding: chunked" : `Content-Length: ${body.length}`
-    socket.write(`POST ${pathname} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\n${framing}\r\nConnection: close\r\n\r\n`)
-    const payload = chunked ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from("\r\n0\r\n\r\n")]) : body
+    socket.write(
+      `POST ${pathname} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\n${framing}\r\nConnection: close\r\n\r\n`
+    )
+    const payload = chunked
+      ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from("\r\n0\r\n\r\n")])
+      : body
     socket.write(payload, () => {
       socket.on("data", (chunk: Buffer) => received.push(chunk))
       socket.resume()
@@ -452,7 +604,10 @@ const sendAllThenRead = (url: string, body: Buffer, authorization: string, chunk
 /** A POST whose body is streamed without Content-Length (Transfer-Encoding: chunked). */
 const postChunked = (url: string, body: string, headers: Record<string, string>) =>
   new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = Http.request(url, { method: "POST", headers: { ...headers, "content-type": "application/json", "transfer-encoding": "chunked" } }, (res) => {
+    const req = Http.request(url, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json", "transfer-encoding": "chunked" }
+    }, (res) => {
       const chunks: Array<Buffer> = []
       res.on("data", (c: Buffer) => chunks.push(c))
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }))
@@ -474,7 +629,11 @@ const flood = (url: string, headers: Record<string, string>, chunked: boolean) =
     let answered = false
     const req = Http.request(url, {
       method: "POST",
-      headers: { ...headers, "content-type": "application/json", ...(chunked ? { "transfer-encoding": "chunked" } : { "content-length": String(FLOOD_BYTES) }) }
+      headers: {
+        ...headers,
+        "content-type": "application/json",
+        ...(chunked ? { "transfer-encoding": "chunked" } : { "content-length": String(FLOOD_BYTES) })
+      }
     }, (res) => {
       const chunks: Array<Buffer> = []
       res.on("data", (c: Buffer) => chunks.push(c))
@@ -503,7 +662,12 @@ const askFirst = (url: string, bytes: number, headers: Record<string, string>) =
     let continued = false
     const req = Http.request(url, {
       method: "POST",
-      headers: { ...headers, "content-type": "application/json", "content-length": String(bytes), expect: "100-continue" }
+      headers: {
+        ...headers,
+        "content-type": "application/json",
+        "content-length": String(bytes),
+        expect: "100-continue"
+      }
     }, (res) => {
       res.resume()
       res.on("end", () => {

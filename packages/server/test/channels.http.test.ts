@@ -1,5 +1,5 @@
-import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { AppSecret } from "../src/config/AppSecret.js"
 import { Identity } from "../src/identity/Identity.js"
@@ -34,8 +34,8 @@ const storedSecret = (id: number) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<{ secret_ciphertext: string | null; row: string }>`
       select secret_ciphertext, row_to_json(c)::text as row from channels c where id = ${id}`).pipe(
-    Effect.map((rows) => rows[0]!)
-  )
+      Effect.map((rows) => rows[0]!)
+    )
 
 const CLIENT_ID = /^wc_[0-9A-Za-z]{32}$/
 const CLIENT_SECRET = /^wcs_[0-9A-Za-z]{48}$/
@@ -239,8 +239,12 @@ layer(TestServerLive())("channels over REST", (it) => {
           expect(r.body.validation[0].message).toContain("http or https URL")
         }
         const created = yield* createChannel(alice, { kind: "web", callback_url: "https://ok.example.com" })
-        expect422(yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: "mailto:me@example.com" }), ["callback_url"])
-        expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.callback_url).toBe("https://ok.example.com")
+        expect422(yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: "mailto:me@example.com" }), [
+          "callback_url"
+        ])
+        expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.callback_url).toBe(
+          "https://ok.example.com"
+        )
         expect((yield* get(alice, "/api/user/channels")).body.data).toHaveLength(1)
       }))
 
@@ -248,22 +252,24 @@ layer(TestServerLive())("channels over REST", (it) => {
       Effect.gen(function*() {
         const alice = yield* seedUser()
         // WHATWG parsing normalises the spellings before the check: 127.1 and 0x7f000001 are 127.0.0.1
-        for (const [callback_url, host] of [
-          ["http://127.1/hook", "127.0.0.1"],
-          ["http://0x7f000001:8080/hook", "127.0.0.1"],
-          ["http://2130706433/hook", "127.0.0.1"],
-          ["http://[::ffff:127.0.0.1]/hook", "::ffff:7f00:1"],
-          ["http://[::1]:3000/hook", "::1"],
-          ["http://169.254.169.254/latest/meta-data/", "169.254.169.254"],
-          ["https://10.0.0.8/hook", "10.0.0.8"],
-          ["http://192.168.1.20/hook", "192.168.1.20"],
-          ["http://100.64.0.1/hook", "100.64.0.1"],
-          ["http://0.0.0.0:3000/hook", "0.0.0.0"],
-          ["http://[fd00::1]/hook", "fd00::1"],
-          ["http://[fe80::1]/hook", "fe80::1"],
-          ["http://localhost:3000/hook", "localhost"],
-          ["http://app.localhost/hook", "app.localhost"]
-        ] as const) {
+        for (
+          const [callback_url, host] of [
+            ["http://127.1/hook", "127.0.0.1"],
+            ["http://0x7f000001:8080/hook", "127.0.0.1"],
+            ["http://2130706433/hook", "127.0.0.1"],
+            ["http://[::ffff:127.0.0.1]/hook", "::ffff:7f00:1"],
+            ["http://[::1]:3000/hook", "::1"],
+            ["http://169.254.169.254/latest/meta-data/", "169.254.169.254"],
+            ["https://10.0.0.8/hook", "10.0.0.8"],
+            ["http://192.168.1.20/hook", "192.168.1.20"],
+            ["http://100.64.0.1/hook", "100.64.0.1"],
+            ["http://0.0.0.0:3000/hook", "0.0.0.0"],
+            ["http://[fd00::1]/hook", "fd00::1"],
+            ["http://[fe80::1]/hook", "fe80::1"],
+            ["http://localhost:3000/hook", "localhost"],
+            ["http://app.localhost/hook", "app.localhost"]
+          ] as const
+        ) {
           const r = yield* post(alice, "/api/user/channels", { kind: "web", callback_url })
           expect422(r, ["callback_url"])
           expect(r.body.validation[0].message).toBe(
@@ -272,8 +278,12 @@ layer(TestServerLive())("channels over REST", (it) => {
           )
         }
         const created = yield* createChannel(alice, { kind: "web", callback_url: "https://hooks.example.com/parley" })
-        expect422(yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: "http://127.0.0.1:9/hook" }), ["callback_url"])
-        expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.callback_url).toBe("https://hooks.example.com/parley")
+        expect422(yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: "http://127.0.0.1:9/hook" }), [
+          "callback_url"
+        ])
+        expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.callback_url).toBe(
+          "https://hooks.example.com/parley"
+        )
         // an update that leaves callback_url alone is not checked again
         expect((yield* put(alice, `/api/user/channels/${created.id}`, { name: "Renamed" })).status).toBe(200)
       }))
@@ -281,7 +291,14 @@ layer(TestServerLive())("channels over REST", (it) => {
     it.effect("public addresses and host names are accepted as callback_url", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
-        for (const callback_url of ["http://8.8.8.8/hook", "http://[::ffff:8.8.8.8]/hook", "https://[2001:4860:4860::8888]/hook", "https://hooks.example.com/parley"]) {
+        for (
+          const callback_url of [
+            "http://8.8.8.8/hook",
+            "http://[::ffff:8.8.8.8]/hook",
+            "https://[2001:4860:4860::8888]/hook",
+            "https://hooks.example.com/parley"
+          ]
+        ) {
           const created = yield* createChannel(alice, { kind: "web", callback_url })
           expect(created.callback_url).toBe(callback_url)
         }
@@ -296,19 +313,31 @@ layer(TestServerLive())("channels over REST", (it) => {
         })
         expect422(r, ["allowed_origins.1"])
         expect(r.body.validation[0].message).toContain("must be an origin")
-        expect422(yield* post(alice, "/api/user/channels", { kind: "web", allowed_origins: ["shop.example.com"] }), ["allowed_origins.0"])
+        expect422(yield* post(alice, "/api/user/channels", { kind: "web", allowed_origins: ["shop.example.com"] }), [
+          "allowed_origins.0"
+        ])
         const created = yield* createChannel(alice, { kind: "web" })
-        expect422(yield* put(alice, `/api/user/channels/${created.id}`, { allowed_origins: ["*"] }), ["allowed_origins.0"])
-        expect422(yield* put(alice, `/api/user/channels/${created.id}`, { allowed_origins: "https://a.example.com" }), ["allowed_origins"])
+        expect422(yield* put(alice, `/api/user/channels/${created.id}`, { allowed_origins: ["*"] }), [
+          "allowed_origins.0"
+        ])
+        expect422(yield* put(alice, `/api/user/channels/${created.id}`, { allowed_origins: "https://a.example.com" }), [
+          "allowed_origins"
+        ])
       }))
 
     it.effect("a bad IP or CIDR is 422 naming the allowed_ips entry", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
-        expect422(yield* post(alice, "/api/user/channels", { kind: "web", allowed_ips: ["10.0.0.0/33"] }), ["allowed_ips.0"])
-        expect422(yield* post(alice, "/api/user/channels", { kind: "web", allowed_ips: ["10.0.0.1", "999.1.1.1"] }), ["allowed_ips.1"])
+        expect422(yield* post(alice, "/api/user/channels", { kind: "web", allowed_ips: ["10.0.0.0/33"] }), [
+          "allowed_ips.0"
+        ])
+        expect422(yield* post(alice, "/api/user/channels", { kind: "web", allowed_ips: ["10.0.0.1", "999.1.1.1"] }), [
+          "allowed_ips.1"
+        ])
         const created = yield* createChannel(alice, { kind: "web" })
-        const r = yield* put(alice, `/api/user/channels/${created.id}`, { allowed_ips: ["2001:db8::/129", "10.0.0.0/"] })
+        const r = yield* put(alice, `/api/user/channels/${created.id}`, {
+          allowed_ips: ["2001:db8::/129", "10.0.0.0/"]
+        })
         expect422(r, ["allowed_ips.0", "allowed_ips.1"])
         expect(r.body.validation[0].message).toContain("CIDR")
         expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.allowed_ips).toEqual([])
@@ -341,7 +370,9 @@ layer(TestServerLive())("channels over REST", (it) => {
       Effect.gen(function*() {
         const alice = yield* seedUser()
         const bob = yield* seedUser()
-        expect422(yield* post(alice, "/api/user/channels", { kind: "web", workspace_id: bob.workspace_id }), ["workspace_id"])
+        expect422(yield* post(alice, "/api/user/channels", { kind: "web", workspace_id: bob.workspace_id }), [
+          "workspace_id"
+        ])
         expect((yield* get(bob, "/api/user/channels")).body.data).toEqual([])
       }))
   })
@@ -415,7 +446,12 @@ layer(TestServerLive())("channels over REST", (it) => {
         const alice = yield* seedUser({ scopes: ["channels:write"] })
         const created = yield* post(alice, "/api/user/channels", { kind: "web" })
         expect(created.status).toBe(200)
-        for (const r of [yield* get(alice, "/api/user/channels"), yield* get(alice, `/api/user/channels/${created.body.data.id}`)]) {
+        for (
+          const r of [
+            yield* get(alice, "/api/user/channels"),
+            yield* get(alice, `/api/user/channels/${created.body.data.id}`)
+          ]
+        ) {
           expect(r.status).toBe(403)
           expect(r.body.message).toBe("Missing required scope: channels:read")
         }

@@ -5,10 +5,10 @@
  * most); in the postgres project a native database with only the `vector` extension, owned by a role
  * allowed two connections (as docs/deploy.md sets one up). Waits in multiples of support/Cli.ts's `unit`.
  */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { PGlite } from "@electric-sql/pglite"
 import { vector } from "@electric-sql/pglite-pgvector"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
 import * as Os from "node:os"
@@ -64,7 +64,8 @@ describe("parley CLI with DATABASE_URL: a client of the database, never of the c
   })
   /** What a cluster runner or client creates in the database when it starts (its storage), and the CLI never should. */
   const clusterTables = async () =>
-    (await postgres.query<{ tablename: string }>("select tablename from pg_tables where tablename like 'cluster%'")).map((r) => r.tablename)
+    (await postgres.query<{ tablename: string }>("select tablename from pg_tables where tablename like 'cluster%'"))
+      .map((r) => r.tablename)
 
   afterAll(async () => {
     await new Promise((resolve) => runnerPort.close(resolve))
@@ -80,25 +81,39 @@ describe("parley CLI with DATABASE_URL: a client of the database, never of the c
     expect(await clusterTables()).toEqual([])
   }, testTimeout)
 
-  it("creates, lists and shows with RUNNER_PORT taken and two connections, web-chat URLs from PUBLIC_URL and RECEIVER_URL", async () => {
-    const user = await run(dataDir, ["user", "create", "--email", "pg@example.com", "--password", "s3cret-pass", "--credits", "10"], env)
-    expect(user.stderr).toBe("")
-    expect(user.code).toBe(0)
-    expect(user.stdout).toMatch(/^credits\s+10$/m)
-    expect(user.stdout).not.toContain("- credits")
-    expect(user.stdout).toContain("Before its agent replies, workspace 1 still needs:")
-    const widget = await parley(dataDir, ["channel", "create", "--workspace-id", "1", "--kind", "widget"], env)
-    expect(widget.client_secret).toMatch(/^wcs_/)
-    const listed = await run(dataDir, ["channel", "list", "--json"], env)
-    expect(listed.stderr).toBe("")
-    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({
-      id: widget.id,
-      client_id: widget.client_id,
-      initiate_url: null,
-      messages_url: "https://chat.example.com/web-chat/message",
-      widget_embed: `<script src="https://parley.example.com/widget.js" data-client-id="${widget.client_id}" async></script>`
-    })])
-    expect(listed.stdout).not.toContain(widget.client_secret)
-    expect(await clusterTables()).toEqual([])
-  }, testTimeout)
+  it(
+    "creates, lists and shows with RUNNER_PORT taken and two connections, web-chat URLs from PUBLIC_URL and RECEIVER_URL",
+    async () => {
+      const user = await run(dataDir, [
+        "user",
+        "create",
+        "--email",
+        "pg@example.com",
+        "--password",
+        "s3cret-pass",
+        "--credits",
+        "10"
+      ], env)
+      expect(user.stderr).toBe("")
+      expect(user.code).toBe(0)
+      expect(user.stdout).toMatch(/^credits\s+10$/m)
+      expect(user.stdout).not.toContain("- credits")
+      expect(user.stdout).toContain("Before its agent replies, workspace 1 still needs:")
+      const widget = await parley(dataDir, ["channel", "create", "--workspace-id", "1", "--kind", "widget"], env)
+      expect(widget.client_secret).toMatch(/^wcs_/)
+      const listed = await run(dataDir, ["channel", "list", "--json"], env)
+      expect(listed.stderr).toBe("")
+      expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({
+        id: widget.id,
+        client_id: widget.client_id,
+        initiate_url: null,
+        messages_url: "https://chat.example.com/web-chat/message",
+        widget_embed:
+          `<script src="https://parley.example.com/widget.js" data-client-id="${widget.client_id}" async></script>`
+      })])
+      expect(listed.stdout).not.toContain(widget.client_secret)
+      expect(await clusterTables()).toEqual([])
+    },
+    testTimeout
+  )
 })

@@ -24,7 +24,10 @@ const serve = (dataDir: string, extra: Record<string, string> = {}) =>
   new Promise<Running>((resolve, reject) => {
     const child = spawn(tsx, [cli, "serve"], { cwd: root, env: envFor(dataDir, extra) })
     let output = ""
-    const timer = setTimeout(() => reject(new Error(`server did not start within ${serverStart} ms:\n${output}`)), serverStart)
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start within ${serverStart} ms:\n${output}`)),
+      serverStart
+    )
     const onData = (chunk: Buffer) => {
       output += chunk.toString()
       const api = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
@@ -75,16 +78,33 @@ describe("parley CLI on the embedded database", () => {
   let web: any
   let widget: any
 
-  it("with no server, opens and migrates the data dir itself, says what a new workspace needs, and leaves no lock", async () => {
-    const created = await parleyText(dataDir, ["user", "create", "--email", "ops@example.com", "--password", "s3cret-pass", "--workspace-name", "Ops"])
-    expect(created).toMatch(/^user_id\s+1$/m)
-    expect(created).toMatch(/^workspace_id\s+1$/m)
-    expect(created).toContain("Before its agent replies, workspace 1 still needs:")
-    expect(created).toContain("credits: pnpm parley workspace set --workspace-id 1 --credits 100 (or --credits N when creating)")
-    expect(created).toContain("an active pipeline with stages")
-    expect(created).toContain("a channel linked to that pipeline: pnpm parley channel create --workspace-id 1 --kind web|widget")
-    expect(Fs.existsSync(Path.join(dataDir, "lock"))).toBe(false)
-  }, testTimeout)
+  it(
+    "with no server, opens and migrates the data dir itself, says what a new workspace needs, and leaves no lock",
+    async () => {
+      const created = await parleyText(dataDir, [
+        "user",
+        "create",
+        "--email",
+        "ops@example.com",
+        "--password",
+        "s3cret-pass",
+        "--workspace-name",
+        "Ops"
+      ])
+      expect(created).toMatch(/^user_id\s+1$/m)
+      expect(created).toMatch(/^workspace_id\s+1$/m)
+      expect(created).toContain("Before its agent replies, workspace 1 still needs:")
+      expect(created).toContain(
+        "credits: pnpm parley workspace set --workspace-id 1 --credits 100 (or --credits N when creating)"
+      )
+      expect(created).toContain("an active pipeline with stages")
+      expect(created).toContain(
+        "a channel linked to that pipeline: pnpm parley channel create --workspace-id 1 --kind web|widget"
+      )
+      expect(Fs.existsSync(Path.join(dataDir, "lock"))).toBe(false)
+    },
+    testTimeout
+  )
 
   describe("while `parley serve` holds the data dir", () => {
     let server: Running
@@ -96,184 +116,344 @@ describe("parley CLI on the embedded database", () => {
     }, serverStart)
     afterAll(() => stop(server))
 
-    it("creates through the server's admin endpoint: tokens, channels of every kind with their web-chat URLs", async () => {
-      const info = JSON.parse(Fs.readFileSync(Path.join(dataDir, "server.json"), "utf8"))
-      expect(info.admin_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
-      // the serving process (tsx runs it as a child) holds the data-dir lock
-      expect(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8")).toBe(String(info.pid))
-      // the user made with no server running
-      owner = await parley(dataDir, ["token", "create", "--email", "ops@example.com", "--scopes", "pipelines:read,pipelines:write,channels:read"])
-      expect(owner.token).toMatch(/^pat_[0-9A-Za-z]{43}$/)
-      const me = await api(server.api, "/api/user/me", owner.token)
-      expect(me.status).toBe(200)
-      expect(me.body.data.user.email).toBe("ops@example.com")
+    it(
+      "creates through the server's admin endpoint: tokens, channels of every kind with their web-chat URLs",
+      async () => {
+        const info = JSON.parse(Fs.readFileSync(Path.join(dataDir, "server.json"), "utf8"))
+        expect(info.admin_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+        // the serving process (tsx runs it as a child) holds the data-dir lock
+        expect(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8")).toBe(String(info.pid))
+        // the user made with no server running
+        owner = await parley(dataDir, [
+          "token",
+          "create",
+          "--email",
+          "ops@example.com",
+          "--scopes",
+          "pipelines:read,pipelines:write,channels:read"
+        ])
+        expect(owner.token).toMatch(/^pat_[0-9A-Za-z]{43}$/)
+        const me = await api(server.api, "/api/user/me", owner.token)
+        expect(me.status).toBe(200)
+        expect(me.body.data.user.email).toBe("ops@example.com")
 
-      const online = await parley(dataDir, ["token", "create", "--email", "ops@example.com", "--scopes", "channels:read", "--name", "online"])
-      expect((await api(server.api, "/api/user/channels", online.token)).status).toBe(200)
-      secrets.push(owner.token, online.token)
+        const online = await parley(dataDir, [
+          "token",
+          "create",
+          "--email",
+          "ops@example.com",
+          "--scopes",
+          "channels:read",
+          "--name",
+          "online"
+        ])
+        expect((await api(server.api, "/api/user/channels", online.token)).status).toBe(200)
+        secrets.push(owner.token, online.token)
 
-      const pipeline = await api(server.api, "/api/user/pipelines", owner.token, {
-        method: "POST",
-        body: JSON.stringify({ name: "CLI pipeline", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
-      })
-      expect(pipeline.status).toBe(200)
-      pipelineId = pipeline.body.data.id
-      const stage = await api(server.api, `/api/user/pipelines/${pipelineId}/stages`, owner.token, {
-        method: "POST",
-        body: JSON.stringify({ name: "New", nature: "neutral", order: 1 })
-      })
-      expect(stage.status).toBe(200)
+        const pipeline = await api(server.api, "/api/user/pipelines", owner.token, {
+          method: "POST",
+          body: JSON.stringify({ name: "CLI pipeline", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
+        })
+        expect(pipeline.status).toBe(200)
+        pipelineId = pipeline.body.data.id
+        const stage = await api(server.api, `/api/user/pipelines/${pipelineId}/stages`, owner.token, {
+          method: "POST",
+          body: JSON.stringify({ name: "New", nature: "neutral", order: 1 })
+        })
+        expect(stage.status).toBe(200)
 
-      web = await parley(dataDir, [
-        "channel", "create", "--workspace-id", "1", "--kind", "web", "--pipeline-id", String(pipelineId),
-        "--callback-url", "https://example.com/hook", "--allowed-origins", "https://shop.example.com"
-      ])
-      widget = await parley(dataDir, ["channel", "create", "--workspace-id", "1", "--kind", "widget", "--name", "Shop widget", "--allowed-origins", "https://shop.example.com"])
-      expect(web.client_id).toMatch(/^wc_/)
-      expect(web.client_secret).toMatch(/^wcs_/)
-      expect(web).toMatchObject({
-        initiate_url: `${server.api}/api/user/web-chat/initiate`,
-        messages_url: `${server.receiver}/web-chat/message`,
-        widget_embed: null
-      })
-      expect(widget).toMatchObject({
-        kind: "widget",
-        initiate_url: null,
-        messages_url: `${server.receiver}/web-chat/message`,
-        widget_embed: `<script src="${server.api}/widget.js" data-client-id="${widget.client_id}" async></script>`
-      })
-      secrets.push(web.client_secret, widget.client_secret)
+        web = await parley(dataDir, [
+          "channel",
+          "create",
+          "--workspace-id",
+          "1",
+          "--kind",
+          "web",
+          "--pipeline-id",
+          String(pipelineId),
+          "--callback-url",
+          "https://example.com/hook",
+          "--allowed-origins",
+          "https://shop.example.com"
+        ])
+        widget = await parley(dataDir, [
+          "channel",
+          "create",
+          "--workspace-id",
+          "1",
+          "--kind",
+          "widget",
+          "--name",
+          "Shop widget",
+          "--allowed-origins",
+          "https://shop.example.com"
+        ])
+        expect(web.client_id).toMatch(/^wc_/)
+        expect(web.client_secret).toMatch(/^wcs_/)
+        expect(web).toMatchObject({
+          initiate_url: `${server.api}/api/user/web-chat/initiate`,
+          messages_url: `${server.receiver}/web-chat/message`,
+          widget_embed: null
+        })
+        expect(widget).toMatchObject({
+          kind: "widget",
+          initiate_url: null,
+          messages_url: `${server.receiver}/web-chat/message`,
+          widget_embed: `<script src="${server.api}/widget.js" data-client-id="${widget.client_id}" async></script>`
+        })
+        secrets.push(web.client_secret, widget.client_secret)
 
-      const metadata = await run(dataDir, ["channel", "create", "--workspace-id", "1", "--kind", "web", "--callback-url", "http://169.254.169.254/latest/meta-data", "--json"])
-      expect(metadata.code).toBe(1)
-      expect(JSON.parse(metadata.stdout)).toEqual({
-        error: "callback_url: The callback_url field must point at a public address: 169.254.169.254 is a loopback, private or " +
-          "link-local address, which this server calls only when OUTBOUND_ALLOW_PRIVATE=true."
-      })
-      const channels = await api(server.api, "/api/user/channels", online.token)
-      expect(channels.body.data.map((c: any) => c.client_id)).toEqual([web.client_id, widget.client_id])
-      expect(channels.body.data[0]).toMatchObject({ pipeline_id: pipelineId, allowed_origins: ["https://shop.example.com"] })
+        const metadata = await run(dataDir, [
+          "channel",
+          "create",
+          "--workspace-id",
+          "1",
+          "--kind",
+          "web",
+          "--callback-url",
+          "http://169.254.169.254/latest/meta-data",
+          "--json"
+        ])
+        expect(metadata.code).toBe(1)
+        expect(JSON.parse(metadata.stdout)).toEqual({
+          error:
+            "callback_url: The callback_url field must point at a public address: 169.254.169.254 is a loopback, private or " +
+            "link-local address, which this server calls only when OUTBOUND_ALLOW_PRIVATE=true."
+        })
+        const channels = await api(server.api, "/api/user/channels", online.token)
+        expect(channels.body.data.map((c: any) => c.client_id)).toEqual([web.client_id, widget.client_id])
+        expect(channels.body.data[0]).toMatchObject({
+          pipeline_id: pipelineId,
+          allowed_origins: ["https://shop.example.com"]
+        })
 
-      const [revoked, failure] = await few([
-        () => parley(dataDir, ["token", "revoke", "--id", String(online.id)]),
-        () => run(dataDir, ["user", "grant-manager", "--email", "nobody@example.com", "--workspace-id", "1", "--json"])
-      ])
-      expect(revoked).toEqual({ id: online.id, revoked: true })
-      expect((await api(server.api, "/api/user/channels", online.token)).status).toBe(401)
-      expect(JSON.parse((failure as Ran).stdout)).toEqual({ error: "No user with email nobody@example.com" })
-    }, testTimeout)
+        const [revoked, failure] = await few([
+          () => parley(dataDir, ["token", "revoke", "--id", String(online.id)]),
+          () =>
+            run(dataDir, ["user", "grant-manager", "--email", "nobody@example.com", "--workspace-id", "1", "--json"])
+        ])
+        expect(revoked).toEqual({ id: online.id, revoked: true })
+        expect((await api(server.api, "/api/user/channels", online.token)).status).toBe(401)
+        expect(JSON.parse((failure as Ran).stdout)).toEqual({ error: "No user with email nobody@example.com" })
+      },
+      testTimeout
+    )
 
-    it("user and workspace create say what the workspace still needs to reply; --credits gives it credits", async () => {
-      // one after the other, so the workspaces are 2, 3 and 4
-      const creates = async () => [
-        await parley(dataDir, ["user", "create", "--email", "second@example.com", "--password", "s3cret-pass", "--credits", "25"]),
-        await parleyText(dataDir, ["workspace", "create", "--email", "ops@example.com", "--name", "Second shop", "--credits", "5"]),
-        await parley(dataDir, ["workspace", "create", "--email", "second@example.com", "--name", "Bare"])
-      ]
-      // workspace 1 has an active pipeline with a stage and a channel linked to it: only credits are missing
-      const [[user, workspace, bare], set] = await Promise.all([creates(), parleyText(dataDir, ["workspace", "set", "--workspace-id", "1", "--credits", "50"])])
-      expect(user).toMatchObject({ email: "second@example.com", credits: 25, is_subscription_active: true, needs: ["pipeline", "channel"] })
-      expect(workspace).toMatch(/^name\s+Second shop$/m)
-      expect(workspace).toMatch(/^credits\s+5$/m)
-      expect(workspace).toMatch(/still needs:\n {2}- an active pipeline with stages.*\n {2}- a channel linked to that pipeline/)
-      expect(workspace).not.toContain("- credits")
-      expect(bare).toMatchObject({ name: "Bare", owner_email: "second@example.com", credits: 0, needs: ["credits", "pipeline", "channel"] })
-      expect(set).toMatch(/^credits\s+50$/m)
-      expect(set).toContain("Workspace 1 has what its agent needs to reply.")
-      const off = await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--subscription", "inactive"])
-      expect(off).toMatchObject({ id: 4, is_subscription_active: false, needs: ["subscription", "credits", "pipeline", "channel"] })
-      // the drafts setting of pipeline versions (docs/versions.md), alone or with the rest
-      expect(off).toMatchObject({ drafts: false })
-      expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "on"])).toMatchObject({ id: 4, drafts: true, is_subscription_active: false })
-      expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "off", "--credits", "0"])).toMatchObject({ drafts: false, credits: 0 })
-      const bad = await run(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "maybe"])
-      expect(bad.code).toBe(2)
-      expect(bad.stderr).toContain("drafts")
-    }, testTimeout)
+    it(
+      "user and workspace create say what the workspace still needs to reply; --credits gives it credits",
+      async () => {
+        // one after the other, so the workspaces are 2, 3 and 4
+        const creates = async () => [
+          await parley(dataDir, [
+            "user",
+            "create",
+            "--email",
+            "second@example.com",
+            "--password",
+            "s3cret-pass",
+            "--credits",
+            "25"
+          ]),
+          await parleyText(dataDir, [
+            "workspace",
+            "create",
+            "--email",
+            "ops@example.com",
+            "--name",
+            "Second shop",
+            "--credits",
+            "5"
+          ]),
+          await parley(dataDir, ["workspace", "create", "--email", "second@example.com", "--name", "Bare"])
+        ]
+        // workspace 1 has an active pipeline with a stage and a channel linked to it: only credits are missing
+        const [[user, workspace, bare], set] = await Promise.all([
+          creates(),
+          parleyText(dataDir, ["workspace", "set", "--workspace-id", "1", "--credits", "50"])
+        ])
+        expect(user).toMatchObject({
+          email: "second@example.com",
+          credits: 25,
+          is_subscription_active: true,
+          needs: ["pipeline", "channel"]
+        })
+        expect(workspace).toMatch(/^name\s+Second shop$/m)
+        expect(workspace).toMatch(/^credits\s+5$/m)
+        expect(workspace).toMatch(
+          /still needs:\n {2}- an active pipeline with stages.*\n {2}- a channel linked to that pipeline/
+        )
+        expect(workspace).not.toContain("- credits")
+        expect(bare).toMatchObject({
+          name: "Bare",
+          owner_email: "second@example.com",
+          credits: 0,
+          needs: ["credits", "pipeline", "channel"]
+        })
+        expect(set).toMatch(/^credits\s+50$/m)
+        expect(set).toContain("Workspace 1 has what its agent needs to reply.")
+        const off = await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--subscription", "inactive"])
+        expect(off).toMatchObject({
+          id: 4,
+          is_subscription_active: false,
+          needs: ["subscription", "credits", "pipeline", "channel"]
+        })
+        // the drafts setting of pipeline versions (docs/versions.md), alone or with the rest
+        expect(off).toMatchObject({ drafts: false })
+        expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "on"])).toMatchObject({
+          id: 4,
+          drafts: true,
+          is_subscription_active: false
+        })
+        expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "off", "--credits", "0"]))
+          .toMatchObject({ drafts: false, credits: 0 })
+        const bad = await run(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "maybe"])
+        expect(bad.code).toBe(2)
+        expect(bad.stderr).toContain("drafts")
+      },
+      testTimeout
+    )
 
-    it("lists and shows users, workspaces, tokens, channels and pipelines, as text and as JSON, never a secret", async () => {
-      const shows = [
-        ["user", "list"],
-        ["user", "show", "--email", "ops@example.com"],
-        ["workspace", "list"],
-        ["workspace", "show", "--workspace-id", "1"],
-        ["token", "list"],
-        ["token", "show", "--id", String(owner.id)],
-        ["channel", "list"],
-        ["channel", "show", "--id", String(widget.id)],
-        ["pipeline", "list"],
-        ["pipeline", "show", "--id", String(pipelineId)]
-      ]
-      const answers = await few(shows.flatMap((args) => [() => parleyText(dataDir, args), () => parleyText(dataDir, [...args, "--json"])]))
-      const answer = (i: number) => ({ text: answers[2 * i]!, json: JSON.parse(answers[2 * i + 1]!) })
-      const [userList, userShow, workspaceList, workspaceShow, tokenList] = [answer(0), answer(1), answer(2), answer(3), answer(4)]
-      const [tokenShow, channelList, channelShow, pipelineList, pipelineShow] = [answer(5), answer(6), answer(7), answer(8), answer(9)]
+    it(
+      "lists and shows users, workspaces, tokens, channels and pipelines, as text and as JSON, never a secret",
+      async () => {
+        const shows = [
+          ["user", "list"],
+          ["user", "show", "--email", "ops@example.com"],
+          ["workspace", "list"],
+          ["workspace", "show", "--workspace-id", "1"],
+          ["token", "list"],
+          ["token", "show", "--id", String(owner.id)],
+          ["channel", "list"],
+          ["channel", "show", "--id", String(widget.id)],
+          ["pipeline", "list"],
+          ["pipeline", "show", "--id", String(pipelineId)]
+        ]
+        const answers = await few(
+          shows.flatMap((args) => [() => parleyText(dataDir, args), () => parleyText(dataDir, [...args, "--json"])])
+        )
+        const answer = (i: number) => ({ text: answers[2 * i]!, json: JSON.parse(answers[2 * i + 1]!) })
+        const [userList, userShow, workspaceList, workspaceShow, tokenList] = [
+          answer(0),
+          answer(1),
+          answer(2),
+          answer(3),
+          answer(4)
+        ]
+        const [tokenShow, channelList, channelShow, pipelineList, pipelineShow] = [
+          answer(5),
+          answer(6),
+          answer(7),
+          answer(8),
+          answer(9)
+        ]
 
-      for (const answer of answers) {
-        for (const secret of secrets) {
-          expect(answer).not.toContain(secret)
-          expect(answer).not.toContain(sha256(secret))
+        for (const answer of answers) {
+          for (const secret of secrets) {
+            expect(answer).not.toContain(secret)
+            expect(answer).not.toContain(sha256(secret))
+          }
+          expect(answer).not.toContain("s3cret-pass")
+          expect(answer).not.toMatch(/scrypt\$|client_secret|secret_ciphertext|token_hash|password/)
         }
-        expect(answer).not.toContain("s3cret-pass")
-        expect(answer).not.toMatch(/scrypt\$|client_secret|secret_ciphertext|token_hash|password/)
-      }
 
-      expect(userList.json.map((u: any) => [u.id, u.email, u.workspaces.map((w: any) => [w.workspace_id, w.role])])).toEqual([
-        [1, "ops@example.com", [[1, "owner"], [3, "owner"]]],
-        [2, "second@example.com", [[2, "owner"], [4, "owner"]]]
-      ])
-      expect(userList.text).toMatch(/^ID\s+EMAIL\s+NAME\s+SUPER\s+WORKSPACES\s+CREATED$/m)
-      expect(userList.text).toMatch(/^1\s+ops@example\.com\s+-\s+no\s+1 \(owner\), 3 \(owner\)\s/m)
-      expect(userShow.json).toMatchObject({ id: 1, email: "ops@example.com", workspaces: [{ workspace_id: 1, name: "Ops", role: "owner" }, { workspace_id: 3 }] })
-      expect(userShow.text).toMatch(/^email\s+ops@example\.com$/m)
-      expect(userShow.text).toMatch(/^ {2}1\s+Ops\s+owner$/m)
+        expect(userList.json.map((u: any) => [u.id, u.email, u.workspaces.map((w: any) => [w.workspace_id, w.role])]))
+          .toEqual([
+            [1, "ops@example.com", [[1, "owner"], [3, "owner"]]],
+            [2, "second@example.com", [[2, "owner"], [4, "owner"]]]
+          ])
+        expect(userList.text).toMatch(/^ID\s+EMAIL\s+NAME\s+SUPER\s+WORKSPACES\s+CREATED$/m)
+        expect(userList.text).toMatch(/^1\s+ops@example\.com\s+-\s+no\s+1 \(owner\), 3 \(owner\)\s/m)
+        expect(userShow.json).toMatchObject({
+          id: 1,
+          email: "ops@example.com",
+          workspaces: [{ workspace_id: 1, name: "Ops", role: "owner" }, { workspace_id: 3 }]
+        })
+        expect(userShow.text).toMatch(/^email\s+ops@example\.com$/m)
+        expect(userShow.text).toMatch(/^ {2}1\s+Ops\s+owner$/m)
 
-      expect(workspaceList.json.map((w: any) => [w.id, w.name, w.credits, w.is_subscription_active, w.needs])).toEqual([
-        [1, "Ops", 50, true, []],
-        [2, "second's workspace", 25, true, ["pipeline", "channel"]],
-        [3, "Second shop", 5, true, ["pipeline", "channel"]],
-        [4, "Bare", 0, false, ["subscription", "credits", "pipeline", "channel"]]
-      ])
-      expect(workspaceList.text).toMatch(/^1\s+Ops\s+ops@example\.com\s+50\s+active\s+1\s+2\s+-$/m)
-      expect(workspaceList.text).toMatch(/^4\s+Bare\s+second@example\.com\s+0\s+inactive\s+0\s+0\s+subscription, credits, pipeline, channel$/m)
-      expect(workspaceShow.json).toMatchObject({
-        id: 1,
-        owner_email: "ops@example.com",
-        pipelines: 1,
-        channels: 2,
-        needs: [],
-        members: [{ user_id: 1, email: "ops@example.com", role: "owner" }]
-      })
-      expect(workspaceShow.text).toMatch(/^owner_email\s+ops@example\.com$/m)
-      expect(workspaceShow.text).toContain("Workspace 1 has what its agent needs to reply.")
+        expect(workspaceList.json.map((w: any) => [w.id, w.name, w.credits, w.is_subscription_active, w.needs]))
+          .toEqual([
+            [1, "Ops", 50, true, []],
+            [2, "second's workspace", 25, true, ["pipeline", "channel"]],
+            [3, "Second shop", 5, true, ["pipeline", "channel"]],
+            [4, "Bare", 0, false, ["subscription", "credits", "pipeline", "channel"]]
+          ])
+        expect(workspaceList.text).toMatch(/^1\s+Ops\s+ops@example\.com\s+50\s+active\s+1\s+2\s+-$/m)
+        expect(workspaceList.text).toMatch(
+          /^4\s+Bare\s+second@example\.com\s+0\s+inactive\s+0\s+0\s+subscription, credits, pipeline, channel$/m
+        )
+        expect(workspaceShow.json).toMatchObject({
+          id: 1,
+          owner_email: "ops@example.com",
+          pipelines: 1,
+          channels: 2,
+          needs: [],
+          members: [{ user_id: 1, email: "ops@example.com", role: "owner" }]
+        })
+        expect(workspaceShow.text).toMatch(/^owner_email\s+ops@example\.com$/m)
+        expect(workspaceShow.text).toContain("Workspace 1 has what its agent needs to reply.")
 
-      expect(tokenList.json.map((t: any) => [t.id, t.email, t.name, t.status])).toEqual([
-        [owner.id, "ops@example.com", "CLI token", "active"],
-        [owner.id + 1, "ops@example.com", "online", "revoked"]
-      ])
-      expect(tokenList.json[0].token_hint).toBe(owner.token.slice(-4))
-      expect(tokenList.text).toMatch(new RegExp(`^${owner.id}\\s+ops@example\\.com\\s+CLI token\\s+…${owner.token.slice(-4)}\\s+pipelines:read,pipelines:write,channels:read\\s+active`, "m"))
-      expect(tokenShow.json).toMatchObject({ id: owner.id, user_id: 1, scopes: ["pipelines:read", "pipelines:write", "channels:read"], revoked_at: null })
-      expect(tokenShow.text).toMatch(/^status\s+active$/m)
+        expect(tokenList.json.map((t: any) => [t.id, t.email, t.name, t.status])).toEqual([
+          [owner.id, "ops@example.com", "CLI token", "active"],
+          [owner.id + 1, "ops@example.com", "online", "revoked"]
+        ])
+        expect(tokenList.json[0].token_hint).toBe(owner.token.slice(-4))
+        expect(tokenList.text).toMatch(
+          new RegExp(
+            `^${owner.id}\\s+ops@example\\.com\\s+CLI token\\s+…${
+              owner.token.slice(-4)
+            }\\s+pipelines:read,pipelines:write,channels:read\\s+active`,
+            "m"
+          )
+        )
+        expect(tokenShow.json).toMatchObject({
+          id: owner.id,
+          user_id: 1,
+          scopes: ["pipelines:read", "pipelines:write", "channels:read"],
+          revoked_at: null
+        })
+        expect(tokenShow.text).toMatch(/^status\s+active$/m)
 
-      expect(channelList.json.map((c: any) => [c.id, c.kind, c.client_id, c.messages_url])).toEqual([
-        [web.id, "web", web.client_id, `${server.receiver}/web-chat/message`],
-        [widget.id, "widget", widget.client_id, `${server.receiver}/web-chat/message`]
-      ])
-      expect(channelList.json[0].initiate_url).toBe(`${server.api}/api/user/web-chat/initiate`)
-      expect(channelList.text).toContain(`${server.api}/api/user/web-chat/initiate  ${server.receiver}/web-chat/message`)
-      expect(channelList.text).toContain(`<script src="${server.api}/widget.js" data-client-id="${widget.client_id}" async></script>`)
-      expect(channelShow.json).toMatchObject({ id: widget.id, name: "Shop widget", widget_embed: widget.widget_embed, allowed_origins: ["https://shop.example.com"] })
-      expect(channelShow.text).toMatch(/^widget_embed\s+<script /m)
+        expect(channelList.json.map((c: any) => [c.id, c.kind, c.client_id, c.messages_url])).toEqual([
+          [web.id, "web", web.client_id, `${server.receiver}/web-chat/message`],
+          [widget.id, "widget", widget.client_id, `${server.receiver}/web-chat/message`]
+        ])
+        expect(channelList.json[0].initiate_url).toBe(`${server.api}/api/user/web-chat/initiate`)
+        expect(channelList.text).toContain(
+          `${server.api}/api/user/web-chat/initiate  ${server.receiver}/web-chat/message`
+        )
+        expect(channelList.text).toContain(
+          `<script src="${server.api}/widget.js" data-client-id="${widget.client_id}" async></script>`
+        )
+        expect(channelShow.json).toMatchObject({
+          id: widget.id,
+          name: "Shop widget",
+          widget_embed: widget.widget_embed,
+          allowed_origins: ["https://shop.example.com"]
+        })
+        expect(channelShow.text).toMatch(/^widget_embed\s+<script /m)
 
-      expect(pipelineList.json.map((p: any) => [p.id, p.name, p.stages_count, p.channel_id])).toEqual([[pipelineId, "CLI pipeline", 1, web.id]])
-      expect(pipelineList.text).toMatch(new RegExp(`^${pipelineId}\\s+1\\s+CLI pipeline\\s+active\\s+no\\s+1\\s+1\\s+${web.id}$`, "m"))
-      expect(pipelineShow.json).toMatchObject({ id: pipelineId, name: "CLI pipeline", stages: [{ name: "New", nature: "neutral", order: 1 }] })
-      expect(pipelineShow.text).toMatch(/^Stages:\n {2}ID\s+ORDER\s+NAME\s+NATURE\n {2}\d+\s+1\s+New\s+neutral$/m)
+        expect(pipelineList.json.map((p: any) => [p.id, p.name, p.stages_count, p.channel_id])).toEqual([[
+          pipelineId,
+          "CLI pipeline",
+          1,
+          web.id
+        ]])
+        expect(pipelineList.text).toMatch(
+          new RegExp(`^${pipelineId}\\s+1\\s+CLI pipeline\\s+active\\s+no\\s+1\\s+1\\s+${web.id}$`, "m")
+        )
+        expect(pipelineShow.json).toMatchObject({
+          id: pipelineId,
+          name: "CLI pipeline",
+          stages: [{ name: "New", nature: "neutral", order: 1 }]
+        })
+        expect(pipelineShow.text).toMatch(/^Stages:\n {2}ID\s+ORDER\s+NAME\s+NATURE\n {2}\d+\s+1\s+New\s+neutral$/m)
 
-      const unknown = await run(dataDir, ["pipeline", "show", "--id", "999", "--json"])
-      expect([unknown.code, JSON.parse(unknown.stdout)]).toEqual([1, { error: "No pipeline with id 999" }])
-    }, testTimeout)
+        const unknown = await run(dataDir, ["pipeline", "show", "--id", "999", "--json"])
+        expect([unknown.code, JSON.parse(unknown.stdout)]).toEqual([1, { error: "No pipeline with id 999" }])
+      },
+      testTimeout
+    )
   })
 
   it("once the server stopped, opens the data dir again, sees what the server wrote and writes", async () => {
@@ -287,7 +467,10 @@ describe("parley CLI on the embedded database", () => {
     // no server: the addresses follow HOST, PORT and RECEIVER_PORT (0 here: unknown)
     expect(rotated).toMatchObject({ initiate_url: null, messages_url: null })
     // the drafts setting, on the data dir opened here
-    expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "on"])).toMatchObject({ id: 4, drafts: true })
+    expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "on"])).toMatchObject({
+      id: 4,
+      drafts: true
+    })
   }, testTimeout)
 })
 

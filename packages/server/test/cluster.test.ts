@@ -6,10 +6,10 @@
  * executes, and the reply webhook a client starts is delivered by the runner's workflow. The two stacks
  * run in one test process but share nothing except the database and the runner's TCP port.
  */
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { expect, it } from "@effect/vitest"
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
 import { inject } from "vitest"
@@ -17,20 +17,23 @@ import { databaseWith, ListenersLive, servicesFor } from "../src/App.js"
 import { AppConfig } from "../src/config/AppConfig.js"
 import { openPglite } from "../src/db/Database.js"
 import { pgTypeParser } from "../src/db/PgTypes.js"
-import { ApiListener, ReceiverListener } from "../src/http/Listener.js"
 import { Deliveries } from "../src/delivery/Deliveries.js"
-import { funnel, linkWebChannel, ok, put } from "./support/Opportunities.js"
-import { attempts, replyOn } from "./support/Replies.js"
-import { fetchJson, seedUser, TestServer, testConfig } from "./support/TestServer.js"
+import { ApiListener, ReceiverListener } from "../src/http/Listener.js"
 import { createNativeDatabase, databaseMode } from "./support/NativeDatabase.js"
+import { funnel, linkWebChannel, ok, put } from "./support/Opportunities.js"
 import { freePort as freePortNow } from "./support/Ports.js"
+import { attempts, replyOn } from "./support/Replies.js"
+import { fetchJson, seedUser, testConfig, TestServer } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const freePort = () => Effect.promise(freePortNow)
 
 /** The one migrated Postgres both stacks share (its URL), for the test's scope. */
 const sharedPostgres = databaseMode === "postgres"
-  ? Effect.map(Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop)), (db) => db.url)
+  ? Effect.map(
+    Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop)),
+    (db) => db.url
+  )
   : Effect.gen(function*() {
     const db = yield* openPglite({ loadDataDir: new Blob([Fs.readFileSync(inject("pgDumpPath"))]) })
     const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 10 })
@@ -38,13 +41,19 @@ const sharedPostgres = databaseMode === "postgres"
     return `postgres://postgres@${server.getServerConn()}/postgres`
   })
 
-const sqlAt = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: 3, types: { getTypeParser: pgTypeParser } })
+const sqlAt = (url: string) =>
+  PgClient.layer({ url: Redacted.make(url), maxConnections: 3, types: { getTypeParser: pgTypeParser } })
 
 it.live("a worker runner executes what an api/receiver client process hands over", () =>
   Effect.gen(function*() {
     const url = yield* sharedPostgres
     const runnerPort = yield* freePort()
-    const config = { PARLEY_CLUSTER: "socket", RUNNER_PORT: String(runnerPort), OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_RETRY_DELAY_MS: "1000" }
+    const config = {
+      PARLEY_CLUSTER: "socket",
+      RUNNER_PORT: String(runnerPort),
+      OUTBOUND_ALLOW_PRIVATE: "true",
+      WEBHOOK_RETRY_DELAY_MS: "1000"
+    }
     const database = databaseWith(sqlAt(url))
 
     // the worker process: a cluster runner, no listeners
@@ -110,4 +119,3 @@ it.live("a worker runner executes what an api/receiver client process hands over
       }))
     }).pipe(Effect.provide(context))
   }).pipe(Effect.scoped), 90_000)
-

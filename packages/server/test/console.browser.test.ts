@@ -36,7 +36,12 @@ const png = (width: number, height: number, rgb: readonly [number, number, numbe
   header.set([8, 2, 0, 0, 0], 8)
   const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: width }, () => rgb).flat())])
   const pixels = Zlib.deflateSync(Buffer.concat(Array.from({ length: height }, () => row)))
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk("IHDR", header), chunk("IDAT", pixels), chunk("IEND", Buffer.alloc(0))])
+  return Buffer.concat([
+    Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]),
+    chunk("IHDR", header),
+    chunk("IDAT", pixels),
+    chunk("IEND", Buffer.alloc(0))
+  ])
 }
 const PNG = png(120, 80, [37, 99, 235])
 
@@ -86,7 +91,9 @@ const unlabelled = (page: Page) =>
       .filter((el) => el.getClientRects().length > 0 || el.classList.contains("visually-hidden"))
       .filter((el) => {
         const labels = (el as HTMLInputElement).labels
-        const named = (labels !== undefined && labels !== null && Array.from(labels).some((l) => l.textContent!.trim() !== "")) ||
+        const named = (labels !== undefined && labels !== null && Array.from(labels).some((l) =>
+          l.textContent!.trim() !== ""
+        )) ||
           (el.getAttribute("aria-label") ?? "").trim() !== "" || (el.textContent ?? "").trim() !== "" ||
           el.querySelector("img[alt]:not([alt=''])") !== null
         return !named
@@ -140,10 +147,18 @@ describe("the operator console in a browser", () => {
     await widgetReply(visitor, "Parley's demo agent").waitFor(WAIT)
     // the person button follows the handoff state (docs/web-chat.md): offered while the AI has the conversation
     const personButton = visitor.locator("#parley-widget button.human")
-    await until("the person button offered", async () => (await personButton.getAttribute("data-handoff")) === "ai" || undefined, WAIT.timeout)
+    await until(
+      "the person button offered",
+      async () => (await personButton.getAttribute("data-handoff")) === "ai" || undefined,
+      WAIT.timeout
+    )
     expect(await personButton.innerText()).toBe("Talk to a person")
     await widgetSay(visitor, "My order arrived broken. Can I talk to a person please?")
-    await until("the person button: asked for", async () => (await personButton.getAttribute("data-handoff")) === "waiting" || undefined, WAIT.timeout)
+    await until(
+      "the person button: asked for",
+      async () => (await personButton.getAttribute("data-handoff")) === "waiting" || undefined,
+      WAIT.timeout
+    )
     expect(await personButton.innerText()).toBe("A person has been asked for")
     expect(await personButton.isDisabled()).toBe(true)
     // the contact can tell the AI from a person: the AI's messages say so
@@ -151,7 +166,11 @@ describe("the operator console in a browser", () => {
 
     // it comes to the top of the inbox, live, marked waiting
     const top = operator.locator("ul.rows li.row").first()
-    await until("the waiting conversation on top", async () => (await top.getAttribute("data-state")) === "waiting" || undefined, WAIT.timeout)
+    await until(
+      "the waiting conversation on top",
+      async () => (await top.getAttribute("data-state")) === "waiting" || undefined,
+      WAIT.timeout
+    )
     expect(await top.locator(".badge").innerText()).toMatch(/^Waiting \d+ s$/)
     const conversationId = Number(await top.getAttribute("data-id"))
     await top.click()
@@ -159,7 +178,9 @@ describe("the operator console in a browser", () => {
     const transcript = operator.getByRole("log", { name: "Messages" })
     await transcript.locator(".msg.from-ai", { hasText: "member of our team" }).waitFor(WAIT)
     // the handoff's moves are activity lines of the transcript, not messages
-    await transcript.locator("li.activity[data-action=request]", { hasText: "The AI asked for a person: The contact asked to talk to a person" }).waitFor(WAIT)
+    await transcript.locator("li.activity[data-action=request]", {
+      hasText: "The AI asked for a person: The contact asked to talk to a person"
+    }).waitFor(WAIT)
     const summary = operator.getByRole("complementary", { name: "Handoff summary" })
     await summary.waitFor(WAIT)
     expect(await summary.innerText()).toContain("Wants:")
@@ -169,13 +190,27 @@ describe("the operator console in a browser", () => {
 
     // take over; reply with a file; the visitor sees it live
     await operator.getByRole("button", { name: "Take over" }).click()
-    await until("taken", async () => (await operator.getByTestId("handoff-state").innerText()) === "With you" || undefined, WAIT.timeout)
+    await until(
+      "taken",
+      async () => (await operator.getByTestId("handoff-state").innerText()) === "With you" || undefined,
+      WAIT.timeout
+    )
     await transcript.locator("li.activity[data-action=take]", { hasText: "You took over" }).waitFor(WAIT)
-    await until("the person button: with a person", async () => (await personButton.getAttribute("data-handoff")) === "human" || undefined, WAIT.timeout)
+    await until(
+      "the person button: with a person",
+      async () => (await personButton.getAttribute("data-handoff")) === "human" || undefined,
+      WAIT.timeout
+    )
     expect(await personButton.innerText()).toBe("You are chatting with our team")
-    await operator.locator("#composer-files").setInputFiles({ name: "replacement-label.png", mimeType: "image/png", buffer: PNG })
+    await operator.locator("#composer-files").setInputFiles({
+      name: "replacement-label.png",
+      mimeType: "image/png",
+      buffer: PNG
+    })
     await operator.getByRole("list", { name: "Files to send" }).getByText("replacement-label.png").waitFor(WAIT)
-    await operator.getByRole("textbox", { name: "Message to the contact" }).fill("Sorry about that! Here is the label for the replacement.")
+    await operator.getByRole("textbox", { name: "Message to the contact" }).fill(
+      "Sorry about that! Here is the label for the replacement."
+    )
     await operator.getByRole("button", { name: "Send" }).click()
     const sent = transcript.locator(".msg.from-operator", { hasText: "label for the replacement" })
     await sent.waitFor(WAIT)
@@ -191,30 +226,53 @@ describe("the operator console in a browser", () => {
 
     // hand back with a note: it steers the agent, and is never said to the visitor
     await operator.getByRole("button", { name: "Hand back to AI" }).click()
-    await operator.getByLabel("A note for the AI (optional)").fill("Replacement approved. Offer the voucher code BIKE10 for the trouble.")
+    await operator.getByLabel("A note for the AI (optional)").fill(
+      "Replacement approved. Offer the voucher code BIKE10 for the trouble."
+    )
     await operator.getByRole("button", { name: "Hand back", exact: true }).click()
-    await until("handed back", async () => (await operator.getByTestId("handoff-state").innerText()) === "The AI has it" || undefined, WAIT.timeout)
+    await until(
+      "handed back",
+      async () => (await operator.getByTestId("handoff-state").innerText()) === "The AI has it" || undefined,
+      WAIT.timeout
+    )
     const returned = transcript.locator("li.activity[data-action=return]", { hasText: "You handed it back to the AI" })
     await returned.waitFor(WAIT)
-    expect(await returned.locator(".activity-note").innerText()).toBe("Note for the AI: Replacement approved. Offer the voucher code BIKE10 for the trouble.")
+    expect(await returned.locator(".activity-note").innerText()).toBe(
+      "Note for the AI: Replacement approved. Offer the voucher code BIKE10 for the trouble."
+    )
     expect(await transcript.locator(".msg", { hasText: "Replacement approved" }).count()).toBe(0)
-    await until("the person button offered again", async () => (await personButton.getAttribute("data-handoff")) === "ai" || undefined, WAIT.timeout)
+    await until(
+      "the person button offered again",
+      async () => (await personButton.getAttribute("data-handoff")) === "ai" || undefined,
+      WAIT.timeout
+    )
     expect(await personButton.isDisabled()).toBe(false)
     await widgetSay(visitor, "Is there a voucher for the trouble? And how long is a demo call?")
     await widgetReply(visitor, "30 minutes").waitFor(WAIT)
     await transcript.locator(".msg.from-ai", { hasText: "30 minutes" }).waitFor(WAIT)
     expect(await transcript.locator(".msg.from-ai", { hasText: "BIKE10" }).count()).toBe(0)
     const conversation = (await rest(`conversations/${conversationId}`)).body.data
-    expect(conversation.handoff).toMatchObject({ state: "ai", return_note: "Replacement approved. Offer the voucher code BIKE10 for the trouble." })
+    expect(conversation.handoff).toMatchObject({
+      state: "ai",
+      return_note: "Replacement approved. Offer the voucher code BIKE10 for the trouble."
+    })
     const opportunityId = conversation.opportunity.id as number
 
     // the board: drag the card to the won stage, which now has an opening message
-    const stages = (await rest(`pipelines/${demo.pipeline_id}/stages`)).body.data as Array<{ id: number; nature: string; name: string }>
+    const stages = (await rest(`pipelines/${demo.pipeline_id}/stages`)).body.data as Array<
+      { id: number; nature: string; name: string }
+    >
     const won = stages.find((s) => s.nature === "won")!
-    expect((await rest(`stages/${won.id}`, {
-      method: "PUT",
-      body: JSON.stringify({ is_opening_message: true, opening_message_type: "static", static_opening_message: "Your demo is booked. See you on the call!" })
-    })).status).toBe(200)
+    expect(
+      (await rest(`stages/${won.id}`, {
+        method: "PUT",
+        body: JSON.stringify({
+          is_opening_message: true,
+          opening_message_type: "static",
+          static_opening_message: "Your demo is booked. See you on the call!"
+        })
+      })).status
+    ).toBe(200)
     await operator.getByRole("link", { name: "Board" }).click()
     await operator.waitForURL("**/console/board")
     const card = operator.locator(`li.card[data-id="${opportunityId}"]`)
@@ -223,7 +281,10 @@ describe("the operator console in a browser", () => {
     await card.dragTo(wonColumn)
     await wonColumn.locator(`li.card[data-id="${opportunityId}"]`).waitFor(WAIT)
     expect(await wonColumn.locator(".total").innerText()).toBe("1")
-    expect((await rest(`opportunities/${opportunityId}`)).body.data).toMatchObject({ stage_id: won.id, stage_nature: "won" })
+    expect((await rest(`opportunities/${opportunityId}`)).body.data).toMatchObject({
+      stage_id: won.id,
+      stage_nature: "won"
+    })
     await widgetReply(visitor, "Your demo is booked").waitFor(WAIT)
     await shot(operator, "board")
     expect(await unlabelled(operator)).toEqual([])
@@ -231,10 +292,18 @@ describe("the operator console in a browser", () => {
     // analytics: charts of the day's messages, handoffs and the won opportunity
     await operator.getByRole("link", { name: "Analytics" }).click()
     await operator.waitForURL("**/console/analytics")
-    await until("charts with data", async () => (await operator.locator("figure.chart[data-empty=false]").count()) >= 4 || undefined, WAIT.timeout)
+    await until(
+      "charts with data",
+      async () => (await operator.locator("figure.chart[data-empty=false]").count()) >= 4 || undefined,
+      WAIT.timeout
+    )
     expect(await operator.locator("figure.chart svg rect").count()).toBeGreaterThan(0)
     // by stage: the card moved to the won stage that day
-    expect(await operator.getByRole("img", { name: new RegExp(`^Opportunities won and lost by stage per day: ${won.name} \\(won\\) 1 in total`) }).count()).toBe(1)
+    expect(
+      await operator.getByRole("img", {
+        name: new RegExp(`^Opportunities won and lost by stage per day: ${won.name} \\(won\\) 1 in total`)
+      }).count()
+    ).toBe(1)
     await shot(operator, "analytics")
     expect(await unlabelled(operator)).toEqual([])
 
@@ -247,11 +316,22 @@ describe("the operator console in a browser", () => {
     await operator.keyboard.press("Enter")
     await operator.waitForURL(/\/console\/c\/\d+$/)
     const opened = Number(/\/c\/(\d+)$/.exec(operator.url())![1])
-    expect((await rest(`conversations/${opened}/handoff`, { method: "POST", body: JSON.stringify({ action: "take" }) })).status).toBe(200)
-    await until("the operator's take shows", async () => (await operator.getByTestId("handoff-state").innerText()).startsWith("With ") || undefined, WAIT.timeout)
+    expect(
+      (await rest(`conversations/${opened}/handoff`, { method: "POST", body: JSON.stringify({ action: "take" }) }))
+        .status
+    ).toBe(200)
+    await until(
+      "the operator's take shows",
+      async () => (await operator.getByTestId("handoff-state").innerText()).startsWith("With ") || undefined,
+      WAIT.timeout
+    )
     await operator.locator("body").click({ position: { x: 5, y: 790 } })
     await operator.keyboard.press("e")
-    await until("e handed back", async () => (await rest(`conversations/${opened}`)).body.data.handoff.state === "ai" || undefined, WAIT.timeout)
+    await until(
+      "e handed back",
+      async () => (await rest(`conversations/${opened}`)).body.data.handoff.state === "ai" || undefined,
+      WAIT.timeout
+    )
 
     // a phone: the inbox, then the conversation alone, without sideways scrolling
     const phone = await watched(operatorContext, errors)
@@ -272,7 +352,9 @@ describe("the operator console in a browser", () => {
       const r = await fetch("/console/token", { method: "POST", headers: { "x-csrf-token": csrf } })
       return ((await r.json()) as { access_token: string }).access_token
     })
-    const stored = await operator.evaluate(() => JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie }))
+    const stored = await operator.evaluate(() =>
+      JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie })
+    )
     expect(stored).not.toContain(token)
     expect(stored).not.toContain("cst_")
     expect((await rest("me", { token })).status).toBe(200)

@@ -31,10 +31,17 @@ layer(TestServerLive())("a contact's opportunities", (it) => {
       const sales = yield* funnel(alice, "Sales")
       const support = yield* funnel(alice, "Support")
       const phone = freshPhone()
-      const a = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, tags: ["t"], contact: { phone, name: "Dana" } })
+      const a = yield* createOpportunity(alice, {
+        pipeline_id: sales.pipeline.id,
+        tags: ["t"],
+        contact: { phone, name: "Dana" }
+      })
       const b = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, contact: { phone } })
       const c = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact_id: a.contact_id })
-      const other = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone: freshPhone() } })
+      const other = yield* createOpportunity(alice, {
+        pipeline_id: sales.pipeline.id,
+        contact: { phone: freshPhone() }
+      })
       // creation order a, b, c; created_at order b, a, c (newest first: c, a, b)
       yield* sqlRows`update opportunities set created_at = '2026-01-01T00:00:00Z' where id = ${b.id}`
       yield* sqlRows`update opportunities set created_at = '2026-01-02T00:00:00Z' where id = ${a.id}`
@@ -44,7 +51,12 @@ layer(TestServerLive())("a contact's opportunities", (it) => {
       expect(list.map((o) => o.id)).not.toContain(other.id)
       const [, second] = list
       expect(second).toEqual(ok(yield* get(alice, `/api/user/opportunities/${a.id}`)))
-      expect(second).toMatchObject({ contact_name: "Dana", contact_phone: phone, stage_name: "Inbound", tags: [{ name: "t" }] })
+      expect(second).toMatchObject({
+        contact_name: "Dana",
+        contact_phone: phone,
+        stage_name: "Inbound",
+        tags: [{ name: "t" }]
+      })
       for (const o of list) expect(o.created_at).toMatch(TIMESTAMP)
     }))
 
@@ -72,7 +84,10 @@ layer(TestServerLive())("a contact's opportunities", (it) => {
       expect((yield* ofContact(alice, base)).map((o) => o.id)).toEqual([byIdOpportunity!.id])
       // a contact id without opportunities: the identifier is retried as a phone
       yield* contactWithId(alice.workspace_id, base + 1, "No deals")
-      const phoneOfNext = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: String(base + 1) } })
+      const phoneOfNext = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { phone: String(base + 1) }
+      })
       expect((yield* ofContact(alice, base + 1)).map((o) => o.id)).toEqual([phoneOfNext.id])
       expect(phoneOfNext.contact_id).not.toBe(base + 1)
       expect(byPhone.contact_id).not.toBe(base)
@@ -86,7 +101,9 @@ layer(TestServerLive())("a contact's opportunities", (it) => {
       const phone = freshPhone()
       const a = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone } })
       const b = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, contact: { phone } })
-      expect((yield* ofContact(alice, a.contact_id, `?pipeline_id=${sales.pipeline.id}`)).map((o) => o.id)).toEqual([a.id])
+      expect((yield* ofContact(alice, a.contact_id, `?pipeline_id=${sales.pipeline.id}`)).map((o) => o.id)).toEqual([
+        a.id
+      ])
       expect((yield* ofContact(alice, phone, `?pipeline_id=${support.pipeline.id}`)).map((o) => o.id)).toEqual([b.id])
       const empty = yield* funnel(alice, "Empty")
       expect(yield* ofContact(alice, a.contact_id, `?pipeline_id=${empty.pipeline.id}`)).toEqual([])
@@ -204,7 +221,15 @@ layer(TestServerLive())("listing contacts", (it) => {
       const f = yield* listingFixture(alice, yield* seedUser())
       const p1 = ok(yield* get(alice, "/api/user/contacts?per_page=2"))
       expect(p1.data.map((c: any) => c.id)).toEqual([f.cara, f.bob])
-      expect(p1).toMatchObject({ current_page: 1, per_page: 2, total: 3, last_page: 2, from: 1, to: 2, prev_page_url: null })
+      expect(p1).toMatchObject({
+        current_page: 1,
+        per_page: 2,
+        total: 3,
+        last_page: 2,
+        from: 1,
+        to: 2,
+        prev_page_url: null
+      })
       expect(new URL(p1.next_page_url).searchParams.get("page")).toBe("2")
       const p2 = ok(yield* get(alice, "/api/user/contacts?per_page=2&page=2"))
       expect(p2.data.map((c: any) => c.id)).toEqual([f.ana])

@@ -11,9 +11,8 @@ import { Deliveries } from "../src/delivery/Deliveries.js"
 import { expect422, funnel, linkWebChannel, ok, put } from "./support/Opportunities.js"
 import { attempts, replyOn } from "./support/Replies.js"
 import { seedUser, TestServerLive } from "./support/TestServer.js"
-import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 import { say } from "./support/WebChat.js"
-
+import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 /** A workspace with a pipeline, its web channel, and the pipeline's debounce window set. */
 const webChat = (debounceMs: number) =>
@@ -25,11 +24,12 @@ const webChat = (debounceMs: number) =>
     return { owner, pipeline, channel }
   })
 
-
 const handled = (ids: ReadonlyArray<string>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<{ id: string; created_at: string; handled_at: string | null }>`
-      select id, created_at, handled_at from messages where id in ${sql.in(ids)} order by created_at, id`).pipe(Effect.orDie)
+      select id, created_at, handled_at from messages where id in ${sql.in(ids)} order by created_at, id`).pipe(
+      Effect.orDie
+    )
 
 layer(
   TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000", WEBHOOK_RETRY_DELAY_MS: "3000" }),
@@ -53,7 +53,9 @@ layer(
       ]
       // inside the window nothing is taken yet
       expect((yield* handled(ids)).map((r) => r.handled_at)).toEqual([null, null, null])
-      const rows = yield* eventually(Effect.map(handled(ids), (rows) => rows.every((r) => r.handled_at) ? rows : undefined))
+      const rows = yield* eventually(
+        Effect.map(handled(ids), (rows) => rows.every((r) => r.handled_at) ? rows : undefined)
+      )
       // one turn took all three at once, no sooner than the window after the last message
       expect(new Set(rows.map((r) => r.handled_at)).size).toBe(1)
       const last = Math.max(...rows.map((r) => Date.parse(r.created_at)))
@@ -75,7 +77,10 @@ layer(
         select ${orphan}, workspace_id, conversation_id, contact_id, channel_id, pipeline_id, 'user', 'received', 'Still there?',
                external_chat_id, now() - interval '2 seconds'
         from messages where id = ${first}`.pipe(Effect.orDie)
-      const [row] = yield* eventually(Effect.map(handled([orphan]), (rows) => rows[0]?.handled_at ? rows : undefined), 15_000)
+      const [row] = yield* eventually(
+        Effect.map(handled([orphan]), (rows) => rows[0]?.handled_at ? rows : undefined),
+        15_000
+      )
       expect(row!.id).toBe(orphan)
       expect(owner.workspace_id).toBeGreaterThan(0)
       expect(pipeline.id).toBeGreaterThan(0)
@@ -91,19 +96,24 @@ layer(
       // before it is sent, so the wake-up is stored a moment after the row shows
       const sql = yield* SqlClient.SqlClient
       const clocks = yield* eventually(
-        sql`delete from cluster_messages where entity_type = 'Workflow/-/DurableClock' and not processed returning id`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => rows.length > 0 ? rows : undefined)
-        )
+        sql`delete from cluster_messages where entity_type = 'Workflow/-/DurableClock' and not processed returning id`
+          .pipe(
+            Effect.orDie,
+            Effect.map((rows) => rows.length > 0 ? rows : undefined)
+          )
       )
       expect(clocks.length).toBe(1)
       // due 3 s after attempt 1; the sweep resumes it once it is a sweep interval overdue
-      const rows = yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2 ? rows : undefined), 20_000)
+      const rows = yield* eventually(
+        Effect.map(attempts(messageId), (rows) => rows.length === 2 ? rows : undefined),
+        20_000
+      )
       expect(rows.map((r) => r.attempt)).toEqual([1, 2])
       yield* Effect.sleep("2500 millis")
       expect((yield* attempts(messageId)).length).toBe(2)
       const [due] = yield* sql<{ n: number }>`
-        select count(*)::int as n from webhook_deliveries where message_id = ${messageId} and retry_at is not null`.pipe(Effect.orDie)
+        select count(*)::int as n from webhook_deliveries where message_id = ${messageId} and retry_at is not null`
+        .pipe(Effect.orDie)
       expect(due!.n).toBe(0)
     })))
 
@@ -112,8 +122,13 @@ layer(
       const owner = yield* seedUser()
       const { pipeline } = yield* funnel(owner)
       expect(pipeline.reply_debounce_ms).toBe(3000)
-      expect422(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 60_001 }), ["reply_debounce_ms"])
-      expect422(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: -1 }), ["reply_debounce_ms"])
-      expect(ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0 })).reply_debounce_ms).toBe(0)
+      expect422(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 60_001 }), [
+        "reply_debounce_ms"
+      ])
+      expect422(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: -1 }), [
+        "reply_debounce_ms"
+      ])
+      expect(ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0 })).reply_debounce_ms)
+        .toBe(0)
     }))
 })

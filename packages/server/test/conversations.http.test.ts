@@ -1,5 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { Identity } from "../src/identity/Identity.js"
 import {
   type Caller,
   createOpportunity,
@@ -15,7 +16,6 @@ import {
   sqlRows,
   TIMESTAMP
 } from "./support/Opportunities.js"
-import { Identity } from "../src/identity/Identity.js"
 import { seedUser, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
@@ -29,10 +29,16 @@ const withConversation = (who: Caller) =>
     return { ...f, opportunity: o, conversationId: o.conversation.id as number }
   })
 
-const notesOf = (id: number) => Effect.map(sqlRows`select notes from conversations where id = ${id}`, (rows) => rows[0]!.notes)
+const notesOf = (id: number) =>
+  Effect.map(sqlRows`select notes from conversations where id = ${id}`, (rows) => rows[0]!.notes)
 
 let messageIds = 0
-const message = (c: { workspace_id: number; conversation_id: number }, role: "user" | "assistant", at: string, cost: number) =>
+const message = (
+  c: { workspace_id: number; conversation_id: number },
+  role: "user" | "assistant",
+  at: string,
+  cost: number
+) =>
   sqlRows`
     insert into messages (id, workspace_id, conversation_id, role, status, message, cost_for_user, created_at)
     values (${`m-${Date.now()}-${++messageIds}`}, ${c.workspace_id}, ${c.conversation_id}, ${role},
@@ -92,8 +98,15 @@ layer(TestServerLive())("updating a conversation", (it) => {
       const alice = yield* seedUser()
       const bob = yield* seedUser()
       const { conversationId } = yield* withConversation(bob)
-      expectStatus(yield* put(alice, `/api/user/conversations/${conversationId}`, { status: "paused", notes: ["mine"] }), 404)
-      expectStatus(yield* put(alice, "/api/user/conversations/987654", { status: "paused" }), 404, "Conversation not found.")
+      expectStatus(
+        yield* put(alice, `/api/user/conversations/${conversationId}`, { status: "paused", notes: ["mine"] }),
+        404
+      )
+      expectStatus(
+        yield* put(alice, "/api/user/conversations/987654", { status: "paused" }),
+        404,
+        "Conversation not found."
+      )
       const rows = yield* sqlRows`select status, notes from conversations where id = ${conversationId}`
       expect(rows[0]).toEqual({ status: "active", notes: [] })
     }))
@@ -115,7 +128,12 @@ layer(TestServerLive())("the conversation summary in an opportunity", (it) => {
       // messages of another conversation of the same contact do not count
       const [other] = yield* sqlRows`
         insert into conversations (workspace_id, contact_id) values (${alice.workspace_id}, ${opportunity.contact_id}) returning id`
-      yield* message({ workspace_id: alice.workspace_id, conversation_id: other!.id }, "assistant", "2026-03-01T10:00:05Z", 9)
+      yield* message(
+        { workspace_id: alice.workspace_id, conversation_id: other!.id },
+        "assistant",
+        "2026-03-01T10:00:05Z",
+        9
+      )
 
       const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`))
       expect(got.conversations).toHaveLength(1)
@@ -190,7 +208,11 @@ const inbox = (who: Caller) =>
     const open = (stageId: number = f.inbound.id) =>
       Effect.gen(function*() {
         const first = yield* createOpportunity(who, { pipeline_id: f.pipeline.id, contact: { phone: freshPhone() } })
-        const o = yield* createOpportunity(who, { pipeline_id: f.pipeline.id, contact_id: first.contact_id, stage_id: stageId })
+        const o = yield* createOpportunity(who, {
+          pipeline_id: f.pipeline.id,
+          contact_id: first.contact_id,
+          stage_id: stageId
+        })
         return { id: o.conversation.id as number, contactId: first.contact_id as number }
       })
     return { ...f, open }
@@ -204,7 +226,9 @@ const walk = (who: Caller, query: string) =>
     const ids: Array<number> = []
     let cursor: string | null = null
     do {
-      const page: any = ok(yield* get(who, `/api/user/conversations?per_page=1&${query}${cursor === null ? "" : `&cursor=${cursor}`}`))
+      const page: any = ok(
+        yield* get(who, `/api/user/conversations?per_page=1&${query}${cursor === null ? "" : `&cursor=${cursor}`}`)
+      )
       expect(page.conversations.length).toBe(1)
       ids.push(...idsOf(page))
       cursor = page.next_cursor
@@ -212,7 +236,8 @@ const walk = (who: Caller, query: string) =>
     return ids
   })
 
-const handoff = (who: Caller, id: number, body: Record<string, unknown>) => Effect.map(post(who, `/api/user/conversations/${id}/handoff`, body), ok)
+const handoff = (who: Caller, id: number, body: Record<string, unknown>) =>
+  Effect.map(post(who, `/api/user/conversations/${id}/handoff`, body), ok)
 
 // the live clock: the handoff requests' bridge messages are written by the conversations' entities
 layer(TestServerLive(), { excludeTestServices: true })("listing conversations", (it) => {
@@ -227,7 +252,8 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
       const c = yield* open(qualified.id)
       yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: c.contactId, stage_id: inbound.id })
 
-      const ofStage = (stageId: number, more = "") => Effect.map(get(alice, `/api/user/conversations?stage_id=${stageId}${more}`), ok)
+      const ofStage = (stageId: number, more = "") =>
+        Effect.map(get(alice, `/api/user/conversations?stage_id=${stageId}${more}`), ok)
       expect(idsOf(yield* ofStage(qualified.id))).toEqual([b.id])
       expect(new Set(idsOf(yield* ofStage(inbound.id)))).toEqual(new Set([a.id, c.id]))
       const rows = (yield* ofStage(inbound.id)).conversations
@@ -248,13 +274,16 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
       const stranger = yield* seedUser()
       const theirs = yield* withConversation(owner)
       const own = yield* withConversation(manager)
-      yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id as never)).pipe(Effect.orDie)
+      yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id as never))
+        .pipe(Effect.orDie)
 
       const list = (who: Caller, query: string) => get(who, `/api/user/conversations?${query}`)
       const all = idsOf(ok(yield* list(manager, "per_page=100")))
       expect(all).toEqual(expect.arrayContaining([theirs.conversationId, own.conversationId]))
       expect(idsOf(ok(yield* list(manager, `workspace_id=${owner.workspace_id}`)))).toEqual([theirs.conversationId])
-      expect(idsOf(ok(yield* list(manager, `workspace_id=${manager.workspace_id}&order=queue`)))).toEqual([own.conversationId])
+      expect(idsOf(ok(yield* list(manager, `workspace_id=${manager.workspace_id}&order=queue`)))).toEqual([
+        own.conversationId
+      ])
       for (const who of [stranger, owner]) {
         const r = yield* list(who, `workspace_id=${manager.workspace_id}`)
         expect(r.status).toBe(404)
@@ -267,7 +296,9 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const bob = yield* seedUser()
-      yield* Effect.flatMap(Identity, (identity) => identity.grantManager(bob.email, alice.workspace_id as never)).pipe(Effect.orDie)
+      yield* Effect.flatMap(Identity, (identity) => identity.grantManager(bob.email, alice.workspace_id as never)).pipe(
+        Effect.orDie
+      )
       const { open } = yield* inbox(alice)
       const [waitingLong, waitingShort, taken, assigned, bobs, aiNew, aiTieA, aiTieB] = yield* Effect.forEach(
         Array.from({ length: 8 }),
@@ -279,11 +310,14 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
       yield* handoff(alice, assigned!, { action: "assign", assignee_id: alice.user_id })
       yield* handoff(alice, bobs!, { action: "assign", assignee_id: bob.user_id })
       // the requests' bridge messages are written and sent before the clock below is set
-      yield* eventually(Effect.map(
-        sqlRows`select count(*)::int as n from messages where conversation_id in (${waitingLong}, ${waitingShort})
+      yield* eventually(
+        Effect.map(
+          sqlRows`select count(*)::int as n from messages where conversation_id in (${waitingLong}, ${waitingShort})
                 and call_type = 'handoff_bridge' and status <> 'ai_generated'`,
-        (rows) => rows[0]!.n === 2 || undefined
-      ), 20_000)
+          (rows) => rows[0]!.n === 2 || undefined
+        ),
+        20_000
+      )
       const at = (id: number, lastMessageAt: string, requestedAt: string | null = null) =>
         sqlRows`update conversations set last_message_at = ${lastMessageAt}::timestamptz,
                 handoff_requested_at = coalesce(${requestedAt}::timestamptz, handoff_requested_at) where id = ${id}`
@@ -298,14 +332,35 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
       yield* at(aiTieB!, "2026-03-01T06:00:00.123456Z")
       const [tieFirst, tieSecond] = [aiTieA!, aiTieB!].sort((x, y) => x - y)
 
-      expect(yield* walk(alice, "order=queue")).toEqual([waitingLong, waitingShort, assigned, taken, aiNew, bobs, tieFirst, tieSecond])
+      expect(yield* walk(alice, "order=queue")).toEqual([
+        waitingLong,
+        waitingShort,
+        assigned,
+        taken,
+        aiNew,
+        bobs,
+        tieFirst,
+        tieSecond
+      ])
       // the caller's own come second: for bob, the one assigned to him
-      expect(yield* walk(bob, "order=queue")).toEqual([waitingLong, waitingShort, bobs, aiNew, assigned, taken, tieFirst, tieSecond])
+      expect(yield* walk(bob, "order=queue")).toEqual([
+        waitingLong,
+        waitingShort,
+        bobs,
+        aiNew,
+        assigned,
+        taken,
+        tieFirst,
+        tieSecond
+      ])
       // filters apply within the queue
       expect(yield* walk(alice, "order=queue&handoff=human")).toEqual([assigned, taken, bobs])
       const page = ok(yield* get(alice, "/api/user/conversations?order=queue&per_page=3"))
       expect(idsOf(page)).toEqual([waitingLong, waitingShort, assigned])
-      expect(page.conversations[0].handoff).toMatchObject({ state: "waiting", requested_at: "2026-03-01T07:00:00.000001Z" })
+      expect(page.conversations[0].handoff).toMatchObject({
+        state: "waiting",
+        requested_at: "2026-03-01T07:00:00.000001Z"
+      })
 
       // the default order is unchanged: newest activity first
       const activity = [waitingShort, aiNew, bobs, assigned, taken, waitingLong, tieSecond, tieFirst]

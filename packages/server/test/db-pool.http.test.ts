@@ -6,8 +6,8 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Metric } from "effect"
-import { poolConnections, poolGauges, poolWait } from "../src/db/PgPool.js"
 import { sessionWait } from "../src/db/PgliteClient.js"
+import { poolConnections, poolGauges, poolWait } from "../src/db/PgPool.js"
 import { get, ok } from "./support/Opportunities.js"
 import { databaseMode, seedUser, TestServerLive } from "./support/TestServer.js"
 

@@ -17,9 +17,14 @@ const diagnose = (messageId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     console.log("DIAG attempts", JSON.stringify(yield* attempts(messageId)))
-    console.log("DIAG pending or timed", JSON.stringify(yield* sql`
+    console.log(
+      "DIAG pending or timed",
+      JSON.stringify(
+        yield* sql`
       select id, tag, message_id, processed, deliver_at, last_read, shard_id from cluster_messages
-      where not processed or deliver_at is not null order by id`.pipe(Effect.orDie)))
+      where not processed or deliver_at is not null order by id`.pipe(Effect.orDie)
+      )
+    )
     console.log("DIAG runners", JSON.stringify(yield* sql`select * from cluster_runners`.pipe(Effect.orDie)))
     console.log("DIAG now", Date.now())
   })
@@ -59,12 +64,18 @@ layer(
       expect(hit!.headers["content-type"]).toBe("application/json")
       expect(verifyServiceSignature(
         channel.client_secret,
-        { signature: hit!.headers["x-service-signature"] as string, timestamp: hit!.headers["x-service-timestamp"] as string },
+        {
+          signature: hit!.headers["x-service-signature"] as string,
+          timestamp: hit!.headers["x-service-timestamp"] as string
+        },
         hit!.rawBody
       )).toBe(true)
       expect(verifyServiceSignature(
         "wcs_not-the-secret",
-        { signature: hit!.headers["x-service-signature"] as string, timestamp: hit!.headers["x-service-timestamp"] as string },
+        {
+          signature: hit!.headers["x-service-signature"] as string,
+          timestamp: hit!.headers["x-service-timestamp"] as string
+        },
         hit!.rawBody
       )).toBe(false)
       // Standard Webhooks: id.timestamp.body, keyed with the secret's bytes
@@ -76,10 +87,11 @@ layer(
 
       const sql = yield* SqlClient.SqlClient
       const stored = yield* eventually(
-        sql<{ external_message_id: string | null }>`select external_message_id from messages where id = ${messageId}`.pipe(
-          Effect.map((rows) => rows[0]?.external_message_id ?? undefined),
-          Effect.orDie
-        )
+        sql<{ external_message_id: string | null }>`select external_message_id from messages where id = ${messageId}`
+          .pipe(
+            Effect.map((rows) => rows[0]?.external_message_id ?? undefined),
+            Effect.orDie
+          )
       )
       expect(stored).toBe("ext-1")
       expect(yield* attempts(messageId)).toEqual([{ attempt: 1, status_code: 200, error: null, run: 0 }])
@@ -98,7 +110,10 @@ layer(
       yield* eventually(Effect.map(attempts(second.messageId), (rows) => rows.length === 1))
       expect(receiver.dropped()).toBe(1)
       expect(yield* attempts(second.messageId)).toEqual([{ attempt: 1, status_code: 200, error: null, run: 0 }])
-      expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([first.messageId, second.messageId])
+      expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([
+        first.messageId,
+        second.messageId
+      ])
       // no second attempt follows
       yield* Effect.sleep("2500 millis")
       expect(yield* attempts(second.messageId)).toHaveLength(1)
@@ -110,7 +125,9 @@ layer(
       const receiver = yield* webhookReceiver(() => behaviour)
       const { messageId, owner, channel } = yield* replyOn(receiver.url)
       yield* (yield* Deliveries).start(messageId)
-      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2), 30_000).pipe(Effect.tapDefect(() => diagnose(messageId)))
+      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2), 30_000).pipe(
+        Effect.tapDefect(() => diagnose(messageId))
+      )
       // the retry schedule is over: no third attempt comes
       yield* Effect.sleep("2500 millis")
       const rows = yield* attempts(messageId)
@@ -121,7 +138,9 @@ layer(
       expect(receiver.received.length).toBe(2)
       expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([messageId, messageId])
 
-      const log = yield* call(`/api/user/channels/${channel.id}/deliveries?message_id=${messageId}`, { token: owner.token })
+      const log = yield* call(`/api/user/channels/${channel.id}/deliveries?message_id=${messageId}`, {
+        token: owner.token
+      })
       expect(log.status).toBe(200)
       expect(log.body.data.map((d: any) => d.attempt)).toEqual([2, 1])
       expect(log.body.data[0]).toMatchObject({ message_id: messageId, run: 0, status_code: null, url: receiver.url })
@@ -135,19 +154,33 @@ layer(
       yield* (yield* Deliveries).start(messageId)
       // 503 is retryable: two attempts
       // generous: the suite shares 2 cores with every other file; the wait itself is 300 ms
-      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2), 30_000).pipe(Effect.tapDefect(() => diagnose(messageId)))
+      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 2), 30_000).pipe(
+        Effect.tapDefect(() => diagnose(messageId))
+      )
       behaviour = "ok"
-      const replay = yield* call(`/api/user/channels/${channel.id}/deliveries/${messageId}/replay`, { method: "POST", token: owner.token })
+      const replay = yield* call(`/api/user/channels/${channel.id}/deliveries/${messageId}/replay`, {
+        method: "POST",
+        token: owner.token
+      })
       expect(replay.status).toBe(200)
       expect(replay.body.data).toEqual({ message_id: messageId, run: 1 })
-      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 3), 30_000).pipe(Effect.tapDefect(() => diagnose(messageId)))
-      expect((yield* attempts(messageId)).map((r) => [r.run, r.attempt, r.status_code])).toEqual([[0, 1, 503], [0, 2, 503], [1, 1, 200]])
+      yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 3), 30_000).pipe(
+        Effect.tapDefect(() => diagnose(messageId))
+      )
+      expect((yield* attempts(messageId)).map((r) => [r.run, r.attempt, r.status_code])).toEqual([[0, 1, 503], [
+        0,
+        2,
+        503
+      ], [1, 1, 200]])
       expect(receiver.received.map((r) => JSON.parse(r.rawBody).message_id)).toEqual([messageId, messageId, messageId])
 
       const other = yield* seedUser()
       const foreign = yield* call(`/api/user/channels/${channel.id}/deliveries`, { token: other.token })
       expect(foreign.status).toBe(404)
-      const foreignReplay = yield* call(`/api/user/channels/${channel.id}/deliveries/${messageId}/replay`, { method: "POST", token: other.token })
+      const foreignReplay = yield* call(`/api/user/channels/${channel.id}/deliveries/${messageId}/replay`, {
+        method: "POST",
+        token: other.token
+      })
       expect(foreignReplay.status).toBe(404)
     })))
 })
@@ -160,10 +193,15 @@ layer(TestServerLive({ WEBHOOK_TIMEOUT_MS: "400", WEBHOOK_RETRY_DELAY_MS: "2000"
         const receiver = yield* webhookReceiver(() => "ok")
         const { channel, messageId, owner } = yield* replyOn("https://hooks.example.com/parley")
         // saving it is refused too; a URL saved while OUTBOUND_ALLOW_PRIVATE was on is still refused when called
-        const saved = yield* call(`/api/user/channels/${channel.id}`, { method: "PUT", token: owner.token, body: { callback_url: receiver.url } })
+        const saved = yield* call(`/api/user/channels/${channel.id}`, {
+          method: "PUT",
+          token: owner.token,
+          body: { callback_url: receiver.url }
+        })
         expect(saved.status).toBe(422)
         expect(saved.body.validation.map((v: { field: string }) => v.field)).toEqual(["callback_url"])
-        yield* (yield* SqlClient.SqlClient)`update channels set callback_url = ${receiver.url} where id = ${channel.id}`.pipe(Effect.orDie)
+        yield* (yield* SqlClient.SqlClient)`update channels set callback_url = ${receiver.url} where id = ${channel.id}`
+          .pipe(Effect.orDie)
         yield* (yield* Deliveries).start(messageId)
         yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 1))
         yield* Effect.sleep("800 millis")

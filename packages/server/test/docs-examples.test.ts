@@ -11,7 +11,16 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { type Running, serve, stop } from "./support/ChildServer.js"
-import { type Block, blocksOf, documents, isRunnable, keyOf, runDocument, shellBlocks, where } from "./support/DocExamples.js"
+import {
+  type Block,
+  blocksOf,
+  documents,
+  isRunnable,
+  keyOf,
+  runDocument,
+  shellBlocks,
+  where
+} from "./support/DocExamples.js"
 
 const root = Path.resolve(__dirname, "../../..")
 
@@ -25,8 +34,10 @@ const skipped: Record<string, string> = {
   "README.md: pnpm parley migrate": "the command line, with `serve` among its commands; test/cli.test.ts runs it",
   "README.md: pnpm parley user create --email you@example.com --password 'long-password' --workspace-name Acme --credits 100":
     "the command line, for a user of your own; test/cli.test.ts runs `user create --credits`",
-  "README.md: pnpm typecheck                 # tsc, strict with exactOptionalPropertyTypes": "development commands, not requests",
-  "docs/benchmarks.md: pnpm bench:rest          # 10 s per scenario; `npx tsx bench/rest.ts 5` for 5 s": "a benchmark run, minutes long",
+  "README.md: pnpm typecheck                 # tsc, strict with exactOptionalPropertyTypes":
+    "development commands, not requests",
+  "docs/benchmarks.md: pnpm bench:rest          # 10 s per scenario; `npx tsx bench/rest.ts 5` for 5 s":
+    "a benchmark run, minutes long",
   "docs/benchmarks.md: npx tsx bench/rest.ts 10                                          # embedded, one process":
     "benchmark runs on the embedded database and throwaway Postgres clusters, minutes long",
   "docs/benchmarks.md: BENCH_PG=throwaway BENCH_TOPOLOGY=split npx tsx bench/handover.ts   # and without BENCH_TOPOLOGY, and without BENCH_PG":
@@ -39,8 +50,10 @@ const skipped: Record<string, string> = {
     "measures a file of the repository, no server",
   "docs/benchmarks.md: pnpm bench:knowledge                      # 100,000 rows, 200 queries, fresh data dir":
     "a benchmark run, minutes long",
-  "docs/benchmarks.md: pnpm build && npx tsx bench/startup.ts 5": "a benchmark run of the production build, a minute long",
-  "docs/benchmarks.md: npx tsx bench/console.ts 10 30 10000     # 10 first loads, 30 messages, 10,000 conversations": "a benchmark run in Chromium, a minute long",
+  "docs/benchmarks.md: pnpm build && npx tsx bench/startup.ts 5":
+    "a benchmark run of the production build, a minute long",
+  "docs/benchmarks.md: npx tsx bench/console.ts 10 30 10000     # 10 first loads, 30 messages, 10,000 conversations":
+    "a benchmark run in Chromium, a minute long",
   "docs/benchmarks.md: npx tsx bench/knowledge.ts 100000 200                  # REST, 500 rows a request (BENCH_DATA_DIR to keep the dir)":
     "a benchmark run, minutes long",
   "docs/benchmarks.md: BENCH_DATA_DIR=/tmp/kb100f/d npx tsx bench/knowledge.ts 100000 200    # twice: load and search, then search":
@@ -57,21 +70,19 @@ const skipped: Record<string, string> = {
   "docs/reliability.md: FUZZ_RUNS=150 npx vitest run --project embedded packages/server/test/fuzz.http.test.ts":
     "runs a test suite",
   "docs/reliability.md: npx tsx bench/body-limits.ts": "a benchmark run",
-  "docs/reliability.md: FUZZ_RUNS=150 FUZZ_SEED=7 npx vitest run packages/server/test/fuzz.http.test.ts": "a longer run of the suite itself",
+  "docs/reliability.md: FUZZ_RUNS=150 FUZZ_SEED=7 npx vitest run packages/server/test/fuzz.http.test.ts":
+    "a longer run of the suite itself",
   "docs/deploy.md: sudo apt-get install -y postgresql-15 postgresql-server-dev-15 build-essential":
     "installs Postgres and builds pgvector on a host",
   "docs/deploy.md: sudo -u postgres psql -c \"create role parley login password 'a-long-random-password'\"":
     "sets up a Postgres server's role and database",
   "docs/deploy.md: git clone https://example.com/your/parley.git /opt/parley/src && cd /opt/parley/src   # or git pull":
     "builds and installs a release on a host",
-  "docs/deploy.md: #!/bin/sh":
-    "a wrapper script to save on a host, not commands",
-  "docs/deploy.md: sudo systemctl daemon-reload":
-    "systemd and the command line on a host",
+  "docs/deploy.md: #!/bin/sh": "a wrapper script to save on a host, not commands",
+  "docs/deploy.md: sudo systemctl daemon-reload": "systemd and the command line on a host",
   "docs/deploy.md: # the database, as its owner (custom format: compressed, restorable table by table); then the files":
     "backs up a Postgres server and a file store",
-  "docs/deploy.md: sudo systemctl stop parley.target":
-    "restores a Postgres server's backup",
+  "docs/deploy.md: sudo systemctl stop parley.target": "restores a Postgres server's backup",
   "docs/deploy.md: cd /opt/parley/src && git pull && pnpm install --frozen-lockfile && pnpm build":
     "an upgrade on a host",
   "docs/deploy.md: docker build -t parley .":
@@ -119,7 +130,10 @@ const run = (all: ReadonlyArray<Block>, indices: ReadonlyArray<number>) =>
     indices,
     subs: {
       urls: [["http://127.0.0.1:3000", server!.api], ["http://127.0.0.1:3001", server!.receiver]],
-      placeholders: { PARLEY_TOKEN: credentials.token, CLIENT: `${credentials.channel.client_id}:${credentials.channel.client_secret}` }
+      placeholders: {
+        PARLEY_TOKEN: credentials.token,
+        CLIENT: `${credentials.channel.client_id}:${credentials.channel.client_secret}`
+      }
     },
     servers: [server!.api, server!.receiver],
     // what a reader has: the token the start banner tells them to export, nothing else of ours
@@ -143,20 +157,23 @@ describe("the shell examples of README.md and docs/*.md", () => {
   })
 
   it("report an answer other than the one shown, a 4xx shown as nothing, a capture that finds nothing", () => {
-    const doc = blocksOf("self-test.md", [
-      "```sh",
-      "curl -s http://127.0.0.1:3000/health",
-      "# => 404",
-      "curl -s http://127.0.0.1:3000/api/user/nothing -H \"Authorization: Bearer $PARLEY_TOKEN\"",
-      "export ID=1   # the answer's data.id",
-      "curl -s http://127.0.0.1:3000/health",
-      "```",
-      "",
-      "```json",
-      "{ \"status\": \"ok\", \"uptime\": 1 }",
-      "```",
-      ""
-    ].join("\n"))
+    const doc = blocksOf(
+      "self-test.md",
+      [
+        "```sh",
+        "curl -s http://127.0.0.1:3000/health",
+        "# => 404",
+        "curl -s http://127.0.0.1:3000/api/user/nothing -H \"Authorization: Bearer $PARLEY_TOKEN\"",
+        "export ID=1   # the answer's data.id",
+        "curl -s http://127.0.0.1:3000/health",
+        "```",
+        "",
+        "```json",
+        "{ \"status\": \"ok\", \"uptime\": 1 }",
+        "```",
+        ""
+      ].join("\n")
+    )
     const { problems, requests } = run(doc, [0])
     expect(requests).toBe(3)
     const health = `self-test.md:1 curl ${server!.api}/health`
@@ -173,7 +190,9 @@ describe("the shell examples of README.md and docs/*.md", () => {
   // each document's shell has two minutes (a reply the examples wait for that never comes ends it)
   it("run in order against a fresh server and answer as they claim", { timeout: 600_000 }, () => {
     // a block neither runnable nor listed fails the test above and is not run here
-    const runnable = blocks.map((block, index) => ({ block, index })).filter(({ block }) => !(keyOf(block) in skipped) && isRunnable(block))
+    const runnable = blocks.map((block, index) => ({ block, index })).filter(({ block }) =>
+      !(keyOf(block) in skipped) && isRunnable(block)
+    )
     const problems: Array<string> = []
     let requests = 0
     for (const file of [...new Set(runnable.map(({ block }) => block.file))]) {

@@ -23,7 +23,9 @@ const run = <A>(f: () => Promise<A>) => Effect.promise(f)
  * turns the cache off for a context with routes), so a reload measures what a second visit costs.
  */
 const offlineBrowser = Effect.acquireRelease(
-  Effect.promise(() => chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--proxy-server=http://127.0.0.1:9"] })),
+  Effect.promise(() =>
+    chromium.launch({ executablePath: chromiumPath(), args: ["--no-sandbox", "--proxy-server=http://127.0.0.1:9"] })
+  ),
   (browser: Browser) => Effect.promise(() => browser.close())
 )
 
@@ -39,7 +41,9 @@ const watchedPage = (context: BrowserContext, options: { readonly refuse: boolea
     if (options.refuse) {
       yield* run(() =>
         context.route(
-          (url) => (url.protocol === "http:" || url.protocol === "https:" || url.protocol === "ws:") && !loopback.has(url.hostname),
+          (url) =>
+            (url.protocol === "http:" || url.protocol === "https:" || url.protocol === "ws:") &&
+            !loopback.has(url.hostname),
           (route) => route.abort()
         )
       )
@@ -60,7 +64,10 @@ const timing = (page: Page) =>
     page.evaluate(async () => {
       const [entry] = performance.getEntriesByType("navigation") as Array<PerformanceNavigationTiming>
       const paint = await new Promise<PerformanceEntry | undefined>((resolve) => {
-        new PerformanceObserver((list) => resolve(list.getEntriesByName("first-contentful-paint")[0])).observe({ type: "paint", buffered: true })
+        new PerformanceObserver((list) => resolve(list.getEntriesByName("first-contentful-paint")[0])).observe({
+          type: "paint",
+          buffered: true
+        })
         setTimeout(() => resolve(undefined), 5_000)
       })
       return {
@@ -114,11 +121,15 @@ layer(TestServerLive(), { excludeTestServices: true })("the API reference in a b
       page.on("request", (r) => requested.push(new URL(r.url()).pathname))
       yield* run(() => page.goto(`${baseUrl}/docs`, { waitUntil: "load" }))
 
-      const rendered = yield* run(() => page.locator("section.operation").evaluateAll((sections) => sections.map((s) => s.id)))
+      const rendered = yield* run(() =>
+        page.locator("section.operation").evaluateAll((sections) => sections.map((s) => s.id))
+      )
       expect(rendered.length).toBe(operationIds.length)
       expect(new Set(rendered)).toEqual(new Set(operationIds))
       // the table of contents links each of them
-      const linked = yield* run(() => page.locator("nav a[href^='#']").evaluateAll((as) => as.map((a) => a.getAttribute("href")!.slice(1))))
+      const linked = yield* run(() =>
+        page.locator("nav a[href^='#']").evaluateAll((as) => as.map((a) => a.getAttribute("href")!.slice(1)))
+      )
       expect(operationIds.filter((id) => !linked.includes(id))).toEqual([])
       // only the page, its stylesheet and its filter script: Scalar is not loaded here
       expect(requested.sort()).toEqual(["/docs", "/docs/reference.css", "/docs/reference.js"])
@@ -128,7 +139,11 @@ layer(TestServerLive(), { excludeTestServices: true })("the API reference in a b
       const create = "section[id='pipelines.create']"
       expect(yield* text(`${create} .security`)).toContain("pipelines:write")
       const row = (section: string, field: string) =>
-        run(() => page.locator(`${section} tr`, { has: page.locator("code.field", { hasText: new RegExp(`^${field.replace(/[[\].]/g, "\\$&")}$`) }) }).textContent().then((t) => t ?? ""))
+        run(() =>
+          page.locator(`${section} tr`, {
+            has: page.locator("code.field", { hasText: new RegExp(`^${field.replace(/[[\].]/g, "\\$&")}$`) })
+          }).textContent().then((t) => t ?? "")
+        )
       const tier = yield* row(create, "is_model_routing[].tier")
       expect(tier).toContain("router")
       expect(tier).toContain("required")
@@ -141,7 +156,9 @@ layer(TestServerLive(), { excludeTestServices: true })("the API reference in a b
       expect(yield* text("section[id='widget.history'] .security")).toContain("widgetSession")
       yield* run(() => page.locator(`${create} a[href='#schema-PipelineWithStages']`).first().click())
       expect(yield* run(() => page.evaluate(() => location.hash))).toBe("#schema-PipelineWithStages")
-      const top = yield* run(() => page.locator("#schema-PipelineWithStages").evaluate((e) => e.getBoundingClientRect().top))
+      const top = yield* run(() =>
+        page.locator("#schema-PipelineWithStages").evaluate((e) => e.getBoundingClientRect().top)
+      )
       expect(Math.abs(top)).toBeLessThan(50)
 
       // landmarks and headings; readable at 390 px without scrolling sideways
@@ -156,7 +173,9 @@ layer(TestServerLive(), { excludeTestServices: true })("the API reference in a b
       const shown = yield* run(() => page.locator("section.operation:visible").count())
       expect(shown).toBeGreaterThan(0)
       expect(shown).toBeLessThan(operationIds.length)
-      expect(yield* run(() => page.getByRole("status").innerText())).toBe(`${shown} of ${operationIds.length} operations`)
+      expect(yield* run(() => page.getByRole("status").innerText())).toBe(
+        `${shown} of ${operationIds.length} operations`
+      )
 
       // the interactive page is one link away
       expect(yield* run(() => page.getByRole("link", { name: /Try requests/ }).getAttribute("href"))).toBe("docs/try")
@@ -164,7 +183,13 @@ layer(TestServerLive(), { excludeTestServices: true })("the API reference in a b
       expect(outside).toEqual([])
 
       // information for docs/benchmarks.md, not an assertion: a busy machine must not fail the suite
-      const figures = { operations: operationIds.length, load_average: (yield* Effect.sync(() => Fs.readFileSync("/proc/loadavg", "utf8"))).split(" ").slice(0, 3).join(" "), loads }
+      const figures = {
+        operations: operationIds.length,
+        load_average: (yield* Effect.sync(() => Fs.readFileSync("/proc/loadavg", "utf8"))).split(" ").slice(0, 3).join(
+          " "
+        ),
+        loads
+      }
       yield* record("docs-load.json", figures)
       yield* Effect.logInfo("/docs load").pipe(Effect.annotateLogs({ loads: JSON.stringify(loads) }))
     }))
@@ -204,7 +229,7 @@ layer(TestServerLive(), { excludeTestServices: true })("the API reference in a b
       yield* run(() => page.getByRole("button", { name: "Test Request" }).first().click())
       yield* run(() => page.getByRole("button", { name: /^Send/ }).first().click())
       const request = yield* run(() => sent)
-      expect((yield* run(async () => (await request.response())?.status()))).toBe(401)
+      expect(yield* run(async () => (await request.response())?.status())).toBe(401)
       expect(violations).toEqual([])
       expect(outside).toEqual([])
     }))
@@ -213,7 +238,13 @@ layer(TestServerLive(), { excludeTestServices: true })("the API reference in a b
     Effect.gen(function*() {
       const { baseUrl } = yield* TestServer
       const get = (path: string, headers: Record<string, string>) =>
-        run(() => fetch(`${baseUrl}${path}`, { headers }).then(async (r) => ({ status: r.status, headers: r.headers, body: await r.text() })))
+        run(() =>
+          fetch(`${baseUrl}${path}`, { headers }).then(async (r) => ({
+            status: r.status,
+            headers: r.headers,
+            body: await r.text()
+          }))
+        )
 
       const page = yield* get("/docs", { "accept-encoding": "gzip" })
       expect(page.status).toBe(200)
@@ -239,7 +270,10 @@ layer(TestServerLive(), { excludeTestServices: true })("the API reference in a b
         expect(file.status).toBe(200)
         expect(file.headers.get("content-encoding")).toBe("gzip")
         expect(file.headers.get("cache-control")).toContain("immutable")
-        expect((yield* get(`/docs/${asset}`, { "accept-encoding": "gzip", "if-none-match": file.headers.get("etag")! })).status).toBe(304)
+        expect(
+          (yield* get(`/docs/${asset}`, { "accept-encoding": "gzip", "if-none-match": file.headers.get("etag")! }))
+            .status
+        ).toBe(304)
       }
       expect([...page.body.matchAll(/docs\/reference\.(css|js)\?v=/g)].length).toBe(2)
 

@@ -12,13 +12,18 @@ import * as PgliteClient from "../src/db/PgliteClient.js"
 const Embedded = Layer.unwrapScoped(Effect.map(openPglite({}), PgliteClient.layer))
 
 const stats = (table: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ n_dead_tup: number; n_live_tup: number; last_vacuum: string | null; last_analyze: string | null }>`
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ n_dead_tup: number; n_live_tup: number; last_vacuum: string | null; last_analyze: string | null }>`
       select n_dead_tup, n_live_tup, last_vacuum, last_analyze from pg_stat_user_tables where relname = ${table}`
   ).pipe(Effect.map((rows) => rows[0]!))
 
 /** The statistics reach the shared counters at most once a second, on a statement after that. */
-const flushed = Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.zipRight(Effect.sleep("1100 millis"), sql`select 1`))
+const flushed = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => Effect.zipRight(Effect.sleep("1100 millis"), sql`select 1`)
+)
 
 const churn = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql.unsafe(`

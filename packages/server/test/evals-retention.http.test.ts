@@ -40,35 +40,50 @@ const sandboxOf = (conversationId: number) =>
 const agentPipeline = Effect.gen(function*() {
   const owner = yield* seedUser()
   yield* giveCredits(owner.workspace_id)
-  const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-    name: "Retention",
-    agent_type_id: 1,
-    ai_model_id: 1,
-    language_id: 1,
-    reply_debounce_ms: 0
-  }))
+  const pipeline = ok(
+    yield* post(owner, "/api/user/pipelines", {
+      name: "Retention",
+      agent_type_id: 1,
+      ai_model_id: 1,
+      language_id: 1,
+      reply_debounce_ms: 0
+    })
+  )
   ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
   return { owner, pipeline }
 })
 
 const gone = (contactId: number) =>
-  eventually(Effect.map(count`select count(*) as n from contacts where id = ${contactId}`, (n) => (n === 0 ? true : undefined)), 30_000)
+  eventually(
+    Effect.map(count`select count(*) as n from contacts where id = ${contactId}`, (n) => (n === 0 ? true : undefined)),
+    30_000
+  )
 
-layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_MS: "1000" }), { excludeTestServices: true })(
+layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_MS: "1000" }), {
+  excludeTestServices: true
+})(
   "eval sandbox retention",
   (it) => {
     it.effect("a finished case's sandbox is deleted and the run keeps its transcript; a playing case's and the workspace's own contacts stay", () =>
       Effect.gen(function*() {
         const { owner, pipeline } = yield* agentPipeline
         // a contact of the workspace's own, older than the retention: never an eval's to delete
-        const own = ok(yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, contact: { phone: "4915100000777" } }))
+        const own = ok(
+          yield* post(owner, "/api/user/opportunities", {
+            pipeline_id: pipeline.id,
+            contact: { phone: "4915100000777" }
+          })
+        )
         yield* sqlRows`update contacts set created_at = now() - interval '40 days' where id = ${own.contact_id}`
 
         // a case that finishes: its sandbox goes, the run still reads whole; its reply is no reply to a contact
         // in the metrics (only eval sandboxes have messages in this file)
         const made = yield* Metric.value(repliesMade)
         const latencies = yield* Metric.value(replyLatency)
-        const first = yield* finished(owner, yield* started(owner, pipeline.id, [{ name: "greets", messages: ["Hello"] }]))
+        const first = yield* finished(
+          owner,
+          yield* started(owner, pipeline.id, [{ name: "greets", messages: ["Hello"] }])
+        )
         const [played] = first.results
         expect(played.conversation_id).not.toBeNull()
         expect(played.outcome.transcript.length).toBeGreaterThanOrEqual(2)
@@ -78,19 +93,32 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
         yield* gone(sandbox.contactId)
         expect(yield* count`select count(*) as n from conversations where id = ${played.conversation_id}`).toBe(0)
         expect(yield* count`select count(*) as n from opportunities where id = ${sandbox.opportunityId}`).toBe(0)
-        expect(yield* count`select count(*) as n from messages where conversation_id = ${played.conversation_id}`).toBe(0)
+        expect(yield* count`select count(*) as n from messages where conversation_id = ${played.conversation_id}`).toBe(
+          0
+        )
         const after = yield* runOf(owner, first.id)
         expect(after.status).toBe(first.status)
-        expect(after.results[0]).toMatchObject({ status: played.status, conversation_id: null, opportunity_id: null, outcome: played.outcome })
+        expect(after.results[0]).toMatchObject({
+          status: played.status,
+          conversation_id: null,
+          opportunity_id: null,
+          outcome: played.outcome
+        })
 
         // a case still playing (a 15 s pause before its second message): its sandbox outlives the retention
-        const second = yield* started(owner, pipeline.id, [{ name: "waits", messages: ["Hello", { text: "Thanks", wait_ms: 15_000 }] }])
-        const playing = yield* eventually(Effect.map(runOf(owner, second), (run) => {
-          const result = run.results[0]
-          return result.status === "running" && result.conversation_id !== null && result.outcome === null
-            ? result
-            : undefined
-        }), 30_000)
+        const second = yield* started(owner, pipeline.id, [{
+          name: "waits",
+          messages: ["Hello", { text: "Thanks", wait_ms: 15_000 }]
+        }])
+        const playing = yield* eventually(
+          Effect.map(runOf(owner, second), (run) => {
+            const result = run.results[0]
+            return result.status === "running" && result.conversation_id !== null && result.outcome === null
+              ? result
+              : undefined
+          }),
+          30_000
+        )
         const waiting = yield* sandboxOf(playing.conversation_id)
         // two sweeps at least, with the sandbox past the retention for one of them, all within the case's pause
         yield* Effect.sleep("6500 millis")
@@ -124,11 +152,17 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
     it.effect("a case whose sandbox is deleted while it plays ends as an error, and its run finishes", () =>
       Effect.gen(function*() {
         const { owner, pipeline } = yield* agentPipeline
-        const run = yield* started(owner, pipeline.id, [{ name: "loses its sandbox", messages: ["Hello", { text: "Thanks", wait_ms: 10_000 }] }])
-        const playing = yield* eventually(Effect.map(runOf(owner, run), (r) => {
-          const result = r.results[0]
-          return result.status === "running" && result.conversation_id !== null ? result : undefined
-        }), 30_000)
+        const run = yield* started(owner, pipeline.id, [{
+          name: "loses its sandbox",
+          messages: ["Hello", { text: "Thanks", wait_ms: 10_000 }]
+        }])
+        const playing = yield* eventually(
+          Effect.map(runOf(owner, run), (r) => {
+            const result = r.results[0]
+            return result.status === "running" && result.conversation_id !== null ? result : undefined
+          }),
+          30_000
+        )
         // by hand, as an operator might: the retention never deletes a playing case's sandbox
         const { contactId } = yield* sandboxOf(playing.conversation_id)
         yield* sqlRows`delete from contacts where id = ${contactId}`

@@ -10,9 +10,9 @@ import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { io } from "socket.io-client"
+import { mcpSession, textOf } from "./support/McpClient.js"
 import { type Caller, del, expect422, expectStatus, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { call, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
-import { mcpSession, textOf } from "./support/McpClient.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
@@ -26,47 +26,65 @@ const receiver = Effect.acquireRelease(
         req.resume()
         req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}"))
       })
-      server.listen(0, "127.0.0.1", () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, server }))
+      server.listen(0, "127.0.0.1", () =>
+        resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, server }))
     })
   ),
-  ({ server }) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+  ({ server }) =>
+    Effect.promise(() =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      })
+    )
 )
 
-const INSTRUCTIONS = "On refunds, say “Refunds take 5 business days. Please send your order number so we can start the refund.”"
+const INSTRUCTIONS =
+  "On refunds, say “Refunds take 5 business days. Please send your order number so we can start the refund.”"
 
 /** A support pipeline on the local model: a refund stage the agent moves to, a ticket action, handoff on request. */
 const supportPipeline = (who: Caller, targetUrl: string) =>
   Effect.gen(function*() {
-    const pipeline = ok(yield* post(who, "/api/user/pipelines", {
-      name: `Support ${Date.now()}`,
-      agent_type_id: 1,
-      ai_model_id: 1,
-      language_id: 1,
-      instructions: INSTRUCTIONS,
-      reply_debounce_ms: 0
-    }))
-    const open = ok(yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
-    const refund = ok(yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, {
-      name: "Refund requested",
-      nature: "neutral",
-      order: 2,
-      enter_condition: "The contact requests a refund of an order"
-    }))
-    ok(yield* post(who, `/api/user/pipelines/${pipeline.id}/variables`, {
-      name: "order_number",
-      value: "the order number the contact gave",
-      type: "from_ai",
-      is_required: true
-    }))
-    ok(yield* post(who, `/api/user/pipelines/${pipeline.id}/actions`, {
-      name: "create_ticket",
-      method: "POST",
-      url: `${targetUrl}/tickets`,
-      is_active: true,
-      fixed_trigger: "on_user_message",
-      instructions: "Open a ticket once the contact gives the order number.",
-      payload: { order: "{{order_number}}", kind: "refund" }
-    }))
+    const pipeline = ok(
+      yield* post(who, "/api/user/pipelines", {
+        name: `Support ${Date.now()}`,
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1,
+        instructions: INSTRUCTIONS,
+        reply_debounce_ms: 0
+      })
+    )
+    const open = ok(
+      yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+    )
+    const refund = ok(
+      yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, {
+        name: "Refund requested",
+        nature: "neutral",
+        order: 2,
+        enter_condition: "The contact requests a refund of an order"
+      })
+    )
+    ok(
+      yield* post(who, `/api/user/pipelines/${pipeline.id}/variables`, {
+        name: "order_number",
+        value: "the order number the contact gave",
+        type: "from_ai",
+        is_required: true
+      })
+    )
+    ok(
+      yield* post(who, `/api/user/pipelines/${pipeline.id}/actions`, {
+        name: "create_ticket",
+        method: "POST",
+        url: `${targetUrl}/tickets`,
+        is_active: true,
+        fixed_trigger: "on_user_message",
+        instructions: "Open a ticket once the contact gives the order number.",
+        payload: { order: "{{order_number}}", kind: "refund" }
+      })
+    )
     return { pipeline, open, refund }
   })
 
@@ -109,7 +127,9 @@ const operatorSocket = (token: string, workspaceId: number) =>
     )
     socket.onAny((name: string, payload: any) => events.push({ name, payload }))
     const ack = yield* Effect.promise(() =>
-      new Promise<any>((resolve) => socket.on("connect", () => socket.emit("join-workspace", { workspace_id: workspaceId, token }, resolve)))
+      new Promise<any>((resolve) =>
+        socket.on("connect", () => socket.emit("join-workspace", { workspace_id: workspaceId, token }, resolve))
+      )
     )
     expect(ack).toMatchObject({ status: true })
     return events
@@ -117,12 +137,17 @@ const operatorSocket = (token: string, workspaceId: number) =>
 
 /** Reads the run until it is no longer running. */
 const finished = (who: Caller, runId: number) =>
-  eventually(Effect.map(get(who, `/api/user/eval-runs/${runId}`), (r) => {
-    const run = ok(r)
-    return run.status === "running" ? undefined : run
-  }), 60_000)
+  eventually(
+    Effect.map(get(who, `/api/user/eval-runs/${runId}`), (r) => {
+      const run = ok(r)
+      return run.status === "running" ? undefined : run
+    }),
+    60_000
+  )
 
-layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000" }), { excludeTestServices: true })("evals", (it) => {
+layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000" }), {
+  excludeTestServices: true
+})("evals", (it) => {
   it.scoped("a case passes, then fails after an instruction change; actions are recorded and nothing is sent", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
@@ -136,22 +161,38 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       // and an operator following the workspace must hear nothing of it (not even the agent typing)
       const heard = yield* operatorSocket(owner.token, owner.workspace_id)
 
-      const started = yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, humanCase], concurrency: 2 })
+      const started = yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, {
+        cases: [refundCase, humanCase],
+        concurrency: 2
+      })
       expect(started.status).toBe(202)
       expect(started.body.data).toMatchObject({ status: "running", cases: 2, version: "live" })
       const first = yield* finished(owner, started.body.data.id)
       const [refundResult, humanResult] = first.results
       expect(refundResult.verdicts.filter((v: any) => !v.passed)).toEqual([])
       expect(refundResult.status).toBe("passed")
-      expect(refundResult.outcome).toMatchObject({ stage_id: refund.id, stage_name: "Refund requested", status: "active", handoff_requested: false, ai_messages: 2 })
+      expect(refundResult.outcome).toMatchObject({
+        stage_id: refund.id,
+        stage_name: "Refund requested",
+        status: "active",
+        handoff_requested: false,
+        ai_messages: 2
+      })
       expect(refundResult.outcome.actions).toEqual([
-        expect.objectContaining({ name: "create_ticket", status: "recorded", method: "POST", url: `${target.url}/tickets`, payload: { order: "12345", kind: "refund" } })
+        expect.objectContaining({
+          name: "create_ticket",
+          status: "recorded",
+          method: "POST",
+          url: `${target.url}/tickets`,
+          payload: { order: "12345", kind: "refund" }
+        })
       ])
       expect(refundResult.verdicts.find((v: any) => v.expectation === "judge")).toMatchObject({
         passed: true,
         detail: "The agent says \"order number\", then \"refund\"."
       })
-      expect(refundResult.verdicts.find((v: any) => v.expectation === "reply_contains" && v.message === 1)).toMatchObject({ passed: true })
+      expect(refundResult.verdicts.find((v: any) => v.expectation === "reply_contains" && v.message === 1))
+        .toMatchObject({ passed: true })
       // the handoff case: asked for a person as expected, but its judged criterion fails with the reason
       expect(humanResult.outcome.handoff_requested).toBe(true)
       expect(humanResult.status).toBe("failed")
@@ -163,27 +204,52 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       expect(first.cost).toBeCloseTo(refundResult.cost + humanResult.cost, 8)
 
       // the instructions change: the same case now fails on the reply, and the run says it is newly failing
-      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: INSTRUCTIONS.replace("5 business days", "two weeks") }))
-      const second = yield* finished(owner, (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, humanCase] })).body.data.id)
+      ok(
+        yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
+          instructions: INSTRUCTIONS.replace("5 business days", "two weeks")
+        })
+      )
+      const second = yield* finished(
+        owner,
+        (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, humanCase] })).body
+          .data.id
+      )
       expect(second.results[0].status).toBe("failed")
-      expect(second.results[0].verdicts.filter((v: any) => !v.passed).map((v: any) => v.expectation).sort()).toEqual(["reply_contains", "reply_matches"])
-      expect(second.comparison).toMatchObject({ previous_run_id: first.id, previous_passed: 1, previous_failed: 1, newly_failing: [refundCase.name], newly_passing: [] })
+      expect(second.results[0].verdicts.filter((v: any) => !v.passed).map((v: any) => v.expectation).sort()).toEqual([
+        "reply_contains",
+        "reply_matches"
+      ])
+      expect(second.comparison).toMatchObject({
+        previous_run_id: first.id,
+        previous_passed: 1,
+        previous_failed: 1,
+        newly_failing: [refundCase.name],
+        newly_passing: []
+      })
 
       // nothing left the server: not the action, not the event webhook; the credits paid for the model's calls only
       expect(target.hits).toEqual([])
-      const [workspace] = yield* sqlRows<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+      const [workspace] = yield* sqlRows<
+        { credits: number }
+      >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(100 - first.cost - second.cost, 6)
       // and the sandbox is nobody's business: not in the inbox, lists, action results or analytics
       const evalConversations = [...first.results, ...second.results].map((r: any) => r.conversation_id)
       const inbox = ok(yield* get(owner, "/api/user/conversations"))
-      expect(inbox.conversations.map((c: any) => c.id).filter((id: number) => evalConversations.includes(id))).toEqual([])
+      expect(inbox.conversations.map((c: any) => c.id).filter((id: number) => evalConversations.includes(id))).toEqual(
+        []
+      )
       expect(ok(yield* get(owner, `/api/user/opportunities?pipeline_id=${pipeline.id}`)).data ?? []).toEqual([])
       expect(ok(yield* get(owner, "/api/user/contacts")).data ?? []).toEqual([])
       expect(heard.filter((e) => evalConversations.includes(e.payload?.conversation_id))).toEqual([])
       expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/action-results`))).toEqual([])
-      const analytics = ok(yield* get(owner, `/api/user/analytics/summary?workspace_id=${owner.workspace_id}&include_test=true`))
+      const analytics = ok(
+        yield* get(owner, `/api/user/analytics/summary?workspace_id=${owner.workspace_id}&include_test=true`)
+      )
       expect(analytics).toMatchObject({ opportunities: 0, conversations: 0, messages: 0 })
-      expect(ok(yield* get(owner, `/api/user/analytics/ai-performance?workspace_id=${owner.workspace_id}&include_test=true`)))
+      expect(
+        ok(yield* get(owner, `/api/user/analytics/ai-performance?workspace_id=${owner.workspace_id}&include_test=true`))
+      )
         .toMatchObject({ ai_messages: 0, total_cost: 0 })
       // the runs are listed, newest first
       const runs = ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`))
@@ -201,23 +267,42 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       expect(created.body.data).toMatchObject({ name: refundCase.name, source: "api", pipeline_id: pipeline.id })
       expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, refundCase), ["name"])
       expect422(
-        yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, { ...humanCase, stage: "Nowhere", expect: { reply_matches: "(" } }),
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, {
+          ...humanCase,
+          stage: "Nowhere",
+          expect: { reply_matches: "(" }
+        }),
         ["stage", "expect.reply_matches"]
       )
-      const run = yield* finished(owner, (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, {})).body.data.id)
+      const run = yield* finished(
+        owner,
+        (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, {})).body.data.id
+      )
       expect(run).toMatchObject({ status: "passed", cases: 1, passed: 1 })
       expect(run.results[0].case_id).toBe(created.body.data.id)
 
       // a real conversation over web chat, saved as a case: e-mail addresses and numbers taken out, what happened expected
       const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
-      const messageId = yield* say(channel, "visitor-7", "Hi, jane@example.com here, call 4917612345678. I request a refund of my order")
+      const messageId = yield* say(
+        channel,
+        "visitor-7",
+        "Hi, jane@example.com here, call 4917612345678. I request a refund of my order"
+      )
       const [row] = yield* eventually(Effect.map(
-        sqlRows<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId} and handled_at is not null`,
+        sqlRows<
+          { conversation_id: number }
+        >`select conversation_id from messages where id = ${messageId} and handled_at is not null`,
         (rows) => (rows.length > 0 ? rows : undefined)
       ))
       const writeOnly = yield* tokenFor(owner.email, ["pipelines:write"])
-      expectStatus(yield* post(writeOnly, `/api/user/conversations/${row!.conversation_id}/eval-case`, {}), 403, "Missing required scope: conversations:read")
-      const saved = yield* post(owner, `/api/user/conversations/${row!.conversation_id}/eval-case`, { name: "from chat" })
+      expectStatus(
+        yield* post(writeOnly, `/api/user/conversations/${row!.conversation_id}/eval-case`, {}),
+        403,
+        "Missing required scope: conversations:read"
+      )
+      const saved = yield* post(owner, `/api/user/conversations/${row!.conversation_id}/eval-case`, {
+        name: "from chat"
+      })
       expect(saved.status).toBe(201)
       expect(saved.body.data).toMatchObject({
         name: "from chat",
@@ -229,13 +314,22 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
           expect: { stage: "Refund requested", status: "active", handoff: false }
         }
       })
-      const replay = yield* finished(owner, (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [saved.body.data.id] })).body.data.id)
+      const replay = yield* finished(
+        owner,
+        (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [saved.body.data.id] })).body
+          .data.id
+      )
       expect(replay).toMatchObject({ status: "passed", cases: 1 })
       expect(replay.results[0].outcome.stage_id).toBe(refund.id)
       // an eval's own conversation is not a real one to save
-      expectStatus(yield* post(owner, `/api/user/conversations/${replay.results[0].conversation_id}/eval-case`, {}), 422)
+      expectStatus(
+        yield* post(owner, `/api/user/conversations/${replay.results[0].conversation_id}/eval-case`, {}),
+        422
+      )
       ok(yield* del(owner, `/api/user/eval-cases/${created.body.data.id}`))
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`)).map((c: any) => c.name)).toEqual(["from chat"])
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`)).map((c: any) => c.name)).toEqual([
+        "from chat"
+      ])
     }))
 
   it.scoped("MCP run_evals plays cases and waits for the verdicts; get_eval_run reads the run; mcp:use alone may read but not run", () =>
@@ -246,23 +340,41 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       const { pipeline } = yield* supportPipeline(owner, target.url)
       const mcp = yield* mcpSession(owner.token)
       const run = yield* mcp.ok("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], wait_seconds: 60 })
-      expect(run).toMatchObject({ status: "passed", cases: 1, passed: 1, failed: 0, next_steps: ["Every case passed."] })
+      expect(run).toMatchObject({
+        status: "passed",
+        cases: 1,
+        passed: 1,
+        failed: 0,
+        next_steps: ["Every case passed."]
+      })
       expect(run.results[0].outcome.actions.map((a: any) => a.status)).toEqual(["recorded"])
       const read = yield* mcp.ok("get_eval_run", { run_id: run.id })
       expect(read).toMatchObject({ id: run.id, status: "passed" })
       const started = yield* mcp.ok("run_evals", { pipeline_id: pipeline.id, cases: [humanCase], wait_seconds: 0 })
-      expect(started).toMatchObject({ status: "running", next_steps: [`get_eval_run with run_id ${started.id} until status is passed or failed`] })
+      expect(started).toMatchObject({
+        status: "running",
+        next_steps: [`get_eval_run with run_id ${started.id} until status is passed or failed`]
+      })
       yield* finished(owner, started.id)
       // a version by its number, as text
       expect((yield* post(owner, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
-      const byNumber = yield* mcp.ok("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], version: "1", wait_seconds: 60 })
+      const byNumber = yield* mcp.ok("run_evals", {
+        pipeline_id: pipeline.id,
+        cases: [refundCase],
+        version: "1",
+        wait_seconds: 60
+      })
       expect(byNumber).toMatchObject({ status: "passed", version: 1, version_number: 1 })
-      expect(textOf(yield* mcp.call("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], version: "newest" }))).toContain(
-        "must be live, published, draft or a version number"
-      )
-      expect(textOf(yield* mcp.call("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], version: "7" }))).toContain("version")
+      expect(textOf(yield* mcp.call("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], version: "newest" })))
+        .toContain(
+          "must be live, published, draft or a version number"
+        )
+      expect(textOf(yield* mcp.call("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], version: "7" })))
+        .toContain("version")
       const limited = yield* mcpSession((yield* tokenFor(owner.email, ["mcp:use"])).token)
-      expect(textOf(yield* limited.call("run_evals", { pipeline_id: pipeline.id, cases: [humanCase] }))).toBe("Missing required scope: pipelines:write")
+      expect(textOf(yield* limited.call("run_evals", { pipeline_id: pipeline.id, cases: [humanCase] }))).toBe(
+        "Missing required scope: pipelines:write"
+      )
       expect((yield* limited.ok("get_eval_run", { run_id: run.id })).id).toBe(run.id)
       expect(target.hits).toEqual([])
     }))
@@ -273,16 +385,32 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       const stranger = yield* seedUser()
       const target = yield* receiver
       const { pipeline } = yield* supportPipeline(owner, target.url)
-      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { version: 9, cases: [refundCase] }), ["version"])
+      expect422(
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { version: 9, cases: [refundCase] }),
+        ["version"]
+      )
       expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, {}), ["cases"])
-      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, refundCase] }), ["cases.1.name"])
-      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [999999] }), ["case_ids.0"])
+      expect422(
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, refundCase] }),
+        ["cases.1.name"]
+      )
+      expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [999999] }), [
+        "case_ids.0"
+      ])
       const stored = (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, refundCase)).body.data
-      expectStatus(yield* post(stranger, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase] }), 404, "Pipeline not found.")
+      expectStatus(
+        yield* post(stranger, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase] }),
+        404,
+        "Pipeline not found."
+      )
       expectStatus(yield* get(stranger, `/api/user/pipelines/${pipeline.id}/eval-cases`), 404, "Pipeline not found.")
       expectStatus(yield* get(stranger, `/api/user/eval-cases/${stored.id}`), 404, "Eval case not found.")
       expectStatus(yield* del(stranger, `/api/user/eval-cases/${stored.id}`), 404, "Eval case not found.")
-      const readOnly = yield* call(`/api/user/pipelines/${pipeline.id}/eval-runs`, { method: "POST", token: (yield* seedUser({ scopes: ["pipelines:read"] })).token, body: {} })
+      const readOnly = yield* call(`/api/user/pipelines/${pipeline.id}/eval-runs`, {
+        method: "POST",
+        token: (yield* seedUser({ scopes: ["pipelines:read"] })).token,
+        body: {}
+      })
       expect(readOnly.status).toBe(403)
     }))
 })

@@ -4,7 +4,17 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { createPipeline, createStage, del, expect422, expectStatus, get, ok, put, sqlRows } from "./support/Opportunities.js"
+import {
+  createPipeline,
+  createStage,
+  del,
+  expect422,
+  expectStatus,
+  get,
+  ok,
+  put,
+  sqlRows
+} from "./support/Opportunities.js"
 import { seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
 const path = (stageId: number) => `/api/user/stages/${stageId}/followup`
@@ -73,10 +83,14 @@ layer(TestServerLive())("followups over REST", (it) => {
     Effect.gen(function*() {
       const { nurture, owner, pipeline } = yield* setup
       const many = Array.from({ length: 10 }, () => ({ interval_value: 1, interval_unit: "hour" }))
-      expect(ok(yield* put(owner, path(nurture.id), { is_active: true, intervals: many })).followup.max_messages).toBe(6)
+      expect(ok(yield* put(owner, path(nurture.id), { is_active: true, intervals: many })).followup.max_messages).toBe(
+        6
+      )
       ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { followup_limit: 3 }))
       expect(ok(yield* get(owner, path(nurture.id))).followup.max_messages).toBe(3)
-      expect(ok(yield* put(owner, path(nurture.id), { intervals: intervals.slice(0, 1) })).followup.max_messages).toBe(1)
+      expect(ok(yield* put(owner, path(nurture.id), { intervals: intervals.slice(0, 1) })).followup.max_messages).toBe(
+        1
+      )
     }))
 
   it.effect("creating needs is_active and intervals: 422 naming both", () =>
@@ -113,7 +127,8 @@ layer(TestServerLive())("followups over REST", (it) => {
       const tooMany = Array.from({ length: 101 }, () => ({ interval_value: 1, interval_unit: "day" }))
       expect422(yield* put(owner, path(nurture.id), { is_active: true, intervals: tooMany }), ["intervals"])
       const hundred = tooMany.slice(0, 100)
-      expect(ok(yield* put(owner, path(nurture.id), { is_active: true, intervals: hundred })).followup.intervals).toHaveLength(100)
+      expect(ok(yield* put(owner, path(nurture.id), { is_active: true, intervals: hundred })).followup.intervals)
+        .toHaveLength(100)
     }))
 
   it.effect("after_followup_stage_id must be another stage of the same pipeline: 422 otherwise, nothing saved", () =>
@@ -122,11 +137,17 @@ layer(TestServerLive())("followups over REST", (it) => {
       const other = yield* createPipeline(owner, "Support")
       const elsewhere = yield* createStage(owner, other.id, "Elsewhere", 1)
       for (const after of [elsewhere.id, nurture.id, 999_999]) {
-        expect422(yield* put(owner, path(nurture.id), { is_active: true, intervals, after_followup_stage_id: after }), ["after_followup_stage_id"])
+        expect422(yield* put(owner, path(nurture.id), { is_active: true, intervals, after_followup_stage_id: after }), [
+          "after_followup_stage_id"
+        ])
       }
       // a bad interval and a bad stage: both named at once
       expect422(
-        yield* put(owner, path(nurture.id), { is_active: true, intervals: [{ interval_value: 0, interval_unit: "day" }], after_followup_stage_id: "x" }),
+        yield* put(owner, path(nurture.id), {
+          is_active: true,
+          intervals: [{ interval_value: 0, interval_unit: "day" }],
+          after_followup_stage_id: "x"
+        }),
         ["after_followup_stage_id", "intervals.0.interval_value"]
       )
       expect(ok(yield* get(owner, path(nurture.id))).has_followup).toBe(false)
@@ -161,7 +182,11 @@ layer(TestServerLive())("followups over REST", (it) => {
       ok(yield* put(owner, path(nurture.id), { is_active: true, intervals }))
       const reader = { token: (yield* tokenFor(owner.email, ["pipelines:read"])).token }
       expect(ok(yield* get(reader, path(nurture.id))).has_followup).toBe(true)
-      expectStatus(yield* put(reader, path(nurture.id), { is_active: false }), 403, "Missing required scope: pipelines:write")
+      expectStatus(
+        yield* put(reader, path(nurture.id), { is_active: false }),
+        403,
+        "Missing required scope: pipelines:write"
+      )
       expectStatus(yield* del(reader, path(nurture.id)), 403, "Missing required scope: pipelines:write")
       const writer = { token: (yield* tokenFor(owner.email, ["pipelines:write"])).token }
       expectStatus(yield* get(writer, path(nurture.id)), 403, "Missing required scope: pipelines:read")

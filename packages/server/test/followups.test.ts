@@ -21,9 +21,9 @@ import {
   started
 } from "./support/Followups.js"
 import { makeOffsetClock } from "./support/OffsetClock.js"
-import { say } from "./support/WebChat.js"
 import { createStage, get, ok, post, put } from "./support/Opportunities.js"
 import { TestServerLive } from "./support/TestServer.js"
+import { say } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const clock = makeOffsetClock()
@@ -47,7 +47,12 @@ layer(
       expect(yield* followupsIn(conversationId)).toHaveLength(0)
 
       yield* clock.advance(MINUTE)
-      const [first] = yield* eventually(Effect.map(followupsIn(conversationId), (rows) => rows.length === 1 && rows[0]!.status === "sent_to_user" ? rows : undefined))
+      const [first] = yield* eventually(
+        Effect.map(
+          followupsIn(conversationId),
+          (rows) => rows.length === 1 && rows[0]!.status === "sent_to_user" ? rows : undefined
+        )
+      )
       expect(first).toMatchObject({ followup_step: 1, stage_id: nurture.id })
       expect(first!.message).toContain("just following up")
       // the followup's instructions are followed, never said; its assets are written to be shared
@@ -55,7 +60,7 @@ layer(
       expect(first!.message).toContain("This may help: Our brochure is at https://example.com/brochure.pdf")
       // the step is counted once the entity's answer reaches the workflow, just after the message is sent
       yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s?.steps_done === 1 ? s : undefined))
-      expect((yield* sequenceOf(opportunityId))).toMatchObject({ status: "running", steps_done: 1 })
+      expect(yield* sequenceOf(opportunityId)).toMatchObject({ status: "running", steps_done: 1 })
       yield* awaitingInterval(opportunityId, 2)
 
       // the second interval is two minutes: one minute more is not enough
@@ -65,11 +70,18 @@ layer(
       expect(yield* stageOf(opportunityId)).toBe(nurture.id)
 
       yield* clock.advance(MINUTE)
-      const opening = yield* eventually(Effect.map(assistantMessages(conversationId), (rows) =>
-        rows.find((r) => r.call_type === "opening" && r.status === "sent_to_user")))
+      const opening = yield* eventually(
+        Effect.map(
+          assistantMessages(conversationId),
+          (rows) => rows.find((r) => r.call_type === "opening" && r.status === "sent_to_user")
+        )
+      )
       expect(opening.message).toBe("We will close your request for now; write any time to pick it up again.")
       const messages = yield* assistantMessages(conversationId)
-      expect(messages.map((m) => [m.call_type, m.followup_step])).toEqual([["ai", null], ["followup", 1], ["followup", 2], ["opening", null]])
+      expect(messages.map((m) => [m.call_type, m.followup_step])).toEqual([["ai", null], ["followup", 1], [
+        "followup",
+        2
+      ], ["opening", null]])
       expect(messages[2]!.message).toContain("checking in once more")
 
       // the move is a stage entry like a REST move, and the sequence is over
@@ -77,8 +89,16 @@ layer(
       expect(ok(yield* get(owner, `/api/user/opportunities/${opportunityId}`)).stage_id).toBe(noResponse.id)
       const entries = yield* sql<{ stage_id: number; previous_stage_id: number; cause: string }>`
         select stage_id, previous_stage_id, cause from stage_entries where opportunity_id = ${opportunityId} order by id`
-      expect(entries.map((e) => [Number(e.stage_id), e.cause])).toEqual([[nurture.id, "inbound"], [noResponse.id, "moved"]])
-      expect(yield* sequenceOf(opportunityId)).toMatchObject({ status: "completed", end_reason: "moved", steps_done: 2, next_due_at: null })
+      expect(entries.map((e) => [Number(e.stage_id), e.cause])).toEqual([[nurture.id, "inbound"], [
+        noResponse.id,
+        "moved"
+      ]])
+      expect(yield* sequenceOf(opportunityId)).toMatchObject({
+        status: "completed",
+        end_reason: "moved",
+        steps_done: 2,
+        next_due_at: null
+      })
 
       // every message reached the webhook once, in order
       yield* eventually(Effect.sync(() => receiver.received.length >= 4 ? true : undefined))
@@ -99,7 +119,9 @@ layer(
       yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.length === 3 ? true : undefined))
       yield* awaitingInterval(opportunityId, 2)
       yield* clock.advance(2 * MINUTE)
-      const sequence = yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s?.status === "cancelled" ? s : undefined))
+      const sequence = yield* eventually(
+        Effect.map(sequenceOf(opportunityId), (s) => s?.status === "cancelled" ? s : undefined)
+      )
       expect(sequence).toMatchObject({ end_reason: "contact_replied", steps_done: 1, next_due_at: null })
       yield* clock.advance(3 * MINUTE)
       yield* Effect.sleep("1500 millis")
@@ -115,7 +137,12 @@ layer(
       const { conversationId, opportunityId } = yield* started(channel, "lee-4", receiver.received)
       ok(yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "request", reason: "VIP" }))
       // the bridge message, then step 1 comes due while waiting
-      yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.some((r) => r.call_type === "handoff_bridge") || undefined))
+      yield* eventually(
+        Effect.map(
+          assistantMessages(conversationId),
+          (rows) => rows.some((r) => r.call_type === "handoff_bridge") || undefined
+        )
+      )
       yield* clock.advance(MINUTE)
       yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => (s?.steps_done ?? 0) >= 1 || undefined))
       ok(yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "return" }))
@@ -130,24 +157,41 @@ layer(
   it.effect("followup_limit caps the followups of a conversation; the move after the last interval still happens", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const { channel, noResponse, nurture, owner } = yield* followupSetup(receiver.url, { intervals: 3, followupLimit: 1 })
+      const { channel, noResponse, nurture, owner } = yield* followupSetup(receiver.url, {
+        intervals: 3,
+        followupLimit: 1
+      })
       expect(ok(yield* get(owner, `/api/user/stages/${nurture.id}/followup`)).followup.max_messages).toBe(1)
       const { conversationId, opportunityId } = yield* started(channel, "lee-3", receiver.received)
       // the three intervals: 1, 2 and 3 minutes, each counted from the end of the one before
       for (const step of [1, 2, 3]) {
         yield* awaitingInterval(opportunityId, step)
         yield* clock.advance(step * MINUTE)
-        yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => s!.steps_done === step || s!.status !== "running" ? true : undefined))
+        yield* eventually(
+          Effect.map(
+            sequenceOf(opportunityId),
+            (s) => s!.steps_done === step || s!.status !== "running" ? true : undefined
+          )
+        )
       }
       yield* eventually(Effect.map(stageOf(opportunityId), (stage) => stage === noResponse.id ? true : undefined))
-      yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.some((r) => r.call_type === "opening") ? true : undefined))
+      yield* eventually(
+        Effect.map(assistantMessages(conversationId), (rows) =>
+          rows.some((r) => r.call_type === "opening")
+            ? true
+            : undefined)
+      )
       yield* Effect.sleep("1000 millis")
       expect((yield* assistantMessages(conversationId)).map((m) => [m.call_type, m.followup_step])).toEqual([
         ["ai", null],
         ["followup", 1],
         ["opening", null]
       ])
-      expect(yield* sequenceOf(opportunityId)).toMatchObject({ status: "completed", end_reason: "moved", steps_done: 3 })
+      expect(yield* sequenceOf(opportunityId)).toMatchObject({
+        status: "completed",
+        end_reason: "moved",
+        steps_done: 3
+      })
     })))
 
   it.effect("a draft followup starts nothing; an opportunity that leaves the stage ends its sequence", () =>
@@ -167,9 +211,11 @@ layer(
       const elsewhere = yield* createStage(other.owner, other.pipeline.id, "Qualified", 3)
       ok(yield* put(other.owner, `/api/user/opportunities/${moved.opportunityId}`, { stage_id: elsewhere.id }))
       yield* clock.advance(MINUTE)
-      const sequence = yield* eventually(Effect.map(sequenceOf(moved.opportunityId), (s) => s?.status === "cancelled" ? s : undefined))
+      const sequence = yield* eventually(
+        Effect.map(sequenceOf(moved.opportunityId), (s) => s?.status === "cancelled" ? s : undefined)
+      )
       expect(sequence!.end_reason).toBe("stage_left")
-      expect((yield* followupsIn(moved.conversationId))).toHaveLength(0)
+      expect(yield* followupsIn(moved.conversationId)).toHaveLength(0)
       expect(yield* stageOf(moved.opportunityId)).toBe(elsewhere.id)
     })))
 })

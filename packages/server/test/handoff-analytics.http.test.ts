@@ -10,21 +10,28 @@ import { giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestS
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
-type Caller = { readonly token: string; readonly workspace_id: number; readonly user_id: number; readonly email: string }
+type Caller = {
+  readonly token: string
+  readonly workspace_id: number
+  readonly user_id: number
+  readonly email: string
+}
 type Channel = { readonly id: number; readonly client_id: string; readonly client_secret: string }
 
 /** A pipeline answering at once with a won stage and a web channel; `settings` for the pipeline. */
 const agent = (owner: Caller, name: string, settings: Record<string, unknown> = {}) =>
   Effect.gen(function*() {
-    const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-      name,
-      agent_type_id: 1,
-      ai_model_id: 1,
-      language_id: 1,
-      reply_debounce_ms: 0,
-      instructions: "We sell bicycles.",
-      ...settings
-    }))
+    const pipeline = ok(
+      yield* post(owner, "/api/user/pipelines", {
+        name,
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1,
+        reply_debounce_ms: 0,
+        instructions: "We sell bicycles.",
+        ...settings
+      })
+    )
     yield* createStage(owner, pipeline.id, "Open", 1)
     const won = yield* createStage(owner, pipeline.id, "Closed won", 2, "won")
     const channel: Channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
@@ -35,7 +42,9 @@ const agent = (owner: Caller, name: string, settings: Record<string, unknown> = 
 const conversationBy = (channel: Channel, contactKey: string) =>
   Effect.gen(function*() {
     yield* say(channel, contactKey, "Hello there")
-    const rows = yield* sqlRows<{ id: number }>`select conversation_id as id from messages where external_chat_id = ${contactKey} limit 1`
+    const rows = yield* sqlRows<
+      { id: number }
+    >`select conversation_id as id from messages where external_chat_id = ${contactKey} limit 1`
     return rows[0]!.id
   })
 
@@ -51,7 +60,9 @@ const backWithAgent = (who: Caller, id: number) =>
 /** Sets the conversation's events, in the order they were made, to `day` 10:00 UTC plus these seconds. */
 const timeline = (id: number, day: string, seconds: ReadonlyArray<number>) =>
   Effect.gen(function*() {
-    const events = yield* sqlRows<{ id: number }>`select id from handoff_events where conversation_id = ${id} order by id`
+    const events = yield* sqlRows<
+      { id: number }
+    >`select id from handoff_events where conversation_id = ${id} order by id`
     expect(events).toHaveLength(seconds.length)
     for (const [i, event] of events.entries()) {
       const at = new Date(Date.parse(`${day}T10:00:00Z`) + seconds[i]! * 1000).toISOString()
@@ -61,7 +72,15 @@ const timeline = (id: number, day: string, seconds: ReadonlyArray<number>) =>
 
 const stats = (who: Caller, query = "") => Effect.map(get(who, `/api/user/analytics/handoffs${query}`), ok)
 
-const zeros = { requested: 0, taken: 0, median_take_seconds: null, handed_back: 0, resolved: 0, open: 0, handed_back_share: null }
+const zeros = {
+  requested: 0,
+  taken: 0,
+  median_take_seconds: null,
+  handed_back: 0,
+  resolved: 0,
+  open: 0,
+  handed_back_share: null
+}
 
 /**
  * Alice has Sales and Support (whose waits time out and return); the events (seconds after 10:00 UTC):
@@ -153,47 +172,53 @@ const build = Effect.gen(function*() {
 // the live clock: replies, the stage-entry consumer and the timeout sweep take real time
 layer(TestServerLive(), { excludeTestServices: true })("handoff analytics", (it) => {
   let built: Effect.Effect.Success<typeof build> | undefined
-  const fixture = Effect.suspend(() => built === undefined ? Effect.tap(build, (f) => Effect.sync(() => (built = f))) : Effect.succeed(built))
+  const fixture = Effect.suspend(() =>
+    built === undefined ? Effect.tap(build, (f) => Effect.sync(() => (built = f))) : Effect.succeed(built)
+  )
 
-  it.effect("requests, median time to take and the share handed back, per pipeline (the newest opportunity's before the channel's) and in total", () =>
-    Effect.gen(function*() {
-      const { alice, sales, support } = yield* fixture
-      const data = yield* stats(alice)
-      // taken after 30, 60, 90, 180 and 240 s; handed back by three returns and a timeout, resolved once; two still open
-      expect(data.totals).toEqual({
-        requested: 7,
-        taken: 5,
-        median_take_seconds: 90,
-        handed_back: 4,
-        resolved: 1,
-        open: 2,
-        handed_back_share: 0.8
-      })
-      expect(data.pipelines).toEqual([
-        {
-          pipeline_id: sales.id,
-          pipeline_name: "Sales",
-          requested: 4,
-          taken: 3,
-          median_take_seconds: 60,
-          handed_back: 2,
+  it.effect(
+    "requests, median time to take and the share handed back, per pipeline (the newest opportunity's before the channel's) and in total",
+    () =>
+      Effect.gen(function*() {
+        const { alice, sales, support } = yield* fixture
+        const data = yield* stats(alice)
+        // taken after 30, 60, 90, 180 and 240 s; handed back by three returns and a timeout, resolved once; two still open
+        expect(data.totals).toEqual({
+          requested: 7,
+          taken: 5,
+          median_take_seconds: 90,
+          handed_back: 4,
           resolved: 1,
-          open: 1,
-          handed_back_share: 0.6667
-        },
-        {
-          pipeline_id: support.id,
-          pipeline_name: "Support",
-          requested: 3,
-          taken: 2,
-          median_take_seconds: 165,
-          handed_back: 2,
-          resolved: 0,
-          open: 1,
-          handed_back_share: 1
-        }
-      ])
-    }), 120_000)
+          open: 2,
+          handed_back_share: 0.8
+        })
+        expect(data.pipelines).toEqual([
+          {
+            pipeline_id: sales.id,
+            pipeline_name: "Sales",
+            requested: 4,
+            taken: 3,
+            median_take_seconds: 60,
+            handed_back: 2,
+            resolved: 1,
+            open: 1,
+            handed_back_share: 0.6667
+          },
+          {
+            pipeline_id: support.id,
+            pipeline_name: "Support",
+            requested: 3,
+            taken: 2,
+            median_take_seconds: 165,
+            handed_back: 2,
+            resolved: 0,
+            open: 1,
+            handed_back_share: 1
+          }
+        ])
+      }),
+    120_000
+  )
 
   it.effect("test conversations count only with include_test", () =>
     Effect.gen(function*() {
@@ -203,48 +228,77 @@ layer(TestServerLive(), { excludeTestServices: true })("handoff analytics", (it)
       expect(data.pipelines.find((p: any) => p.pipeline_id === sales.id)).toMatchObject({ requested: 5, open: 2 })
     }), 120_000)
 
-  it.effect("start_date and end_date bound the requests' created_at; a bare end date covers its whole UTC day", () =>
-    Effect.gen(function*() {
-      const { alice, support } = yield* fixture
-      const firstDay = yield* stats(alice, "?start_date=2026-03-01&end_date=2026-03-01")
-      expect(firstDay.totals).toMatchObject({ requested: 6, taken: 4, median_take_seconds: 75, handed_back: 4, resolved: 1, open: 1 })
-      expect(firstDay.pipelines.find((p: any) => p.pipeline_id === support.id)).toMatchObject({
-        requested: 2,
-        taken: 1,
-        median_take_seconds: 90,
-        handed_back: 2,
-        open: 0,
-        handed_back_share: 1
-      })
-      const fromThe2nd = yield* stats(alice, "?start_date=2026-03-02")
-      expect(fromThe2nd.totals).toMatchObject({ requested: 1, taken: 1, median_take_seconds: 240, handed_back_share: null })
-      expect(fromThe2nd.pipelines.map((p: any) => p.pipeline_id)).toEqual([support.id])
-      // a date-time is an inclusive bound: the request at 10:00:00 on 03-05 is in, one second earlier is out
-      expect((yield* stats(alice, "?start_date=2026-03-05T10:00:00Z")).totals.requested).toBe(1)
-      expect((yield* stats(alice, "?end_date=2026-03-05T09:59:59Z")).totals.requested).toBe(6)
-      // what followed a request counts though it came after the period: the timeout an hour later is in
-      expect((yield* stats(alice, "?end_date=2026-03-01T10:05:00Z")).totals).toMatchObject({ requested: 6, handed_back: 4 })
-    }), 120_000)
+  it.effect(
+    "start_date and end_date bound the requests' created_at; a bare end date covers its whole UTC day",
+    () =>
+      Effect.gen(function*() {
+        const { alice, support } = yield* fixture
+        const firstDay = yield* stats(alice, "?start_date=2026-03-01&end_date=2026-03-01")
+        expect(firstDay.totals).toMatchObject({
+          requested: 6,
+          taken: 4,
+          median_take_seconds: 75,
+          handed_back: 4,
+          resolved: 1,
+          open: 1
+        })
+        expect(firstDay.pipelines.find((p: any) => p.pipeline_id === support.id)).toMatchObject({
+          requested: 2,
+          taken: 1,
+          median_take_seconds: 90,
+          handed_back: 2,
+          open: 0,
+          handed_back_share: 1
+        })
+        const fromThe2nd = yield* stats(alice, "?start_date=2026-03-02")
+        expect(fromThe2nd.totals).toMatchObject({
+          requested: 1,
+          taken: 1,
+          median_take_seconds: 240,
+          handed_back_share: null
+        })
+        expect(fromThe2nd.pipelines.map((p: any) => p.pipeline_id)).toEqual([support.id])
+        // a date-time is an inclusive bound: the request at 10:00:00 on 03-05 is in, one second earlier is out
+        expect((yield* stats(alice, "?start_date=2026-03-05T10:00:00Z")).totals.requested).toBe(1)
+        expect((yield* stats(alice, "?end_date=2026-03-05T09:59:59Z")).totals.requested).toBe(6)
+        // what followed a request counts though it came after the period: the timeout an hour later is in
+        expect((yield* stats(alice, "?end_date=2026-03-01T10:05:00Z")).totals).toMatchObject({
+          requested: 6,
+          handed_back: 4
+        })
+      }),
+    120_000
+  )
 
-  it.effect("pipeline_id narrows to one pipeline; another workspace's pipeline is 404 and its handoffs are never counted", () =>
-    Effect.gen(function*() {
-      const { alice, bob, support, theirs } = yield* fixture
-      const one = yield* stats(alice, `?pipeline_id=${support.id}`)
-      expect(one.totals).toMatchObject({ requested: 3, taken: 2, median_take_seconds: 165 })
-      expect(one.pipelines.map((p: any) => p.pipeline_id)).toEqual([support.id])
+  it.effect(
+    "pipeline_id narrows to one pipeline; another workspace's pipeline is 404 and its handoffs are never counted",
+    () =>
+      Effect.gen(function*() {
+        const { alice, bob, support, theirs } = yield* fixture
+        const one = yield* stats(alice, `?pipeline_id=${support.id}`)
+        expect(one.totals).toMatchObject({ requested: 3, taken: 2, median_take_seconds: 165 })
+        expect(one.pipelines.map((p: any) => p.pipeline_id)).toEqual([support.id])
 
-      const foreign = yield* get(alice, `/api/user/analytics/handoffs?pipeline_id=${theirs.id}`)
-      expect(foreign.status).toBe(404)
-      expect(foreign.body).toEqual({ status: false, code: 404, validation: [], message: "Pipeline not found.", data: null })
-      const otherWorkspace = yield* get(alice, `/api/user/analytics/handoffs?workspace_id=${bob.workspace_id}`)
-      expect(otherWorkspace.status).toBe(404)
-      expect(otherWorkspace.body.message).toBe("Workspace not found.")
-      expect((yield* get(bob, `/api/user/analytics/handoffs?pipeline_id=${support.id}`)).status).toBe(404)
+        const foreign = yield* get(alice, `/api/user/analytics/handoffs?pipeline_id=${theirs.id}`)
+        expect(foreign.status).toBe(404)
+        expect(foreign.body).toEqual({
+          status: false,
+          code: 404,
+          validation: [],
+          message: "Pipeline not found.",
+          data: null
+        })
+        const otherWorkspace = yield* get(alice, `/api/user/analytics/handoffs?workspace_id=${bob.workspace_id}`)
+        expect(otherWorkspace.status).toBe(404)
+        expect(otherWorkspace.body.message).toBe("Workspace not found.")
+        expect((yield* get(bob, `/api/user/analytics/handoffs?pipeline_id=${support.id}`)).status).toBe(404)
 
-      const bobs = yield* stats(bob)
-      expect(bobs.totals).toMatchObject({ requested: 1, taken: 1, median_take_seconds: 5, open: 1 })
-      expect(bobs.pipelines.map((p: any) => p.pipeline_id)).toEqual([theirs.id])
-    }), 120_000)
+        const bobs = yield* stats(bob)
+        expect(bobs.totals).toMatchObject({ requested: 1, taken: 1, median_take_seconds: 5, open: 1 })
+        expect(bobs.pipelines.map((p: any) => p.pipeline_id)).toEqual([theirs.id])
+      }),
+    120_000
+  )
 
   it.effect("an account without handoffs answers zeros, null median and null share", () =>
     Effect.gen(function*() {
@@ -252,15 +306,24 @@ layer(TestServerLive(), { excludeTestServices: true })("handoff analytics", (it)
       expect(yield* stats(carol)).toEqual({ totals: zeros, pipelines: [] })
     }))
 
-  it.effect("bad query parameters are 422 naming each field; 403 without opportunities:read", () =>
-    Effect.gen(function*() {
-      const { alice } = yield* fixture
-      expect422(
-        yield* get(alice, "/api/user/analytics/handoffs?start_date=yesterday&end_date=2026-02-30&pipeline_id=abc&include_test=maybe"),
-        ["end_date", "include_test", "pipeline_id", "start_date"]
-      )
-      expect422(yield* get(alice, "/api/user/analytics/handoffs?start_date=2026-03-02&end_date=2026-03-01"), ["end_date"])
-      const reader = yield* tokenFor(alice.email, ["conversations:read"])
-      expect((yield* get({ token: reader.token }, "/api/user/analytics/handoffs")).status).toBe(403)
-    }), 120_000)
+  it.effect(
+    "bad query parameters are 422 naming each field; 403 without opportunities:read",
+    () =>
+      Effect.gen(function*() {
+        const { alice } = yield* fixture
+        expect422(
+          yield* get(
+            alice,
+            "/api/user/analytics/handoffs?start_date=yesterday&end_date=2026-02-30&pipeline_id=abc&include_test=maybe"
+          ),
+          ["end_date", "include_test", "pipeline_id", "start_date"]
+        )
+        expect422(yield* get(alice, "/api/user/analytics/handoffs?start_date=2026-03-02&end_date=2026-03-01"), [
+          "end_date"
+        ])
+        const reader = yield* tokenFor(alice.email, ["conversations:read"])
+        expect((yield* get({ token: reader.token }, "/api/user/analytics/handoffs")).status).toBe(403)
+      }),
+    120_000
+  )
 })

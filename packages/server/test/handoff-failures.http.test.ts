@@ -13,27 +13,35 @@ import { eventually } from "./support/WebhookReceiver.js"
 
 const openAi: FakeOpenAiState = { requests: [], failing: true }
 
-const FailingOpenAiServer = Layer.unwrapScoped(Effect.map(fakeOpenAi(openAi), (url) =>
-  TestServerLive({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: url, ENGINE_SWEEP_INTERVAL_MS: "1000" })
-))
+const FailingOpenAiServer = Layer.unwrapScoped(
+  Effect.map(
+    fakeOpenAi(openAi),
+    (url) => TestServerLive({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: url, ENGINE_SWEEP_INTERVAL_MS: "1000" })
+  )
+)
 
 layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after failed replies", (it) => {
   it.effect("two failed replies in a row ask for a person by rule; the bridge message goes out", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
       yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })
-      const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-        name: "Remote",
-        agent_type_id: 1,
-        ai_model_id: 11,
-        language_id: 1,
-        reply_debounce_ms: 0,
-        handoff_after_failures: 2
-      }))
+      const pipeline = ok(
+        yield* post(owner, "/api/user/pipelines", {
+          name: "Remote",
+          agent_type_id: 1,
+          ai_model_id: 11,
+          language_id: 1,
+          reply_debounce_ms: 0,
+          handoff_after_failures: 2
+        })
+      )
       yield* createStage(owner, pipeline.id, "Open", 1)
       const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
       const reasonOf = (messageId: string) =>
-        Effect.map(sqlRows<{ r: string | null }>`select handled_reason as r from messages where id = ${messageId}`, (rows) => rows[0]!.r)
+        Effect.map(
+          sqlRows<{ r: string | null }>`select handled_reason as r from messages where id = ${messageId}`,
+          (rows) => rows[0]!.r
+        )
 
       const first = yield* say(channel, "failing-1", "Hello?")
       yield* eventually(Effect.map(reasonOf(first), (r) => r === "provider_error" || undefined), 20_000)
@@ -42,29 +50,54 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after fai
 
       const second = yield* say(channel, "failing-1", "Anyone?")
       yield* eventually(Effect.map(reasonOf(second), (r) => r === "provider_error" || undefined), 20_000)
-      const waiting = yield* eventually(Effect.map(get(owner, `/api/user/conversations/${id}`), (r) => {
-        const c = ok(r)
-        return c.handoff.state === "waiting" ? c : undefined
-      }), 20_000)
+      const waiting = yield* eventually(
+        Effect.map(get(owner, `/api/user/conversations/${id}`), (r) => {
+          const c = ok(r)
+          return c.handoff.state === "waiting" ? c : undefined
+        }),
+        20_000
+      )
       expect(waiting.handoff).toMatchObject({ requested_by: "rule", reason: "2 replies in a row could not be made" })
-      const bridge = yield* eventually(Effect.map(
-        sqlRows<{ message: string }>`select message from messages where conversation_id = ${id} and call_type = 'handoff_bridge'
+      const bridge = yield* eventually(
+        Effect.map(
+          sqlRows<
+            { message: string }
+          >`select message from messages where conversation_id = ${id} and call_type = 'handoff_bridge'
                                      and status = 'sent_to_user'`,
-        (rows) => rows[0]
-      ), 20_000)
-      expect(bridge.message).toBe("I'm bringing in a member of our team to help with this. They will reply here shortly.")
+          (rows) => rows[0]
+        ),
+        20_000
+      )
+      expect(bridge.message).toBe(
+        "I'm bringing in a member of our team to help with this. They will reply here shortly."
+      )
     }))
 
   it.effect("the website widget's history never shows the visitor a reply that failed, nor the provider's error", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
       yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })
-      const pipeline = ok(yield* post(owner, "/api/user/pipelines", { name: "Remote widget", agent_type_id: 1, ai_model_id: 11, language_id: 1, reply_debounce_ms: 0 }))
+      const pipeline = ok(
+        yield* post(owner, "/api/user/pipelines", {
+          name: "Remote widget",
+          agent_type_id: 1,
+          ai_model_id: 11,
+          language_id: 1,
+          reply_debounce_ms: 0
+        })
+      )
       yield* createStage(owner, pipeline.id, "Open", 1)
-      const widget = ok(yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: ["https://shop.example.com"] }))
+      const widget = ok(
+        yield* post(owner, "/api/user/channels", {
+          kind: "widget",
+          pipeline_id: pipeline.id,
+          allowed_origins: ["https://shop.example.com"]
+        })
+      )
       const { baseUrl, receiverUrl } = yield* TestServer
       const origin = { origin: "https://shop.example.com" }
-      const call = (url: string, init: RequestInit) => Effect.promise(() => fetch(url, init).then(async (r) => ({ status: r.status, body: (await r.json()) as any })))
+      const call = (url: string, init: RequestInit) =>
+        Effect.promise(() => fetch(url, init).then(async (r) => ({ status: r.status, body: (await r.json()) as any })))
       const session = (yield* call(`${baseUrl}/api/widget/session`, {
         method: "POST",
         headers: { ...origin, "content-type": "application/json" },
@@ -77,11 +110,16 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after fai
         body: JSON.stringify({ contact_id: session.contact_id, message: "Hello?" })
       })
       expect(sent.status).toBe(200)
-      yield* eventually(Effect.map(
-        sqlRows<{ n: number }>`select count(*)::int as n from messages where conversation_id = ${session.conversation_id}
+      yield* eventually(
+        Effect.map(
+          sqlRows<
+            { n: number }
+          >`select count(*)::int as n from messages where conversation_id = ${session.conversation_id}
                                and role = 'assistant' and status = 'failed'`,
-        (rows) => rows[0]!.n > 0 || undefined
-      ), 20_000)
+          (rows) => rows[0]!.n > 0 || undefined
+        ),
+        20_000
+      )
       const history = (yield* call(`${baseUrl}/api/widget/messages`, { headers: auth })).body.data.data
       expect(history.map((m: any) => m.role)).toEqual(["user"])
       expect(JSON.stringify(history)).not.toContain("overloaded")

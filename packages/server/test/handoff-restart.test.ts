@@ -20,23 +20,29 @@ describe("handoff timeouts across restarts", () => {
       const { owner, id, dueAt } = yield* first.run(Effect.gen(function*() {
         const owner = yield* seedUser()
         yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })
-        const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-          name: "Timeouts",
-          agent_type_id: 1,
-          ai_model_id: 1,
-          language_id: 1,
-          reply_debounce_ms: 0,
-          handoff_timeout_seconds: 3600,
-          handoff_timeout_action: "return"
-        }))
+        const pipeline = ok(
+          yield* post(owner, "/api/user/pipelines", {
+            name: "Timeouts",
+            agent_type_id: 1,
+            ai_model_id: 1,
+            language_id: 1,
+            reply_debounce_ms: 0,
+            handoff_timeout_seconds: 3600,
+            handoff_timeout_action: "return"
+          })
+        )
         yield* createStage(owner, pipeline.id, "Open", 1)
         const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
         yield* say(channel, "restart-1", "Hello")
-        const id = (yield* sqlRows<{ id: number }>`select conversation_id as id from messages where external_chat_id = 'restart-1'`)[0]!.id
+        const id = (yield* sqlRows<
+          { id: number }
+        >`select conversation_id as id from messages where external_chat_id = 'restart-1'`)[0]!.id
         ok(yield* post(owner, `/api/user/conversations/${id}/handoff`, { action: "request", reason: "Needs a person" }))
         // the hour is shortened to two seconds from now, so it runs out while no server runs
         const due = (yield* sqlRows<{ due: string }>`
-          update conversations set handoff_due_at = now() + interval '2 seconds' where id = ${id} returning handoff_due_at as due`)[0]!.due
+          update conversations set handoff_due_at = now() + interval '2 seconds' where id = ${id} returning handoff_due_at as due`)[
+          0
+        ]!.due
         return { owner, id, dueAt: Date.parse(due) }
       }))
       yield* first.close
@@ -46,10 +52,13 @@ describe("handoff timeouts across restarts", () => {
       const restartedAt = Date.now()
       const second = yield* boot(FileServerLive(database))
       yield* second.run(Effect.gen(function*() {
-        const after = yield* eventually(Effect.map(get(owner, `/api/user/conversations/${id}`), (r) => {
-          const c = ok(r)
-          return c.handoff.state === "ai" ? c : undefined
-        }), 20_000)
+        const after = yield* eventually(
+          Effect.map(get(owner, `/api/user/conversations/${id}`), (r) => {
+            const c = ok(r)
+            return c.handoff.state === "ai" ? c : undefined
+          }),
+          20_000
+        )
         const events = after.handoff_events.map((e: any) => [e.action, e.from_state, e.to_state, e.actor])
         expect(events).toEqual([["request", "ai", "waiting", "operator"], ["timeout", "waiting", "ai", "system"]])
         expect(Date.parse(after.handoff_events[1].created_at)).toBeGreaterThanOrEqual(restartedAt - 1000)

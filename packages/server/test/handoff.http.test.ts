@@ -9,63 +9,88 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { io, type Socket } from "socket.io-client"
+import { withKnowledge } from "./support/Knowledge.js"
 import { createStage, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { basic, say } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
-import { withKnowledge } from "./support/Knowledge.js"
 
-type Caller = { readonly token: string; readonly workspace_id: number; readonly user_id: number; readonly email: string }
+type Caller = {
+  readonly token: string
+  readonly workspace_id: number
+  readonly user_id: number
+  readonly email: string
+}
 
 /** A pipeline answering at once, two stages (one won), a web channel with a callback URL; `settings` for the pipeline. */
 const agent = (owner: Caller, callbackUrl: string | null, settings: Record<string, unknown> = {}) =>
   Effect.gen(function*() {
     yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })
-    const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-      name: `Support ${Math.random().toString(36).slice(2, 8)}`,
-      agent_type_id: 1,
-      ai_model_id: 1,
-      language_id: 1,
-      reply_debounce_ms: 0,
-      instructions: "Help customers with their bicycle orders.",
-      ...settings
-    }))
-    yield* withKnowledge(owner as Caller & { workspace_id: number }, pipeline.id, ["We sell bicycles.", "Delivery takes three days."])
+    const pipeline = ok(
+      yield* post(owner, "/api/user/pipelines", {
+        name: `Support ${Math.random().toString(36).slice(2, 8)}`,
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1,
+        reply_debounce_ms: 0,
+        instructions: "Help customers with their bicycle orders.",
+        ...settings
+      })
+    )
+    yield* withKnowledge(owner as Caller & { workspace_id: number }, pipeline.id, [
+      "We sell bicycles.",
+      "Delivery takes three days."
+    ])
     const stage = yield* createStage(owner, pipeline.id, "Open", 1)
     const won = yield* createStage(owner, pipeline.id, "Closed won", 2, "won")
-    const channel = ok(yield* post(owner, "/api/user/channels", {
-      kind: "web",
-      pipeline_id: pipeline.id,
-      ...(callbackUrl === null ? {} : { callback_url: callbackUrl })
-    }))
+    const channel = ok(
+      yield* post(owner, "/api/user/channels", {
+        kind: "web",
+        pipeline_id: pipeline.id,
+        ...(callbackUrl === null ? {} : { callback_url: callbackUrl })
+      })
+    )
     return { pipeline, stage, won, channel: channel as { id: number; client_id: string; client_secret: string } }
   })
 
 const conversationOf = (contactKey: string) =>
-  Effect.map(sqlRows<{ id: number }>`select conversation_id as id from messages where external_chat_id = ${contactKey} limit 1`, (r) => r[0]!.id)
+  Effect.map(
+    sqlRows<{ id: number }>`select conversation_id as id from messages where external_chat_id = ${contactKey} limit 1`,
+    (r) => r[0]!.id
+  )
 
 /** The conversation as `GET /api/user/conversations/{id}` answers it. */
 const conversation = (who: Caller, id: number) => Effect.map(get(who, `/api/user/conversations/${id}`), ok)
 
-const messagesOf = (who: Caller, id: number, query = "") => Effect.map(get(who, `/api/user/conversations/${id}/messages${query}`), ok)
+const messagesOf = (who: Caller, id: number, query = "") =>
+  Effect.map(get(who, `/api/user/conversations/${id}/messages${query}`), ok)
 
 /**
  * Waits for the contact's message `messageId` to be handled without a reply (its `no_reply_reason` set): read
  * by id, not as the newest message, since a bridge message may be stored after it.
  */
 const unanswered = (who: Caller, id: number, messageId: string) =>
-  eventually(Effect.map(messagesOf(who, id), (p) => p.messages.find((m: any) => m.id === messageId && m.no_reply_reason !== null)))
+  eventually(
+    Effect.map(
+      messagesOf(who, id),
+      (p) => p.messages.find((m: any) => m.id === messageId && m.no_reply_reason !== null)
+    )
+  )
 
-const handoff = (who: Caller, id: number, body: Record<string, unknown>) => post(who, `/api/user/conversations/${id}/handoff`, body)
+const handoff = (who: Caller, id: number, body: Record<string, unknown>) =>
+  post(who, `/api/user/conversations/${id}/handoff`, body)
 
 /** Waits for the assistant messages of a conversation to reach `n`. */
 const assistantMessages = (id: number, n: number) =>
-  eventually(Effect.map(
-    sqlRows<{ id: string; message: string; call_type: string; is_manual: boolean }>`
+  eventually(
+    Effect.map(
+      sqlRows<{ id: string; message: string; call_type: string; is_manual: boolean }>`
       select id, message, call_type, is_manual from messages where conversation_id = ${id} and role = 'assistant'
       and status <> 'ai_generated' order by created_at, id`,
-    (rows) => (rows.length >= n ? rows : undefined)
-  ), 20_000)
+      (rows) => (rows.length >= n ? rows : undefined)
+    ),
+    20_000
+  )
 
 /** A socket.io client joined to a workspace's operator channel, collecting what it receives. */
 const operatorSocket = (token: string, workspaceId: number) =>
@@ -75,8 +100,15 @@ const operatorSocket = (token: string, workspaceId: number) =>
         new Promise<{ socket: Socket; events: Array<{ name: string; payload: any }>; ack: any }>((resolve) => {
           const socket = io(baseUrl, { transports: ["websocket"], forceNew: true })
           const events: Array<{ name: string; payload: any }> = []
-          socket.onAny((name, payload) => events.push({ name, payload }))
-          socket.on("connect", () => socket.emit("join-workspace", { workspace_id: workspaceId, token }, (ack: any) => resolve({ socket, events, ack })))
+          socket.onAny((name, payload) =>
+            events.push({ name, payload })
+          )
+          socket.on("connect", () =>
+            socket.emit(
+              "join-workspace",
+              { workspace_id: workspaceId, token },
+              (ack: any) => resolve({ socket, events, ack })
+            ))
         })
       )),
     ({ socket }) => Effect.sync(() => socket.close())
@@ -113,15 +145,23 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect((yield* assistantMessages(id, 1))[0]!.message).toContain("three days")
 
         const messages = yield* messagesOf(owner, id)
-        expect(messages.messages.map((m: any) => [m.role, m.sender])).toEqual([["assistant", "ai"], ["user", "contact"]])
-        expect(messages.messages[1]).toMatchObject({ message: "Hello, how long does delivery take?", no_reply_reason: null, deliveries: [] })
+        expect(messages.messages.map((m: any) => [m.role, m.sender])).toEqual([["assistant", "ai"], [
+          "user",
+          "contact"
+        ]])
+        expect(messages.messages[1]).toMatchObject({
+          message: "Hello, how long does delivery take?",
+          no_reply_reason: null,
+          deliveries: []
+        })
 
         const read = ok(yield* post(owner, `/api/user/conversations/${id}/read`, {}))
         expect(read).toMatchObject({ conversation_id: id, unread_count: 0 })
         expect((yield* conversation(owner, id)).unread_count).toBe(0)
         expect(ok(yield* get(owner, "/api/user/conversations?unread=true")).conversations).toHaveLength(0)
         yield* say(channel, "reader-1", "Thanks!")
-        expect(ok(yield* get(owner, "/api/user/conversations?unread=true")).conversations.map((c: any) => c.id)).toEqual([id])
+        expect(ok(yield* get(owner, "/api/user/conversations?unread=true")).conversations.map((c: any) => c.id))
+          .toEqual([id])
       }))
 
     it.effect("filters by pipeline, handoff state, contact text and message text, and pages with a cursor", () =>
@@ -142,9 +182,14 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(second.next_cursor).toBeNull()
         expect(new Set([...first.conversations, ...second.conversations].map((c: any) => c.contact.identifier)))
           .toEqual(new Set(["page-a", "page-b", "page-c"]))
-        expect(ok(yield* get(owner, "/api/user/conversations?q=tandem")).conversations.map((c: any) => c.contact.identifier)).toEqual(["page-b"])
-        expect(ok(yield* get(owner, "/api/user/conversations?q=page-c")).conversations.map((c: any) => c.contact.identifier)).toEqual(["page-c"])
-        expect(ok(yield* get(owner, `/api/user/conversations?pipeline_id=${pipeline.id}&handoff=human`)).conversations).toHaveLength(0)
+        expect(
+          ok(yield* get(owner, "/api/user/conversations?q=tandem")).conversations.map((c: any) => c.contact.identifier)
+        ).toEqual(["page-b"])
+        expect(
+          ok(yield* get(owner, "/api/user/conversations?q=page-c")).conversations.map((c: any) => c.contact.identifier)
+        ).toEqual(["page-c"])
+        expect(ok(yield* get(owner, `/api/user/conversations?pipeline_id=${pipeline.id}&handoff=human`)).conversations)
+          .toHaveLength(0)
         const bad = yield* get(owner, "/api/user/conversations?cursor=nonsense&handoff=maybe")
         expect(bad.status).toBe(422)
         expect(bad.body.validation.map((v: any) => v.field)).toContain("handoff")
@@ -184,13 +229,27 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         yield* say(channel, "asker-1", "My order arrived broken. Can I talk to a human please?")
         const id = yield* conversationOf("asker-1")
         const [bridge] = yield* assistantMessages(id, 1)
-        expect(bridge!.message).toBe("I'm bringing in a member of our team to help with this. They will reply here shortly.")
-        const waiting = yield* eventually(Effect.map(conversation(owner, id), (c) => (c.handoff.summary !== null ? c : undefined)), 20_000)
+        expect(bridge!.message).toBe(
+          "I'm bringing in a member of our team to help with this. They will reply here shortly."
+        )
+        const waiting = yield* eventually(
+          Effect.map(conversation(owner, id), (c) => (c.handoff.summary !== null ? c : undefined)),
+          20_000
+        )
         expect(waiting.status).toBe("active")
-        expect(waiting.handoff).toMatchObject({ state: "waiting", requested_by: "ai", reason: "The contact asked to talk to a person" })
+        expect(waiting.handoff).toMatchObject({
+          state: "waiting",
+          requested_by: "ai",
+          reason: "The contact asked to talk to a person"
+        })
         expect(waiting.handoff.summary).toContain("Wants: My order arrived broken.")
         expect(waiting.notes.some((n: string) => n.startsWith("Handoff summary: Wants:"))).toBe(true)
-        expect(waiting.handoff_events.map((e: any) => [e.action, e.from_state, e.to_state, e.actor])).toEqual([["request", "ai", "waiting", "ai"]])
+        expect(waiting.handoff_events.map((e: any) => [e.action, e.from_state, e.to_state, e.actor])).toEqual([[
+          "request",
+          "ai",
+          "waiting",
+          "ai"
+        ]])
 
         // silent while waiting: the contact's message is stored and says why
         const silent = yield* unanswered(owner, id, yield* say(channel, "asker-1", "Hello? Anyone there?"))
@@ -200,21 +259,51 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(taken).toMatchObject({ status: "paused", handoff: { state: "human", assignee_id: owner.user_id } })
         expect((yield* handoff(owner, id, { action: "take" })).status).toBe(409)
 
-        const sent = ok(yield* post(owner, `/api/user/${id}/messages`, { message: "Sorry about that! A replacement is on its way." }))
-        expect(yield* unanswered(owner, id, yield* say(channel, "asker-1", "Great, thank you"))).toMatchObject({ no_reply_reason: "paused" })
-        const hook = yield* eventually(Effect.sync(() => receiver.received.find((h) => JSON.parse(h.rawBody).message_id === sent._id)))
-        expect(JSON.parse(hook.rawBody)).toMatchObject({ sender: "operator", sender_name: expect.stringMatching(/^User \d+$/), text: "Sorry about that! A replacement is on its way." })
-        expect(JSON.parse(receiver.received.find((h) => JSON.parse(h.rawBody).message_id === bridge!.id)!.rawBody).sender).toBe("ai")
+        const sent = ok(
+          yield* post(owner, `/api/user/${id}/messages`, { message: "Sorry about that! A replacement is on its way." })
+        )
+        expect(yield* unanswered(owner, id, yield* say(channel, "asker-1", "Great, thank you"))).toMatchObject({
+          no_reply_reason: "paused"
+        })
+        const hook = yield* eventually(
+          Effect.sync(() => receiver.received.find((h) => JSON.parse(h.rawBody).message_id === sent._id))
+        )
+        expect(JSON.parse(hook.rawBody)).toMatchObject({
+          sender: "operator",
+          sender_name: expect.stringMatching(/^User \d+$/),
+          text: "Sorry about that! A replacement is on its way."
+        })
+        expect(
+          JSON.parse(receiver.received.find((h) => JSON.parse(h.rawBody).message_id === bridge!.id)!.rawBody).sender
+        ).toBe("ai")
         // the chat's history names who wrote each message: the operator by name
         const { baseUrl } = yield* TestServer
-        const history = yield* fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=asker-1&per_page=50`, { headers: { authorization: basic(channel) } })
+        const history = yield* fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=asker-1&per_page=50`, {
+          headers: { authorization: basic(channel) }
+        })
         const records = (history.body as any).data.data as Array<any>
-        expect(records.find((r) => r.id === sent._id)).toMatchObject({ sender: "operator", sender_name: expect.stringMatching(/^User \d+$/) })
+        expect(records.find((r) => r.id === sent._id)).toMatchObject({
+          sender: "operator",
+          sender_name: expect.stringMatching(/^User \d+$/)
+        })
         expect(records.find((r) => r.id === bridge!.id)).toMatchObject({ sender: "ai", sender_name: null })
-        expect(records.filter((r) => r.role === "user").every((r) => r.sender === "contact" && r.sender_name === null)).toBe(true)
+        expect(records.filter((r) => r.role === "user").every((r) => r.sender === "contact" && r.sender_name === null))
+          .toBe(true)
 
-        const returned = ok(yield* handoff(owner, id, { action: "return", note: "Replacement approved. Offer the voucher code BIKE10 for the trouble." }))
-        expect(returned).toMatchObject({ status: "active", handoff: { state: "ai", assignee_id: null, return_note: "Replacement approved. Offer the voucher code BIKE10 for the trouble." } })
+        const returned = ok(
+          yield* handoff(owner, id, {
+            action: "return",
+            note: "Replacement approved. Offer the voucher code BIKE10 for the trouble."
+          })
+        )
+        expect(returned).toMatchObject({
+          status: "active",
+          handoff: {
+            state: "ai",
+            assignee_id: null,
+            return_note: "Replacement approved. Offer the voucher code BIKE10 for the trouble."
+          }
+        })
         yield* say(channel, "asker-1", "Is there a voucher for the trouble?")
         const replies = yield* assistantMessages(id, 3)
         // the note steers the agent (docs/handoff.md): it is for the agent, never said to the contact
@@ -223,7 +312,11 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect((yield* handoff(owner, id, { action: "return" })).status).toBe(409)
 
         const all = yield* messagesOf(owner, id)
-        expect(all.messages.filter((m: any) => m.role === "assistant").map((m: any) => m.sender)).toEqual(["ai", "operator", "ai"])
+        expect(all.messages.filter((m: any) => m.role === "assistant").map((m: any) => m.sender)).toEqual([
+          "ai",
+          "operator",
+          "ai"
+        ])
         const operatorMessage = all.messages.find((m: any) => m.sender === "operator")
         expect(operatorMessage.sender_id).toBe(owner.user_id)
         expect(operatorMessage.deliveries.length).toBeGreaterThanOrEqual(1)
@@ -234,7 +327,10 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           const seen = live.events.filter((e) => e.name === "handoff")
           return seen.length >= 3 ? seen : undefined
         }))
-        expect(handoffs.map((e) => [e.payload.conversation_id, e.payload.event.action])).toEqual([[id, "request"], [id, "take"], [id, "return"]])
+        expect(handoffs.map((e) => [e.payload.conversation_id, e.payload.event.action])).toEqual([[id, "request"], [
+          id,
+          "take"
+        ], [id, "return"]])
         expect(new Set(handoffs.map((e) => e.payload.event.id)).size).toBe(3)
         const newMessages = live.events.filter((e) => e.name === "new_message" && e.payload.conversation_id === id)
         expect(newMessages.map((e) => e.payload.sender)).toEqual(expect.arrayContaining(["contact", "ai", "operator"]))
@@ -250,25 +346,37 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         yield* assistantMessages(id, 1)
         const conflict = yield* handoff(owner, id, { action: "return" })
         expect(conflict.status).toBe(409)
-        expect(conflict.body).toMatchObject({ status: false, code: 409, message: "The agent already has this conversation." })
+        expect(conflict.body).toMatchObject({
+          status: false,
+          code: 409,
+          message: "The agent already has this conversation."
+        })
         ok(yield* handoff(owner, id, { action: "request", reason: "VIP customer" }))
         // the operator's request sends the contact the bridge message
         const bridge = yield* assistantMessages(id, 2)
         expect(bridge.map((m) => m.call_type)).toEqual(["ai", "handoff_bridge"])
-        expect((yield* handoff(owner, id, { action: "request" })).body.message).toBe("A person was already asked for in this conversation.")
+        expect((yield* handoff(owner, id, { action: "request" })).body.message).toBe(
+          "A person was already asked for in this conversation."
+        )
         const missing = yield* handoff(owner, id, { action: "assign" })
         expect(missing.status).toBe(422)
         expect(missing.body.validation.map((v: any) => v.field)).toEqual(["assignee_id"])
         const outsider = yield* handoff(owner, id, { action: "assign", assignee_id: stranger.user_id })
         expect(outsider.status).toBe(422)
-        expect(ok(yield* handoff(owner, id, { action: "assign", assignee_id: owner.user_id })).handoff).toMatchObject({ state: "human", assignee_id: owner.user_id })
+        expect(ok(yield* handoff(owner, id, { action: "assign", assignee_id: owner.user_id })).handoff).toMatchObject({
+          state: "human",
+          assignee_id: owner.user_id
+        })
         expect((yield* handoff(owner, id, { action: "assign", assignee_id: owner.user_id })).status).toBe(409)
         expect((yield* handoff(owner, id, { action: "dance" })).status).toBe(422)
 
         const resumed = yield* put(owner, `/api/user/conversations/${id}`, { status: "active" })
         expect(resumed.body.data).toEqual({ id, status: "active" })
         expect((yield* conversation(owner, id)).handoff.state).toBe("ai")
-        expect((yield* put(owner, `/api/user/conversations/${id}`, { status: "paused" })).body.data).toEqual({ id, status: "paused" })
+        expect((yield* put(owner, `/api/user/conversations/${id}`, { status: "paused" })).body.data).toEqual({
+          id,
+          status: "paused"
+        })
         const paused = yield* conversation(owner, id)
         expect(paused.handoff).toMatchObject({ state: "human", assignee_id: owner.user_id })
         expect(paused.handoff_events.map((e: any) => e.action)).toEqual(["request", "assign", "return", "take"])
@@ -293,16 +401,25 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const [bridge] = yield* assistantMessages(id, 1)
         expect(bridge).toMatchObject({ message: "One moment, a colleague will join.", call_type: "handoff_bridge" })
         const waiting = yield* conversation(owner, id)
-        expect(waiting.handoff).toMatchObject({ state: "waiting", requested_by: "rule", reason: "The contact wrote \"refund\"" })
+        expect(waiting.handoff).toMatchObject({
+          state: "waiting",
+          requested_by: "rule",
+          reason: "The contact wrote \"refund\""
+        })
         expect(Date.parse(waiting.handoff.due_at) - Date.parse(waiting.handoff.requested_at)).toBe(60_000)
 
         // the wait runs out (moved into the past rather than waited for)
         yield* sqlRows`update conversations set handoff_due_at = now() - interval '1 second' where id = ${id}`
         const [, second] = yield* assistantMessages(id, 2)
-        expect(second!.message).toBe("Thank you for waiting. Our team has your conversation and will reply here as soon as they can.")
+        expect(second!.message).toBe(
+          "Thank you for waiting. Our team has your conversation and will reply here as soon as they can."
+        )
         const after = yield* conversation(owner, id)
         expect(after.handoff).toMatchObject({ state: "waiting", due_at: null })
-        expect(after.handoff_events.map((e: any) => [e.action, e.actor])).toEqual([["request", "rule"], ["timeout", "system"]])
+        expect(after.handoff_events.map((e: any) => [e.action, e.actor])).toEqual([["request", "rule"], [
+          "timeout",
+          "system"
+        ]])
 
         ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_timeout_action: "return" }))
         yield* sqlRows`update conversations set handoff_due_at = now() - interval '1 second' where id = ${id}`
@@ -319,11 +436,17 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         yield* say(channel, "written-1", "I would like to speak to a real person")
         const id = yield* conversationOf("written-1")
         const [own] = yield* assistantMessages(id, 1)
-        expect(own).toMatchObject({ call_type: "ai", message: "I'm asking a member of our team to take over. They will reply here shortly." })
+        expect(own).toMatchObject({
+          call_type: "ai",
+          message: "I'm asking a member of our team to take over. They will reply here shortly."
+        })
         ok(yield* handoff(owner, id, { action: "return" }))
         ok(yield* handoff(owner, id, { action: "request", reason: "Escalation" }))
         const [, operators] = yield* assistantMessages(id, 2)
-        expect(operators).toMatchObject({ call_type: "handoff_bridge", message: "I'm asking a member of our team to take over. They will reply here shortly." })
+        expect(operators).toMatchObject({
+          call_type: "handoff_bridge",
+          message: "I'm asking a member of our team to take over. They will reply here shortly."
+        })
       }))
 
     it.effect("an operator's hand-back does not loop: the rule does not ask again for the message it was handed back after", () =>
@@ -333,15 +456,22 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         yield* say(channel, "loop-1", "refund please")
         const id = yield* conversationOf("loop-1")
         yield* eventually(Effect.map(conversation(owner, id), (c) => c.handoff.state === "waiting" || undefined))
-        expect(yield* unanswered(owner, id, yield* say(channel, "loop-1", "refund, refund!"))).toMatchObject({ no_reply_reason: "waiting_for_person" })
+        expect(yield* unanswered(owner, id, yield* say(channel, "loop-1", "refund, refund!"))).toMatchObject({
+          no_reply_reason: "waiting_for_person"
+        })
         ok(yield* handoff(owner, id, { action: "return", note: "Refund sent." }))
         // the messages that asked are never read again: the next turn answers only what came after the hand-back
         yield* say(channel, "loop-1", "ok thanks")
-        const replies = yield* eventually(Effect.map(
-          sqlRows<{ call_type: string }>`select call_type from messages where conversation_id = ${id} and role = 'assistant'
+        const replies = yield* eventually(
+          Effect.map(
+            sqlRows<
+              { call_type: string }
+            >`select call_type from messages where conversation_id = ${id} and role = 'assistant'
                                          and call_type = 'ai' and status <> 'ai_generated'`,
-          (rows) => rows.length >= 1 ? rows : undefined
-        ), 20_000)
+            (rows) => rows.length >= 1 ? rows : undefined
+          ),
+          20_000
+        )
         expect(replies).toHaveLength(1)
         const after = yield* conversation(owner, id)
         expect(after.handoff.state).toBe("ai")
@@ -357,9 +487,15 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         ok(yield* handoff(owner, id, { action: "take" }))
         const c = yield* conversation(owner, id)
         ok(yield* put(owner, `/api/user/opportunities/${c.opportunity.id}`, { stage_id: won.id }))
-        const resolved = yield* eventually(Effect.map(conversation(owner, id), (x) => x.handoff.state === "ai" ? x : undefined), 20_000)
+        const resolved = yield* eventually(
+          Effect.map(conversation(owner, id), (x) => x.handoff.state === "ai" ? x : undefined),
+          20_000
+        )
         expect(resolved.status).toBe("active")
-        expect(resolved.handoff_events.map((e: any) => [e.action, e.actor])).toEqual([["take", "operator"], ["resolve", "system"]])
+        expect(resolved.handoff_events.map((e: any) => [e.action, e.actor])).toEqual([["take", "operator"], [
+          "resolve",
+          "system"
+        ]])
       }))
 
     it.effect("the summary says what the contact wants and what is open from the whole conversation, not its last two messages", () =>
@@ -372,7 +508,10 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         yield* say(channel, "summary-1", "Do you offer a discount for schools?")
         yield* assistantMessages(id, 2)
         yield* say(channel, "summary-1", "Thanks. Can I talk to a person please?")
-        const waiting = yield* eventually(Effect.map(conversation(owner, id), (c) => (c.handoff.summary !== null ? c : undefined)), 20_000)
+        const waiting = yield* eventually(
+          Effect.map(conversation(owner, id), (c) => (c.handoff.summary !== null ? c : undefined)),
+          20_000
+        )
         // delivery was answered from the knowledge; the discount question was not
         expect(waiting.handoff.summary).toBe(
           "Wants: Do you offer a discount for schools?\nTried: Delivery takes three days.\nOpen: Do you offer a discount for schools?"
@@ -383,16 +522,31 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
       Effect.gen(function*() {
         const owner = (yield* seedUser()) as Caller
         const { pipeline } = yield* agent(owner, null)
-        const widget = ok(yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: ["https://shop.example.com"] }))
+        const widget = ok(
+          yield* post(owner, "/api/user/channels", {
+            kind: "widget",
+            pipeline_id: pipeline.id,
+            allowed_origins: ["https://shop.example.com"]
+          })
+        )
         const { baseUrl } = yield* TestServer
         const headers = { origin: "https://shop.example.com", "content-type": "application/json" }
         const session = yield* Effect.promise(() =>
-          fetch(`${baseUrl}/api/widget/session`, { method: "POST", headers, body: JSON.stringify({ client_id: widget.client_id }) }).then((r) => r.json() as Promise<any>))
+          fetch(`${baseUrl}/api/widget/session`, {
+            method: "POST",
+            headers,
+            body: JSON.stringify({ client_id: widget.client_id })
+          }).then((r) => r.json() as Promise<any>)
+        )
         // the session says who has the conversation, so the widget offers a person only while the AI has it
         expect(session.data.handoff_state).toBe("ai")
         const ask = Effect.promise(() =>
-          fetch(`${baseUrl}/api/widget/handoff`, { method: "POST", headers: { ...headers, authorization: `Bearer ${session.data.session}` } })
-            .then(async (r) => ({ status: r.status, body: (await r.json()) as any })))
+          fetch(`${baseUrl}/api/widget/handoff`, {
+            method: "POST",
+            headers: { ...headers, authorization: `Bearer ${session.data.session}` }
+          })
+            .then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
+        )
         expect(yield* ask).toMatchObject({ status: 200, body: { data: { state: "waiting" } } })
         expect(yield* ask).toMatchObject({ status: 200, body: { data: { state: "waiting" } } })
         const id = session.data.conversation_id
@@ -402,10 +556,17 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const [bridge] = yield* assistantMessages(id, 1)
         expect(bridge!.call_type).toBe("handoff_bridge")
         const resumed = yield* Effect.promise(() =>
-          fetch(`${baseUrl}/api/widget/session`, { method: "POST", headers, body: JSON.stringify({ client_id: widget.client_id, session: session.data.session }) })
-            .then((r) => r.json() as Promise<any>))
+          fetch(`${baseUrl}/api/widget/session`, {
+            method: "POST",
+            headers,
+            body: JSON.stringify({ client_id: widget.client_id, session: session.data.session })
+          })
+            .then((r) => r.json() as Promise<any>)
+        )
         expect(resumed.data).toMatchObject({ conversation_id: id, handoff_state: "waiting" })
-        const anonymous = yield* Effect.promise(() => fetch(`${baseUrl}/api/widget/handoff`, { method: "POST", headers }).then((r) => r.status))
+        const anonymous = yield* Effect.promise(() =>
+          fetch(`${baseUrl}/api/widget/handoff`, { method: "POST", headers }).then((r) => r.status)
+        )
         expect(anonymous).toBe(401)
       }))
 

@@ -55,10 +55,30 @@ describe("parley knowledge import", () => {
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-import-"))
     database = await childDatabase(dataDir)
     try {
-      const user = await parley(dataDir, ["user", "create", "--email", "kb@example.com", "--password", "s3cret-pass", "--workspace-name", "KB", "--json"])
+      const user = await parley(dataDir, [
+        "user",
+        "create",
+        "--email",
+        "kb@example.com",
+        "--password",
+        "s3cret-pass",
+        "--workspace-name",
+        "KB",
+        "--json"
+      ])
       expect(user.code).toBe(0)
       const workspaceId = JSON.parse(user.stdout).workspace_id as number
-      expect((await parley(dataDir, ["workspace", "set", "--workspace-id", String(workspaceId), "--training-credits", "100", "--json"])).code).toBe(0)
+      expect(
+        (await parley(dataDir, [
+          "workspace",
+          "set",
+          "--workspace-id",
+          String(workspaceId),
+          "--training-credits",
+          "100",
+          "--json"
+        ])).code
+      ).toBe(0)
 
       const [table] = await database.query<{ id: number }>(
         "insert into knowledge_tables (workspace_id, name) values ($1, 'Products') returning id",
@@ -91,7 +111,17 @@ describe("parley knowledge import", () => {
       const file = Path.join(dataDir, "products.csv")
       Fs.writeFileSync(file, lines.join("\r\n") + "\r\n")
 
-      const result = await parley(dataDir, ["knowledge", "import", "--table-id", String(tableId), "--file", file, "--batch-size", "10", "--json"])
+      const result = await parley(dataDir, [
+        "knowledge",
+        "import",
+        "--table-id",
+        String(tableId),
+        "--file",
+        file,
+        "--batch-size",
+        "10",
+        "--json"
+      ])
       expect(result.code).toBe(1)
       const report = JSON.parse(result.stdout)
       expect(report.upserted).toBe(23)
@@ -103,7 +133,9 @@ describe("parley knowledge import", () => {
       // not a terminal: plain progress lines on stderr
       expect(result.stderr).toContain("25/25 rows")
 
-      const points = await database.query<{ default_id: string; data: Record<string, unknown>; has_embedding: boolean }>(
+      const points = await database.query<
+        { default_id: string; data: Record<string, unknown>; has_embedding: boolean }
+      >(
         "select default_id, data, embedding is not null as has_embedding from knowledge_points where knowledge_table_id = $1 order by default_id",
         [tableId]
       )
@@ -132,31 +164,56 @@ describe("parley knowledge import", () => {
       const unknown = await parley(dataDir, ["knowledge", "import", "--table-id", "999", "--file", file])
       expect(unknown.code).toBe(2)
       expect(unknown.stderr).toContain("No knowledge table with id 999")
-      const missing = await parley(dataDir, ["knowledge", "import", "--table-id", String(tableId), "--file", Path.join(dataDir, "nope.csv")])
+      const missing = await parley(dataDir, [
+        "knowledge",
+        "import",
+        "--table-id",
+        String(tableId),
+        "--file",
+        Path.join(dataDir, "nope.csv")
+      ])
       expect(missing.code).toBe(2)
       expect((await parley(dataDir, ["knowledge", "import", "--file", file])).code).toBe(2)
 
       // while a server runs: embedded, the batches go through its admin endpoint (it holds the data dir);
       // with DATABASE_URL, the CLI writes to the database beside it (JSON Lines here)
       const jsonl = Path.join(dataDir, "more.jsonl")
-      Fs.writeFileSync(jsonl, [
-        JSON.stringify({ default_id: "q1", name: "Gadget 1", price: 10, in_stock: true }),
-        JSON.stringify({ default_id: "q2", name: "Gadget 2", colour: "red" }),
-        "{not json",
-        JSON.stringify({ default_id: 3, name: "Gadget 3", sku: "SKU-99" })
-      ].join("\n") + "\n")
+      Fs.writeFileSync(
+        jsonl,
+        [
+          JSON.stringify({ default_id: "q1", name: "Gadget 1", price: 10, in_stock: true }),
+          JSON.stringify({ default_id: "q2", name: "Gadget 2", colour: "red" }),
+          "{not json",
+          JSON.stringify({ default_id: 3, name: "Gadget 3", sku: "SKU-99" })
+        ].join("\n") + "\n"
+      )
       const server = await serve(dataDir, { PARLEY_SEED_DEMO: "false", ...database.env })
       let online: Awaited<ReturnType<typeof parley>>
       try {
-        online = await parley(dataDir, ["knowledge", "import", "--table-id", String(tableId), "--file", jsonl, "--json"])
+        online = await parley(dataDir, [
+          "knowledge",
+          "import",
+          "--table-id",
+          String(tableId),
+          "--file",
+          jsonl,
+          "--json"
+        ])
       } finally {
         await stop(server)
       }
       expect(online.code).toBe(1)
       const onlineReport = JSON.parse(online.stdout)
       expect(onlineReport.upserted).toBe(2)
-      expect(onlineReport.rejected.map((r: any) => [r.row, r.default_id, r.errors[0].field])).toEqual([[2, "q2", "colour"], [3, null, ""]])
-      const count = await database.query<{ n: number }>("select count(*)::int as n from knowledge_points where knowledge_table_id = $1", [tableId])
+      expect(onlineReport.rejected.map((r: any) => [r.row, r.default_id, r.errors[0].field])).toEqual([[
+        2,
+        "q2",
+        "colour"
+      ], [3, null, ""]])
+      const count = await database.query<{ n: number }>(
+        "select count(*)::int as n from knowledge_points where knowledge_table_id = $1",
+        [tableId]
+      )
       expect(count[0]!.n).toBe(26)
     } finally {
       await database.drop()

@@ -17,7 +17,11 @@ const root = Path.resolve(__dirname, "../../..")
 const cli = Path.join(root, "packages/server/src/cli/main.ts")
 const tsx = Path.join(root, "node_modules/.bin/tsx")
 
-const row = (i: number) => ({ default_id: `r${i}`, name: `walnut shelf ${i}`, description: `batch ${Math.floor(i / 500)}, item ${i % 500}` })
+const row = (i: number) => ({
+  default_id: `r${i}`,
+  name: `walnut shelf ${i}`,
+  description: `batch ${Math.floor(i / 500)}, item ${i % 500}`
+})
 const batch = (from: number, n: number) => Array.from({ length: n }, (_, j) => row(from + j))
 
 describe("a large knowledge load across a crash", () => {
@@ -27,11 +31,25 @@ describe("a large knowledge load across a crash", () => {
     const env = { ...database.env, METRICS_PORT: "0" }
     let server: Running | undefined
     const graph = async () =>
-      (await database.query<{ valid: boolean }>(`select indisvalid as valid from pg_index where indexrelid = to_regclass($1)`, [GRAPH_INDEX]))[0]
+      (await database.query<{ valid: boolean }>(
+        `select indisvalid as valid from pg_index where indexrelid = to_regclass($1)`,
+        [GRAPH_INDEX]
+      ))[0]
     try {
       server = await serve(dataDir, env)
-      const demo = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as { token: string; workspace_id: number }
-      await run(tsx, [cli, "workspace", "set", "--workspace-id", String(demo.workspace_id), "--training-credits", "5000"], {
+      const demo = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as {
+        token: string
+        workspace_id: number
+      }
+      await run(tsx, [
+        cli,
+        "workspace",
+        "set",
+        "--workspace-id",
+        String(demo.workspace_id),
+        "--training-credits",
+        "5000"
+      ], {
         cwd: root,
         env: { ...process.env, PARLEY_DATA_DIR: dataDir, ...database.env }
       })
@@ -50,7 +68,11 @@ describe("a large knowledge load across a crash", () => {
       expect(table.status).toBe(200)
       const tableId = table.body.data.id as number
       const upsert = (points: Array<Record<string, unknown>>) =>
-        call(`${api}/api/user/knowledge-tables/${tableId}/points`, { method: "PUT", token: demo.token, body: JSON.stringify({ points }) })
+        call(`${api}/api/user/knowledge-tables/${tableId}/points`, {
+          method: "PUT",
+          token: demo.token,
+          body: JSON.stringify({ points })
+        })
       for (let b = 0; b < 3; b++) {
         const r = await upsert(batch(b * 500, 500))
         expect(r.status).toBe(200)
@@ -67,7 +89,10 @@ describe("a large knowledge load across a crash", () => {
       const value = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1])
       await until("the graph built after the restart", async () => {
         const text = await fetch(metrics).then((r) => r.text(), () => "")
-        return value(text, "parley_knowledge_graph_ready") === 1 && value(text, "parley_knowledge_graph_builds_total") === 1 ? true : undefined
+        return value(text, "parley_knowledge_graph_ready") === 1 &&
+            value(text, "parley_knowledge_graph_builds_total") === 1
+          ? true
+          : undefined
       }, 120_000)
       const tables = await call(`${server.api}/api/user/knowledge-tables`, { token: demo.token })
       const points = tables.body.data.find((t: any) => t.id === tableId).points_count as number

@@ -20,7 +20,20 @@ const products = {
   ]
 }
 
-const nouns = ["kettle", "lamp", "chair", "desk", "backpack", "blender", "toaster", "speaker", "drill", "mug", "bottle", "jacket"]
+const nouns = [
+  "kettle",
+  "lamp",
+  "chair",
+  "desk",
+  "backpack",
+  "blender",
+  "toaster",
+  "speaker",
+  "drill",
+  "mug",
+  "bottle",
+  "jacket"
+]
 const materials = ["steel", "oak", "bamboo", "glass", "copper", "wool", "leather", "marble"]
 const row = (i: number) => ({
   default_id: `p${i}`,
@@ -48,50 +61,62 @@ const exactTop = (tableId: number) =>
   )
 
 layer(TestServerLive(), { excludeTestServices: true, timeout: 120_000 })("a large knowledge load", (it) => {
-  it.effect("runs without the HNSW graph, searches exactly meanwhile, and the graph is built once writes pause", () =>
-    Effect.gen(function*() {
-      const alice = yield* seedUser()
-      const table = ok(yield* post(alice, TABLES, products))
-      yield* sqlRows`update workspaces set training_credits = 10000 where id = ${alice.workspace_id}`
-      const points = `${TABLES}/${table.id}/points`
-      const suspended = yield* suspensions
-      const built = yield* builds
-      expect((yield* graph)?.valid).toBe(true)
+  it.effect(
+    "runs without the HNSW graph, searches exactly meanwhile, and the graph is built once writes pause",
+    () =>
+      Effect.gen(function*() {
+        const alice = yield* seedUser()
+        const table = ok(yield* post(alice, TABLES, products))
+        yield* sqlRows`update workspaces set training_credits = 10000 where id = ${alice.workspace_id}`
+        const points = `${TABLES}/${table.id}/points`
+        const suspended = yield* suspensions
+        const built = yield* builds
+        expect((yield* graph)?.valid).toBe(true)
 
-      // 3 × 500 rows: the second batch makes the load 1,000 rows, more than half the table
-      for (let b = 0; b < 3; b++) expect(ok(yield* put(alice, points, { points: batch(b * 500, 500) }))).toEqual({ upserted: 500 })
-      expect(yield* suspensions).toBe(suspended + 1)
+        // 3 × 500 rows: the second batch makes the load 1,000 rows, more than half the table
+        for (let b = 0; b < 3; b++) {
+          expect(ok(yield* put(alice, points, { points: batch(b * 500, 500) }))).toEqual({ upserted: 500 })
+        }
+        expect(yield* suspensions).toBe(suspended + 1)
 
-      // a search while the graph is absent (no build between the look at the catalog and the answer) is exact
-      const absent = (yield* graph) === undefined
-      const during = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: QUERY, limit: 5, use_hybrid: false }))
-      const exact = yield* exactTop(table.id)
-      expect(exact).toHaveLength(5)
-      if (absent && (yield* builds) === built) {
-        expect(during.results.map((r: any) => r.default_id)).toEqual(exact)
-      }
-      const hybrid = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "p1234 copper", limit: 5, use_hybrid: true }))
-      expect(hybrid.results.length).toBe(5)
+        // a search while the graph is absent (no build between the look at the catalog and the answer) is exact
+        const absent = (yield* graph) === undefined
+        const during = ok(
+          yield* post(alice, `${TABLES}/${table.id}/search`, { query: QUERY, limit: 5, use_hybrid: false })
+        )
+        const exact = yield* exactTop(table.id)
+        expect(exact).toHaveLength(5)
+        if (absent && (yield* builds) === built) {
+          expect(during.results.map((r: any) => r.default_id)).toEqual(exact)
+        }
+        const hybrid = ok(
+          yield* post(alice, `${TABLES}/${table.id}/search`, { query: "p1234 copper", limit: 5, use_hybrid: true })
+        )
+        expect(hybrid.results.length).toBe(5)
 
-      // the keeper builds the graph once the writes pause, as migration 0015 defined it
-      // (counted once the build and the ANALYZE after it are done; the index is valid a little earlier)
-      yield* builds.pipe(
-        Effect.repeat({ schedule: Schedule.spaced(Duration.millis(200)), until: (n) => n === built + 1 }),
-        Effect.timeout(Duration.minutes(2))
-      )
-      const rebuilt = yield* graph
-      expect(rebuilt?.valid).toBe(true)
-      expect(rebuilt?.definition).toMatch(/USING hnsw \(embedding vector_cosine_ops\) WITH \(ef_construction='128'\)/)
-      expect(yield* builds).toBe(built + 1)
-      const after = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: QUERY, limit: 5, use_hybrid: false }))
-      expect(after.results.map((r: any) => r.default_id)).toEqual(exact)
+        // the keeper builds the graph once the writes pause, as migration 0015 defined it
+        // (counted once the build and the ANALYZE after it are done; the index is valid a little earlier)
+        yield* builds.pipe(
+          Effect.repeat({ schedule: Schedule.spaced(Duration.millis(200)), until: (n) => n === built + 1 }),
+          Effect.timeout(Duration.minutes(2))
+        )
+        const rebuilt = yield* graph
+        expect(rebuilt?.valid).toBe(true)
+        expect(rebuilt?.definition).toMatch(/USING hnsw \(embedding vector_cosine_ops\) WITH \(ef_construction='128'\)/)
+        expect(yield* builds).toBe(built + 1)
+        const after = ok(
+          yield* post(alice, `${TABLES}/${table.id}/search`, { query: QUERY, limit: 5, use_hybrid: false })
+        )
+        expect(after.results.map((r: any) => r.default_id)).toEqual(exact)
 
-      // a small upsert into the loaded table (after the pause): into the graph, which stays
-      expect(ok(yield* put(alice, points, { points: batch(1500, 100) }))).toEqual({ upserted: 100 })
-      expect(yield* suspensions).toBe(suspended + 1)
-      expect((yield* graph)?.valid).toBe(true)
-      const [{ n }] = (yield* sqlRows<{ n: number }>`
+        // a small upsert into the loaded table (after the pause): into the graph, which stays
+        expect(ok(yield* put(alice, points, { points: batch(1500, 100) }))).toEqual({ upserted: 100 })
+        expect(yield* suspensions).toBe(suspended + 1)
+        expect((yield* graph)?.valid).toBe(true)
+        const [{ n }] = (yield* sqlRows<{ n: number }>`
         select count(*)::int as n from knowledge_points where knowledge_table_id = ${table.id}`) as [{ n: number }]
-      expect(n).toBe(1600)
-    }), 240_000)
+        expect(n).toBe(1600)
+      }),
+    240_000
+  )
 })

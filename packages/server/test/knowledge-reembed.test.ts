@@ -7,7 +7,16 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { call, type ChildDatabase, childDatabase, type Running, serve, startReceiver, stop, until } from "./support/ChildServer.js"
+import {
+  call,
+  type ChildDatabase,
+  childDatabase,
+  type Running,
+  serve,
+  startReceiver,
+  stop,
+  until
+} from "./support/ChildServer.js"
 
 /** One-hot by a word the text contains ("alpha" → 0, "beta" → 1, ...): exact and easy to tell apart. */
 const words = ["alpha", "beta", "gamma", "delta"]
@@ -28,90 +37,98 @@ const pointsOf = async (database: ChildDatabase) => {
 }
 
 describe("re-embedding after an embedding model change", () => {
-  it("embeds every point again with the new model in the background, once, free of charge", { timeout: 120_000 }, async () => {
-    const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-reembed-"))
-    const database = await childDatabase(dataDir)
-    const inputs: Array<string> = []
-    const openai = await startReceiver((rawBody) => {
-      const body = JSON.parse(rawBody) as { input: Array<string> | string; model: string; dimensions: number }
-      const input = Array.isArray(body.input) ? body.input : [body.input]
-      inputs.push(...input)
-      return {
-        status: 200,
-        body: JSON.stringify({
-          object: "list",
-          model: body.model,
-          data: input.map((text, index) => ({ object: "embedding", index, embedding: fakeVector(text) })),
-          usage: { prompt_tokens: input.length, total_tokens: input.length }
-        })
+  it(
+    "embeds every point again with the new model in the background, once, free of charge",
+    { timeout: 120_000 },
+    async () => {
+      const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-reembed-"))
+      const database = await childDatabase(dataDir)
+      const inputs: Array<string> = []
+      const openai = await startReceiver((rawBody) => {
+        const body = JSON.parse(rawBody) as { input: Array<string> | string; model: string; dimensions: number }
+        const input = Array.isArray(body.input) ? body.input : [body.input]
+        inputs.push(...input)
+        return {
+          status: 200,
+          body: JSON.stringify({
+            object: "list",
+            model: body.model,
+            data: input.map((text, index) => ({ object: "embedding", index, embedding: fakeVector(text) })),
+            usage: { prompt_tokens: input.length, total_tokens: input.length }
+          })
+        }
+      })
+      const openAiEnv = {
+        ...database.env,
+        EMBEDDING_PROVIDER: "openai",
+        EMBEDDING_MODEL: "text-embedding-3-small",
+        OPENAI_API_KEY: "sk-test",
+        OPENAI_BASE_URL: openai.url.replace(/\/hook$/, "/v1")
       }
-    })
-    const openAiEnv = {
-      ...database.env,
-      EMBEDDING_PROVIDER: "openai",
-      EMBEDDING_MODEL: "text-embedding-3-small",
-      OPENAI_API_KEY: "sk-test",
-      OPENAI_BASE_URL: openai.url.replace(/\/hook$/, "/v1")
+      let server: Running | undefined
+      try {
+        server = await serve(dataDir, database.env)
+        const { token, workspace_id } = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
+        const table = await call(`${server.api}/api/user/knowledge-tables`, {
+          method: "POST",
+          token,
+          body: JSON.stringify({
+            name: "Greek",
+            columns: [{ name: "word", data_type: "string", order: 1, is_searchable: true }]
+          })
+        })
+        expect(table.status).toBe(200)
+        const tableId = table.body.data.id
+        const upsert = await call(`${server.api}/api/user/knowledge-tables/${tableId}/points`, {
+          method: "PUT",
+          token,
+          body: JSON.stringify({ points: words.map((word, i) => ({ default_id: i + 1, word })) })
+        })
+        expect(upsert.body.data).toEqual({ upserted: 4 })
+        const credits = async (s: Running) =>
+          (await call(`${s.api}/api/user/me`, { token })).body.data.workspaces.find((w: any) => w.id === workspace_id)
+            .training_credits
+        const creditsBefore = await credits(server)
+        await stop(server)
+        server = undefined
+
+        const local = await pointsOf(database)
+        expect(local.points.map((p) => p.embedding_model)).toEqual(Array(4).fill("local-hash-256"))
+        expect(local.state).toEqual(["local-hash-256"])
+
+        // the new model: every point is embedded again from its searchable text
+        server = await serve(dataDir, openAiEnv)
+        await until("re-embedding", () => (inputs.length >= 4 ? true : undefined), 30_000).catch((e) => {
+          throw new Error(`${e}\n${server?.output()}`)
+        })
+        expect([...inputs].sort()).toEqual(words.map((w) => `word: ${w}`).sort())
+        const search = await call(`${server.api}/api/user/knowledge-tables/${tableId}/search`, {
+          method: "POST",
+          token,
+          body: JSON.stringify({ query: "gamma", use_hybrid: false, limit: 2 })
+        })
+        expect(search.status).toBe(200)
+        expect(search.body.data.results[0]).toMatchObject({ default_id: "3", score: 1 })
+        expect(await credits(server)).toBe(creditsBefore)
+        await stop(server)
+        server = undefined
+
+        const remote = await pointsOf(database)
+        expect(remote.points.map((p) => p.embedding_model)).toEqual(Array(4).fill("openai:text-embedding-3-small:256"))
+        expect(remote.points.map((p) => JSON.parse(p.embedding).indexOf(1))).toEqual([0, 1, 2, 3])
+        expect(remote.state).toEqual(["openai:text-embedding-3-small:256"])
+
+        // same model again: nothing to embed
+        inputs.length = 0
+        server = await serve(dataDir, openAiEnv)
+        await new Promise((r) => setTimeout(r, 1500))
+        expect(inputs).toEqual([])
+      } finally {
+        await stop(server)
+        await openai.close()
+        await database.drop()
+        Fs.rmSync(dataDir, { recursive: true, force: true })
+      }
     }
-    let server: Running | undefined
-    try {
-      server = await serve(dataDir, database.env)
-      const { token, workspace_id } = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
-      const table = await call(`${server.api}/api/user/knowledge-tables`, {
-        method: "POST",
-        token,
-        body: JSON.stringify({ name: "Greek", columns: [{ name: "word", data_type: "string", order: 1, is_searchable: true }] })
-      })
-      expect(table.status).toBe(200)
-      const tableId = table.body.data.id
-      const upsert = await call(`${server.api}/api/user/knowledge-tables/${tableId}/points`, {
-        method: "PUT",
-        token,
-        body: JSON.stringify({ points: words.map((word, i) => ({ default_id: i + 1, word })) })
-      })
-      expect(upsert.body.data).toEqual({ upserted: 4 })
-      const credits = async (s: Running) =>
-        (await call(`${s.api}/api/user/me`, { token })).body.data.workspaces.find((w: any) => w.id === workspace_id).training_credits
-      const creditsBefore = await credits(server)
-      await stop(server)
-      server = undefined
-
-      const local = await pointsOf(database)
-      expect(local.points.map((p) => p.embedding_model)).toEqual(Array(4).fill("local-hash-256"))
-      expect(local.state).toEqual(["local-hash-256"])
-
-      // the new model: every point is embedded again from its searchable text
-      server = await serve(dataDir, openAiEnv)
-      await until("re-embedding", () => (inputs.length >= 4 ? true : undefined), 30_000).catch((e) => {
-        throw new Error(`${e}\n${server?.output()}`)
-      })
-      expect([...inputs].sort()).toEqual(words.map((w) => `word: ${w}`).sort())
-      const search = await call(`${server.api}/api/user/knowledge-tables/${tableId}/search`, {
-        method: "POST",
-        token,
-        body: JSON.stringify({ query: "gamma", use_hybrid: false, limit: 2 })
-      })
-      expect(search.status).toBe(200)
-      expect(search.body.data.results[0]).toMatchObject({ default_id: "3", score: 1 })
-      expect(await credits(server)).toBe(creditsBefore)
-      await stop(server)
-      server = undefined
-
-      const remote = await pointsOf(database)
-      expect(remote.points.map((p) => p.embedding_model)).toEqual(Array(4).fill("openai:text-embedding-3-small:256"))
-      expect(remote.points.map((p) => JSON.parse(p.embedding).indexOf(1))).toEqual([0, 1, 2, 3])
-      expect(remote.state).toEqual(["openai:text-embedding-3-small:256"])
-
-      // same model again: nothing to embed
-      inputs.length = 0
-      server = await serve(dataDir, openAiEnv)
-      await new Promise((r) => setTimeout(r, 1500))
-      expect(inputs).toEqual([])
-    } finally {
-      await stop(server)
-      await openai.close()
-      await database.drop()
-      Fs.rmSync(dataDir, { recursive: true, force: true })
-    }
-  })
+  )
 })

@@ -1,6 +1,16 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { type Caller, createPipeline, expect422, expectStatus, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import {
+  type Caller,
+  createPipeline,
+  expect422,
+  expectStatus,
+  get,
+  ok,
+  post,
+  put,
+  sqlRows
+} from "./support/Opportunities.js"
 import { call, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
 const TABLES = "/api/user/knowledge-tables"
@@ -16,7 +26,8 @@ const products = {
   ]
 }
 
-const remove = (who: Caller, id: number, body: unknown) => call(pointsPath(id), { method: "DELETE", token: who.token, body })
+const remove = (who: Caller, id: number, body: unknown) =>
+  call(pointsPath(id), { method: "DELETE", token: who.token, body })
 
 const giveCredits = (workspaceId: number, credits = 1000) =>
   sqlRows`update workspaces set training_credits = ${credits} where id = ${workspaceId}`
@@ -30,7 +41,12 @@ const fixture = (credits = 1000) =>
     return { alice, table }
   })
 
-const row = (i: number) => ({ default_id: `p${i}`, name: `Stainless steel hex bolt ${i}`, sku: `SKU-${4450 + i}-B`, price: 1 + i })
+const row = (i: number) => ({
+  default_id: `p${i}`,
+  name: `Stainless steel hex bolt ${i}`,
+  sku: `SKU-${4450 + i}-B`,
+  price: 1 + i
+})
 
 layer(TestServerLive())("knowledge tables over REST", (it) => {
   it.effect("create a table, list it with its columns, read the columns", () =>
@@ -38,14 +54,26 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
       const alice = yield* seedUser()
       const created = yield* post(alice, TABLES, products)
       expect(created.status).toBe(200)
-      expect(created.body).toMatchObject({ status: true, code: 200, validation: [], message: "Knowledge table created successfully." })
+      expect(created.body).toMatchObject({
+        status: true,
+        code: 200,
+        validation: [],
+        message: "Knowledge table created successfully."
+      })
       const table = created.body.data
-      expect(table).toMatchObject({ name: "Products", workspace_id: alice.workspace_id, columns_count: 3, points_count: 0, pipeline_ids: [] })
-      expect(table.columns.map((c: any) => [c.name, c.data_type, c.is_searchable, c.is_unique, c.is_filterable])).toEqual([
-        ["name", "string", true, false, false],
-        ["sku", "string", true, true, true],
-        ["price", "number", false, false, false]
-      ])
+      expect(table).toMatchObject({
+        name: "Products",
+        workspace_id: alice.workspace_id,
+        columns_count: 3,
+        points_count: 0,
+        pipeline_ids: []
+      })
+      expect(table.columns.map((c: any) => [c.name, c.data_type, c.is_searchable, c.is_unique, c.is_filterable]))
+        .toEqual([
+          ["name", "string", true, false, false],
+          ["sku", "string", true, true, true],
+          ["price", "number", false, false, false]
+        ])
       const list = ok(yield* get(alice, TABLES))
       expect(list).toEqual([table])
       expect(ok(yield* get(alice, `${TABLES}/${table.id}/columns`))).toEqual(table.columns)
@@ -57,10 +85,19 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
     Effect.gen(function*() {
       const { alice, table } = yield* fixture()
       const first = yield* put(alice, pointsPath(table.id), {
-        points: [{ default_id: 1, name: "Blue kettle", sku: "K-1", price: 20 }, { default_id: "two", name: "Red kettle", sku: "K-2" }]
+        points: [{ default_id: 1, name: "Blue kettle", sku: "K-1", price: 20 }, {
+          default_id: "two",
+          name: "Red kettle",
+          sku: "K-2"
+        }]
       })
       expect(first.status).toBe(200)
-      expect(first.body).toEqual({ status: true, code: 200, message: "Points upserted successfully.", data: { upserted: 2 } })
+      expect(first.body).toEqual({
+        status: true,
+        code: 200,
+        message: "Points upserted successfully.",
+        data: { upserted: 2 }
+      })
       expect("validation" in first.body).toBe(false)
       const second = yield* put(alice, pointsPath(table.id), { points: [{ default_id: 1, price: 25 }] })
       expect(second.body.data).toEqual({ upserted: 1 })
@@ -81,7 +118,9 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
     Effect.gen(function*() {
       const { alice, table } = yield* fixture()
       ok(yield* put(alice, pointsPath(table.id), { points: [{ default_id: "a", name: "A", sku: "SKU-1" }] }))
-      const wrongType = yield* put(alice, pointsPath(table.id), { points: [{ default_id: "b", name: "B" }, { default_id: "c", price: "cheap" }] })
+      const wrongType = yield* put(alice, pointsPath(table.id), {
+        points: [{ default_id: "b", name: "B" }, { default_id: "c", price: "cheap" }]
+      })
       expect422(wrongType, ["points.1.price"])
       expect(wrongType.body.validation[0].message).toContain("must be a number")
       const taken = yield* put(alice, pointsPath(table.id), { points: [{ default_id: "b", name: "B", sku: "SKU-1" }] })
@@ -130,7 +169,12 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
 
       const deleted = yield* remove(alice, table.id, { ids: ["p1", "p2", "nope"] })
       expect(deleted.status).toBe(200)
-      expect(deleted.body).toEqual({ status: true, code: 200, message: "Points deleted successfully.", data: { deleted: 2 } })
+      expect(deleted.body).toEqual({
+        status: true,
+        code: 200,
+        message: "Points deleted successfully.",
+        data: { deleted: 2 }
+      })
       expect(ok(yield* get(alice, pointsPath(table.id) + "?per_page=100")).count).toBe(8)
       expect422(yield* remove(alice, table.id, { ids: [] }), ["ids"])
     }))
@@ -176,7 +220,13 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
       expect(hybrid.point_ids).toEqual(hybrid.results.map((r: any) => r.point_id))
       expect(hybrid.results.length).toBe(5)
 
-      const vector = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "stainless steel hex bolt", use_hybrid: false, limit: 10 }))
+      const vector = ok(
+        yield* post(alice, `${TABLES}/${table.id}/search`, {
+          query: "stainless steel hex bolt",
+          use_hybrid: false,
+          limit: 10
+        })
+      )
       expect(vector.mode).toBe("vector")
       expect(vector.results.length).toBe(10)
       const scores = vector.results.map((r: any) => r.score)
@@ -186,9 +236,13 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
       }
       expect([...scores].sort((a, b) => b - a)).toEqual(scores)
 
-      const filtered = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "bolt", filters: { sku: "SKU-4455-B" } }))
+      const filtered = ok(
+        yield* post(alice, `${TABLES}/${table.id}/search`, { query: "bolt", filters: { sku: "SKU-4455-B" } })
+      )
       expect(filtered.results.map((r: any) => r.default_id)).toEqual(["p5"])
-      expect422(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "bolt", filters: { price: 3 } }), ["filters.price"])
+      expect422(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "bolt", filters: { price: 3 } }), [
+        "filters.price"
+      ])
       expect422(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "" }), ["query"])
     }))
 
@@ -199,18 +253,35 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
         "warranty card covering parts labour and shipping to any address in the country within ten working days"
       // 60 rows with "steel", 60 with "kettle", each in long text (far from the query as vectors), and 40 short
       // rows that are near it as vectors but share no word with it ("steels kettles")
-      ok(yield* put(alice, pointsPath(table.id), {
-        points: [
-          ...Array.from({ length: 60 }, (_, i) => ({ default_id: `s${i}`, name: `steel ${filler} ${i}`, sku: `S-${i}` })),
-          ...Array.from({ length: 60 }, (_, i) => ({ default_id: `k${i}`, name: `kettle ${filler} ${i}`, sku: `K-${i}` })),
-          ...Array.from({ length: 40 }, (_, i) => ({ default_id: `n${i}`, name: `steels kettles ${i}`, sku: `N-${i}` }))
-        ]
-      }))
+      ok(
+        yield* put(alice, pointsPath(table.id), {
+          points: [
+            ...Array.from(
+              { length: 60 },
+              (_, i) => ({ default_id: `s${i}`, name: `steel ${filler} ${i}`, sku: `S-${i}` })
+            ),
+            ...Array.from(
+              { length: 60 },
+              (_, i) => ({ default_id: `k${i}`, name: `kettle ${filler} ${i}`, sku: `K-${i}` })
+            ),
+            ...Array.from(
+              { length: 40 },
+              (_, i) => ({ default_id: `n${i}`, name: `steels kettles ${i}`, sku: `N-${i}` })
+            )
+          ]
+        })
+      )
       // stored after them all, so neither word's first rows include it
-      ok(yield* put(alice, pointsPath(table.id), { points: [{ default_id: "target", name: `steel kettle ${filler}`, sku: "T-1" }] }))
+      ok(
+        yield* put(alice, pointsPath(table.id), {
+          points: [{ default_id: "target", name: `steel kettle ${filler}`, sku: "T-1" }]
+        })
+      )
       const hybrid = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "steel kettle" }))
       expect(hybrid.results[0]).toMatchObject({ default_id: "target" })
-      const vector = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "steel kettle", use_hybrid: false }))
+      const vector = ok(
+        yield* post(alice, `${TABLES}/${table.id}/search`, { query: "steel kettle", use_hybrid: false })
+      )
       expect(vector.results.map((r: any) => r.default_id)).not.toContain("target")
 
       // no row has every word (a typo): each word still brings its own rows
@@ -230,11 +301,16 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
       ok(yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [table.id] }))
       expect(ok(yield* get(alice, TABLES))[0].pipeline_ids).toEqual([p.id])
 
-      const foreign = yield* put(alice, `/api/user/pipelines/${p.id}`, { name: "Renamed", attach_knowledge_table_ids: [bobs.id] })
+      const foreign = yield* put(alice, `/api/user/pipelines/${p.id}`, {
+        name: "Renamed",
+        attach_knowledge_table_ids: [bobs.id]
+      })
       expect422(foreign, ["attach_knowledge_table_ids.0"])
       expect(ok(yield* get(alice, `/api/user/pipelines/${p.id}`)).name).toBe("With knowledge")
       expect(ok(yield* get(bob, TABLES))[0].pipeline_ids).toEqual([])
-      expect422(yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [0] }), ["attach_knowledge_table_ids.0"])
+      expect422(yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [0] }), [
+        "attach_knowledge_table_ids.0"
+      ])
 
       ok(yield* put(alice, `/api/user/pipelines/${p.id}`, { detach_knowledge_table_ids: [table.id] }))
       expect(ok(yield* get(alice, TABLES))[0].pipeline_ids).toEqual([])

@@ -16,14 +16,22 @@ import { freePort } from "./support/Ports.js"
 const firstAnswer = (url: string) =>
   Effect.promise(async () => {
     for (;;) {
-      const answer = await fetch(url).then(async (r) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.json() }), () => undefined)
+      const answer = await fetch(url).then(
+        async (r) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.json() }),
+        () => undefined
+      )
       if (answer !== undefined) return answer
       await new Promise((resolve) => setTimeout(resolve, 5))
     }
   })
 
 /** Starts `tag`'s listener with its routes held back, and checks what a request gets before and after. */
-const holdsBack = <I>(tag: Context.Tag<I, BoundListener>, policy: ListenerPolicy, path: `/${string}`, starting: unknown) =>
+const holdsBack = <I>(
+  tag: Context.Tag<I, BoundListener>,
+  policy: ListenerPolicy,
+  path: `/${string}`,
+  starting: unknown
+) =>
   Effect.gen(function*() {
     const port = yield* Effect.promise(freePort)
     const gate = yield* Deferred.make<void>()
@@ -32,7 +40,9 @@ const holdsBack = <I>(tag: Context.Tag<I, BoundListener>, policy: ListenerPolicy
       Layer.effectDiscard(Deferred.await(gate))
     )
     const scope = yield* Scope.make()
-    const building = yield* Layer.buildWithScope(listen(tag, routes, { host: "127.0.0.1", port, policy }), scope).pipe(Effect.fork)
+    const building = yield* Layer.buildWithScope(listen(tag, routes, { host: "127.0.0.1", port, policy }), scope).pipe(
+      Effect.fork
+    )
 
     const early = yield* firstAnswer(`http://127.0.0.1:${port}${path}`)
     expect(early).toEqual({ status: 503, retryAfter: "1", body: starting })
@@ -48,7 +58,13 @@ const STARTING = "Parley is starting; try again in a moment"
 
 describe("a listener that is bound but not yet serving", () => {
   it.effect("api: answers 503 with Retry-After in the REST envelope until its routes are served, then only the routes answer", () =>
-    holdsBack(ApiListener, ApiPolicy, "/api/user/pipelines", { status: false, code: 503, message: STARTING, data: null, validation: [] }))
+    holdsBack(ApiListener, ApiPolicy, "/api/user/pipelines", {
+      status: false,
+      code: 503,
+      message: STARTING,
+      data: null,
+      validation: []
+    }))
 
   it.effect("receiver: answers 503 with Retry-After in the receiver's envelope until its routes are served, then only the routes answer", () =>
     holdsBack(ReceiverListener, ReceiverPolicy, "/web-chat/message", { status: false, message: STARTING, data: null }))

@@ -13,19 +13,48 @@
 import { expect, layer } from "@effect/vitest"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
+import { type McpSession, mcpSession } from "./support/McpClient.js"
 import { ok, post } from "./support/Opportunities.js"
-import { mcpSession, type McpSession } from "./support/McpClient.js"
 import { giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 type Json = Record<string, any>
 
-const STOP = new Set(["a", "an", "the", "to", "of", "for", "and", "or", "it", "its", "my", "me", "i", "with", "that", "this", "on", "in", "is", "be", "as", "by", "want", "new", "from"])
+const STOP = new Set([
+  "a",
+  "an",
+  "the",
+  "to",
+  "of",
+  "for",
+  "and",
+  "or",
+  "it",
+  "its",
+  "my",
+  "me",
+  "i",
+  "with",
+  "that",
+  "this",
+  "on",
+  "in",
+  "is",
+  "be",
+  "as",
+  "by",
+  "want",
+  "new",
+  "from"
+])
 const words = (text: string) =>
-  text.toLowerCase().split(/[^a-z]+/).filter((w) => w.length > 1 && !STOP.has(w)).map((w) => w.replace(/(ies)$/, "y").replace(/s$/, ""))
+  text.toLowerCase().split(/[^a-z]+/).filter((w) => w.length > 1 && !STOP.has(w)).map((w) =>
+    w.replace(/(ies)$/, "y").replace(/s$/, "")
+  )
 /** The same word, or one a form of the other (build, building; attach, attaches). */
-const same = (a: string, b: string) => a === b || (Math.min(a.length, b.length) >= 4 && (a.startsWith(b) || b.startsWith(a)))
+const same = (a: string, b: string) =>
+  a === b || (Math.min(a.length, b.length) >= 4 && (a.startsWith(b) || b.startsWith(a)))
 const overlap = (asked: ReadonlyArray<string>, text: string) => {
   const theirs = words(text)
   return asked.filter((w) => theirs.some((t) => same(w, t))).length
@@ -65,7 +94,9 @@ class Memory {
     for (const kind of kinds.sort((a, b) => b.length - a.length)) {
       const found = this.things.get(kind)!
       if (typeof name === "string") {
-        const named = found.find((o) => [o.name, o.code].some((n) => typeof n === "string" && n.toLowerCase() === name.toLowerCase()))
+        const named = found.find((o) =>
+          [o.name, o.code].some((n) => typeof n === "string" && n.toLowerCase() === name.toLowerCase())
+        )
         if (named) return named.id
       } else if (name === undefined) return found[0]!.id
     }
@@ -84,11 +115,16 @@ class Memory {
 const choose = (tools: ReadonlyArray<Tool>, request: string, hints: ReadonlyArray<string>) => {
   const asked = words(request)
   const candidates = tools.filter((t) =>
-    READ.test(request) ? t.annotations?.readOnlyHint === true : CHANGE.test(request) ? t.annotations?.readOnlyHint !== true : true
+    READ.test(request)
+      ? t.annotations?.readOnlyHint === true
+      : CHANGE.test(request)
+      ? t.annotations?.readOnlyHint !== true
+      : true
   )
   // the title weighs most, then the description, then a next step of the last result that names the tool and
   // says more than one of the words asked
-  const hinted = (t: Tool) => Math.max(0, ...hints.filter((h) => h.includes(t.name)).map((h) => overlap(asked, h)).filter((n) => n > 1))
+  const hinted = (t: Tool) =>
+    Math.max(0, ...hints.filter((h) => h.includes(t.name)).map((h) => overlap(asked, h)).filter((n) => n > 1))
   const score = (t: Tool) => 3 * overlap(asked, t.title ?? t.name) + overlap(asked, t.description ?? "") + 2 * hinted(t)
   return [...candidates].sort((a, b) => score(b) - score(a))[0]!
 }
@@ -144,81 +180,104 @@ const planner = (mcp: McpSession, tools: ReadonlyArray<Tool>) => {
   }
 }
 
-layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices: true })("a model that knows only tools/list", (it) => {
-  it.scoped("builds a pipeline from the tools' descriptions and results, and the pipeline answers a contact", () =>
-    Effect.gen(function*() {
-      const owner = yield* seedUser()
-      yield* giveCredits(owner.workspace_id, { credits: 100, training_credits: 100 })
-      const crm = yield* webhookReceiver(() => "ok")
-      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", name: "Shop chat" }))
-      const mcp = yield* mcpSession(owner.token)
-      const { tools } = yield* Effect.promise(() => mcp.client.listTools())
-      const model = planner(mcp, tools)
+layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices: true })(
+  "a model that knows only tools/list",
+  (it) => {
+    it.scoped("builds a pipeline from the tools' descriptions and results, and the pipeline answers a contact", () =>
+      Effect.gen(function*() {
+        const owner = yield* seedUser()
+        yield* giveCredits(owner.workspace_id, { credits: 100, training_credits: 100 })
+        const crm = yield* webhookReceiver(() => "ok")
+        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", name: "Shop chat" }))
+        const mcp = yield* mcpSession(owner.token)
+        const { tools } = yield* Effect.promise(() => mcp.client.listTools())
+        const model = planner(mcp, tools)
 
-      const journey = yield* model.ask("I want to build an AI agent that books test rides for my bike shop")
-      expect(journey.questions.length).toBeGreaterThan(3)
-      yield* model.ask("Start building the agent with the provider I chose", { ai_provider: "Parley local model" })
-      const { pipeline } = yield* model.ask("Create the pipeline", {
-        name: "Test rides",
-        agent_type: "Appointment setter",
-        ai_model: "Parley Local",
-        language: "en",
-        channel: "Shop chat",
-        persona: "Cheerful and brief.",
-        instructions: "Help the visitor pick a bike and book a test ride."
-      })
-      expect(pipeline).toMatchObject({ name: "Test rides", channel_id: channel.id })
-      const stages = yield* model.askForEach("Add the stages the plan suggests")
-      expect(stages.map((s) => [s.stage.name, s.stage.nature])).toEqual([["New lead", "neutral"], ["Qualified", "neutral"], ["Won", "won"], ["Lost", "lost"]])
-      yield* model.askForEach("Add the variables the plan suggests")
-      const [action] = yield* model.askForEach("Add the action the plan suggests, to tell my CRM", { url: crm.url, is_active: true })
-      expect(action!.action).toMatchObject({ stage_id: stages[2]!.stage.id, fixed_trigger: "stage_started", is_active: true })
-      const table = yield* model.ask("Create a knowledge table with the bikes we rent", {
-        name: "Bikes",
-        columns: [{ name: "bike", data_type: "string", order: 1, is_searchable: true }, { name: "price", data_type: "number", order: 2 }]
-      })
-      yield* model.ask("Fill the knowledge table with points", {
-        points: [{ default_id: "gravel", bike: "Gravel bike, light and fast on dirt roads", price: 40 }, { default_id: "city", bike: "City bike with a basket", price: 20 }]
-      })
-      yield* model.ask("Let the agent search the knowledge table: attach it to the pipeline", { rag_mode: "hybrid" })
-      const whole = yield* model.ask("Review the whole pipeline")
-      expect(whole.knowledge_table_ids).toEqual([table.knowledge_table.id])
-      expect(whole.pipeline.stages).toHaveLength(4)
+        const journey = yield* model.ask("I want to build an AI agent that books test rides for my bike shop")
+        expect(journey.questions.length).toBeGreaterThan(3)
+        yield* model.ask("Start building the agent with the provider I chose", { ai_provider: "Parley local model" })
+        const { pipeline } = yield* model.ask("Create the pipeline", {
+          name: "Test rides",
+          agent_type: "Appointment setter",
+          ai_model: "Parley Local",
+          language: "en",
+          channel: "Shop chat",
+          persona: "Cheerful and brief.",
+          instructions: "Help the visitor pick a bike and book a test ride."
+        })
+        expect(pipeline).toMatchObject({ name: "Test rides", channel_id: channel.id })
+        const stages = yield* model.askForEach("Add the stages the plan suggests")
+        expect(stages.map((s) => [s.stage.name, s.stage.nature])).toEqual([
+          ["New lead", "neutral"],
+          ["Qualified", "neutral"],
+          ["Won", "won"],
+          ["Lost", "lost"]
+        ])
+        yield* model.askForEach("Add the variables the plan suggests")
+        const [action] = yield* model.askForEach("Add the action the plan suggests, to tell my CRM", {
+          url: crm.url,
+          is_active: true
+        })
+        expect(action!.action).toMatchObject({
+          stage_id: stages[2]!.stage.id,
+          fixed_trigger: "stage_started",
+          is_active: true
+        })
+        const table = yield* model.ask("Create a knowledge table with the bikes we rent", {
+          name: "Bikes",
+          columns: [{ name: "bike", data_type: "string", order: 1, is_searchable: true }, {
+            name: "price",
+            data_type: "number",
+            order: 2
+          }]
+        })
+        yield* model.ask("Fill the knowledge table with points", {
+          points: [{ default_id: "gravel", bike: "Gravel bike, light and fast on dirt roads", price: 40 }, {
+            default_id: "city",
+            bike: "City bike with a basket",
+            price: 20
+          }]
+        })
+        yield* model.ask("Let the agent search the knowledge table: attach it to the pipeline", { rag_mode: "hybrid" })
+        const whole = yield* model.ask("Review the whole pipeline")
+        expect(whole.knowledge_table_ids).toEqual([table.knowledge_table.id])
+        expect(whole.pipeline.stages).toHaveLength(4)
 
-      // the user tries it as a contact; then the model reads what happened
-      const visitor = `rider-${Date.now()}`
-      yield* say(channel, visitor, "Hello! Do you rent a gravel bike for dirt roads?")
-      const listed = yield* eventually(
-        Effect.delay(model.ask("Show the conversations of the pipeline"), "250 millis").pipe(
-          Effect.map((r) => (r.conversations[0]?.messages_count >= 2 ? r : undefined))
-        ),
-        20_000
-      )
-      expect(listed.conversations[0].contact.identifier).toBe(visitor)
-      const read = yield* model.ask("Show the conversation with its latest messages")
-      expect(read.conversation.id).toBe(listed.conversations[0].id)
-      const reply = read.messages.find((m: Json) => m.sender === "ai" && /gravel/i.test(m.message ?? ""))
-      expect(reply, JSON.stringify(read.messages.map((m: Json) => [m.sender, m.message]))).toBeDefined()
-      // agreeing to book enters the Won stage, whose action (made by the model) tells the CRM
-      yield* say(channel, visitor, "Great, I have agreed to book the gravel bike, please sign me up.")
-      yield* eventually(Effect.sync(() => crm.received.length > 0 || undefined), 20_000)
-      // the plan's payload, its variables filled from the opportunity
-      expect(Object.keys(JSON.parse(crm.received[0]!.rawBody)).sort()).toEqual(["email", "name"])
+        // the user tries it as a contact; then the model reads what happened
+        const visitor = `rider-${Date.now()}`
+        yield* say(channel, visitor, "Hello! Do you rent a gravel bike for dirt roads?")
+        const listed = yield* eventually(
+          Effect.delay(model.ask("Show the conversations of the pipeline"), "250 millis").pipe(
+            Effect.map((r) => (r.conversations[0]?.messages_count >= 2 ? r : undefined))
+          ),
+          20_000
+        )
+        expect(listed.conversations[0].contact.identifier).toBe(visitor)
+        const read = yield* model.ask("Show the conversation with its latest messages")
+        expect(read.conversation.id).toBe(listed.conversations[0].id)
+        const reply = read.messages.find((m: Json) => m.sender === "ai" && /gravel/i.test(m.message ?? ""))
+        expect(reply, JSON.stringify(read.messages.map((m: Json) => [m.sender, m.message]))).toBeDefined()
+        // agreeing to book enters the Won stage, whose action (made by the model) tells the CRM
+        yield* say(channel, visitor, "Great, I have agreed to book the gravel bike, please sign me up.")
+        yield* eventually(Effect.sync(() => crm.received.length > 0 || undefined), 20_000)
+        // the plan's payload, its variables filled from the opportunity
+        expect(Object.keys(JSON.parse(crm.received[0]!.rawBody)).sort()).toEqual(["email", "name"])
 
-      expect(model.called).toEqual([
-        "start_pipeline_journey",
-        "start_pipeline_journey",
-        "create_pipeline",
-        ...Array(4).fill("create_stage"),
-        "create_variable",
-        "create_variable",
-        "create_action",
-        "create_knowledge_table",
-        "upsert_knowledge_points",
-        "update_pipeline",
-        "get_pipeline",
-        ...model.called.slice(14, -1).map(() => "list_conversations"),
-        "get_conversation"
-      ])
-    }))
-})
+        expect(model.called).toEqual([
+          "start_pipeline_journey",
+          "start_pipeline_journey",
+          "create_pipeline",
+          ...Array(4).fill("create_stage"),
+          "create_variable",
+          "create_variable",
+          "create_action",
+          "create_knowledge_table",
+          "upsert_knowledge_points",
+          "update_pipeline",
+          "get_pipeline",
+          ...model.called.slice(14, -1).map(() => "list_conversations"),
+          "get_conversation"
+        ])
+      }))
+  }
+)

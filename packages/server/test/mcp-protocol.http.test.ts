@@ -43,7 +43,8 @@ const invalidRequest = (id: string | number | null = null) => ({
   error: { code: -32600, message: expect.stringMatching(/^Invalid Request: /) }
 })
 
-const byId = (responses: ReadonlyArray<any>): Array<any> => [...responses].sort((a, b) => String(a.id).localeCompare(String(b.id)))
+const byId = (responses: ReadonlyArray<any>): Array<any> =>
+  [...responses].sort((a, b) => String(a.id).localeCompare(String(b.id)))
 
 layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions and batches", (it) => {
   it.effect("initialize answers the client's revision when it is one of the three, else the newest", () =>
@@ -72,7 +73,11 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
       const recording: typeof fetch = async (input, init) => {
         const response = await fetch(input, init)
         const body = typeof init?.body === "string" ? JSON.parse(init.body) : undefined
-        sent.push({ method: body?.method, version: new Headers(init?.headers).get("mcp-protocol-version"), status: response.status })
+        sent.push({
+          method: body?.method,
+          version: new Headers(init?.headers).get("mcp-protocol-version"),
+          status: response.status
+        })
         return response
       }
       const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), {
@@ -80,9 +85,12 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
         requestInit: { headers: { authorization: `Bearer ${token}` } }
       })
       const client = new Client({ name: "protocol-test", version: "1.0.0" })
-      yield* Effect.acquireRelease(Effect.promise(() => client.connect(transport)), () => Effect.promise(() => client.close()))
+      yield* Effect.acquireRelease(Effect.promise(() => client.connect(transport)), () =>
+        Effect.promise(() => client.close()))
       expect(transport.protocolVersion).toBe(NEWEST)
-      const { tools } = yield* Effect.promise(() => client.listTools())
+      const { tools } = yield* Effect.promise(() =>
+        client.listTools()
+      )
       expect(tools.length).toBeGreaterThanOrEqual(33)
       yield* Effect.promise(() => client.ping())
       const posts = sent.filter((s) => s.method !== undefined)
@@ -99,7 +107,10 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
         expect(one.status).toBe(200)
         expect(one.body).toEqual([{ jsonrpc: "2.0", id: 1, result: {} }])
 
-        const two = yield* post(token, [rpc(1, "ping"), rpc(2, "tools/list"), { jsonrpc: "2.0", method: "notifications/initialized" }], version)
+        const two = yield* post(token, [rpc(1, "ping"), rpc(2, "tools/list"), {
+          jsonrpc: "2.0",
+          method: "notifications/initialized"
+        }], version)
         expect(two.status).toBe(200)
         expect(two.body).toHaveLength(2)
         const [ping, list] = byId(two.body)
@@ -127,7 +138,9 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
       // a member that is not a request keeps its id when it has a usable one
       const mixed = yield* post(token, [rpc(1, "ping"), { foo: "bar" }, { jsonrpc: "1.0", id: 9, method: "ping" }, "x"])
       expect(mixed.status).toBe(200)
-      expect(byId(mixed.body)).toEqual(byId([{ jsonrpc: "2.0", id: 1, result: {} }, invalidRequest(), invalidRequest(9), invalidRequest()]))
+      expect(byId(mixed.body)).toEqual(
+        byId([{ jsonrpc: "2.0", id: 1, result: {} }, invalidRequest(), invalidRequest(9), invalidRequest()])
+      )
 
       // invalid members beside notifications only: the errors are still answered
       const withNotification = yield* post(token, [{ jsonrpc: "2.0", method: "notifications/initialized" }, 7])
@@ -148,7 +161,10 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
         const create = (id: number) =>
           rpc(id, "tools/call", {
             name: "create_knowledge_table",
-            arguments: { name: table, columns: [{ name: "question", data_type: "string", order: 1, is_searchable: true }] }
+            arguments: {
+              name: table,
+              columns: [{ name: "question", data_type: "string", order: 1, is_searchable: true }]
+            }
           })
         for (const batch of [[rpc(1, "ping")], [], [create(1)]]) {
           const refused = yield* post(token, batch, version)
@@ -171,7 +187,9 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
       for (const body of [{ foo: 1 }, "\"hello\"", "42", "null", { jsonrpc: "2.0", id: 4, method: 12 }]) {
         const refused = yield* post(token, body)
         expect(refused.status, JSON.stringify(body)).toBe(400)
-        expect(refused.body, JSON.stringify(body)).toEqual(invalidRequest(typeof body === "object" && "id" in body ? 4 : null))
+        expect(refused.body, JSON.stringify(body)).toEqual(
+          invalidRequest(typeof body === "object" && "id" in body ? 4 : null)
+        )
       }
       const notJson = yield* post(token, "{not json")
       expect(notJson.status).toBe(400)

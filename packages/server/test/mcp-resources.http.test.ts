@@ -5,8 +5,8 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { ok, post } from "./support/Opportunities.js"
 import { mcpSession } from "./support/McpClient.js"
+import { ok, post } from "./support/Opportunities.js"
 import { seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
 /** A request's JSON-RPC error, as the client throws it. */
@@ -16,12 +16,25 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP resources and prompt
   it.scoped("a pipeline's configuration and a knowledge table's columns are resources, the same JSON as the tools answer", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
-      const pipeline = ok(yield* post(owner, "/api/user/pipelines", { name: "Resourced", agent_type_id: 1, ai_model_id: 1, language_id: 1 }))
+      const pipeline = ok(
+        yield* post(owner, "/api/user/pipelines", {
+          name: "Resourced",
+          agent_type_id: 1,
+          ai_model_id: 1,
+          language_id: 1
+        })
+      )
       ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
-      const table = ok(yield* post(owner, "/api/user/knowledge-tables", {
-        name: "Products",
-        columns: [{ name: "name", data_type: "string", order: 1, is_searchable: true }, { name: "price", data_type: "number", order: 2 }]
-      }))
+      const table = ok(
+        yield* post(owner, "/api/user/knowledge-tables", {
+          name: "Products",
+          columns: [{ name: "name", data_type: "string", order: 1, is_searchable: true }, {
+            name: "price",
+            data_type: "number",
+            order: 2
+          }]
+        })
+      )
       const mcp = yield* mcpSession(owner.token)
 
       const { resourceTemplates } = yield* Effect.promise(() => mcp.client.listResourceTemplates())
@@ -30,29 +43,56 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP resources and prompt
         "parley://knowledge-tables/{knowledge_table_id}/columns"
       ])
       const { resources } = yield* Effect.promise(() => mcp.client.listResources())
-      expect(resources.map((r) => r.uri)).toEqual([`parley://pipelines/${pipeline.id}`, `parley://knowledge-tables/${table.id}/columns`])
+      expect(resources.map((r) => r.uri)).toEqual([
+        `parley://pipelines/${pipeline.id}`,
+        `parley://knowledge-tables/${table.id}/columns`
+      ])
 
       const read = (uri: string) => Effect.promise(() => mcp.client.readResource({ uri }))
       const config = yield* read(`parley://pipelines/${pipeline.id}`)
       expect(config.contents).toHaveLength(1)
-      expect(config.contents[0]).toMatchObject({ uri: `parley://pipelines/${pipeline.id}`, mimeType: "application/json" })
-      expect(JSON.parse((config.contents[0] as { text: string }).text)).toEqual(yield* mcp.ok("get_pipeline", { pipeline_id: pipeline.id }))
+      expect(config.contents[0]).toMatchObject({
+        uri: `parley://pipelines/${pipeline.id}`,
+        mimeType: "application/json"
+      })
+      expect(JSON.parse((config.contents[0] as { text: string }).text)).toEqual(
+        yield* mcp.ok("get_pipeline", { pipeline_id: pipeline.id })
+      )
 
-      const columns = JSON.parse(((yield* read(`parley://knowledge-tables/${table.id}/columns`)).contents[0] as { text: string }).text)
-      expect(columns.columns.map((c: any) => [c.name, c.data_type, c.is_searchable])).toEqual([["name", "string", true], ["price", "number", false]])
+      const columns = JSON.parse(
+        ((yield* read(`parley://knowledge-tables/${table.id}/columns`)).contents[0] as { text: string }).text
+      )
+      expect(columns.columns.map((c: any) => [c.name, c.data_type, c.is_searchable])).toEqual([
+        ["name", "string", true],
+        ["price", "number", false]
+      ])
 
       // another workspace's ids and unknown addresses are not found; a token without knowledge:read reads no table
       const stranger = yield* seedUser()
       const theirs = yield* mcpSession(stranger.token)
-      for (const uri of [`parley://pipelines/${pipeline.id}`, `parley://knowledge-tables/${table.id}/columns`, "parley://pipelines/x", "https://example.com/"]) {
+      for (
+        const uri of [
+          `parley://pipelines/${pipeline.id}`,
+          `parley://knowledge-tables/${table.id}/columns`,
+          "parley://pipelines/x",
+          "https://example.com/"
+        ]
+      ) {
         const refused = yield* failure(() => theirs.client.readResource({ uri }))
         expect(refused, uri).toMatchObject({ code: -32002, message: `MCP error -32002: Resource not found: ${uri}` })
       }
       expect((yield* Effect.promise(() => theirs.client.listResources())).resources).toEqual([])
       const limited = yield* mcpSession((yield* tokenFor(owner.email, ["mcp:use"])).token)
-      expect((yield* Effect.promise(() => limited.client.listResources())).resources.map((r) => r.uri)).toEqual([`parley://pipelines/${pipeline.id}`])
-      const noKnowledge = yield* failure(() => limited.client.readResource({ uri: `parley://knowledge-tables/${table.id}/columns` }))
-      expect(noKnowledge).toMatchObject({ code: -32003, message: "MCP error -32003: Missing required scope: knowledge:read" })
+      expect((yield* Effect.promise(() => limited.client.listResources())).resources.map((r) => r.uri)).toEqual([
+        `parley://pipelines/${pipeline.id}`
+      ])
+      const noKnowledge = yield* failure(() =>
+        limited.client.readResource({ uri: `parley://knowledge-tables/${table.id}/columns` })
+      )
+      expect(noKnowledge).toMatchObject({
+        code: -32003,
+        message: "MCP error -32003: Missing required scope: knowledge:read"
+      })
     }))
 
   it.scoped("the prompts write out the job with the server's own tools and refuse a missing argument", () =>
@@ -66,14 +106,22 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP resources and prompt
       ])
       const tools = new Set((yield* Effect.promise(() => mcp.client.listTools())).tools.map((t) => t.name))
 
-      const build = yield* Effect.promise(() => mcp.client.getPrompt({ name: "build_pipeline", arguments: { purpose: "booking test rides for a bike shop" } }))
-      const review = yield* Effect.promise(() => mcp.client.getPrompt({ name: "review_conversation", arguments: { conversation_id: "42" } }))
-      for (const [result, must] of [[build, "booking test rides for a bike shop"], [review, "conversation_id 42"]] as const) {
+      const build = yield* Effect.promise(() =>
+        mcp.client.getPrompt({ name: "build_pipeline", arguments: { purpose: "booking test rides for a bike shop" } })
+      )
+      const review = yield* Effect.promise(() =>
+        mcp.client.getPrompt({ name: "review_conversation", arguments: { conversation_id: "42" } })
+      )
+      for (
+        const [result, must] of [[build, "booking test rides for a bike shop"], [review, "conversation_id 42"]] as const
+      ) {
         expect(result.messages).toHaveLength(1)
         const text = (result.messages[0]!.content as { text: string }).text
         expect(text).toContain(must)
         // every snake_case word that looks like a tool is one
-        const named = [...new Set(text.match(/\b(?:get|list|create|update|upsert|delete|start|search|handoff)_[a-z_]+\b/g) ?? [])]
+        const named = [
+          ...new Set(text.match(/\b(?:get|list|create|update|upsert|delete|start|search|handoff)_[a-z_]+\b/g) ?? [])
+        ]
         expect(named.length).toBeGreaterThan(3)
         expect(named.filter((n) => !tools.has(n) && !/_ids?$|_id$|_limit$|_condition$/.test(n))).toEqual([])
       }

@@ -19,7 +19,10 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
         for (const [name, property] of Object.entries<any>(schema.properties ?? {})) {
           const at = `${tool}: ${path}${name}`
           // a sentence a person wrote, not Effect's "a string that will be trimmed" or an internal title
-          if (typeof property.description !== "string" || property.description.length < 8 || /^an? [a-z]/.test(property.description)) {
+          if (
+            typeof property.description !== "string" || property.description.length < 8 ||
+            /^an? [a-z]/.test(property.description)
+          ) {
             problems.push(`${at} has no description`)
           }
           const typed = property.type ?? property.anyOf?.every((b: any) => b.type !== undefined)
@@ -32,7 +35,18 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
       for (const t of tools) {
         check(t.name, "", t.inputSchema)
         const text = JSON.stringify([t.inputSchema, t.outputSchema])
-        for (const word of ['"$ref"', '"$defs"', '"allOf"', '"title"', '"$id"', "character(s)", "that will be trimmed", "9007199254740991"]) {
+        for (
+          const word of [
+            "\"$ref\"",
+            "\"$defs\"",
+            "\"allOf\"",
+            "\"title\"",
+            "\"$id\"",
+            "character(s)",
+            "that will be trimmed",
+            "9007199254740991"
+          ]
+        ) {
           if (text.includes(word)) problems.push(`${t.name} has ${word}`)
         }
       }
@@ -40,41 +54,79 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
 
       const input = (tool: string) => tools.find((t) => t.name === tool)!.inputSchema as any
       // SPEC.md 4.5 and 8, as the runtime enforces them
-      expect(input("create_pipeline").properties.followup_limit).toMatchObject({ type: "integer", minimum: 1, default: 6 })
-      expect(input("create_pipeline").properties.is_unknown_contacts_enabled).toMatchObject({ type: "boolean", default: true })
-      expect(input("create_pipeline").properties.is_model_routing).toMatchObject({ type: "array", minItems: 4, maxItems: 4 })
+      expect(input("create_pipeline").properties.followup_limit).toMatchObject({
+        type: "integer",
+        minimum: 1,
+        default: 6
+      })
+      expect(input("create_pipeline").properties.is_unknown_contacts_enabled).toMatchObject({
+        type: "boolean",
+        default: true
+      })
+      expect(input("create_pipeline").properties.is_model_routing).toMatchObject({
+        type: "array",
+        minItems: 4,
+        maxItems: 4
+      })
       expect(input("create_pipeline").properties.model_temperature).toMatchObject({ minimum: 0.1, maximum: 1 })
-      expect(input("create_pipeline").properties.max_conversation_messages).toMatchObject({ type: "integer", minimum: 1 })
-      expect(input("create_variable").properties.data_type).toMatchObject({ enum: ["string", "integer", "boolean", "float"], default: "string" })
+      expect(input("create_pipeline").properties.max_conversation_messages).toMatchObject({
+        type: "integer",
+        minimum: 1
+      })
+      expect(input("create_variable").properties.data_type).toMatchObject({
+        enum: ["string", "integer", "boolean", "float"],
+        default: "string"
+      })
       expect(input("create_variable").properties.name).toMatchObject({ pattern: "^[A-Za-z0-9_]+$" })
       expect(input("create_action").properties.name).toMatchObject({ type: "string", minLength: 1, maxLength: 255 })
       expect(input("create_action").properties.retries).toMatchObject({ minimum: 1, maximum: 10 })
       expect(input("create_stage").properties.name).toMatchObject({ minLength: 3 })
       expect(input("create_stage").properties.enter_condition).toMatchObject({ type: "string", minLength: 20 })
       expect(input("create_followup").properties.intervals).toMatchObject({ minItems: 1, maxItems: 100 })
-      expect(input("create_followup").properties.intervals.items.properties.interval_value).toMatchObject({ minimum: 1, maximum: 100 })
-      expect(input("upsert_knowledge_points").properties.points).toMatchObject({ minItems: 1, items: { type: "object", required: ["default_id"] } })
-      expect(input("create_knowledge_table").properties.columns.items.properties.is_retrievable).toMatchObject({ default: true })
+      expect(input("create_followup").properties.intervals.items.properties.interval_value).toMatchObject({
+        minimum: 1,
+        maximum: 100
+      })
+      expect(input("upsert_knowledge_points").properties.points).toMatchObject({
+        minItems: 1,
+        items: { type: "object", required: ["default_id"] }
+      })
+      expect(input("create_knowledge_table").properties.columns.items.properties.is_retrievable).toMatchObject({
+        default: true
+      })
       // the same field on update has no default: omitted means unchanged
       expect(input("update_pipeline").properties.followup_limit.default).toBeUndefined()
       // null clears a field on update; on a create it is the same as leaving the argument out, so it is not offered
-      expect(input("update_pipeline").properties.max_conversation_messages.anyOf).toEqual([{ type: "integer", minimum: 1 }, { type: "null" }])
-      expect(JSON.stringify(tools.filter((t) => t.name.startsWith("create_")).map((t) => t.inputSchema))).not.toContain('"null"')
+      expect(input("update_pipeline").properties.max_conversation_messages.anyOf).toEqual([{
+        type: "integer",
+        minimum: 1
+      }, { type: "null" }])
+      expect(JSON.stringify(tools.filter((t) => t.name.startsWith("create_")).map((t) => t.inputSchema))).not.toContain(
+        "\"null\""
+      )
       // ids carry no bounds (they come from results), free text no storage limit, and unknown keys are refused without saying so
       expect(input("create_stage").properties.pipeline_id).toEqual({ type: "integer", description: expect.any(String) })
       expect(input("update_pipeline").properties.instructions.anyOf[0]).toEqual({ type: "string" })
-      expect(tools.filter((t) => JSON.stringify(t.inputSchema).includes('"additionalProperties":false')).map((t) => t.name))
+      expect(
+        tools.filter((t) => JSON.stringify(t.inputSchema).includes("\"additionalProperties\":false")).map((t) => t.name)
+      )
         .toEqual(tools.filter((t) => Object.keys(t.inputSchema.properties ?? {}).length === 0).map((t) => t.name))
 
       // a hint is published only where it differs from MCP's default, so read them with the defaults
       const defaults = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }
       const hints = new Map(tools.map((t) => [t.name, { ...defaults, ...t.annotations }]))
       for (const t of tools) {
-        for (const [hint, value] of Object.entries(t.annotations ?? {})) expect(value, `${t.name}.${hint}`).not.toBe(defaults[hint as keyof typeof defaults])
+        for (const [hint, value] of Object.entries(t.annotations ?? {})) {
+          expect(value, `${t.name}.${hint}`).not.toBe(defaults[hint as keyof typeof defaults])
+        }
       }
       expect(hints.get("start_pipeline_journey")).toMatchObject({ readOnlyHint: true })
       expect(hints.get("list_pipelines")).toMatchObject({ readOnlyHint: true, openWorldHint: false })
-      expect(hints.get("create_stage")).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false })
+      expect(hints.get("create_stage")).toMatchObject({
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false
+      })
       for (const name of tools.map((t) => t.name).filter((n) => n.startsWith("update_") || n.startsWith("delete_"))) {
         expect(hints.get(name)).toMatchObject({ readOnlyHint: false, destructiveHint: true })
       }

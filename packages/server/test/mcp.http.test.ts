@@ -7,10 +7,10 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { mcpSession, textOf } from "./support/McpClient.js"
 import { createOpportunity, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
-import { mcpSession, textOf } from "./support/McpClient.js"
 
 const TOOL_NAMES = [
   "get_account_summary",
@@ -96,10 +96,17 @@ const target = Effect.acquireRelease(
           res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ crm_id: 42 }))
         })
       })
-      server.listen(0, "127.0.0.1", () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, server }))
+      server.listen(0, "127.0.0.1", () =>
+        resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, server }))
     })
   ),
-  ({ server }) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+  ({ server }) =>
+    Effect.promise(() =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      })
+    )
 )
 
 const basic = (c: { client_id: string; client_secret: string }) =>
@@ -123,11 +130,21 @@ layer(
         expect(t.title).toEqual(expect.any(String))
       }
       const byName = new Map(tools.map((t) => [t.name, t.inputSchema as any]))
-      expect(byName.get("list_action_results").properties.limit).toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 50 })
+      expect(byName.get("list_action_results").properties.limit).toMatchObject({
+        type: "integer",
+        minimum: 1,
+        maximum: 100,
+        default: 50
+      })
       expect(byName.get("list_messages").properties.limit).toMatchObject({ maximum: 500, default: 100 })
       expect(byName.get("search_knowledge_table").required).toEqual(["knowledge_table_id", "query"])
       expect(byName.get("create_stage").required).toEqual(["pipeline_id", "name", "nature", "order"])
-      expect(byName.get("create_variable").properties.type.enum).toEqual(["fixed", "from_system", "from_action", "from_ai"])
+      expect(byName.get("create_variable").properties.type.enum).toEqual([
+        "fixed",
+        "from_system",
+        "from_action",
+        "from_ai"
+      ])
       expect(byName.get("get_account_summary")).toEqual({ type: "object", properties: {}, additionalProperties: false })
 
       // what the catalogue costs a model's context, read into every conversation (issue 23; docs/mcp.md, "What it
@@ -194,8 +211,14 @@ layer(
         persona: "Friendly and brief",
         model_temperature: 0.5
       })
-      expect(pipeline).toMatchObject({ name: "MCP sales", persona: "Friendly and brief", model_temperature: 0.5, stages: [] })
-      const lead = (yield* use("create_stage", { pipeline_id: pipeline.id, name: "New lead", nature: "neutral", order: 1 })).stage
+      expect(pipeline).toMatchObject({
+        name: "MCP sales",
+        persona: "Friendly and brief",
+        model_temperature: 0.5,
+        stages: []
+      })
+      const lead =
+        (yield* use("create_stage", { pipeline_id: pipeline.id, name: "New lead", nature: "neutral", order: 1 })).stage
       const won = (yield* use("create_stage", {
         pipeline_id: pipeline.id,
         name: "Won",
@@ -203,7 +226,8 @@ layer(
         order: 2,
         enter_condition: "The contact agreed to buy the product."
       })).stage
-      const lost = (yield* use("create_stage", { pipeline_id: pipeline.id, name: "Lost", nature: "lost", order: 3 })).stage
+      const lost =
+        (yield* use("create_stage", { pipeline_id: pipeline.id, name: "Lost", nature: "lost", order: 3 })).stage
       const email = (yield* use("create_variable", {
         pipeline_id: pipeline.id,
         name: "contact_email",
@@ -280,19 +304,34 @@ layer(
       // read back over REST
       const rest = ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}`))
       expect(rest).toMatchObject({ description: "Sells outdoor gear", is_model_routing_enabled: true })
-      expect(rest.stages.map((s: any) => [s.name, s.nature, s.order])).toEqual([["New lead", "neutral", 1], ["Won", "won", 2], ["Lost", "lost", 3]])
+      expect(rest.stages.map((s: any) => [s.name, s.nature, s.order])).toEqual([["New lead", "neutral", 1], [
+        "Won",
+        "won",
+        2
+      ], ["Lost", "lost", 3]])
       expect(rest.stages[2].static_opening_message).toBe("Thanks for your time!")
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/variables`)).map((v: any) => v.name)).toEqual(["contact_email"])
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/actions`))).toMatchObject([{ name: "notify_crm", is_active: true }])
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/variables`)).map((v: any) => v.name)).toEqual([
+        "contact_email"
+      ])
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/actions`))).toMatchObject([{
+        name: "notify_crm",
+        is_active: true
+      }])
       expect(ok(yield* get(owner, `/api/user/stages/${lead.id}/followup`)).followup.intervals).toHaveLength(2)
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/model-pool`)).tiers.map((t: any) => t.ai_model_id)).toEqual(
+      expect(
+        ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/model-pool`)).tiers.map((t: any) => t.ai_model_id)
+      ).toEqual(
         [model.id, model.id, model.id, model.id]
       )
       const tables = ok(yield* get(owner, "/api/user/knowledge-tables"))
       expect(tables).toMatchObject([{ id: table.id, points_count: 3, pipeline_ids: [pipeline.id] }])
       // and whole, through MCP
       const whole = yield* use("get_pipeline", { pipeline_id: pipeline.id })
-      expect(whole.pipeline).toMatchObject({ id: pipeline.id, description: "Sells outdoor gear", is_model_routing_enabled: true })
+      expect(whole.pipeline).toMatchObject({
+        id: pipeline.id,
+        description: "Sells outdoor gear",
+        is_model_routing_enabled: true
+      })
       expect(whole.pipeline.stages.map((s: any) => s.id)).toEqual([lead.id, won.id, lost.id])
       expect(whole.variables.map((v: any) => v.id)).toEqual([email.id])
       expect(whole.actions.map((a: any) => a.id)).toEqual([crmAction.id])
@@ -300,37 +339,72 @@ layer(
       expect(whole.knowledge_table_ids).toEqual([table.id])
 
       // opportunities and contacts (made over REST), a web conversation with operator messages
-      const alice = yield* createOpportunity(owner, { pipeline_id: pipeline.id, contact: { name: "Alice", email: "alice@example.com" } })
-      const bob = yield* createOpportunity(owner, { pipeline_id: pipeline.id, contact: { name: "Bob", email: "bob@example.com" }, tags: ["vip"] })
+      const alice = yield* createOpportunity(owner, {
+        pipeline_id: pipeline.id,
+        contact: { name: "Alice", email: "alice@example.com" }
+      })
+      const bob = yield* createOpportunity(owner, {
+        pipeline_id: pipeline.id,
+        contact: { name: "Bob", email: "bob@example.com" },
+        tags: ["vip"]
+      })
       const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
       const { baseUrl } = yield* TestServer
-      const session = ok((yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
-        method: "POST",
-        headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
-        body: JSON.stringify({ contact_id: `visitor-${Date.now()}` })
-      })) as any)
+      const session = ok(
+        (yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
+          method: "POST",
+          headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
+          body: JSON.stringify({ contact_id: `visitor-${Date.now()}` })
+        })) as any
+      )
       for (const message of ["First operator note", "Second operator note"]) {
         ok(yield* post(owner, `/api/user/${session.conversation_id}/messages`, { message }))
       }
 
       // discover
       expect(yield* use("list_pipelines")).toEqual({
-        pipelines: [expect.objectContaining({ id: pipeline.id, name: "MCP sales", stages_count: 3, status: expect.any(String) })],
+        pipelines: [
+          expect.objectContaining({ id: pipeline.id, name: "MCP sales", stages_count: 3, status: expect.any(String) })
+        ],
         has_more: false,
         next_page: null
       })
-      expect((yield* use("list_pipeline_stages", { pipeline_id: pipeline.id })).stages.map((s: any) => s.id)).toEqual([lead.id, won.id, lost.id])
-      expect((yield* use("list_actions", { pipeline_id: pipeline.id })).actions.map((a: any) => a.id)).toEqual([crmAction.id])
+      expect((yield* use("list_pipeline_stages", { pipeline_id: pipeline.id })).stages.map((s: any) => s.id)).toEqual([
+        lead.id,
+        won.id,
+        lost.id
+      ])
+      expect((yield* use("list_actions", { pipeline_id: pipeline.id })).actions.map((a: any) => a.id)).toEqual([
+        crmAction.id
+      ])
       expect((yield* use("list_actions", { pipeline_id: pipeline.id, stage_id: lead.id })).actions).toEqual([])
-      expect((yield* use("list_variables", { pipeline_id: pipeline.id, q: "EMAIL" })).variables.map((v: any) => v.id)).toEqual([email.id])
-      expect((yield* use("list_model_pool", { pipeline_id: pipeline.id })).tiers.map((t: any) => t.tier)).toEqual(tiers.map((t) => t.tier))
-      expect(yield* use("get_stage_followup", { stage_id: lead.id })).toMatchObject({ has_followup: true, followup: { max_messages: 2 } })
+      expect((yield* use("list_variables", { pipeline_id: pipeline.id, q: "EMAIL" })).variables.map((v: any) => v.id))
+        .toEqual([email.id])
+      expect((yield* use("list_model_pool", { pipeline_id: pipeline.id })).tiers.map((t: any) => t.tier)).toEqual(
+        tiers.map((t) => t.tier)
+      )
+      expect(yield* use("get_stage_followup", { stage_id: lead.id })).toMatchObject({
+        has_followup: true,
+        followup: { max_messages: 2 }
+      })
       expect(yield* use("get_stage_followup", { stage_id: won.id })).toEqual({ has_followup: false, followup: null })
-      expect((yield* use("list_knowledge_tables")).knowledge_tables).toMatchObject([{ id: table.id, columns_count: 2, pipeline_ids: [pipeline.id] }])
-      const hits = yield* use("search_knowledge_table", { knowledge_table_id: table.id, query: "kayak for two", limit: 2 })
+      expect((yield* use("list_knowledge_tables")).knowledge_tables).toMatchObject([{
+        id: table.id,
+        columns_count: 2,
+        pipeline_ids: [pipeline.id]
+      }])
+      const hits = yield* use("search_knowledge_table", {
+        knowledge_table_id: table.id,
+        query: "kayak for two",
+        limit: 2
+      })
       expect(hits.point_ids.length).toBeGreaterThan(0)
       expect(hits.results[0].data.name).toBe("Blue kayak for two people")
-      const vector = yield* use("search_knowledge_table", { knowledge_table_id: table.id, query: "tent", use_hybrid: false })
+      const vector = yield* use("search_knowledge_table", {
+        knowledge_table_id: table.id,
+        query: "tent",
+        use_hybrid: false
+      })
       expect(vector.mode).toBe("vector")
       const page1 = yield* use("list_knowledge_points", { knowledge_table_id: table.id, per_page: 2 })
       expect(page1.points).toHaveLength(2)
@@ -340,9 +414,17 @@ layer(
         expect(typeof p.default_id).toBe("string")
         expect(Object.keys(p).sort()).toEqual(["data", "default_id", "modified_date", "point_id"])
       }
-      const page2 = yield* use("list_knowledge_points", { knowledge_table_id: table.id, per_page: 2, next_page_offset: page1.next_page_offset })
+      const page2 = yield* use("list_knowledge_points", {
+        knowledge_table_id: table.id,
+        per_page: 2,
+        next_page_offset: page1.next_page_offset
+      })
       expect(page2).toMatchObject({ has_more: false, next_page_offset: null })
-      expect([...page1.points, ...page2.points].map((p: any) => p.default_id).sort()).toEqual(["sku-1", "sku-2", "sku-3"])
+      expect([...page1.points, ...page2.points].map((p: any) => p.default_id).sort()).toEqual([
+        "sku-1",
+        "sku-2",
+        "sku-3"
+      ])
       const contacts = yield* use("list_contacts", { pipeline_id: pipeline.id, per_page: 2 })
       expect(contacts).toMatchObject({ total: 3, per_page: 2, page: 1, has_more: true })
       expect(contacts.contacts).toHaveLength(2)
@@ -353,12 +435,19 @@ layer(
       expect([...contacts.contacts, ...lastContacts.contacts].map((c: any) => c.id)).toHaveLength(3)
       const vip = yield* use("list_opportunities", { pipeline_id: pipeline.id, tags: ["VIP"] })
       expect(vip.opportunities.map((o: any) => o.id)).toEqual([bob.id])
-      expect((yield* use("list_opportunities", { pipeline_id: pipeline.id, q: "alice" })).opportunities.map((o: any) => o.id)).toEqual([alice.id])
+      expect(
+        (yield* use("list_opportunities", { pipeline_id: pipeline.id, q: "alice" })).opportunities.map((o: any) => o.id)
+      ).toEqual([alice.id])
       const newest = yield* use("list_messages", { pipeline_id: pipeline.id, limit: 1 })
       expect(newest.messages.map((m: any) => m.message)).toEqual(["Second operator note"])
       expect(newest.next_cursor).toEqual(expect.any(String))
       expect(newest.next_page).toEqual({ pipeline_id: pipeline.id, limit: 1, cursor: newest.next_cursor })
-      const older = yield* use("list_messages", { pipeline_id: pipeline.id, role: "assistant", limit: 5, cursor: newest.next_cursor })
+      const older = yield* use("list_messages", {
+        pipeline_id: pipeline.id,
+        role: "assistant",
+        limit: 5,
+        cursor: newest.next_cursor
+      })
       expect(older.messages.map((m: any) => m.message)).toEqual(["First operator note"])
       expect(older.next_cursor).toBeNull()
       // issue 19's conversation tools on the web conversation (in depth in mcp-conversations.http.test.ts)
@@ -370,15 +459,22 @@ layer(
       expect(taken.conversation.handoff).toMatchObject({ state: "human", assignee_id: owner.user_id })
 
       // bulk update: moving into Won fires the action made through MCP
-      const moved = yield* use("update_opportunities", { ids: [alice.id, bob.id], stage_id: won.id, tags: ["closed"], notes: "Closed via MCP" })
+      const moved = yield* use("update_opportunities", {
+        ids: [alice.id, bob.id],
+        stage_id: won.id,
+        tags: ["closed"],
+        notes: "Closed via MCP"
+      })
       expect(moved.updated.map((o: any) => o.stage_id)).toEqual([won.id, won.id])
       expect(moved.failed).toEqual([])
       const aliceNow = ok(yield* get(owner, `/api/user/opportunities/${alice.id}`))
       expect(aliceNow).toMatchObject({ stage_id: won.id, notes: "Closed via MCP" })
       expect(aliceNow.tags.map((t: any) => t.name)).toEqual(["closed"])
       const runs = yield* eventually(
-        Effect.map(use("list_action_results", { pipeline_id: pipeline.id, action_id: crmAction.id }), (r) =>
-          r.results.filter((run: any) => run.status === "succeeded").length >= 2 ? r : undefined),
+        Effect.map(
+          use("list_action_results", { pipeline_id: pipeline.id, action_id: crmAction.id }),
+          (r) => r.results.filter((run: any) => run.status === "succeeded").length >= 2 ? r : undefined
+        ),
         15_000
       )
       expect(runs.results[0]).toMatchObject({ action_id: crmAction.id, response_status: 200 })
@@ -394,11 +490,19 @@ layer(
       expect(stats.totals.manual_messages).toBe(2)
 
       // and the cleanup of knowledge
-      expect(yield* use("delete_knowledge_points", { knowledge_table_id: table.id, default_ids: ["sku-1", "sku-2"] })).toMatchObject({ deleted: 2 })
-      expect(ok(yield* get(owner, `/api/user/knowledge-tables/${table.id}/points`)).records.map((p: any) => p.default_id)).toEqual(["sku-3"])
+      expect(yield* use("delete_knowledge_points", { knowledge_table_id: table.id, default_ids: ["sku-1", "sku-2"] }))
+        .toMatchObject({ deleted: 2 })
+      expect(
+        ok(yield* get(owner, `/api/user/knowledge-tables/${table.id}/points`)).records.map((p: any) => p.default_id)
+      ).toEqual(["sku-3"])
 
       // the evals tools play cases through the engine: evals.http.test.ts calls them
-      expect([...called].sort()).toEqual(TOOL_NAMES.filter((n) => !["run_evals", "get_eval_run", "publish_pipeline", "list_pipeline_versions", "diff_pipeline_versions"].includes(n)).sort())
+      expect([...called].sort()).toEqual(
+        TOOL_NAMES.filter((n) =>
+          !["run_evals", "get_eval_run", "publish_pipeline", "list_pipeline_versions", "diff_pipeline_versions"]
+            .includes(n)
+        ).sort()
+      )
     }))
 
   it.scoped("the receiver's answered message_id comes back as external_message_id in list_messages and the web-chat history", () =>
@@ -406,25 +510,37 @@ layer(
       const owner = yield* seedUser()
       yield* giveCredits(owner.workspace_id)
       const receiver = yield* webhookReceiver(() => "ok")
-      const pipeline = ok(yield* post(owner, "/api/user/pipelines", { name: "Replies", agent_type_id: 1, ai_model_id: 1, language_id: 1 }))
+      const pipeline = ok(
+        yield* post(owner, "/api/user/pipelines", { name: "Replies", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
+      )
       ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
-      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: receiver.url }))
+      const channel = ok(
+        yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: receiver.url })
+      )
       const { baseUrl } = yield* TestServer
-      const session = ok((yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
-        method: "POST",
-        headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
-        body: JSON.stringify({ contact_id: "visitor-ext" })
-      })) as any)
-      const sent = ok(yield* post(owner, `/api/user/${session.conversation_id}/messages`, { message: "Your order shipped" }))
+      const session = ok(
+        (yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
+          method: "POST",
+          headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
+          body: JSON.stringify({ contact_id: "visitor-ext" })
+        })) as any
+      )
+      const sent = ok(
+        yield* post(owner, `/api/user/${session.conversation_id}/messages`, { message: "Your order shipped" })
+      )
       // the receiver answers {"message_id": "ext-1"}
       yield* eventually(Effect.sync(() => receiver.received.length === 1))
 
       const history = () =>
         Effect.map(
-          fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=visitor-ext`, { headers: { authorization: basic(channel) } }),
+          fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=visitor-ext`, {
+            headers: { authorization: basic(channel) }
+          }),
           (r) => ok(r as any).data as Array<any>
         )
-      const records = yield* eventually(Effect.map(history(), (data) => data[0]?.external_message_id !== null ? data : undefined))
+      const records = yield* eventually(
+        Effect.map(history(), (data) => data[0]?.external_message_id !== null ? data : undefined)
+      )
       expect(records).toMatchObject([{ id: sent._id, role: "assistant", external_message_id: "ext-1" }])
 
       const mcp = yield* connect(owner.token)
@@ -458,7 +574,13 @@ layer(
     Effect.gen(function*() {
       const owner = yield* seedUser()
       const mcp = yield* connect(owner.token)
-      const bad = yield* mcp.call("create_stage", { pipeline_id: "seven", name: "ab", nature: "maybe", order: 0, colour: "red" })
+      const bad = yield* mcp.call("create_stage", {
+        pipeline_id: "seven",
+        name: "ab",
+        nature: "maybe",
+        order: 0,
+        colour: "red"
+      })
       expect(bad.isError).toBe(true)
       const fields = (bad.structuredContent as any).validation.map((v: any) => v.field).sort()
       expect(fields).toEqual(["colour", "name", "nature", "order", "pipeline_id"])
@@ -474,31 +596,52 @@ layer(
       // the same period rule as the REST query
       const backwards = yield* mcp.call("get_messaging_stats", { start_date: "2026-03-02", end_date: "2026-03-01" })
       expect(backwards.isError).toBe(true)
-      expect(backwards.structuredContent).toMatchObject({ validation: [{ field: "end_date", message: "The end_date field must be a date after or equal to start_date." }] })
+      expect(backwards.structuredContent).toMatchObject({
+        validation: [{ field: "end_date", message: "The end_date field must be a date after or equal to start_date." }]
+      })
 
       const notFound = yield* mcp.call("list_pipeline_stages", { pipeline_id: 999_999 })
       expect(notFound.isError).toBe(true)
       expect(textOf(notFound)).toBe("Pipeline not found.")
-      const duplicate = yield* mcp.call("create_pipeline", { name: "Twice", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
+      const duplicate = yield* mcp.call("create_pipeline", {
+        name: "Twice",
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1
+      })
       expect(duplicate.isError).toBeFalsy()
-      const again = yield* mcp.call("create_pipeline", { name: "Twice", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
+      const again = yield* mcp.call("create_pipeline", {
+        name: "Twice",
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1
+      })
       expect((again.structuredContent as any).validation).toMatchObject([{ field: "name" }])
       // said once
       expect(textOf(again)).toBe("Invalid arguments for create_pipeline:\n- name: The name has already been taken.")
 
-      const unknown = yield* Effect.promise(() => mcp.client.callTool({ name: "drop_everything", arguments: {} }).then(() => undefined, (e) => e))
+      const unknown = yield* Effect.promise(() =>
+        mcp.client.callTool({ name: "drop_everything", arguments: {} }).then(() => undefined, (e) => e)
+      )
       expect(unknown).toMatchObject({ code: -32602 })
       // the client puts "MCP error -32602: " in front of the server's message, once
       expect(unknown.message).toBe("MCP error -32602: Unknown tool: drop_everything")
       const malformed = yield* rawMcp({ token: owner.token, body: { jsonrpc: "2.0", id: 3, method: "tools/call" } })
       expect(malformed.body.error.code).toBe(-32602)
       expect(malformed.body.error.message).toMatch(/^Invalid tools\/call request: /)
-      const unknownMethod = yield* rawMcp({ token: owner.token, body: { jsonrpc: "2.0", id: 4, method: "nonexistent/method" } })
+      const unknownMethod = yield* rawMcp({
+        token: owner.token,
+        body: { jsonrpc: "2.0", id: 4, method: "nonexistent/method" }
+      })
       expect(unknownMethod.body.error.code).toBe(-32601)
       const notJson = yield* Effect.flatMap(TestServer, ({ baseUrl }) =>
         fetchJson(`${baseUrl}/mcp`, {
           method: "POST",
-          headers: { authorization: `Bearer ${owner.token}`, accept: "application/json, text/event-stream", "content-type": "application/json" },
+          headers: {
+            authorization: `Bearer ${owner.token}`,
+            accept: "application/json, text/event-stream",
+            "content-type": "application/json"
+          },
           body: "{not json"
         }))
       expect(notJson.status).toBe(400)
@@ -508,15 +651,27 @@ layer(
   it.effect("a browser Origin outside the allowlist is refused; loopback origins and clients without Origin are served", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
-      const evil = yield* rawMcp({ token: owner.token, headers: { origin: "http://evil.example" }, body: initialize("2025-03-26") })
+      const evil = yield* rawMcp({
+        token: owner.token,
+        headers: { origin: "http://evil.example" },
+        body: initialize("2025-03-26")
+      })
       expect(evil.status).toBe(403)
       expect(evil.body.error.message).toBe("Origin not allowed: http://evil.example")
-      const local = yield* rawMcp({ token: owner.token, headers: { origin: "http://localhost:6274" }, body: initialize("2025-03-26") })
+      const local = yield* rawMcp({
+        token: owner.token,
+        headers: { origin: "http://localhost:6274" },
+        body: initialize("2025-03-26")
+      })
       expect(local.status).toBe(200)
       expect(local.headers.get("access-control-allow-origin")).toBe("http://localhost:6274")
       const preflight = yield* rawMcp({
         method: "OPTIONS",
-        headers: { origin: "http://localhost:6274", "access-control-request-method": "POST", "access-control-request-headers": "authorization" }
+        headers: {
+          origin: "http://localhost:6274",
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "authorization"
+        }
       })
       expect(preflight.status).toBe(204)
       expect(preflight.headers.get("access-control-allow-headers")).toContain("authorization")
@@ -541,13 +696,22 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP without OUTBOUND_ALL
     Effect.gen(function*() {
       const owner = yield* seedUser()
       const mcp = yield* connect(owner.token)
-      const pipeline = (yield* mcp.ok("create_pipeline", { name: "Guarded", agent_type_id: 1, ai_model_id: 1, language_id: 1 })).pipeline
-      const request = { pipeline_id: pipeline.id, name: "crm", method: "POST", is_active: true, fixed_trigger: "custom" }
+      const pipeline =
+        (yield* mcp.ok("create_pipeline", { name: "Guarded", agent_type_id: 1, ai_model_id: 1, language_id: 1 }))
+          .pipeline
+      const request = {
+        pipeline_id: pipeline.id,
+        name: "crm",
+        method: "POST",
+        is_active: true,
+        fixed_trigger: "custom"
+      }
       const refused = yield* mcp.call("create_action", { ...request, url: "http://169.254.169.254/latest/meta-data" })
       expect(refused.isError).toBe(true)
       expect((refused.structuredContent as any).validation).toEqual([{
         field: "url",
-        message: "The url field must point at a public address: 169.254.169.254 is a loopback, private or link-local address, " +
+        message:
+          "The url field must point at a public address: 169.254.169.254 is a loopback, private or link-local address, " +
           "which this server calls only when OUTBOUND_ALLOW_PRIVATE=true."
       }])
       expect(textOf(refused)).toContain("- url: The url field must point at a public address")

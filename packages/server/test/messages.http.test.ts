@@ -12,7 +12,19 @@ import * as Path from "node:path"
 import { io, type Socket } from "socket.io-client"
 import { FileStorage } from "../src/files/FileStorage.js"
 import { Identity } from "../src/identity/Identity.js"
-import { type Caller, count, expect422, expectStatus, funnel, get, ok, post, put, sqlRows, TIMESTAMP } from "./support/Opportunities.js"
+import {
+  type Caller,
+  count,
+  expect422,
+  expectStatus,
+  funnel,
+  get,
+  ok,
+  post,
+  put,
+  sqlRows,
+  TIMESTAMP
+} from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
@@ -48,7 +60,11 @@ const send = (
 const download = (url: string) =>
   Effect.promise(async () => {
     const response = await fetch(url)
-    return { status: response.status, type: response.headers.get("content-type"), bytes: Buffer.from(await response.arrayBuffer()) }
+    return {
+      status: response.status,
+      type: response.headers.get("content-type"),
+      bytes: Buffer.from(await response.arrayBuffer())
+    }
   })
 
 const file = (bytes: Uint8Array<ArrayBuffer> | string, type: string) => new Blob([bytes], { type })
@@ -64,7 +80,6 @@ const bytesOf = (n: number, seed = 1) => {
 }
 
 const basic = (clientId: string, secret: string) => `Basic ${Buffer.from(`${clientId}:${secret}`).toString("base64")}`
-
 
 /**
  * An owner with credits, a pipeline ("Inbound" first by order), a web channel on it and one web-chat
@@ -105,11 +120,20 @@ const webConversation = (channel: Record<string, unknown> = {}) =>
     }
   })
 
-const messagesIn = (conversationId: number) => count`select count(*) as n from messages where conversation_id = ${conversationId}`
+const messagesIn = (conversationId: number) =>
+  count`select count(*) as n from messages where conversation_id = ${conversationId}`
 
 const storedRow = (id: string) =>
   Effect.map(
-    sqlRows<{ status: string; error: string | null; message: string | null; external_message_id: string | null; sender_id: number | null }>`
+    sqlRows<
+      {
+        status: string
+        error: string | null
+        message: string | null
+        external_message_id: string | null
+        sender_id: number | null
+      }
+    >`
       select status, error, message, external_message_id, sender_id::int as sender_id from messages where id = ${id}`,
     (rows) => rows[0]
   )
@@ -118,7 +142,9 @@ const storedRow = (id: string) =>
 const operatorFiles = (workspaceId: number) =>
   Effect.map(FileStorage, (storage) => {
     const dir = Path.join(storage.root, "messages", String(workspaceId))
-    return Fs.existsSync(dir) ? Fs.readdirSync(dir, { recursive: true }).filter((f) => Fs.statSync(Path.join(dir, String(f))).isFile()) : []
+    return Fs.existsSync(dir)
+      ? Fs.readdirSync(dir, { recursive: true }).filter((f) => Fs.statSync(Path.join(dir, String(f))).isFile())
+      : []
   })
 
 const filesRows = (workspaceId: number) => count`select count(*) as n from files where workspace_id = ${workspaceId}`
@@ -171,7 +197,8 @@ layer(
   describe("text as JSON", () => {
     it.effect("answers 200 with the 2.4 record: assistant, sent_to_user, the conversation's context and the sender", () =>
       Effect.gen(function*() {
-        const { owner, conversationId, opportunityId, contactId, channel, pipeline, inbound, contactKey } = yield* webConversation()
+        const { owner, conversationId, opportunityId, contactId, channel, pipeline, inbound, contactKey } =
+          yield* webConversation()
         const before = yield* messagesIn(conversationId)
         const started = Date.now()
         const r = yield* send(owner, conversationId, { message: "Hello from an operator" })
@@ -180,9 +207,25 @@ layer(
         expect(typeof r.body.message).toBe("string")
         const record = r.body.data
         expect(Object.keys(record).sort()).toEqual([
-          "_id", "call_type", "channel_id", "contact_id", "conversation_id", "cost_for_user", "created_at", "error",
-          "external_chat_id", "external_message_id", "files", "message", "opportunity_id", "pipeline_id", "role", "sender_id",
-          "stage_id", "status", "updated_at"
+          "_id",
+          "call_type",
+          "channel_id",
+          "contact_id",
+          "conversation_id",
+          "cost_for_user",
+          "created_at",
+          "error",
+          "external_chat_id",
+          "external_message_id",
+          "files",
+          "message",
+          "opportunity_id",
+          "pipeline_id",
+          "role",
+          "sender_id",
+          "stage_id",
+          "status",
+          "updated_at"
         ])
         expect(record._id).toMatch(ULID)
         expect(record).toMatchObject({
@@ -276,10 +319,13 @@ layer(
         }
         expect(headers.signature).toMatch(/^sha256=[0-9a-f]{64}$/)
         expect(verifyServiceSignature(channel.client_secret, headers, hit!.rawBody)).toBe(true)
-        expect(verifyServiceSignature(channel.client_secret, headers, hit!.rawBody.replace("shipped", "shipped!"))).toBe(false)
+        expect(verifyServiceSignature(channel.client_secret, headers, hit!.rawBody.replace("shipped", "shipped!")))
+          .toBe(false)
         expect(verifyServiceSignature("wcs_not-the-secret", headers, hit!.rawBody)).toBe(false)
 
-        const external = yield* eventually(Effect.map(storedRow(record._id), (row) => row?.external_message_id ?? undefined))
+        const external = yield* eventually(
+          Effect.map(storedRow(record._id), (row) => row?.external_message_id ?? undefined)
+        )
         expect(external).toBe("ext-1")
         // delivered once: no second POST arrives after the first succeeded
         yield* Effect.sleep("500 millis")
@@ -335,7 +381,12 @@ layer(
         expect(record.files).toHaveLength(2)
         const [image, document] = record.files
         expect(image).toMatchObject({ mimetype: "image/png", type: "image", size: png.length, name: "photo.png" })
-        expect(document).toMatchObject({ mimetype: "application/pdf", type: "document", size: pdf.length, name: "Quote 2024.pdf" })
+        expect(document).toMatchObject({
+          mimetype: "application/pdf",
+          type: "document",
+          size: pdf.length,
+          name: "Quote 2024.pdf"
+        })
         for (const entry of record.files) {
           expect(Object.keys(entry).sort()).toEqual(["mimetype", "name", "path", "size", "type", "url"])
           expect(entry.path).not.toContain("..")
@@ -354,14 +405,17 @@ layer(
         // private: the storage key alone, or a tampered signature, serves nothing
         const { baseUrl } = yield* TestServer
         expect((yield* download(`${baseUrl}/files/${image.path}`)).status).toBe(404)
-        expect((yield* download(image.url.replace(/signature=[0-9a-f]{64}/, `signature=${"0".repeat(64)}`))).status).toBe(404)
+        expect((yield* download(image.url.replace(/signature=[0-9a-f]{64}/, `signature=${"0".repeat(64)}`))).status)
+          .toBe(404)
 
         const stored = yield* sqlRows<{ files: Array<any> }>`select files from messages where id = ${record._id}`
         expect(stored[0]!.files.map((f: any) => [f.path, f.name, f.size, f.type])).toEqual(
           record.files.map((f: any) => [f.path, f.name, f.size, f.type])
         )
         const opportunity = ok(yield* get(owner, `/api/user/opportunities/${opportunityId}`))
-        expect(opportunity.conversations.find((c: any) => c.id === conversationId).last_message_content).toBe("Here are the documents")
+        expect(opportunity.conversations.find((c: any) => c.id === conversationId).last_message_content).toBe(
+          "Here are the documents"
+        )
       }))
 
     it.effect("files without a message are accepted and preview as [Attachment]", () =>
@@ -398,7 +452,12 @@ layer(
         const r = yield* send(owner, conversationId, big)
         expect(r.status).toBe(200)
         expect(r.body.data.files).toHaveLength(1)
-        expect(r.body.data.files[0]).toMatchObject({ size: 25 * MB, type: "video", mimetype: "video/mp4", name: "exact.mp4" })
+        expect(r.body.data.files[0]).toMatchObject({
+          size: 25 * MB,
+          type: "video",
+          mimetype: "video/mp4",
+          name: "exact.mp4"
+        })
         const got = yield* download(r.body.data.files[0].url)
         expect(got.status).toBe(200)
         expect(got.bytes.length).toBe(25 * MB)
@@ -409,7 +468,14 @@ layer(
   describe("422: the field is named and nothing is stored", () => {
     const fresh = Effect.gen(function*() {
       const c = yield* webConversation()
-      return { ...c, before: { conversationId: c.conversationId, messages: yield* messagesIn(c.conversationId), workspaceId: c.owner.workspace_id } }
+      return {
+        ...c,
+        before: {
+          conversationId: c.conversationId,
+          messages: yield* messagesIn(c.conversationId),
+          workspaceId: c.owner.workspace_id
+        }
+      }
     })
 
     it.effect("neither message nor files: {} and {message: \"\"}, as JSON and as multipart", () =>
@@ -426,7 +492,11 @@ layer(
     it.effect("text over 10,000 characters, as JSON and as multipart", () =>
       Effect.gen(function*() {
         const { owner, conversationId, before } = yield* fresh
-        yield* refusedWithNothingStored(yield* send(owner, conversationId, { message: "x".repeat(10_001) }), "message", before)
+        yield* refusedWithNothingStored(
+          yield* send(owner, conversationId, { message: "x".repeat(10_001) }),
+          "message",
+          before
+        )
         const form = new FormData()
         form.append("message", "x".repeat(10_001))
         form.append("files[]", file("fine", "text/plain"), "fine.txt")
@@ -502,7 +572,8 @@ layer(
         const { conversationId, owner } = yield* webConversation()
         const manager = yield* seedUser()
         expectStatus((yield* send(manager, conversationId, { message: "before the grant" })) as any, 403)
-        yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id as any)).pipe(Effect.orDie)
+        yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id as any))
+          .pipe(Effect.orDie)
         const r = yield* send(manager, conversationId, { message: "as a manager" })
         expect(r.status).toBe(200)
         expect(r.body.data.sender_id).toBe(manager.user_id)
@@ -527,18 +598,26 @@ layer(
         yield* Effect.flatMap(Identity, (identity) => identity.makeSuper(admin.email)).pipe(Effect.orDie)
         // not their workspace without impersonation
         expectStatus((yield* send(admin, conversationId, { message: "as myself" })) as any, 403)
-        const r = yield* send(admin, conversationId, { message: "on behalf" }, { "x-act-as-user": String(owner.user_id) })
+        const r = yield* send(admin, conversationId, { message: "on behalf" }, {
+          "x-act-as-user": String(owner.user_id)
+        })
         expect(r.status).toBe(200)
         expect(r.body.data.sender_id).toBe(owner.user_id)
         expect((yield* storedRow(r.body.data._id))!.sender_id).toBe(owner.user_id)
         // a user who is not super may not impersonate
         const plain = yield* seedUser()
-        const refused = yield* send(plain, conversationId, { message: "pretend" }, { "x-act-as-user": String(owner.user_id) })
+        const refused = yield* send(plain, conversationId, { message: "pretend" }, {
+          "x-act-as-user": String(owner.user_id)
+        })
         expectStatus(refused as any, 403)
         // acting as a user of another workspace does not reach this conversation either
-        const elsewhere = yield* send(admin, conversationId, { message: "wrong user" }, { "x-act-as-user": String(plain.user_id) })
+        const elsewhere = yield* send(admin, conversationId, { message: "wrong user" }, {
+          "x-act-as-user": String(plain.user_id)
+        })
         expectStatus(elsewhere as any, 403)
-        expect(yield* count`select count(*) as n from messages where conversation_id = ${conversationId} and message in ('pretend', 'wrong user', 'as myself')`)
+        expect(
+          yield* count`select count(*) as n from messages where conversation_id = ${conversationId} and message in ('pretend', 'wrong user', 'as myself')`
+        )
           .toBe(0)
       }))
   })
@@ -595,7 +674,9 @@ layer(
         const [contact] = yield* sql<{ id: number }>`
           insert into contacts (workspace_id, email) values (${owner.workspace_id}, 'nochannel@example.com') returning id`
         const [conversation] = yield* sql<{ id: number }>`
-          insert into conversations (workspace_id, contact_id) values (${owner.workspace_id}, ${contact!.id}) returning id::int as id`
+          insert into conversations (workspace_id, contact_id) values (${owner.workspace_id}, ${
+          contact!.id
+        }) returning id::int as id`
         const conversationId = Number(conversation!.id)
         const r = yield* send(owner, conversationId, { message: "anyone?" })
         expectStatus(r as any, 500)

@@ -35,7 +35,11 @@ layer(TestServerLive())("model pool over REST", (it) => {
         data: {
           pipeline_id: p.id,
           is_model_routing_enabled: false,
-          tiers: ["router", "simple", "moderate", "complex"].map((tier) => ({ tier, ai_model_id: null, instructions: null }))
+          tiers: ["router", "simple", "moderate", "complex"].map((tier) => ({
+            tier,
+            ai_model_id: null,
+            instructions: null
+          }))
         }
       })
     }))
@@ -47,7 +51,12 @@ layer(TestServerLive())("model pool over REST", (it) => {
       const shuffled = [pool()[3], pool()[1], pool()[0], pool()[2]]
       const r = yield* put(alice, path(p.id), { is_model_routing_enabled: true, tiers: shuffled })
       expect(r.status).toBe(200)
-      expect(r.body).toMatchObject({ status: true, code: 200, validation: [], message: "Model pool updated successfully." })
+      expect(r.body).toMatchObject({
+        status: true,
+        code: 200,
+        validation: [],
+        message: "Model pool updated successfully."
+      })
       expect(r.body.data).toEqual({ pipeline_id: p.id, is_model_routing_enabled: true, tiers: stored() })
       expect(ok(yield* get(alice, path(p.id)))).toEqual(r.body.data)
       const pipeline = ok(yield* get(alice, `/api/user/pipelines/${p.id}`))
@@ -75,10 +84,18 @@ layer(TestServerLive())("model pool over REST", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, "Via pipeline")
-      ok(yield* put(alice, `/api/user/pipelines/${p.id}`, { is_model_routing_enabled: true, is_model_routing: pool([13, 13, 14, 22]) }))
+      ok(
+        yield* put(alice, `/api/user/pipelines/${p.id}`, {
+          is_model_routing_enabled: true,
+          is_model_routing: pool([13, 13, 14, 22])
+        })
+      )
       const r = ok(yield* get(alice, path(p.id)))
       expect(r.is_model_routing_enabled).toBe(true)
-      expect(r.tiers.map((t: any) => [t.tier, t.ai_model_id])).toEqual([["router", 13], ["simple", 13], ["moderate", 14], ["complex", 22]])
+      expect(r.tiers.map((t: any) => [t.tier, t.ai_model_id])).toEqual([["router", 13], ["simple", 13], [
+        "moderate",
+        14
+      ], ["complex", 22]])
     }))
 
   it.effect("three tiers, a tier named twice, a bad tier and a missing tiers field are 422 on the entry at fault", () =>
@@ -97,11 +114,16 @@ layer(TestServerLive())("model pool over REST", (it) => {
       badTier[1] = { ...badTier[1]!, tier: "trivial" }
       const bad = yield* put(alice, path(p.id), { tiers: badTier })
       expect422(bad, ["tiers.1.tier"])
-      expect(bad.body.validation[0].message).toBe("The tiers.1.tier field must be one of \"router\", \"simple\", \"moderate\" or \"complex\".")
+      expect(bad.body.validation[0].message).toBe(
+        "The tiers.1.tier field must be one of \"router\", \"simple\", \"moderate\" or \"complex\"."
+      )
       const missing = yield* put(alice, path(p.id), { is_model_routing_enabled: true })
       expect422(missing, ["tiers"])
       expect(missing.body.validation[0].message).toBe("The tiers field is required.")
-      expect422(yield* put(alice, path(p.id), { is_model_routing_enabled: "yes", tiers: [] }), ["is_model_routing_enabled", "tiers"])
+      expect422(yield* put(alice, path(p.id), { is_model_routing_enabled: "yes", tiers: [] }), [
+        "is_model_routing_enabled",
+        "tiers"
+      ])
       const noModel = pool() as Array<Record<string, unknown>>
       noModel[0] = { tier: "router" }
       expect422(yield* put(alice, path(p.id), { tiers: noModel }), ["tiers.0.ai_model_id"])
@@ -115,7 +137,10 @@ layer(TestServerLive())("model pool over REST", (it) => {
       ok(yield* put(alice, path(p.id), { tiers: pool() }))
       const r = yield* put(alice, path(p.id), { is_model_routing_enabled: true, tiers: pool([999, 11, 998, 20]) })
       expect422(r, ["tiers.0.ai_model_id", "tiers.2.ai_model_id"])
-      expect(r.body.validation[0]).toEqual({ field: "tiers.0.ai_model_id", message: "The selected AI model does not exist." })
+      expect(r.body.validation[0]).toEqual({
+        field: "tiers.0.ai_model_id",
+        message: "The selected AI model does not exist."
+      })
       expect(r.body.message).toBe("The selected AI model does not exist. (and 1 more error)")
       expect(ok(yield* get(alice, path(p.id)))).toMatchObject({ is_model_routing_enabled: false, tiers: stored() })
     }))
@@ -137,7 +162,10 @@ layer(TestServerLive())("model pool over REST", (it) => {
         expect(r.status).toBe(404)
         expect(r.body).toEqual(notFound)
       }
-      expect(ok(yield* get(bob, path(bobs.id)))).toMatchObject({ is_model_routing_enabled: false, tiers: [{ ai_model_id: null }, {}, {}, {}] })
+      expect(ok(yield* get(bob, path(bobs.id)))).toMatchObject({
+        is_model_routing_enabled: false,
+        tiers: [{ ai_model_id: null }, {}, {}, {}]
+      })
     }))
 
   it.effect("a pipeline managed through another workspace is reachable", () =>

@@ -11,35 +11,40 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { repliesMade, repliesSkipped } from "@parley/worker"
 import { Effect, Layer, Metric } from "effect"
 import { fakeOpenAi, type FakeOpenAiState } from "./support/FakeOpenAi.js"
+import { mcpClient, textOf } from "./support/McpClient.js"
 import { createStage, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { call, fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { captureWarnings } from "./support/Warnings.js"
 import { basic, say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
-import { mcpClient, textOf } from "./support/McpClient.js"
-import { captureWarnings } from "./support/Warnings.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number }
 type Channel = { readonly id: number; readonly client_id: string; readonly client_secret: string }
 
 const { layer: CaptureWarnings, warnings } = captureWarnings()
 
-const skippedCount = (reason: string) => Effect.map(Metric.value(Metric.tagged(repliesSkipped, "reason", reason)), (s) => s.count)
+const skippedCount = (reason: string) =>
+  Effect.map(Metric.value(Metric.tagged(repliesSkipped, "reason", reason)), (s) => s.count)
 const madeCount = Effect.map(Metric.value(repliesMade), (s) => s.count)
 
 /** A pipeline answering at once on the local model (unless `settings` say otherwise), one stage, a web channel. */
 const agent = (owner: Caller, settings: Record<string, unknown> = {}) =>
   Effect.gen(function*() {
-    const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-      name: `Sales ${Math.random().toString(36).slice(2, 8)}`,
-      agent_type_id: 1,
-      ai_model_id: 1,
-      language_id: 1
-    }))
-    ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
-      instructions: "Our annual plan costs 990 euros per year.",
-      reply_debounce_ms: 0,
-      ...settings
-    }))
+    const pipeline = ok(
+      yield* post(owner, "/api/user/pipelines", {
+        name: `Sales ${Math.random().toString(36).slice(2, 8)}`,
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1
+      })
+    )
+    ok(
+      yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
+        instructions: "Our annual plan costs 990 euros per year.",
+        reply_debounce_ms: 0,
+        ...settings
+      })
+    )
     yield* createStage(owner, pipeline.id, "Open", 1)
     const channel: Channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
     return { pipeline, channel }
@@ -56,10 +61,13 @@ interface HistoryRecord {
 
 /** GET /api/user/messages/webchat for a contact, as a chat front end reads it (newest first). */
 const history = (channel: Channel, contactId: string) =>
-  Effect.flatMap(TestServer, ({ baseUrl }) =>
-    fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=${encodeURIComponent(contactId)}&per_page=50`, {
-      headers: { authorization: basic(channel), accept: "application/json" }
-    })).pipe(Effect.map((r) => ok(r).data as ReadonlyArray<HistoryRecord>))
+  Effect.flatMap(
+    TestServer,
+    ({ baseUrl }) =>
+      fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=${encodeURIComponent(contactId)}&per_page=50`, {
+        headers: { authorization: basic(channel), accept: "application/json" }
+      })
+  ).pipe(Effect.map((r) => ok(r).data as ReadonlyArray<HistoryRecord>))
 
 /** Waits until the contact message `id` is handled without a reply, and returns its history record. */
 const unanswered = (channel: Channel, contactId: string, id: string) =>
@@ -95,15 +103,27 @@ const listed = (owner: Caller, pipelineId: number, id: string) =>
 
 /** The Warning line of the skipped turn in `conversationId`. */
 const warningFor = (conversationId: number, reason: string) =>
-  eventually(Effect.sync(() =>
-    warnings.find((w) => w.annotations.conversation_id === String(conversationId) && w.annotations.reason === reason)
-  ))
+  eventually(
+    Effect.sync(() =>
+      warnings.find((w) => w.annotations.conversation_id === String(conversationId) && w.annotations.reason === reason)
+    )
+  )
 
 const conversationOf = (messageId: string) =>
-  Effect.map(sqlRows<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId}`, (rows) => Number(rows[0]!.conversation_id))
+  Effect.map(
+    sqlRows<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId}`,
+    (rows) => Number(rows[0]!.conversation_id)
+  )
 
 /** Everything a no-reply turn shows: the history record, the list_messages entry, the Warning line. */
-const expectNoReply = (owner: Caller, pipelineId: number, channel: Channel, contactId: string, id: string, reason: string) =>
+const expectNoReply = (
+  owner: Caller,
+  pipelineId: number,
+  channel: Channel,
+  contactId: string,
+  id: string,
+  reason: string
+) =>
   Effect.gen(function*() {
     const record = yield* unanswered(channel, contactId, id)
     expect(record).toMatchObject({ role: "user", no_reply_reason: reason })
@@ -116,14 +136,18 @@ const expectNoReply = (owner: Caller, pipelineId: number, channel: Channel, cont
     return { record, conversationId }
   })
 
-layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(CaptureWarnings)), { excludeTestServices: true })(
+layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(CaptureWarnings)), {
+  excludeTestServices: true
+})(
   "no reply, and why",
   (it) => {
     it.effect("a workspace with 0 credits: the receiver takes the message, no reply is made, and no_credits is recorded, logged and counted", () =>
       Effect.gen(function*() {
         const owner = yield* seedUser()
         // as `parley user create` leaves it
-        const [workspace] = yield* sqlRows<{ credits: number }>`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
+        const [workspace] = yield* sqlRows<
+          { credits: number }
+        >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
         expect(workspace!.credits).toBe(0)
         const { channel, pipeline } = yield* agent(owner)
         const before = yield* skippedCount("no_credits")
@@ -158,7 +182,12 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
         const { channel, pipeline } = yield* agent(owner)
         const made = yield* madeCount
         const first = yield* say(channel, "dana", "How much is the annual plan?")
-        const answered = yield* eventually(Effect.map(history(channel, "dana"), (records) => records.find((r) => r.role === "assistant" && r.status === "sent_to_user")))
+        const answered = yield* eventually(
+          Effect.map(
+            history(channel, "dana"),
+            (records) => records.find((r) => r.role === "assistant" && r.status === "sent_to_user")
+          )
+        )
         expect(answered.no_reply_reason).toBeNull()
         expect((yield* history(channel, "dana")).find((r) => r.id === first)!.no_reply_reason).toBeNull()
         expect((yield* listed(owner, pipeline.id, first)).no_reply_reason).toBeNull()
@@ -178,7 +207,10 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
         yield* giveCredits(owner.workspace_id)
         const { channel, pipeline } = yield* agent(owner, { max_conversation_messages: 1 })
         yield* say(channel, "chatty", "How much is the annual plan?")
-        yield* eventually(Effect.map(history(channel, "chatty"), (records) => records.some((r) => r.role === "assistant") ? true : undefined))
+        yield* eventually(Effect.map(history(channel, "chatty"), (records) =>
+          records.some((r) => r.role === "assistant")
+            ? true
+            : undefined))
         const before = yield* skippedCount("message_limit")
         const second = yield* say(channel, "chatty", "And the monthly plan?")
         yield* expectNoReply(owner, pipeline.id, channel, "chatty", second, "message_limit")
@@ -206,23 +238,44 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
         const owner = yield* seedUser()
         yield* giveCredits(owner.workspace_id)
         const { pipeline } = yield* agent(owner)
-        const widget = ok(yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: ["https://shop.example"] }))
-        const visitor = ok(yield* call("/api/widget/session", { method: "POST", body: { client_id: widget.client_id }, headers: { origin: "https://shop.example" } }))
+        const widget = ok(
+          yield* post(owner, "/api/user/channels", {
+            kind: "widget",
+            pipeline_id: pipeline.id,
+            allowed_origins: ["https://shop.example"]
+          })
+        )
+        const visitor = ok(
+          yield* call("/api/widget/session", {
+            method: "POST",
+            body: { client_id: widget.client_id },
+            headers: { origin: "https://shop.example" }
+          })
+        )
         // the credits run out after the visitor arrived
         yield* giveCredits(owner.workspace_id, { credits: 0 })
         const sent = yield* fetchJson(visitor.messages_url, {
           method: "POST",
-          headers: { authorization: `Bearer ${visitor.session}`, origin: "https://shop.example", "content-type": "application/json" },
+          headers: {
+            authorization: `Bearer ${visitor.session}`,
+            origin: "https://shop.example",
+            "content-type": "application/json"
+          },
           body: JSON.stringify({ contact_id: visitor.contact_id, message: "Hello?" })
         })
         const id = sent.body.data.message_id as string
         // the business sees it
-        const entry = yield* eventually(Effect.map(listed(owner, pipeline.id, id), (m) => m?.no_reply_reason ? m : undefined), 20_000)
+        const entry = yield* eventually(
+          Effect.map(listed(owner, pipeline.id, id), (m) => m?.no_reply_reason ? m : undefined),
+          20_000
+        )
         expect(entry.no_reply_reason).toBe("no_credits")
         // the visitor does not
-        const page = ok(yield* call("/api/widget/messages", {
-          headers: { authorization: `Bearer ${visitor.session}`, origin: "https://shop.example" }
-        }))
+        const page = ok(
+          yield* call("/api/widget/messages", {
+            headers: { authorization: `Bearer ${visitor.session}`, origin: "https://shop.example" }
+          })
+        )
         const record = page.data.find((r: any) => r.id === id)
         expect(record).toMatchObject({ id, role: "user", message: "Hello?" })
         expect(record).not.toHaveProperty("no_reply_reason")
@@ -232,16 +285,40 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
       Effect.scoped(Effect.gen(function*() {
         const owner = yield* seedUser()
         const warning = "the model gpt-4.1-mini needs OPENAI_API_KEY; replies will not be made until it is set."
-        const local = yield* post(owner, "/api/user/pipelines", { name: "Local", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
-        expect(local.body).toMatchObject({ status: true, code: 200, validation: [], message: "Pipeline created successfully." })
+        const local = yield* post(owner, "/api/user/pipelines", {
+          name: "Local",
+          agent_type_id: 1,
+          ai_model_id: 1,
+          language_id: 1
+        })
+        expect(local.body).toMatchObject({
+          status: true,
+          code: 200,
+          validation: [],
+          message: "Pipeline created successfully."
+        })
 
-        const created = yield* post(owner, "/api/user/pipelines", { name: "Remote", agent_type_id: 1, ai_model_id: 11, language_id: 1 })
+        const created = yield* post(owner, "/api/user/pipelines", {
+          name: "Remote",
+          agent_type_id: 1,
+          ai_model_id: 11,
+          language_id: 1
+        })
         expect(created.status).toBe(200)
-        expect(created.body).toMatchObject({ status: true, code: 200, validation: [], message: `Pipeline created successfully. Warning: ${warning}` })
+        expect(created.body).toMatchObject({
+          status: true,
+          code: 200,
+          validation: [],
+          message: `Pipeline created successfully. Warning: ${warning}`
+        })
         expect(created.body.data).toMatchObject({ name: "Remote", ai_model_id: 11 })
 
         const switched = yield* put(owner, `/api/user/pipelines/${local.body.data.id}`, { ai_model_id: 11 })
-        expect(switched.body).toMatchObject({ status: true, code: 200, message: `Pipeline updated successfully. Warning: ${warning}` })
+        expect(switched.body).toMatchObject({
+          status: true,
+          code: 200,
+          message: `Pipeline updated successfully. Warning: ${warning}`
+        })
         const back = yield* put(owner, `/api/user/pipelines/${local.body.data.id}`, { ai_model_id: 1 })
         expect(back.body.message).toBe("Pipeline updated successfully.")
 
@@ -258,17 +335,32 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
           ]
         })
         expect(routed.body.message).toBe(
-          `Pipeline updated successfully. Warning: the model gpt-4.1-mini needs OPENAI_API_KEY and the model ${models[0]!.model} needs ANTHROPIC_API_KEY; replies will not be made until they are set.`
+          `Pipeline updated successfully. Warning: the model gpt-4.1-mini needs OPENAI_API_KEY and the model ${
+            models[0]!.model
+          } needs ANTHROPIC_API_KEY; replies will not be made until they are set.`
         )
 
         const use = yield* mcp(owner.token)
-        const viaMcp = yield* use("create_pipeline", { name: "Remote by MCP", agent_type_id: 1, ai_model_id: 11, language_id: 1 })
+        const viaMcp = yield* use("create_pipeline", {
+          name: "Remote by MCP",
+          agent_type_id: 1,
+          ai_model_id: 11,
+          language_id: 1
+        })
         expect(viaMcp.structured.warning).toBe(warning)
         // a client that reads only the text gets the same JSON
         expect(JSON.parse(viaMcp.text).warning).toBe(warning)
-        const localByMcp = yield* use("create_pipeline", { name: "Local by MCP", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
+        const localByMcp = yield* use("create_pipeline", {
+          name: "Local by MCP",
+          agent_type_id: 1,
+          ai_model_id: 1,
+          language_id: 1
+        })
         expect(localByMcp.structured.warning).toBeNull()
-        const updated = yield* use("update_pipeline", { pipeline_id: localByMcp.structured.pipeline.id, ai_model_id: 11 })
+        const updated = yield* use("update_pipeline", {
+          pipeline_id: localByMcp.structured.pipeline.id,
+          ai_model_id: 11
+        })
         expect(updated.structured.warning).toBe(warning)
       })))
   }
@@ -276,9 +368,12 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
 
 const openAi: FakeOpenAiState = { requests: [], failing: true }
 
-const FailingOpenAiServer = Layer.unwrapScoped(Effect.map(fakeOpenAi(openAi), (url) =>
-  TestServerLive({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: url, ENGINE_SWEEP_INTERVAL_MS: "1000" })
-)).pipe(Layer.provide(CaptureWarnings))
+const FailingOpenAiServer = Layer.unwrapScoped(
+  Effect.map(
+    fakeOpenAi(openAi),
+    (url) => TestServerLive({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: url, ENGINE_SWEEP_INTERVAL_MS: "1000" })
+  )
+).pipe(Layer.provide(CaptureWarnings))
 
 layer(FailingOpenAiServer, { excludeTestServices: true })("no reply when the provider fails", (it) => {
   it.effect("after its retries the contact's message is marked provider_error, the failed reply keeps the error, and it is not retried again", () =>
@@ -312,7 +407,13 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("no reply when the pro
       // the provider is back: the next message is answered
       openAi.failing = false
       const next = yield* say(channel, "unlucky", "Hello again?")
-      const reply = yield* eventually(Effect.map(history(channel, "unlucky"), (all) => all.find((r) => r.role === "assistant" && r.status === "sent_to_user")), 20_000)
+      const reply = yield* eventually(
+        Effect.map(
+          history(channel, "unlucky"),
+          (all) => all.find((r) => r.role === "assistant" && r.status === "sent_to_user")
+        ),
+        20_000
+      )
       expect(reply.message).toBe("The annual plan is 990 euros per year.")
       expect((yield* history(channel, "unlucky")).find((r) => r.id === next)!.no_reply_reason).toBeNull()
     }))
@@ -326,9 +427,16 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("no reply when the pro
       expect(pipeline).toMatchObject({ fallback_message: null, handoff_on_failure: true })
 
       const id = yield* say(channel, "stranded", "What does the annual plan cost?")
-      const fallback = yield* eventually(Effect.map(history(channel, "stranded"), (all) =>
-        all.find((r) => r.role === "assistant" && r.status === "sent_to_user")), 20_000)
-      expect(fallback.message).toBe("Sorry, I could not answer that just now. A member of our team will get back to you.")
+      const fallback = yield* eventually(
+        Effect.map(
+          history(channel, "stranded"),
+          (all) => all.find((r) => r.role === "assistant" && r.status === "sent_to_user")
+        ),
+        20_000
+      )
+      expect(fallback.message).toBe(
+        "Sorry, I could not answer that just now. A member of our team will get back to you."
+      )
       const conversationId = yield* conversationOf(id)
       const conversation = ok(yield* call(`/api/user/conversations/${conversationId}`, { token: owner.token }))
       expect(conversation.handoff).toMatchObject({ state: "waiting", requested_by: "rule" })
@@ -337,13 +445,25 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("no reply when the pro
       expect((yield* history(channel, "stranded")).find((r) => r.id === id)!.no_reply_reason).toBe("provider_error")
       const inbox = ok(yield* call(`/api/user/conversations?pipeline_id=${pipeline.id}`, { token: owner.token }))
       expect(inbox.conversations).toHaveLength(1)
-      expect(inbox.conversations[0]).toMatchObject({ last_message_preview: "What does the annual plan cost?", reply_failed: true })
+      expect(inbox.conversations[0]).toMatchObject({
+        last_message_preview: "What does the annual plan cost?",
+        reply_failed: true
+      })
 
       // the pipeline's own text, on the next conversation that fails
-      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { fallback_message: "We are on it: a colleague will answer here within the hour." }))
+      ok(
+        yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
+          fallback_message: "We are on it: a colleague will answer here within the hour."
+        })
+      )
       yield* say(channel, "stranded-2", "Hello?")
-      const own = yield* eventually(Effect.map(history(channel, "stranded-2"), (all) =>
-        all.find((r) => r.role === "assistant" && r.status === "sent_to_user")), 20_000)
+      const own = yield* eventually(
+        Effect.map(
+          history(channel, "stranded-2"),
+          (all) => all.find((r) => r.role === "assistant" && r.status === "sent_to_user")
+        ),
+        20_000
+      )
       expect(own.message).toBe("We are on it: a colleague will answer here within the hour.")
     }))
 })

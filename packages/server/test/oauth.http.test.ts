@@ -16,10 +16,10 @@ import { createHash, randomBytes } from "node:crypto"
 import * as Http from "node:http"
 import { sha256Hex } from "../src/identity/Secrets.js"
 import { McpScopes } from "../src/mcp/Scopes.js"
+import { textOf } from "./support/McpClient.js"
 import { sqlRows } from "./support/Opportunities.js"
 import { MemoryOAuthProvider, ScriptedBrowser, tickedBoxes } from "./support/ScriptedBrowser.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
-import { textOf } from "./support/McpClient.js"
 
 const REDIRECT = "http://127.0.0.1:53682/callback"
 const ADVERTISED = McpScopes.join(" ")
@@ -52,8 +52,17 @@ const mcpStatus = (baseUrl: string, token: string) =>
   Effect.promise(async () => {
     const response = await fetch(`${baseUrl}/mcp`, {
       method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "list_pipelines", arguments: {} } })
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream"
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "list_pipelines", arguments: {} }
+      })
     })
     await response.text()
     return response.status
@@ -84,7 +93,9 @@ const connectWithOAuth = (options: {
       })
     })
     const serverUrl = new URL(`${baseUrl}/mcp`)
-    const challenge = yield* Effect.promise(() => fetch(serverUrl, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }))
+    const challenge = yield* Effect.promise(() =>
+      fetch(serverUrl, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+    )
     expect(challenge.status).toBe(401)
     const { resourceMetadataUrl } = extractWWWAuthenticateParams(challenge)
     expect(String(resourceMetadataUrl)).toBe(`${baseUrl}/.well-known/oauth-protected-resource/mcp`)
@@ -103,7 +114,11 @@ const finish = (flow: Effect.Effect.Success<ReturnType<typeof connectWithOAuth>>
     const code = redirect.searchParams.get("code")
     expect(code).toMatch(/^[A-Za-z0-9]{43}$/)
     const result = yield* Effect.promise(() =>
-      auth(flow.provider, { serverUrl: flow.serverUrl, resourceMetadataUrl: flow.resourceMetadataUrl, authorizationCode: code! })
+      auth(flow.provider, {
+        serverUrl: flow.serverUrl,
+        resourceMetadataUrl: flow.resourceMetadataUrl,
+        authorizationCode: code!
+      })
     )
     expect(result).toBe("AUTHORIZED")
     return flow.provider.saved!
@@ -119,15 +134,26 @@ const mcpClient = (serverUrl: URL, provider: MemoryOAuthProvider) =>
     (client) => Effect.promise(() => client.close())
   )
 
-
 /** A registration from another loopback source address, so its rate-limit window is its own. */
 const registerFrom = (baseUrl: string, localAddress: string, body: unknown) =>
   Effect.promise(() =>
     new Promise<{ status: number; headers: Http.IncomingHttpHeaders; body: any }>((resolve, reject) => {
-      const request = Http.request(`${baseUrl}/register`, { method: "POST", localAddress, headers: { "content-type": "application/json" } }, (res) => {
+      const request = Http.request(`${baseUrl}/register`, {
+        method: "POST",
+        localAddress,
+        headers: { "content-type": "application/json" }
+      }, (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
-        res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) }))
+        res.on(
+          "end",
+          () =>
+            resolve({
+              status: res.statusCode!,
+              headers: res.headers,
+              body: JSON.parse(Buffer.concat(chunks).toString("utf8"))
+            })
+        )
       })
       request.on("error", reject)
       request.end(JSON.stringify(body))
@@ -138,7 +164,11 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
   it.effect("publishes protected-resource (RFC 9728) and authorization-server (RFC 8414) metadata", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestServer
-      const unauthorized = yield* fetchJson(`${baseUrl}/mcp`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+      const unauthorized = yield* fetchJson(`${baseUrl}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}"
+      })
       expect(unauthorized.status).toBe(401)
       // RFC 6750 3.1: no credentials, no error code; the scopes a client should ask for
       expect(unauthorized.headers.get("www-authenticate")).toBe(
@@ -167,7 +197,9 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         code_challenge_methods_supported: ["S256"],
         scopes_supported: [...Scopes]
       })
-      expect(server.body.token_endpoint_auth_methods_supported).toEqual(expect.arrayContaining(["none", "client_secret_post"]))
+      expect(server.body.token_endpoint_auth_methods_supported).toEqual(
+        expect.arrayContaining(["none", "client_secret_post"])
+      )
       expect(server.headers.get("access-control-allow-origin")).toBe("*")
     }))
 
@@ -199,7 +231,10 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const noCredentials = `Bearer ${resourceMetadata}, scope="${ADVERTISED}"`
       expect(yield* challengeFor()).toEqual({ status: 401, challenge: noCredentials })
       // another scheme is no bearer credentials either
-      expect(yield* challengeFor(`Basic ${Buffer.from("a:b").toString("base64")}`)).toEqual({ status: 401, challenge: noCredentials })
+      expect(yield* challengeFor(`Basic ${Buffer.from("a:b").toString("base64")}`)).toEqual({
+        status: 401,
+        challenge: noCredentials
+      })
       const invalid = `Bearer error="invalid_token", ${resourceMetadata}, scope="${ADVERTISED}"`
       for (const authorization of ["Bearer pat_not-a-real-token", "Bearer oat_unknown", "Bearer", "Bearer two parts"]) {
         expect(yield* challengeFor(authorization), authorization).toEqual({ status: 401, challenge: invalid })
@@ -223,7 +258,10 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const serverUrl = new URL(`${baseUrl}/mcp`)
       const transport = new StreamableHTTPClientTransport(serverUrl, { authProvider: provider })
       const refused = yield* Effect.promise(() =>
-        new Client({ name: "parley-oauth-test", version: "1.0.0" }).connect(transport).then(() => undefined, (e: unknown) => e)
+        new Client({ name: "parley-oauth-test", version: "1.0.0" }).connect(transport).then(
+          () => undefined,
+          (e: unknown) => e
+        )
       )
       expect(refused).toBeInstanceOf(UnauthorizedError)
       expect(provider.authorizationUrls).toHaveLength(1)
@@ -231,7 +269,11 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const page = consent!.consentPage.html
       expect(tickedBoxes(page, "/authorize", "grant")).toEqual(McpScopes.filter((s) => s.endsWith(":read")))
       for (const scope of McpScopes.filter((s) => s !== "mcp:use" && !s.endsWith(":read"))) {
-        expect(page).toMatch(new RegExp(`name="grant" value="${scope}"> <label for="scope-${scope}"><code>${scope}</code>: [^<]+<strong>\\(changes your data\\)</strong>`))
+        expect(page).toMatch(
+          new RegExp(
+            `name="grant" value="${scope}"> <label for="scope-${scope}"><code>${scope}</code>: [^<]+<strong>\\(changes your data\\)</strong>`
+          )
+        )
       }
       yield* Effect.promise(() => transport.finishAuth(consent!.redirect.searchParams.get("code")!))
       expect(provider.saved!.scope).toBe(ADVERTISED)
@@ -241,7 +283,9 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       expect(tools.length).toBeGreaterThanOrEqual(33)
       for (const tool of tools) {
         // empty arguments: the scope is checked before them, so a missing one would show here
-        const result = (yield* Effect.promise(() => client.callTool({ name: tool.name, arguments: {} }))) as CallToolResult
+        const result = (yield* Effect.promise(() =>
+          client.callTool({ name: tool.name, arguments: {} })
+        )) as CallToolResult
         expect(textOf(result), tool.name).not.toContain("Missing required scope")
         expect((result.structuredContent as { error?: string } | undefined)?.error, tool.name).not.toBe("Forbidden")
       }
@@ -265,7 +309,10 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       expect(page.html).not.toContain(`id="scope-openid"`)
       // the user unticked knowledge:write
       const { redirect } = yield* Effect.promise(() =>
-        flow.browser.authorize(url, { email: user.email, password: PASSWORD }, { decision: "approve", grant: ["knowledge:read"] })
+        flow.browser.authorize(url, { email: user.email, password: PASSWORD }, {
+          decision: "approve",
+          grant: ["knowledge:read"]
+        })
       )
       const tokens = yield* finish({ ...flow, consent: { ...flow.consent, redirect } })
       expect(tokens.scope).toBe("mcp:use knowledge:read")
@@ -295,7 +342,10 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       expect(tokens.refresh_token).toMatch(/^ort_/)
 
       // hashed at rest, expiring, scoped, and tied to the client that registered
-      const rows = yield* sqlRows`select token_hash, scopes, oauth_client_id, expires_at from access_tokens where token_hash = ${sha256Hex(tokens.access_token)}`
+      const rows =
+        yield* sqlRows`select token_hash, scopes, oauth_client_id, expires_at from access_tokens where token_hash = ${
+          sha256Hex(tokens.access_token)
+        }`
       expect(rows).toHaveLength(1)
       expect(rows[0]!.oauth_client_id).toBe(flow.provider.client!.client_id)
       expect(rows[0]!.scopes).toEqual(["mcp:use", "opportunities:read"])
@@ -305,10 +355,14 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const client = yield* mcpClient(flow.serverUrl, flow.provider)
       const { tools } = yield* Effect.promise(() => client.listTools())
       expect(tools.map((t) => t.name)).toContain("list_pipelines")
-      const pipelines = (yield* Effect.promise(() => client.callTool({ name: "list_pipelines", arguments: {} }))) as CallToolResult
+      const pipelines = (yield* Effect.promise(() =>
+        client.callTool({ name: "list_pipelines", arguments: {} })
+      )) as CallToolResult
       expect(pipelines.isError ?? false).toBe(false)
       expect(pipelines.structuredContent).toMatchObject({ pipelines: [] })
-      const contacts = (yield* Effect.promise(() => client.callTool({ name: "list_contacts", arguments: {} }))) as CallToolResult
+      const contacts = (yield* Effect.promise(() =>
+        client.callTool({ name: "list_contacts", arguments: {} })
+      )) as CallToolResult
       expect(contacts.isError ?? false).toBe(false)
       const search = (yield* Effect.promise(() =>
         client.callTool({ name: "list_knowledge_points", arguments: { knowledge_table_id: 1 } })
@@ -322,7 +376,9 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       expect(yield* restStatus(baseUrl, tokens.access_token, "/api/user/me")).toBe(200)
 
       // the account page lists the connected application
-      const account = yield* Effect.promise(() => flow.browser.open("/account"))
+      const account = yield* Effect.promise(() =>
+        flow.browser.open("/account")
+      )
       expect(account.html).toContain("Parley test client")
       expect(account.html).toContain(flow.provider.client!.client_id)
     }))
@@ -335,7 +391,9 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const first = yield* finish(flow)
       expect(first.scope).toBe(READ_ONLY)
 
-      const refreshed = yield* Effect.promise(() => auth(flow.provider, { serverUrl: flow.serverUrl, resourceMetadataUrl: flow.resourceMetadataUrl }))
+      const refreshed = yield* Effect.promise(() =>
+        auth(flow.provider, { serverUrl: flow.serverUrl, resourceMetadataUrl: flow.resourceMetadataUrl })
+      )
       expect(refreshed).toBe("AUTHORIZED")
       const second = flow.provider.saved!
       expect(second.access_token).not.toBe(first.access_token)
@@ -369,13 +427,21 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         user,
         clientMetadata: metadata({ client_name: "Confidential app", token_endpoint_auth_method: "client_secret_post" })
       })
-      const info = flow.provider.client as { client_id: string; client_secret?: string; token_endpoint_auth_method?: string }
+      const info = flow.provider.client as {
+        client_id: string
+        client_secret?: string
+        token_endpoint_auth_method?: string
+      }
       expect(info.client_secret).toMatch(/^mcs_/)
       expect(info.token_endpoint_auth_method).toBe("client_secret_post")
       const tokens = yield* finish(flow)
       expect(yield* mcpStatus(baseUrl, tokens.access_token)).toBe(200)
 
-      const noSecret = yield* form(baseUrl, "/token", { grant_type: "refresh_token", refresh_token: tokens.refresh_token!, client_id: info.client_id })
+      const noSecret = yield* form(baseUrl, "/token", {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token!,
+        client_id: info.client_id
+      })
       expect(noSecret.status).toBe(401)
       expect(noSecret.body.error).toBe("invalid_client")
       const wrongSecret = yield* form(baseUrl, "/token", {
@@ -385,7 +451,10 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         client_secret: "mcs_wrong"
       })
       expect(wrongSecret.body.error).toBe("invalid_client")
-      const basic = yield* form(baseUrl, "/token", { grant_type: "refresh_token", refresh_token: tokens.refresh_token! }, {
+      const basic = yield* form(baseUrl, "/token", {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token!
+      }, {
         authorization: `Basic ${Buffer.from(`${info.client_id}:${info.client_secret}`).toString("base64")}`
       })
       expect(basic.status).toBe(200)
@@ -399,28 +468,53 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const registered = yield* fetchJson(`${baseUrl}/register`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ client_name: "Hand-made", redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" })
+        body: JSON.stringify({
+          client_name: "Hand-made",
+          redirect_uris: [REDIRECT],
+          token_endpoint_auth_method: "none"
+        })
       })
       expect(registered.status).toBe(201)
-      expect(registered.body).toMatchObject({ redirect_uris: [REDIRECT], token_endpoint_auth_method: "none", response_types: ["code"] })
+      expect(registered.body).toMatchObject({
+        redirect_uris: [REDIRECT],
+        token_endpoint_auth_method: "none",
+        response_types: ["code"]
+      })
       expect(registered.body.client_secret).toBeUndefined()
       const clientId: string = registered.body.client_id
       const browser = new ScriptedBrowser(baseUrl)
       const authorizeUrl = (params: Record<string, string>) => {
         const url = new URL(`${baseUrl}/authorize`)
-        for (const [k, v] of Object.entries({ response_type: "code", client_id: clientId, redirect_uri: REDIRECT, state: "s1", ...params })) {
+        for (
+          const [k, v] of Object.entries({
+            response_type: "code",
+            client_id: clientId,
+            redirect_uri: REDIRECT,
+            state: "s1",
+            ...params
+          })
+        ) {
           if (v !== "") url.searchParams.set(k, v)
         }
         return url
       }
 
       // missing challenge, plain method, foreign resource: the error goes back to the client, with the state
-      for (const [params, error] of [
-        [{}, "invalid_request"],
-        [{ code_challenge: pkce().challenge, code_challenge_method: "plain" }, "invalid_request"],
-        [{ code_challenge: pkce().challenge, code_challenge_method: "S256", resource: "https://elsewhere.example/mcp" }, "invalid_target"],
-        [{ code_challenge: pkce().challenge, code_challenge_method: "S256", response_type: "token" }, "unsupported_response_type"]
-      ] as const) {
+      for (
+        const [params, error] of [
+          [{}, "invalid_request"],
+          [{ code_challenge: pkce().challenge, code_challenge_method: "plain" }, "invalid_request"],
+          [{
+            code_challenge: pkce().challenge,
+            code_challenge_method: "S256",
+            resource: "https://elsewhere.example/mcp"
+          }, "invalid_target"],
+          [
+            { code_challenge: pkce().challenge, code_challenge_method: "S256", response_type: "token" },
+            "unsupported_response_type"
+          ]
+        ] as const
+      ) {
         const response = yield* Effect.promise(() => browser.request(authorizeUrl(params).toString()))
         expect(response.status).toBe(302)
         const location = new URL(response.headers.get("location")!)
@@ -432,10 +526,14 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
 
       const { verifier, challenge } = pkce()
       const { redirect } = yield* Effect.promise(() =>
-        browser.authorize(authorizeUrl({ code_challenge: challenge, code_challenge_method: "S256", resource: `${baseUrl}/mcp` }), {
-          email: user.email,
-          password: PASSWORD
-        }, { decision: "approve" })
+        browser.authorize(
+          authorizeUrl({ code_challenge: challenge, code_challenge_method: "S256", resource: `${baseUrl}/mcp` }),
+          {
+            email: user.email,
+            password: PASSWORD
+          },
+          { decision: "approve" }
+        )
       )
       const code = redirect.searchParams.get("code")!
       const exchange = (codeVerifier: string, extra: Record<string, string> = {}) =>
@@ -475,7 +573,11 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
 
       const unsupported = yield* form(baseUrl, "/token", { grant_type: "password", client_id: clientId })
       expect(unsupported.body.error).toBe("unsupported_grant_type")
-      const unknownClient = yield* form(baseUrl, "/token", { grant_type: "authorization_code", client_id: "mcp_nobody", code })
+      const unknownClient = yield* form(baseUrl, "/token", {
+        grant_type: "authorization_code",
+        client_id: "mcp_nobody",
+        code
+      })
       expect(unknownClient.status).toBe(401)
       expect(unknownClient.body.error).toBe("invalid_client")
     }))
@@ -486,7 +588,11 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const registered = yield* fetchJson(`${baseUrl}/register`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ client_name: "Redirect check", redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" })
+        body: JSON.stringify({
+          client_name: "Redirect check",
+          redirect_uris: [REDIRECT],
+          token_endpoint_auth_method: "none"
+        })
       })
       const clientId: string = registered.body.client_id
       const { challenge } = pkce()
@@ -502,7 +608,12 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
             state: "x"
           }).toString()
           const response = await fetch(url, { redirect: "manual" })
-          return { status: response.status, location: response.headers.get("location"), type: response.headers.get("content-type"), html: await response.text() }
+          return {
+            status: response.status,
+            location: response.headers.get("location"),
+            type: response.headers.get("content-type"),
+            html: await response.text()
+          }
         })
       for (
         const [id, uri] of [
@@ -555,10 +666,18 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       expect(foreign.status).toBe(200)
       expect(yield* mcpStatus(baseUrl, tokens.access_token)).toBe(200)
 
-      const revoked = yield* form(baseUrl, "/revoke", { token: tokens.access_token, token_type_hint: "access_token", client_id: clientId })
+      const revoked = yield* form(baseUrl, "/revoke", {
+        token: tokens.access_token,
+        token_type_hint: "access_token",
+        client_id: clientId
+      })
       expect(revoked.status).toBe(200)
       expect(yield* mcpStatus(baseUrl, tokens.access_token)).toBe(401)
-      const refresh = yield* form(baseUrl, "/token", { grant_type: "refresh_token", refresh_token: tokens.refresh_token!, client_id: clientId })
+      const refresh = yield* form(baseUrl, "/token", {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token!,
+        client_id: clientId
+      })
       expect(refresh.body.error).toBe("invalid_grant")
       const unknown = yield* form(baseUrl, "/revoke", { token: "oat_unknown", client_id: clientId })
       expect(unknown.status).toBe(200)
@@ -574,10 +693,14 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const account = yield* Effect.promise(() => flow.browser.open("/account"))
       const csrf = /name="csrf" value="([^"]+)"/.exec(account.html)![1]!
       // without the CSRF token the post is refused
-      const forged = yield* Effect.promise(() => flow.browser.open("/account/clients/revoke", { client_id: flow.provider.client!.client_id }))
+      const forged = yield* Effect.promise(() =>
+        flow.browser.open("/account/clients/revoke", { client_id: flow.provider.client!.client_id })
+      )
       expect(forged.status).toBe(403)
       expect(yield* mcpStatus(baseUrl, tokens.access_token)).toBe(200)
-      const after = yield* Effect.promise(() => flow.browser.open("/account/clients/revoke", { csrf, client_id: flow.provider.client!.client_id }))
+      const after = yield* Effect.promise(() =>
+        flow.browser.open("/account/clients/revoke", { csrf, client_id: flow.provider.client!.client_id })
+      )
       expect(after.status).toBe(200)
       expect(after.html).not.toContain("To disconnect")
       expect(yield* mcpStatus(baseUrl, tokens.access_token)).toBe(401)
@@ -600,23 +723,34 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       expect(fragment.body.error).toBe("invalid_redirect_uri")
       const none = yield* registerFrom(baseUrl, address, { client_name: "no uris" })
       expect(none.status).toBe(400)
-      const badMethod = yield* registerFrom(baseUrl, address, { redirect_uris: [REDIRECT], token_endpoint_auth_method: "private_key_jwt" })
+      const badMethod = yield* registerFrom(baseUrl, address, {
+        redirect_uris: [REDIRECT],
+        token_endpoint_auth_method: "private_key_jwt"
+      })
       expect(badMethod.body.error).toBe("invalid_client_metadata")
-      const https = yield* registerFrom(baseUrl, address, { redirect_uris: ["https://app.example/cb", "http://localhost:8976/cb"] })
+      const https = yield* registerFrom(baseUrl, address, {
+        redirect_uris: ["https://app.example/cb", "http://localhost:8976/cb"]
+      })
       expect(https.status).toBe(201)
       expect(https.body.token_endpoint_auth_method).toBe("client_secret_basic")
       expect(https.body.client_secret).toMatch(/^mcs_/)
 
       let limited: { status: number; headers: Http.IncomingHttpHeaders; body: any } | undefined
       for (let i = 0; i < 30 && limited === undefined; i++) {
-        const r = yield* registerFrom(baseUrl, address, { redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" })
+        const r = yield* registerFrom(baseUrl, address, {
+          redirect_uris: [REDIRECT],
+          token_endpoint_auth_method: "none"
+        })
         if (r.status === 429) limited = r
         else expect(r.status).toBe(201)
       }
       expect(limited?.body.error).toBe("too_many_requests")
       expect(Number(limited?.headers["retry-after"])).toBeGreaterThan(0)
       // another address is not affected
-      const elsewhere = yield* registerFrom(baseUrl, "127.0.0.10", { redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" })
+      const elsewhere = yield* registerFrom(baseUrl, "127.0.0.10", {
+        redirect_uris: [REDIRECT],
+        token_endpoint_auth_method: "none"
+      })
       expect(elsewhere.status).toBe(201)
     }))
 
@@ -628,17 +762,26 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const page = yield* Effect.promise(() => browser.open("/account"))
       expect(new URL(page.url).pathname).toBe("/account/sign-in")
       const csrf = /name="csrf" value="([^"]+)"/.exec(page.html)![1]!
-      const wrong = yield* Effect.promise(() => browser.open("/account/sign-in", { csrf, return_to: "/account", email: user.email, password: "nope" }))
+      const wrong = yield* Effect.promise(() =>
+        browser.open("/account/sign-in", { csrf, return_to: "/account", email: user.email, password: "nope" })
+      )
       expect(wrong.status).toBe(401)
       expect(wrong.html).toContain("The email or password is incorrect.")
       expect(browser.cookies.get("parley_session")).toBeUndefined()
-      const forged = yield* Effect.promise(() => browser.open("/account/sign-in", { return_to: "/account", email: user.email, password: PASSWORD }))
+      const forged = yield* Effect.promise(() =>
+        browser.open("/account/sign-in", { return_to: "/account", email: user.email, password: PASSWORD })
+      )
       expect(forged.status).toBe(403)
       expect(browser.cookies.get("parley_session")).toBeUndefined()
       const csrf2 = /name="csrf" value="([^"]+)"/.exec(forged.html)![1]!
       // an off-site return_to is ignored
       const ok = yield* Effect.promise(() =>
-        browser.open("/account/sign-in", { csrf: csrf2, return_to: "//attacker.example/x", email: user.email, password: PASSWORD })
+        browser.open("/account/sign-in", {
+          csrf: csrf2,
+          return_to: "//attacker.example/x",
+          email: user.email,
+          password: PASSWORD
+        })
       )
       expect(ok.status).toBe(200)
       expect(new URL(ok.url).pathname).toBe("/account")

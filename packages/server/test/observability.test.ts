@@ -9,7 +9,15 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { type ChildDatabase, childDatabase, type Running, serve, startReceiver, stop, until } from "./support/ChildServer.js"
+import {
+  type ChildDatabase,
+  childDatabase,
+  type Running,
+  serve,
+  startReceiver,
+  stop,
+  until
+} from "./support/ChildServer.js"
 import { type ReceivedSpan, startOtlpReceiver } from "./support/OtlpReceiver.js"
 
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-observability-"))
@@ -57,42 +65,52 @@ const basic = () => `Basic ${Buffer.from(`${demo.channel.client_id}:${demo.chann
 const ancestry = (span: ReceivedSpan, spans: ReadonlyArray<ReceivedSpan>) => {
   const byId = new Map(spans.map((s) => [s.spanId, s]))
   const chain: Array<string> = []
-  for (let s: ReceivedSpan | undefined = span; s !== undefined; s = s.parentSpanId === undefined ? undefined : byId.get(s.parentSpanId)) {
+  for (
+    let s: ReceivedSpan | undefined = span;
+    s !== undefined;
+    s = s.parentSpanId === undefined ? undefined : byId.get(s.parentSpanId)
+  ) {
     chain.push(s.name)
   }
   return chain
 }
 
 describe("observability of a running server", () => {
-  it("one inbound message is one trace from the receiver to the webhook delivery, every span's parent in it", async () => {
-    const sent = await fetch(`${server.receiver}/web-chat/message`, {
-      method: "POST",
-      headers: { authorization: basic(), "content-type": "application/json", "x-request-id": "obs-trace-1" },
-      body: JSON.stringify({ contact_id: "obs-visitor", message: "What does the Growth plan cost?" })
-    })
-    expect(sent.status).toBe(200)
-    await until("the reply webhook", () => webhook.hits.length > 0 ? true : undefined, 120_000)
-    const delivery = await until(
-      "the delivery span",
-      () => otlp.spans.find((s) => s.name === "ReplyDelivery.attempt"),
-      60_000
-    )
-    const trace = otlp.spans.filter((s) => s.traceId === delivery.traceId)
-    const chain = ancestry(delivery, trace)
-    // the delivery descends from the conversation entity's handling, which descends from the receiver
-    expect(chain[0]).toBe("ReplyDelivery.attempt")
-    expect(chain).toContain("Receiver.message")
-    expect(chain.some((name) => name.startsWith("Conversation.Inbound"))).toBe(true)
-    expect(chain.at(-1)).toMatch(/^http\.server POST/)
-    const root = trace.find((s) => s.parentSpanId === undefined)!
-    expect(root.attributes["url.path"]).toBe("/web-chat/message")
-    // the model call is in the same trace
-    expect(trace.some((s) => /generateText|LanguageModel/.test(s.name))).toBe(true)
-    // no span of the trace points at a parent outside it
-    const ids = new Set(trace.map((s) => s.spanId))
-    expect(trace.filter((s) => s.parentSpanId !== undefined && !ids.has(s.parentSpanId)).map((s) => s.name)).toEqual([])
-    expect(new Set(trace.map((s) => s.service))).toEqual(new Set(["parley-test"]))
-  }, 300_000)
+  it(
+    "one inbound message is one trace from the receiver to the webhook delivery, every span's parent in it",
+    async () => {
+      const sent = await fetch(`${server.receiver}/web-chat/message`, {
+        method: "POST",
+        headers: { authorization: basic(), "content-type": "application/json", "x-request-id": "obs-trace-1" },
+        body: JSON.stringify({ contact_id: "obs-visitor", message: "What does the Growth plan cost?" })
+      })
+      expect(sent.status).toBe(200)
+      await until("the reply webhook", () => webhook.hits.length > 0 ? true : undefined, 120_000)
+      const delivery = await until(
+        "the delivery span",
+        () => otlp.spans.find((s) => s.name === "ReplyDelivery.attempt"),
+        60_000
+      )
+      const trace = otlp.spans.filter((s) => s.traceId === delivery.traceId)
+      const chain = ancestry(delivery, trace)
+      // the delivery descends from the conversation entity's handling, which descends from the receiver
+      expect(chain[0]).toBe("ReplyDelivery.attempt")
+      expect(chain).toContain("Receiver.message")
+      expect(chain.some((name) => name.startsWith("Conversation.Inbound"))).toBe(true)
+      expect(chain.at(-1)).toMatch(/^http\.server POST/)
+      const root = trace.find((s) => s.parentSpanId === undefined)!
+      expect(root.attributes["url.path"]).toBe("/web-chat/message")
+      // the model call is in the same trace
+      expect(trace.some((s) => /generateText|LanguageModel/.test(s.name))).toBe(true)
+      // no span of the trace points at a parent outside it
+      const ids = new Set(trace.map((s) => s.spanId))
+      expect(trace.filter((s) => s.parentSpanId !== undefined && !ids.has(s.parentSpanId)).map((s) => s.name)).toEqual(
+        []
+      )
+      expect(new Set(trace.map((s) => s.service))).toEqual(new Set(["parley-test"]))
+    },
+    300_000
+  )
 
   it("/metrics answers Prometheus' text format with the requests, replies, deliveries and model use so far", async () => {
     const response = await fetch(metricsUrl)
@@ -107,16 +125,23 @@ describe("observability of a running server", () => {
       samples.set(match![1]!, Number(match![2]))
     }
     const value = (prefix: string) => [...samples].filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0)
-    expect(value("parley_http_requests_total{listener=\"receiver\",method=\"POST\",route=\"/web-chat/message\",status=\"200\"}")).toBeGreaterThanOrEqual(1)
+    expect(
+      value(
+        "parley_http_requests_total{listener=\"receiver\",method=\"POST\",route=\"/web-chat/message\",status=\"200\"}"
+      )
+    ).toBeGreaterThanOrEqual(1)
     expect(value("parley_http_request_duration_seconds_count{listener=\"receiver\"")).toBeGreaterThanOrEqual(1)
     expect(value("parley_replies_made_total")).toBeGreaterThanOrEqual(1)
     expect(value("parley_reply_latency_seconds_count")).toBeGreaterThanOrEqual(1)
     expect(value("parley_webhook_deliveries_total{outcome=\"delivered\",attempt=\"1\"}")).toBeGreaterThanOrEqual(1)
-    expect(value("parley_model_tokens_total{provider=\"local\",model=\"parley-local\",direction=\"output\"}")).toBeGreaterThan(0)
+    expect(value("parley_model_tokens_total{provider=\"local\",model=\"parley-local\",direction=\"output\"}"))
+      .toBeGreaterThan(0)
     expect(samples.has("parley_cluster_pending_messages")).toBe(true)
     expect(samples.has("parley_oldest_unhandled_message_seconds")).toBe(true)
     // the wait for the database: the embedded client's one session, or the Postgres pool's connections
-    expect(value(database.mode === "embedded" ? "parley_db_session_wait_seconds_count" : "parley_db_pool_wait_seconds_count")).toBeGreaterThan(0)
+    expect(
+      value(database.mode === "embedded" ? "parley_db_session_wait_seconds_count" : "parley_db_pool_wait_seconds_count")
+    ).toBeGreaterThan(0)
     expect(value("process_resident_memory_bytes")).toBeGreaterThan(0)
     expect(value("nodejs_external_memory_bytes")).toBeGreaterThan(0)
     expect(value("parley_database_size_bytes")).toBeGreaterThan(1_000_000)
@@ -145,11 +170,17 @@ describe("observability of a running server", () => {
     expect(withRequest!.span_id).toMatch(/^[0-9a-f]{16}$/)
     // an authenticated request's lines name the user and workspace
     const authenticated = entries.find((e) => e.message === "PUT /api/user/channels/:channel 200")
-    expect(authenticated).toMatchObject({ user_id: expect.any(Number), workspace_id: expect.any(Number), http_status: 200 })
+    expect(authenticated).toMatchObject({
+      user_id: expect.any(Number),
+      workspace_id: expect.any(Number),
+      http_status: 200
+    })
     // start-up progress and the banner are JSON lines too
     const opening = database.mode === "embedded" ? /embedded database/ : /Connecting to Postgres/
     expect(entries.some((e) => typeof e.startup_seconds === "number" && opening.test(String(e.message)))).toBe(true)
     expect(entries.some((e) => String(e.message).includes("Parley is running."))).toBe(true)
-    expect(server.output().split("\n").filter((l) => l.startsWith("[") || l.startsWith("Parley is running"))).toEqual([])
+    expect(server.output().split("\n").filter((l) => l.startsWith("[") || l.startsWith("Parley is running"))).toEqual(
+      []
+    )
   })
 })

@@ -50,7 +50,9 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       )
       expect(operations.length).toBeGreaterThanOrEqual(15)
       for (const { op, path } of operations) {
-        if (path.startsWith("/api/user/")) expect(op.security).toEqual([webChat.has(path) ? { basic: [] } : { bearer: [] }])
+        if (path.startsWith("/api/user/")) {
+          expect(op.security).toEqual([webChat.has(path) ? { basic: [] } : { bearer: [] }])
+        }
       }
     }))
 
@@ -68,17 +70,33 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(methods("/api/user/channels/{channel}")).toEqual(["get", "put"])
       expect(methods("/api/user/channels/{channel}/rotate")).toEqual(["post"])
       const param = doc.paths["/api/user/pipelines/{pipeline}"].get.parameters
-      expect(param).toEqual(expect.arrayContaining([expect.objectContaining({ name: "pipeline", in: "path", required: true })]))
+      expect(param).toEqual(
+        expect.arrayContaining([expect.objectContaining({ name: "pipeline", in: "path", required: true })])
+      )
     }))
 
   it.effect("lists the query parameters of every GET that takes them, the conversation and widget reads included", () =>
     Effect.gen(function*() {
       const doc = yield* openapi
       const query = (path: string) =>
-        (doc.paths[path].get.parameters as Array<{ name: string; in: string }>).filter((p) => p.in === "query").map((p) => p.name)
+        (doc.paths[path].get.parameters as Array<{ name: string; in: string }>).filter((p) => p.in === "query").map((
+          p
+        ) => p.name)
       expect(query("/api/user/conversations")).toEqual(expect.arrayContaining([
-        "workspace_id", "pipeline_id", "channel_id", "status", "handoff", "assignee_id", "opportunity_id", "stage_id", "contact_id", "q",
-        "unread", "order", "cursor", "per_page"
+        "workspace_id",
+        "pipeline_id",
+        "channel_id",
+        "status",
+        "handoff",
+        "assignee_id",
+        "opportunity_id",
+        "stage_id",
+        "contact_id",
+        "q",
+        "unread",
+        "order",
+        "cursor",
+        "per_page"
       ]))
       expect(query("/api/user/conversations/{id}/messages")).toEqual(["cursor", "direction", "per_page"])
       expect(query("/api/widget/messages")).not.toEqual([])
@@ -98,7 +116,9 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
           return walk(doc.components.schemas[name], at, new Set([...seen, name]))
         }
         if (schema.type === "integer") integers++
-        if (schema.type === "integer" && (schema.maximum === undefined || schema.minimum === undefined)) unbounded.push(at)
+        if (schema.type === "integer" && (schema.maximum === undefined || schema.minimum === undefined)) {
+          unbounded.push(at)
+        }
         for (const [key, value] of Object.entries(schema.properties ?? {})) walk(value, `${at}.${key}`, seen)
         for (const key of ["anyOf", "oneOf", "allOf"]) for (const member of schema[key] ?? []) walk(member, at, seen)
         if (schema.items !== undefined) walk(schema.items, `${at}[]`, seen)
@@ -163,11 +183,15 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
         return envelope.properties.data
       }
       const pipeline = resolve(doc, dataOf("/api/user/pipelines", "post"))
-      expect(Object.keys(pipeline.properties)).toEqual(expect.arrayContaining(["id", "name", "stages", "is_model_routing"]))
+      expect(Object.keys(pipeline.properties)).toEqual(
+        expect.arrayContaining(["id", "name", "stages", "is_model_routing"])
+      )
       expect(pipeline.properties).not.toHaveProperty("validation")
       const stages = dataOf("/api/user/pipelines/{pipeline}/stages", "get")
       expect(stages.type).toBe("array")
-      expect(Object.keys(resolve(doc, stages.items).properties)).toEqual(expect.arrayContaining(["id", "pipeline_id", "order"]))
+      expect(Object.keys(resolve(doc, stages.items).properties)).toEqual(
+        expect.arrayContaining(["id", "pipeline_id", "order"])
+      )
       const stage = resolve(doc, dataOf("/api/user/pipelines/{pipeline}/stages", "post"))
       expect(Object.keys(stage.properties)).toEqual(expect.arrayContaining(["order", "enter_condition"]))
       const me = resolve(doc, dataOf("/api/user/me", "get"))
@@ -261,10 +285,12 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
 
 /** A CSP's directives by name. */
 const directives = (headers: Headers) =>
-  new Map((headers.get("content-security-policy") ?? "").split(";").map((d) => {
-    const [name, ...sources] = d.trim().split(/\s+/)
-    return [name!, sources] as const
-  }))
+  new Map(
+    (headers.get("content-security-policy") ?? "").split(";").map((d) => {
+      const [name, ...sources] = d.trim().split(/\s+/)
+      return [name!, sources] as const
+    })
+  )
 
 const expectPageHeaders = (headers: Headers) => {
   const csp = directives(headers)

@@ -68,12 +68,18 @@ const hearsWorkspace = (client: Operator, workspaceId: number, probe: string) =>
     )
     yield* realtime.toWorkspace(workspaceId, "new_message", { probe })
     yield* realtime.publish(conversation, [{ marker: probe }])
-    yield* client.until(`marker ${probe}`, () => client.events.find((e) => e.name === "new_message" && e.payload?.[0]?.marker === probe))
-    return client.events.some((e) => e.name === "new_message" && e.payload?.probe === probe)
+    yield* client.until(`marker ${probe}`, () =>
+      client.events.find((e) => e.name === "new_message" && e.payload?.[0]?.marker === probe))
+    return client.events.some((e) =>
+      e.name === "new_message" && e.payload?.probe === probe
+    )
   })
 
 const accessEnded = (client: Operator, workspaceId: number) =>
-  client.until("access_ended", () => client.events.find((e) => e.name === "access_ended" && e.payload.workspace_id === workspaceId))
+  client.until(
+    "access_ended",
+    () => client.events.find((e) => e.name === "access_ended" && e.payload.workspace_id === workspaceId)
+  )
 
 layer(TestServerLive(), { excludeTestServices: true })("an operator's socket after its access ends", (it) => {
   it.scoped("revoking the token it joined with leaves the workspace room at once", () =>
@@ -94,10 +100,18 @@ layer(TestServerLive(), { excludeTestServices: true })("an operator's socket aft
     Effect.gen(function*() {
       const owner = yield* seedUser()
       const sessions = yield* Sessions
-      const cookie = yield* Effect.flatMap(sessions.signIn(owner.email, "correct horse battery", "127.0.0.7"), Effect.orDie)
+      const cookie = yield* Effect.flatMap(
+        sessions.signIn(owner.email, "correct horse battery", "127.0.0.7"),
+        Effect.orDie
+      )
       const session = yield* Effect.flatMap(sessions.current(cookie), Effect.orDie)
       const issued = yield* Effect.flatMap(Identity, (identity) =>
-        identity.issueSessionToken({ userId: owner.user_id as never, sessionId: session.id, scopes: CONSOLE_SCOPES, ttlMs: 900_000 }))
+        identity.issueSessionToken({
+          userId: owner.user_id as never,
+          sessionId: session.id,
+          scopes: CONSOLE_SCOPES,
+          ttlMs: 900_000
+        }))
       const client = yield* operator
       expect(yield* client.join(owner.workspace_id, issued.token)).toMatchObject({ status: true })
 

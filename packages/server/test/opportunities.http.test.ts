@@ -54,7 +54,12 @@ layer(TestServerLive())("creating an opportunity", (it) => {
         contact: { name: "Ana Ruiz", phone: "+49 151 2345-678", email: "ana@example.com" }
       })
       expect(r.status).toBe(200)
-      expect(r.body).toMatchObject({ status: true, code: 200, validation: [], message: "Opportunity created successfully." })
+      expect(r.body).toMatchObject({
+        status: true,
+        code: 200,
+        validation: [],
+        message: "Opportunity created successfully."
+      })
       const o = r.body.data
       expect(o).toMatchObject({
         status: "active",
@@ -100,7 +105,11 @@ layer(TestServerLive())("creating an opportunity", (it) => {
         contact: { phone: freshPhone() }
       })
       expect(closed).toMatchObject({ stage_id: won.id, stage_nature: "won", status: "won" })
-      const lost = yield* createOpportunity(alice, { pipeline_id: pipeline.id, status: "lost", contact: { email: "lost@example.com" } })
+      const lost = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        status: "lost",
+        contact: { email: "lost@example.com" }
+      })
       expect(lost.status).toBe("lost")
       expect((yield* get(alice, `/api/user/opportunities/${pending.id}`)).body.data.status).toBe("pending")
     }))
@@ -111,7 +120,11 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       const { pipeline } = yield* funnel(alice)
       for (const status of ["paused", "open"]) {
         expect422(
-          yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, status, contact: { phone: freshPhone() } }),
+          yield* post(alice, "/api/user/opportunities", {
+            pipeline_id: pipeline.id,
+            status,
+            contact: { phone: freshPhone() }
+          }),
           ["status"]
         )
       }
@@ -122,7 +135,11 @@ layer(TestServerLive())("creating an opportunity", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
-      const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, tags: ["VIP"], contact: { phone: freshPhone() } })
+      const first = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        tags: ["VIP"],
+        contact: { phone: freshPhone() }
+      })
       const vip = first.tags[0]
       expect(vip.name).toBe("VIP")
       const second = yield* createOpportunity(alice, {
@@ -163,7 +180,11 @@ layer(TestServerLive())("creating an opportunity", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
-      const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, name: "First", contact: { phone: "+44 7700 900123" } })
+      const first = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        name: "First",
+        contact: { phone: "+44 7700 900123" }
+      })
       const same = yield* post(alice, "/api/user/opportunities", {
         pipeline_id: pipeline.id,
         name: "Ignored",
@@ -173,13 +194,20 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       expect(same.status).toBe(200)
       expect(same.body.data).toMatchObject({ id: first.id, name: "First", status: "active" })
       // a second opportunity on the contact (rule 1) becomes the current one
-      const newer = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id, name: "Newer" })
+      const newer = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact_id: first.contact_id,
+        name: "Newer"
+      })
       const current = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: "447700900123" } })
       expect(current.id).toBe(newer.id)
       expect(current.name).toBe("Newer")
       // "newest" is by created_at, not by id
       yield* sqlRows`update opportunities set created_at = now() + interval '1 hour' where id = ${first.id}`
-      const byCreatedAt = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: "447700900123" } })
+      const byCreatedAt = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { phone: "447700900123" }
+      })
       expect(byCreatedAt.id).toBe(first.id)
       expect(yield* count`select count(*) as n from opportunities where contact_id = ${first.contact_id}`).toBe(2)
       expect(yield* count`select count(*) as n from contacts where workspace_id = ${alice.workspace_id}`).toBe(1)
@@ -202,8 +230,14 @@ layer(TestServerLive())("creating an opportunity", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
-      const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "Maria.Lopez@Example.com" } })
-      const again = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "maria.lopez@EXAMPLE.COM" } })
+      const first = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { email: "Maria.Lopez@Example.com" }
+      })
+      const again = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { email: "maria.lopez@EXAMPLE.COM" }
+      })
       expect(again.id).toBe(first.id)
       expect(again.contact_id).toBe(first.contact_id)
       expect(yield* count`select count(*) as n from contacts where workspace_id = ${alice.workspace_id}`).toBe(1)
@@ -215,7 +249,10 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
       const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "joe@example.com" } })
-      const again = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "joe@example.com", phone: freshPhone() } })
+      const again = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { email: "joe@example.com", phone: freshPhone() }
+      })
       expect(again.id).toBe(first.id)
       expect(yield* count`select count(*) as n from contacts where workspace_id = ${alice.workspace_id}`).toBe(1)
     }))
@@ -240,7 +277,9 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
       for (const email of ["not-an-email", "a@b", "two words@example.com"]) {
-        expect422(yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, contact: { email } }), ["contact.email"])
+        expect422(yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, contact: { email } }), [
+          "contact.email"
+        ])
       }
     }))
 
@@ -249,10 +288,16 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
       expect422(
-        yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, contact: { phone: freshPhone(), priority: "urgent" } }),
+        yield* post(alice, "/api/user/opportunities", {
+          pipeline_id: pipeline.id,
+          contact: { phone: freshPhone(), priority: "urgent" }
+        }),
         ["contact.priority"]
       )
-      const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone(), priority: "low" } })
+      const o = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { phone: freshPhone(), priority: "low" }
+      })
       expect(o.contact_priority).toBe("low")
     }))
 
@@ -261,10 +306,18 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
       expect422(
-        yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, name: "x".repeat(256), contact: { phone: freshPhone() } }),
+        yield* post(alice, "/api/user/opportunities", {
+          pipeline_id: pipeline.id,
+          name: "x".repeat(256),
+          contact: { phone: freshPhone() }
+        }),
         ["name"]
       )
-      const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, name: "y".repeat(255), contact: { phone: freshPhone() } })
+      const o = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        name: "y".repeat(255),
+        contact: { phone: freshPhone() }
+      })
       expect(o.name).toHaveLength(255)
     }))
 
@@ -273,14 +326,22 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       const alice = yield* seedUser()
       const bob = yield* seedUser()
       const bobs = yield* funnel(bob)
-      expect422(yield* post(alice, "/api/user/opportunities", { pipeline_id: 987654, contact: { phone: freshPhone() } }), ["pipeline_id"])
+      expect422(
+        yield* post(alice, "/api/user/opportunities", { pipeline_id: 987654, contact: { phone: freshPhone() } }),
+        ["pipeline_id"]
+      )
       expect422(yield* post(alice, "/api/user/opportunities", { contact: { phone: freshPhone() } }), ["pipeline_id"])
       expect422(
-        yield* post(alice, "/api/user/opportunities", { pipeline_id: bobs.pipeline.id, contact: { phone: freshPhone() } }),
+        yield* post(alice, "/api/user/opportunities", {
+          pipeline_id: bobs.pipeline.id,
+          contact: { phone: freshPhone() }
+        }),
         ["pipeline_id"]
       )
       expect(yield* count`select count(*) as n from opportunities where pipeline_id = ${bobs.pipeline.id}`).toBe(0)
-      expect(yield* count`select count(*) as n from contacts where workspace_id in (${alice.workspace_id}, ${bob.workspace_id})`).toBe(0)
+      expect(
+        yield* count`select count(*) as n from contacts where workspace_id in (${alice.workspace_id}, ${bob.workspace_id})`
+      ).toBe(0)
     }))
 
   it.effect("a nonexistent stage_id and another workspace's stage_id are 422 naming stage_id", () =>
@@ -290,7 +351,11 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       const { pipeline } = yield* funnel(alice)
       const bobs = yield* funnel(bob)
       expect422(
-        yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, stage_id: 987654, contact: { phone: freshPhone() } }),
+        yield* post(alice, "/api/user/opportunities", {
+          pipeline_id: pipeline.id,
+          stage_id: 987654,
+          contact: { phone: freshPhone() }
+        }),
         ["stage_id"]
       )
       expect422(
@@ -308,7 +373,10 @@ layer(TestServerLive())("creating an opportunity", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const empty = yield* createPipeline(alice, "Empty")
-      const r = yield* post(alice, "/api/user/opportunities", { pipeline_id: empty.id, contact: { phone: freshPhone() } })
+      const r = yield* post(alice, "/api/user/opportunities", {
+        pipeline_id: empty.id,
+        contact: { phone: freshPhone() }
+      })
       expect(r.status).toBe(400)
       expect(r.body).toEqual({ status: false, code: 400, validation: [], message: "Create a stage first", data: null })
       expect(yield* count`select count(*) as n from opportunities where pipeline_id = ${empty.id}`).toBe(0)
@@ -336,7 +404,11 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       const phone = freshPhone()
       yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone, email: "taken@example.com" } })
       const before = yield* count`select count(*) as n from opportunities where workspace_id = ${alice.workspace_id}`
-      const byPhone = yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, is_test: true, contact: { phone } })
+      const byPhone = yield* post(alice, "/api/user/opportunities", {
+        pipeline_id: pipeline.id,
+        is_test: true,
+        contact: { phone }
+      })
       expect422(byPhone, ["contact.phone"])
       const byEmail = yield* post(alice, "/api/user/opportunities", {
         pipeline_id: pipeline.id,
@@ -352,7 +424,9 @@ layer(TestServerLive())("creating an opportunity", (it) => {
         }),
         ["contact.email", "contact.phone"]
       )
-      expect(yield* count`select count(*) as n from opportunities where workspace_id = ${alice.workspace_id}`).toBe(before)
+      expect(yield* count`select count(*) as n from opportunities where workspace_id = ${alice.workspace_id}`).toBe(
+        before
+      )
     }))
 
   it.effect("is_test with a fresh contact creates a test opportunity whose conversations are test conversations", () =>
@@ -367,7 +441,11 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       })
       expect(o.is_test).toBe(true)
       expect(o.conversations.every((c: any) => c.is_test === true)).toBe(true)
-      const onContact = yield* createOpportunity(alice, { pipeline_id: pipeline.id, is_test: true, contact_id: o.contact_id })
+      const onContact = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        is_test: true,
+        contact_id: o.contact_id
+      })
       expect(onContact.is_test).toBe(true)
       const got = yield* get(alice, `/api/user/opportunities/${onContact.id}`)
       expect(got.body.data.conversations).toHaveLength(1)
@@ -381,7 +459,10 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       const alice = yield* seedUser()
       const { inbound, pipeline, qualified } = yield* funnel(alice)
       const channel = yield* linkWebChannel(alice, pipeline.id)
-      const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone(), name: "Kim" } })
+      const first = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { phone: freshPhone(), name: "Kim" }
+      })
       const r = yield* post(alice, "/api/user/opportunities", {
         pipeline_id: pipeline.id,
         contact_id: first.contact_id,
@@ -390,7 +471,12 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
         context: { plan: "pro" }
       })
       expect(r.status).toBe(200)
-      expect(r.body).toMatchObject({ status: true, code: 200, validation: [], message: "Opportunity created successfully." })
+      expect(r.body).toMatchObject({
+        status: true,
+        code: 200,
+        validation: [],
+        message: "Opportunity created successfully."
+      })
       const o = r.body.data
       expect(o.id).not.toBe(first.id)
       expect(o).toMatchObject({
@@ -409,7 +495,9 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       expect(o.created_at).toMatch(TIMESTAMP)
       const rows = yield* sqlRows`select channel_id, contact_id from conversations where id = ${o.conversation.id}`
       expect(rows).toEqual([{ channel_id: channel.id, contact_id: first.contact_id }])
-      expect(yield* count`select count(*) as n from opportunities where contact_id = ${first.contact_id} and pipeline_id = ${pipeline.id}`)
+      expect(
+        yield* count`select count(*) as n from opportunities where contact_id = ${first.contact_id} and pipeline_id = ${pipeline.id}`
+      )
         .toBe(2)
       // the first opportunity is untouched
       const before = (yield* get(alice, `/api/user/opportunities/${first.id}`)).body.data
@@ -439,7 +527,9 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       const again = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
       expect(again.conversation.id).toBe(existing!.id)
       expect(yield* count`select count(*) as n from conversations where contact_id = ${first.contact_id}`).toBe(2)
-      const pivots = yield* sqlRows`select opportunity_id from conversation_opportunity where conversation_id = ${existing!.id} order by opportunity_id`
+      const pivots = yield* sqlRows`select opportunity_id from conversation_opportunity where conversation_id = ${
+        existing!.id
+      } order by opportunity_id`
       expect(pivots.map((p) => p.opportunity_id)).toEqual([o.id, again.id])
       const got = (yield* get(alice, `/api/user/opportunities/${o.id}`)).body.data
       expect(got.conversations.map((c: any) => c.id)).toEqual([existing!.id])
@@ -519,7 +609,11 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       expect(yield* count`select count(*) as n from opportunities where contact_id = ${first.contact_id}`).toBe(4)
       // without contact_id the same contact is still validated, next to the other fields' errors
       expect422(
-        yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, name: "x".repeat(300), contact: { email: "not-an-email" } }),
+        yield* post(alice, "/api/user/opportunities", {
+          pipeline_id: pipeline.id,
+          name: "x".repeat(300),
+          contact: { email: "not-an-email" }
+        }),
         ["contact.email", "name"]
       )
     }))
@@ -529,9 +623,16 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       const alice = yield* seedUser()
       const sales = yield* funnel(alice, "Sales")
       const support = yield* funnel(alice, "Support")
-      const first = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone: freshPhone() } })
+      const first = yield* createOpportunity(alice, {
+        pipeline_id: sales.pipeline.id,
+        contact: { phone: freshPhone() }
+      })
       const o = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, contact_id: first.contact_id })
-      expect(o).toMatchObject({ pipeline_id: support.pipeline.id, stage_id: support.inbound.id, contact_id: first.contact_id })
+      expect(o).toMatchObject({
+        pipeline_id: support.pipeline.id,
+        stage_id: support.inbound.id,
+        contact_id: first.contact_id
+      })
     }))
 
   it.effect("a contact_id that is not the user's, unknown, or of a contact without any opportunity is 422 naming contact_id", () =>
@@ -540,13 +641,20 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       const bob = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
       const bobs = yield* funnel(bob)
-      const bobsOpportunity = yield* createOpportunity(bob, { pipeline_id: bobs.pipeline.id, contact: { phone: freshPhone() } })
-      const [bare] = yield* sqlRows`insert into contacts (workspace_id, name) values (${alice.workspace_id}, 'No deals') returning id`
+      const bobsOpportunity = yield* createOpportunity(bob, {
+        pipeline_id: bobs.pipeline.id,
+        contact: { phone: freshPhone() }
+      })
+      const [bare] =
+        yield* sqlRows`insert into contacts (workspace_id, name) values (${alice.workspace_id}, 'No deals') returning id`
       for (const contactId of [bobsOpportunity.contact_id, 987654, bare!.id]) {
-        expect422(yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, contact_id: contactId }), ["contact_id"])
+        expect422(yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, contact_id: contactId }), [
+          "contact_id"
+        ])
       }
       expect(yield* count`select count(*) as n from opportunities where workspace_id = ${alice.workspace_id}`).toBe(0)
-      expect(yield* count`select count(*) as n from opportunities where contact_id = ${bobsOpportunity.contact_id}`).toBe(1)
+      expect(yield* count`select count(*) as n from opportunities where contact_id = ${bobsOpportunity.contact_id}`)
+        .toBe(1)
     }))
 })
 
@@ -563,7 +671,11 @@ layer(TestServerLive())("the stage-entry outbox", (it) => {
       const same = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone } })
       expect(same.id).toBe(o.id)
       expect(yield* stageEntries(o.id)).toHaveLength(1)
-      const onContact = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: o.contact_id, stage_id: qualified.id })
+      const onContact = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact_id: o.contact_id,
+        stage_id: qualified.id
+      })
       expect(yield* stageEntries(onContact.id)).toEqual([
         { stage_id: qualified.id, previous_stage_id: null, cause: "created", pipeline_id: pipeline.id }
       ])
@@ -605,13 +717,18 @@ layer(TestServerLive())("concurrent creates", (it) => {
       for (let round = 0; round < 5; round++) {
         const phone = freshPhone()
         const body = { pipeline_id: pipeline.id, contact: { phone, name: `Racer ${round}` } }
-        const [a, b] = yield* Effect.all([post(alice, "/api/user/opportunities", body), post(alice, "/api/user/opportunities", body)], {
+        const [a, b] = yield* Effect.all([
+          post(alice, "/api/user/opportunities", body),
+          post(alice, "/api/user/opportunities", body)
+        ], {
           concurrency: "unbounded"
         })
         expect(a.status).toBe(200)
         expect(b.status).toBe(200)
         expect(a.body.data.id).toBe(b.body.data.id)
-        expect(yield* count`select count(*) as n from contacts where workspace_id = ${alice.workspace_id} and phone = ${phone}`).toBe(1)
+        expect(
+          yield* count`select count(*) as n from contacts where workspace_id = ${alice.workspace_id} and phone = ${phone}`
+        ).toBe(1)
         expect(
           yield* count`select count(*) as n from opportunities o join contacts c on c.id = o.contact_id
                        where c.workspace_id = ${alice.workspace_id} and c.phone = ${phone}`
@@ -628,7 +745,10 @@ layer(TestServerLive())("concurrent creates", (it) => {
       for (let round = 0; round < 5; round++) {
         const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
         const body = { pipeline_id: pipeline.id, contact_id: first.contact_id }
-        const [a, b] = yield* Effect.all([post(alice, "/api/user/opportunities", body), post(alice, "/api/user/opportunities", body)], {
+        const [a, b] = yield* Effect.all([
+          post(alice, "/api/user/opportunities", body),
+          post(alice, "/api/user/opportunities", body)
+        ], {
           concurrency: "unbounded"
         })
         expect([a.status, b.status]).toEqual([200, 200])
@@ -690,7 +810,10 @@ layer(TestServerLive())("retrieving an opportunity", (it) => {
       const alice = yield* seedUser()
       const { inbound, pipeline } = yield* funnel(alice)
       const byPhone = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
-      const holder = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "holder@example.com" } })
+      const holder = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        contact: { email: "holder@example.com" }
+      })
       // an opportunity whose id is also a valid phone, held by the contact whose phone is the same digits
       const bigId = 4_930_000_000 + Math.floor(Math.random() * 1_000_000)
       yield* sqlRows`
@@ -714,8 +837,10 @@ layer(TestServerLive())("retrieving an opportunity", (it) => {
       const inSales = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone } })
       const inSupport = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, contact: { phone } })
       expect((yield* get(alice, `/api/user/opportunities/${phone}`)).body.data.id).toBe(inSupport.id)
-      expect((yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${sales.pipeline.id}`)).body.data.id).toBe(inSales.id)
-      expect((yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${support.pipeline.id}`)).body.data.id).toBe(inSupport.id)
+      expect((yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${sales.pipeline.id}`)).body.data.id)
+        .toBe(inSales.id)
+      expect((yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${support.pipeline.id}`)).body.data.id)
+        .toBe(inSupport.id)
       const other = yield* funnel(alice, "Other")
       expectStatus(yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${other.pipeline.id}`), 404)
       const byId = yield* get(alice, `/api/user/opportunities/${inSales.id}?pipeline_id=${support.pipeline.id}`)
@@ -764,7 +889,12 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       })
       const r = yield* put(alice, `/api/user/opportunities/${created.id}`, { name: "After" })
       expect(r.status).toBe(200)
-      expect(r.body).toMatchObject({ status: true, code: 200, validation: [], message: "Opportunity updated successfully." })
+      expect(r.body).toMatchObject({
+        status: true,
+        code: 200,
+        validation: [],
+        message: "Opportunity updated successfully."
+      })
       const { name, updated_at, ...rest } = r.body.data
       const { name: _n, updated_at: _u, ...before } = created
       expect(name).toBe("After")
@@ -796,7 +926,9 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const bobs = yield* funnel(bob)
       const o = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone: freshPhone() } })
       for (const stageId of [support.qualified.id, bobs.qualified.id, 987654]) {
-        expect422(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: stageId, name: "Not applied" }), ["stage_id"])
+        expect422(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: stageId, name: "Not applied" }), [
+          "stage_id"
+        ])
       }
       const got = (yield* get(alice, `/api/user/opportunities/${o.id}`)).body.data
       expect(got).toMatchObject({ stage_id: sales.inbound.id, name: null })
@@ -825,7 +957,9 @@ layer(TestServerLive())("updating an opportunity", (it) => {
         context: { keep: 1, change: "old" },
         contact: { phone: freshPhone() }
       })
-      const merged = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { context: { change: "new", added: [1] } }))
+      const merged = ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { context: { change: "new", added: [1] } })
+      )
       expect(merged.context).toEqual({ keep: 1, change: "new", added: [1] })
       const untouched = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "n" }))
       expect(untouched.context).toEqual({ keep: 1, change: "new", added: [1] })
@@ -839,7 +973,11 @@ layer(TestServerLive())("updating an opportunity", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
-      const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, tags: ["Alpha", "Beta"], contact: { phone: freshPhone() } })
+      const o = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        tags: ["Alpha", "Beta"],
+        contact: { phone: freshPhone() }
+      })
       const [alpha, beta] = [...o.tags].sort((a: any, b: any) => a.name.localeCompare(b.name))
       const added = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { tags: ["alpha", "Gamma"] }))
       expect(added.tags.map((t: any) => t.name).sort()).toEqual(["Alpha", "Beta", "Gamma"])
@@ -859,9 +997,11 @@ layer(TestServerLive())("updating an opportunity", (it) => {
         pipeline_id: pipeline.id,
         contact: { phone, name: "Raw Name", email: "raw@example.com" }
       })
-      const updated = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, {
-        contact: { name: "Custom Name", email: "custom@example.com", phone: "+44 20 7946 0958", priority: "high" }
-      }))
+      const updated = ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, {
+          contact: { name: "Custom Name", email: "custom@example.com", phone: "+44 20 7946 0958", priority: "high" }
+        })
+      )
       expect(updated).toMatchObject({
         contact_name: "Raw Name",
         contact_email: "raw@example.com",
@@ -880,7 +1020,9 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
       const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
-      expect422(yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "Nope", contact: { email: "bad" } }), ["contact.email"])
+      expect422(yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "Nope", contact: { email: "bad" } }), [
+        "contact.email"
+      ])
       expect((yield* get(alice, `/api/user/opportunities/${o.id}`)).body.data).toEqual(o)
     }))
 
@@ -900,7 +1042,9 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const phone = freshPhone()
       const inSales = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone } })
       const inSupport = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, contact: { phone } })
-      const r = ok(yield* put(alice, `/api/user/opportunities/${phone}?pipeline_id=${sales.pipeline.id}`, { name: "Sales deal" }))
+      const r = ok(
+        yield* put(alice, `/api/user/opportunities/${phone}?pipeline_id=${sales.pipeline.id}`, { name: "Sales deal" })
+      )
       expect(r.id).toBe(inSales.id)
       expect((yield* get(alice, `/api/user/opportunities/${inSupport.id}`)).body.data.name).toBeNull()
       const newest = ok(yield* put(alice, `/api/user/opportunities/${phone}`, { name: "Newest" }))
@@ -914,9 +1058,16 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const bobs = yield* funnel(bob)
       const phone = freshPhone()
       const o = yield* createOpportunity(bob, { pipeline_id: bobs.pipeline.id, tags: ["mine"], contact: { phone } })
-      expectStatus(yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "Stolen", deleted_tags: [o.tags[0].id] }), 404)
+      expectStatus(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "Stolen", deleted_tags: [o.tags[0].id] }),
+        404
+      )
       expectStatus(yield* put(alice, `/api/user/opportunities/${phone}`, { name: "Stolen" }), 404)
-      expectStatus(yield* put(alice, "/api/user/opportunities/987654", { name: "Ghost" }), 404, "Opportunity not found.")
+      expectStatus(
+        yield* put(alice, "/api/user/opportunities/987654", { name: "Ghost" }),
+        404,
+        "Opportunity not found."
+      )
       expect((yield* get(bob, `/api/user/opportunities/${o.id}`)).body.data).toEqual(o)
     }))
 
@@ -926,8 +1077,16 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const bob = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
       const bobs = yield* funnel(bob)
-      const theirs = yield* createOpportunity(bob, { pipeline_id: bobs.pipeline.id, tags: ["shared-name"], contact: { phone: freshPhone() } })
-      const mine = yield* createOpportunity(alice, { pipeline_id: pipeline.id, tags: ["shared-name"], contact: { phone: freshPhone() } })
+      const theirs = yield* createOpportunity(bob, {
+        pipeline_id: bobs.pipeline.id,
+        tags: ["shared-name"],
+        contact: { phone: freshPhone() }
+      })
+      const mine = yield* createOpportunity(alice, {
+        pipeline_id: pipeline.id,
+        tags: ["shared-name"],
+        contact: { phone: freshPhone() }
+      })
       expect(mine.tags[0].id).not.toBe(theirs.tags[0].id)
       const r = ok(yield* put(alice, `/api/user/opportunities/${mine.id}`, { deleted_tags: [theirs.tags[0].id] }))
       expect(r.tags).toEqual(mine.tags)
@@ -948,7 +1107,10 @@ layer(TestServerLive())("scopes of the opportunity, contact and conversation end
       const byReader = yield* without(alice, "opportunities:write")
       for (
         const r of [
-          yield* post(byReader, "/api/user/opportunities", { pipeline_id: pipeline.id, contact: { phone: freshPhone() } }),
+          yield* post(byReader, "/api/user/opportunities", {
+            pipeline_id: pipeline.id,
+            contact: { phone: freshPhone() }
+          }),
           yield* put(byReader, `/api/user/opportunities/${o.id}`, { name: "Nope" })
         ]
       ) {
@@ -1055,17 +1217,26 @@ layer(TestServerLive())("listing opportunities", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const f = yield* listingFixture(alice, yield* seedUser())
-      expect(ids(yield* get(alice, `/api/user/opportunities?pipeline_id=${f.sales.pipeline.id}`))).toEqual([f.o4.id, f.o2.id, f.o1.id])
+      expect(ids(yield* get(alice, `/api/user/opportunities?pipeline_id=${f.sales.pipeline.id}`))).toEqual([
+        f.o4.id,
+        f.o2.id,
+        f.o1.id
+      ])
       expect(ids(yield* get(alice, `/api/user/opportunities?pipeline_id=${f.support.pipeline.id}`))).toEqual([f.o3.id])
       expect(ids(yield* get(alice, `/api/user/opportunities?stage_id=${f.sales.qualified.id}`))).toEqual([f.o2.id])
-      expect(ids(yield* get(alice, `/api/user/opportunities?stage_id=${f.sales.inbound.id}&pipeline_id=${f.sales.pipeline.id}`)))
+      expect(
+        ids(
+          yield* get(alice, `/api/user/opportunities?stage_id=${f.sales.inbound.id}&pipeline_id=${f.sales.pipeline.id}`)
+        )
+      )
         .toEqual([f.o1.id])
       expect(ids(yield* get(alice, "/api/user/opportunities?status=pending"))).toEqual([f.o2.id])
       expect(ids(yield* get(alice, "/api/user/opportunities?status=won"))).toEqual([f.o3.id])
       expect(ids(yield* get(alice, "/api/user/opportunities?status=active"))).toEqual([f.o1.id])
       expect(ids(yield* get(alice, "/api/user/opportunities?priority=high"))).toEqual([f.o3.id, f.o1.id])
       expect(ids(yield* get(alice, "/api/user/opportunities?priority=low"))).toEqual([f.o2.id])
-      expect(ids(yield* get(alice, `/api/user/opportunities?status=lost&pipeline_id=${f.support.pipeline.id}`))).toEqual([])
+      expect(ids(yield* get(alice, `/api/user/opportunities?status=lost&pipeline_id=${f.support.pipeline.id}`)))
+        .toEqual([])
       expect(ids(yield* get(alice, `/api/user/opportunities?pipeline_id=${f.foreign.pipeline_id}`))).toEqual([])
       expect422(yield* get(alice, "/api/user/opportunities?status=closed"), ["status"])
       expect422(yield* get(alice, "/api/user/opportunities?priority=urgent"), ["priority"])
@@ -1125,7 +1296,15 @@ layer(TestServerLive())("listing opportunities", (it) => {
       const f = yield* listingFixture(alice, yield* seedUser())
       const p1 = ok(yield* get(alice, "/api/user/opportunities?per_page=3"))
       expect(p1.data.map((o: any) => o.id)).toEqual([f.o4.id, f.o3.id, f.o2.id])
-      expect(p1).toMatchObject({ current_page: 1, per_page: 3, total: 4, last_page: 2, from: 1, to: 3, prev_page_url: null })
+      expect(p1).toMatchObject({
+        current_page: 1,
+        per_page: 3,
+        total: 4,
+        last_page: 2,
+        from: 1,
+        to: 3,
+        prev_page_url: null
+      })
       expect(new URL(p1.next_page_url).searchParams.get("page")).toBe("2")
       expect(new URL(p1.next_page_url).searchParams.get("per_page")).toBe("3")
       const p2 = ok(yield* get(alice, "/api/user/opportunities?per_page=3&page=2"))
@@ -1135,7 +1314,15 @@ layer(TestServerLive())("listing opportunities", (it) => {
       const p3 = ok(yield* get(alice, "/api/user/opportunities?per_page=3&page=3"))
       expect(p3).toMatchObject({ current_page: 3, data: [], total: 4, from: null, to: null, next_page_url: null })
       const none = ok(yield* get(alice, "/api/user/opportunities?q=nobody"))
-      expect(none).toMatchObject({ data: [], total: 0, from: null, to: null, last_page: 1, next_page_url: null, prev_page_url: null })
+      expect(none).toMatchObject({
+        data: [],
+        total: 0,
+        from: null,
+        to: null,
+        last_page: 1,
+        next_page_url: null,
+        prev_page_url: null
+      })
       expect(ok(yield* get(alice, "/api/user/opportunities?per_page=100")).per_page).toBe(100)
       expect422(yield* get(alice, "/api/user/opportunities?per_page=101"), ["per_page"])
       expect422(yield* get(alice, "/api/user/opportunities?per_page=0"), ["per_page"])

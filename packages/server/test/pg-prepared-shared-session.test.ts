@@ -6,10 +6,10 @@
  * clashes with the other's ("prepared statement already exists") nor runs the other's statement. Needs no
  * database of the run, so it runs alike in both projects.
  */
+import { SqlClient } from "@effect/sql"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { pooledPgClient } from "../src/db/PgPool.js"
 
@@ -43,8 +43,13 @@ describe("prepared statements on a session shared by several clients", () => {
         expect(yield* b.unsafe<{ s: string }>("select $1::text || '-b' as s", [`v${i}`])).toEqual([{ s: `v${i}-b` }])
       }
       // both statements are prepared on the one session, under two names
-      const prepared = yield* a.unsafe<{ name: string; statement: string }>("select name, statement from pg_prepared_statements order by name")
-      expect(prepared.map((p) => p.statement).sort()).toEqual(["select $1::int + 1 as n", "select $1::text || '-b' as s"])
+      const prepared = yield* a.unsafe<{ name: string; statement: string }>(
+        "select name, statement from pg_prepared_statements order by name"
+      )
+      expect(prepared.map((p) => p.statement).sort()).toEqual([
+        "select $1::int + 1 as n",
+        "select $1::text || '-b' as s"
+      ])
       expect(new Set(prepared.map((p) => p.name)).size).toBe(2)
     }))
 })

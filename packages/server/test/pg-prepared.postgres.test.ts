@@ -6,8 +6,8 @@
  * migration that changes a prepared statement's result type, a dropped connection and a deallocated
  * statement are all survived. Runs in the `postgres` project only (vitest.config.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Redacted, Schedule } from "effect"
 import { pooledPgClient } from "../src/db/PgPool.js"
 import { MAX_PREPARED } from "../src/db/PgPrepared.js"
@@ -35,8 +35,13 @@ interface Prepared {
 }
 
 /** This session's prepared statements (the pool's one connection). */
-const prepared = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql.unsafe<Prepared>("select name, statement, generic_plans, custom_plans from pg_prepared_statements order by prepare_time, name"))
+const prepared = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) =>
+    sql.unsafe<Prepared>(
+      "select name, statement, generic_plans, custom_plans from pg_prepared_statements order by prepare_time, name"
+    )
+)
 
 const byId = "select label from prepared_probe where id = $1"
 
@@ -110,9 +115,10 @@ describe("prepared statements on Postgres", () => {
       const pid = (yield* sql.unsafe<{ pid: number }>("select pg_backend_pid() as pid"))[0]!.pid
       yield* Effect.promise(() => queryUrl(database.adminUrl, "select pg_terminate_backend($1)", [pid]))
       // the session is gone once Postgres no longer lists it
-      yield* Effect.promise(() => queryUrl(database.adminUrl, "select 1 from pg_stat_activity where pid = $1", [pid])).pipe(
-        Effect.repeat({ until: (rows) => rows.length === 0, schedule: Schedule.spaced("20 millis") })
-      )
+      yield* Effect.promise(() => queryUrl(database.adminUrl, "select 1 from pg_stat_activity where pid = $1", [pid]))
+        .pipe(
+          Effect.repeat({ until: (rows) => rows.length === 0, schedule: Schedule.spaced("20 millis") })
+        )
       // the pool may still hand out the dead connection once or twice (a query's failure releases it
       // before its socket's close is seen): what counts is that the next connection prepares anew
       const again = yield* sql.unsafe(byId, [6]).pipe(Effect.retry({ times: 3 }))

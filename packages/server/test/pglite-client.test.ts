@@ -34,7 +34,9 @@ layer(Embedded)("PgliteClient", (it) => {
   it.effect("keeps 64-bit values beyond 2^53 as exact strings (cluster snowflake ids), smaller ones as numbers", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const [row] = yield* sql<any>`select 249857424201093120::bigint as snowflake, 9007199254740991::bigint as largest_safe`
+      const [row] = yield* sql<
+        any
+      >`select 249857424201093120::bigint as snowflake, 9007199254740991::bigint as largest_safe`
       expect(row).toEqual({ snowflake: "249857424201093120", largest_safe: 9007199254740991 })
     }))
 
@@ -80,7 +82,9 @@ layer(Embedded)("PgliteClient", (it) => {
       ).pipe(Effect.flip)
       expect(failed).toBe("boom")
       yield* Effect.all([
-        sql.withTransaction(Effect.zipRight(sql`insert into ledger values (${1})`, sql`insert into ledger values (${2})`)),
+        sql.withTransaction(
+          Effect.zipRight(sql`insert into ledger values (${1})`, sql`insert into ledger values (${2})`)
+        ),
         sql`insert into ledger values (${3})`
       ], { concurrency: "unbounded" })
       expect(yield* sql<any>`select coalesce(sum(amount), 0)::int as total from ledger`).toEqual([{ total: 6 }])

@@ -8,7 +8,11 @@ layer(TestServerLive())("pipelines and stages over REST", (it) => {
   it.effect("creates, lists and retrieves a pipeline with defaults", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
-      const created = yield* call("/api/user/pipelines", { method: "POST", token: alice.token, body: validPipeline("Sales") })
+      const created = yield* call("/api/user/pipelines", {
+        method: "POST",
+        token: alice.token,
+        body: validPipeline("Sales")
+      })
       expect(created.status).toBe(200)
       expect(created.body).toMatchObject({
         status: true,
@@ -84,7 +88,12 @@ const pool = (ids: readonly [number, number, number, number] = [10, 11, 12, 20])
   { tier: "complex", ai_model_id: ids[3], instructions: "Hard questions." }
 ]
 
-const stage = (name: string, order: number, extra: Record<string, unknown> = {}) => ({ name, nature: "neutral", order, ...extra })
+const stage = (name: string, order: number, extra: Record<string, unknown> = {}) => ({
+  name,
+  nature: "neutral",
+  order,
+  ...extra
+})
 
 const createStage = (who: Caller, pipelineId: number, body: Record<string, unknown>) =>
   Effect.map(post(who, `/api/user/pipelines/${pipelineId}/stages`, body), (r) => {
@@ -115,9 +124,17 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         followup_limit: 3,
         is_unknown_contacts_enabled: false
       })
-      const updated = yield* put(alice, `/api/user/pipelines/${created.id}`, { name: "Support desk", agent_memory_window: 40 })
+      const updated = yield* put(alice, `/api/user/pipelines/${created.id}`, {
+        name: "Support desk",
+        agent_memory_window: 40
+      })
       expect(updated.status).toBe(200)
-      expect(updated.body).toMatchObject({ status: true, code: 200, validation: [], message: "Pipeline updated successfully." })
+      expect(updated.body).toMatchObject({
+        status: true,
+        code: 200,
+        validation: [],
+        message: "Pipeline updated successfully."
+      })
       const { name, agent_memory_window, updated_at, ...rest } = updated.body.data
       const { name: _n, agent_memory_window: oldWindow, updated_at: _u, ...before } = created
       expect(name).toBe("Support desk")
@@ -132,10 +149,20 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
   it.effect("an update with null clears a nullable field and leaves the others", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
-      const created = yield* createPipeline(alice, { ...validPipeline("Clearable"), description: "Old", persona: "Kept", dialect_id: 1 })
+      const created = yield* createPipeline(alice, {
+        ...validPipeline("Clearable"),
+        description: "Old",
+        persona: "Kept",
+        dialect_id: 1
+      })
       const updated = yield* put(alice, `/api/user/pipelines/${created.id}`, { description: null, dialect_id: null })
       expect(updated.status).toBe(200)
-      expect(updated.body.data).toMatchObject({ description: null, dialect_id: null, persona: "Kept", name: "Clearable" })
+      expect(updated.body.data).toMatchObject({
+        description: null,
+        dialect_id: null,
+        persona: "Kept",
+        name: "Clearable"
+      })
     }))
 
   it.effect("an empty update body changes nothing", () =>
@@ -155,7 +182,10 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const created = yield* createPipeline(alice, validPipeline("Archivable"))
       const updated = yield* put(alice, `/api/user/pipelines/${created.id}`, { status: "inactive", is_archived: true })
       expect(updated.body.data).toMatchObject({ status: "inactive", is_archived: true })
-      expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { status: "paused", is_archived: "yes" }), ["is_archived", "status"])
+      expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { status: "paused", is_archived: "yes" }), [
+        "is_archived",
+        "status"
+      ])
     }))
 
   it.effect("a pipeline name is unique per workspace, case-insensitively, on create and on rename", () =>
@@ -196,7 +226,12 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
   it.effect("unknown ai_model_id, agent_type_id and language_id give 422 naming each of them", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
-      const r = yield* post(alice, "/api/user/pipelines", { name: "Ghost", agent_type_id: 999, ai_model_id: 999, language_id: 999 })
+      const r = yield* post(alice, "/api/user/pipelines", {
+        name: "Ghost",
+        agent_type_id: 999,
+        ai_model_id: 999,
+        language_id: 999
+      })
       expect422(r, ["agent_type_id", "ai_model_id", "language_id"])
       const messages = Object.fromEntries(r.body.validation.map((v: any) => [v.field, v.message]))
       expect(messages).toEqual({
@@ -211,7 +246,9 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const created = yield* createPipeline(alice, validPipeline("Modelled"))
-      expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { ai_model_id: 999, name: "Renamed" }), ["ai_model_id"])
+      expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { ai_model_id: 999, name: "Renamed" }), [
+        "ai_model_id"
+      ])
       const got = yield* get(alice, `/api/user/pipelines/${created.id}`)
       expect(got.body.data).toMatchObject({ ai_model_id: 1, name: "Modelled" })
       const switched = yield* put(alice, `/api/user/pipelines/${created.id}`, { ai_model_id: 21 })
@@ -224,7 +261,9 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const r = yield* post(alice, "/api/user/pipelines", { ...validPipeline("Mixed"), dialect_id: 4 })
       expect422(r, ["dialect_id"])
       expect(r.body.validation[0].message).toBe("The selected dialect belongs to another language.")
-      expect422(yield* post(alice, "/api/user/pipelines", { ...validPipeline("Unknown dialect"), dialect_id: 999 }), ["dialect_id"])
+      expect422(yield* post(alice, "/api/user/pipelines", { ...validPipeline("Unknown dialect"), dialect_id: 999 }), [
+        "dialect_id"
+      ])
       const ok = yield* createPipeline(alice, { ...validPipeline("Spanish"), language_id: 2, dialect_id: 5 })
       expect(ok).toMatchObject({ language_id: 2, dialect_id: 5 })
     }))
@@ -237,7 +276,9 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const both = yield* put(alice, `/api/user/pipelines/${created.id}`, { language_id: 2, dialect_id: 4 })
       expect(both.status).toBe(200)
       expect(both.body.data).toMatchObject({ language_id: 2, dialect_id: 4 })
-      expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { language_id: 1, dialect_id: 6 }), ["dialect_id"])
+      expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { language_id: 1, dialect_id: 6 }), [
+        "dialect_id"
+      ])
     }))
 
   it.effect("changing only the language while a dialect of the old language is set is 422", () =>
@@ -254,7 +295,10 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
   it.effect("model routing enabled without is_model_routing is 422 on is_model_routing", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
-      const r = yield* post(alice, "/api/user/pipelines", { ...validPipeline("Routed"), is_model_routing_enabled: true })
+      const r = yield* post(alice, "/api/user/pipelines", {
+        ...validPipeline("Routed"),
+        is_model_routing_enabled: true
+      })
       expect422(r, ["is_model_routing"])
       expect(r.body.validation[0].message).toContain("is_model_routing_enabled")
     }))
@@ -272,7 +316,11 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const twice = pool()
       twice[3] = { ...twice[3]!, tier: "simple" }
       expect422(
-        yield* post(alice, "/api/user/pipelines", { ...validPipeline("Twice"), is_model_routing_enabled: true, is_model_routing: twice }),
+        yield* post(alice, "/api/user/pipelines", {
+          ...validPipeline("Twice"),
+          is_model_routing_enabled: true,
+          is_model_routing: twice
+        }),
         ["is_model_routing"]
       )
       const badTier = pool()
@@ -283,7 +331,9 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         is_model_routing: badTier
       })
       expect422(bad, ["is_model_routing.1.tier"])
-      expect(bad.body.validation[0].message).toBe("The is_model_routing.1.tier field must be one of \"router\", \"simple\", \"moderate\" or \"complex\".")
+      expect(bad.body.validation[0].message).toBe(
+        "The is_model_routing.1.tier field must be one of \"router\", \"simple\", \"moderate\" or \"complex\"."
+      )
     }))
 
   it.effect("a model pool entry with an unknown model is 422 naming the entry", () =>
@@ -323,8 +373,13 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const plain = yield* createPipeline(alice, validPipeline("Plain"))
-      expect422(yield* put(alice, `/api/user/pipelines/${plain.id}`, { is_model_routing_enabled: true }), ["is_model_routing"])
-      const withPool = yield* put(alice, `/api/user/pipelines/${plain.id}`, { is_model_routing_enabled: true, is_model_routing: pool() })
+      expect422(yield* put(alice, `/api/user/pipelines/${plain.id}`, { is_model_routing_enabled: true }), [
+        "is_model_routing"
+      ])
+      const withPool = yield* put(alice, `/api/user/pipelines/${plain.id}`, {
+        is_model_routing_enabled: true,
+        is_model_routing: pool()
+      })
       expect(withPool.status).toBe(200)
       expect(withPool.body.data.is_model_routing).toHaveLength(4)
       const off = yield* put(alice, `/api/user/pipelines/${plain.id}`, { is_model_routing_enabled: false })
@@ -346,7 +401,9 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const tooLow = yield* post(alice, "/api/user/pipelines", { ...validPipeline("Frozen"), model_temperature: 0.05 })
       expect422(tooLow, ["model_temperature"])
       expect(tooLow.body.validation[0].message).toBe("The model_temperature field must be between 0.1 and 1.0.")
-      expect422(yield* post(alice, "/api/user/pipelines", { ...validPipeline("Boiling"), model_temperature: 1.01 }), ["model_temperature"])
+      expect422(yield* post(alice, "/api/user/pipelines", { ...validPipeline("Boiling"), model_temperature: 1.01 }), [
+        "model_temperature"
+      ])
       expect422(yield* put(alice, `/api/user/pipelines/${low.id}`, { model_temperature: 0.05 }), ["model_temperature"])
       const updated = yield* put(alice, `/api/user/pipelines/${low.id}`, { model_temperature: 0.55 })
       expect(updated.body.data.model_temperature).toBe(0.55)
@@ -373,7 +430,10 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const bob = yield* seedUser()
       const bobs = yield* post(bob, "/api/user/channels", { kind: "web" })
       expect(bobs.status).toBe(200)
-      const foreign = yield* post(alice, "/api/user/pipelines", { ...validPipeline("Thief"), channel_id: bobs.body.data.id })
+      const foreign = yield* post(alice, "/api/user/pipelines", {
+        ...validPipeline("Thief"),
+        channel_id: bobs.body.data.id
+      })
       expect422(foreign, ["channel_id"])
       expect(foreign.body.validation[0].message).toBe("The selected channel does not exist.")
       expect((yield* get(bob, `/api/user/channels/${bobs.body.data.id}`)).body.data.pipeline_id).toBeNull()
@@ -401,7 +461,12 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
   it.effect("a missing pipeline answers 404 on GET and PUT", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
-      for (const r of [yield* get(alice, "/api/user/pipelines/424242"), yield* put(alice, "/api/user/pipelines/424242", { name: "X" })]) {
+      for (
+        const r of [
+          yield* get(alice, "/api/user/pipelines/424242"),
+          yield* put(alice, "/api/user/pipelines/424242", { name: "X" })
+        ]
+      ) {
         expect(r.status).toBe(404)
         expect(r.body).toEqual({ status: false, code: 404, validation: [], message: "Pipeline not found.", data: null })
       }
@@ -439,7 +504,9 @@ layer(TestServerLive())("stages over REST", (it) => {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, validPipeline("Reorder"))
       const ids: Record<string, number> = {}
-      for (const [i, name] of ["A", "B", "C", "D"].entries()) ids[name] = (yield* createStage(alice, p.id, stage(`Stage ${name}`, i + 1))).id
+      for (const [i, name] of ["A", "B", "C", "D"].entries()) {
+        ids[name] = (yield* createStage(alice, p.id, stage(`Stage ${name}`, i + 1))).id
+      }
       const up = yield* put(alice, `/api/user/stages/${ids.D}`, { order: 1 })
       expect(up.status).toBe(200)
       expect(up.body.data.order).toBe(1)
@@ -473,10 +540,17 @@ layer(TestServerLive())("stages over REST", (it) => {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, validPipeline("Deleting"))
       const ids: Array<number> = []
-      for (const [i, name] of ["One", "Two", "Three", "Four"].entries()) ids.push((yield* createStage(alice, p.id, stage(name, i + 1))).id)
+      for (const [i, name] of ["One", "Two", "Three", "Four"].entries()) {
+        ids.push((yield* createStage(alice, p.id, stage(name, i + 1))).id)
+      }
       const del = yield* call(`/api/user/stages/${ids[1]}`, { method: "DELETE", token: alice.token })
       expect(del.status).toBe(200)
-      expect(del.body).toMatchObject({ status: true, code: 200, message: "Stage deleted successfully.", data: { id: ids[1], deleted: true } })
+      expect(del.body).toMatchObject({
+        status: true,
+        code: 200,
+        message: "Stage deleted successfully.",
+        data: { id: ids[1], deleted: true }
+      })
       expect(yield* stageOrder(alice, p.id)).toEqual([["One", 1], ["Three", 2], ["Four", 3]])
       yield* call(`/api/user/stages/${ids[0]}`, { method: "DELETE", token: alice.token })
       expect(yield* stageOrder(alice, p.id)).toEqual([["Three", 1], ["Four", 2]])
@@ -502,10 +576,21 @@ layer(TestServerLive())("stages over REST", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, validPipeline("Conditions"))
-      expect422(yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Qualified", 1, { enter_condition: "too short" })), [
-        "enter_condition"
-      ])
-      const ok = yield* createStage(alice, p.id, stage("Qualified", 1, { enter_condition: "The lead confirmed a budget" }))
+      expect422(
+        yield* post(
+          alice,
+          `/api/user/pipelines/${p.id}/stages`,
+          stage("Qualified", 1, { enter_condition: "too short" })
+        ),
+        [
+          "enter_condition"
+        ]
+      )
+      const ok = yield* createStage(
+        alice,
+        p.id,
+        stage("Qualified", 1, { enter_condition: "The lead confirmed a budget" })
+      )
       expect(ok.enter_condition).toBe("The lead confirmed a budget")
     }))
 
@@ -514,17 +599,32 @@ layer(TestServerLive())("stages over REST", (it) => {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, validPipeline("Required"))
       expect422(yield* post(alice, `/api/user/pipelines/${p.id}/stages`, { name: "Nameless" }), ["nature", "order"])
-      expect422(yield* post(alice, `/api/user/pipelines/${p.id}/stages`, { name: "Odd", nature: "maybe", order: 0 }), ["nature", "order"])
+      expect422(yield* post(alice, `/api/user/pipelines/${p.id}/stages`, { name: "Odd", nature: "maybe", order: 0 }), [
+        "nature",
+        "order"
+      ])
     }))
 
   it.effect("is_opening_message true without opening_message_type is 422", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, validPipeline("Openers"))
-      const r = yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Welcome", 1, { is_opening_message: true }))
+      const r = yield* post(
+        alice,
+        `/api/user/pipelines/${p.id}/stages`,
+        stage("Welcome", 1, { is_opening_message: true })
+      )
       expect422(r, ["opening_message_type"])
-      const ai = yield* createStage(alice, p.id, stage("Welcome", 1, { is_opening_message: true, opening_message_type: "ai_generated" }))
-      expect(ai).toMatchObject({ is_opening_message: true, opening_message_type: "ai_generated", static_opening_message: null })
+      const ai = yield* createStage(
+        alice,
+        p.id,
+        stage("Welcome", 1, { is_opening_message: true, opening_message_type: "ai_generated" })
+      )
+      expect(ai).toMatchObject({
+        is_opening_message: true,
+        opening_message_type: "ai_generated",
+        static_opening_message: null
+      })
     }))
 
   it.effect("a static opening message without its text is 422; with text it is stored", () =>
@@ -532,12 +632,22 @@ layer(TestServerLive())("stages over REST", (it) => {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, validPipeline("Static"))
       const base = { is_opening_message: true, opening_message_type: "static" }
-      expect422(yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Hello", 1, base)), ["static_opening_message"])
+      expect422(yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Hello", 1, base)), [
+        "static_opening_message"
+      ])
       expect422(
-        yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Hello", 1, { ...base, static_opening_message: "   " })),
+        yield* post(
+          alice,
+          `/api/user/pipelines/${p.id}/stages`,
+          stage("Hello", 1, { ...base, static_opening_message: "   " })
+        ),
         ["static_opening_message"]
       )
-      const ok = yield* createStage(alice, p.id, stage("Hello", 1, { ...base, static_opening_message: "Hi! How can I help?" }))
+      const ok = yield* createStage(
+        alice,
+        p.id,
+        stage("Hello", 1, { ...base, static_opening_message: "Hi! How can I help?" })
+      )
       expect(ok).toMatchObject({ opening_message_type: "static", static_opening_message: "Hi! How can I help?" })
     }))
 
@@ -547,16 +657,21 @@ layer(TestServerLive())("stages over REST", (it) => {
       const p = yield* createPipeline(alice, validPipeline("Merged"))
       const s = yield* createStage(alice, p.id, stage("Plain", 1))
       expect422(yield* put(alice, `/api/user/stages/${s.id}`, { is_opening_message: true }), ["opening_message_type"])
-      expect422(yield* put(alice, `/api/user/stages/${s.id}`, { is_opening_message: true, opening_message_type: "static" }), [
-        "static_opening_message"
-      ])
+      expect422(
+        yield* put(alice, `/api/user/stages/${s.id}`, { is_opening_message: true, opening_message_type: "static" }),
+        [
+          "static_opening_message"
+        ]
+      )
       const ok = yield* put(alice, `/api/user/stages/${s.id}`, {
         is_opening_message: true,
         opening_message_type: "static",
         static_opening_message: "Welcome!"
       })
       expect(ok.status).toBe(200)
-      expect422(yield* put(alice, `/api/user/stages/${s.id}`, { static_opening_message: null }), ["static_opening_message"])
+      expect422(yield* put(alice, `/api/user/stages/${s.id}`, { static_opening_message: null }), [
+        "static_opening_message"
+      ])
       const off = yield* put(alice, `/api/user/stages/${s.id}`, { is_opening_message: false })
       expect(off.body.data).toMatchObject({ is_opening_message: false, static_opening_message: "Welcome!" })
     }))
@@ -565,7 +680,11 @@ layer(TestServerLive())("stages over REST", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, validPipeline("Partial"))
-      const s = yield* createStage(alice, p.id, stage("Discovery", 1, { description: "Learn needs", notes: "internal", nature: "neutral" }))
+      const s = yield* createStage(
+        alice,
+        p.id,
+        stage("Discovery", 1, { description: "Learn needs", notes: "internal", nature: "neutral" })
+      )
       const r = yield* put(alice, `/api/user/stages/${s.id}`, { instructions: "Ask about budget", nature: "won" })
       expect(r.status).toBe(200)
       expect(r.body.message).toBe("Stage updated successfully.")
@@ -582,7 +701,11 @@ layer(TestServerLive())("stages over REST", (it) => {
       const p = yield* createPipeline(alice, validPipeline("Parent"))
       const q = yield* createPipeline(alice, validPipeline("Elsewhere"))
       const foreignParent = yield* createStage(alice, q.id, stage("Q stage", 1))
-      const r = yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Child", 1, { parent_id: foreignParent.id }))
+      const r = yield* post(
+        alice,
+        `/api/user/pipelines/${p.id}/stages`,
+        stage("Child", 1, { parent_id: foreignParent.id })
+      )
       expect422(r, ["parent_id"])
       expect(r.body.validation[0].message).toBe("The parent stage must be another stage of the same pipeline.")
       expect(yield* stageOrder(alice, p.id)).toEqual([])
@@ -591,7 +714,9 @@ layer(TestServerLive())("stages over REST", (it) => {
       expect(child.parent_id).toBe(parent.id)
       expect422(yield* put(alice, `/api/user/stages/${child.id}`, { parent_id: foreignParent.id }), ["parent_id"])
       expect422(yield* put(alice, `/api/user/stages/${child.id}`, { parent_id: child.id }), ["parent_id"])
-      expect422(yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Orphan", 1, { parent_id: 999999 })), ["parent_id"])
+      expect422(yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Orphan", 1, { parent_id: 999999 })), [
+        "parent_id"
+      ])
     }))
 
   it.effect("deleting a parent stage clears its children's parent_id", () =>
@@ -690,7 +815,9 @@ layer(TestServerLive())("pipeline options over REST", (it) => {
       ])
       const openai = yield* get(alice, "/api/user/pipeline-options?ai_provider_id=2")
       expect(openai.body.data.ai_models.map((m: any) => m.id)).toEqual([10, 11, 12, 13, 14, 15])
-      expect(openai.body.data.ai_models.every((m: any) => m.ai_provider_id === 2 && typeof m.input_price_per_million === "number"))
+      expect(openai.body.data.ai_models.every((m: any) =>
+        m.ai_provider_id === 2 && typeof m.input_price_per_million === "number"
+      ))
         .toBe(true)
       expect(openai.body.data.ai_models[1].input_price_per_million).toBe(0.4)
       expect((yield* get(alice, "/api/user/pipeline-options?ai_provider_id=999")).body.data.ai_models).toEqual([])
@@ -742,7 +869,9 @@ layer(TestServerLive())("pipeline options over REST", (it) => {
         { id: web.body.data.id, kind: "web", name: "Site chat", pipeline_id: null, is_active: true },
         { id: wa.body.data.id, kind: "whatsapp", name: "WhatsApp", pipeline_id: null, is_active: false }
       ])
-      expect((yield* get(bob, "/api/user/pipeline-options")).body.data.channels.map((c: any) => c.name)).toEqual(["Bob chat"])
+      expect((yield* get(bob, "/api/user/pipeline-options")).body.data.channels.map((c: any) => c.name)).toEqual([
+        "Bob chat"
+      ])
     }))
 
   it.effect("needs the pipelines:read scope", () =>

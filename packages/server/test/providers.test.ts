@@ -25,7 +25,8 @@ const requests: Array<Recorded> = []
 let server: Http.Server
 let origin = ""
 
-const respond = (body: any, output: Array<unknown>) => openAiResponse(`resp_${requests.length}`, body.model, output, { input: 10, output: 5 })
+const respond = (body: any, output: Array<unknown>) =>
+  openAiResponse(`resp_${requests.length}`, body.model, output, { input: 10, output: 5 })
 
 const answerOpenAi = (body: any) => {
   const hasTools = Array.isArray(body.tools) && body.tools.length > 0
@@ -108,7 +109,13 @@ afterAll(async () => {
 
 // ---------------------------------------------------------------- helpers
 
-const gpt: ModelRef = { id: 11, provider: "openai", model: "gpt-4.1-mini", inputPricePerMillion: 0.4, outputPricePerMillion: 1.6 }
+const gpt: ModelRef = {
+  id: 11,
+  provider: "openai",
+  model: "gpt-4.1-mini",
+  inputPricePerMillion: 0.4,
+  outputPricePerMillion: 1.6
+}
 const claude: ModelRef = {
   id: 21,
   provider: "anthropic",
@@ -119,7 +126,9 @@ const claude: ModelRef = {
 
 /** RemoteModels built on exactly this configuration (nothing read from the process environment). */
 const remote = (env: Record<string, string>) =>
-  RemoteModels.Default.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))))
+  RemoteModels.Default.pipe(
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))
+  )
 
 const openAiEnv = (prefix = "") => ({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: `${origin}${prefix}/v1` })
 
@@ -338,6 +347,9 @@ describe("RemoteModels: Anthropic (Messages API)", () => {
     Effect.gen(function*() {
       const models = yield* RemoteModels
       const error = yield* models.languageModel(claude).pipe(Effect.flip)
-      expect(error).toMatchObject({ _tag: "ModelUnavailable", message: "Anthropic is not configured: set ANTHROPIC_API_KEY" })
+      expect(error).toMatchObject({
+        _tag: "ModelUnavailable",
+        message: "Anthropic is not configured: set ANTHROPIC_API_KEY"
+      })
     }).pipe(Effect.provide(remote(openAiEnv()))))
 })

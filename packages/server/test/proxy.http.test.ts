@@ -17,8 +17,12 @@ const channels = Effect.gen(function*() {
   const owner = yield* seedUser()
   yield* giveCredits(owner.workspace_id)
   const { pipeline } = yield* funnel(owner)
-  const web = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, allowed_ips: ["203.0.113.0/24"] }))
-  const widget = ok(yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: [SHOP] }))
+  const web = ok(
+    yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, allowed_ips: ["203.0.113.0/24"] })
+  )
+  const widget = ok(
+    yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: [SHOP] })
+  )
   return { web: web as { client_id: string; client_secret: string }, widget: widget as { client_id: string } }
 })
 

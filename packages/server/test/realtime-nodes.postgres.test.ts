@@ -57,10 +57,12 @@ const client = (url: string) =>
       (socket) => Effect.sync(() => socket.close())
     )
     socket.on("new_message", (payload: unknown) => messages.push(payload))
-    yield* Effect.promise(() => new Promise<void>((resolve, reject) => {
-      socket.once("connect", () => resolve())
-      socket.once("connect_error", reject)
-    }))
+    yield* Effect.promise(() =>
+      new Promise<void>((resolve, reject) => {
+        socket.once("connect", () => resolve())
+        socket.once("connect_error", reject)
+      })
+    )
     const until = (check: (messages: ReadonlyArray<unknown>) => boolean, ms: number) =>
       Effect.promise(() =>
         new Promise<boolean>((resolve) => {
@@ -78,47 +80,61 @@ const client = (url: string) =>
 
 const isProbe = (payload: unknown) => Array.isArray(payload) && typeof payload[0]?.probe === "number"
 
-it.live("a client joined on one api node receives what another node publishes, payloads over NOTIFY's limit included", () =>
-  Effect.gen(function*() {
-    const db = yield* Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop))
-    const a = yield* node(db.url)
-    const b = yield* node(db.url)
-    const conversationId = 4_242
-    const viewer = yield* client(a.url)
-    const ack = yield* Effect.promise(() =>
-      viewer.socket.timeout(WAIT_MS).emitWithAck("join-channel", {
-        channel: conversationChannel(conversationId),
-        app_key: a.secret.socketAppKey,
-        token: signSocketToken(a.secret.socketKey, conversationId, Math.floor(Date.now() / 1000))
-      })
-    )
-    expect(ack).toEqual({ status: true, channel: conversationChannel(conversationId) })
+it.live(
+  "a client joined on one api node receives what another node publishes, payloads over NOTIFY's limit included",
+  () =>
+    Effect.gen(function*() {
+      const db = yield* Effect.acquireRelease(
+        Effect.promise(() => createNativeDatabase()),
+        (db) => Effect.promise(db.drop)
+      )
+      const a = yield* node(db.url)
+      const b = yield* node(db.url)
+      const conversationId = 4_242
+      const viewer = yield* client(a.url)
+      const ack = yield* Effect.promise(() =>
+        viewer.socket.timeout(WAIT_MS).emitWithAck("join-channel", {
+          channel: conversationChannel(conversationId),
+          app_key: a.secret.socketAppKey,
+          token: signSocketToken(a.secret.socketKey, conversationId, Math.floor(Date.now() / 1000))
+        })
+      )
+      expect(ack).toEqual({ status: true, channel: conversationChannel(conversationId) })
 
-    // node A's adapter LISTENs once it has a connection: until then B's NOTIFYs are lost, so B sends
-    // probes until one comes through (a slow one may still arrive later: probes are told apart by content)
-    const listening = Date.now()
-    let probes = 0
-    while (!(yield* viewer.until((ms) => ms.some(isProbe), PROBE_EVERY_MS))) {
-      expect(Date.now() - listening, "no probe from node B reached node A's client").toBeLessThan(LISTEN_WAIT_MS)
-      yield* b.realtime.publish(conversationId, [{ probe: ++probes }])
-    }
+      // node A's adapter LISTENs once it has a connection: until then B's NOTIFYs are lost, so B sends
+      // probes until one comes through (a slow one may still arrive later: probes are told apart by content)
+      const listening = Date.now()
+      let probes = 0
+      while (
+        !(yield* viewer.until((ms) => ms.some(isProbe), PROBE_EVERY_MS))
+      ) {
+        expect(Date.now() - listening, "no probe from node B reached node A's client").toBeLessThan(LISTEN_WAIT_MS)
+        yield* b.realtime.publish(conversationId, [{ probe: ++probes }])
+      }
 
-    const small = [{ message: "from node B", cost: 0.0042, message_id: "msg-b", role: "assistant" }]
-    const large = [{ message: "x".repeat(20_000), cost: 0.5 }]
-    const published = () => viewer.messages.filter((m) => !isProbe(m))
-    yield* b.realtime.publish(conversationId, small)
-    yield* b.realtime.publish(conversationId, large)
-    expect(yield* viewer.until(() => published().length >= 2, WAIT_MS)).toBe(true)
-    // in order, each once (node A published nothing of its own)
-    expect(published()).toEqual([small, large])
-    // the large one went through the adapter's attachments table
-    const [attachments] = yield* Effect.promise(() => queryUrl<{ n: number }>(db.url, "select count(*)::int as n from socket_io_attachments"))
-    expect(attachments!.n).toBe(1)
-  }).pipe(Effect.scoped), 60_000)
+      const small = [{ message: "from node B", cost: 0.0042, message_id: "msg-b", role: "assistant" }]
+      const large = [{ message: "x".repeat(20_000), cost: 0.5 }]
+      const published = () => viewer.messages.filter((m) => !isProbe(m))
+      yield* b.realtime.publish(conversationId, small)
+      yield* b.realtime.publish(conversationId, large)
+      expect(yield* viewer.until(() => published().length >= 2, WAIT_MS)).toBe(true)
+      // in order, each once (node A published nothing of its own)
+      expect(published()).toEqual([small, large])
+      // the large one went through the adapter's attachments table
+      const [attachments] = yield* Effect.promise(() =>
+        queryUrl<{ n: number }>(db.url, "select count(*)::int as n from socket_io_attachments")
+      )
+      expect(attachments!.n).toBe(1)
+    }).pipe(Effect.scoped),
+  60_000
+)
 
 it.live("revoking a token on one api node ends the operator's room on the other at once", () =>
   Effect.gen(function*() {
-    const db = yield* Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop))
+    const db = yield* Effect.acquireRelease(
+      Effect.promise(() => createNativeDatabase()),
+      (db) => Effect.promise(db.drop)
+    )
     const a = yield* node(db.url)
     const b = yield* node(db.url)
     const owner = yield* seedUser().pipe(Effect.provide(b.services))
@@ -126,7 +142,10 @@ it.live("revoking a token on one api node ends the operator's room on the other 
     const events: Array<{ name: string; payload: any }> = []
     viewer.socket.onAny((name: string, payload: unknown) => events.push({ name, payload }))
     const ack = yield* Effect.promise(() =>
-      viewer.socket.timeout(WAIT_MS).emitWithAck("join-workspace", { workspace_id: owner.workspace_id, token: owner.token })
+      viewer.socket.timeout(WAIT_MS).emitWithAck("join-workspace", {
+        workspace_id: owner.workspace_id,
+        token: owner.token
+      })
     )
     expect(ack).toMatchObject({ status: true })
 

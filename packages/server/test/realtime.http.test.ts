@@ -1,6 +1,6 @@
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { describe, expect, layer } from "@effect/vitest"
-import { conversationChannel, SOCKET_TOKEN_TTL_SECONDS, signSocketToken } from "@parley/domain"
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { conversationChannel, signSocketToken, SOCKET_TOKEN_TTL_SECONDS } from "@parley/domain"
 import { Context, Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
@@ -14,7 +14,7 @@ import { ApiPolicy } from "../src/http/BodyLimits.js"
 import { ApiListener, listen } from "../src/http/Listener.js"
 import { Realtime, RealtimeLive } from "../src/realtime/Realtime.js"
 import { createNativeDatabase, databaseMode, queryUrl } from "./support/NativeDatabase.js"
-import { call, seedUser, TestServer, TestServerLive, testConfig } from "./support/TestServer.js"
+import { call, seedUser, testConfig, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const WAIT_MS = 5_000
 
@@ -156,10 +156,16 @@ layer(TestServerLive())("socket.io live stream", (it) => {
   })
 
   describe("an invalid join disconnects the socket without an error response", () => {
-    const cases: ReadonlyArray<readonly [string, (conversationId: number) => Effect.Effect<unknown, never, AppSecret>]> = [
+    const cases: ReadonlyArray<
+      readonly [string, (conversationId: number) => Effect.Effect<unknown, never, AppSecret>]
+    > = [
       [
         "a token signed with another key",
-        (id) => Effect.map(validJoin(id), (body) => ({ ...body, token: signSocketToken(Buffer.from("not our key"), id, nowSeconds()) }))
+        (id) =>
+          Effect.map(
+            validJoin(id),
+            (body) => ({ ...body, token: signSocketToken(Buffer.from("not our key"), id, nowSeconds()) })
+          )
       ],
       [
         "a token signed for another channel",
@@ -301,8 +307,13 @@ class AdapterDatabase extends Context.Tag("test/AdapterDatabase")<AdapterDatabas
  */
 const adapterPostgres = databaseMode === "postgres"
   ? Effect.gen(function*() {
-    const db = yield* Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop))
-    const attachments = Effect.promise(() => queryUrl<{ n: number }>(db.url, "select count(*)::int as n from socket_io_attachments"))
+    const db = yield* Effect.acquireRelease(
+      Effect.promise(() => createNativeDatabase()),
+      (db) => Effect.promise(db.drop)
+    )
+    const attachments = Effect.promise(() =>
+      queryUrl<{ n: number }>(db.url, "select count(*)::int as n from socket_io_attachments")
+    )
       .pipe(Effect.map((rows) => rows[0]!.n))
     return { url: db.url, attachments }
   })
@@ -310,7 +321,9 @@ const adapterPostgres = databaseMode === "postgres"
     const db = yield* openPglite({ loadDataDir: new Blob([Fs.readFileSync(inject("pgDumpPath"))]) })
     const pgServer = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 4 })
     yield* Effect.acquireRelease(Effect.promise(() => pgServer.start()), () => Effect.promise(() => pgServer.stop()))
-    const attachments = Effect.promise(() => db.query<{ n: number }>("select count(*)::int as n from socket_io_attachments"))
+    const attachments = Effect.promise(() =>
+      db.query<{ n: number }>("select count(*)::int as n from socket_io_attachments")
+    )
       .pipe(Effect.map((r) => r.rows[0]!.n))
     return { url: `postgres://postgres@${pgServer.getServerConn()}/postgres`, attachments }
   })
@@ -318,9 +331,16 @@ const adapterPostgres = databaseMode === "postgres"
 /** An api listener whose Realtime runs with DATABASE_URL, so through @socket.io/postgres-adapter. */
 const PostgresAdapterServer = Layer.unwrapScoped(Effect.gen(function*() {
   const { attachments, url } = yield* adapterPostgres
-  const server = Layer.effect(TestServer, Effect.map(ApiListener, (api) => ({ baseUrl: api.url, receiverUrl: api.url })))
+  const server = Layer.effect(
+    TestServer,
+    Effect.map(ApiListener, (api) => ({ baseUrl: api.url, receiverUrl: api.url }))
+  )
   return server.pipe(
-    Layer.provideMerge(RealtimeLive.pipe(Layer.provideMerge(listen(ApiListener, NotFoundRoute, { host: "127.0.0.1", port: 0, policy: ApiPolicy })))),
+    Layer.provideMerge(
+      RealtimeLive.pipe(
+        Layer.provideMerge(listen(ApiListener, NotFoundRoute, { host: "127.0.0.1", port: 0, policy: ApiPolicy }))
+      )
+    ),
     Layer.provideMerge(AppSecret.Default),
     // operators' tokens are checked against the database (join-workspace)
     Layer.provideMerge(SqlLive),

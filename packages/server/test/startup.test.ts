@@ -33,10 +33,16 @@ describe("readiness of parley serve", () => {
     const deadline = Date.now() + 60_000
     let first: { body: unknown; credentials: string | undefined } | undefined
     while (first === undefined && Date.now() < deadline) {
-      const answer = await fetch(`${api}/ready`).then(async (r) => ({ status: r.status, body: await r.json() }), () => undefined)
+      const answer = await fetch(`${api}/ready`).then(
+        async (r) => ({ status: r.status, body: await r.json() }),
+        () => undefined
+      )
       if (answer?.status === 200) {
         // read at once: whatever the probe is told must already be true
-        first = { body: answer.body, credentials: Fs.existsSync(credentialsFile) ? Fs.readFileSync(credentialsFile, "utf8") : undefined }
+        first = {
+          body: answer.body,
+          credentials: Fs.existsSync(credentialsFile) ? Fs.readFileSync(credentialsFile, "utf8") : undefined
+        }
       } else {
         if (answer !== undefined) before.push({ ...answer, credentials: Fs.existsSync(credentialsFile) })
         await sleep(10)

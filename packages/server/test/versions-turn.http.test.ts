@@ -23,82 +23,133 @@ const operatorSocket = (token: string, workspaceId: number) =>
         new Promise<{ socket: Socket; events: Array<{ name: string; payload: any }> }>((resolve) => {
           const socket = io(baseUrl, { transports: ["websocket"], forceNew: true })
           const events: Array<{ name: string; payload: any }> = []
-          socket.onAny((name, payload) => events.push({ name, payload }))
-          socket.on("connect", () => socket.emit("join-workspace", { workspace_id: workspaceId, token }, () => resolve({ socket, events })))
+          socket.onAny((name, payload) =>
+            events.push({ name, payload })
+          )
+          socket.on("connect", () =>
+            socket.emit("join-workspace", { workspace_id: workspaceId, token }, () => resolve({ socket, events })))
         })
       )),
-    ({ socket }) => Effect.sync(() => socket.close())
+    ({ socket }) =>
+      Effect.sync(() =>
+        socket.close()
+      )
   )
 
 const replyRow = (messageId: string) =>
-  Effect.map(sqlRows<{ message: string | null }>`select message from messages where in_reply_to = ${messageId}`, (rows) => rows[0])
+  Effect.map(
+    sqlRows<{ message: string | null }>`select message from messages where in_reply_to = ${messageId}`,
+    (rows) => rows[0]
+  )
 
-layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeTestServices: true })("pipeline versions in a turn", (it) => {
-  it.scoped("a version published while the model answers does not change that reply; the next turn runs it", () =>
-    Effect.gen(function*() {
-      const owner = yield* seedUser()
-      yield* giveCredits(owner.workspace_id)
-      ok(yield* call(`/api/user/workspaces/${owner.workspace_id}/settings`, { method: "PATCH", token: owner.token, body: { drafts: true } }))
-      const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-        name: "Mid-turn",
-        agent_type_id: 1,
-        ai_model_id: 1,
-        language_id: 1,
-        instructions: "On refunds, say “Refunds take 5 business days.”",
-        reply_debounce_ms: 0
+layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeTestServices: true })(
+  "pipeline versions in a turn",
+  (it) => {
+    it.scoped("a version published while the model answers does not change that reply; the next turn runs it", () =>
+      Effect.gen(function*() {
+        const owner = yield* seedUser()
+        yield* giveCredits(owner.workspace_id)
+        ok(
+          yield* call(`/api/user/workspaces/${owner.workspace_id}/settings`, {
+            method: "PATCH",
+            token: owner.token,
+            body: { drafts: true }
+          })
+        )
+        const pipeline = ok(
+          yield* post(owner, "/api/user/pipelines", {
+            name: "Mid-turn",
+            agent_type_id: 1,
+            ai_model_id: 1,
+            language_id: 1,
+            instructions: "On refunds, say “Refunds take 5 business days.”",
+            reply_debounce_ms: 0
+          })
+        )
+        ok(
+          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+        )
+        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+        expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
+        ok(
+          yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
+            instructions: "On refunds, say “Refunds take two weeks.”"
+          })
+        )
+        const live = yield* operatorSocket(owner.token, owner.workspace_id)
+
+        const first = yield* say(channel, "mid-1", "How long do refunds take?")
+        // the turn has read its snapshot and waits on the model: publish now
+        yield* eventually(
+          Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && e.payload.typing === true)),
+          LATENCY_MS
+        )
+        expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
+        expect(yield* replyRow(first)).toBeUndefined()
+        const reply = yield* eventually(replyRow(first), 30_000)
+        expect(reply.message).toContain("5 business days")
+
+        const second = yield* say(channel, "mid-1", "How long do refunds take?")
+        expect((yield* eventually(replyRow(second), 30_000)).message).toContain("two weeks")
       }))
-      ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
-      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
-      expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
-      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: "On refunds, say “Refunds take two weeks.”" }))
-      const live = yield* operatorSocket(owner.token, owner.workspace_id)
 
-      const first = yield* say(channel, "mid-1", "How long do refunds take?")
-      // the turn has read its snapshot and waits on the model: publish now
-      yield* eventually(Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && e.payload.typing === true)), LATENCY_MS)
-      expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
-      expect(yield* replyRow(first)).toBeUndefined()
-      const reply = yield* eventually(replyRow(first), 30_000)
-      expect(reply.message).toContain("5 business days")
+    it.scoped("an action the model calls in that turn runs as the version the turn started on", () =>
+      Effect.gen(function*() {
+        const owner = yield* seedUser()
+        yield* giveCredits(owner.workspace_id)
+        ok(
+          yield* call(`/api/user/workspaces/${owner.workspace_id}/settings`, {
+            method: "PATCH",
+            token: owner.token,
+            body: { drafts: true }
+          })
+        )
+        const pipeline = ok(
+          yield* post(owner, "/api/user/pipelines", {
+            name: "Mid-turn action",
+            agent_type_id: 1,
+            ai_model_id: 1,
+            language_id: 1,
+            reply_debounce_ms: 0
+          })
+        )
+        ok(
+          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+        )
+        const action = ok(
+          yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, {
+            name: "create_ticket",
+            method: "POST",
+            url: "https://tickets.example.com/v1",
+            is_active: true,
+            fixed_trigger: "custom",
+            instructions: "Open a ticket when the contact asks for one."
+          })
+        )
+        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+        expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
+        ok(yield* put(owner, `/api/user/actions/${action.id}`, { url: "https://tickets.example.com/v2" }))
+        const versionId = (number: number) =>
+          Effect.map(
+            sqlRows<
+              { id: number }
+            >`select id from pipeline_versions where pipeline_id = ${pipeline.id} and number = ${number}`,
+            (rows) => Number(rows[0]!.id)
+          )
+        const live = yield* operatorSocket(owner.token, owner.workspace_id)
 
-      const second = yield* say(channel, "mid-1", "How long do refunds take?")
-      expect((yield* eventually(replyRow(second), 30_000)).message).toContain("two weeks")
-    }))
-
-  it.scoped("an action the model calls in that turn runs as the version the turn started on", () =>
-    Effect.gen(function*() {
-      const owner = yield* seedUser()
-      yield* giveCredits(owner.workspace_id)
-      ok(yield* call(`/api/user/workspaces/${owner.workspace_id}/settings`, { method: "PATCH", token: owner.token, body: { drafts: true } }))
-      const pipeline = ok(yield* post(owner, "/api/user/pipelines", {
-        name: "Mid-turn action",
-        agent_type_id: 1,
-        ai_model_id: 1,
-        language_id: 1,
-        reply_debounce_ms: 0
+        const asked = yield* say(channel, "mid-2", "Please open one for me #create_ticket")
+        yield* eventually(
+          Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && e.payload.typing === true)),
+          LATENCY_MS
+        )
+        expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
+        yield* eventually(replyRow(asked), 30_000)
+        const runs = yield* sqlRows<
+          { config_version_id: number }
+        >`select config_version_id from action_runs where message_id = ${asked}`
+        expect(runs.map((r) => Number(r.config_version_id))).toEqual([yield* versionId(1)])
+        expect(yield* versionId(2)).not.toBe(yield* versionId(1))
       }))
-      ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
-      const action = ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, {
-        name: "create_ticket",
-        method: "POST",
-        url: "https://tickets.example.com/v1",
-        is_active: true,
-        fixed_trigger: "custom",
-        instructions: "Open a ticket when the contact asks for one."
-      }))
-      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
-      expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
-      ok(yield* put(owner, `/api/user/actions/${action.id}`, { url: "https://tickets.example.com/v2" }))
-      const versionId = (number: number) =>
-        Effect.map(sqlRows<{ id: number }>`select id from pipeline_versions where pipeline_id = ${pipeline.id} and number = ${number}`, (rows) => Number(rows[0]!.id))
-      const live = yield* operatorSocket(owner.token, owner.workspace_id)
-
-      const asked = yield* say(channel, "mid-2", "Please open one for me #create_ticket")
-      yield* eventually(Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && e.payload.typing === true)), LATENCY_MS)
-      expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
-      yield* eventually(replyRow(asked), 30_000)
-      const runs = yield* sqlRows<{ config_version_id: number }>`select config_version_id from action_runs where message_id = ${asked}`
-      expect(runs.map((r) => Number(r.config_version_id))).toEqual([yield* versionId(1)])
-      expect(yield* versionId(2)).not.toBe(yield* versionId(1))
-    }))
-})
+  }
+)

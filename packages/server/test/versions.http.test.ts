@@ -26,13 +26,27 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       const { open, pipeline } = yield* refundPipeline(owner)
       const base = `/api/user/pipelines/${pipeline.id}`
 
-      expect(ok(yield* get(owner, `/api/user/workspaces/${owner.workspace_id}/settings`))).toEqual({ workspace_id: owner.workspace_id, drafts: false })
-      expect(ok(yield* get(owner, `${base}/versions`))).toMatchObject({ live_version: null, drafts: false, draft_changed: true, versions: [] })
+      expect(ok(yield* get(owner, `/api/user/workspaces/${owner.workspace_id}/settings`))).toEqual({
+        workspace_id: owner.workspace_id,
+        drafts: false
+      })
+      expect(ok(yield* get(owner, `${base}/versions`))).toMatchObject({
+        live_version: null,
+        drafts: false,
+        draft_changed: true,
+        versions: []
+      })
 
       const published = yield* post(owner, `${base}/publish`, {})
       expect(published.status).toBe(201)
       expect(published.body.message).toBe("Pipeline published successfully.")
-      expect(published.body.data).toMatchObject({ number: 1, source: "publish", rolled_back_from: null, is_live: true, published_by_user_id: owner.user_id })
+      expect(published.body.data).toMatchObject({
+        number: 1,
+        source: "publish",
+        rolled_back_from: null,
+        is_live: true,
+        published_by_user_id: owner.user_id
+      })
       expect(published.body.data.config.pipeline.instructions).toBe(FIVE_DAYS)
       expect(published.body.data.config.stages.map((s: any) => s.name)).toEqual(["Open"])
 
@@ -40,13 +54,28 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       ok(yield* put(owner, base, { instructions: TWO_WEEKS }))
       const later = ok(yield* post(owner, `${base}/stages`, { name: "Later", nature: "won", order: 2 }))
       ok(yield* put(owner, `/api/user/stages/${open.id}`, { instructions: "Greet the contact." }))
-      ok(yield* post(owner, `${base}/variables`, { name: "order_number", value: "the order number", type: "from_ai", is_required: false }))
+      ok(
+        yield* post(owner, `${base}/variables`, {
+          name: "order_number",
+          value: "the order number",
+          type: "from_ai",
+          is_required: false
+        })
+      )
       const diff = ok(yield* get(owner, `${base}/versions/diff`))
       expect(diff).toMatchObject({
         from: 1,
         to: "draft",
         settings: [{ field: "instructions", old: FIVE_DAYS, new: TWO_WEEKS }],
-        stages: { added: [{ id: later.id, name: "Later" }], removed: [], changed: [{ id: open.id, name: "Open", fields: [{ field: "instructions", old: null, new: "Greet the contact." }] }] },
+        stages: {
+          added: [{ id: later.id, name: "Later" }],
+          removed: [],
+          changed: [{
+            id: open.id,
+            name: "Open",
+            fields: [{ field: "instructions", old: null, new: "Greet the contact." }]
+          }]
+        },
         variables: { added: [{ name: "order_number" }], removed: [], changed: [] },
         knowledge_tables: { attached: [], detached: [] }
       })
@@ -56,8 +85,13 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
 
       const second = created(yield* post(owner, `${base}/publish`, {}))
       expect(second).toMatchObject({ number: 2, is_live: true })
-      expect(ok(yield* get(owner, `${base}/versions/diff?from=2&to=draft`)).text).toBe("No changes from version 2 to draft.")
-      expect(ok(yield* get(owner, `${base}/versions/diff?from=2&to=1`)).stages.removed).toEqual([{ id: later.id, name: "Later" }])
+      expect(ok(yield* get(owner, `${base}/versions/diff?from=2&to=draft`)).text).toBe(
+        "No changes from version 2 to draft."
+      )
+      expect(ok(yield* get(owner, `${base}/versions/diff?from=2&to=1`)).stages.removed).toEqual([{
+        id: later.id,
+        name: "Later"
+      }])
 
       const rolled = yield* post(owner, `${base}/rollback`, { version: 1 })
       expect(rolled.status).toBe(201)
@@ -67,7 +101,11 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       expect(ok(yield* get(owner, `${base}/versions/3`))).toEqual(rolled.body.data)
       const listed = ok(yield* get(owner, `${base}/versions`))
       expect(listed).toMatchObject({ live_version: 3, draft_changed: true })
-      expect(listed.versions.map((v: any) => [v.number, v.source, v.is_live])).toEqual([[3, "rollback", true], [2, "publish", false], [1, "publish", false]])
+      expect(listed.versions.map((v: any) => [v.number, v.source, v.is_live])).toEqual([[3, "rollback", true], [
+        2,
+        "publish",
+        false
+      ], [1, "publish", false]])
       // the draft is left as it was: it still has the second version's changes
       expect(ok(yield* get(owner, base)).instructions).toBe(TWO_WEEKS)
       expect(ok(yield* get(owner, `${base}/versions/1`)).config.pipeline.instructions).toBe(FIVE_DAYS)
@@ -77,7 +115,9 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       expect422(yield* post(owner, `${base}/rollback`, { version: "one" }), ["version"])
       expect422(yield* get(owner, `${base}/versions/diff?from=7`), ["from"])
       expect422(yield* get(owner, `${base}/versions/diff?to=latest`), ["to"])
-      expect422(yield* patch(owner, `/api/user/workspaces/${owner.workspace_id}/settings`, { drafts: "yes" }), ["drafts"])
+      expect422(yield* patch(owner, `/api/user/workspaces/${owner.workspace_id}/settings`, { drafts: "yes" }), [
+        "drafts"
+      ])
       expectStatus(yield* get(owner, `${base}/versions/9`), 404, "Version not found.")
 
       // scopes: reading needs pipelines:read, publishing pipelines:write
@@ -95,12 +135,15 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       expectStatus(yield* post(stranger, `${base}/publish`, {}), 404)
       expectStatus(yield* post(stranger, `${base}/rollback`, { version: 1 }), 404)
       expectStatus(yield* put(stranger, `${base}/publish-gate`, { is_publish_gated: true }), 404)
-      expectStatus(yield* get(stranger, `/api/user/workspaces/${owner.workspace_id}/settings`), 404, "Workspace not found.")
+      expectStatus(
+        yield* get(stranger, `/api/user/workspaces/${owner.workspace_id}/settings`),
+        404,
+        "Workspace not found."
+      )
       expectStatus(yield* patch(stranger, `/api/user/workspaces/${owner.workspace_id}/settings`, { drafts: true }), 404)
       expect(ok(yield* get(owner, `${base}/versions`)).versions).toHaveLength(3)
       expect(ok(yield* get(owner, `/api/user/workspaces/${owner.workspace_id}/settings`)).drafts).toBe(false)
     }))
-
 
   it.effect("evals: a case passes on the published version and fails on the draft; publish gated by evals", () =>
     Effect.gen(function*() {
@@ -122,21 +165,35 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       expect(byNumber).toMatchObject({ status: "passed", version: 1, version_number: 1 })
       const onDraft = yield* run("draft")
       expect(onDraft).toMatchObject({ status: "failed", version: "draft", version_number: null })
-      expect(onDraft.results[0].verdicts.filter((v: any) => !v.passed).map((v: any) => v.expectation)).toEqual(["reply_contains"])
+      expect(onDraft.results[0].verdicts.filter((v: any) => !v.passed).map((v: any) => v.expectation)).toEqual([
+        "reply_contains"
+      ])
       // compared with the newest run of what is live (version 1), not merely the run before
-      expect(onDraft.comparison).toMatchObject({ previous_run_id: byNumber.id, previous_passed: 1, newly_failing: ["refund time"] })
+      expect(onDraft.comparison).toMatchObject({
+        previous_run_id: byNumber.id,
+        previous_passed: 1,
+        newly_failing: ["refund time"]
+      })
       expect422(yield* post(owner, `${base}/eval-runs`, { cases: [refundCase], version: 4 }), ["version"])
 
       // gated: the failing draft run refuses the publish; a passing one on the unchanged draft allows it
       expect(ok(yield* put(owner, `${base}/publish-gate`, { is_publish_gated: true })).is_publish_gated).toBe(true)
       const gated = yield* post(owner, `${base}/publish`, {})
-      expectStatus(gated, 409, `The newest eval run of the draft (${onDraft.id}) failed: publishing needs a passing run.`)
+      expectStatus(
+        gated,
+        409,
+        `The newest eval run of the draft (${onDraft.id}) failed: publishing needs a passing run.`
+      )
       ok(yield* put(owner, base, { instructions: `${FIVE_DAYS} Refunds go to the card you paid with.` }))
       const passing = yield* run("draft")
       expect(passing.status).toBe("passed")
       expect(passing.comparison.previous_run_id).toBe(byNumber.id)
       ok(yield* put(owner, base, { persona: "Calm" }))
-      expectStatus(yield* post(owner, `${base}/publish`, {}), 409, `The draft changed after eval run ${passing.id} passed: run evals on the draft again.`)
+      expectStatus(
+        yield* post(owner, `${base}/publish`, {}),
+        409,
+        `The draft changed after eval run ${passing.id} passed: run evals on the draft again.`
+      )
       ok(yield* put(owner, base, { persona: null }))
       // back to what the run played: the draft is unchanged since it passed
       const published = yield* post(owner, `${base}/publish`, {})
@@ -148,22 +205,34 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
       expect(yield* run("live")).toMatchObject({ status: "failed", version_number: null })
     }))
 
-
   it.scoped("MCP: publish_pipeline publishes and rolls back, list_pipeline_versions and diff_pipeline_versions read; scopes and other workspaces", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
       const { pipeline } = yield* refundPipeline(owner)
       const mcp = yield* mcpSession(owner.token)
-      expect(yield* mcp.ok("publish_pipeline", { pipeline_id: pipeline.id })).toMatchObject({ number: 1, source: "publish", is_live: true })
+      expect(yield* mcp.ok("publish_pipeline", { pipeline_id: pipeline.id })).toMatchObject({
+        number: 1,
+        source: "publish",
+        is_live: true
+      })
       ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { instructions: TWO_WEEKS }))
       const diff = yield* mcp.ok("diff_pipeline_versions", { pipeline_id: pipeline.id })
-      expect(diff).toMatchObject({ from: 1, to: "draft", settings: [{ field: "instructions", old: FIVE_DAYS, new: TWO_WEEKS }] })
+      expect(diff).toMatchObject({
+        from: 1,
+        to: "draft",
+        settings: [{ field: "instructions", old: FIVE_DAYS, new: TWO_WEEKS }]
+      })
       expect(diff.text).toBe(`version 1 -> draft:\n~ setting instructions: "${FIVE_DAYS}" -> "${TWO_WEEKS}"`)
       expect(yield* mcp.ok("publish_pipeline", { pipeline_id: pipeline.id })).toMatchObject({ number: 2 })
-      expect(yield* mcp.ok("publish_pipeline", { pipeline_id: pipeline.id, version: 1 })).toMatchObject({ number: 3, source: "rollback", rolled_back_from: 1 })
-      expect((yield* mcp.ok("diff_pipeline_versions", { pipeline_id: pipeline.id, from: "2", to: "live" })).settings).toEqual([
-        { field: "instructions", old: TWO_WEEKS, new: FIVE_DAYS }
-      ])
+      expect(yield* mcp.ok("publish_pipeline", { pipeline_id: pipeline.id, version: 1 })).toMatchObject({
+        number: 3,
+        source: "rollback",
+        rolled_back_from: 1
+      })
+      expect((yield* mcp.ok("diff_pipeline_versions", { pipeline_id: pipeline.id, from: "2", to: "live" })).settings)
+        .toEqual([
+          { field: "instructions", old: TWO_WEEKS, new: FIVE_DAYS }
+        ])
       const listed = yield* mcp.ok("list_pipeline_versions", { pipeline_id: pipeline.id })
       expect(listed).toMatchObject({ live_version: 3, draft_changed: true })
       expect(listed.versions.map((v: any) => v.number)).toEqual([3, 2, 1])
@@ -173,10 +242,13 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions", (it)
 
       const reader = yield* mcpSession((yield* tokenFor(owner.email, ["mcp:use", "pipelines:read"])).token)
       expect((yield* reader.ok("list_pipeline_versions", { pipeline_id: pipeline.id })).live_version).toBe(3)
-      expect(textOf(yield* reader.call("publish_pipeline", { pipeline_id: pipeline.id }))).toBe("Missing required scope: pipelines:write")
+      expect(textOf(yield* reader.call("publish_pipeline", { pipeline_id: pipeline.id }))).toBe(
+        "Missing required scope: pipelines:write"
+      )
       const stranger = yield* mcpSession((yield* seedUser()).token)
-      expect(textOf(yield* stranger.call("list_pipeline_versions", { pipeline_id: pipeline.id }))).toBe("Pipeline not found.")
+      expect(textOf(yield* stranger.call("list_pipeline_versions", { pipeline_id: pipeline.id }))).toBe(
+        "Pipeline not found."
+      )
       expect(textOf(yield* stranger.call("publish_pipeline", { pipeline_id: pipeline.id }))).toBe("Pipeline not found.")
     }))
-
 })

@@ -58,14 +58,18 @@ const send = (auth: Auth, body: Record<string, unknown> | FormData, headers: Rec
   Effect.flatMap(TestServer, ({ receiverUrl }) =>
     fetchReply(`${receiverUrl}/web-chat/message`, {
       method: "POST",
-      headers: body instanceof FormData ? { ...auth, ...headers } : { ...auth, ...headers, "content-type": "application/json" },
+      headers: body instanceof FormData
+        ? { ...auth, ...headers }
+        : { ...auth, ...headers, "content-type": "application/json" },
       body: body instanceof FormData ? body : JSON.stringify(body)
     }))
 
 const history = (auth: Auth, query: Record<string, string | number>) =>
   Effect.flatMap(TestServer, ({ baseUrl }) =>
     fetchReply(
-      `${baseUrl}/api/user/messages/webchat?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}`,
+      `${baseUrl}/api/user/messages/webchat?${new URLSearchParams(
+        Object.entries(query).map(([k, v]) => [k, String(v)])
+      )}`,
       { headers: { ...auth, accept: "application/json" } }
     ))
 
@@ -93,8 +97,8 @@ const pageOf = (r: Reply) => {
   return r.body.data
 }
 
-
-const createChannel = (who: Caller, body: Record<string, unknown>) => Effect.map(post(who, "/api/user/channels", body), ok)
+const createChannel = (who: Caller, body: Record<string, unknown>) =>
+  Effect.map(post(who, "/api/user/channels", body), ok)
 
 /** An owner with credits, the funnel pipeline ("Inbound" first by order) and a web channel on it. */
 const webChannel = (channel: Record<string, unknown> = {}) =>
@@ -107,7 +111,10 @@ const webChannel = (channel: Record<string, unknown> = {}) =>
   })
 
 const opportunitiesOf = (who: Caller, pipelineId: number) =>
-  Effect.map(get(who, `/api/user/opportunities?pipeline_id=${pipelineId}&per_page=100`), (r) => ok(r).data as Array<any>)
+  Effect.map(
+    get(who, `/api/user/opportunities?pipeline_id=${pipelineId}&per_page=100`),
+    (r) => ok(r).data as Array<any>
+  )
 
 const opportunityOfContact = (who: Caller, pipelineId: number, contactKey: string) =>
   Effect.map(opportunitiesOf(who, pipelineId), (all) => {
@@ -127,14 +134,20 @@ const randomBytes = (n: number) => {
 const download = (url: string) =>
   Effect.promise(async () => {
     const response = await fetch(url)
-    return { status: response.status, type: response.headers.get("content-type"), bytes: new Uint8Array(await response.arrayBuffer()) }
+    return {
+      status: response.status,
+      type: response.headers.get("content-type"),
+      bytes: new Uint8Array(await response.arrayBuffer())
+    }
   })
 
 /** Files under the storage root for a channel's prefix. */
 const storedUnder = (clientId: string) =>
   Effect.map(FileStorage, (storage) => {
     const dir = Path.join(storage.root, "uploads", clientId)
-    return Fs.existsSync(dir) ? Fs.readdirSync(dir, { recursive: true }).filter((f) => Fs.statSync(Path.join(dir, String(f))).isFile()) : []
+    return Fs.existsSync(dir)
+      ? Fs.readdirSync(dir, { recursive: true }).filter((f) => Fs.statSync(Path.join(dir, String(f))).isFile())
+      : []
   })
 
 const filesRows = (channelId: number) => count`select count(*) as n from files where channel_id = ${channelId}`
@@ -163,7 +176,8 @@ layer(TestServerLive())("web chat", (it) => {
         expect(session.event).toBe("new_message")
         const now = Math.floor(Date.now() / 1000)
         expect(verifySocketToken(secrets.socketKey, session.token, session.channel, now)).toBe(session.conversation_id)
-        expect(verifySocketToken(secrets.socketKey, session.token, `conversation.${session.conversation_id + 1}`, now)).toBeUndefined()
+        expect(verifySocketToken(secrets.socketKey, session.token, `conversation.${session.conversation_id + 1}`, now))
+          .toBeUndefined()
       }))
 
     it.effect("generates a ULID contact_id when none is sent, a new one each time", () =>
@@ -211,17 +225,37 @@ layer(TestServerLive())("web chat", (it) => {
         let o = yield* opportunityOfContact(owner, pipeline.id, "ada")
         expect(o).toMatchObject({ contact_name: "Ada Lovelace", contact_email: null, contact_phone: null })
 
-        ok(yield* initiate(auth, { contact_id: "ada", name: "Eve", email: "ada@example.com", phone: "+44 20 7946 0958" }))
+        ok(
+          yield* initiate(auth, { contact_id: "ada", name: "Eve", email: "ada@example.com", phone: "+44 20 7946 0958" })
+        )
         o = yield* opportunityOfContact(owner, pipeline.id, "ada")
-        expect(o).toMatchObject({ contact_name: "Ada Lovelace", contact_email: "ada@example.com", contact_phone: "442079460958" })
+        expect(o).toMatchObject({
+          contact_name: "Ada Lovelace",
+          contact_email: "ada@example.com",
+          contact_phone: "442079460958"
+        })
 
-        ok(yield* initiate(auth, { contact_id: "ada", name: "Mallory", email: "mallory@example.com", phone: "+1 202 555 0100" }))
+        ok(
+          yield* initiate(auth, {
+            contact_id: "ada",
+            name: "Mallory",
+            email: "mallory@example.com",
+            phone: "+1 202 555 0100"
+          })
+        )
         o = yield* opportunityOfContact(owner, pipeline.id, "ada")
-        expect(o).toMatchObject({ contact_name: "Ada Lovelace", contact_email: "ada@example.com", contact_phone: "442079460958" })
+        expect(o).toMatchObject({
+          contact_name: "Ada Lovelace",
+          contact_email: "ada@example.com",
+          contact_phone: "442079460958"
+        })
 
         // a contact the receiver created (no identity at all) gets its name from a later Initiate
         received(yield* send(auth, { contact_id: "anon", message: "hello" }))
-        expect(yield* opportunityOfContact(owner, pipeline.id, "anon")).toMatchObject({ contact_name: null, contact_email: null })
+        expect(yield* opportunityOfContact(owner, pipeline.id, "anon")).toMatchObject({
+          contact_name: null,
+          contact_email: null
+        })
         ok(yield* initiate(auth, { contact_id: "anon", name: "Grace", email: "grace@example.com" }))
         expect(yield* opportunityOfContact(owner, pipeline.id, "anon")).toMatchObject({
           contact_name: "Grace",
@@ -241,7 +275,9 @@ layer(TestServerLive())("web chat", (it) => {
           {},
           { authorization: `Bearer ${owner.token}` }
         ]
-        for (const bad of attempts) expectStatus(yield* initiate(bad, { contact_id: "x" }), 401, "Invalid client credentials")
+        for (const bad of attempts) {
+          expectStatus(yield* initiate(bad, { contact_id: "x" }), 401, "Invalid client credentials")
+        }
         ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: false }))
         expectStatus(yield* initiate(auth, { contact_id: "x" }), 401, "Invalid client credentials")
         expect(yield* count`select count(*) as n from contacts where workspace_id = ${owner.workspace_id}`).toBe(0)
@@ -264,7 +300,11 @@ layer(TestServerLive())("web chat", (it) => {
         const owner = yield* seedUser()
         yield* giveCredits(owner.workspace_id)
         const channel = yield* createChannel(owner, { kind: "web" })
-        expectStatus(yield* initiate(authOf(channel), { contact_id: "x" }), 422, "Channel is not linked to any pipeline")
+        expectStatus(
+          yield* initiate(authOf(channel), { contact_id: "x" }),
+          422,
+          "Channel is not linked to any pipeline"
+        )
       }))
 
     it.effect("400 No subscription found, No credits found and No stages found for this pipeline", () =>
@@ -332,14 +372,30 @@ layer(TestServerLive())("web chat", (it) => {
         expect(opportunity.conversations).toHaveLength(1)
         const page = pageOf(yield* history(auth, { contact_id: "cold-visitor" }))
         expect(page.data.map((m: any) => m.id)).toEqual([id])
-        expect(page.data[0]).toMatchObject({ conversation_id: opportunity.conversations[0].id, opportunity_id: opportunity.id })
+        expect(page.data[0]).toMatchObject({
+          conversation_id: opportunity.conversations[0].id,
+          opportunity_id: opportunity.id
+        })
         // SPEC.md 2.4's history record: no integer contact id next to the string contact_id of web chat
         expect(Object.keys(page.data[0]).sort()).toEqual([
-          "attachments", "conversation_id", "created_at", "error", "external_message_id", "files", "id", "message", "no_reply_reason",
-          "opportunity_id", "role", "sender_id", "status"
+          "attachments",
+          "conversation_id",
+          "created_at",
+          "error",
+          "external_message_id",
+          "files",
+          "id",
+          "message",
+          "no_reply_reason",
+          "opportunity_id",
+          "role",
+          "sender_id",
+          "status"
         ])
         // Initiate afterwards resumes the same conversation, and no second opportunity appears
-        expect(ok(yield* initiate(auth, { contact_id: "cold-visitor" })).conversation_id).toBe(opportunity.conversations[0].id)
+        expect(ok(yield* initiate(auth, { contact_id: "cold-visitor" })).conversation_id).toBe(
+          opportunity.conversations[0].id
+        )
         received(yield* send(auth, { contact_id: "cold-visitor", message: "Hello?" }))
         expect(yield* opportunitiesOf(owner, pipeline.id)).toHaveLength(1)
       }))
@@ -363,7 +419,12 @@ layer(TestServerLive())("web chat", (it) => {
         expect(message.files).toHaveLength(2)
         const [image, document] = message.files
         expect(image).toMatchObject({ mimetype: "image/png", type: "image", size: png.length, name: "photo.png" })
-        expect(document).toMatchObject({ mimetype: "application/pdf", type: "document", size: pdf.length, name: "Quote 2024.pdf" })
+        expect(document).toMatchObject({
+          mimetype: "application/pdf",
+          type: "document",
+          size: pdf.length,
+          name: "Quote 2024.pdf"
+        })
         for (const entry of message.files) {
           expect(Object.keys(entry).sort()).toEqual(["mimetype", "name", "path", "size", "type", "url"])
           expect(entry.path.startsWith(`uploads/${channel.client_id}/`)).toBe(true)
@@ -541,7 +602,14 @@ layer(TestServerLive())("web chat", (it) => {
           ["", [two, one], []],
           ["see link", [one], []]
         ])
-        refused(yield* send(auth, { contact_id: "attach-visitor", message: "x", attachments: [{ type: "image", url: "ftp://x/y" }] }), 400)
+        refused(
+          yield* send(auth, {
+            contact_id: "attach-visitor",
+            message: "x",
+            attachments: [{ type: "image", url: "ftp://x/y" }]
+          }),
+          400
+        )
         const bad = new FormData()
         bad.append("contact_id", "attach-visitor")
         bad.append("message", "x")
@@ -574,23 +642,39 @@ layer(TestServerLive())("web chat", (it) => {
           siblings.path,
           strangers.path,
           `${prefix}../${other.client_id}/${siblings.path.slice(`uploads/${other.client_id}/`.length)}`,
-          `${prefix}${mine.path.slice(prefix.length).split("/").slice(0, 2).join("/")}/../${mine.path.slice(prefix.length)}`,
+          `${prefix}${mine.path.slice(prefix.length).split("/").slice(0, 2).join("/")}/../${
+            mine.path.slice(prefix.length)
+          }`,
           `${prefix}2024/01/not-stored.png`,
           "/etc/passwd",
           `../../${mine.path}`,
           mine.path.slice(prefix.length)
         ]
         for (const path of invalid) {
-          refused(yield* send(auth, { contact_id: "path-visitor", message: "ref", files: [{ path }] }), 400, "Invalid file path")
+          refused(
+            yield* send(auth, { contact_id: "path-visitor", message: "ref", files: [{ path }] }),
+            400,
+            "Invalid file path"
+          )
         }
         refused(
-          yield* send(auth, { contact_id: "path-visitor", message: "ref", files: [{ path: mine.path }, { path: siblings.path }] }),
+          yield* send(auth, {
+            contact_id: "path-visitor",
+            message: "ref",
+            files: [{ path: mine.path }, { path: siblings.path }]
+          }),
           400,
           "Invalid file path"
         )
         expect(pageOf(yield* history(auth, { contact_id: "path-visitor" })).total).toBe(1)
 
-        received(yield* send(auth, { contact_id: "path-visitor", message: "same file again", files: [{ path: mine.path, name: "renamed.png" }] }))
+        received(
+          yield* send(auth, {
+            contact_id: "path-visitor",
+            message: "same file again",
+            files: [{ path: mine.path, name: "renamed.png" }]
+          })
+        )
         const [latest] = pageOf(yield* history(auth, { contact_id: "path-visitor" })).data
         const { url: _u1, ...entry } = mine
         expect(latest.files).toHaveLength(1)
@@ -602,16 +686,18 @@ layer(TestServerLive())("web chat", (it) => {
     it.effect("unknown fields such as name and email are stripped", () =>
       Effect.gen(function*() {
         const { auth, owner, pipeline } = yield* webChannel()
-        received(yield* send(auth, {
-          contact_id: "strip-visitor",
-          message: "hi",
-          name: "Injected",
-          email: "injected@example.com",
-          phone: "+49 170 1234567",
-          role: "assistant",
-          status: "sent",
-          conversation_id: 1
-        }))
+        received(
+          yield* send(auth, {
+            contact_id: "strip-visitor",
+            message: "hi",
+            name: "Injected",
+            email: "injected@example.com",
+            phone: "+49 170 1234567",
+            role: "assistant",
+            status: "sent",
+            conversation_id: 1
+          })
+        )
         const [message] = pageOf(yield* history(auth, { contact_id: "strip-visitor" })).data
         expect(message).toMatchObject({ role: "user", status: "received", message: "hi" })
         expect(yield* opportunityOfContact(owner, pipeline.id, "strip-visitor")).toMatchObject({
@@ -624,7 +710,12 @@ layer(TestServerLive())("web chat", (it) => {
     it.effect("contact_id missing, empty or over 255 characters is 400 naming contact_id", () =>
       Effect.gen(function*() {
         const { auth, owner } = yield* webChannel()
-        for (const body of [{ message: "hi" }, { contact_id: "", message: "hi" }, { contact_id: "c".repeat(256), message: "hi" }]) {
+        for (
+          const body of [{ message: "hi" }, { contact_id: "", message: "hi" }, {
+            contact_id: "c".repeat(256),
+            message: "hi"
+          }]
+        ) {
           const r = yield* send(auth, body)
           refused(r, 400)
           expect(r.body.data.validation.map((v: any) => v.field)).toEqual(["contact_id"])
@@ -707,7 +798,11 @@ layer(TestServerLive())("web chat", (it) => {
       Effect.gen(function*() {
         const { auth } = yield* webChannel()
         const body = { contact_id: "long-key-visitor", message: "hello" }
-        refused(yield* send(auth, body, { "idempotency-key": "k".repeat(256) }), 400, "The Idempotency-Key header must be 1 to 255 characters.")
+        refused(
+          yield* send(auth, body, { "idempotency-key": "k".repeat(256) }),
+          400,
+          "The Idempotency-Key header must be 1 to 255 characters."
+        )
         received(yield* send(auth, body, { "idempotency-key": "k".repeat(255) }))
         expect(pageOf(yield* history(auth, { contact_id: "long-key-visitor" })).total).toBe(1)
       }))
@@ -767,10 +862,20 @@ layer(TestServerLive())("web chat", (it) => {
         const { auth } = yield* webChannel()
         const session = ok(yield* initiate(auth, { contact_id: "paging-visitor" }))
         const ids: Array<string> = []
-        for (let i = 1; i <= 12; i++) ids.push(received(yield* send(auth, { contact_id: "paging-visitor", message: `message ${i}` })))
+        for (let i = 1; i <= 12; i++) {
+          ids.push(received(yield* send(auth, { contact_id: "paging-visitor", message: `message ${i}` })))
+        }
 
         const first = pageOf(yield* history(auth, { conversation_id: session.conversation_id }))
-        expect(first).toMatchObject({ current_page: 1, per_page: 10, total: 12, last_page: 2, from: 1, to: 10, prev_page_url: null })
+        expect(first).toMatchObject({
+          current_page: 1,
+          per_page: 10,
+          total: 12,
+          last_page: 2,
+          from: 1,
+          to: 10,
+          prev_page_url: null
+        })
         expect(first.data.map((m: any) => m.message)).toEqual(Array.from({ length: 10 }, (_, i) => `message ${12 - i}`))
         expect(first.data.map((m: any) => m.id)).toEqual(ids.slice(2).reverse())
         expect(new URL(first.next_page_url).searchParams.get("page")).toBe("2")
@@ -778,7 +883,15 @@ layer(TestServerLive())("web chat", (it) => {
         expect(new URL(first.next_page_url).pathname).toBe("/api/user/messages/webchat")
 
         const second = pageOf(yield* history(auth, { conversation_id: session.conversation_id, page: 2 }))
-        expect(second).toMatchObject({ current_page: 2, per_page: 10, total: 12, last_page: 2, from: 11, to: 12, next_page_url: null })
+        expect(second).toMatchObject({
+          current_page: 2,
+          per_page: 10,
+          total: 12,
+          last_page: 2,
+          from: 11,
+          to: 12,
+          next_page_url: null
+        })
         expect(second.data.map((m: any) => m.message)).toEqual(["message 2", "message 1"])
         expect(new URL(second.prev_page_url).searchParams.get("page")).toBe("1")
 
@@ -802,7 +915,11 @@ layer(TestServerLive())("web chat", (it) => {
         expect(byId.data.map((m: any) => m.message)).toEqual(["from b"])
         const both = pageOf(yield* history(auth, { conversation_id: b.conversation_id, contact_id: "visitor-a" }))
         expect(both.data.map((m: any) => m.message)).toEqual(["from a"])
-        expectStatus(yield* history(auth, { conversation_id: a.conversation_id, contact_id: "nobody" }), 403, "Unauthorized")
+        expectStatus(
+          yield* history(auth, { conversation_id: a.conversation_id, contact_id: "nobody" }),
+          403,
+          "Unauthorized"
+        )
       }))
 
     it.effect("another channel's conversation and an unknown contact_id are both 403 Unauthorized", () =>
@@ -871,7 +988,9 @@ layer(TestServerLive())("web chat", (it) => {
         const signature = url.searchParams.get("signature")!
         const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === "0" ? "1" : "0") + s.slice(i + 1)
         const variants: Array<URL> = []
-        for (const sig of [flip(signature, 0), flip(signature, 63), signature.slice(0, 62), "", signature.toUpperCase()]) {
+        for (
+          const sig of [flip(signature, 0), flip(signature, 63), signature.slice(0, 62), "", signature.toUpperCase()]
+        ) {
           const u = new URL(url)
           u.searchParams.set("signature", sig)
           variants.push(u)
@@ -931,7 +1050,8 @@ layer(TestServerLive())("web chat", (it) => {
         )
         expect(raw).toBe(404)
         const escape = new URL(baseUrl + storage.signedPath("../../etc/passwd"))
-        expect((yield* download(`${baseUrl}/files/${encodeURIComponent("../../etc/passwd")}${escape.search}`)).status).toBe(404)
+        expect((yield* download(`${baseUrl}/files/${encodeURIComponent("../../etc/passwd")}${escape.search}`)).status)
+          .toBe(404)
         // the undotted key signed the same way is served, so the 404s above are the `..`
         expect((yield* download(baseUrl + storage.signedPath(entry.path))).status).toBe(200)
       }))
@@ -972,11 +1092,13 @@ layer(TestServerLive())("web chat", (it) => {
         expect(yield* summary()).toMatchObject({ messages_count: 3, last_message_content: "And another" })
 
         // links only (attachments, no files) preview the same way
-        received(yield* send(auth, {
-          contact_id: "summary-visitor",
-          message: "",
-          attachments: [{ type: "link", url: "https://example.com/order/7" }]
-        }))
+        received(
+          yield* send(auth, {
+            contact_id: "summary-visitor",
+            message: "",
+            attachments: [{ type: "link", url: "https://example.com/order/7" }]
+          })
+        )
         expect(yield* summary()).toMatchObject({ messages_count: 4, last_message_content: "[Attachment]" })
       }))
   })
@@ -996,8 +1118,13 @@ layer(TestServerLive())("web chat", (it) => {
         expectStatus(yield* history(alice.auth, { conversation_id: b.conversation_id }), 403, "Unauthorized")
         const bobs = pageOf(yield* history(bob.auth, { contact_id: "shared-visitor" }))
         expect(bobs.data.map((m: any) => [m.message, m.conversation_id])).toEqual([["bob's note", b.conversation_id]])
-        const alices = pageOf(yield* history(alice.auth, { contact_id: "shared-visitor", conversation_id: b.conversation_id }))
-        expect(alices.data.map((m: any) => [m.message, m.conversation_id])).toEqual([["alice's secret", a.conversation_id]])
+        const alices = pageOf(
+          yield* history(alice.auth, { contact_id: "shared-visitor", conversation_id: b.conversation_id })
+        )
+        expect(alices.data.map((m: any) => [m.message, m.conversation_id])).toEqual([[
+          "alice's secret",
+          a.conversation_id
+        ]])
 
         // mixed credentials (alice's id, bob's secret) are refused everywhere
         const mixed = { authorization: basic(alice.channel.client_id, bob.channel.client_secret) }
@@ -1005,7 +1132,9 @@ layer(TestServerLive())("web chat", (it) => {
         refused(yield* send(mixed, { contact_id: "shared-visitor", message: "x" }), 401)
         expectStatus(yield* initiate(mixed, { contact_id: "shared-visitor" }), 401, "Invalid client credentials")
 
-        expect((yield* opportunitiesOf(alice.owner, alice.pipeline.id))[0].conversations.map((c: any) => c.id)).toEqual([a.conversation_id])
+        expect((yield* opportunitiesOf(alice.owner, alice.pipeline.id))[0].conversations.map((c: any) => c.id)).toEqual(
+          [a.conversation_id]
+        )
         expect(yield* opportunitiesOf(alice.owner, bob.pipeline.id)).toEqual([])
         expect((yield* opportunitiesOf(bob.owner, bob.pipeline.id))[0].conversations[0].messages_count).toBe(1)
       }))

@@ -70,7 +70,11 @@ describe("the demo page in a browser", () => {
     // the panel is open on the demo page; the pipeline's static opening message greets the visitor
     expect(await page.getByRole("dialog", { name: "Parley demo agent" }).isVisible()).toBe(true)
     expect((await assistantCount(page, 1))[0]).toContain("Parley's demo agent")
-    await until("the opportunity", async () => (await page.textContent("#opportunity-stage"))?.includes("New lead") || undefined, WAIT.timeout)
+    await until(
+      "the opportunity",
+      async () => (await page.textContent("#opportunity-stage"))?.includes("New lead") || undefined,
+      WAIT.timeout
+    )
 
     // one exchange: the reply comes over the socket, from the pipeline's knowledge
     await say(page, "What does the Growth plan cost?")
@@ -88,10 +92,26 @@ describe("the demo page in a browser", () => {
     // README's demo script reads naturally: an answer from the knowledge, no word of what the agent is told
     // (its instructions, the handoff guidance, the tools, the stage names)
     expect(afterMove[2]).toContain("A demo call takes 30 minutes")
-    for (const internal of ["request_human", "move_to_stage", "Call the", "tool", "Demo booked", "New lead", "Greet the contact", "answer from the", "[task:"]) {
+    for (
+      const internal of [
+        "request_human",
+        "move_to_stage",
+        "Call the",
+        "tool",
+        "Demo booked",
+        "New lead",
+        "Greet the contact",
+        "answer from the",
+        "[task:"
+      ]
+    ) {
       for (const said of afterMove) expect(said).not.toContain(internal)
     }
-    await until("the won stage", async () => (await page.textContent("#opportunity-stage"))?.includes("Demo booked") || undefined, WAIT.timeout)
+    await until(
+      "the won stage",
+      async () => (await page.textContent("#opportunity-stage"))?.includes("Demo booked") || undefined,
+      WAIT.timeout
+    )
     expect(await page.textContent("#opportunity-status")).toContain("won")
     await page.locator("#deliveries tbody tr:not([data-empty])").nth(2).waitFor(WAIT)
 
@@ -104,7 +124,11 @@ describe("the demo page in a browser", () => {
     expect(await messages(page).allInnerTexts()).toEqual(before)
 
     // a file, sent to the receiver from the page, is stored and listed with a signed URL
-    await page.getByLabel("Attach files").setInputFiles({ name: "brochure.txt", mimeType: "text/plain", buffer: Buffer.from("Parley brochure") })
+    await page.getByLabel("Attach files").setInputFiles({
+      name: "brochure.txt",
+      mimeType: "text/plain",
+      buffer: Buffer.from("Parley brochure")
+    })
     await page.getByRole("button", { name: "Send" }).click()
     await page.locator("li[data-role=user]:not([data-pending])", { hasText: "brochure.txt" }).waitFor(WAIT)
     // once stored, the link is the file's own signed URL (not the page's local preview), and after a reload too
@@ -164,7 +188,9 @@ describe("the demo page in a browser", () => {
     await page.goto(`${server!.api}/`)
     await page.waitForSelector("#parley-widget[data-state=ready]", WAIT)
     await assistantCount(page, 1)
-    const { session, contact_id } = JSON.parse((await page.evaluate((key) => localStorage.getItem(key), `parley:${credentials.widget.client_id}`))!)
+    const { session, contact_id } = JSON.parse(
+      (await page.evaluate((key) => localStorage.getItem(key), `parley:${credentials.widget.client_id}`))!
+    )
     // 55 messages from this visitor, sent as the widget sends them
     const headers = { authorization: `Bearer ${session}`, origin: server!.api }
     for (let i = 1; i <= 55; i++) {
@@ -193,7 +219,11 @@ describe("the demo page in a browser", () => {
     await earlier.waitFor(WAIT)
     expect(await messages(page).count()).toBe(50)
     await earlier.click()
-    await until("every message", async () => ((await messages(page).count()) === total ? true : undefined), WAIT.timeout)
+    await until(
+      "every message",
+      async () => ((await messages(page).count()) === total ? true : undefined),
+      WAIT.timeout
+    )
     expect(await earlier.isHidden()).toBe(true)
     const texts = await messages(page).allInnerTexts()
     expect(texts[0]).toContain("Parley's demo agent")
@@ -207,7 +237,9 @@ describe("the demo page in a browser", () => {
     const site = Http.createServer((_, res) =>
       res.writeHead(200, { "content-type": "text/html" }).end(
         `<!doctype html><title>Another site</title><h1>Another site</h1>
-         <script src="${server!.api}/widget.js" data-client-id="${credentials.widget.client_id}" data-open="true" async></script>`
+         <script src="${
+          server!.api
+        }/widget.js" data-client-id="${credentials.widget.client_id}" data-open="true" async></script>`
       )
     )
     await new Promise<void>((r) => site.listen(0, "127.0.0.1", () => r()))

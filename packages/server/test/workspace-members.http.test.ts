@@ -46,7 +46,13 @@ layer(TestServerLive())("workspace members", (it) => {
       for (const id of [bob.workspace_id, 987654321]) {
         const r = yield* get(alice, members(id))
         expect(r.status).toBe(404)
-        expect(r.body).toEqual({ status: false, code: 404, validation: [], message: "Workspace not found.", data: null })
+        expect(r.body).toEqual({
+          status: false,
+          code: 404,
+          validation: [],
+          message: "Workspace not found.",
+          data: null
+        })
       }
     }))
 
@@ -54,7 +60,11 @@ layer(TestServerLive())("workspace members", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const writer = yield* tokenFor(alice.email, ["conversations:write", "opportunities:read"])
-      expectStatus(yield* get({ token: writer.token }, members(alice.workspace_id)), 403, "Missing required scope: conversations:read")
+      expectStatus(
+        yield* get({ token: writer.token }, members(alice.workspace_id)),
+        403,
+        "Missing required scope: conversations:read"
+      )
       const reader = yield* tokenFor(alice.email, ["conversations:read"])
       expect(ok(yield* get({ token: reader.token }, members(alice.workspace_id)))).toHaveLength(1)
       expectStatus(yield* call(members(alice.workspace_id)), 401)

@@ -19,8 +19,27 @@
  */
 import { ClusterSchema, Entity, Singleton } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { ConversationTurns, FollowupOutcome, HandoffTurns, type NoReplyReason, noReplySentence, type ReplyDraft } from "@parley/domain"
-import { Cause, Clock, Duration, Effect, Layer, Metric, MetricBoundaries, Option, Schedule, Schema, Stream } from "effect"
+import {
+  ConversationTurns,
+  FollowupOutcome,
+  HandoffTurns,
+  type NoReplyReason,
+  noReplySentence,
+  type ReplyDraft
+} from "@parley/domain"
+import {
+  Cause,
+  Clock,
+  Duration,
+  Effect,
+  Layer,
+  Metric,
+  MetricBoundaries,
+  Option,
+  Schedule,
+  Schema,
+  Stream
+} from "effect"
 import * as Agent from "./agent/Agent.js"
 import type { ModelRegistry } from "./agent/Models.js"
 import { startFollowups } from "./FollowupWorkflow.js"
@@ -81,10 +100,11 @@ export const followupSteps = Metric.counter("parley_followup_steps_total", {
  * about contacts); the reason itself is stored on the contact messages.
  */
 const noReply = (conversationId: string, isEval: boolean, reason: NoReplyReason, detail?: string) =>
-  Effect.logWarning(`No reply in conversation ${conversationId}: ${reason} (${detail ?? noReplySentence[reason]})`).pipe(
-    Effect.annotateLogs({ conversation_id: conversationId, reason }),
-    Effect.zipRight(isEval ? Effect.void : Metric.increment(Metric.tagged(repliesSkipped, "reason", reason)))
-  )
+  Effect.logWarning(`No reply in conversation ${conversationId}: ${reason} (${detail ?? noReplySentence[reason]})`)
+    .pipe(
+      Effect.annotateLogs({ conversation_id: conversationId, reason }),
+      Effect.zipRight(isEval ? Effect.void : Metric.increment(Metric.tagged(repliesSkipped, "reason", reason)))
+    )
 
 const describe = (error: unknown) =>
   typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
@@ -99,7 +119,9 @@ export const ConversationLive = Conversation.toLayer(
     const conversationId = (yield* Entity.CurrentAddress).entityId
 
     /** Replies stored by an earlier, interrupted run of this entity go out first. */
-    const deliverLeftovers = turns.undelivered(conversationId).pipe(Effect.flatMap(Effect.forEach(turns.deliver, { discard: true })))
+    const deliverLeftovers = turns.undelivered(conversationId).pipe(
+      Effect.flatMap(Effect.forEach(turns.deliver, { discard: true }))
+    )
 
     const turn = (upTo: string, arrivedAt: Date) =>
       Effect.gen(function*() {
@@ -156,7 +178,16 @@ export const ConversationLive = Conversation.toLayer(
         if (Option.isNone(due)) return
         const o = due.value
         const draft: ReplyDraft | undefined = o.kind === "static"
-          ? { text: o.staticText ?? "", model: null, inputTokens: 0, outputTokens: 0, cost: 0, tier: null, moveToStageId: null, knowledgePointIds: [] }
+          ? {
+            text: o.staticText ?? "",
+            model: null,
+            inputTokens: 0,
+            outputTokens: 0,
+            cost: 0,
+            tier: null,
+            moveToStageId: null,
+            knowledgePointIds: []
+          }
           : yield* Agent.opening(o.context).pipe(
             Effect.tapError((e) => Effect.logWarning("The opening message could not be produced", e)),
             Effect.orElseSucceed(() => undefined)
@@ -204,7 +235,9 @@ export const ConversationLive = Conversation.toLayer(
             ? staticDraft(bridge.text)
             : yield* Agent.bridge(bridge.context, bridge.second).pipe(
               Effect.filterOrFail((d) => d.text.trim() !== ""),
-              Effect.tapError((e) => Effect.logWarning("The bridge message could not be written; the pipeline's text goes instead", e)),
+              Effect.tapError((e) =>
+                Effect.logWarning("The bridge message could not be written; the pipeline's text goes instead", e)
+              ),
               Effect.orElseSucceed(() => staticDraft(bridge.fallback))
             )
           // a written bridge the credits cannot pay for gives way to the pipeline's text, which costs nothing
@@ -230,7 +263,9 @@ export const ConversationLive = Conversation.toLayer(
     const guarded = <E>(name: string, effect: Effect.Effect<void, E, ModelRegistry>) =>
       effect.pipe(
         Effect.provide(context),
-        Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${name} failed`, cause)),
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${name} failed`, cause)
+        ),
         Effect.withSpan(`Conversation.${name}`, { attributes: { conversationId } })
       ) as Effect.Effect<void>
 
@@ -244,7 +279,9 @@ export const ConversationLive = Conversation.toLayer(
           Effect.tap((outcome) => Metric.increment(Metric.tagged(followupSteps, "outcome", outcome))),
           Effect.provide(context),
           Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.as(Effect.logError("Followup failed", cause), "skipped" as const)
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.as(Effect.logError("Followup failed", cause), "skipped" as const)
           ),
           Effect.withSpan("Conversation.Followup", { attributes: { conversationId, ...payload } })
         )
@@ -293,8 +330,7 @@ export const StageEntriesLive = (every: Duration.DurationInput) =>
             if (conversationId !== null) yield* client(conversationId).StageEntered({ entryId }, { discard: true })
             yield* startFollowups(entryId)
             yield* turns.consumeStageEntry(entryId)
-          })
-        , { discard: true })),
+          }), { discard: true })),
         Effect.catchAllCause(Effect.logWarning)
       )
       // at once when the database says entries were written, and every `every` in case a notification was missed
@@ -311,4 +347,8 @@ export const ConversationEngineLive = (options: {
   readonly handoverGrace: Duration.DurationInput
   readonly stageEntriesEvery: Duration.DurationInput
 }) =>
-  Layer.mergeAll(ConversationLive, OrphanSweepLive(options.handoverEvery, options.handoverGrace), StageEntriesLive(options.stageEntriesEvery))
+  Layer.mergeAll(
+    ConversationLive,
+    OrphanSweepLive(options.handoverEvery, options.handoverGrace),
+    StageEntriesLive(options.stageEntriesEvery)
+  )

@@ -3,8 +3,8 @@
  * wait, each an activity, so a restart never loses a delivery and never repeats a finished attempt. A
  * restart during an attempt repeats that attempt: delivery is at least once, with a stable message_id.
  */
-import { DeliveryOutcome, ReplyDelivery } from "@parley/domain"
 import { Activity, DurableClock, Workflow } from "@effect/workflow"
+import { DeliveryOutcome, ReplyDelivery } from "@parley/domain"
 import { Duration, Effect, Schema } from "effect"
 
 export const DeliverReply = Workflow.make({
@@ -20,21 +20,27 @@ export const DeliverReply = Workflow.make({
   idempotencyKey: ({ messageId, run }) => `${messageId}:${run}`
 })
 
-export const DeliverReplyLive = DeliverReply.toLayer(Effect.fn("DeliverReply")(function*({ messageId, retryDelayMs, retryOnly, run }) {
-  const delivery = yield* ReplyDelivery
-  if (!retryOnly) {
-    const first = yield* Activity.make({
-      name: "attempt-1",
-      success: DeliveryOutcome,
-      execute: delivery.attempt(messageId, run, 1)
+export const DeliverReplyLive = DeliverReply.toLayer(
+  Effect.fn("DeliverReply")(function*({ messageId, retryDelayMs, retryOnly, run }) {
+    const delivery = yield* ReplyDelivery
+    if (!retryOnly) {
+      const first = yield* Activity.make({
+        name: "attempt-1",
+        success: DeliveryOutcome,
+        execute: delivery.attempt(messageId, run, 1)
+      })
+      if (first.delivered || !first.retryable) return
+    }
+    // `inMemoryThreshold` must be Duration.zero, not 0: short sleeps are otherwise not persisted
+    yield* DurableClock.sleep({
+      name: "before-attempt-2",
+      duration: Duration.millis(retryDelayMs),
+      inMemoryThreshold: Duration.zero
     })
-    if (first.delivered || !first.retryable) return
-  }
-  // `inMemoryThreshold` must be Duration.zero, not 0: short sleeps are otherwise not persisted
-  yield* DurableClock.sleep({ name: "before-attempt-2", duration: Duration.millis(retryDelayMs), inMemoryThreshold: Duration.zero })
-  yield* Activity.make({
-    name: "attempt-2",
-    success: DeliveryOutcome,
-    execute: delivery.attempt(messageId, run, 2)
+    yield* Activity.make({
+      name: "attempt-2",
+      success: DeliveryOutcome,
+      execute: delivery.attempt(messageId, run, 2)
+    })
   })
-}))
+)

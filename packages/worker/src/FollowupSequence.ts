@@ -12,47 +12,56 @@
  * sequence whose wake-up the cluster lost (see delivery/RetrySweep.ts in the server for that race).
  */
 import { Singleton } from "@effect/cluster"
-import { endsSequence, FollowupEnd, FollowupOutcome, FollowupPlan, FollowupSequences } from "@parley/domain"
 import { Activity, DurableClock } from "@effect/workflow"
+import { endsSequence, FollowupEnd, FollowupOutcome, FollowupPlan, FollowupSequences } from "@parley/domain"
 import { Duration, Effect, Schedule, Schema } from "effect"
 import { Conversation } from "./Conversation.js"
 import { FollowupSequence } from "./FollowupWorkflow.js"
 
 const handOver = Schedule.exponential("200 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(8)))
 
-export const FollowupSequenceLive = FollowupSequence.toLayer(Effect.fn("FollowupSequence")(function*({ entryId }) {
-  const sequences = yield* FollowupSequences
-  const client = yield* Conversation.client
-  const plan = yield* Activity.make({
-    name: "plan",
-    success: Schema.NullOr(FollowupPlan),
-    execute: Effect.map(sequences.plan(entryId), (p) => p._tag === "Some" ? p.value : null)
-  })
-  if (plan === null) return
-  const { conversationId, delaysMs, sequenceId } = plan
-  for (let i = 0; i < delaysMs.length; i++) {
-    const step = i + 1
-    // `inMemoryThreshold` must be Duration.zero: shorter waits would otherwise not be persisted
-    yield* DurableClock.sleep({ name: `interval-${step}`, duration: Duration.millis(delaysMs[i]!), inMemoryThreshold: Duration.zero })
-    const outcome = yield* Activity.make({
-      name: `step-${step}`,
-      success: FollowupOutcome,
-      execute: conversationId === null
-        ? sequences.check(sequenceId)
-        : client(conversationId).Followup({ sequenceId, step }).pipe(
-          Effect.retry({ schedule: handOver, while: (e) => e._tag !== "AlreadyProcessingMessage" }),
-          Effect.orDie
-        )
+export const FollowupSequenceLive = FollowupSequence.toLayer(
+  Effect.fn("FollowupSequence")(function*({ entryId }) {
+    const sequences = yield* FollowupSequences
+    const client = yield* Conversation.client
+    const plan = yield* Activity.make({
+      name: "plan",
+      success: Schema.NullOr(FollowupPlan),
+      execute: Effect.map(sequences.plan(entryId), (p) => p._tag === "Some" ? p.value : null)
     })
-    if (endsSequence(outcome)) {
-      yield* Activity.make({ name: `cancel-${step}`, execute: sequences.cancel(sequenceId, outcome) })
-      return
+    if (plan === null) return
+    const { conversationId, delaysMs, sequenceId } = plan
+    for (let i = 0; i < delaysMs.length; i++) {
+      const step = i + 1
+      // `inMemoryThreshold` must be Duration.zero: shorter waits would otherwise not be persisted
+      yield* DurableClock.sleep({
+        name: `interval-${step}`,
+        duration: Duration.millis(delaysMs[i]!),
+        inMemoryThreshold: Duration.zero
+      })
+      const outcome = yield* Activity.make({
+        name: `step-${step}`,
+        success: FollowupOutcome,
+        execute: conversationId === null
+          ? sequences.check(sequenceId)
+          : client(conversationId).Followup({ sequenceId, step }).pipe(
+            Effect.retry({ schedule: handOver, while: (e) => e._tag !== "AlreadyProcessingMessage" }),
+            Effect.orDie
+          )
+      })
+      if (endsSequence(outcome)) {
+        yield* Activity.make({ name: `cancel-${step}`, execute: sequences.cancel(sequenceId, outcome) })
+        return
+      }
+      // after the last step the move is due at once
+      yield* Activity.make({
+        name: `advance-${step}`,
+        execute: sequences.advance(sequenceId, step, delaysMs[i + 1] ?? 0)
+      })
     }
-    // after the last step the move is due at once
-    yield* Activity.make({ name: `advance-${step}`, execute: sequences.advance(sequenceId, step, delaysMs[i + 1] ?? 0) })
-  }
-  yield* Activity.make({ name: "finish", success: FollowupEnd, execute: sequences.finish(sequenceId) })
-}))
+    yield* Activity.make({ name: "finish", success: FollowupEnd, execute: sequences.finish(sequenceId) })
+  })
+)
 
 /**
  * Resumes running sequences whose next step is overdue by more than `every` (one runner of the cluster

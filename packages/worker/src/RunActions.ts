@@ -32,30 +32,42 @@ export const backoffMs = (baseMs: number, runId: number, attempt: number) => {
   return Math.max(0, Math.round(baseMs * 2 ** (attempt - 1) * jitter))
 }
 
-export const RunActionsLive = RunActions.toLayer(Effect.fn("RunActions")(function*({ retryBaseMs, runIds }) {
-  const runs = yield* ActionRuns
-  for (const runId of runIds) {
-    const prepared = yield* Activity.make({ name: `prepare-${runId}`, success: ActionPrepared, execute: runs.prepare(runId) })
-    if (!prepared.send) continue
-    for (let attempt = 1; attempt <= prepared.maxAttempts; attempt++) {
-      const nextDelayMs = attempt < prepared.maxAttempts ? backoffMs(retryBaseMs, runId, attempt) : null
-      const outcome = yield* Activity.make({
-        name: `attempt-${runId}-${attempt}`,
-        success: ActionAttemptOutcome,
-        execute: runs.attempt(runId, attempt, nextDelayMs)
+export const RunActionsLive = RunActions.toLayer(
+  Effect.fn("RunActions")(function*({ retryBaseMs, runIds }) {
+    const runs = yield* ActionRuns
+    for (const runId of runIds) {
+      const prepared = yield* Activity.make({
+        name: `prepare-${runId}`,
+        success: ActionPrepared,
+        execute: runs.prepare(runId)
       })
-      if (outcome.done || !outcome.retryable || nextDelayMs === null) break
-      // `inMemoryThreshold` must be Duration.zero, not 0: short sleeps are otherwise not persisted
-      yield* DurableClock.sleep({ name: `backoff-${runId}-${attempt}`, duration: Duration.millis(nextDelayMs), inMemoryThreshold: Duration.zero })
+      if (!prepared.send) continue
+      for (let attempt = 1; attempt <= prepared.maxAttempts; attempt++) {
+        const nextDelayMs = attempt < prepared.maxAttempts ? backoffMs(retryBaseMs, runId, attempt) : null
+        const outcome = yield* Activity.make({
+          name: `attempt-${runId}-${attempt}`,
+          success: ActionAttemptOutcome,
+          execute: runs.attempt(runId, attempt, nextDelayMs)
+        })
+        if (outcome.done || !outcome.retryable || nextDelayMs === null) break
+        // `inMemoryThreshold` must be Duration.zero, not 0: short sleeps are otherwise not persisted
+        yield* DurableClock.sleep({
+          name: `backoff-${runId}-${attempt}`,
+          duration: Duration.millis(nextDelayMs),
+          inMemoryThreshold: Duration.zero
+        })
+      }
     }
-  }
-}))
+  })
+)
 
 /**
  * Hands runs to the workflow engine: at once when the database says runs were written, and every
  * `every` in case a notification was missed. A group handed over twice is one workflow (its key).
  */
-export const ActionDispatcherLive = (options: { readonly every: Duration.DurationInput; readonly retryBaseMs: number }) =>
+export const ActionDispatcherLive = (
+  options: { readonly every: Duration.DurationInput; readonly retryBaseMs: number }
+) =>
   Singleton.make(
     "RunActions/dispatcher",
     Effect.gen(function*() {
@@ -63,7 +75,9 @@ export const ActionDispatcherLive = (options: { readonly every: Duration.Duratio
       const drain = runs.undispatched(100).pipe(
         Effect.flatMap(Effect.forEach(({ groupKey, runIds }) =>
           Effect.gen(function*() {
-            yield* RunActions.execute({ groupKey, runIds: [...runIds], retryBaseMs: options.retryBaseMs }, { discard: true })
+            yield* RunActions.execute({ groupKey, runIds: [...runIds], retryBaseMs: options.retryBaseMs }, {
+              discard: true
+            })
             yield* runs.markDispatched(runIds)
           }), { discard: true })),
         Effect.catchAllCause(Effect.logWarning)
@@ -96,5 +110,6 @@ export const ActionRetrySweepLive = (everyMs: number) =>
     })
   )
 
-export const ActionEngineLive = (options: { readonly every: Duration.DurationInput; readonly retryBaseMs: number; readonly sweepMs: number }) =>
-  Layer.mergeAll(RunActionsLive, ActionDispatcherLive(options), ActionRetrySweepLive(options.sweepMs))
+export const ActionEngineLive = (
+  options: { readonly every: Duration.DurationInput; readonly retryBaseMs: number; readonly sweepMs: number }
+) => Layer.mergeAll(RunActionsLive, ActionDispatcherLive(options), ActionRetrySweepLive(options.sweepMs))

@@ -10,4 +10,5 @@ export class AccountApi extends HttpApiGroup.make("account")
       .middleware(Authenticated)
       .annotate(OpenApi.Summary, "The authenticated user, the token's scopes and the workspaces it reaches")
   )
-  .annotate(OpenApi.Title, "Account") {}
+  .annotate(OpenApi.Title, "Account")
+{}

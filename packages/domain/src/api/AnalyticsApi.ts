@@ -43,7 +43,10 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
       .addSuccess(Ok(MessagingStats))
       .addError(NotFoundResponse)
       .middleware(Authorized["opportunities:read"])
-      .annotate(OpenApi.Summary, "Message totals and a per-day series, filtered by date, pipeline and provider (get_messaging_stats)")
+      .annotate(
+        OpenApi.Summary,
+        "Message totals and a per-day series, filtered by date, pipeline and provider (get_messaging_stats)"
+      )
       .annotate(
         OpenApi.Description,
         `\`start_date\` and \`end_date\` (ISO 8601) bound messages' \`created_at\`, both inclusive; a bare end date includes that whole UTC day. \`provider\` is the kind of the message's channel. A \`pipeline_id\` outside the counted workspaces is 404 \`Pipeline not found.\`. ${scopeNote}`
@@ -68,10 +71,14 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
       .addError(NotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["opportunities:read"])
-      .annotate(OpenApi.Summary, "Per-day messages by sender, AI cost and response time, handoffs, won and lost opportunities")
+      .annotate(
+        OpenApi.Summary,
+        "Per-day messages by sender, AI cost and response time, handoffs, won and lost opportunities"
+      )
       .annotate(
         OpenApi.Description,
         `One entry per UTC day from \`start_date\` to \`end_date\` (default: the 30 days to today), at most 366 days (else 422 on \`end_date\`), days without data as zeros. The parameters and the handoff figures are the handoffs endpoint's; the response time is ai-performance's. ${scopeNote}`
       )
   )
-  .annotate(OpenApi.Title, "Analytics") {}
+  .annotate(OpenApi.Title, "Analytics")
+{}

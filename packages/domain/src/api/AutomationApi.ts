@@ -61,7 +61,9 @@ export class AutomationApi extends HttpApiGroup.make("automation")
   .add(
     HttpApiEndpoint.del("deleteVariable", "/api/user/variables/:variable")
       .setPath(variablePath)
-      .addSuccess(Ok(Schema.Struct({ id: VariableId, deleted: Schema.Boolean }), { message: "Variable deleted successfully." }))
+      .addSuccess(
+        Ok(Schema.Struct({ id: VariableId, deleted: Schema.Boolean }), { message: "Variable deleted successfully." })
+      )
       .addError(NotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
@@ -100,12 +102,17 @@ export class AutomationApi extends HttpApiGroup.make("automation")
       .addError(NotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
-      .annotate(OpenApi.Summary, "Update an action; `stage_started` and `on_any_message` triggers are fixed after creation")
+      .annotate(
+        OpenApi.Summary,
+        "Update an action; `stage_started` and `on_any_message` triggers are fixed after creation"
+      )
   )
   .add(
     HttpApiEndpoint.del("deleteAction", "/api/user/actions/:action")
       .setPath(actionPath)
-      .addSuccess(Ok(Schema.Struct({ id: ActionId, deleted: Schema.Boolean }), { message: "Action deleted successfully." }))
+      .addSuccess(
+        Ok(Schema.Struct({ id: ActionId, deleted: Schema.Boolean }), { message: "Action deleted successfully." })
+      )
       .addError(NotFoundResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Delete an action and its run history")
@@ -121,4 +128,5 @@ export class AutomationApi extends HttpApiGroup.make("automation")
       .annotate(OpenApi.Summary, "Action runs, newest first (`limit` default 50, max 100; `offset` default 0)")
   )
   .annotate(OpenApi.Title, "Variables and actions")
-  .annotate(OpenApi.Description, "Outbound webhooks fired by triggers, and the variables they are templated with.") {}
+  .annotate(OpenApi.Description, "Outbound webhooks fired by triggers, and the variables they are templated with.")
+{}

@@ -1,6 +1,14 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Channel, ChannelWithSecret, CreateChannel, DeliveriesQuery, Delivery, Replay, UpdateChannel } from "../Channels.js"
+import {
+  Channel,
+  ChannelWithSecret,
+  CreateChannel,
+  DeliveriesQuery,
+  Delivery,
+  Replay,
+  UpdateChannel
+} from "../Channels.js"
 import { Ok } from "../Envelope.js"
 import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { ChannelIdFromString } from "../Ids.js"
@@ -19,7 +27,11 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
   .add(
     HttpApiEndpoint.post("create", "/api/user/channels")
       .setPayload(CreateChannel)
-      .addSuccess(Ok(ChannelWithSecret, { message: "Channel created successfully. Store the client secret now: it is not shown again." }))
+      .addSuccess(
+        Ok(ChannelWithSecret, {
+          message: "Channel created successfully. Store the client secret now: it is not shown again."
+        })
+      )
       .addError(UnprocessableResponse)
       .middleware(Authorized["channels:write"])
       .annotate(OpenApi.Summary, "Create a channel; web channels get a `wc_` client id and a secret, shown once")
@@ -45,7 +57,11 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
   .add(
     HttpApiEndpoint.post("rotate", "/api/user/channels/:channel/rotate")
       .setPath(channelPath)
-      .addSuccess(Ok(ChannelWithSecret, { message: "Credentials rotated. Store the new client secret now: it is not shown again." }))
+      .addSuccess(
+        Ok(ChannelWithSecret, {
+          message: "Credentials rotated. Store the new client secret now: it is not shown again."
+        })
+      )
       .addError(NotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["channels:write"])
@@ -58,7 +74,10 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       .addSuccess(Ok(Schema.Array(Delivery)))
       .addError(NotFoundResponse)
       .middleware(Authorized["channels:read"])
-      .annotate(OpenApi.Summary, "The reply-webhook delivery log, newest first: every attempt with status, duration and error")
+      .annotate(
+        OpenApi.Summary,
+        "The reply-webhook delivery log, newest first: every attempt with status, duration and error"
+      )
   )
   .add(
     HttpApiEndpoint.post("replay", "/api/user/channels/:channel/deliveries/:message/replay")
@@ -66,7 +85,14 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       .addSuccess(Ok(Replay, { message: "Delivery replay started." }))
       .addError(NotFoundResponse)
       .middleware(Authorized["channels:write"])
-      .annotate(OpenApi.Summary, "Deliver a reply again (same message_id, two attempts), e.g. after fixing the receiver")
+      .annotate(
+        OpenApi.Summary,
+        "Deliver a reply again (same message_id, two attempts), e.g. after fixing the receiver"
+      )
   )
   .annotate(OpenApi.Title, "Channels")
-  .annotate(OpenApi.Description, "Messaging channels and their credentials. Scopes `channels:read` and `channels:write`.") {}
+  .annotate(
+    OpenApi.Description,
+    "Messaging channels and their credentials. Scopes `channels:read` and `channels:write`."
+  )
+{}

@@ -52,7 +52,10 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
       .addError(NotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["conversations:read"])
-      .annotate(OpenApi.Summary, "A conversation's messages: who sent each, files, delivery attempts, why no reply was made")
+      .annotate(
+        OpenApi.Summary,
+        "A conversation's messages: who sent each, files, delivery attempts, why no reply was made"
+      )
   )
   .add(
     HttpApiEndpoint.post("read", "/api/user/conversations/:id/read")
@@ -91,4 +94,5 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
       )
   )
   .middleware(PublicOrigin)
-  .annotate(OpenApi.Title, "Conversations") {}
+  .annotate(OpenApi.Title, "Conversations")
+{}

@@ -42,7 +42,10 @@ export class EvalsApi extends HttpApiGroup.make("evals")
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Store an eval case")
-      .annotate(OpenApi.Description, "Names are unique in the pipeline; `stage` and `expect.stage` must name one of its stages. Scope `pipelines:write`.")
+      .annotate(
+        OpenApi.Description,
+        "Names are unique in the pipeline; `stage` and `expect.stage` must name one of its stages. Scope `pipelines:write`."
+      )
   )
   .add(
     HttpApiEndpoint.get("getCase", "/api/user/eval-cases/:case")
@@ -65,7 +68,11 @@ export class EvalsApi extends HttpApiGroup.make("evals")
   .add(
     HttpApiEndpoint.del("deleteCase", "/api/user/eval-cases/:case")
       .setPath(casePath)
-      .addSuccess(Ok(Schema.Struct({ id: Schema.Number, deleted: Schema.Boolean }), { message: "Eval case deleted successfully." }))
+      .addSuccess(
+        Ok(Schema.Struct({ id: Schema.Number, deleted: Schema.Boolean }), {
+          message: "Eval case deleted successfully."
+        })
+      )
       .addError(NotFoundResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Delete an eval case (runs keep their copy)")
@@ -113,7 +120,14 @@ export class EvalsApi extends HttpApiGroup.make("evals")
       .addSuccess(Ok(EvalRun))
       .addError(NotFoundResponse)
       .middleware(Authorized["pipelines:read"])
-      .annotate(OpenApi.Summary, "Get an eval run: summary, comparison with the previous run, each case's transcript and verdicts")
+      .annotate(
+        OpenApi.Summary,
+        "Get an eval run: summary, comparison with the previous run, each case's transcript and verdicts"
+      )
   )
   .annotate(OpenApi.Title, "Evals")
-  .annotate(OpenApi.Description, "Scripted conversations a pipeline is tested on (docs/evals.md). Scopes `pipelines:read` and `pipelines:write`.") {}
+  .annotate(
+    OpenApi.Description,
+    "Scripted conversations a pipeline is tested on (docs/evals.md). Scopes `pipelines:read` and `pipelines:write`."
+  )
+{}

@@ -25,7 +25,9 @@ export class EventWebhooksApi extends HttpApiGroup.make("eventWebhooks")
   .add(
     HttpApiEndpoint.post("create", "/api/user/webhooks")
       .setPayload(CreateEventWebhook)
-      .addSuccess(Ok(EventWebhookWithSecret, { message: "Webhook created. Store the secret now: it is not shown again." }))
+      .addSuccess(
+        Ok(EventWebhookWithSecret, { message: "Webhook created. Store the secret now: it is not shown again." })
+      )
       .addError(UnprocessableResponse)
       .middleware(Authorized["channels:write"])
       .annotate(OpenApi.Summary, "Register an endpoint for message and handoff events (Standard Webhooks signatures)")
@@ -64,4 +66,5 @@ export class EventWebhooksApi extends HttpApiGroup.make("eventWebhooks")
       .middleware(Authorized["channels:read"])
       .annotate(OpenApi.Summary, "The webhook's latest 100 deliveries, newest first, with their status and attempts")
   )
-  .annotate(OpenApi.Title, "Event webhooks") {}
+  .annotate(OpenApi.Title, "Event webhooks")
+{}

@@ -17,7 +17,10 @@ export class FollowupsApi extends HttpApiGroup.make("followups")
       .addError(NotFoundResponse)
       .middleware(Authorized["pipelines:read"])
       .annotate(OpenApi.Summary, "Get a stage's followup")
-      .annotate(OpenApi.Description, "`has_followup` and the `followup` (null when the stage has none). Scope `pipelines:read`.")
+      .annotate(
+        OpenApi.Description,
+        "`has_followup` and the `followup` (null when the stage has none). Scope `pipelines:read`."
+      )
   )
   .add(
     HttpApiEndpoint.put("save", "/api/user/stages/:stage/followup")
@@ -44,4 +47,5 @@ export class FollowupsApi extends HttpApiGroup.make("followups")
       .annotate(OpenApi.Summary, "Delete a stage's followup; its running sequences stop")
   )
   .annotate(OpenApi.Title, "Followups")
-  .annotate(OpenApi.Description, "One followup sequence per stage. Scopes `pipelines:read` and `pipelines:write`.") {}
+  .annotate(OpenApi.Description, "One followup sequence per stage. Scopes `pipelines:read` and `pipelines:write`.")
+{}

@@ -28,7 +28,10 @@ export class KnowledgeApi extends HttpApiGroup.make("knowledge")
       .addSuccess(Ok(Schema.Array(KnowledgeTableWithColumns)))
       .middleware(Authorized["knowledge:read"])
       .annotate(OpenApi.Summary, "List knowledge tables with their columns")
-      .annotate(OpenApi.Description, "Every table of the caller's workspaces, with `pipeline_ids` it is attached to. Scope `knowledge:read`.")
+      .annotate(
+        OpenApi.Description,
+        "Every table of the caller's workspaces, with `pipeline_ids` it is attached to. Scope `knowledge:read`."
+      )
   )
   .add(
     HttpApiEndpoint.post("create", "/api/user/knowledge-tables")
@@ -87,7 +90,10 @@ export class KnowledgeApi extends HttpApiGroup.make("knowledge")
       .addError(UnprocessableResponse)
       .middleware(Authorized["knowledge:write"])
       .annotate(OpenApi.Summary, "Delete points by `default_id`")
-      .annotate(OpenApi.Description, "JSON body `ids`: the `default_id` values to delete. The envelope has no `validation` key. Scope `knowledge:write`.")
+      .annotate(
+        OpenApi.Description,
+        "JSON body `ids`: the `default_id` values to delete. The envelope has no `validation` key. Scope `knowledge:write`."
+      )
   )
   .add(
     HttpApiEndpoint.post("search", "/api/user/knowledge-tables/:knowledgeTable/search")
@@ -103,4 +109,5 @@ export class KnowledgeApi extends HttpApiGroup.make("knowledge")
         "`use_hybrid` (default true) fuses vector and keyword matches by reciprocal rank; false is pure vector search with cosine similarity scores. `filters` match `is_filterable` columns exactly. Scope `knowledge:read`."
       )
   )
-  .annotate(OpenApi.Title, "Knowledge tables") {}
+  .annotate(OpenApi.Title, "Knowledge tables")
+{}

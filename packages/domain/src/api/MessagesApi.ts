@@ -7,9 +7,11 @@ import { ConversationIdFromString } from "../Opportunities.js"
 import { Authorized } from "./Auth.js"
 
 /** The 25 MB per-file limit of operator uploads (SPEC.md 8), in force while this endpoint reads its body. */
-export class OperatorUploadLimit extends HttpApiMiddleware.Tag<OperatorUploadLimit>()("@parley/domain/OperatorUploadLimit", {
-  provides: Multipart.MaxFileSize
-}) {}
+export class OperatorUploadLimit
+  extends HttpApiMiddleware.Tag<OperatorUploadLimit>()("@parley/domain/OperatorUploadLimit", {
+    provides: Multipart.MaxFileSize
+  })
+{}
 
 export class MessagesApi extends HttpApiGroup.make("messages")
   .add(
@@ -31,6 +33,7 @@ export class MessagesApi extends HttpApiGroup.make("messages")
         "Up to 10,000 characters and up to 10 files of 25 MB (`files[]`). Delivered through the conversation's channel: `new_message` on the socket and, with a callback URL, the signed reply webhook. 500 when the channel refuses it (the record is kept with status `failed`)."
       )
   )
-  .annotate(OpenApi.Title, "Messages") {}
+  .annotate(OpenApi.Title, "Messages")
+{}
 
 export type { FileSystem }

@@ -36,4 +36,5 @@ export class ModelPoolApi extends HttpApiGroup.make("modelPool")
         "`tiers` replaces the whole pool: exactly 4 entries naming each tier once, each with an existing `ai_model_id`. `is_model_routing_enabled` is unchanged when omitted. Scope `pipelines:write`."
       )
   )
-  .annotate(OpenApi.Title, "Model pool (Smart Routing)") {}
+  .annotate(OpenApi.Title, "Model pool (Smart Routing)")
+{}

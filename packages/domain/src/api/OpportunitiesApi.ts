@@ -64,7 +64,8 @@ export class OpportunitiesApi extends HttpApiGroup.make("opportunities")
       .middleware(Authorized["opportunities:write"])
       .annotate(OpenApi.Summary, "Update an opportunity; only the fields sent change")
   )
-  .annotate(OpenApi.Title, "Opportunities") {}
+  .annotate(OpenApi.Title, "Opportunities")
+{}
 
 export class ContactsApi extends HttpApiGroup.make("contacts")
   .add(
@@ -83,4 +84,5 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
       .annotate(OpenApi.Summary, "A contact's opportunities, newest first; by contact id, then by phone")
       .annotate(OpenApi.Description, "Never 404: no match is an empty list.")
   )
-  .annotate(OpenApi.Title, "Contacts") {}
+  .annotate(OpenApi.Title, "Contacts")
+{}

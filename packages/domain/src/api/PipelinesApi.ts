@@ -98,11 +98,17 @@ export class PipelinesApi extends HttpApiGroup.make("pipelines")
   .add(
     HttpApiEndpoint.del("deleteStage", "/api/user/stages/:stage")
       .setPath(stagePath)
-      .addSuccess(Ok(Schema.Struct({ id: StageId, deleted: Schema.Boolean }), { message: "Stage deleted successfully." }))
+      .addSuccess(
+        Ok(Schema.Struct({ id: StageId, deleted: Schema.Boolean }), { message: "Stage deleted successfully." })
+      )
       .addError(NotFoundResponse)
       .addError(BadRequestResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Delete a stage; the remaining stages are re-numbered")
   )
   .annotate(OpenApi.Title, "Pipelines and stages")
-  .annotate(OpenApi.Description, "Agent configurations and their ordered stages. Scopes `pipelines:read` and `pipelines:write`.") {}
+  .annotate(
+    OpenApi.Description,
+    "Agent configurations and their ordered stages. Scopes `pipelines:read` and `pipelines:write`."
+  )
+{}

@@ -65,7 +65,10 @@ export class VersionsApi extends HttpApiGroup.make("versions")
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:read"])
       .annotate(OpenApi.Summary, "What changed between two versions, or a version and the draft")
-      .annotate(OpenApi.Description, "`from` and `to`: `draft`, `live` or a version number (defaults `live` and `draft`).")
+      .annotate(
+        OpenApi.Description,
+        "`from` and `to`: `draft`, `live` or a version number (defaults `live` and `draft`)."
+      )
   )
   .add(
     HttpApiEndpoint.get("get", "/api/user/pipelines/:pipeline/versions/:number")
@@ -109,4 +112,8 @@ export class VersionsApi extends HttpApiGroup.make("versions")
       .annotate(OpenApi.Summary, "Require a passing eval run of the draft before publish")
   )
   .annotate(OpenApi.Title, "Pipeline versions")
-  .annotate(OpenApi.Description, "Publish a pipeline's draft, roll back, compare versions. Scopes `pipelines:read` and `pipelines:write`.") {}
+  .annotate(
+    OpenApi.Description,
+    "Publish a pipeline's draft, roll back, compare versions. Scopes `pipelines:read` and `pipelines:write`."
+  )
+{}

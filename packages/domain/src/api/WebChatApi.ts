@@ -1,4 +1,11 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
+import {
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSchema,
+  HttpApiSecurity,
+  OpenApi
+} from "@effect/platform"
 import { Ok } from "../Envelope.js"
 import { BadRequestResponse, ForbiddenResponse, UnauthorizedResponse, UnprocessableResponse } from "../Errors.js"
 import { Paginated } from "../Pagination.js"
@@ -34,7 +41,11 @@ export class WebChatApi extends HttpApiGroup.make("webChat")
       .addSuccess(Ok(Paginated(HistoryMessage)))
       .addError(ForbiddenResponse)
       .annotate(OpenApi.Summary, "Message history of one conversation of this channel, newest first")
-      .annotate(OpenApi.Description, "`contact_id` wins over `conversation_id`. 403 `Unauthorized` when the conversation is missing or belongs to another channel.")
+      .annotate(
+        OpenApi.Description,
+        "`contact_id` wins over `conversation_id`. 403 `Unauthorized` when the conversation is missing or belongs to another channel."
+      )
   )
   .middleware(WebChatAuth)
-  .annotate(OpenApi.Title, "Web chat") {}
+  .annotate(OpenApi.Title, "Web chat")
+{}

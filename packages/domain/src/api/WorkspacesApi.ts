@@ -13,10 +13,14 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
       .addSuccess(Ok(Schema.Array(WorkspaceMember)))
       .addError(NotFoundResponse)
       .middleware(Authorized["conversations:read"])
-      .annotate(OpenApi.Summary, "A workspace's members (owner first, then managers by name): the people a conversation can be assigned to")
+      .annotate(
+        OpenApi.Summary,
+        "A workspace's members (owner first, then managers by name): the people a conversation can be assigned to"
+      )
       .annotate(
         OpenApi.Description,
         "A workspace the caller does not reach answers like a missing one: 404 `Workspace not found.`. Scope `conversations:read`."
       )
   )
-  .annotate(OpenApi.Title, "Workspaces") {}
+  .annotate(OpenApi.Title, "Workspaces")
+{}

@@ -89,7 +89,9 @@ export interface TurnContext {
   /** active `on_user_message` and `custom` actions of the pipeline and the current stage: offered to the model as a tool */
   readonly actions?: ReadonlyArray<TurnAction>
   /** Smart Routing tiers when enabled, else null */
-  readonly routing: ReadonlyArray<{ readonly tier: RoutingTier; readonly model: ModelRef; readonly instructions: string | null }> | null
+  readonly routing:
+    | ReadonlyArray<{ readonly tier: RoutingTier; readonly model: ModelRef; readonly instructions: string | null }>
+    | null
   /** the pipeline's `context_message_count`: how many messages before the contact's latest the router reads with it */
   readonly contextMessageCount: number
   /** an eval's sandbox (docs/evals.md): the turn is left out of the reply metrics */
@@ -193,7 +195,9 @@ export interface ConversationTurnsPort {
    * Conversations a crash left work in: a contact message unhandled `graceMs` past its debounce window,
    * or a reply stored and not delivered `graceMs` after it was stored (the hand-over is not persisted).
    */
-  readonly orphaned: (graceMs: number) => Effect.Effect<ReadonlyArray<{ readonly conversationId: string; readonly messageId: string }>>
+  readonly orphaned: (
+    graceMs: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly conversationId: string; readonly messageId: string }>>
   /** The conversation's turn context as it stands (its latest messages, no knowledge retrieved), when it has an agent. */
   readonly context: (conversationId: string) => Effect.Effect<Option.Option<TurnContext>>
   /** Whether to answer, and with what. */
@@ -205,9 +209,19 @@ export interface ConversationTurnsPort {
    * Returns the reply's id; none when the workspace's credits do not cover its cost (not stored, the turn
    * handled as `no_credits`).
    */
-  readonly commit: (conversationId: string, upToMessageId: string, draft: ReplyDraft) => Effect.Effect<Option.Option<string>>
+  readonly commit: (
+    conversationId: string,
+    upToMessageId: string,
+    draft: ReplyDraft
+  ) => Effect.Effect<Option.Option<string>>
   /** Records a reply that could not be produced (`status: failed`, `error`) and marks the turn handled with the reason. */
-  readonly fail: (conversationId: string, upToMessageId: string, reason: FailReason, error: string, model: ModelRef | null) => Effect.Effect<void>
+  readonly fail: (
+    conversationId: string,
+    upToMessageId: string,
+    reason: FailReason,
+    error: string,
+    model: ModelRef | null
+  ) => Effect.Effect<void>
   /** Replies stored but not yet delivered (a crash between storing and delivering). */
   readonly undelivered: (conversationId: string) => Effect.Effect<ReadonlyArray<string>>
   /** Socket event and signed webhook for a stored reply; marks it sent. */
@@ -215,15 +229,28 @@ export interface ConversationTurnsPort {
   /** The opening message due for a stage entry, if the stage has one and the opportunity a conversation. */
   readonly opening: (entryId: number) => Effect.Effect<Option.Option<OpeningContext>>
   /** Stores an opening message (once per stage entry), not yet delivered; returns its id (none: the credits do not cover it). */
-  readonly commitOpening: (conversationId: string, entryId: number, draft: ReplyDraft) => Effect.Effect<Option.Option<string>>
+  readonly commitOpening: (
+    conversationId: string,
+    entryId: number,
+    draft: ReplyDraft
+  ) => Effect.Effect<Option.Option<string>>
   /** The followup due at `step` of a sequence, checked in the entity (so in order with replies): or why none is sent. */
   readonly followup: (sequenceId: number, step: number) => Effect.Effect<FollowupDue>
   /** Stores a followup (once per sequence step), not yet delivered; returns its id (none: the credits do not cover it). */
-  readonly commitFollowup: (conversationId: string, sequenceId: number, step: number, draft: ReplyDraft) => Effect.Effect<Option.Option<string>>
+  readonly commitFollowup: (
+    conversationId: string,
+    sequenceId: number,
+    step: number,
+    draft: ReplyDraft
+  ) => Effect.Effect<Option.Option<string>>
   /** Stage entries not yet consumed, oldest first, with the conversation of their opportunity (if any). */
-  readonly stageEntries: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly entryId: number; readonly conversationId: string | null }>>
+  readonly stageEntries: (
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly entryId: number; readonly conversationId: string | null }>>
   readonly consumeStageEntry: (entryId: number) => Effect.Effect<void>
   /** Emits when stage entries were written (a database notification); may miss some, so consumers also poll. */
   readonly stageEntriesWritten: Stream.Stream<void>
 }
-export class ConversationTurns extends Context.Tag("@parley/domain/ConversationTurns")<ConversationTurns, ConversationTurnsPort>() {}
+export class ConversationTurns
+  extends Context.Tag("@parley/domain/ConversationTurns")<ConversationTurns, ConversationTurnsPort>()
+{}

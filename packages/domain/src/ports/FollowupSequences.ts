@@ -33,7 +33,14 @@ export class FollowupPlan extends Schema.Class<FollowupPlan>("FollowupPlan")({
 }) {}
 
 /** How a sequence ended after its last interval. */
-export const FollowupEnd = Schema.Literal("moved", "completed", "contact_replied", "stage_left", "followup_inactive", "ended")
+export const FollowupEnd = Schema.Literal(
+  "moved",
+  "completed",
+  "contact_replied",
+  "stage_left",
+  "followup_inactive",
+  "ended"
+)
 export type FollowupEnd = typeof FollowupEnd.Type
 
 /**
@@ -60,4 +67,6 @@ export interface FollowupSequencesPort {
   /** Stage entries of running sequences whose next step is overdue by more than `graceMs`. */
   readonly overdue: (graceMs: number) => Effect.Effect<ReadonlyArray<number>>
 }
-export class FollowupSequences extends Context.Tag("@parley/domain/FollowupSequences")<FollowupSequences, FollowupSequencesPort>() {}
+export class FollowupSequences
+  extends Context.Tag("@parley/domain/FollowupSequences")<FollowupSequences, FollowupSequencesPort>()
+{}

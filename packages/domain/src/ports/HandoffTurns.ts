@@ -7,7 +7,12 @@ export interface HandoffDue {
   /** the contact's bridge message: a static text, or written by the agent from the context; null when none is due */
   readonly bridge:
     | { readonly kind: "static"; readonly text: string }
-    | { readonly kind: "ai_generated"; readonly second: boolean; readonly fallback: string; readonly context: TurnContext }
+    | {
+      readonly kind: "ai_generated"
+      readonly second: boolean
+      readonly fallback: string
+      readonly context: TurnContext
+    }
     | null
   /** the conversation to summarise for the operator; null when no summary is due */
   readonly summary: TurnContext | null

@@ -1,5 +1,12 @@
 /** SPEC.md 4.5 Analytics: account totals, AI performance and messaging statistics. */
-import { AccountSummary, AiPerformance, endNotBeforeStart, MessagingStats, MessagingStatsQuery, PipelineId } from "@parley/domain"
+import {
+  AccountSummary,
+  AiPerformance,
+  endNotBeforeStart,
+  MessagingStats,
+  MessagingStatsQuery,
+  PipelineId
+} from "@parley/domain"
 import { Effect, Schema, Struct } from "effect"
 import { McpBackend } from "../Backend.js"
 import { resultOf } from "../Output.js"
@@ -41,6 +48,9 @@ export const analyticsTools: ReadonlyArray<Tool> = [
       provider: optional(MessagingStatsQuery.from.fields.provider.from, "Only messages on channels of this kind")
     }).pipe(Schema.filter((q) => endNotBeforeStart(q))),
     output: resultOf(MessagingStats),
-    run: (input) => Effect.flatMap(McpBackend, (b) => b.messagingStats({ ...input, include_test: false })).pipe(Effect.map((s) => ({ ...s })))
+    run: (input) =>
+      Effect.flatMap(McpBackend, (b) => b.messagingStats({ ...input, include_test: false })).pipe(
+        Effect.map((s) => ({ ...s }))
+      )
   })
 ]

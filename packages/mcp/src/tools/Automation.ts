@@ -2,7 +2,16 @@
  * Variables, actions and their runs (SPEC.md 4.5): the webhooks a pipeline fires and the values they carry.
  * Reading is `mcp:use`'s (pipeline configuration); changes need `pipelines:write`, as on REST.
  */
-import { ActionId, CreateAction, CreateVariable, OpportunityId, StageId, UpdateAction, UpdateVariable, VariableId } from "@parley/domain"
+import {
+  ActionId,
+  CreateAction,
+  CreateVariable,
+  OpportunityId,
+  StageId,
+  UpdateAction,
+  UpdateVariable,
+  VariableId
+} from "@parley/domain"
 import { IntAtLeast, IntBetween } from "@parley/domain/Schemas"
 import { Effect, Schema } from "effect"
 import { McpBackend } from "../Backend.js"
@@ -34,7 +43,8 @@ export const automationTools: ReadonlyArray<Tool> = [
     name: "list_action_results",
     title: "List action runs",
     group: "discover",
-    description: "Recorded runs of a pipeline's actions, newest first: request sent, response status, every attempt. For debugging a webhook.",
+    description:
+      "Recorded runs of a pipeline's actions, newest first: request sent, response status, every attempt. For debugging a webhook.",
     input: Schema.Struct({
       pipeline_id: pipelineId,
       opportunity_id: optional(OpportunityId, "Only runs for this opportunity"),
@@ -65,7 +75,11 @@ export const automationTools: ReadonlyArray<Tool> = [
     title: "List variables",
     group: "discover",
     description: "A pipeline's variables: the values actions use as {{name}}.",
-    input: Schema.Struct({ pipeline_id: pipelineId, q: optional(Schema.String, "Part of the name, any case"), ...paging(50) }),
+    input: Schema.Struct({
+      pipeline_id: pipelineId,
+      q: optional(Schema.String, "Part of the name, any case"),
+      ...paging(50)
+    }),
     output: result({ pipeline_id: integer, variables: objects, ...paged }),
     run: (args) =>
       Effect.flatMap(McpBackend, (b) => b.listVariables(args.pipeline_id, args.q)).pipe(
@@ -85,7 +99,9 @@ export const automationTools: ReadonlyArray<Tool> = [
       Effect.flatMap(McpBackend, (b) => b.createVariable(pipeline_id, input)).pipe(
         Effect.map((variable) => ({
           variable,
-          next_steps: [`Use {{${variable.name}}} in create_action's url, headers or payload (pipeline_id ${pipeline_id})`]
+          next_steps: [
+            `Use {{${variable.name}}} in create_action's url, headers or payload (pipeline_id ${pipeline_id})`
+          ]
         }))
       )
   }),
@@ -120,7 +136,10 @@ export const automationTools: ReadonlyArray<Tool> = [
     output: actionSaved,
     run: ({ action_id, ...input }) =>
       Effect.flatMap(McpBackend, (b) => b.updateAction(action_id, input)).pipe(
-        Effect.map((action) => ({ action, next_steps: [`list_action_results with pipeline_id ${action.pipeline_id} and action_id ${action.id}`] }))
+        Effect.map((action) => ({
+          action,
+          next_steps: [`list_action_results with pipeline_id ${action.pipeline_id} and action_id ${action.id}`]
+        }))
       )
   }),
   tool({
@@ -133,7 +152,10 @@ export const automationTools: ReadonlyArray<Tool> = [
     output: variableSaved,
     run: ({ variable_id, ...input }) =>
       Effect.flatMap(McpBackend, (b) => b.updateVariable(variable_id, input)).pipe(
-        Effect.map((variable) => ({ variable, next_steps: [`list_variables with pipeline_id ${variable.pipeline_id}`] }))
+        Effect.map((variable) => ({
+          variable,
+          next_steps: [`list_variables with pipeline_id ${variable.pipeline_id}`]
+        }))
       )
   })
 ]

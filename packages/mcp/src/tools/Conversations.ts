@@ -37,13 +37,22 @@ export const conversationTools: ReadonlyArray<Tool> = [
       pipeline_id: optional(PipelineId, "Only this pipeline's conversations"),
       channel_id: optional(ChannelId, "Only this channel's conversations"),
       status: optional(ConversationStatus, "active: the agent or a wait has it; paused: an operator has it"),
-      handoff: optional(HandoffState, "ai: the agent replies; waiting: a person was asked for; human: an operator has it"),
+      handoff: optional(
+        HandoffState,
+        "ai: the agent replies; waiting: a person was asked for; human: an operator has it"
+      ),
       assignee_id: optional(UserId, "Only conversations this operator has"),
       opportunity_id: optional(OpportunityId, "Only this opportunity's conversations"),
       contact_id: optional(ContactId, "Only conversations with this contact"),
-      q: optional(ListConversationsQuery.fields.q.from, "Part of the contact's name, email, phone or identifier, or of a message"),
+      q: optional(
+        ListConversationsQuery.fields.q.from,
+        "Part of the contact's name, email, phone or identifier, or of a message"
+      ),
       unread: optional(Schema.Boolean, "true: only those with contact messages the caller has not read"),
-      cursor: optional(ListConversationsQuery.fields.cursor.from, "next_cursor of the previous page; omit for the first"),
+      cursor: optional(
+        ListConversationsQuery.fields.cursor.from,
+        "next_cursor of the previous page; omit for the first"
+      ),
       limit: withDefault(IntBetween(1, 100), 25, "Conversations per page")
     }),
     output: result({ conversations: objects, next_cursor: nullable(string), ...paged }),
@@ -65,9 +74,18 @@ export const conversationTools: ReadonlyArray<Tool> = [
     input: Schema.Struct({
       conversation_id: conversationId,
       messages_limit: withDefault(IntBetween(1, 100), 20, "Latest messages to include"),
-      messages_cursor: optional(ConversationMessagesQuery.fields.cursor.from, "messages_cursor of the previous call, for the messages before those")
+      messages_cursor: optional(
+        ConversationMessagesQuery.fields.cursor.from,
+        "messages_cursor of the previous call, for the messages before those"
+      )
     }),
-    output: result({ conversation: object, messages: objects, has_more_messages: boolean, messages_cursor: nullable(string), next_page: paged.next_page }),
+    output: result({
+      conversation: object,
+      messages: objects,
+      has_more_messages: boolean,
+      messages_cursor: nullable(string),
+      next_page: paged.next_page
+    }),
     run: (args) =>
       Effect.gen(function*() {
         const b = yield* McpBackend
@@ -100,6 +118,8 @@ export const conversationTools: ReadonlyArray<Tool> = [
     input: Schema.Struct({ conversation_id: conversationId, ...HandoffCommand.fields }),
     output: result({ conversation: object }),
     run: ({ conversation_id, ...command }) =>
-      Effect.flatMap(McpBackend, (b) => b.handoffConversation(conversation_id, command)).pipe(Effect.map((conversation) => ({ conversation })))
+      Effect.flatMap(McpBackend, (b) => b.handoffConversation(conversation_id, command)).pipe(
+        Effect.map((conversation) => ({ conversation }))
+      )
   })
 ]

@@ -17,7 +17,9 @@ const steps = (run: EvalRun) =>
     ? [`get_eval_run with run_id ${run.id} until status is passed or failed`]
     : run.status === "passed"
     ? ["Every case passed."]
-    : [`Read the failed verdicts in results[].verdicts (passed: false); fix the pipeline and call run_evals again to compare with run ${run.id}.`]
+    : [
+      `Read the failed verdicts in results[].verdicts (passed: false); fix the pipeline and call run_evals again to compare with run ${run.id}.`
+    ]
 
 const withSteps = (run: EvalRun) => ({ ...run, next_steps: steps(run) })
 
@@ -47,7 +49,10 @@ export const evalTools: ReadonlyArray<Tool> = [
       pipeline_id: pipelineId,
       cases: optional(Schema.Array(EvalCaseSpec), "Cases to run"),
       case_ids: optional(Schema.Array(EvalCaseId), "Stored cases to run"),
-      version: optional(EvalVersionFromString, "What runs: live (default, or published), draft (as edited) or a version number, as text"),
+      version: optional(
+        EvalVersionFromString,
+        "What runs: live (default, or published), draft (as edited) or a version number, as text"
+      ),
       concurrency: optional(IntBetween(1, 8), "Cases played at once, default 4"),
       wait_seconds: withDefault(IntBetween(0, 120), 30, "Wait up to this long for the verdicts; 0 answers at once")
     }),

@@ -16,7 +16,8 @@ export const followupTools: ReadonlyArray<Tool> = [
     description: "A stage's followup sequence, if it has one: intervals, instructions, activation, next stage.",
     input: Schema.Struct({ stage_id: stageId }),
     output: saved,
-    run: ({ stage_id }) => Effect.flatMap(McpBackend, (b) => b.stageFollowup(stage_id)).pipe(Effect.map((f) => ({ ...f })))
+    run: ({ stage_id }) =>
+      Effect.flatMap(McpBackend, (b) => b.stageFollowup(stage_id)).pipe(Effect.map((f) => ({ ...f })))
   }),
   tool({
     name: "create_followup",
@@ -36,7 +37,10 @@ export const followupTools: ReadonlyArray<Tool> = [
       Effect.gen(function*() {
         const b = yield* McpBackend
         if ((yield* b.stageFollowup(stage_id)).has_followup) {
-          return yield* Unprocessable.of([{ field: "stage_id", message: "The stage already has a followup; change it with update_followup." }])
+          return yield* Unprocessable.of([{
+            field: "stage_id",
+            message: "The stage already has a followup; change it with update_followup."
+          }])
         }
         return { ...(yield* b.saveFollowup(stage_id, input)) }
       })

@@ -1,9 +1,28 @@
 /** Knowledge tables and their points (SPEC.md 4.5): `knowledge:read` to read, `knowledge:write` to change, as on REST. */
-import { CreateKnowledgeTable, DeletePoints, KnowledgeTableId, SearchKnowledge, SearchResults, UpsertPoints } from "@parley/domain"
+import {
+  CreateKnowledgeTable,
+  DeletePoints,
+  KnowledgeTableId,
+  SearchKnowledge,
+  SearchResults,
+  UpsertPoints
+} from "@parley/domain"
 import { IntBetween } from "@parley/domain/Schemas"
 import { Effect, Schema, Struct } from "effect"
 import { McpBackend } from "../Backend.js"
-import { describe, integer, nextSteps, nullable, object, objects, paged, paginate, result, resultOf, string } from "../Output.js"
+import {
+  describe,
+  integer,
+  nextSteps,
+  nullable,
+  object,
+  objects,
+  paged,
+  paginate,
+  result,
+  resultOf,
+  string
+} from "../Output.js"
 import { type Tool, tool } from "../Tool.js"
 import { optional, paging, required, withDefault } from "../ToolFields.js"
 
@@ -15,11 +34,14 @@ export const knowledgeTools: ReadonlyArray<Tool> = [
     title: "List knowledge tables",
     group: "discover",
     scope: "knowledge:read",
-    description: "Knowledge tables (reference data agents search) with columns, point counts and attached pipeline_ids.",
+    description:
+      "Knowledge tables (reference data agents search) with columns, point counts and attached pipeline_ids.",
     input: Schema.Struct(paging(25)),
     output: result({ knowledge_tables: objects, ...paged }),
     run: (args) =>
-      Effect.flatMap(McpBackend, (b) => b.listKnowledgeTables()).pipe(Effect.map((tables) => paginate("knowledge_tables", tables, args)))
+      Effect.flatMap(McpBackend, (b) => b.listKnowledgeTables()).pipe(
+        Effect.map((tables) => paginate("knowledge_tables", tables, args))
+      )
   }),
   tool({
     name: "search_knowledge_table",
@@ -35,7 +57,9 @@ export const knowledgeTools: ReadonlyArray<Tool> = [
     }),
     output: resultOf(SearchResults, { knowledge_table_id: integer }),
     run: ({ knowledge_table_id, ...search }) =>
-      Effect.flatMap(McpBackend, (b) => b.searchKnowledge(knowledge_table_id, search)).pipe(Effect.map((r) => ({ knowledge_table_id, ...r })))
+      Effect.flatMap(McpBackend, (b) => b.searchKnowledge(knowledge_table_id, search)).pipe(
+        Effect.map((r) => ({ knowledge_table_id, ...r }))
+      )
   }),
   tool({
     name: "list_knowledge_points",
@@ -53,10 +77,17 @@ export const knowledgeTools: ReadonlyArray<Tool> = [
       Effect.flatMap(McpBackend, (b) => b.knowledgePoints(knowledge_table_id, per_page, next_page_offset)).pipe(
         Effect.map((page) => ({
           knowledge_table_id: String(knowledge_table_id),
-          points: page.records.map((p) => ({ point_id: String(p.point_id), default_id: String(p.default_id), data: p.data, modified_date: p.modified_date })),
+          points: page.records.map((p) => ({
+            point_id: String(p.point_id),
+            default_id: String(p.default_id),
+            data: p.data,
+            modified_date: p.modified_date
+          })),
           next_page_offset: page.next_page_offset,
           has_more: page.next_page_offset !== null,
-          next_page: page.next_page_offset === null ? null : { knowledge_table_id, per_page, next_page_offset: page.next_page_offset }
+          next_page: page.next_page_offset === null
+            ? null
+            : { knowledge_table_id, per_page, next_page_offset: page.next_page_offset }
         }))
       )
   }),
@@ -89,11 +120,14 @@ export const knowledgeTools: ReadonlyArray<Tool> = [
     scope: "knowledge:write",
     destructive: true,
     idempotent: true,
-    description: "Creates or updates a knowledge table's rows, matched by default_id. Each point whose searchable text changed costs one training credit.",
+    description:
+      "Creates or updates a knowledge table's rows, matched by default_id. Each point whose searchable text changed costs one training credit.",
     input: Schema.Struct({ knowledge_table_id: knowledgeTableId, ...UpsertPoints.fields }),
     output: result({ knowledge_table_id: integer, upserted: integer }),
     run: ({ knowledge_table_id, points }) =>
-      Effect.flatMap(McpBackend, (b) => b.upsertPoints(knowledge_table_id, points)).pipe(Effect.map((r) => ({ knowledge_table_id, ...r })))
+      Effect.flatMap(McpBackend, (b) => b.upsertPoints(knowledge_table_id, points)).pipe(
+        Effect.map((r) => ({ knowledge_table_id, ...r }))
+      )
   }),
   tool({
     name: "delete_knowledge_points",
@@ -101,9 +135,14 @@ export const knowledgeTools: ReadonlyArray<Tool> = [
     group: "update",
     scope: "knowledge:write",
     description: "Removes a knowledge table's rows by their default_id values.",
-    input: Schema.Struct({ knowledge_table_id: knowledgeTableId, default_ids: required(DeletePoints.fields.ids, "default_id values of the points to remove") }),
+    input: Schema.Struct({
+      knowledge_table_id: knowledgeTableId,
+      default_ids: required(DeletePoints.fields.ids, "default_id values of the points to remove")
+    }),
     output: result({ knowledge_table_id: integer, deleted: integer }),
     run: ({ default_ids, knowledge_table_id }) =>
-      Effect.flatMap(McpBackend, (b) => b.deletePoints(knowledge_table_id, default_ids)).pipe(Effect.map((r) => ({ knowledge_table_id, ...r })))
+      Effect.flatMap(McpBackend, (b) => b.deletePoints(knowledge_table_id, default_ids)).pipe(
+        Effect.map((r) => ({ knowledge_table_id, ...r }))
+      )
   })
 ]

@@ -28,7 +28,9 @@ import { optional, paging, required, withDefault } from "../ToolFields.js"
 const endBound = (value: string | undefined) => {
   const parsed = value === undefined ? undefined : parseIsoDate(value)
   if (parsed === undefined) return {}
-  return parsed.dateOnly ? { end: new Date(parsed.date.getTime() + 86_400_000), endExclusive: true } : { end: parsed.date, endExclusive: false }
+  return parsed.dateOnly
+    ? { end: new Date(parsed.date.getTime() + 86_400_000), endExclusive: true }
+    : { end: parsed.date, endExclusive: false }
 }
 
 const pageResult = <A>(key: string, page: Page<A>, args: Record<string, unknown>) => {
@@ -91,7 +93,10 @@ export const opportunityTools: ReadonlyArray<Tool> = [
       stage_id: optional(StageId, "Only this stage"),
       status: optional(ListOpportunitiesQuery.fields.status.from, "Only this status"),
       priority: optional(ListOpportunitiesQuery.fields.priority.from, "Only contacts of this priority"),
-      q: optional(ListOpportunitiesQuery.fields.q.from, "Part of the contact's name, email, phone, identifier or custom name"),
+      q: optional(
+        ListOpportunitiesQuery.fields.q.from,
+        "Part of the contact's name, email, phone, identifier or custom name"
+      ),
       tags: optional(Schema.Array(Schema.String), "Tag names, any case; any of them matches"),
       ...filters
     }),
@@ -106,12 +111,14 @@ export const opportunityTools: ReadonlyArray<Tool> = [
     title: "List messages",
     group: "discover",
     scope: "opportunities:read",
-    description:
-      "Messages with contacts, newest first. A contact message left unanswered says why in no_reply_reason.",
+    description: "Messages with contacts, newest first. A contact message left unanswered says why in no_reply_reason.",
     input: Schema.Struct({
       pipeline_id: optional(PipelineId, "Only this pipeline's messages"),
       contact_id: optional(ContactId, "Only messages with this contact"),
-      role: optional(Schema.Literal("user", "assistant"), "user: from the contact; assistant: from the AI or an operator"),
+      role: optional(
+        Schema.Literal("user", "assistant"),
+        "user: from the contact; assistant: from the AI or an operator"
+      ),
       start_date: optional(IsoDate, "Sent on or after, ISO 8601"),
       end_date: optional(IsoDate, "Sent on or before, ISO 8601; a bare date includes that day"),
       cursor: optional(Schema.String, "next_cursor of the previous page; omit for the first"),
@@ -122,7 +129,10 @@ export const opportunityTools: ReadonlyArray<Tool> = [
       Effect.gen(function*() {
         const cursor = args.cursor === undefined ? undefined : decodeMessagesCursor(args.cursor)
         if (args.cursor !== undefined && cursor === undefined) {
-          return yield* Unprocessable.of([{ field: "cursor", message: "The cursor is not a next_cursor of a previous call." }])
+          return yield* Unprocessable.of([{
+            field: "cursor",
+            message: "The cursor is not a next_cursor of a previous call."
+          }])
         }
         const page = yield* (yield* McpBackend).listMessages({
           pipelineId: args.pipeline_id,
@@ -146,7 +156,10 @@ export const opportunityTools: ReadonlyArray<Tool> = [
     description:
       "Changes opportunities one by one (entering a stage runs its actions: webhooks may fire); answers the updated and the failed.",
     input: Schema.Struct({
-      ids: required(Schema.Array(OpportunityId).pipe(Schema.minItems(1), Schema.maxItems(100)), "Opportunity ids to change"),
+      ids: required(
+        Schema.Array(OpportunityId).pipe(Schema.minItems(1), Schema.maxItems(100)),
+        "Opportunity ids to change"
+      ),
       ...Struct.pick(UpdateOpportunity.fields, "status", "stage_id", "notes"),
       tags: optional(UpdateOpportunity.fields.tags.from, "Tag names to add"),
       deleted_tags: optional(UpdateOpportunity.fields.deleted_tags.from, "Tag ids to remove")
@@ -158,12 +171,20 @@ export const opportunityTools: ReadonlyArray<Tool> = [
         const outcomes = yield* Effect.forEach(ids, (id) => Effect.either(b.updateOpportunity(id, input)))
         const updated = outcomes.flatMap((o) => (o._tag === "Right" ? [o.right] : []))
         const failed = outcomes.flatMap((o, i) =>
-          o._tag === "Left" ? [{ id: ids[i]!, message: o.left.message, ...(o.left._tag === "Unprocessable" ? { validation: o.left.validation } : {}) }] : []
+          o._tag === "Left"
+            ? [{
+              id: ids[i]!,
+              message: o.left.message,
+              ...(o.left._tag === "Unprocessable" ? { validation: o.left.validation } : {})
+            }]
+            : []
         )
         // nothing changed: the one error as it is, or every id's error
         const only = outcomes.length === 1 ? outcomes[0] : undefined
         if (only?._tag === "Left") return yield* only.left
-        if (updated.length === 0) return yield* Unprocessable.of(failed.map((f) => ({ field: `ids.${ids.indexOf(f.id)}`, message: f.message })))
+        if (updated.length === 0) {
+          return yield* Unprocessable.of(failed.map((f) => ({ field: `ids.${ids.indexOf(f.id)}`, message: f.message })))
+        }
         return { updated, failed }
       })
   })

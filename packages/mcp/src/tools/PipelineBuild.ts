@@ -22,7 +22,11 @@ import { describe, nextSteps, nullable, object, result, resultOf, string, string
 import { type Tool, tool } from "../Tool.js"
 import { optional, pipelineId, stageId, withDefault } from "../ToolFields.js"
 
-const pipelineSaved = result({ pipeline: describe(object, "The pipeline as saved, with its stages"), warning: nullable(string), next_steps: nextSteps })
+const pipelineSaved = result({
+  pipeline: describe(object, "The pipeline as saved, with its stages"),
+  warning: nullable(string),
+  next_steps: nextSteps
+})
 const stageSaved = result({ stage: object, next_steps: nextSteps })
 
 export const pipelineBuildTools: ReadonlyArray<Tool> = [
@@ -37,17 +41,28 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
       language_code: withDefault(Schema.String, "en", "The agent's language, as a code such as en"),
       ai_provider_id: optional(AiProviderId, "The chosen AI provider; omit on the first call")
     }),
-    output: result({ step: string, language_code: string, ai_provider_id: nullable({ type: "integer" }), plan: object, options: object, questions: strings }),
-    run: (input) => Effect.flatMap(McpBackend, (b) => b.pipelineOptions(input)).pipe(Effect.map((options) => pipelineJourney(input, options)))
+    output: result({
+      step: string,
+      language_code: string,
+      ai_provider_id: nullable({ type: "integer" }),
+      plan: object,
+      options: object,
+      questions: strings
+    }),
+    run: (input) =>
+      Effect.flatMap(McpBackend, (b) => b.pipelineOptions(input)).pipe(
+        Effect.map((options) => pipelineJourney(input, options))
+      )
   }),
   tool({
     name: "create_pipeline",
     title: "Create a pipeline",
     group: "build",
     scope: "pipelines:write",
-    description:
-      "Creates a pipeline (AI agent), with ids from start_pipeline_journey or get_pipeline_options.",
-    input: Schema.Struct(Struct.omit(CreatePipeline.from.fields, "workspace_id", "reply_debounce_ms", ...handoffFieldNames)).pipe(
+    description: "Creates a pipeline (AI agent), with ids from start_pipeline_journey or get_pipeline_options.",
+    input: Schema.Struct(
+      Struct.omit(CreatePipeline.from.fields, "workspace_id", "reply_debounce_ms", ...handoffFieldNames)
+    ).pipe(
       Schema.filter(modelRoutingRule)
     ),
     output: pipelineSaved,
@@ -68,11 +83,11 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     title: "Create a stage",
     group: "build",
     scope: "pipelines:write",
-    description:
-      "Adds a stage (a step of the process) to a pipeline; enter_condition tells the AI when to move here.",
-    input: Schema.Struct({ pipeline_id: pipelineId, ...Struct.omit(CreateStage.from.fields, "handoff_instructions") }).pipe(
-      Schema.filter(openingMessageRule)
-    ),
+    description: "Adds a stage (a step of the process) to a pipeline; enter_condition tells the AI when to move here.",
+    input: Schema.Struct({ pipeline_id: pipelineId, ...Struct.omit(CreateStage.from.fields, "handoff_instructions") })
+      .pipe(
+        Schema.filter(openingMessageRule)
+      ),
     output: stageSaved,
     run: ({ pipeline_id, ...input }) =>
       Effect.flatMap(McpBackend, (b) => b.createStage(pipeline_id, input)).pipe(
@@ -80,7 +95,9 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
           stage,
           next_steps: [
             `create_stage with pipeline_id ${pipeline_id} and order ${stage.order + 1} for the next step`,
-            ...(stage.nature === "neutral" ? [`create_followup with stage_id ${stage.id} to follow up silent contacts`] : []),
+            ...(stage.nature === "neutral"
+              ? [`create_followup with stage_id ${stage.id} to follow up silent contacts`]
+              : []),
             `create_action with stage_id ${stage.id} and fixed_trigger stage_started to tell another system on entry`
           ]
         }))
@@ -122,7 +139,11 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     output: pipelineSaved,
     run: ({ pipeline_id, ...input }) =>
       Effect.flatMap(McpBackend, (b) => b.updatePipeline(pipeline_id, input)).pipe(
-        Effect.map(({ data: pipeline, warning }) => ({ pipeline, warning, next_steps: [`get_pipeline with pipeline_id ${pipeline.id} to review it whole`] }))
+        Effect.map(({ data: pipeline, warning }) => ({
+          pipeline,
+          warning,
+          next_steps: [`get_pipeline with pipeline_id ${pipeline.id} to review it whole`]
+        }))
       )
   }),
   tool({
@@ -130,10 +151,12 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     title: "Update the model pool",
     group: "update",
     scope: "pipelines:write",
-    description: "Sets a pipeline's four Smart Routing tiers (models from get_pipeline_options), and may turn routing on or off.",
+    description:
+      "Sets a pipeline's four Smart Routing tiers (models from get_pipeline_options), and may turn routing on or off.",
     input: Schema.Struct({ pipeline_id: pipelineId, ...UpdateModelPool.fields }),
     output: resultOf(PipelineModelPool),
-    run: ({ pipeline_id, ...input }) => Effect.flatMap(McpBackend, (b) => b.updateModelPool(pipeline_id, input)).pipe(Effect.map((pool) => ({ ...pool })))
+    run: ({ pipeline_id, ...input }) =>
+      Effect.flatMap(McpBackend, (b) => b.updateModelPool(pipeline_id, input)).pipe(Effect.map((pool) => ({ ...pool })))
   }),
   tool({
     name: "update_stage",
@@ -145,7 +168,10 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
     output: stageSaved,
     run: ({ stage_id, ...input }) =>
       Effect.flatMap(McpBackend, (b) => b.updateStage(stage_id, input)).pipe(
-        Effect.map((stage) => ({ stage, next_steps: [`list_pipeline_stages with pipeline_id ${stage.pipeline_id} to see the new order`] }))
+        Effect.map((stage) => ({
+          stage,
+          next_steps: [`list_pipeline_stages with pipeline_id ${stage.pipeline_id} to see the new order`]
+        }))
       )
   })
 ]

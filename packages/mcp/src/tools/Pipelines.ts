@@ -2,7 +2,7 @@
  * Reading a pipeline's configuration (SPEC.md 4.5 discover): the pipelines, one pipeline whole, its stages,
  * its Smart Routing pool and the catalogue to choose settings from. `mcp:use` reads these, as `pipelines:read`.
  */
-import { AiProviderId, PipelineModelPool, PipelineOptions, type Pipeline } from "@parley/domain"
+import { AiProviderId, type Pipeline, PipelineModelPool, PipelineOptions } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import { McpBackend } from "../Backend.js"
 import { integer, objects, paged, paginate, result, resultOf } from "../Output.js"
@@ -29,12 +29,13 @@ export const pipelineReadTools: ReadonlyArray<Tool> = [
     name: "list_pipelines",
     title: "List pipelines",
     group: "discover",
-    description:
-      "The account's pipelines (AI agents) with status and stage count; get_pipeline has one whole.",
+    description: "The account's pipelines (AI agents) with status and stage count; get_pipeline has one whole.",
     input: Schema.Struct(paging(25)),
     output: result({ pipelines: objects, ...paged }),
     run: (args) =>
-      Effect.flatMap(McpBackend, (b) => b.listPipelines()).pipe(Effect.map((pipelines) => paginate("pipelines", pipelines.map(row), args)))
+      Effect.flatMap(McpBackend, (b) => b.listPipelines()).pipe(
+        Effect.map((pipelines) => paginate("pipelines", pipelines.map(row), args))
+      )
   }),
   tool({
     name: "get_pipeline",
@@ -65,7 +66,8 @@ export const pipelineReadTools: ReadonlyArray<Tool> = [
     description: "A pipeline's Smart Routing: whether it is on, and each tier's model.",
     input: Schema.Struct({ pipeline_id: pipelineId }),
     output: resultOf(PipelineModelPool),
-    run: ({ pipeline_id }) => Effect.flatMap(McpBackend, (b) => b.modelPool(pipeline_id)).pipe(Effect.map((pool) => ({ ...pool })))
+    run: ({ pipeline_id }) =>
+      Effect.flatMap(McpBackend, (b) => b.modelPool(pipeline_id)).pipe(Effect.map((pool) => ({ ...pool })))
   }),
   tool({
     name: "get_pipeline_options",

@@ -17,10 +17,22 @@ export const versionTools: ReadonlyArray<Tool> = [
     scope: "pipelines:write",
     idempotent: false,
     description: "Makes the draft the live version; with version, republishes that one instead (rollback).",
-    input: Schema.Struct({ pipeline_id: pipelineId, version: optional(VersionNumber, "Earlier version to roll back to") }),
-    output: result({ number: integer, source: string, rolled_back_from: nullable(integer), published_at: string, is_live: boolean }),
+    input: Schema.Struct({
+      pipeline_id: pipelineId,
+      version: optional(VersionNumber, "Earlier version to roll back to")
+    }),
+    output: result({
+      number: integer,
+      source: string,
+      rolled_back_from: nullable(integer),
+      published_at: string,
+      is_live: boolean
+    }),
     run: ({ pipeline_id, version }) =>
-      Effect.flatMap(McpBackend, (b) => (version === undefined ? b.publishPipeline(pipeline_id) : b.rollbackPipeline(pipeline_id, { version }))).pipe(
+      Effect.flatMap(
+        McpBackend,
+        (b) => (version === undefined ? b.publishPipeline(pipeline_id) : b.rollbackPipeline(pipeline_id, { version }))
+      ).pipe(
         Effect.map(({ config: _, ...v }) => v)
       )
   }),
@@ -32,7 +44,8 @@ export const versionTools: ReadonlyArray<Tool> = [
     description: "A pipeline's versions (newest first), which is live, and whether the draft changed since.",
     input: Schema.Struct({ pipeline_id: pipelineId }),
     output: resultOf(PipelineVersions),
-    run: ({ pipeline_id }) => Effect.map(Effect.flatMap(McpBackend, (b) => b.listPipelineVersions(pipeline_id)), (v) => ({ ...v }))
+    run: ({ pipeline_id }) =>
+      Effect.map(Effect.flatMap(McpBackend, (b) => b.listPipelineVersions(pipeline_id)), (v) => ({ ...v }))
   }),
   tool({
     name: "diff_pipeline_versions",
@@ -46,6 +59,7 @@ export const versionTools: ReadonlyArray<Tool> = [
       to: optional(VersionRefFromString, "draft (default), live or a version number, as text")
     }),
     output: resultOf(VersionDiff),
-    run: ({ pipeline_id, ...query }) => Effect.map(Effect.flatMap(McpBackend, (b) => b.diffPipelineVersions(pipeline_id, query)), (d) => ({ ...d }))
+    run: ({ pipeline_id, ...query }) =>
+      Effect.map(Effect.flatMap(McpBackend, (b) => b.diffPipelineVersions(pipeline_id, query)), (d) => ({ ...d }))
   })
 ]

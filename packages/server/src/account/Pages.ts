@@ -3,10 +3,10 @@
  * interpolated value escaped.
  */
 import { type Scope, Scopes } from "@parley/domain"
+import { htmlResponse } from "../http/PageHeaders.js"
 import type { PersonalTokenRow } from "../identity/IdentityRepo.js"
 import type { ConnectedClientRow } from "../oauth/OAuthRepo.js"
 import type { AuthorizeRequest } from "../oauth/OAuthRequests.js"
-import { htmlResponse } from "../http/PageHeaders.js"
 import type { Session } from "./Sessions.js"
 
 const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
@@ -78,7 +78,13 @@ ${body}
 const hidden = (name: string, value: string) => `<input type="hidden" name="${escape(name)}" value="${escape(value)}">`
 
 export const errorPage = (title: string, message: string, status: number) =>
-  htmlPage(title, `<h1>${escape(title)}</h1>\n<p class="error" role="alert">${escape(message)}</p>\n<p><a href="/account">Your account</a></p>`, { status })
+  htmlPage(
+    title,
+    `<h1>${escape(title)}</h1>\n<p class="error" role="alert">${
+      escape(message)
+    }</p>\n<p><a href="/account">Your account</a></p>`,
+    { status }
+  )
 
 export const signInPage = (input: {
   readonly csrf: string
@@ -95,7 +101,9 @@ ${input.error === undefined ? "" : `<p class="error" role="alert" id="sign-in-er
   ${hidden("csrf", input.csrf)}
   ${hidden("return_to", input.returnTo)}
   <label for="email">Email</label>
-  <input id="email" name="email" type="email" autocomplete="username" required value="${escape(input.email ?? "")}"${input.error === undefined ? "" : ` aria-describedby="sign-in-error"`}>
+  <input id="email" name="email" type="email" autocomplete="username" required value="${escape(input.email ?? "")}"${
+      input.error === undefined ? "" : ` aria-describedby="sign-in-error"`
+    }>
   <label for="password">Password</label>
   <input id="password" name="password" type="password" autocomplete="current-password" required>
   <div><button type="submit">Sign in</button></div>
@@ -104,7 +112,9 @@ ${input.error === undefined ? "" : `<p class="error" role="alert" id="sign-in-er
   )
 
 const signOutForm = (session: Session) =>
-  `<form class="inline" method="post" action="/account/sign-out">${hidden("csrf", session.csrf)}<button type="submit">Sign out</button></form>`
+  `<form class="inline" method="post" action="/account/sign-out">${
+    hidden("csrf", session.csrf)
+  }<button type="submit">Sign out</button></form>`
 
 const header = (session: Session) =>
   `<header><p>Signed in as <strong>${escape(session.email)}</strong></p>${signOutForm(session)}</header>`
@@ -115,22 +125,28 @@ export const consentPage = (request: AuthorizeRequest, session: Session) => {
   const extras = request.scopes.filter((s) => s !== "mcp:use")
   // least privilege: reading is offered ticked, anything that changes data or sends is shown unticked
   const box = (s: Scope) =>
-    `<div><input type="checkbox" id="scope-${escape(s)}" name="grant" value="${escape(s)}"${isReadScope(s) ? " checked" : ""}> <label for="scope-${
-      escape(s)
-    }"><code>${escape(s)}</code>: ${escape(SCOPE_TEXT[s])}${isReadScope(s) ? "" : " <strong>(changes your data)</strong>"}</label></div>`
+    `<div><input type="checkbox" id="scope-${escape(s)}" name="grant" value="${escape(s)}"${
+      isReadScope(s) ? " checked" : ""
+    }> <label for="scope-${escape(s)}"><code>${escape(s)}</code>: ${escape(SCOPE_TEXT[s])}${
+      isReadScope(s) ? "" : " <strong>(changes your data)</strong>"
+    }</label></div>`
   return htmlPage(
     "Authorize application",
     `${header(session)}
 <h1>Allow ${escape(name)} to use your Parley account?</h1>
 <p><strong>${escape(name)}</strong> (client <code>${escape(request.client.id)}</code>${
       request.client.client_uri === null ? "" : `, ${escape(request.client.client_uri)}`
-    }) wants to connect to Parley's MCP server as you. After you decide, you return to <code>${escape(target.origin)}</code>.</p>
+    }) wants to connect to Parley's MCP server as you. After you decide, you return to <code>${
+      escape(target.origin)
+    }</code>.</p>
 <form method="post" action="/authorize">
   ${Object.entries(request.params).map(([k, v]) => hidden(k, v)).join("\n  ")}
   ${hidden("csrf", session.csrf)}
   <fieldset>
     <legend>It will be able to</legend>
-    <div><input type="checkbox" id="scope-mcp" checked disabled> <label for="scope-mcp"><code>mcp:use</code>: ${escape(SCOPE_TEXT["mcp:use"])}</label></div>
+    <div><input type="checkbox" id="scope-mcp" checked disabled> <label for="scope-mcp"><code>mcp:use</code>: ${
+      escape(SCOPE_TEXT["mcp:use"])
+    }</label></div>
     ${extras.map(box).join("\n    ")}
   </fieldset>
   ${
@@ -145,7 +161,8 @@ export const consentPage = (request: AuthorizeRequest, session: Session) => {
   )
 }
 
-const date = (value: string | null) => value === null ? "never" : escape(new Date(value).toISOString().slice(0, 16).replace("T", " ") + " UTC")
+const date = (value: string | null) =>
+  value === null ? "never" : escape(new Date(value).toISOString().slice(0, 16).replace("T", " ") + " UTC")
 
 export const accountPage = (input: {
   readonly session: Session
@@ -164,7 +181,9 @@ export const accountPage = (input: {
       <td>${date(t.created_at)}</td>
       <td>${date(t.last_used_at)}</td>
       <td>${t.expires_at === null ? "never" : `${date(t.expires_at)}${t.expired ? " (expired)" : ""}`}</td>
-      <td><form method="post" action="/account/tokens/revoke">${hidden("csrf", session.csrf)}${hidden("id", String(t.id))}<button type="submit" aria-label="Revoke token ${escape(t.name)}">Revoke</button></form></td>
+      <td><form method="post" action="/account/tokens/revoke">${hidden("csrf", session.csrf)}${
+      hidden("id", String(t.id))
+    }<button type="submit" aria-label="Revoke token ${escape(t.name)}">Revoke</button></form></td>
     </tr>`
   ).join("\n")
   const clientRows = input.clients.map((c) =>
@@ -173,7 +192,11 @@ export const accountPage = (input: {
       <td>${c.scopes.map((s) => `<code>${escape(s)}</code>`).join(", ")}</td>
       <td>${date(c.first_authorized_at)}</td>
       <td>${date(c.last_used_at)}</td>
-      <td><form method="post" action="/account/clients/revoke">${hidden("csrf", session.csrf)}${hidden("client_id", c.client_id)}<button type="submit" aria-label="Disconnect ${escape(c.client_name ?? c.client_id)}">Disconnect</button></form></td>
+      <td><form method="post" action="/account/clients/revoke">${hidden("csrf", session.csrf)}${
+      hidden("client_id", c.client_id)
+    }<button type="submit" aria-label="Disconnect ${
+      escape(c.client_name ?? c.client_id)
+    }">Disconnect</button></form></td>
     </tr>`
   ).join("\n")
   return htmlPage(
@@ -191,7 +214,9 @@ ${
 <h2 id="tokens-title">Personal access tokens</h2>
 <p>Tokens for the REST API and MCP clients without OAuth: <code>Authorization: Bearer &lt;token&gt;</code>.</p>
 ${
-      input.tokens.length === 0 ? `<p id="no-tokens">You have no personal access tokens.</p>` : `<table aria-labelledby="tokens-title" id="tokens">
+      input.tokens.length === 0 ?
+        `<p id="no-tokens">You have no personal access tokens.</p>` :
+        `<table aria-labelledby="tokens-title" id="tokens">
   <thead><tr><th scope="col">Name</th><th scope="col">Token</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
   <tbody>
 ${tokenRows}
@@ -207,7 +232,9 @@ ${tokenRows}
     <legend>Scopes</legend>
     ${
       Scopes.map((s) =>
-        `<div><input type="checkbox" id="new-scope-${escape(s)}" name="scope" value="${escape(s)}"> <label for="new-scope-${escape(s)}"><code>${escape(s)}</code>: ${escape(SCOPE_TEXT[s])}</label></div>`
+        `<div><input type="checkbox" id="new-scope-${escape(s)}" name="scope" value="${
+          escape(s)
+        }"> <label for="new-scope-${escape(s)}"><code>${escape(s)}</code>: ${escape(SCOPE_TEXT[s])}</label></div>`
       ).join("\n    ")
     }
   </fieldset>
@@ -217,7 +244,9 @@ ${tokenRows}
 </form>
 <h2 id="clients-title">Connected applications</h2>
 ${
-      input.clients.length === 0 ? `<p id="no-clients">No application is connected through OAuth.</p>` : `<table aria-labelledby="clients-title" id="clients">
+      input.clients.length === 0 ?
+        `<p id="no-clients">No application is connected through OAuth.</p>` :
+        `<table aria-labelledby="clients-title" id="clients">
   <thead><tr><th scope="col">Application</th><th scope="col">Scopes</th><th scope="col">Connected</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
   <tbody>
 ${clientRows}

@@ -40,7 +40,8 @@ export class Sessions extends Effect.Service<Sessions>()("@parley/server/Session
     const secret = yield* AppSecret
     const limits = yield* RateLimits
 
-    const mac = (purpose: string, value: string) => createHmac("sha256", secret.accountKey).update(`${purpose}:${value}`).digest("base64url")
+    const mac = (purpose: string, value: string) =>
+      createHmac("sha256", secret.accountKey).update(`${purpose}:${value}`).digest("base64url")
     const matches = (expected: string, given: string | undefined) => {
       if (given === undefined) return false
       const a = Buffer.from(expected)
@@ -53,7 +54,10 @@ export class Sessions extends Effect.Service<Sessions>()("@parley/server/Session
       if (cookie === undefined || cookie === "") return Option.none<Session>()
       const hash = sha256Hex(cookie)
       const row = yield* repo.live(hash)
-      return Option.map(row, (r): Session => ({ id: r.id, userId: r.user_id, email: r.email, name: r.name, csrf: mac("session", hash) }))
+      return Option.map(
+        row,
+        (r): Session => ({ id: r.id, userId: r.user_id, email: r.email, name: r.name, csrf: mac("session", hash) })
+      )
     })
 
     /** Email and password to a new session cookie value; none when they are wrong. */
@@ -67,7 +71,11 @@ export class Sessions extends Effect.Service<Sessions>()("@parley/server/Session
       }
       yield* limits.release(attempt.attempt)
       const token = randomBase62(43)
-      yield* repo.insert({ session_hash: sha256Hex(token), user_id: user.value.id, expires_at: new Date(Date.now() + SESSION_TTL_MS) })
+      yield* repo.insert({
+        session_hash: sha256Hex(token),
+        user_id: user.value.id,
+        expires_at: new Date(Date.now() + SESSION_TTL_MS)
+      })
       yield* Effect.logInfo("account sign-in").pipe(Effect.annotateLogs({ user_id: user.value.id }))
       return Option.some(token)
     })

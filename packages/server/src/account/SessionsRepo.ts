@@ -24,9 +24,13 @@ export class SessionsRepo extends Effect.Service<SessionsRepo>()("@parley/server
       live: (hash: string) =>
         sql<SessionRow>`
           select s.id::int as id, s.user_id, u.email, u.name from account_sessions s join users u on u.id = s.user_id
-          where s.session_hash = ${hash} and s.expires_at > now()`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie),
+          where s.session_hash = ${hash} and s.expires_at > now()`.pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          Effect.orDie
+        ),
 
-      remove: (hash: string) => sql`delete from account_sessions where session_hash = ${hash}`.pipe(Effect.asVoid, Effect.orDie)
+      remove: (hash: string) =>
+        sql`delete from account_sessions where session_hash = ${hash}`.pipe(Effect.asVoid, Effect.orDie)
     }
   })
 }) {}

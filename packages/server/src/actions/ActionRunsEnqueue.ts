@@ -51,7 +51,9 @@ export const enqueueToolCalls = (
       insert into action_runs (workspace_id, pipeline_id, action_id, opportunity_id, conversation_id, stage_id, message_id, trigger,
                                group_key, source_key, sort_order, ai_values, config_version_id)
       select a.workspace_id, a.pipeline_id, a.id, ${target.opportunityId}, ${target.conversationId}, ${target.stageId}, ${target.messageId},
-             a.fixed_trigger, ${`reply:${target.messageId}`}, ${`reply:${target.messageId}:`} || a.id, a.sort_order, ${JSON.stringify(call.values)}::jsonb,
+             a.fixed_trigger, ${`reply:${target.messageId}`}, ${`reply:${target.messageId}:`} || a.id, a.sort_order, ${
+      JSON.stringify(call.values)
+    }::jsonb,
              ${target.version}
       from parley_live_actions(${target.pipelineId}, ${target.version}) a
       where a.id = ${call.actionId} and a.workspace_id = ${target.workspaceId}

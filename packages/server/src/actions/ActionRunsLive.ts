@@ -50,7 +50,9 @@ export const ActionRunsLive = Layer.effect(
 
     const written = pg.listen("parley_action_runs").pipe(
       Stream.as(undefined as void),
-      Stream.catchAllCause((cause) => Stream.fromEffect(Effect.logWarning("action-run notifications stopped; polling only", cause)).pipe(Stream.drain))
+      Stream.catchAllCause((cause) =>
+        Stream.fromEffect(Effect.logWarning("action-run notifications stopped; polling only", cause)).pipe(Stream.drain)
+      )
     )
 
     /** The `from_system` value `entity.field` for this run, undefined when there is none. */
@@ -135,15 +137,22 @@ export const ActionRunsLive = Layer.effect(
         if (Option.isNone(found)) return new ActionPrepared({ send: false, maxAttempts: 0 })
         const run = found.value
         // prepared before a restart: go on with what was decided then
-        if (run.status === "sending") return new ActionPrepared({ send: true, maxAttempts: run.max_attempts ?? (run.retries ?? 0) + 1 })
+        if (run.status === "sending") {
+          return new ActionPrepared({ send: true, maxAttempts: run.max_attempts ?? (run.retries ?? 0) + 1 })
+        }
         if (run.status !== "pending") return new ActionPrepared({ send: false, maxAttempts: 0 })
-        if (run.method === null) return yield* skip(runId, "The action is not in the pipeline's configuration that triggered the run.")
+        if (run.method === null) {
+          return yield* skip(runId, "The action is not in the pipeline's configuration that triggered the run.")
+        }
         if (!run.is_active) return yield* skip(runId, "The action was deactivated before it ran.")
 
         if (run.max_fires !== null && run.opportunity_id !== null) {
           const fired = yield* repo.fired(runId, run.action_id, run.opportunity_id)
           if (fired >= run.max_fires) {
-            return yield* skip(runId, `max_fires reached: the action already fired ${fired} of ${run.max_fires} times for this opportunity.`)
+            return yield* skip(
+              runId,
+              `max_fires reached: the action already fired ${fired} of ${run.max_fires} times for this opportunity.`
+            )
           }
         }
 
@@ -155,10 +164,14 @@ export const ActionRunsLive = Layer.effect(
 
         const url = renderText(run.url, values, true)
         // a value with a line break would split the header: it becomes a space
-        const headers = Object.fromEntries(Object.entries(run.headers).map(([k, v]) => [k, renderText(v, values).replace(/[\r\n]+/g, " ")]))
+        const headers = Object.fromEntries(
+          Object.entries(run.headers).map(([k, v]) => [k, renderText(v, values).replace(/[\r\n]+/g, " ")])
+        )
         const hasBody = run.method !== "GET" && run.payload !== null
         const body = hasBody ? JSON.stringify(renderJson(run.payload, values)) : null
-        if (hasBody && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) headers["Content-Type"] = "application/json"
+        if (hasBody && !Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) {
+          headers["Content-Type"] = "application/json"
+        }
         const maxAttempts = run.retries + 1
         yield* repo.markSending(runId, { method: run.method, url, headers, body, maxAttempts })
         return new ActionPrepared({ send: true, maxAttempts })
@@ -169,7 +182,9 @@ export const ActionRunsLive = Layer.effect(
       function*(runId: number, attempt: number, nextDelayMs: number | null) {
         yield* Effect.annotateCurrentSpan({ runId, attempt })
         const found = yield* repo.request(runId)
-        if (Option.isNone(found) || found.value.status !== "sending") return new ActionAttemptOutcome({ done: true, retryable: false })
+        if (Option.isNone(found) || found.value.status !== "sending") {
+          return new ActionAttemptOutcome({ done: true, retryable: false })
+        }
         const run = found.value
         // an eval's conversation (docs/evals.md): the rendered request is the record; nothing is sent
         if (run.is_eval) {
@@ -183,15 +198,23 @@ export const ActionRunsLive = Layer.effect(
           return new ActionAttemptOutcome({ done: code !== null && code >= 200 && code < 300, retryable: true })
         }
         const started = Date.now()
-        const result = yield* http.request(run.request_method!, run.request_url!, run.request_headers!, run.request_body ?? undefined, config.webhookTimeoutMs)
+        const result = yield* http.request(
+          run.request_method!,
+          run.request_url!,
+          run.request_headers!,
+          run.request_body ?? undefined,
+          config.webhookTimeoutMs
+        )
           .pipe(
             Effect.either,
             // node refuses some requests synchronously (a header value a variable filled with control characters)
             Effect.catchAllDefect((defect) =>
-              Effect.succeed(Either.left(new OutboundError({
-                reason: "InvalidUrl",
-                message: `The request could not be made: ${defect instanceof Error ? defect.message : String(defect)}`
-              })))
+              Effect.succeed(Either.left(
+                new OutboundError({
+                  reason: "InvalidUrl",
+                  message: `The request could not be made: ${defect instanceof Error ? defect.message : String(defect)}`
+                })
+              ))
             )
           )
         const duration = Date.now() - started
@@ -216,7 +239,9 @@ export const ActionRunsLive = Layer.effect(
           reason: ok ? null : final ? (retryable ? `${error} (gave up after ${attempt} attempts)` : error) : null,
           finishedAt: final ? new Date() : null
         })
-        yield* Metric.increment(Metric.tagged(actionAttempts, "outcome", ok ? "succeeded" : final ? "failed" : "retrying"))
+        yield* Metric.increment(
+          Metric.tagged(actionAttempts, "outcome", ok ? "succeeded" : final ? "failed" : "retrying")
+        )
         return new ActionAttemptOutcome({ done: ok, retryable })
       },
       (effect, runId, attempt) => Effect.annotateLogs(effect, { actionRunId: runId, attempt })

@@ -102,7 +102,8 @@ export class ActionRunsRepo extends Effect.Service<ActionRunsRepo>()("@parley/se
     const undispatched = SqlSchema.findAll({
       Request: Schema.Number,
       Result: RunGroupRow,
-      execute: (limit) => groupRuns(sql`select group_key from action_runs where dispatched_at is null order by id limit ${limit}`)
+      execute: (limit) =>
+        groupRuns(sql`select group_key from action_runs where dispatched_at is null order by id limit ${limit}`)
     })
 
     const overdue = SqlSchema.findAll({
@@ -140,7 +141,11 @@ export class ActionRunsRepo extends Effect.Service<ActionRunsRepo>()("@parley/se
     })
 
     const variables = SqlSchema.findAll({
-      Request: Schema.Struct({ pipelineId: Schema.Number, version: Schema.NullOr(Schema.Number), names: Schema.Array(Schema.String) }),
+      Request: Schema.Struct({
+        pipelineId: Schema.Number,
+        version: Schema.NullOr(Schema.Number),
+        names: Schema.Array(Schema.String)
+      }),
       Result: VariableRow,
       execute: ({ names, pipelineId, version }) =>
         sql`
@@ -188,7 +193,11 @@ export class ActionRunsRepo extends Effect.Service<ActionRunsRepo>()("@parley/se
         sql`
           select r.response_status, r.response_body from action_runs r join actions a on a.id = r.action_id
           where a.pipeline_id = ${q.pipelineId} and a.name = ${q.name} and r.response_status is not null and r.id <> ${q.runId}
-            and ${q.opportunityId !== null ? sql`r.opportunity_id = ${q.opportunityId}` : sql`r.conversation_id = ${q.conversationId}`}
+            and ${
+          q.opportunityId !== null
+            ? sql`r.opportunity_id = ${q.opportunityId}`
+            : sql`r.conversation_id = ${q.conversationId}`
+        }
           order by r.finished_at desc nulls last, r.id desc limit 1`
     })
 
@@ -205,29 +214,41 @@ export class ActionRunsRepo extends Effect.Service<ActionRunsRepo>()("@parley/se
     const attemptMade = SqlSchema.findAll({
       Request: Schema.Struct({ runId: Schema.Number, attempt: Schema.Number }),
       Result: Schema.Struct({ status_code: Schema.NullOr(Schema.Number) }),
-      execute: ({ attempt, runId }) => sql`select status_code from action_attempts where run_id = ${runId} and attempt = ${attempt}`
+      execute: ({ attempt, runId }) =>
+        sql`select status_code from action_attempts where run_id = ${runId} and attempt = ${attempt}`
     })
 
     return {
       undispatched: (limit: number) => Effect.orDie(undispatched(limit)),
       overdue: (olderThanMs: number) => Effect.orDie(overdue(olderThanMs)),
       markDispatched: (runIds: ReadonlyArray<number>) =>
-        Effect.orDie(Effect.asVoid(sql`update action_runs set dispatched_at = now() where id in ${sql.in(runIds)} and dispatched_at is null`)),
+        Effect.orDie(
+          Effect.asVoid(
+            sql`update action_runs set dispatched_at = now() where id in ${sql.in(runIds)} and dispatched_at is null`
+          )
+        ),
       run: (runId: number) => Effect.orDie(run(runId)),
-      fired: (runId: number, actionId: number, opportunityId: number) => Effect.map(Effect.orDie(fired({ runId, actionId, opportunityId })), (r) => r.n),
+      fired: (runId: number, actionId: number, opportunityId: number) =>
+        Effect.map(Effect.orDie(fired({ runId, actionId, opportunityId })), (r) => r.n),
       variables: (pipelineId: number, version: number | null, names: ReadonlyArray<string>) =>
         Effect.orDie(variables({ pipelineId, version, names })),
-      opportunityValues: (opportunityId: number, conversationId: number | null) => Effect.orDie(opportunityValues({ opportunityId, conversationId })),
+      opportunityValues: (opportunityId: number, conversationId: number | null) =>
+        Effect.orDie(opportunityValues({ opportunityId, conversationId })),
       stageValues: (stageId: number) => Effect.orDie(stageValues(stageId)),
       messageValues: (messageId: string) => Effect.orDie(messageValues(messageId)),
       earlierResponse: (q: typeof EarlierResponse.Type) => Effect.orDie(earlierResponse(q)),
       skip: (runId: number, reason: string) =>
         Effect.orDie(Effect.asVoid(sql`
           update action_runs set status = 'skipped', reason = ${reason}, finished_at = now(), updated_at = now() where id = ${runId}`)),
-      markSending: (runId: number, r: { method: string; url: string; headers: Record<string, string>; body: string | null; maxAttempts: number }) =>
+      markSending: (
+        runId: number,
+        r: { method: string; url: string; headers: Record<string, string>; body: string | null; maxAttempts: number }
+      ) =>
         Effect.orDie(Effect.asVoid(sql`
           update action_runs set status = 'sending', request_method = ${r.method}, request_url = ${r.url},
-            request_headers = ${JSON.stringify(r.headers)}::jsonb, request_body = ${r.body}, max_attempts = ${r.maxAttempts}, updated_at = now()
+            request_headers = ${
+          JSON.stringify(r.headers)
+        }::jsonb, request_body = ${r.body}, max_attempts = ${r.maxAttempts}, updated_at = now()
           where id = ${runId}`)),
       request: (runId: number) => Effect.orDie(request(runId)),
       /** an eval's run (docs/evals.md): the rendered request is the record; nothing is sent */

@@ -1,3 +1,4 @@
+import type { SqlError } from "@effect/sql/SqlError"
 import {
   Action,
   type ActionId,
@@ -26,7 +27,6 @@ import {
   type VariableType
 } from "@parley/domain"
 import { Effect, Schema } from "effect"
-import type { SqlError } from "@effect/sql/SqlError"
 import { isUniqueViolation } from "../db/SqlErrors.js"
 import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { someOrFail } from "../util/Effects.js"
@@ -46,11 +46,14 @@ const failOn = (issues: ReadonlyArray<Issue>) => {
 
 const nameTaken = (constraint: string, what: string) => (e: SqlError) =>
   isUniqueViolation(e, constraint)
-    ? Effect.fail(Unprocessable.of([{ field: "name", message: `has already been taken by another of this pipeline's ${what}.` }]))
+    ? Effect.fail(
+      Unprocessable.of([{ field: "name", message: `has already been taken by another of this pipeline's ${what}.` }])
+    )
     : Effect.die(e)
 
 const toAction = (row: ActionRow) =>
-  Schema.decodeUnknown(Action)({ ...row, suggested_variables: suggestedVariables(row.name, row.response_example) }).pipe(Effect.orDie)
+  Schema.decodeUnknown(Action)({ ...row, suggested_variables: suggestedVariables(row.name, row.response_example) })
+    .pipe(Effect.orDie)
 
 /** Actions whose url, headers or payload reference `{{name}}`. */
 const actionsUsing = (actions: ReadonlyArray<ActionRow>, name: string) =>
@@ -67,11 +70,19 @@ const variableIssues = (
   if (v.type === "from_action") {
     const [actionName, kind, ...path] = v.value.split(".")
     const action = actions.find((a) => a.name === actionName)
-    if (!action) issues.push({ field: "value", message: `must name an action of this pipeline; there is no action "${actionName}"` })
-    else if (kind === "response" && action.response_example !== null && jsonPath(action.response_example, path) === undefined) {
+    if (!action) {
       issues.push({
         field: "value",
-        message: `must be a path of the response example of "${actionName}" (${suggestedVariables(action.name, action.response_example).join(", ")})`
+        message: `must name an action of this pipeline; there is no action "${actionName}"`
+      })
+    } else if (
+      kind === "response" && action.response_example !== null && jsonPath(action.response_example, path) === undefined
+    ) {
+      issues.push({
+        field: "value",
+        message: `must be a path of the response example of "${actionName}" (${
+          suggestedVariables(action.name, action.response_example).join(", ")
+        })`
       })
     }
   }
@@ -80,7 +91,8 @@ const variableIssues = (
     if (early) {
       issues.push({
         field: "type",
-        message: `may not be from_ai: the ${early.fixed_trigger} action "${early.name}" uses it and fires before the AI runs`
+        message:
+          `may not be from_ai: the ${early.fixed_trigger} action "${early.name}" uses it and fires before the AI runs`
       })
     }
   }
@@ -96,19 +108,26 @@ const templateIssues = (
   const byName = new Map(variables.map((v) => [v.name, v]))
   const issues: Array<Issue> = Object.keys(parts.headers)
     .filter((name) => !HEADER_NAME.test(name))
-    .map((name) => ({ field: `headers.${name}`, message: "must be a valid header name (letters, digits and -_.!#$%&'*+^`|~)" }))
+    .map((name) => ({
+      field: `headers.${name}`,
+      message: "must be a valid header name (letters, digits and -_.!#$%&'*+^`|~)"
+    }))
   for (const { field, text } of templatedStrings(parts)) {
     for (const name of placeholders(text)) {
       const variable = byName.get(name)
       if (!VARIABLE_NAME.test(name)) {
         issues.push({
           field,
-          message: `may not contain the placeholder {{${name}}}: runtime values reach actions only through variables ({{variable_name}})`
+          message:
+            `may not contain the placeholder {{${name}}}: runtime values reach actions only through variables ({{variable_name}})`
         })
       } else if (!variable) {
         issues.push({ field, message: `must reference variables of this pipeline; {{${name}}} is not one` })
       } else if (variable.type === "from_ai" && beforeAiTriggers.includes(trigger)) {
-        issues.push({ field, message: `may not use the from_ai variable {{${name}}}: ${trigger} actions fire before the AI runs` })
+        issues.push({
+          field,
+          message: `may not use the from_ai variable {{${name}}}: ${trigger} actions fire before the AI runs`
+        })
       }
     }
   }
@@ -123,43 +142,66 @@ export class Automation extends Effect.Service<Automation>()("@parley/server/Aut
     const targets = yield* OutboundTargets
 
     const ownPipeline = (id: PipelineId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipelineWorkspace(actor.workspaceIds, id).pipe(someOrFail(() => new PipelineNotFound())))
+      Effect.flatMap(
+        CurrentActor,
+        (actor) => repo.pipelineWorkspace(actor.workspaceIds, id).pipe(someOrFail(() => new PipelineNotFound()))
+      )
     const findVariable = (id: VariableId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.findVariable(actor.workspaceIds, id).pipe(someOrFail(() => new VariableNotFound())))
+      Effect.flatMap(
+        CurrentActor,
+        (actor) => repo.findVariable(actor.workspaceIds, id).pipe(someOrFail(() => new VariableNotFound()))
+      )
     const findAction = (id: ActionId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.findAction(actor.workspaceIds, id).pipe(someOrFail(() => new ActionNotFound())))
+      Effect.flatMap(
+        CurrentActor,
+        (actor) => repo.findAction(actor.workspaceIds, id).pipe(someOrFail(() => new ActionNotFound()))
+      )
 
     const stageIssues = (pipelineId: number, stageId: number | null | undefined) =>
       stageId === undefined || stageId === null
         ? Effect.succeed<Array<Issue>>([])
-        : Effect.map(repo.stageInPipeline(pipelineId, stageId), (ok) => ok ? [] : [{ field: "stage_id", message: "must be a stage of this pipeline" }])
+        : Effect.map(
+          repo.stageInPipeline(pipelineId, stageId),
+          (ok) => ok ? [] : [{ field: "stage_id", message: "must be a stage of this pipeline" }]
+        )
 
-    const listVariables = Effect.fn("Automation.listVariables")(function*(pipelineId: PipelineId, q: string | undefined) {
-      yield* ownPipeline(pipelineId)
-      const pattern = q === undefined || q.trim() === "" ? null : `%${q.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-      return yield* repo.variables(pipelineId, pattern)
-    })
+    const listVariables = Effect.fn("Automation.listVariables")(
+      function*(pipelineId: PipelineId, q: string | undefined) {
+        yield* ownPipeline(pipelineId)
+        const pattern = q === undefined || q.trim() === "" ? null : `%${q.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+        return yield* repo.variables(pipelineId, pattern)
+      }
+    )
 
-    const createVariable = Effect.fn("Automation.createVariable")(function*(pipelineId: PipelineId, input: CreateVariable) {
-      const workspaceId = yield* ownPipeline(pipelineId)
-      yield* failOn(variableIssues(input, yield* repo.actions(pipelineId)))
-      const id = yield* repo.insertVariable(workspaceId, pipelineId, input).pipe(
-        Effect.catchTag("SqlError", nameTaken("variables_pipeline_name_key", "variables"))
-      )
-      return yield* findVariable(id).pipe(Effect.orDie)
-    })
+    const createVariable = Effect.fn("Automation.createVariable")(
+      function*(pipelineId: PipelineId, input: CreateVariable) {
+        const workspaceId = yield* ownPipeline(pipelineId)
+        yield* failOn(variableIssues(input, yield* repo.actions(pipelineId)))
+        const id = yield* repo.insertVariable(workspaceId, pipelineId, input).pipe(
+          Effect.catchTag("SqlError", nameTaken("variables_pipeline_name_key", "variables"))
+        )
+        return yield* findVariable(id).pipe(Effect.orDie)
+      }
+    )
 
     const updateVariable = Effect.fn("Automation.updateVariable")(function*(id: VariableId, input: UpdateVariable) {
       const current = yield* findVariable(id)
-      const merged = { ...current, ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) } as Variable
+      const merged = {
+        ...current,
+        ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined))
+      } as Variable
       const actions = yield* repo.actions(current.pipeline_id)
       const issues = variableIssues(merged, actions)
       if (merged.name !== current.name) {
         const user = actionsUsing(actions, current.name)[0]
-        if (user) issues.push({ field: "name", message: `may not change: the action "${user.name}" uses {{${current.name}}}` })
+        if (user) {
+          issues.push({ field: "name", message: `may not change: the action "${user.name}" uses {{${current.name}}}` })
+        }
       }
       yield* failOn(issues)
-      yield* repo.updateVariable(merged).pipe(Effect.catchTag("SqlError", nameTaken("variables_pipeline_name_key", "variables")))
+      yield* repo.updateVariable(merged).pipe(
+        Effect.catchTag("SqlError", nameTaken("variables_pipeline_name_key", "variables"))
+      )
       return yield* findVariable(id).pipe(Effect.orDie)
     })
 
@@ -167,22 +209,31 @@ export class Automation extends Effect.Service<Automation>()("@parley/server/Aut
       const current = yield* findVariable(id)
       const user = actionsUsing(yield* repo.actions(current.pipeline_id), current.name)[0]
       if (user) {
-        return yield* Unprocessable.of([{ field: "id", message: `The variable is used by the action "${user.name}"; remove {{${current.name}}} there first.` }])
+        return yield* Unprocessable.of([{
+          field: "id",
+          message: `The variable is used by the action "${user.name}"; remove {{${current.name}}} there first.`
+        }])
       }
       yield* repo.deleteVariable(id)
       return { id, deleted: true }
     })
 
-    const listActions = Effect.fn("Automation.listActions")(function*(pipelineId: PipelineId, stageId: number | undefined) {
-      yield* ownPipeline(pipelineId)
-      return yield* Effect.forEach(yield* repo.actions(pipelineId, stageId), toAction)
-    })
+    const listActions = Effect.fn("Automation.listActions")(
+      function*(pipelineId: PipelineId, stageId: number | undefined) {
+        yield* ownPipeline(pipelineId)
+        return yield* Effect.forEach(yield* repo.actions(pipelineId, stageId), toAction)
+      }
+    )
 
     const createAction = Effect.fn("Automation.createAction")(function*(pipelineId: PipelineId, input: CreateAction) {
       const workspaceId = yield* ownPipeline(pipelineId)
       yield* failOn([
         ...(yield* stageIssues(pipelineId, input.stage_id)),
-        ...templateIssues(input.fixed_trigger, { url: input.url, headers: input.headers ?? {}, payload: input.payload ?? null }, yield* repo.variables(pipelineId)),
+        ...templateIssues(input.fixed_trigger, {
+          url: input.url,
+          headers: input.headers ?? {},
+          payload: input.payload ?? null
+        }, yield* repo.variables(pipelineId)),
         ...targets.issues("url", input.url)
       ])
       const id = yield* repo.insertAction(workspaceId, pipelineId, input).pipe(
@@ -211,10 +262,14 @@ export class Automation extends Effect.Service<Automation>()("@parley/server/Aut
       }
       const issues: Array<Issue> = []
       // SPEC.md 3.5: stage_started and on_any_message are fixed after creation; on_user_message and custom swap
-      if (next.fixed_trigger !== current.fixed_trigger && (beforeAiTriggers.includes(current.fixed_trigger) || beforeAiTriggers.includes(next.fixed_trigger))) {
+      if (
+        next.fixed_trigger !== current.fixed_trigger &&
+        (beforeAiTriggers.includes(current.fixed_trigger) || beforeAiTriggers.includes(next.fixed_trigger))
+      ) {
         issues.push({
           field: "fixed_trigger",
-          message: `may not change from ${current.fixed_trigger} to ${next.fixed_trigger}: stage_started and on_any_message are fixed after creation`
+          message:
+            `may not change from ${current.fixed_trigger} to ${next.fixed_trigger}: stage_started and on_any_message are fixed after creation`
         })
       }
       issues.push(...(yield* stageIssues(current.pipeline_id, input.stage_id)))
@@ -224,10 +279,17 @@ export class Automation extends Effect.Service<Automation>()("@parley/server/Aut
       issues.push(...targets.issues("url", input.url))
       if (next.name !== current.name) {
         const reader = variables.find((v) => v.type === "from_action" && v.value.split(".")[0] === current.name)
-        if (reader) issues.push({ field: "name", message: `may not change: the variable ${reader.name} reads this action's response` })
+        if (reader) {
+          issues.push({
+            field: "name",
+            message: `may not change: the variable ${reader.name} reads this action's response`
+          })
+        }
       }
       yield* failOn(issues)
-      yield* repo.updateAction(id, next).pipe(Effect.catchTag("SqlError", nameTaken("actions_pipeline_name_key", "actions")))
+      yield* repo.updateAction(id, next).pipe(
+        Effect.catchTag("SqlError", nameTaken("actions_pipeline_name_key", "actions"))
+      )
       return yield* findAction(id).pipe(Effect.orDie, Effect.flatMap(toAction))
     })
 

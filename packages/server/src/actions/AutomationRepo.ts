@@ -87,7 +87,8 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
     const findPipelineWorkspace = SqlSchema.findOne({
       Request: InWorkspaces,
       Result: Schema.Struct({ workspace_id: WorkspaceId }),
-      execute: ({ id, workspaceIds }) => sql`
+      execute: ({ id, workspaceIds }) =>
+        sql`
         select workspace_id from pipelines where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
     })
 
@@ -114,7 +115,8 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
     const findVariableRow = SqlSchema.findOne({
       Request: InWorkspaces,
       Result: Variable,
-      execute: ({ id, workspaceIds }) => sql`${selectVariable} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
+      execute: ({ id, workspaceIds }) =>
+        sql`${selectVariable} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
     })
 
     const findVariable = (workspaceIds: ReadonlyArray<WorkspaceId>, id: VariableId) =>
@@ -132,7 +134,12 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
     })
 
     const insertVariable = (workspaceId: WorkspaceId, pipelineId: PipelineId, input: CreateVariable) =>
-      insertVariableRow({ ...input, workspace_id: workspaceId, pipeline_id: pipelineId, description: input.description ?? null }).pipe(
+      insertVariableRow({
+        ...input,
+        workspace_id: workspaceId,
+        pipeline_id: pipelineId,
+        description: input.description ?? null
+      }).pipe(
         Effect.map((row) => row.id),
         // the SqlError stays typed: the service turns the name's unique violation into a 422
         Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die })
@@ -144,7 +151,8 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
           is_required = ${v.is_required}, description = ${v.description}, updated_at = now()
         where id = ${v.id}`.pipe(Effect.asVoid)
 
-    const deleteVariable = (id: VariableId) => sql`delete from variables where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+    const deleteVariable = (id: VariableId) =>
+      sql`delete from variables where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
     const findActions = SqlSchema.findAll({
       Request: Schema.Struct({ pipelineId: Schema.Number, stageId: Schema.UndefinedOr(Schema.Number) }),
@@ -159,7 +167,8 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
     const findActionRow = SqlSchema.findOne({
       Request: InWorkspaces,
       Result: ActionRow,
-      execute: ({ id, workspaceIds }) => sql`${selectAction} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
+      execute: ({ id, workspaceIds }) =>
+        sql`${selectAction} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
     })
 
     const findAction = (workspaceIds: ReadonlyArray<WorkspaceId>, id: ActionId) =>
@@ -204,7 +213,9 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
         update actions set name = ${a.name}, description = ${a.description}, method = ${a.method}, url = ${a.url},
           headers = ${json(a.headers)}::jsonb, payload = ${json(a.payload)}::jsonb, instructions = ${a.instructions},
           is_active = ${a.is_active}, fixed_trigger = ${a.fixed_trigger}, stage_id = ${a.stage_id}, max_fires = ${a.max_fires},
-          retries = ${a.retries}, sort_order = ${a.order}, response_example = ${json(a.response_example)}::jsonb, updated_at = now()
+          retries = ${a.retries}, sort_order = ${a.order}, response_example = ${
+        json(a.response_example)
+      }::jsonb, updated_at = now()
         where id = ${id}`.pipe(Effect.asVoid)
 
     const deleteAction = (id: ActionId) => sql`delete from actions where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
@@ -238,7 +249,8 @@ export class AutomationRepo extends Effect.Service<AutomationRepo>()("@parley/se
         })
     })
 
-    const results = (pipelineId: PipelineId, query: ActionResultsQuery) => findResults({ pipelineId, query }).pipe(Effect.orDie)
+    const results = (pipelineId: PipelineId, query: ActionResultsQuery) =>
+      findResults({ pipelineId, query }).pipe(Effect.orDie)
 
     return {
       pipelineWorkspace,

@@ -8,7 +8,11 @@ import { TokenId, UserId, WorkspaceId } from "@parley/domain/Ids"
 import { Effect, Option, Schema } from "effect"
 import type { WorkspaceNeed } from "./AdminCommand.js"
 
-const Membership = Schema.Struct({ workspace_id: WorkspaceId, name: Schema.String, role: Schema.Literal("owner", "manager") })
+const Membership = Schema.Struct({
+  workspace_id: WorkspaceId,
+  name: Schema.String,
+  role: Schema.Literal("owner", "manager")
+})
 
 export const UserSummary = Schema.Struct({
   id: UserId,
@@ -90,7 +94,11 @@ export class AdminRepo extends Effect.Service<AdminRepo>()("@parley/server/Admin
         group by u.id
         order by u.id`
 
-    const users = SqlSchema.findAll({ Request: Schema.Void, Result: UserSummary, execute: () => selectUsers(everything) })
+    const users = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: UserSummary,
+      execute: () => selectUsers(everything)
+    })
     const userBy = SqlSchema.findOne({
       Request: Schema.Struct({ email: Schema.optional(Schema.String), id: Schema.optional(UserId) }),
       Result: UserSummary,
@@ -119,8 +127,16 @@ export class AdminRepo extends Effect.Service<AdminRepo>()("@parley/server/Admin
         ${where}
         order by w.id`
 
-    const workspaces = SqlSchema.findAll({ Request: Schema.Void, Result: WorkspaceRow, execute: () => selectWorkspaces(everything) })
-    const workspace = SqlSchema.findOne({ Request: WorkspaceId, Result: WorkspaceRow, execute: (id) => selectWorkspaces(sql`where w.id = ${id}`) })
+    const workspaces = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: WorkspaceRow,
+      execute: () => selectWorkspaces(everything)
+    })
+    const workspace = SqlSchema.findOne({
+      Request: WorkspaceId,
+      Result: WorkspaceRow,
+      execute: (id) => selectWorkspaces(sql`where w.id = ${id}`)
+    })
     const members = SqlSchema.findAll({
       Request: WorkspaceId,
       Result: Member,
@@ -145,7 +161,11 @@ export class AdminRepo extends Effect.Service<AdminRepo>()("@parley/server/Admin
       Result: TokenSummary,
       execute: ({ userId }) => selectTokens(userId === undefined ? everything : sql`where t.user_id = ${userId}`)
     })
-    const token = SqlSchema.findOne({ Request: TokenId, Result: TokenSummary, execute: (id) => selectTokens(sql`where t.id = ${id}`) })
+    const token = SqlSchema.findOne({
+      Request: TokenId,
+      Result: TokenSummary,
+      execute: (id) => selectTokens(sql`where t.id = ${id}`)
+    })
 
     /** The workspace a row of `table` belongs to. */
     const workspaceOf = (table: "channels" | "pipelines", id: number) =>
@@ -156,7 +176,10 @@ export class AdminRepo extends Effect.Service<AdminRepo>()("@parley/server/Admin
     return {
       users: users().pipe(Effect.orDie),
       user: (by: { readonly email?: string | undefined; readonly id?: UserId | undefined }) =>
-        userBy({ ...(by.email !== undefined ? { email: by.email } : {}), ...(by.id !== undefined ? { id: by.id } : {}) }).pipe(Effect.orDie),
+        userBy({
+          ...(by.email !== undefined ? { email: by.email } : {}),
+          ...(by.id !== undefined ? { id: by.id } : {})
+        }).pipe(Effect.orDie),
       workspaces: workspaces().pipe(Effect.map((rows) => rows.map(workspaceSummary)), Effect.orDie),
       workspace: (id: WorkspaceId) => workspace(id).pipe(Effect.map(Option.map(workspaceSummary)), Effect.orDie),
       workspaceIds: sql<{ id: WorkspaceId }>`select id from workspaces order by id`.pipe(

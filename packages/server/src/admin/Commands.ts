@@ -69,7 +69,17 @@ const asOwnerOfTable = (tableId: KnowledgeTableId) =>
   })
 
 /** Turns the REST errors of a service call into a command failure naming the fields. */
-const explain = <A, R>(effect: Effect.Effect<A, { readonly _tag: string; readonly message: string; readonly validation?: ReadonlyArray<{ field: string; message: string }> }, R>) =>
+const explain = <A, R>(
+  effect: Effect.Effect<
+    A,
+    {
+      readonly _tag: string
+      readonly message: string
+      readonly validation?: ReadonlyArray<{ field: string; message: string }>
+    },
+    R
+  >
+) =>
   Effect.mapError(effect, (e) =>
     new CommandFailed({
       message: e.validation && e.validation.length > 0
@@ -78,7 +88,10 @@ const explain = <A, R>(effect: Effect.Effect<A, { readonly _tag: string; readonl
     }))
 
 const found = <A>(what: string) => (option: Option.Option<A>) =>
-  Option.match(option, { onNone: () => Effect.fail(new CommandFailed({ message: `No ${what}` })), onSome: Effect.succeed })
+  Option.match(option, {
+    onNone: () => Effect.fail(new CommandFailed({ message: `No ${what}` })),
+    onSome: Effect.succeed
+  })
 
 /**
  * Where clients reach this deployment: PUBLIC_URL and RECEIVER_URL, else where this process's listeners
@@ -137,7 +150,10 @@ export const runCommand = (command: AdminCommand) =>
         if ((command.email === undefined) === (command.id === undefined)) {
           return yield* new CommandFailed({ message: "user show needs --email E or --id N" })
         }
-        return yield* Effect.flatMap(admin.user(command), found(command.id !== undefined ? `user with id ${command.id}` : `user with email ${command.email}`))
+        return yield* Effect.flatMap(
+          admin.user(command),
+          found(command.id !== undefined ? `user with id ${command.id}` : `user with email ${command.email}`)
+        )
       }
       case "user.grant-manager":
         return yield* identity.grantManager(command.email, command.workspaceId)
@@ -148,7 +164,10 @@ export const runCommand = (command: AdminCommand) =>
       case "workspace.list":
         return yield* admin.workspaces
       case "workspace.show": {
-        const workspace = yield* Effect.flatMap(admin.workspace(command.workspaceId), found(`workspace with id ${command.workspaceId}`))
+        const workspace = yield* Effect.flatMap(
+          admin.workspace(command.workspaceId),
+          found(`workspace with id ${command.workspaceId}`)
+        )
         return { ...workspace, members: yield* admin.members(command.workspaceId) }
       }
       case "workspace.set": {
@@ -159,17 +178,26 @@ export const runCommand = (command: AdminCommand) =>
         })
         // the drafts setting through the REST settings' own service (docs/versions.md), with the rest or not at all
         const drafts = command.drafts === undefined ? Effect.void : explain(
-          Effect.flatMap(Versions, (versions) => versions.updateSettings(command.workspaceId, { drafts: command.drafts === "on" }))
+          Effect.flatMap(Versions, (versions) =>
+            versions.updateSettings(command.workspaceId, { drafts: command.drafts === "on" }))
         ).pipe(Effect.provideService(CurrentActor, operator([command.workspaceId])))
         const sql = yield* SqlClient.SqlClient
         yield* sql.withTransaction(Effect.zipRight(set, drafts)).pipe(Effect.catchTag("SqlError", Effect.die))
-        return yield* Effect.flatMap(admin.workspace(command.workspaceId), found(`workspace with id ${command.workspaceId}`))
+        return yield* Effect.flatMap(
+          admin.workspace(command.workspaceId),
+          found(`workspace with id ${command.workspaceId}`)
+        )
       }
       case "token.create":
         return yield* identity.createToken(command)
       case "token.list": {
-        if (command.email === undefined) return yield* admin.tokens()
-        const user = yield* Effect.flatMap(admin.user({ email: command.email }), found(`user with email ${command.email}`))
+        if (command.email === undefined) {
+          return yield* admin.tokens()
+        }
+        const user = yield* Effect.flatMap(
+          admin.user({ email: command.email }),
+          found(`user with email ${command.email}`)
+        )
         return yield* admin.tokens(user.id)
       }
       case "token.show":
@@ -190,34 +218,47 @@ export const runCommand = (command: AdminCommand) =>
       }
       case "channel.list": {
         const ids = command.workspaceId !== undefined ? [command.workspaceId] : yield* admin.workspaceIds
-        if (ids.length === 0) return []
+        if (ids.length === 0) {
+          return []
+        }
         const list = yield* channels.list().pipe(Effect.provideService(CurrentActor, operator(ids)))
         return list.map(withUrls(yield* publicBases))
       }
       case "channel.show": {
         const workspaceId = yield* workspaceOf("channels", command.id)
-        const channel = yield* explain(channels.get(command.id as ChannelId)).pipe(Effect.provideService(CurrentActor, operator([workspaceId])))
+        const channel = yield* explain(channels.get(command.id as ChannelId)).pipe(
+          Effect.provideService(CurrentActor, operator([workspaceId]))
+        )
         return withUrls(yield* publicBases)(channel)
       }
       case "channel.rotate": {
         const actor = yield* asOwnerOf(yield* workspaceOf("channels", command.id))
-        return yield* explain(channels.rotate(command.id)).pipe(Effect.map(withUrls(yield* publicBases)), Effect.provideService(CurrentActor, actor))
+        return yield* explain(channels.rotate(command.id)).pipe(
+          Effect.map(withUrls(yield* publicBases)),
+          Effect.provideService(CurrentActor, actor)
+        )
       }
       case "pipeline.list": {
         const pipelines = yield* Pipelines
         const ids = command.workspaceId !== undefined ? [command.workspaceId] : yield* admin.workspaceIds
-        if (ids.length === 0) return []
+        if (ids.length === 0) {
+          return []
+        }
         return yield* pipelines.list().pipe(Effect.provideService(CurrentActor, operator(ids)))
       }
       case "pipeline.show": {
         const pipelines = yield* Pipelines
         const workspaceId = yield* workspaceOf("pipelines", command.id)
-        return yield* explain(pipelines.get(command.id)).pipe(Effect.provideService(CurrentActor, operator([workspaceId])))
+        return yield* explain(pipelines.get(command.id)).pipe(
+          Effect.provideService(CurrentActor, operator([workspaceId]))
+        )
       }
       case "knowledge.columns": {
         const knowledge = yield* Knowledge
         const owner = yield* asOwnerOfTable(command.tableId)
-        const columns = yield* explain(knowledge.columns(command.tableId)).pipe(Effect.provideService(CurrentActor, owner.actor))
+        const columns = yield* explain(knowledge.columns(command.tableId)).pipe(
+          Effect.provideService(CurrentActor, owner.actor)
+        )
         return {
           table_id: command.tableId,
           workspace_id: owner.workspaceId,
@@ -229,7 +270,9 @@ export const runCommand = (command: AdminCommand) =>
         const knowledge = yield* Knowledge
         const owner = yield* asOwnerOfTable(command.tableId)
         return yield* knowledge.upsert(command.tableId, command.points).pipe(
-          Effect.map((r): { upserted: number } | { rejected: Array<{ field: string; message: string }> } => ({ upserted: r.upserted })),
+          Effect.map((r): { upserted: number } | { rejected: Array<{ field: string; message: string }> } => ({
+            upserted: r.upserted
+          })),
           Effect.catchTag("Unprocessable", (e) =>
             Effect.succeed({ rejected: e.validation.map((v) => ({ field: v.field, message: v.message })) })),
           explain,

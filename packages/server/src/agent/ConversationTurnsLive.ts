@@ -60,7 +60,9 @@ export const ConversationTurnsLive = Layer.effect(
       Effect.suspend(() => {
         const hit = prefetched.get(conversationId)
         prefetched.delete(conversationId)
-        return hit !== undefined && hit.upTo === upTo ? Effect.succeedSome(hit.snap) : repo.snapshot(conversationId, upTo)
+        return hit !== undefined && hit.upTo === upTo
+          ? Effect.succeedSome(hit.snap)
+          : repo.snapshot(conversationId, upTo)
       })
     const snapshotContext = makeSnapshotContext(snapshot, makeContextFrom(knowledge, turnHandoff))
     const stageEntries = yield* makeStageEntryTurns(snapshotContext)
@@ -70,18 +72,26 @@ export const ConversationTurnsLive = Layer.effect(
       Effect.map(repo.pendingTurn(conversationId), ({ pending: row, snapshot: snap }): PendingWork => {
         // bounded: an entry outlives its turn only when the turn was interrupted before `prepare`
         if (prefetched.size >= 10_000) prefetched.clear()
-        if (Option.isSome(snap) && row.latest_id !== null) prefetched.set(conversationId, { upTo: row.latest_id, snap: snap.value })
-        else prefetched.delete(conversationId)
+        if (Option.isSome(snap) && row.latest_id !== null) {
+          prefetched.set(conversationId, { upTo: row.latest_id, snap: snap.value })
+        } else prefetched.delete(conversationId)
         return {
           turn: row.latest_id === null
             ? Option.none()
-            : Option.some({ latestMessageId: row.latest_id, latestAt: new Date(row.latest_at!), debounceMs: row.debounce_ms ?? 0 }),
+            : Option.some({
+              latestMessageId: row.latest_id,
+              latestAt: new Date(row.latest_at!),
+              debounceMs: row.debounce_ms ?? 0
+            }),
           undelivered: row.undelivered
         }
       })
 
     const orphaned = (graceMs: number) =>
-      Effect.map(repo.orphaned(graceMs), (rows) => rows.map((r) => ({ conversationId: r.conversation_id, messageId: r.message_id })))
+      Effect.map(
+        repo.orphaned(graceMs),
+        (rows) => rows.map((r) => ({ conversationId: r.conversation_id, messageId: r.message_id }))
+      )
 
     const skipped = (isEval: boolean) => (reason: SkipReason, detail?: string): Prepared => ({
       _tag: "Skip",
@@ -99,19 +109,29 @@ export const ConversationTurnsLive = Layer.effect(
       if (Option.isNone(ready)) return skipTurn("no_agent")
       const { context, pipeline: p } = ready.value
       if (p.status !== "active" || p.is_archived) return skipTurn("no_agent")
-      if (c.status === "paused" || c.opportunity_status === "paused" || c.handoff_state === "human") return skipTurn("paused")
+      if (c.status === "paused" || c.opportunity_status === "paused" || c.handoff_state === "human") {
+        return skipTurn("paused")
+      }
       if (c.handoff_state === "waiting") return skipTurn("waiting_for_person")
       // this turn's own messages: those handled while waiting or handed back are never read again
-      const keyword = p.handoff_keywords.length === 0 ? null : handoffKeywordIn(p.handoff_keywords, yield* turnTexts(conversationId, upTo))
+      const keyword = p.handoff_keywords.length === 0
+        ? null
+        : handoffKeywordIn(p.handoff_keywords, yield* turnTexts(conversationId, upTo))
       if (keyword !== null && context.handoff?.canRequest === true) {
-        yield* handoff.moveAsSystem(Number(c.id) as ConversationId, { action: "request", actor: "rule", reason: `The contact wrote "${keyword}"` })
+        yield* handoff.moveAsSystem(Number(c.id) as ConversationId, {
+          action: "request",
+          actor: "rule",
+          reason: `The contact wrote "${keyword}"`
+        })
           .pipe(Effect.catchAll((e) => Effect.logWarning("The keyword rule could not ask for a person", e)))
         return skipTurn("waiting_for_person", `keyword rule: "${keyword}"`)
       }
       // the rule Initiate refuses a conversation by (SPEC.md 4.4), applied to each reply
       if (!c.is_subscription_active) return skipTurn("no_subscription")
       if (!(c.credits > 0)) return skipTurn("no_credits")
-      if (p.max_conversation_messages !== null && c.ai_replies >= p.max_conversation_messages) return skipTurn("message_limit")
+      if (p.max_conversation_messages !== null && c.ai_replies >= p.max_conversation_messages) {
+        return skipTurn("message_limit")
+      }
       if (p.max_conversation_cost !== null && c.cost >= p.max_conversation_cost) return skipTurn("cost_limit")
       const unusable = [context.model, ...(context.routing ?? []).map((t) => t.model)].flatMap((m) => {
         const key = modelKeys.missingKey(m.provider)
@@ -124,74 +144,109 @@ export const ConversationTurnsLive = Layer.effect(
       return { _tag: "Ready", context } satisfies Prepared
     })
 
-    const skip = (conversationId: string, upTo: string, reason: SkipReason) => repo.markHandled(conversationId, upTo, reason)
+    const skip = (conversationId: string, upTo: string, reason: SkipReason) =>
+      repo.markHandled(conversationId, upTo, reason)
 
     /** The stage move the model asked for, through OpportunitiesRepo (a won or lost stage sets the status). */
-    const moveStage = Effect.fn("ConversationTurns.moveStage")(function*(c: ConversationRow, stageId: number, version: number) {
-      if (c.opportunity_id === null || c.opportunity_pipeline_id === null || c.opportunity_stage_id === stageId) return
-      const stage = yield* repo.stageNature(stageId, c.opportunity_pipeline_id, version)
-      if (Option.isNone(stage)) {
-        return yield* Effect.logWarning("A stage move was ignored: the stage is not in the pipeline as it runs, or was deleted from its draft").pipe(
-          Effect.annotateLogs({ stage_id: stageId, opportunity_id: c.opportunity_id })
-        )
+    const moveStage = Effect.fn("ConversationTurns.moveStage")(
+      function*(c: ConversationRow, stageId: number, version: number) {
+        if (c.opportunity_id === null || c.opportunity_pipeline_id === null || c.opportunity_stage_id === stageId) {
+          return
+        }
+        const stage = yield* repo.stageNature(stageId, c.opportunity_pipeline_id, version)
+        if (Option.isNone(stage)) {
+          return yield* Effect.logWarning(
+            "A stage move was ignored: the stage is not in the pipeline as it runs, or was deleted from its draft"
+          ).pipe(
+            Effect.annotateLogs({ stage_id: stageId, opportunity_id: c.opportunity_id })
+          )
+        }
+        const nature = stage.value.nature
+        const opportunityId = c.opportunity_id as OpportunityId
+        yield* opportunities.updateOpportunity(opportunityId, {
+          stage_id: stageId as StageId,
+          ...(nature === "neutral" ? {} : { status: nature })
+        })
+        yield* opportunities.recordStageEntry({
+          workspace_id: c.workspace_id as WorkspaceId,
+          opportunity_id: opportunityId,
+          pipeline_id: c.opportunity_pipeline_id as PipelineId,
+          stage_id: stageId as StageId,
+          previous_stage_id: c.opportunity_stage_id as StageId | null,
+          cause: "moved"
+        })
       }
-      const nature = stage.value.nature
-      const opportunityId = c.opportunity_id as OpportunityId
-      yield* opportunities.updateOpportunity(opportunityId, { stage_id: stageId as StageId, ...(nature === "neutral" ? {} : { status: nature }) })
-      yield* opportunities.recordStageEntry({
-        workspace_id: c.workspace_id as WorkspaceId,
-        opportunity_id: opportunityId,
-        pipeline_id: c.opportunity_pipeline_id as PipelineId,
-        stage_id: stageId as StageId,
-        previous_stage_id: c.opportunity_stage_id as StageId | null,
-        cause: "moved"
-      })
-    })
+    )
 
     /** A stored reply's effects: a stage move, a handoff, action calls, knowledge use (in the reply's transaction). */
-    const applyEffects = Effect.fn("ConversationTurns.applyEffects")(function*(conversationId: string, upTo: string, draft: ReplyDraft) {
-      const c = Option.getOrThrow(yield* repo.conversation(conversationId))
-      // the turn's configuration; a draft without it gets what runs now, as this read resolved it
-      const version = draft.configVersion ?? c.config_version
-      if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId, version)
-      if (draft.handoffReason !== undefined && draft.handoffReason !== null) {
-        yield* handoff.moveAsSystem(c.id as ConversationId, { action: "request", actor: "ai", reason: draft.handoffReason }).pipe(
-          Effect.catchTags({ HandoffConflict: Effect.logWarning, NotFound: Effect.logWarning, Unprocessable: Effect.logWarning })
-        )
+    const applyEffects = Effect.fn("ConversationTurns.applyEffects")(
+      function*(conversationId: string, upTo: string, draft: ReplyDraft) {
+        const c = Option.getOrThrow(yield* repo.conversation(conversationId))
+        // the turn's configuration; a draft without it gets what runs now, as this read resolved it
+        const version = draft.configVersion ?? c.config_version
+        if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId, version)
+        if (draft.handoffReason !== undefined && draft.handoffReason !== null) {
+          yield* handoff.moveAsSystem(c.id as ConversationId, {
+            action: "request",
+            actor: "ai",
+            reason: draft.handoffReason
+          }).pipe(
+            Effect.catchTags({
+              HandoffConflict: Effect.logWarning,
+              NotFound: Effect.logWarning,
+              Unprocessable: Effect.logWarning
+            })
+          )
+        }
+        if (draft.actionCalls !== undefined && draft.actionCalls.length > 0) {
+          yield* enqueueToolCalls(sql, {
+            workspaceId: c.workspace_id,
+            pipelineId: c.opportunity_pipeline_id ?? c.channel_pipeline_id,
+            conversationId: c.id,
+            opportunityId: c.opportunity_id,
+            stageId: c.opportunity_stage_id,
+            messageId: upTo,
+            version
+          }, draft.actionCalls)
+        }
+        yield* knowledge.recordUsage(draft.knowledgePointIds)
       }
-      if (draft.actionCalls !== undefined && draft.actionCalls.length > 0) {
-        yield* enqueueToolCalls(sql, {
-          workspaceId: c.workspace_id,
-          pipelineId: c.opportunity_pipeline_id ?? c.channel_pipeline_id,
-          conversationId: c.id,
-          opportunityId: c.opportunity_id,
-          stageId: c.opportunity_stage_id,
-          messageId: upTo,
-          version
-        }, draft.actionCalls)
-      }
-      yield* knowledge.recordUsage(draft.knowledgePointIds)
-    })
+    )
 
     /**
      * A reply alone is one statement (stored, charged, the turn marked handled: it answers the turn's
      * newest contact message); one with effects runs them in the same transaction, only when this run
      * stored it (a repeat after a crash applies nothing twice).
      */
-    const commit = Effect.fn("ConversationTurns.commit")(function*(conversationId: string, upTo: string, draft: ReplyDraft) {
-      const store = repo.storeReply({ ...draftColumns(conversationId, upTo, draft, "ai"), upTo })
-      const stored = yield* (hasEffects(draft)
-        ? sql.withTransaction(Effect.tap(store, (r) => r.stored_id === null ? Effect.void : applyEffects(conversationId, upTo, draft)))
-        : store).pipe(Effect.orDie)
-      // a turn repeated after a crash finds its reply stored: counted once, when it was stored; an eval's not at all
-      if (stored.stored_id !== null && stored.is_eval !== true) yield* Metric.increment(repliesMade)
-      return storedId(stored)
-    })
+    const commit = Effect.fn("ConversationTurns.commit")(
+      function*(conversationId: string, upTo: string, draft: ReplyDraft) {
+        const store = repo.storeReply({ ...draftColumns(conversationId, upTo, draft, "ai"), upTo })
+        const stored = yield* (hasEffects(draft)
+          ? sql.withTransaction(
+            Effect.tap(store, (r) => r.stored_id === null ? Effect.void : applyEffects(conversationId, upTo, draft))
+          )
+          : store).pipe(Effect.orDie)
+        // a turn repeated after a crash finds its reply stored: counted once, when it was stored; an eval's not at all
+        if (stored.stored_id !== null && stored.is_eval !== true) {
+          yield* Metric.increment(repliesMade)
+        }
+        return storedId(stored)
+      }
+    )
 
     /** The failed reply (`status: failed`, `error`) and the turn handled with the reason, then the failure rule. */
     const fail = Effect.fn("ConversationTurns.fail")(
       function*(conversationId: string, upTo: string, reason: FailReason, error: string, model: ModelRef | null) {
-        const empty: ReplyDraft = { text: "", model, inputTokens: 0, outputTokens: 0, cost: 0, tier: null, moveToStageId: null, knowledgePointIds: [] }
+        const empty: ReplyDraft = {
+          text: "",
+          model,
+          inputTokens: 0,
+          outputTokens: 0,
+          cost: 0,
+          tier: null,
+          moveToStageId: null,
+          knowledgePointIds: []
+        }
         const stored = yield* sql.withTransaction(Effect.gen(function*() {
           const stored = yield* repo.storeReply({
             ...draftColumns(conversationId, upTo, empty, "ai"),
@@ -204,12 +259,17 @@ export const ConversationTurnsLive = Layer.effect(
           yield* failureRule(conversationId, error.split("\n", 1)[0]!.slice(0, 300))
           return stored
         })).pipe(Effect.orDie)
-        if (stored.workspace_id !== null && stored.is_eval !== true) yield* realtime.typing(Number(conversationId), stored.workspace_id, false)
+        if (stored.workspace_id !== null && stored.is_eval !== true) {
+          yield* realtime.typing(Number(conversationId), stored.workspace_id, false)
+        }
       }
     )
 
     const context = (conversationId: string) =>
-      Effect.map(snapshotContext(conversationId, null, false), (found) => Option.flatMap(found, ({ ready }) => Option.map(ready, (r) => r.context)))
+      Effect.map(
+        snapshotContext(conversationId, null, false),
+        (found) => Option.flatMap(found, ({ ready }) => Option.map(ready, (r) => r.context))
+      )
 
     return ConversationTurns.of({
       stageEntriesWritten: stageEntries.stageEntriesWritten,
@@ -230,4 +290,13 @@ export const ConversationTurnsLive = Layer.effect(
       consumeStageEntry: stageEntries.consumeStageEntry
     })
   })
-).pipe(Layer.provide([ModelKeys.Default, TurnsRepo.Default, StageEntryRepo.Default, OpportunitiesRepo.Default, HandoffRulesRepo.Default, MessagesRepo.Default]))
+).pipe(
+  Layer.provide([
+    ModelKeys.Default,
+    TurnsRepo.Default,
+    StageEntryRepo.Default,
+    OpportunitiesRepo.Default,
+    HandoffRulesRepo.Default,
+    MessagesRepo.Default
+  ])
+)

@@ -33,7 +33,10 @@ export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
       if (Option.isNone(current)) return skip("skipped")
       const c = current.value.snap
       // a person was asked for, or has it: the stage's followups stay silent (docs/handoff.md)
-      if (c.status === "paused" || c.opportunity_status === "paused" || c.handoff_state !== "ai" || !c.is_subscription_active || !(c.credits > 0)) {
+      if (
+        c.status === "paused" || c.opportunity_status === "paused" || c.handoff_state !== "ai" ||
+        !c.is_subscription_active || !(c.credits > 0)
+      ) {
         return skip("skipped")
       }
       const ready = current.value.ready
@@ -42,7 +45,14 @@ export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
       if (p.status !== "active" || p.is_archived) return skip("skipped")
       return {
         _tag: "Send",
-        followup: { sequenceId, step, steps: s.steps, instructions: s.instructions, assets: s.assets, context: ready.value.context }
+        followup: {
+          sequenceId,
+          step,
+          steps: s.steps,
+          instructions: s.instructions,
+          assets: s.assets,
+          context: ready.value.context
+        }
       } satisfies FollowupDue
     })
 

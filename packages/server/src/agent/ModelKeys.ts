@@ -24,7 +24,10 @@ export const pipelineModelIds = (p: {
   readonly ai_model_id: number
   readonly is_model_routing_enabled: boolean
   readonly pool: ReadonlyArray<{ readonly ai_model_id: number }>
-}): ReadonlyArray<number> => [p.ai_model_id, ...(p.is_model_routing_enabled && p.pool.length === 4 ? p.pool.map((t) => t.ai_model_id) : [])]
+}): ReadonlyArray<number> => [
+  p.ai_model_id,
+  ...(p.is_model_routing_enabled && p.pool.length === 4 ? p.pool.map((t) => t.ai_model_id) : [])
+]
 
 const listOf = (items: ReadonlyArray<string>) =>
   items.length <= 1 ? items.join("") : `${items.slice(0, -1).join(", ")} and ${items[items.length - 1]}`
@@ -100,7 +103,9 @@ export class ModelKeys extends Effect.Service<ModelKeys>()("@parley/server/Model
         const problem = problemWith(ids.flatMap((id) => catalogue.get(id) ?? []))
         if (problem === null) continue
         yield* Effect.logWarning(
-          `Pipeline ${p.id} "${p.name}" will make no replies: ${problem.text}; ${problem.keys === 1 ? "it is" : "they are"} not set`
+          `Pipeline ${p.id} "${p.name}" will make no replies: ${problem.text}; ${
+            problem.keys === 1 ? "it is" : "they are"
+          } not set`
         ).pipe(Effect.annotateLogs({ pipeline_id: p.id, workspace_id: p.workspace_id, reason: "model_not_configured" }))
       }
     }).pipe(

@@ -56,23 +56,30 @@ export class RemoteModels extends Effect.Service<RemoteModels>()("@parley/server
     const openAiUrl = yield* Config.string("OPENAI_BASE_URL").pipe(Config.withDefault("https://api.openai.com/v1"))
     const anthropicKey = yield* optionalKey("ANTHROPIC_API_KEY")
     // the client appends `/v1/messages`, as Anthropic's own SDKs do with ANTHROPIC_BASE_URL
-    const anthropicUrl = yield* Config.string("ANTHROPIC_BASE_URL").pipe(Config.withDefault("https://api.anthropic.com"))
+    const anthropicUrl = yield* Config.string("ANTHROPIC_BASE_URL").pipe(
+      Config.withDefault("https://api.anthropic.com")
+    )
     const timeoutMs = yield* Config.integer("AI_REQUEST_TIMEOUT_MS").pipe(
       Config.withDefault(60_000),
       Config.validate({ message: "must be a positive number of milliseconds", validation: (ms) => ms > 0 })
     )
     const transformClient = withTimeout(timeoutMs)
 
-    const openAi = yield* Effect.transposeMapOption(openAiKey, (apiKey) =>
-      OpenAiClient.make({ apiKey, apiUrl: trimSlash(openAiUrl), transformClient }))
-    const anthropic = yield* Effect.transposeMapOption(anthropicKey, (apiKey) =>
-      AnthropicClient.make({ apiKey, apiUrl: trimSlash(anthropicUrl), transformClient }))
+    const openAi = yield* Effect.transposeMapOption(
+      openAiKey,
+      (apiKey) => OpenAiClient.make({ apiKey, apiUrl: trimSlash(openAiUrl), transformClient })
+    )
+    const anthropic = yield* Effect.transposeMapOption(
+      anthropicKey,
+      (apiKey) => AnthropicClient.make({ apiKey, apiUrl: trimSlash(anthropicUrl), transformClient })
+    )
 
     const build = (model: ModelRef): Effect.Effect<LanguageModel.Service, ModelUnavailable> => {
       switch (model.provider) {
         case "openai":
           return Option.match(openAi, {
-            onNone: () => Effect.fail(new ModelUnavailable({ message: "OpenAI is not configured: set OPENAI_API_KEY" })),
+            onNone: () =>
+              Effect.fail(new ModelUnavailable({ message: "OpenAI is not configured: set OPENAI_API_KEY" })),
             onSome: (client) =>
               OpenAiLanguageModel.make({ model: model.model }).pipe(
                 Effect.provideService(OpenAiClient.OpenAiClient, client)
@@ -80,7 +87,8 @@ export class RemoteModels extends Effect.Service<RemoteModels>()("@parley/server
           })
         case "anthropic":
           return Option.match(anthropic, {
-            onNone: () => Effect.fail(new ModelUnavailable({ message: "Anthropic is not configured: set ANTHROPIC_API_KEY" })),
+            onNone: () =>
+              Effect.fail(new ModelUnavailable({ message: "Anthropic is not configured: set ANTHROPIC_API_KEY" })),
             onSome: (client) =>
               AnthropicLanguageModel.make({ model: model.model }).pipe(
                 Effect.provideService(AnthropicClient.AnthropicClient, client)

@@ -22,7 +22,9 @@ export const OpeningEntryRow = Schema.Struct({
 
 /** The newest conversation of the entry's opportunity. */
 const latestConversation = (sql: SqlClient.SqlClient, cast: "" | "::text") =>
-  sql`(select co.conversation_id${sql.literal(cast)} from conversation_opportunity co where co.opportunity_id = e.opportunity_id
+  sql`(select co.conversation_id${
+    sql.literal(cast)
+  } from conversation_opportunity co where co.opportunity_id = e.opportunity_id
        order by co.created_at desc limit 1)`
 
 export class StageEntryRepo extends Effect.Service<StageEntryRepo>()("@parley/server/StageEntryRepo", {
@@ -44,7 +46,8 @@ export class StageEntryRepo extends Effect.Service<StageEntryRepo>()("@parley/se
     const contactWrote = SqlSchema.findAll({
       Request: Schema.Number,
       Result: Schema.Struct({ one: Schema.Number }),
-      execute: (conversationId) => sql`select 1 as one from messages where conversation_id = ${conversationId} and role = 'user' limit 1`
+      execute: (conversationId) =>
+        sql`select 1 as one from messages where conversation_id = ${conversationId} and role = 'user' limit 1`
     })
 
     /** Entries not yet consumed, oldest first, with their opportunity's newest conversation. */
@@ -71,7 +74,8 @@ export class StageEntryRepo extends Effect.Service<StageEntryRepo>()("@parley/se
 
     return {
       openingEntry: (entryId: number) => Effect.orDie(openingEntry(entryId)),
-      contactWrote: (conversationId: number) => Effect.map(Effect.orDie(contactWrote(conversationId)), (rows) => rows.length > 0),
+      contactWrote: (conversationId: number) =>
+        Effect.map(Effect.orDie(contactWrote(conversationId)), (rows) => rows.length > 0),
       unconsumed: (limit: number) => Effect.orDie(unconsumed(limit)),
       resolvedConversations: (entryId: number) =>
         Effect.map(Effect.orDie(resolvedConversations(entryId)), (rows) => rows.map((r) => r.id as ConversationId))

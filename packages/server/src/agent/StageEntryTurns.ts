@@ -28,12 +28,16 @@ export const makeStageEntryTurns = (snapshotContext: SnapshotContext) =>
       const found = yield* entries.openingEntry(entryId)
       if (Option.isNone(found)) return Option.none<OpeningContext>()
       const e = found.value
-      if (!e.is_opening_message || e.opening_message_type === null || e.conversation_id === null) return Option.none<OpeningContext>()
+      if (!e.is_opening_message || e.opening_message_type === null || e.conversation_id === null) {
+        return Option.none<OpeningContext>()
+      }
       // the opportunity has moved on since: that stage's opening is out of date
       if (e.current_stage_id !== e.stage_id) return Option.none<OpeningContext>()
       // a contact whose own message made the entry gets the agent's reply, not a greeting on top of it;
       // a create over the API greets even a contact who wrote before (SPEC.md 3.1, 4.1 rule 3)
-      if (e.cause === "inbound" && (yield* entries.contactWrote(e.conversation_id))) return Option.none<OpeningContext>()
+      if (e.cause === "inbound" && (yield* entries.contactWrote(e.conversation_id))) {
+        return Option.none<OpeningContext>()
+      }
       const ready = Option.flatMap(yield* snapshotContext(String(e.conversation_id), null), (found) => found.ready)
       return Option.map(ready, (r): OpeningContext => ({
         entryId,
@@ -44,10 +48,15 @@ export const makeStageEntryTurns = (snapshotContext: SnapshotContext) =>
     })
 
     const commitOpening = (conversationId: string, entryId: number, draft: ReplyDraft) =>
-      repo.storeReply(draftColumns(conversationId, `stage-entry:${entryId}`, draft, "opening")).pipe(Effect.map(storedId))
+      repo.storeReply(draftColumns(conversationId, `stage-entry:${entryId}`, draft, "opening")).pipe(
+        Effect.map(storedId)
+      )
 
     const stageEntries = (limit: number) =>
-      Effect.map(entries.unconsumed(limit), (rows) => rows.map((r) => ({ entryId: r.entry_id, conversationId: r.conversation_id })))
+      Effect.map(
+        entries.unconsumed(limit),
+        (rows) => rows.map((r) => ({ entryId: r.entry_id, conversationId: r.conversation_id }))
+      )
 
     const consumeStageEntry = Effect.fn("ConversationTurns.consumeStageEntry")(function*(entryId: number) {
       yield* sql.withTransaction(Effect.gen(function*() {
@@ -56,14 +65,20 @@ export const makeStageEntryTurns = (snapshotContext: SnapshotContext) =>
         yield* enqueueStageStarted(sql, entryId)
         // a won or lost stage resolves the opportunity's conversations: the agent has them again
         for (const id of yield* entries.resolvedConversations(entryId)) {
-          yield* handoff.moveAsSystem(id, { action: "resolve" }).pipe(Effect.catchTag("HandoffConflict", () => Effect.void))
+          yield* handoff.moveAsSystem(id, { action: "resolve" }).pipe(
+            Effect.catchTag("HandoffConflict", () => Effect.void)
+          )
         }
       })).pipe(Effect.orDie)
     })
 
     const stageEntriesWritten = pg.listen("parley_stage_entries").pipe(
       Stream.as(undefined as void),
-      Stream.catchAllCause((cause) => Stream.fromEffect(Effect.logWarning("stage-entry notifications stopped; polling only", cause)).pipe(Stream.drain))
+      Stream.catchAllCause((cause) =>
+        Stream.fromEffect(Effect.logWarning("stage-entry notifications stopped; polling only", cause)).pipe(
+          Stream.drain
+        )
+      )
     )
 
     return { opening, commitOpening, stageEntries, consumeStageEntry, stageEntriesWritten }

@@ -25,8 +25,11 @@ export const toModel = (r: ModelRow): ModelRef => ({
 
 /** The turn context from a snapshot (TurnsRepo), or none when there is no agent to answer. */
 /** `withKnowledge` false: no retrieval (a bridge message or a summary answers no question). */
-export const makeContextFrom = (knowledge: Pick<Knowledge, "retrieve">, turnHandoff: (c: TurnSnapshot, p: PipelineConfig, upTo: string | null) => TurnHandoff) =>
-  (snap: TurnSnapshot, upTo: string | null, withKnowledge = true) =>
+export const makeContextFrom = (
+  knowledge: Pick<Knowledge, "retrieve">,
+  turnHandoff: (c: TurnSnapshot, p: PipelineConfig, upTo: string | null) => TurnHandoff
+) =>
+(snap: TurnSnapshot, upTo: string | null, withKnowledge = true) =>
   Effect.gen(function*() {
     const pl = snap.pipeline
     if (pl === null) return Option.none<{ context: TurnContext; pipeline: PipelineConfig }>()
@@ -63,7 +66,12 @@ export const makeContextFrom = (knowledge: Pick<Knowledge, "retrieve">, turnHand
       temperature: pl.model_temperature,
       stage: stages.find((s) => s.id === snap.opportunity_stage_id) ?? null,
       stages,
-      contact: { name: snap.contact_name, email: snap.contact_email, phone: snap.contact_phone, identifier: snap.contact_identifier },
+      contact: {
+        name: snap.contact_name,
+        email: snap.contact_email,
+        phone: snap.contact_phone,
+        identifier: snap.contact_identifier
+      },
       context: snap.opportunity_context ?? {},
       history: memory,
       knowledge: hits.map((h) => ({ pointId: h.id, source: h.table_name, text: h.text })),
@@ -76,12 +84,19 @@ export const makeContextFrom = (knowledge: Pick<Knowledge, "retrieve">, turnHand
           trigger: a.fixed_trigger,
           description: a.description,
           instructions: a.instructions,
-          aiVariables: pl.ai_variables.filter((v) => used.has(v.name)).map((v) => ({ name: v.name, instruction: v.value }))
+          aiVariables: pl.ai_variables.filter((v) => used.has(v.name)).map((v) => ({
+            name: v.name,
+            instruction: v.value
+          }))
         }
       }),
       routing: pool === null
         ? null
-        : pool.map((t) => ({ tier: t.tier, model: catalogue.get(Number(t.ai_model_id))!, instructions: t.instructions ?? null })),
+        : pool.map((t) => ({
+          tier: t.tier,
+          model: catalogue.get(Number(t.ai_model_id))!,
+          instructions: t.instructions ?? null
+        })),
       contextMessageCount: pl.context_message_count,
       isEval: snap.is_eval,
       operatorNote: snap.handoff_return_note,
@@ -93,7 +108,9 @@ export const makeContextFrom = (knowledge: Pick<Knowledge, "retrieve">, turnHand
 
 /** A conversation's snapshot with its turn context (`ready`: none without an agent to answer). */
 export type SnapshotContext = (conversationId: string, upTo: string | null, withKnowledge?: boolean) => Effect.Effect<
-  Option.Option<{ readonly snap: TurnSnapshot; readonly ready: Option.Option<{ context: TurnContext; pipeline: PipelineConfig }> }>
+  Option.Option<
+    { readonly snap: TurnSnapshot; readonly ready: Option.Option<{ context: TurnContext; pipeline: PipelineConfig }> }
+  >
 >
 
 /** The snapshot of a conversation (TurnsRepo.snapshot) and its turn context, for a turn up to `upTo`. */

@@ -53,7 +53,9 @@ export const makeTurnDelivery = Effect.gen(function*() {
       if (m.log_id !== null) {
         // attempt 1 inline (this turn is itself durable: a crash repeats it), the retry as a durable workflow
         const outcome = yield* attempts.send({ ...m, log_id: m.log_id }, 0, 1, { markSent: true })
-        if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
+        if (!outcome.delivered && outcome.retryable) {
+          yield* deliveries.startRetry(messageId).pipe(Effect.provide(engine))
+        }
       } else {
         yield* messages.setStatus(messageId, rejection)
       }

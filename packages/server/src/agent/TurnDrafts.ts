@@ -1,6 +1,6 @@
 /** What a turn stores, as TurnsRepo.storeReply's columns: pure helpers shared by replies, openings and followups. */
-import { Option } from "effect"
 import { type ReplyDraft, ulid } from "@parley/domain"
+import { Option } from "effect"
 import type { StoreReply } from "./TurnsRepo.js"
 
 /** A produced message's columns (stored before it is delivered), answering `inReplyTo`. */

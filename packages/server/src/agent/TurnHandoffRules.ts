@@ -3,7 +3,13 @@
  * contact is told, the pipeline's failure rule, and the texts the keyword rule reads (the turn's own
  * unhandled messages, so messages handled while waiting are never read again: no loop).
  */
-import { type ConversationId, DEFAULT_BRIDGE_TEXT, DEFAULT_FALLBACK_MESSAGE, type HandoffMove, type TurnHandoff } from "@parley/domain"
+import {
+  type ConversationId,
+  DEFAULT_BRIDGE_TEXT,
+  DEFAULT_FALLBACK_MESSAGE,
+  type HandoffMove,
+  type TurnHandoff
+} from "@parley/domain"
 import { Effect, Option } from "effect"
 import { Handoff } from "../handoff/Handoff.js"
 import { HandoffRulesRepo } from "./HandoffRulesRepo.js"
@@ -28,7 +34,9 @@ export const makeTurnHandoffRules = Effect.gen(function*() {
   /** The handoff part of a turn's context: no request for messages an operator already handed back after. */
   const turnHandoff = (c: HandoffConversation, p: HandoffPipeline, upTo: string | null): TurnHandoff => ({
     canRequest: upTo === null || c.handoff_returned_upto === null || upTo > c.handoff_returned_upto,
-    instructions: [p.handoff_instructions, c.stage_handoff_instructions].filter((t): t is string => t !== null && t.trim() !== "")
+    instructions: [p.handoff_instructions, c.stage_handoff_instructions].filter((t): t is string =>
+      t !== null && t.trim() !== ""
+    )
       .join("\n") || null,
     bridgeMode: p.handoff_bridge_mode,
     bridgeText: p.handoff_bridge_text ?? DEFAULT_BRIDGE_TEXT
@@ -45,7 +53,12 @@ export const makeTurnHandoffRules = Effect.gen(function*() {
       if (Option.isNone(found)) return
       const rule = found.value
       const move: HandoffMove | null = rule.on_failure
-        ? { action: "request", actor: "rule", reason: `The reply could not be made: ${error}`, bridgeText: rule.fallback_message ?? DEFAULT_FALLBACK_MESSAGE }
+        ? {
+          action: "request",
+          actor: "rule",
+          reason: `The reply could not be made: ${error}`,
+          bridgeText: rule.fallback_message ?? DEFAULT_FALLBACK_MESSAGE
+        }
         : rule.limit !== null && rule.failed >= rule.limit
         ? { action: "request", actor: "rule", reason: `${rule.limit} replies in a row could not be made` }
         : null

@@ -67,7 +67,9 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
 
     /** Marks a turn's contact messages handled with `reason` (a skip; a reply or failure does it in storeReply). */
     const markHandled = (conversationId: string, upTo: string, reason: string) =>
-      sql`update messages set handled_at = now(), handled_reason = ${reason} where ${unhandledUpTo(conversationId, upTo)}`
+      sql`update messages set handled_at = now(), handled_reason = ${reason} where ${
+        unhandledUpTo(conversationId, upTo)
+      }`
 
     const pendingWorkOf = (conversationId: string) =>
       sql`
@@ -179,7 +181,8 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     const conversation = SqlSchema.findOne({
       Request: Schema.String,
       Result: ConversationRow,
-      execute: (conversationId) => sql`select ${conversationColumns} from ${conversationFrom} where c.id = ${conversationId}`
+      execute: (conversationId) =>
+        sql`select ${conversationColumns} from ${conversationFrom} where c.id = ${conversationId}`
     })
 
     /**
@@ -247,16 +250,17 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
           select pw.latest_id, pw.latest_at, pw.debounce_ms, pw.undelivered, s.*
           from (${pendingWorkOf(conversationId)}) pw
           left join lateral (${snapshotOf(conversationId, sql`pw.latest_id`)}) s
-            on pw.latest_id is not null and pw.latest_at + make_interval(secs => coalesce(pw.debounce_ms, 0) / 1000.0) <= now()`.pipe(
-        Effect.flatMap((rows) =>
-          Effect.all({
-            pending: decodePending(rows[0]),
-            snapshot: rows[0]?.id === null || rows[0]?.id === undefined
-              ? Effect.succeedNone
-              : Effect.asSome(decodeSnapshot(rows[0]))
-          })
+            on pw.latest_id is not null and pw.latest_at + make_interval(secs => coalesce(pw.debounce_ms, 0) / 1000.0) <= now()`
+        .pipe(
+          Effect.flatMap((rows) =>
+            Effect.all({
+              pending: decodePending(rows[0]),
+              snapshot: rows[0]?.id === null || rows[0]?.id === undefined
+                ? Effect.succeedNone
+                : Effect.asSome(decodeSnapshot(rows[0]))
+            })
+          )
         )
-      )
 
     /**
      * What the hand-over sweep re-sends: contact messages still unhandled `graceMs` after their debounce
@@ -300,9 +304,11 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
     })
 
     return {
-      markHandled: (conversationId: string, upTo: string, reason: string) => Effect.orDie(Effect.asVoid(markHandled(conversationId, upTo, reason))),
+      markHandled: (conversationId: string, upTo: string, reason: string) =>
+        Effect.orDie(Effect.asVoid(markHandled(conversationId, upTo, reason))),
       orphaned: (graceMs: number) => Effect.orDie(orphaned(graceMs)),
-      stageNature: (stageId: number, pipelineId: number, version: number) => Effect.orDie(stageNature({ stageId, pipelineId, version })),
+      stageNature: (stageId: number, pipelineId: number, version: number) =>
+        Effect.orDie(stageNature({ stageId, pipelineId, version })),
       replyTo: (key: string) => Effect.map(Effect.orDie(replyTo(key)), Option.map((r) => r.id)),
       conversation: (conversationId: string) => Effect.orDie(conversation(conversationId)),
       snapshot: (conversationId: string, upTo: string | null) => Effect.orDie(snapshot({ conversationId, upTo })),

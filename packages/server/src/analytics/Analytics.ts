@@ -35,7 +35,11 @@ const DAY_MS = 86_400_000
 /** Money is numeric(20, 8) in the database; a sum is kept to that precision. */
 const money = (n: number) => Math.round(n * 1e8) / 1e8
 
-const byKey = <K extends string>(rows: ReadonlyArray<{ readonly n: number }>, key: (row: any) => string, keys: ReadonlyArray<K>) => {
+const byKey = <K extends string>(
+  rows: ReadonlyArray<{ readonly n: number }>,
+  key: (row: any) => string,
+  keys: ReadonlyArray<K>
+) => {
   const out = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>
   for (const row of rows) if ((keys as ReadonlyArray<string>).includes(key(row))) out[key(row) as K] = Number(row.n)
   return out
@@ -51,7 +55,9 @@ const countsOf = (row: MessagingRow | undefined) => ({
 })
 
 /** A query's dates as bounds: a bare end date includes that whole UTC day. */
-const periodOf = (query: { readonly start_date?: string | undefined; readonly end_date?: string | undefined }): Period => {
+const periodOf = (
+  query: { readonly start_date?: string | undefined; readonly end_date?: string | undefined }
+): Period => {
   const start = query.start_date === undefined ? undefined : parseIsoDate(query.start_date)
   const end = query.end_date === undefined ? undefined : parseIsoDate(query.end_date)
   return {
@@ -76,7 +82,9 @@ const handoffFigures = (row: HandoffRow | undefined) => {
     handed_back: handedBack,
     resolved,
     open: requested - handedBack - resolved,
-    handed_back_share: handedBack + resolved === 0 ? null : Math.round((handedBack / (handedBack + resolved)) * 10_000) / 10_000
+    handed_back_share: handedBack + resolved === 0
+      ? null
+      : Math.round((handedBack / (handedBack + resolved)) * 10_000) / 10_000
   }
 }
 
@@ -108,9 +116,15 @@ const seriesPeriod = (query: TimeseriesQuery, now: number) => {
   const start = given.start ?? new Date(lastDay - 29 * DAY_MS)
   const firstDay = Date.parse(`${dayOf(start.getTime())}T00:00:00Z`)
   const days = (lastDay - firstDay) / DAY_MS + 1
-  if (days < 1) return Effect.fail(Unprocessable.of([{ field: "end_date", message: "must be a date after or equal to start_date" }]))
+  if (days < 1) {
+    return Effect.fail(
+      Unprocessable.of([{ field: "end_date", message: "must be a date after or equal to start_date" }])
+    )
+  }
   if (days > MAX_SERIES_DAYS) {
-    return Effect.fail(Unprocessable.of([{ field: "end_date", message: `must be at most ${MAX_SERIES_DAYS} days from start_date` }]))
+    return Effect.fail(
+      Unprocessable.of([{ field: "end_date", message: `must be at most ${MAX_SERIES_DAYS} days from start_date` }])
+    )
   }
   return Effect.succeed({ start, end, firstDay: dayOf(firstDay), lastDay: dayOf(lastDay) })
 }
@@ -124,7 +138,9 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
 
     const scopeOf = (actor: Actor, query: AnalyticsQuery): Effect.Effect<AnalyticsScope, NotFound> => {
       const workspaceId = query.workspace_id as WorkspaceId | undefined
-      if (workspaceId === undefined) return Effect.succeed({ workspaceIds: actor.workspaceIds, includeTest: query.include_test })
+      if (workspaceId === undefined) {
+        return Effect.succeed({ workspaceIds: actor.workspaceIds, includeTest: query.include_test })
+      }
       return actor.workspaceIds.includes(workspaceId)
         ? Effect.succeed({ workspaceIds: [workspaceId], includeTest: query.include_test })
         : Effect.fail(new WorkspaceNotFound())
@@ -157,7 +173,9 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
         ai_messages: Number(totals.ai_messages),
         manual_messages: Number(totals.manual_messages),
         responses: times.responses,
-        average_response_seconds: times.responses === 0 ? null : Math.round((times.seconds / times.responses) * 100) / 100,
+        average_response_seconds: times.responses === 0
+          ? null
+          : Math.round((times.seconds / times.responses) * 100) / 100,
         total_cost: money(Number(totals.total_cost))
       })
     })
@@ -167,7 +185,12 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
       if (query.pipeline_id !== undefined && !(yield* repo.pipelineIn(scope.workspaceIds, query.pipeline_id))) {
         return yield* new PipelineNotFound()
       }
-      const rows = yield* repo.messaging({ ...scope, ...periodOf(query), pipelineId: query.pipeline_id, provider: query.provider })
+      const rows = yield* repo.messaging({
+        ...scope,
+        ...periodOf(query),
+        pipelineId: query.pipeline_id,
+        provider: query.provider
+      })
       return new MessagingStats({
         totals: new MessagingTotals(countsOf(rows.find((r) => r.day === null))),
         series: denseSeries(rows.filter((r) => r.day !== null))

@@ -62,23 +62,30 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
     const pipelines = SqlSchema.single({
       Request: Scope,
       Result: Count,
-      execute: (scope) => sql`select count(*) as n from pipelines where ${inWorkspaces("workspace_id", scope.workspaceIds)}`
+      execute: (scope) =>
+        sql`select count(*) as n from pipelines where ${inWorkspaces("workspace_id", scope.workspaceIds)}`
     })
 
     const conversations = SqlSchema.single({
       Request: Scope,
       Result: Count,
-      execute: (scope) => sql`
+      execute: (scope) =>
+        sql`
           select count(*) as n from conversations cv
-          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`}`
+          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${
+          scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`
+        }`
     })
 
     const opportunitiesByStatus = SqlSchema.findAll({
       Request: Scope,
       Result: Schema.Struct({ status: Schema.String, n: Schema.Number }),
-      execute: (scope) => sql`
+      execute: (scope) =>
+        sql`
           select o.status, count(*) as n from opportunities o
-          where ${inWorkspaces("o.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not o.is_eval` : sql`and not o.is_test`}
+          where ${inWorkspaces("o.workspace_id", scope.workspaceIds)} ${
+          scope.includeTest ? sql`and not o.is_eval` : sql`and not o.is_test`
+        }
           group by o.status`
     })
 
@@ -91,7 +98,8 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
     const messageTotals = SqlSchema.single({
       Request: Scope,
       Result: Schema.Struct({ ai_messages: Schema.Number, manual_messages: Schema.Number, total_cost: Schema.Number }),
-      execute: (scope) => sql`
+      execute: (scope) =>
+        sql`
           select count(*) filter (where m.role = 'assistant' and not m.is_manual) as ai_messages,
                  count(*) filter (where m.role = 'assistant' and m.is_manual) as manual_messages,
                  coalesce(sum(m.cost_for_user), 0) as total_cost
@@ -101,16 +109,20 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
     const responseTimes = SqlSchema.single({
       Request: Scope,
       Result: Schema.Struct({ seconds: Schema.NullOr(Schema.Number), responses: Schema.Number }),
-      execute: (scope) => sql`
+      execute: (scope) =>
+        sql`
           select sum(cv.ai_response_seconds_total) as seconds, coalesce(sum(cv.ai_responses_count), 0) as responses
           from conversations cv
-          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`}`
+          where ${inWorkspaces("cv.workspace_id", scope.workspaceIds)} ${
+          scope.includeTest ? sql`and not cv.is_eval` : sql`and not cv.is_test`
+        }`
     })
 
     const messaging = SqlSchema.findAll({
       Request: MessageRequest,
       Result: MessagingRow,
-      execute: (f) => sql`
+      execute: (f) =>
+        sql`
           select to_char((m.created_at at time zone 'UTC')::date, 'YYYY-MM-DD') as day,
                  count(*) as messages,
                  count(*) filter (where m.role = 'user') as user_messages,
@@ -143,7 +155,10 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
 
       /** The conversations' response-time counters (kept by the messages trigger), summed. */
       responseTimes: (scope: AnalyticsScope) =>
-        responseTimes(scope).pipe(Effect.map((row) => ({ seconds: row.seconds ?? 0, responses: row.responses })), Effect.orDie),
+        responseTimes(scope).pipe(
+          Effect.map((row) => ({ seconds: row.seconds ?? 0, responses: row.responses })),
+          Effect.orDie
+        ),
 
       /** One row per UTC day with messages, and a grand-total row (`day` null). */
       messaging: (f: MessageFilter) => messaging(f).pipe(Effect.orDie),

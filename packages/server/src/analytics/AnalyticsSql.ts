@@ -53,13 +53,17 @@ export const analyticsSql = (sql: SqlClient.SqlClient) => {
       : sql`messages m
             join conversations cv on cv.id = m.conversation_id
             left join opportunities mo on mo.id = m.opportunity_id
-            where ${inWorkspaces("m.workspace_id", scope.workspaceIds)} and not cv.is_test and not coalesce(mo.is_test, false)`
+            where ${
+        inWorkspaces("m.workspace_id", scope.workspaceIds)
+      } and not cv.is_test and not coalesce(mo.is_test, false)`
 
   const periodClauses = (column: string, p: Period) => {
     const clauses: Array<Statement.Fragment> = []
     if (p.start !== undefined) clauses.push(sql`${sql.literal(column)} >= ${p.start}`)
     if (p.end !== undefined) {
-      clauses.push(p.end.exclusive ? sql`${sql.literal(column)} < ${p.end.at}` : sql`${sql.literal(column)} <= ${p.end.at}`)
+      clauses.push(
+        p.end.exclusive ? sql`${sql.literal(column)} < ${p.end.at}` : sql`${sql.literal(column)} <= ${p.end.at}`
+      )
     }
     return clauses
   }
@@ -70,7 +74,9 @@ export const analyticsSql = (sql: SqlClient.SqlClient) => {
     if (f.pipelineId !== undefined) clauses.push(sql`m.pipeline_id = ${f.pipelineId}`)
     if (f.provider !== undefined) {
       clauses.push(sql`m.channel_id in (select ch.id from channels ch
-                                        where ch.kind = ${f.provider} and ${inWorkspaces("ch.workspace_id", f.workspaceIds)})`)
+                                        where ch.kind = ${f.provider} and ${
+        inWorkspaces("ch.workspace_id", f.workspaceIds)
+      })`)
     }
     clauses.push(...periodClauses("m.created_at", f))
     return clauses.length === 0 ? sql`` : sql`and ${sql.and(clauses)}`

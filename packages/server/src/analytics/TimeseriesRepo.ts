@@ -35,7 +35,8 @@ const utcDay = (column: string) => `(${column} at time zone 'UTC')::date`
 export class TimeseriesRepo extends Effect.Service<TimeseriesRepo>()("@parley/server/TimeseriesRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const { handoffRequestsFrom, inWorkspaces, medianTakeSeconds, messageClauses, messagesFrom, periodClauses } = analyticsSql(sql)
+    const { handoffRequestsFrom, inWorkspaces, medianTakeSeconds, messageClauses, messagesFrom, periodClauses } =
+      analyticsSql(sql)
 
     const series = SqlSchema.findAll({
       Request: TimeseriesFilter,
@@ -82,7 +83,9 @@ export class TimeseriesRepo extends Effect.Service<TimeseriesRepo>()("@parley/se
             group by 1
           ),
           entered as (
-            select ${sql.literal(utcDay("e.created_at"))} as day, e.opportunity_id, s.id as stage_id, s.name as stage_name, s.nature
+            select ${
+          sql.literal(utcDay("e.created_at"))
+        } as day, e.opportunity_id, s.id as stage_id, s.name as stage_name, s.nature
             from stage_entries e
             join stages s on s.id = e.stage_id
             join opportunities o on o.id = e.opportunity_id

@@ -85,11 +85,14 @@ export class CatalogueRepo extends Effect.Service<CatalogueRepo>()("@parley/serv
       dialects: Effect.orDie(dialects(undefined)),
       languages: Effect.orDie(languages(undefined)),
       channels: (workspaceIds: ReadonlyArray<WorkspaceId>) => Effect.orDie(channels(workspaceIds)),
-      exists: (table: ReferencedTable, id: number) => exists({ table, id }).pipe(Effect.map(Option.isSome), Effect.orDie),
+      exists: (table: ReferencedTable, id: number) =>
+        exists({ table, id }).pipe(Effect.map(Option.isSome), Effect.orDie),
       /** The language of a dialect; none when the dialect does not exist. */
-      dialectLanguage: (dialectId: number) => dialectLanguage(dialectId).pipe(Effect.map(Option.map((r) => r.language_id)), Effect.orDie),
+      dialectLanguage: (dialectId: number) =>
+        dialectLanguage(dialectId).pipe(Effect.map(Option.map((r) => r.language_id)), Effect.orDie),
       /** Which of `ids` are models of the catalogue. */
-      existingModels: (ids: ReadonlyArray<number>) => existingModels(ids).pipe(Effect.map((rows) => rows.map((r) => r.id)), Effect.orDie)
+      existingModels: (ids: ReadonlyArray<number>) =>
+        existingModels(ids).pipe(Effect.map((rows) => rows.map((r) => r.id)), Effect.orDie)
     }
   })
 }) {}

@@ -15,10 +15,10 @@ import {
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, Option } from "effect"
-import { someOrFail } from "../util/Effects.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { randomBase62 } from "../identity/Secrets.js"
 import { OutboundTargets } from "../outbound/OutboundTargets.js"
+import { someOrFail } from "../util/Effects.js"
 import { ChannelCache } from "./ChannelCache.js"
 import { ChannelsRepo } from "./ChannelsRepo.js"
 
@@ -121,7 +121,10 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       const actor = yield* CurrentActor
       const channel = yield* find(actor, id)
       if (!hasClientCredentials(channel.kind)) {
-        return yield* Unprocessable.of([{ field: "kind", message: `A ${channel.kind} channel has no credentials to rotate.` }])
+        return yield* Unprocessable.of([{
+          field: "kind",
+          message: `A ${channel.kind} channel has no credentials to rotate.`
+        }])
       }
       const credentials = newCredentials()
       yield* sql.withTransaction(

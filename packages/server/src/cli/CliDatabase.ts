@@ -14,7 +14,10 @@ export const CLI_POOL_SIZE = 2
 
 const SmallPool = Layer.effect(
   AppConfig,
-  Effect.map(AppConfig, (config) => AppConfig.make({ ...config, databasePoolSize: Math.min(config.databasePoolSize, CLI_POOL_SIZE) }))
+  Effect.map(
+    AppConfig,
+    (config) => AppConfig.make({ ...config, databasePoolSize: Math.min(config.databasePoolSize, CLI_POOL_SIZE) })
+  )
 )
 
 /**
@@ -22,7 +25,9 @@ const SmallPool = Layer.effect(
  * opens no LISTEN connection. Its own changes are still announced: servers forget what a command changed.
  */
 const NoListen = Layer.effectContext(Effect.map(PgClient.PgClient, (pg) => {
-  const client = new Proxy(pg, { get: (target, key) => key === "listen" ? () => Stream.never : Reflect.get(target, key) })
+  const client = new Proxy(pg, {
+    get: (target, key) => key === "listen" ? () => Stream.never : Reflect.get(target, key)
+  })
   return Context.make(PgClient.PgClient, client).pipe(Context.add(SqlClient.SqlClient, client))
 }))
 

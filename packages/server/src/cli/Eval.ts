@@ -52,7 +52,11 @@ export const casesIn = (file: string, text: string): Array<unknown> => {
       return d.toJS() as unknown
     })
   return docs.filter((d) => d !== null && d !== undefined).flatMap((d) =>
-    Array.isArray(d) ? d : typeof d === "object" && Array.isArray((d as { cases?: unknown }).cases) ? (d as { cases: Array<unknown> }).cases : [d]
+    Array.isArray(d)
+      ? d
+      : typeof d === "object" && Array.isArray((d as { cases?: unknown }).cases)
+      ? (d as { cases: Array<unknown> }).cases
+      : [d]
   )
 }
 
@@ -83,7 +87,11 @@ const request = (base: string, token: string, path: string, body?: unknown) =>
     try: async (): Promise<Answer> => {
       const response = await fetch(`${base}${path}`, {
         method: body === undefined ? "GET" : "POST",
-        headers: { authorization: `Bearer ${token}`, accept: "application/json", ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: "application/json",
+          ...(body === undefined ? {} : { "content-type": "application/json" })
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) })
       })
       const text = await response.text()
@@ -96,20 +104,29 @@ const failedVerdicts = (result: any) =>
   result.error !== null
     ? [`    ${result.error}`]
     : (result.verdicts as Array<any>).filter((v) => !v.passed).map((v) =>
-      `    ${v.expectation}${v.message === null ? "" : ` (message ${v.message})`}: expected ${JSON.stringify(v.expected)}. ${v.detail}`
+      `    ${v.expectation}${v.message === null ? "" : ` (message ${v.message})`}: expected ${
+        JSON.stringify(v.expected)
+      }. ${v.detail}`
     )
 
 const line = (result: any) =>
-  [`${result.status === "passed" ? "PASS" : "FAIL"} ${result.name} (${result.cost.toFixed(6)})`, ...(result.status === "passed" ? [] : failedVerdicts(result))].join("\n")
+  [
+    `${result.status === "passed" ? "PASS" : "FAIL"} ${result.name} (${result.cost.toFixed(6)})`,
+    ...(result.status === "passed" ? [] : failedVerdicts(result))
+  ].join("\n")
 
 const summary = (run: any) => {
   const c = run.comparison
   const versus = c === null
     ? ""
-    : `\nPrevious run ${c.previous_run_id}: ${c.previous_passed} passed, ${c.previous_failed} failed, cost ${c.previous_cost.toFixed(6)}.` +
+    : `\nPrevious run ${c.previous_run_id}: ${c.previous_passed} passed, ${c.previous_failed} failed, cost ${
+      c.previous_cost.toFixed(6)
+    }.` +
       (c.newly_failing.length > 0 ? `\nNewly failing: ${c.newly_failing.join(", ")}` : "") +
       (c.newly_passing.length > 0 ? `\nNewly passing: ${c.newly_passing.join(", ")}` : "")
-  return `Eval run ${run.id} ${run.status}: ${run.passed} passed, ${run.failed} failed of ${run.cases}, cost ${run.cost.toFixed(6)}.${versus}`
+  return `Eval run ${run.id} ${run.status}: ${run.passed} passed, ${run.failed} failed of ${run.cases}, cost ${
+    run.cost.toFixed(6)
+  }.${versus}`
 }
 
 const evalRun = (f: EvalFlags, files: ReadonlyArray<string>) =>
@@ -119,11 +136,17 @@ const evalRun = (f: EvalFlags, files: ReadonlyArray<string>) =>
       return yield* new UsageError({ message: "eval run needs --pipeline N (a positive integer)" })
     }
     const patterns = [...(f.cases ?? []), ...files]
-    if (patterns.length === 0) return yield* new UsageError({ message: "eval run needs --cases FILE... (YAML or JSON)" })
+    if (patterns.length === 0) {
+      return yield* new UsageError({ message: "eval run needs --cases FILE... (YAML or JSON)" })
+    }
     const port = yield* Config.integer("PORT").pipe(Config.withDefault(3000))
-    const base = (f.url ?? (yield* Config.string("PARLEY_URL").pipe(Config.withDefault(`http://127.0.0.1:${port}`)))).replace(/\/+$/, "")
-    const token = f.token ?? Option.getOrUndefined(Option.map(yield* Config.option(Config.redacted("PARLEY_TOKEN")), Redacted.value))
-    if (token === undefined || token === "") return yield* new UsageError({ message: "eval run needs a token: --token T or PARLEY_TOKEN" })
+    const base = (f.url ?? (yield* Config.string("PARLEY_URL").pipe(Config.withDefault(`http://127.0.0.1:${port}`))))
+      .replace(/\/+$/, "")
+    const token = f.token ??
+      Option.getOrUndefined(Option.map(yield* Config.option(Config.redacted("PARLEY_TOKEN")), Redacted.value))
+    if (token === undefined || token === "") {
+      return yield* new UsageError({ message: "eval run needs a token: --token T or PARLEY_TOKEN" })
+    }
     const cases = yield* readCases(patterns)
     const started = yield* request(base, token, `/api/user/pipelines/${pipeline}/eval-runs`, {
       cases: cases.map((c) => c.case),
@@ -134,12 +157,16 @@ const evalRun = (f: EvalFlags, files: ReadonlyArray<string>) =>
       // `cases.3.expect.stage` names the file the case came from
       const where = (field: string) => {
         const i = Number(field.match(/^cases\.(\d+)/)?.[1])
-        return Number.isInteger(i) && cases[i] !== undefined ? `${cases[i]!.file}: ${field.replace(/^cases\.\d+\.?/, "") || "case"}` : field
+        return Number.isInteger(i) && cases[i] !== undefined
+          ? `${cases[i]!.file}: ${field.replace(/^cases\.\d+\.?/, "") || "case"}`
+          : field
       }
       const problems = (started.body?.validation ?? []).map((v: any) => `  ${where(v.field)}: ${v.message}`).join("\n")
       return yield* new UsageError({ message: `The server refused the cases:\n${problems}` })
     }
-    if (started.status !== 202) return yield* new RunFailed({ message: `${started.status} ${started.body?.message ?? "from the server"}` })
+    if (started.status !== 202) {
+      return yield* new RunFailed({ message: `${started.status} ${started.body?.message ?? "from the server"}` })
+    }
     const runId = started.body.data.id as number
     yield* Console.error(`Eval run ${runId}: ${cases.length} case(s) on pipeline ${pipeline}`)
     const reported = new Set<number>()
@@ -154,7 +181,9 @@ const evalRun = (f: EvalFlags, files: ReadonlyArray<string>) =>
       if (run.status !== "running") break
       yield* Effect.sleep(Duration.seconds(1))
       const answer = yield* request(base, token, `/api/user/eval-runs/${runId}`)
-      if (answer.status !== 200) return yield* new RunFailed({ message: `${answer.status} ${answer.body?.message ?? "reading the run"}` })
+      if (answer.status !== 200) {
+        return yield* new RunFailed({ message: `${answer.status} ${answer.body?.message ?? "reading the run"}` })
+      }
       run = answer.body.data
     }
     yield* Console.log(f.json === true ? JSON.stringify(run) : summary(run))
@@ -174,7 +203,9 @@ export const runEval = (words: ReadonlyArray<string>, flags: EvalFlags) => {
           ),
         RunFailed: (e) =>
           Effect.zipRight(
-            flags.json === true ? Console.log(JSON.stringify({ error: e.message })) : Console.error(`Error: ${e.message}`),
+            flags.json === true
+              ? Console.log(JSON.stringify({ error: e.message }))
+              : Console.error(`Error: ${e.message}`),
             Effect.sync(() => (process.exitCode = 1))
           )
       })

@@ -22,7 +22,9 @@ const field = (name: string, header = name.toUpperCase()): Column => [header, (r
 export const table = (rows: ReadonlyArray<Row>, columns: ReadonlyArray<Column>, indent = "") => {
   const cells = [columns.map(([header]) => header), ...rows.map((row) => columns.map(([, value]) => cell(value(row))))]
   const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i]!.length)))
-  return cells.map((line) => indent + line.map((c, i) => i === line.length - 1 ? c : c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n")
+  return cells.map((line) =>
+    indent + line.map((c, i) => i === line.length - 1 ? c : c.padEnd(widths[i]!)).join("  ").trimEnd()
+  ).join("\n")
 }
 
 /** `field  value` lines; nested records and arrays of records are left to `--json` unless shown apart. */
@@ -109,7 +111,10 @@ const needSentence = (need: WorkspaceNeed, workspaceId: unknown, onCreate: boole
 export const needsText = (workspaceId: unknown, needs: ReadonlyArray<WorkspaceNeed>, onCreate: boolean) =>
   needs.length === 0
     ? `Workspace ${workspaceId} has what its agent needs to reply.`
-    : [`Before its agent replies, workspace ${workspaceId} still needs:`, ...needs.map((n) => `  - ${needSentence(n, workspaceId, onCreate)}`)]
+    : [
+      `Before its agent replies, workspace ${workspaceId} still needs:`,
+      ...needs.map((n) => `  - ${needSentence(n, workspaceId, onCreate)}`)
+    ]
       .join("\n")
 
 /** The result of `command` for people. */
@@ -151,7 +156,9 @@ export const render = (command: AdminCommand, result: unknown): string => {
       ].join("\n")
     case "migrate": {
       const applied = row.applied as Array<string>
-      return applied.length === 0 ? "Nothing to apply: the database is up to date." : `Applied ${applied.length} migrations:\n  ${applied.join("\n  ")}`
+      return applied.length === 0
+        ? "Nothing to apply: the database is up to date."
+        : `Applied ${applied.length} migrations:\n  ${applied.join("\n  ")}`
     }
     default:
       return record(row)

@@ -9,7 +9,9 @@ import * as Fs from "node:fs"
 import type { AdminCommand } from "../admin/AdminCommand.js"
 import type { CommandFailed } from "../identity/CommandFailed.js"
 
-export class ImportUsageError extends Schema.TaggedError<ImportUsageError>()("ImportUsageError", { message: Schema.String }) {}
+export class ImportUsageError
+  extends Schema.TaggedError<ImportUsageError>()("ImportUsageError", { message: Schema.String })
+{}
 
 /** Runs one admin command, here or through the server. */
 export type Execute = (command: AdminCommand) => Effect.Effect<unknown, CommandFailed>
@@ -126,16 +128,24 @@ const fromCsv = (text: string, columns: ReadonlyArray<Column>): Effect.Effect<Ar
       catch: (e) => new ImportUsageError({ message: `Cannot parse the CSV file: ${(e as Error).message}` })
     })
     const [header, ...data] = records
-    if (!header) return yield* new ImportUsageError({ message: "The CSV file is empty: it needs a header row with a default_id column" })
+    if (!header) {
+      return yield* new ImportUsageError({
+        message: "The CSV file is empty: it needs a header row with a default_id column"
+      })
+    }
     const names = header.map((h) => h.trim())
     if (!names.includes("default_id")) {
-      return yield* new ImportUsageError({ message: `The CSV header has no default_id column (it has: ${names.join(", ")})` })
+      return yield* new ImportUsageError({
+        message: `The CSV header has no default_id column (it has: ${names.join(", ")})`
+      })
     }
     const byName = new Map(columns.map((c) => [c.name, c]))
     const unknown = names.filter((n) => n !== "default_id" && !byName.has(n))
     if (unknown.length > 0) {
       return yield* new ImportUsageError({
-        message: `Not columns of this table: ${unknown.join(", ")} (its columns: ${columns.map((c) => c.name).join(", ")})`
+        message: `Not columns of this table: ${unknown.join(", ")} (its columns: ${
+          columns.map((c) => c.name).join(", ")
+        })`
       })
     }
     return data.map((cells, index): Row => {
@@ -167,7 +177,11 @@ const fromJsonLines = (text: string): Array<Row> => {
     try {
       value = JSON.parse(line)
     } catch (e) {
-      rows.push({ row, default_id: null, errors: [{ field: "", message: `The line is not valid JSON (${(e as Error).message}).` }] })
+      rows.push({
+        row,
+        default_id: null,
+        errors: [{ field: "", message: `The line is not valid JSON (${(e as Error).message}).` }]
+      })
       continue
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
@@ -217,7 +231,9 @@ export const progressReporter = (total: number, stream: NodeJS.WriteStream = pro
     const draw = (done: number) => {
       const width = 30
       const filled = total === 0 ? width : Math.round((done / total) * width)
-      const line = `[${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total} rows  ${rate(done).toFixed(1)} rows/s`
+      const line = `[${"#".repeat(filled)}${".".repeat(width - filled)}] ${done}/${total} rows  ${
+        rate(done).toFixed(1)
+      } rows/s`
       if (line !== last) stream.write(`\r${line}\x1b[K`)
       last = line
     }
@@ -276,7 +292,9 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`
 /** The summary for people: counts, the first 20 rejected rows with their reasons, elapsed time. */
 export const summary = (result: ImportResult, elapsedMs: number) => {
   const lines = [
-    `Upserted ${result.upserted} row${result.upserted === 1 ? "" : "s"}, rejected ${result.rejected.length}, in ${seconds(elapsedMs)}`
+    `Upserted ${result.upserted} row${result.upserted === 1 ? "" : "s"}, rejected ${result.rejected.length}, in ${
+      seconds(elapsedMs)
+    }`
   ]
   for (const r of result.rejected.slice(0, 20)) {
     const reasons = r.errors.map((e) => e.message).join("; ")

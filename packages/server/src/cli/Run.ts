@@ -13,7 +13,15 @@ import { AppConfig } from "../config/AppConfig.js"
 import { DataDirBusy, lockHolder } from "../db/DataDirLock.js"
 import { CommandFailed } from "../identity/CommandFailed.js"
 import { render } from "./Format.js"
-import { ImportUsageError, progressReporter, readRows, runImport, summary, type Column, type Execute } from "./Import.js"
+import {
+  type Column,
+  type Execute,
+  ImportUsageError,
+  progressReporter,
+  readRows,
+  runImport,
+  summary
+} from "./Import.js"
 import { USAGE } from "./Usage.js"
 
 class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
@@ -44,7 +52,9 @@ export const options = {
   "batch-size": { type: "string" }
 } as const
 
-export type Flags = { readonly [K in keyof typeof options]?: (typeof options)[K]["type"] extends "boolean" ? boolean : string }
+export type Flags = {
+  readonly [K in keyof typeof options]?: (typeof options)[K]["type"] extends "boolean" ? boolean : string
+}
 
 const list = (value: string | undefined) => value?.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
 const drop = <A extends Record<string, unknown>>(record: A) =>
@@ -75,7 +85,13 @@ const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
       case "user make-super":
         return { _tag: "user.make-super", email: f.email }
       case "workspace create":
-        return { _tag: "workspace.create", email: f.email, name: f.name, credits: num(f.credits), trainingCredits: num(f["training-credits"]) }
+        return {
+          _tag: "workspace.create",
+          email: f.email,
+          name: f.name,
+          credits: num(f.credits),
+          trainingCredits: num(f["training-credits"])
+        }
       case "workspace list":
         return { _tag: "workspace.list" }
       case "workspace show":
@@ -90,7 +106,13 @@ const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
           drafts: f.drafts
         }
       case "token create":
-        return { _tag: "token.create", email: f.email, scopes: list(f.scopes), name: f.name, expiresInDays: num(f["expires-in-days"]) }
+        return {
+          _tag: "token.create",
+          email: f.email,
+          scopes: list(f.scopes),
+          name: f.name,
+          expiresInDays: num(f["expires-in-days"])
+        }
       case "token list":
         return { _tag: "token.list", email: f.email }
       case "token show":
@@ -122,7 +144,9 @@ const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
         return undefined
     }
   })()
-  if (raw === undefined) return Effect.fail(new UsageError({ message: `Unknown command: ${words.join(" ") || "(none)"}` }))
+  if (raw === undefined) {
+    return Effect.fail(new UsageError({ message: `Unknown command: ${words.join(" ") || "(none)"}` }))
+  }
   if (raw._tag === "user.show" && (f.email === undefined) === (f.id === undefined)) {
     return Effect.fail(new UsageError({ message: "user show needs --email E or --id N" }))
   }
@@ -154,14 +178,19 @@ const viaServer = (info: ServerInfo, command: AdminCommand) =>
           body: JSON.stringify(body)
         }).then((r) => r.json() as Promise<{ ok: boolean; result?: unknown; error?: string }>),
       catch: () =>
-        new CommandFailed({ message: `The server (pid ${info.pid}) holds the database but its admin endpoint does not answer` })
+        new CommandFailed({
+          message: `The server (pid ${info.pid}) holds the database but its admin endpoint does not answer`
+        })
     })
     if (!response.ok) return yield* new CommandFailed({ message: response.error ?? "The server refused the command" })
     return response.result
   })
 
 /** The server commands go to: the one holding the embedded data dir (with DATABASE_URL, none). */
-const holder = Effect.map(AppConfig, (config) => Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined)
+const holder = Effect.map(
+  AppConfig,
+  (config) => Option.isNone(config.databaseUrl) ? runningServer(config.dataDir) : undefined
+)
 
 /** The heavy part, loaded only when a command runs here: the services and the database driver. */
 const direct = Effect.promise(() => import("./Direct.js"))
@@ -191,7 +220,9 @@ const knowledgeImport = (f: Flags) =>
     if (f["table-id"] === undefined || !Number.isInteger(tableId) || tableId <= 0) {
       return yield* new UsageError({ message: "knowledge import needs --table-id N (a positive integer)" })
     }
-    if (f.file === undefined) return yield* new UsageError({ message: "knowledge import needs --file rows.csv|rows.jsonl" })
+    if (f.file === undefined) {
+      return yield* new UsageError({ message: "knowledge import needs --file rows.csv|rows.jsonl" })
+    }
     if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 1000) {
       return yield* new UsageError({ message: "--batch-size must be an integer from 1 to 1000" })
     }
@@ -201,8 +232,10 @@ const knowledgeImport = (f: Flags) =>
     const result = yield* withExecutor((execute) =>
       Effect.gen(function*() {
         const table = yield* execute({ _tag: "knowledge.columns", tableId: tableId as never }).pipe(
-          Effect.catchTag("CommandFailed", (e) =>
-            Effect.fail(/^No knowledge table/.test(e.message) ? new UsageError({ message: e.message }) : e))
+          Effect.catchTag(
+            "CommandFailed",
+            (e) => Effect.fail(/^No knowledge table/.test(e.message) ? new UsageError({ message: e.message }) : e)
+          )
         ) as Effect.Effect<{ columns: ReadonlyArray<Column> }, CommandFailed | UsageError>
         const rows = yield* readRows(file, table.columns).pipe(
           Effect.mapError((e: ImportUsageError) => new UsageError({ message: e.message }))

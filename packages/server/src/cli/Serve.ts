@@ -6,10 +6,10 @@ import { ApiServerLive, DatabaseLive, ListenersLive, ReceiverServerLive, service
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { ApiListener, ReceiverListener } from "../http/Listener.js"
 import { Readiness } from "../http/Readiness.js"
-import { demoCredentialsPath, type DemoCredentials, seedDemo } from "../seed/Demo.js"
 import { LoggingLive } from "../observability/Logging.js"
 import { MetricsListener, MetricsServerLive } from "../observability/MetricsServer.js"
 import { TelemetryLive } from "../observability/Telemetry.js"
+import { type DemoCredentials, demoCredentialsPath, seedDemo } from "../seed/Demo.js"
 import { PrintedProgress, printLine, progress } from "../StartupProgress.js"
 
 const banner = (
@@ -21,9 +21,17 @@ const banner = (
   credentialsFile: string
 ) => {
   const lines = ["", "Parley is running."]
-  if (api && demo?.widget) lines.push(`  Demo      ${api}/   (the web-chat widget on a live demo page: open it in a browser)`)
+  if (api && demo?.widget) {
+    lines.push(`  Demo      ${api}/   (the web-chat widget on a live demo page: open it in a browser)`)
+  }
   if (api) lines.push(`  API       ${api}    docs ${api}/docs   OpenAPI ${api}/openapi.json`)
-  if (api) lines.push(`  Console   ${api}/console   (operators: inbox, takeover, board, analytics; sign in${demo ? " as the demo user below" : ""})`)
+  if (api) {
+    lines.push(
+      `  Console   ${api}/console   (operators: inbox, takeover, board, analytics; sign in${
+        demo ? " as the demo user below" : ""
+      })`
+    )
+  }
   if (api) lines.push(`  Account   ${api}/account   (sign in: tokens, connected MCP clients)`)
   if (receiver) lines.push(`  Receiver  ${receiver}/web-chat/message`)
   if (metrics) lines.push(`  Metrics   ${metrics}/metrics`)
@@ -35,7 +43,11 @@ const banner = (
       `  user            ${demo.email} / ${demo.password}`,
       `  web channel     client_id ${demo.channel.client_id}`,
       `                  client_secret ${demo.channel.client_secret}`,
-      ...(demo.widget ? [`  widget channel  client_id ${demo.widget.client_id}   (public: <script src="${api}/widget.js" data-client-id="${demo.widget.client_id}">)`] : []),
+      ...(demo.widget
+        ? [
+          `  widget channel  client_id ${demo.widget.client_id}   (public: <script src="${api}/widget.js" data-client-id="${demo.widget.client_id}">)`
+        ]
+        : []),
       "",
       "Try it:",
       `  export PARLEY_TOKEN=${demo.token}`,
@@ -53,17 +65,23 @@ const AnnounceLive = Layer.effectDiscard(Effect.gen(function*() {
   const receiver = yield* Effect.serviceOption(ReceiverListener)
   const metrics = yield* Effect.serviceOption(MetricsListener)
   const embedded = Option.isNone(config.databaseUrl)
-  const bound = [...Option.toArray(Option.map(api, (l) => `api ${l.url}`)), ...Option.toArray(Option.map(receiver, (l) => `receiver ${l.url}`))]
+  const bound = [
+    ...Option.toArray(Option.map(api, (l) => `api ${l.url}`)),
+    ...Option.toArray(Option.map(receiver, (l) => `receiver ${l.url}`))
+  ]
   if (bound.length > 0) yield* progress(`Listening: ${bound.join(", ")}`)
   const demo = config.seedDemo ? yield* seedDemo(Option.getOrUndefined(Option.map(api, (l) => l.url))) : undefined
-  yield* printLine(config.logFormat, banner(
-    Option.getOrUndefined(config.publicUrl) ?? Option.getOrUndefined(Option.map(api, (l) => l.url)),
-    Option.getOrUndefined(config.receiverUrl) ?? Option.getOrUndefined(Option.map(receiver, (l) => l.url)),
-    embedded ? config.dataDir : undefined,
-    demo,
-    Option.getOrUndefined(Option.map(metrics, (l) => l.url)),
-    demoCredentialsPath(config.dataDir)
-  ))
+  yield* printLine(
+    config.logFormat,
+    banner(
+      Option.getOrUndefined(config.publicUrl) ?? Option.getOrUndefined(Option.map(api, (l) => l.url)),
+      Option.getOrUndefined(config.receiverUrl) ?? Option.getOrUndefined(Option.map(receiver, (l) => l.url)),
+      embedded ? config.dataDir : undefined,
+      demo,
+      Option.getOrUndefined(Option.map(metrics, (l) => l.url)),
+      demoCredentialsPath(config.dataDir)
+    )
+  )
 }))
 
 /** Everything one `parley serve --role <role>` process runs. */
@@ -80,7 +98,9 @@ export const serveLayer = (role: Role) => {
         return AnnounceLive
     }
   })()
-  const admin = Layer.unwrapEffect(Effect.map(AppConfig, (c) => Option.isNone(c.databaseUrl) ? AdminServerLive : Layer.empty))
+  const admin = Layer.unwrapEffect(
+    Effect.map(AppConfig, (c) => Option.isNone(c.databaseUrl) ? AdminServerLive : Layer.empty)
+  )
   const metrics = MetricsServerLive
   // built after everything else: from here on `/ready` answers 200
   const started = Layer.effectDiscard(Effect.flatMap(Readiness, (r) => r.markStarted))

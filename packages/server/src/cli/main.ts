@@ -6,7 +6,12 @@
 import { parseArgs } from "node:util"
 import { USAGE } from "./Usage.js"
 
-const argv = parseArgs({ args: process.argv.slice(2), options: { help: { type: "boolean", short: "h" }, role: { type: "string" } }, allowPositionals: true, strict: false })
+const argv = parseArgs({
+  args: process.argv.slice(2),
+  options: { help: { type: "boolean", short: "h" }, role: { type: "string" } },
+  allowPositionals: true,
+  strict: false
+})
 const words = argv.positionals
 
 if (argv.values.help === true || words.length === 0) {

@@ -19,7 +19,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const databasePoolSize = yield* Config.integer("DATABASE_POOL_SIZE").pipe(Config.withDefault(10))
     // off behind a pooler that hands one server session to several clients (PgBouncer in transaction mode
     // before 1.21), where a statement name prepared by one client is not another's
-    const databasePreparedStatements = yield* Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true))
+    const databasePreparedStatements = yield* Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(
+      Config.withDefault(true)
+    )
     const outboundAllowPrivate = yield* Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
     const webhookTimeoutMs = yield* Config.integer("WEBHOOK_TIMEOUT_MS").pipe(Config.withDefault(10_000))
     const webhookRetryDelayMs = yield* Config.integer("WEBHOOK_RETRY_DELAY_MS").pipe(Config.withDefault(5_000))
@@ -29,7 +31,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const runnerHost = yield* Config.string("RUNNER_HOST").pipe(Config.withDefault(host))
     const runnerPort = yield* listenPort("RUNNER_PORT", 3002)
     const engineSweepMs = yield* Config.integer("ENGINE_SWEEP_INTERVAL_MS").pipe(Config.withDefault(30_000))
-    const clusterRetentionMs = yield* Config.integer("CLUSTER_RETENTION_MS").pipe(Config.withDefault(7 * 24 * 3_600_000))
+    const clusterRetentionMs = yield* Config.integer("CLUSTER_RETENTION_MS").pipe(
+      Config.withDefault(7 * 24 * 3_600_000)
+    )
     const evalSandboxRetentionMs = yield* Config.integer("EVAL_SANDBOX_RETENTION_MS").pipe(
       Config.validate({ message: "Expected a positive number of milliseconds", validation: (n) => n > 0 }),
       Config.withDefault(30 * 24 * 3_600_000)
@@ -44,7 +48,12 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       Config.mapOrFail((value) => {
         const parsed = parseTrustedProxies(value)
         return "invalid" in parsed
-          ? Either.left(ConfigError.InvalidData(["TRUST_PROXY"], `Expected addresses, CIDR ranges or loopback, got ${parsed.invalid}`))
+          ? Either.left(
+            ConfigError.InvalidData(
+              ["TRUST_PROXY"],
+              `Expected addresses, CIDR ranges or loopback, got ${parsed.invalid}`
+            )
+          )
           : Either.right(parsed.entries)
       })
     )
@@ -102,8 +111,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
        * Browser origins allowed to call `/mcp` (DNS-rebinding protection); `*` allows any. Unset: loopback
        * origins and PUBLIC_URL's. Requests without an Origin header (non-browser clients) are always allowed.
        */
-      mcpAllowedOrigins: Option.map(mcpAllowedOrigins, (list) =>
-        list.split(",").map((o) => trimSlash(o.trim())).filter((o) => o.length > 0)),
+      mcpAllowedOrigins: Option.map(
+        mcpAllowedOrigins,
+        (list) => list.split(",").map((o) => trimSlash(o.trim())).filter((o) => o.length > 0)
+      ),
       /** Dynamic client registrations (`POST /register`) one IP address may make per hour. */
       oauthRegistrationsPerHour,
       widgetSessionsPerHour,

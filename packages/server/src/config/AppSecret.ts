@@ -1,7 +1,7 @@
+import { Data, Effect, Option, Redacted } from "effect"
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { Data, Effect, Option, Redacted } from "effect"
 import { randomBase62 } from "../identity/Secrets.js"
 import { AppConfig } from "./AppConfig.js"
 
@@ -45,7 +45,8 @@ export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSe
       const iv = randomBytes(12)
       const cipher = createCipheriv("aes-256-gcm", key, iv)
       const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
-      return ["v1", iv.toString("base64url"), cipher.getAuthTag().toString("base64url"), body.toString("base64url")].join(":")
+      return ["v1", iv.toString("base64url"), cipher.getAuthTag().toString("base64url"), body.toString("base64url")]
+        .join(":")
     }
     const decrypt = (sealed: string): string => {
       const [version, iv, tag, body] = sealed.split(":")

@@ -10,11 +10,11 @@ import { Effect, Layer, Option } from "effect"
 import { currentSession, issuerOf, signInRedirect } from "../account/Http.js"
 import { escape } from "../account/Pages.js"
 import { Sessions } from "../account/Sessions.js"
-import { type PagePolicy, pageHeaders } from "../http/PageHeaders.js"
+import { pageHeaders, type PagePolicy } from "../http/PageHeaders.js"
 import { immutable, serveFixed } from "../http/StaticBody.js"
 import { Identity } from "../identity/Identity.js"
-import { CONSOLE_SCOPES, CONSOLE_TOKEN_TTL_MS } from "./ConsoleScopes.js"
 import { makeConsoleBundle } from "./ConsoleBundle.js"
+import { CONSOLE_SCOPES, CONSOLE_TOKEN_TTL_MS } from "./ConsoleScopes.js"
 
 const consolePolicy = (origin: string): PagePolicy => ({
   "script-src": ["'self'"],
@@ -26,7 +26,8 @@ const consolePolicy = (origin: string): PagePolicy => ({
   "form-action": ["'self'"]
 })
 
-const page = (csrf: string, versions: { readonly js: string; readonly css: string }) => `<!doctype html>
+const page = (csrf: string, versions: { readonly js: string; readonly css: string }) =>
+  `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">

@@ -32,8 +32,8 @@ import { Effect, Schema } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
-import { type ConversationRow, ConversationsRepo, type ListCursor } from "./ConversationsRepo.js"
 import { someOrFail } from "../util/Effects.js"
+import { type ConversationRow, ConversationsRepo, type ListCursor } from "./ConversationsRepo.js"
 
 const listItem = (r: ConversationRow) => ({
   id: r.id,
@@ -42,7 +42,13 @@ const listItem = (r: ConversationRow) => ({
   is_test: r.is_test,
   channel_id: r.channel_id,
   channel_kind: r.channel_kind,
-  contact: { id: r.contact_id, name: r.contact_name, email: r.contact_email, phone: r.contact_phone, identifier: r.contact_identifier },
+  contact: {
+    id: r.contact_id,
+    name: r.contact_name,
+    email: r.contact_email,
+    phone: r.contact_phone,
+    identifier: r.contact_identifier
+  },
   opportunity: r.opportunity_id === null
     ? null
     : {
@@ -83,7 +89,8 @@ const decodeMessage = Schema.decodeUnknown(ConversationMessage)
  * the queue order, so a cursor of one order is refused by the other.
  */
 const encodeListCursor = (order: ConversationsOrder, r: ConversationRow) =>
-  Buffer.from(order === "queue" ? `q|${r.queue_rank}|${r.queue_key}|${r.id}` : `${r.activity_at}|${r.id}`, "utf8").toString("base64url")
+  Buffer.from(order === "queue" ? `q|${r.queue_rank}|${r.queue_key}|${r.id}` : `${r.activity_at}|${r.id}`, "utf8")
+    .toString("base64url")
 const isId = (s: string | undefined): s is string => s !== undefined && /^[1-9][0-9]{0,15}$/.test(s)
 const decodeListCursor = (order: ConversationsOrder, s: string): ListCursor | undefined => {
   const parts = Buffer.from(s, "base64url").toString("utf8").split("|")
@@ -130,7 +137,9 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
       const order = query.order ?? "activity"
       const after = query.cursor === undefined ? undefined : decodeListCursor(order, query.cursor)
       if (query.cursor !== undefined && after === undefined) return yield* badCursor
-      if (query.workspace_id !== undefined && !actor.workspaceIds.includes(query.workspace_id)) return yield* new WorkspaceNotFound()
+      if (query.workspace_id !== undefined && !actor.workspaceIds.includes(query.workspace_id)) {
+        return yield* new WorkspaceNotFound()
+      }
       const rows = yield* repo.list({
         workspaceIds: query.workspace_id === undefined ? actor.workspaceIds : [query.workspace_id],
         userId: actor.userId,
@@ -159,8 +168,10 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
 
     /** The caller's conversation row (404 for another workspace's), without the handoff history. */
     const owned = (id: ConversationId) =>
-      Effect.flatMap(CurrentActor, (actor) =>
-        repo.find(actor.workspaceIds, actor.userId, id).pipe(someOrFail(() => new ConversationNotFound())))
+      Effect.flatMap(
+        CurrentActor,
+        (actor) => repo.find(actor.workspaceIds, actor.userId, id).pipe(someOrFail(() => new ConversationNotFound()))
+      )
 
     const get = Effect.fn("Conversations.get")(function*(id: ConversationId) {
       const row = yield* owned(id)
@@ -174,38 +185,46 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
       }))
     })
 
-    const messages = Effect.fn("Conversations.messages")(function*(id: ConversationId, query: ConversationMessagesQuery) {
-      const conversation = yield* owned(id)
-      const base = yield* PublicBaseUrl
-      const after = query.cursor === undefined ? undefined : decodeMessagesCursor(query.cursor)
-      if (query.cursor !== undefined && after === undefined) return yield* badCursor
-      const rows = yield* repo.messages(conversation.id, { direction: query.direction, after, limit: query.per_page + 1 })
-      const page = rows.slice(0, query.per_page)
-      const attempts = yield* repo.deliveries(page.map((m) => m.id))
-      const items = yield* Effect.orDie(Effect.forEach(page, (m) =>
-        decodeMessage({
-          id: m.id,
-          conversation_id: m.conversation_id,
-          role: m.role,
-          sender: m.role === "user" ? "contact" : m.is_manual ? "operator" : "ai",
-          sender_id: m.is_manual ? m.sender_id : null,
-          message: m.message,
-          files: m.files.map((f) => new FileEntryWithUrl({ ...f, url: base + storage.signedPath(f.path) })),
-          status: m.status,
-          call_type: m.call_type,
-          error: m.error,
-          no_reply_reason: noReplyReasonOf(m.role, m.handled_reason),
-          external_message_id: m.external_message_id,
-          cost_for_user: m.cost_for_user,
-          deliveries: attempts.filter((a) => a.message_id === m.id).map(({ message_id: _, ...a }) => a),
-          created_at: m.created_at
-        })))
-      const last = page[page.length - 1]
-      return new ConversationMessagesPage({
-        messages: items,
-        next_cursor: rows.length > query.per_page && last !== undefined ? encodeMessagesCursor({ createdAt: last.created_at, id: last.id }) : null
-      })
-    })
+    const messages = Effect.fn("Conversations.messages")(
+      function*(id: ConversationId, query: ConversationMessagesQuery) {
+        const conversation = yield* owned(id)
+        const base = yield* PublicBaseUrl
+        const after = query.cursor === undefined ? undefined : decodeMessagesCursor(query.cursor)
+        if (query.cursor !== undefined && after === undefined) return yield* badCursor
+        const rows = yield* repo.messages(conversation.id, {
+          direction: query.direction,
+          after,
+          limit: query.per_page + 1
+        })
+        const page = rows.slice(0, query.per_page)
+        const attempts = yield* repo.deliveries(page.map((m) => m.id))
+        const items = yield* Effect.orDie(Effect.forEach(page, (m) =>
+          decodeMessage({
+            id: m.id,
+            conversation_id: m.conversation_id,
+            role: m.role,
+            sender: m.role === "user" ? "contact" : m.is_manual ? "operator" : "ai",
+            sender_id: m.is_manual ? m.sender_id : null,
+            message: m.message,
+            files: m.files.map((f) => new FileEntryWithUrl({ ...f, url: base + storage.signedPath(f.path) })),
+            status: m.status,
+            call_type: m.call_type,
+            error: m.error,
+            no_reply_reason: noReplyReasonOf(m.role, m.handled_reason),
+            external_message_id: m.external_message_id,
+            cost_for_user: m.cost_for_user,
+            deliveries: attempts.filter((a) => a.message_id === m.id).map(({ message_id: _, ...a }) => a),
+            created_at: m.created_at
+          })))
+        const last = page[page.length - 1]
+        return new ConversationMessagesPage({
+          messages: items,
+          next_cursor: rows.length > query.per_page && last !== undefined
+            ? encodeMessagesCursor({ createdAt: last.created_at, id: last.id })
+            : null
+        })
+      }
+    )
 
     const markRead = Effect.fn("Conversations.markRead")(function*(id: ConversationId) {
       const actor = yield* CurrentActor

@@ -139,7 +139,8 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
     const queueRank = (userId: number) =>
       sql`(case when c.handoff_state = 'waiting' then 0
                 when c.handoff_state = 'human' and c.handoff_assignee_id = ${userId} then 1 else 2 end)`
-    const queueKey = sql`(case when c.handoff_state = 'waiting' then extract(epoch from coalesce(c.handoff_requested_at, c.created_at))
+    const queueKey =
+      sql`(case when c.handoff_state = 'waiting' then extract(epoch from coalesce(c.handoff_requested_at, c.created_at))
                                else -extract(epoch from coalesce(c.last_message_at, c.created_at)) end)`
     const activityOrder = sql`coalesce(c.last_message_at, c.created_at) desc, c.id desc`
 
@@ -187,7 +188,9 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
       if (f.handoff !== undefined) where.push(sql`c.handoff_state = ${f.handoff}`)
       if (f.assigneeId !== undefined) where.push(sql`c.handoff_assignee_id = ${f.assigneeId}`)
       if (f.opportunityId !== undefined) {
-        where.push(sql`exists (select 1 from conversation_opportunity co where co.conversation_id = c.id and co.opportunity_id = ${f.opportunityId})`)
+        where.push(
+          sql`exists (select 1 from conversation_opportunity co where co.conversation_id = c.id and co.opportunity_id = ${f.opportunityId})`
+        )
       }
       if (f.stageId !== undefined) where.push(sql`o.stage_id = ${f.stageId}`)
       if (f.contactId !== undefined) where.push(sql`c.contact_id = ${f.contactId}`)
@@ -207,10 +210,16 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
                                     and m.created_at > coalesce(r.read_at, '-infinity'))`)
       }
       if (f.after?.order === "activity") {
-        where.push(sql`(coalesce(c.last_message_at, c.created_at), c.id) < (${f.after.activityAt}::timestamptz, ${f.after.id})`)
+        where.push(
+          sql`(coalesce(c.last_message_at, c.created_at), c.id) < (${f.after.activityAt}::timestamptz, ${f.after.id})`
+        )
       }
       if (f.after?.order === "queue") {
-        where.push(sql`(${queueRank(f.userId)}, ${queueKey}, c.id) > (${f.after.rank}::int, ${f.after.key}::numeric, ${f.after.id})`)
+        where.push(
+          sql`(${
+            queueRank(f.userId)
+          }, ${queueKey}, c.id) > (${f.after.rank}::int, ${f.after.key}::numeric, ${f.after.id})`
+        )
       }
       const order = f.order === "queue" ? sql`${queueRank(f.userId)}, ${queueKey}, c.id` : activityOrder
       // filters on the conversation's own columns: the page's ids come from `conversations` alone, so the
@@ -218,7 +227,12 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
       const ownColumnsOnly = f.pipelineId === undefined && f.stageId === undefined && f.unread === undefined &&
         (f.q === undefined || f.q.trim() === "")
       if (!ownColumnsOnly) return select(f.userId, where, order, f.limit)
-      return select(f.userId, [sql`c.id in (select c.id from conversations c where ${sql.and(where)} order by ${order} limit ${f.limit})`], order, f.limit)
+      return select(
+        f.userId,
+        [sql`c.id in (select c.id from conversations c where ${sql.and(where)} order by ${order} limit ${f.limit})`],
+        order,
+        f.limit
+      )
     }
 
     const list = SqlSchema.findAll({ Request: ConversationFilter, Result: ConversationRow, execute: selectList })
@@ -272,7 +286,8 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
       list: (f: ConversationFilter) => Effect.orDie(list(f)),
       find: (workspaceIds: ReadonlyArray<WorkspaceId>, userId: UserId, id: ConversationId) =>
         Effect.orDie(find({ workspaceIds, userId, id })),
-      messages: (conversationId: number, page: typeof MessagesPage.Type) => Effect.orDie(messages({ conversationId, page })),
+      messages: (conversationId: number, page: typeof MessagesPage.Type) =>
+        Effect.orDie(messages({ conversationId, page })),
       deliveries: (messageIds: ReadonlyArray<string>) =>
         messageIds.length === 0 ? Effect.succeed<ReadonlyArray<DeliveryRow>>([]) : Effect.orDie(deliveries(messageIds)),
       markRead: (userId: UserId, conversationId: number) =>

@@ -12,5 +12,6 @@ export const ConversationsHttpLive = HttpApiBuilder.group(Api, "conversations", 
       .handle("messages", ({ path, urlParams }) => conversations.messages(path.id, urlParams))
       .handle("read", ({ path }) => conversations.markRead(path.id))
       .handle("handoff", ({ path, payload }) => conversations.move(path.id, payload))
-      .handle("update", ({ path, payload }) => Effect.map(conversations.update(path.id, payload), (c) => new ConversationState(c)))
+      .handle("update", ({ path, payload }) =>
+        Effect.map(conversations.update(path.id, payload), (c) => new ConversationState(c)))
   }))

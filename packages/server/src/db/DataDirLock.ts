@@ -47,11 +47,17 @@ export const acquireDataDirLock = (dataDir: string) =>
       if (tryAcquire(file)) return
       const holder = lockHolder(dataDir)
       if (holder !== undefined) {
-        return yield* new DataDirBusy({ pid: holder, message: `The data directory ${dataDir} is in use by process ${holder}` })
+        return yield* new DataDirBusy({
+          pid: holder,
+          message: `The data directory ${dataDir} is in use by process ${holder}`
+        })
       }
       Fs.rmSync(file, { force: true })
       if (!tryAcquire(file)) {
-        return yield* new DataDirBusy({ pid: 0, message: `The data directory ${dataDir} was locked by another process just now` })
+        return yield* new DataDirBusy({
+          pid: 0,
+          message: `The data directory ${dataDir} was locked by another process just now`
+        })
       }
     }),
     () =>

@@ -6,21 +6,42 @@
 import { Cause, Chunk } from "effect"
 
 /** Node socket errors of a connection that could not be made or was cut. */
-const socketCodes = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "ENOTFOUND"])
+const socketCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "ENOTFOUND"
+])
 
 /**
  * Postgres SQLSTATEs of the same: class 08 (connection exception), 57P01-57P03 (admin or crash
  * shutdown, cannot connect now), 53300 (too many connections).
  */
-const isUnavailableSqlState = (code: string) => code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300"
+const isUnavailableSqlState = (code: string) =>
+  code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03" || code === "53300"
 
 /** node-postgres' own messages for a connection that ended or never came. */
-const pgMessages = [/^Connection terminated/, /timeout exceeded when trying to connect/, /is not queryable/, /^Client was closed/]
+const pgMessages = [
+  /^Connection terminated/,
+  /timeout exceeded when trying to connect/,
+  /is not queryable/,
+  /^Client was closed/
+]
 
 const isUnavailableError = (error: unknown, depth = 0): boolean => {
   if (depth > 5 || typeof error !== "object" || error === null) return false
-  const { cause, code, message } = error as { readonly code?: unknown; readonly message?: unknown; readonly cause?: unknown }
-  if (typeof code === "string" && (socketCodes.has(code) || (/^[0-9A-Z]{5}$/.test(code) && isUnavailableSqlState(code)))) return true
+  const { cause, code, message } = error as {
+    readonly code?: unknown
+    readonly message?: unknown
+    readonly cause?: unknown
+  }
+  if (
+    typeof code === "string" && (socketCodes.has(code) || (/^[0-9A-Z]{5}$/.test(code) && isUnavailableSqlState(code)))
+  ) return true
   if (typeof message === "string" && pgMessages.some((pattern) => pattern.test(message))) return true
   // AggregateError (a host with several addresses) and SqlError's cause
   const errors = (error as { readonly errors?: unknown }).errors

@@ -73,7 +73,7 @@ export const makePgListener = (connectionString: string) =>
       if (closed) return void c.end().catch(() => {})
       client = c
       // notifications sent while no connection listened are lost: tell every subscriber to look again
-      if (reconnect) for (const channel of subscribers.keys()) dispatch(channel, "")
+      if (reconnect) { for (const channel of subscribers.keys()) dispatch(channel, "") }
       reconnect = true
     }
 
@@ -110,7 +110,8 @@ export const makePgListener = (connectionString: string) =>
                 if (client !== undefined) run(client, `UNLISTEN ${pg.escapeIdentifier(channel)}`)
               }
             })
-        ))
+        )
+      )
 
     return { listen } satisfies PgListener
   })

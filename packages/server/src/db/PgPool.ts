@@ -9,8 +9,8 @@ import { Context, Duration, Effect, Layer, Metric, MetricBoundaries, Redacted } 
 import pg from "pg"
 import { makePgListener } from "./PgListener.js"
 import { countStatements, prepareStatements } from "./PgPrepared.js"
-import { countStatement } from "./StatementCount.js"
 import { pgTypeParser } from "./PgTypes.js"
+import { countStatement } from "./StatementCount.js"
 
 export const poolWait = Metric.histogram(
   "parley_db_pool_wait_seconds",
@@ -70,15 +70,17 @@ const acquirePool = (url: Redacted.Redacted<string>, max: number, prepared: bool
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
-        const pool = timed(new pg.Pool({
-          connectionString: Redacted.value(url),
-          max,
-          application_name: "parley",
-          types,
-          // a checkout (a new connection, or a wait for a busy pool) fails after this rather than hanging
-          // on a database that does not answer: the request is answered 503 (DatabaseUnavailable.ts)
-          connectionTimeoutMillis: CONNECT_TIMEOUT_MS
-        }))
+        const pool = timed(
+          new pg.Pool({
+            connectionString: Redacted.value(url),
+            max,
+            application_name: "parley",
+            types,
+            // a checkout (a new connection, or a wait for a busy pool) fails after this rather than hanging
+            // on a database that does not answer: the request is answered 503 (DatabaseUnavailable.ts)
+            connectionTimeoutMillis: CONNECT_TIMEOUT_MS
+          })
+        )
         // an idle connection the server dropped is replaced on the next checkout; without a listener it would crash the process
         pool.on("error", () => {})
         // statements with parameters run prepared, once per connection and SQL text (PgPrepared.ts), unless
@@ -93,10 +95,15 @@ const acquirePool = (url: Redacted.Redacted<string>, max: number, prepared: bool
         pools.add(pool)
         return pool
       },
-      catch: (cause) => new SqlError({ cause, message: `Could not connect to Postgres (DATABASE_URL): ${String(cause)}` })
+      catch: (cause) =>
+        new SqlError({ cause, message: `Could not connect to Postgres (DATABASE_URL): ${String(cause)}` })
     }).pipe(Effect.timeoutFail({
       duration: Duration.seconds(10),
-      onTimeout: () => new SqlError({ cause: new Error("timed out"), message: "Could not connect to Postgres (DATABASE_URL) within 10 s" })
+      onTimeout: () =>
+        new SqlError({
+          cause: new Error("timed out"),
+          message: "Could not connect to Postgres (DATABASE_URL) within 10 s"
+        })
     })),
     (pool) => Effect.promise(() => (pools.delete(pool), pool.end())).pipe(Effect.timeoutOption(1000))
   )
@@ -107,7 +114,9 @@ const acquirePool = (url: Redacted.Redacted<string>, max: number, prepared: bool
  */
 export const pooledPgClient = (url: Redacted.Redacted<string>, max: number, prepared = true) =>
   Layer.scopedContext(Effect.gen(function*() {
-    const context = yield* Layer.build(PgClient.layerFromPool({ acquire: acquirePool(url, max, prepared), applicationName: "parley", types }))
+    const context = yield* Layer.build(
+      PgClient.layerFromPool({ acquire: acquirePool(url, max, prepared), applicationName: "parley", types })
+    )
     const listener = yield* makePgListener(Redacted.value(url))
     Object.assign(Context.get(context, PgClient.PgClient), { listen: listener.listen })
     return context

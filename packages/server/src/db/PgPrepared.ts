@@ -130,7 +130,9 @@ export const prepareStatements = (client: pg.PoolClient, count: () => void) => {
     }
     const done = (typeof values === "function" ? values : callback) as Callback | undefined
     if (done !== undefined) return run(named, done, true)
-    return new Promise((resolve, reject) => run(named, (error, result) => (error ? reject(error) : resolve(result)), true))
+    return new Promise((resolve, reject) =>
+      run(named, (error, result) => (error ? reject(error) : resolve(result)), true)
+    )
   }) as typeof client.query
 }
 

@@ -6,17 +6,17 @@
  * PGlite is one Postgres session, so a semaphore serialises it: a plain statement holds the permit for
  * itself, a transaction for its whole scope (statements inside it run without re-taking it).
  */
-import type { PGlite } from "@electric-sql/pglite"
 import * as Reactivity from "@effect/experimental/Reactivity"
+import { makeCompiler, PgClient, type PgClientConfig } from "@effect/sql-pg/PgClient"
 import * as Client from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { makeCompiler, PgClient, type PgClientConfig } from "@effect/sql-pg/PgClient"
+import type { PGlite } from "@electric-sql/pglite"
 import { Context, Effect, Layer, Metric, MetricBoundaries, Stream } from "effect"
 import { serialize } from "pg-protocol"
-import { countStatement } from "./StatementCount.js"
 import { parsers } from "./PgTypes.js"
+import { countStatement } from "./StatementCount.js"
 
 const PgJson = Statement.custom<Statement.Custom<"PgJson", unknown>>("PgJson")
 const queryOptions = { parsers }
@@ -51,7 +51,9 @@ const makePreparedStatements = (db: PGlite) => {
         concat([serialize.parse({ name, text: sqlText }), serialize.describe({ type: "S", name }), serialize.sync()]),
         { syncToFs: false }
       )
-      const params = messages.find((m) => m.name === "parameterDescription") as unknown as { dataTypeIDs: Array<number> } | undefined
+      const params = messages.find((m) => m.name === "parameterDescription") as unknown as {
+        dataTypeIDs: Array<number>
+      } | undefined
       const rows = messages.find((m) => m.name === "rowDescription") as unknown as
         | { fields: Array<{ name: string; dataTypeID: number }> }
         | undefined
@@ -60,7 +62,9 @@ const makePreparedStatements = (db: PGlite) => {
       if (cache.size > MAX_PREPARED) {
         const [oldestText, oldest] = cache.entries().next().value as [string, Prepared]
         cache.delete(oldestText)
-        await db.execProtocol(concat([serialize.close({ type: "S", name: oldest.name }), serialize.sync()]), { syncToFs: false })
+        await db.execProtocol(concat([serialize.close({ type: "S", name: oldest.name }), serialize.sync()]), {
+          syncToFs: false
+        })
       }
       return prepared
     })()
@@ -78,7 +82,10 @@ const makePreparedStatements = (db: PGlite) => {
     const run = () =>
       db.execProtocol(
         concat([
-          serialize.bind({ statement: prepared.name, values: params.map((v, i) => serializeParam(v, prepared.paramTypes[i] ?? 25)) }),
+          serialize.bind({
+            statement: prepared.name,
+            values: params.map((v, i) => serializeParam(v, prepared.paramTypes[i] ?? 25))
+          }),
           serialize.execute({}),
           serialize.sync()
         ])
@@ -135,7 +142,10 @@ const timedTake = (take: Effect.Effect<number>) =>
   })
 
 const run = <A>(f: () => Promise<A>) =>
-  Effect.tryPromise({ try: () => (countStatement(), f()), catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" }) })
+  Effect.tryPromise({
+    try: () => (countStatement(), f()),
+    catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
+  })
 
 export const make = (db: PGlite) =>
   Effect.gen(function*() {
@@ -152,7 +162,8 @@ export const make = (db: PGlite) =>
           )
           : withLock(run(() => prepared.execute(sql, params, false)))
       return {
-        execute: (sql, params, transform) => Effect.map(query(sql, params), (rows) => transform ? transform(rows) : rows),
+        execute: (sql, params, transform) =>
+          Effect.map(query(sql, params), (rows) => transform ? transform(rows) : rows),
         executeRaw: (sql, params) => query(sql, params),
         executeValues: (sql, params) => withLock(run(() => prepared.execute(sql, params, true))),
         executeUnprepared: (sql, params, transform) =>
@@ -165,13 +176,18 @@ export const make = (db: PGlite) =>
     const plain = makeConnection((effect) =>
       Effect.suspend(() => {
         const started = performance.now()
-        return lock.withPermits(1)(Effect.zipRight(Metric.update(sessionWait, (performance.now() - started) / 1000), effect))
-      }))
+        return lock.withPermits(1)(
+          Effect.zipRight(Metric.update(sessionWait, (performance.now() - started) / 1000), effect)
+        )
+      })
+    )
     const reserved = makeConnection((e) => e)
 
     const client = yield* Client.make({
       acquirer: Effect.succeed(plain),
-      transactionAcquirer: Effect.acquireRelease(timedTake(lock.take(1)), () => lock.release(1)).pipe(Effect.as(reserved)),
+      transactionAcquirer: Effect.acquireRelease(timedTake(lock.take(1)), () => lock.release(1)).pipe(
+        Effect.as(reserved)
+      ),
       compiler: makeCompiler(undefined, false),
       spanAttributes: [["db.system.name", "postgresql"], ["db.namespace", "pglite"]]
     })

@@ -29,7 +29,9 @@ export const ClusterRetentionLive = (retention: Duration.DurationInput) =>
     deleteBatch: (retentionMs) =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const cutoff = String(Snowflake.make({ machineId: MachineId.make(0), sequence: 0, timestamp: Date.now() - retentionMs }))
+        const cutoff = String(
+          Snowflake.make({ machineId: MachineId.make(0), sequence: 0, timestamp: Date.now() - retentionMs })
+        )
         const rows = yield* sql<{ n: number }>`
           with old as (
             delete from cluster_messages where id in (

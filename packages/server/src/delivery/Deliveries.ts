@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
+import type { WorkflowEngine } from "@effect/workflow"
 import { type ChannelId, ChannelNotFound, CurrentActor, Delivery, MessageNotFound, Replay } from "@parley/domain"
 import { DeliverReply } from "@parley/worker"
-import type { WorkflowEngine } from "@effect/workflow"
 import { Effect, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 
@@ -23,7 +23,9 @@ export class Deliveries extends Effect.Service<Deliveries>()("@parley/server/Del
 
     /** Only the second attempt, durably, after the first was made inline and failed in a way worth retrying. */
     const startRetry = (messageId: string): Effect.Effect<void, never, WorkflowEngine.WorkflowEngine> =>
-      DeliverReply.execute({ messageId, run: 0, retryDelayMs: config.webhookRetryDelayMs, retryOnly: true }, { discard: true }).pipe(
+      DeliverReply.execute({ messageId, run: 0, retryDelayMs: config.webhookRetryDelayMs, retryOnly: true }, {
+        discard: true
+      }).pipe(
         Effect.asVoid,
         Effect.withSpan("Deliveries.startRetry", { attributes: { messageId } })
       )
@@ -31,26 +33,34 @@ export class Deliveries extends Effect.Service<Deliveries>()("@parley/server/Del
     const ownChannel = (channelId: ChannelId) =>
       Effect.gen(function*() {
         const actor = yield* CurrentActor
-        const rows = yield* sql`select 1 from channels where id = ${channelId} and workspace_id in ${sql.in(actor.workspaceIds)}`
+        const rows = yield* sql`select 1 from channels where id = ${channelId} and workspace_id in ${
+          sql.in(actor.workspaceIds)
+        }`
           .pipe(Effect.orDie)
         if (rows.length === 0) return yield* new ChannelNotFound()
       })
 
-    const list = Effect.fn("Deliveries.list")(function*(channelId: ChannelId, query: { message_id?: string | undefined; limit: number }) {
-      yield* ownChannel(channelId)
-      const rows = yield* sql`
+    const list = Effect.fn("Deliveries.list")(
+      function*(channelId: ChannelId, query: { message_id?: string | undefined; limit: number }) {
+        yield* ownChannel(channelId)
+        const rows = yield* sql`
         select id, message_id, run, attempt, url, status_code, duration_ms, error, response_excerpt, created_at
         from webhook_deliveries
-        where channel_id = ${channelId} ${query.message_id === undefined ? sql`` : sql`and message_id = ${query.message_id}`}
+        where channel_id = ${channelId} ${
+          query.message_id === undefined ? sql`` : sql`and message_id = ${query.message_id}`
+        }
         order by created_at desc, id desc limit ${query.limit}`.pipe(Effect.orDie)
-      return yield* decodeDeliveries(rows).pipe(Effect.orDie)
-    })
+        return yield* decodeDeliveries(rows).pipe(Effect.orDie)
+      }
+    )
 
     const replay = Effect.fn("Deliveries.replay")(function*(channelId: ChannelId, messageId: string) {
       yield* ownChannel(channelId)
       const rows = yield* sql<{ runs: number }>`
         select coalesce((select max(run) from webhook_deliveries where message_id = m.id), 0)::int as runs
-        from messages m where m.id = ${messageId} and m.channel_id = ${channelId} and m.role = 'assistant'`.pipe(Effect.orDie)
+        from messages m where m.id = ${messageId} and m.channel_id = ${channelId} and m.role = 'assistant'`.pipe(
+        Effect.orDie
+      )
       if (rows.length === 0) return yield* new MessageNotFound()
       const run = rows[0]!.runs + 1
       yield* start(messageId, run)

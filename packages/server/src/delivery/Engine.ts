@@ -9,25 +9,31 @@
  */
 import { ClusterWorkflowEngine, RunnerAddress, SingleRunner } from "@effect/cluster"
 import { NodeClusterSocket } from "@effect/platform-node"
-import { ActionEngineLive, ConversationEngineLive, DeliverReplyLive, FollowupSequenceLive, FollowupSweepLive } from "@parley/worker"
+import {
+  ActionEngineLive,
+  ConversationEngineLive,
+  DeliverReplyLive,
+  FollowupSequenceLive,
+  FollowupSweepLive
+} from "@parley/worker"
 import { Duration, Effect, Layer, Option } from "effect"
 import { ActionRunsLive } from "../actions/ActionRunsLive.js"
 import { ConversationTurnsLive } from "../agent/ConversationTurnsLive.js"
-import { HandoffEventsLive } from "../handoff/HandoffEvents.js"
-import { HandoffTurnsLive } from "../handoff/HandoffTurnsLive.js"
-import { EventSenderLive } from "../webhooks/EventSender.js"
-import { FollowupSequencesLive } from "../followups/FollowupSequencesLive.js"
-import { FollowupsRepo } from "../followups/FollowupsRepo.js"
 import { ModelRegistryLive } from "../agent/ModelRegistryLive.js"
 import { AppConfig, type Role } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
-import { progress } from "../StartupProgress.js"
+import { EvalSandboxRetentionLive } from "../evals/SandboxRetention.js"
+import { FollowupSequencesLive } from "../followups/FollowupSequencesLive.js"
+import { FollowupsRepo } from "../followups/FollowupsRepo.js"
+import { HandoffEventsLive } from "../handoff/HandoffEvents.js"
+import { HandoffTurnsLive } from "../handoff/HandoffTurnsLive.js"
 import { KnowledgeGraphLive } from "../knowledge/Graph.js"
 import { ReembedLive } from "../knowledge/Reembed.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
-import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
-import { EvalSandboxRetentionLive } from "../evals/SandboxRetention.js"
+import { progress } from "../StartupProgress.js"
+import { EventSenderLive } from "../webhooks/EventSender.js"
 import { ClusterRetentionLive } from "./ClusterRetention.js"
+import { ReplyDeliveryLive } from "./ReplyDeliveryLive.js"
 import { RetrySweepLive } from "./RetrySweep.js"
 import { RunnerReaperLive } from "./RunnerReaper.js"
 
@@ -55,13 +61,23 @@ const RunnerLive = (role: Role) =>
     if (config.cluster === "single") {
       // the address only names this process in runner storage: nothing listens on it
       const address = RunnerAddress.make(config.runnerHost, config.runnerPort)
-      return SingleRunner.layer({ runnerStorage: "sql", shardingConfig: { ...shardingConfig, runnerAddress: Option.some(address) } })
+      return SingleRunner.layer({
+        runnerStorage: "sql",
+        shardingConfig: { ...shardingConfig, runnerAddress: Option.some(address) }
+      })
     }
     if (role === "api" || role === "receiver") {
-      return NodeClusterSocket.layer({ clientOnly: true, storage: "sql", shardingConfig: { ...shardingConfig, runnerAddress: Option.none() } })
+      return NodeClusterSocket.layer({
+        clientOnly: true,
+        storage: "sql",
+        shardingConfig: { ...shardingConfig, runnerAddress: Option.none() }
+      })
     }
     const address = RunnerAddress.make(config.runnerHost, config.runnerPort)
-    return NodeClusterSocket.layer({ storage: "sql", shardingConfig: { ...shardingConfig, runnerAddress: Option.some(address) } })
+    return NodeClusterSocket.layer({
+      storage: "sql",
+      shardingConfig: { ...shardingConfig, runnerAddress: Option.some(address) }
+    })
   })).pipe(Layer.orDie)
 
 const announce = (role: Role) =>
@@ -96,17 +112,23 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     RunnerReaperLive({ every: shardingConfig.runnerHealthCheckInterval, expiry: shardingConfig.shardLockExpiration }),
     FollowupSequenceLive,
     FollowupSweepLive(Duration.millis(config.engineSweepMs)),
-    ActionEngineLive({ every: Duration.millis(Math.min(1_000, config.engineSweepMs)), retryBaseMs: config.actionRetryBaseMs, sweepMs: config.engineSweepMs }),
+    ActionEngineLive({
+      every: Duration.millis(Math.min(1_000, config.engineSweepMs)),
+      retryBaseMs: config.actionRetryBaseMs,
+      sweepMs: config.engineSweepMs
+    }),
     ReembedLive,
     KnowledgeGraphLive,
     EventSenderLive(Duration.millis(Math.min(1_000, config.engineSweepMs))),
-    HandoffEventsLive({ every: Duration.millis(Math.min(5_000, config.engineSweepMs)), timerEvery: Duration.millis(Math.min(1_000, config.engineSweepMs)) })
+    HandoffEventsLive({
+      every: Duration.millis(Math.min(5_000, config.engineSweepMs)),
+      timerEvery: Duration.millis(Math.min(1_000, config.engineSweepMs))
+    })
+  ))).pipe(
+    Layer.provide(HandoffTurnsLive),
+    Layer.provide([ConversationTurnsLive, ModelRegistryLive, ActionRunsLive]),
+    Layer.provide(FollowupSequencesLive),
+    Layer.provide(FollowupsRepo.Default),
+    Layer.provide(ReplyDeliveryLive),
+    Layer.provide([OutboundHttp.Default, AppSecret.Default])
   )
-)).pipe(
-  Layer.provide(HandoffTurnsLive),
-  Layer.provide([ConversationTurnsLive, ModelRegistryLive, ActionRunsLive]),
-  Layer.provide(FollowupSequencesLive),
-  Layer.provide(FollowupsRepo.Default),
-  Layer.provide(ReplyDeliveryLive),
-  Layer.provide([OutboundHttp.Default, AppSecret.Default])
-)

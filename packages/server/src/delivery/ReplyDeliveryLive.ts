@@ -34,7 +34,12 @@ export type AttemptTarget = typeof AttemptTarget.Type
  * `channel`: a turn's first attempt sends only through an active web or widget channel, and never for an
  * eval's conversation (docs/evals.md); a retry only needs the webhook's settings.
  */
-const BeginAttempt = Schema.Struct({ messageId: Schema.String, run: Schema.Number, attempt: Schema.Number, channel: Schema.Boolean })
+const BeginAttempt = Schema.Struct({
+  messageId: Schema.String,
+  run: Schema.Number,
+  attempt: Schema.Number,
+  channel: Schema.Boolean
+})
 
 /**
  * Reply-webhook attempts by `attempt` (1, 2) and `outcome`: `delivered` (2xx), `rejected` (another
@@ -47,7 +52,8 @@ const webhookDeliveries = Metric.counter("parley_webhook_deliveries_total", {
 
 /** The delivery log's `error` while an attempt awaits its answer, and once a crash cut it short. */
 export const IN_PROGRESS = "In progress"
-export const INTERRUPTED = "Interrupted: the process stopped before the answer was recorded (the receiver may have got it)"
+export const INTERRUPTED =
+  "Interrupted: the process stopped before the answer was recorded (the receiver may have got it)"
 
 /**
  * One attempt of SPEC.md 6.2: the signed POST, its record in the delivery log, and `external_message_id`.
@@ -94,7 +100,12 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
     })
 
     /** The POST of an attempt `begin` logged, and its outcome. */
-    const send = (target: AttemptTarget & { readonly log_id: string }, run: number, attempt: number, options: { readonly markSent: boolean }) =>
+    const send = (
+      target: AttemptTarget & { readonly log_id: string },
+      run: number,
+      attempt: number,
+      options: { readonly markSent: boolean }
+    ) =>
       Effect.gen(function*() {
         const timestamp = String(Math.floor(Date.now() / 1000))
         const body = JSON.stringify({
@@ -111,7 +122,13 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
         })
         const secret = secrets.decrypt(target.secret_ciphertext!)
         const started = Date.now()
-        const result = yield* http.request("POST", target.callback_url!, webhookHeaders(secret, target.id, timestamp, body), body, config.webhookTimeoutMs)
+        const result = yield* http.request(
+          "POST",
+          target.callback_url!,
+          webhookHeaders(secret, target.id, timestamp, body),
+          body,
+          config.webhookTimeoutMs
+        )
           .pipe(Effect.either)
         const duration = Date.now() - started
         const status = Either.isRight(result) ? result.right.status : null
@@ -128,7 +145,9 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
             set status_code = ${status}, duration_ms = ${duration},
                 error = ${Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`},
                 response_excerpt = ${Either.isRight(result) ? result.right.body.slice(0, 1000) : null},
-                retry_at = ${retryable && attempt === 1 ? sql`now() + make_interval(secs => ${config.webhookRetryDelayMs / 1000})` : null}
+                retry_at = ${
+          retryable && attempt === 1 ? sql`now() + make_interval(secs => ${config.webhookRetryDelayMs / 1000})` : null
+        }
             where id = ${target.log_id}
           )
           update messages
@@ -138,7 +157,10 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
           where id = ${target.id} and (${options.markSent}::boolean or ${external}::text is not null)`
         yield* Metric.increment(
           Metric.taggedWithLabels(webhookDeliveries, [
-            MetricLabel.make("outcome", ok ? "delivered" : Either.isLeft(result) ? result.left.reason.toLowerCase() : "rejected"),
+            MetricLabel.make(
+              "outcome",
+              ok ? "delivered" : Either.isLeft(result) ? result.left.reason.toLowerCase() : "rejected"
+            ),
             MetricLabel.make("attempt", String(attempt))
           ])
         )
@@ -153,16 +175,26 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
     const attempt = (messageId: string, run: number, n: number) =>
       Effect.gen(function*() {
         const target = yield* begin({ messageId, run, attempt: n, channel: false }).pipe(Effect.orDie)
-        if (Option.isNone(target) || target.value.log_id === null) return new DeliveryOutcome({ delivered: true, retryable: false })
+        if (Option.isNone(target) || target.value.log_id === null) {
+          return new DeliveryOutcome({ delivered: true, retryable: false })
+        }
         return yield* send({ ...target.value, log_id: target.value.log_id }, run, n, { markSent: false })
       })
 
-    return { attempt, begin: (messageId: string, run: number, n: number) => begin({ messageId, run, attempt: n, channel: true }).pipe(Effect.orDie), send }
+    return {
+      attempt,
+      begin: (messageId: string, run: number, n: number) =>
+        begin({ messageId, run, attempt: n, channel: true }).pipe(Effect.orDie),
+      send
+    }
   })
 }) {}
 
 /** The domain's port (the DeliverReply workflow's attempts), with ReplyAttempts for the turn's first one. */
-export const ReplyDeliveryLive = Layer.effect(ReplyDelivery, Effect.map(ReplyAttempts, (attempts) => ({ attempt: attempts.attempt }))).pipe(
+export const ReplyDeliveryLive = Layer.effect(
+  ReplyDelivery,
+  Effect.map(ReplyAttempts, (attempts) => ({ attempt: attempts.attempt }))
+).pipe(
   Layer.provideMerge(ReplyAttempts.Default)
 )
 
@@ -170,7 +202,9 @@ export const ReplyDeliveryLive = Layer.effect(ReplyDelivery, Effect.map(ReplyAtt
 const externalMessageId = (body: string): string | undefined => {
   try {
     const parsed = JSON.parse(body) as unknown
-    const id = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>).message_id : undefined
+    const id = typeof parsed === "object" && parsed !== null
+      ? (parsed as Record<string, unknown>).message_id
+      : undefined
     return typeof id === "string" || typeof id === "number" ? String(id).slice(0, 255) : undefined
   } catch {
     return undefined

@@ -11,26 +11,29 @@ import { DeliverReply } from "@parley/worker"
 import { Duration, Effect, Schedule } from "effect"
 
 /** Every `everyMs`, resumes deliveries whose retry is overdue by more than `everyMs`. */
-export const RetrySweepLive = (everyMs: number) => Singleton.make(
-  "DeliverReply/retry-sweep",
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const sweep = Effect.gen(function*() {
-      const overdue = yield* sql<{ message_id: string; run: number }>`
+export const RetrySweepLive = (everyMs: number) =>
+  Singleton.make(
+    "DeliverReply/retry-sweep",
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const sweep = Effect.gen(function*() {
+        const overdue = yield* sql<{ message_id: string; run: number }>`
         select message_id, run from webhook_deliveries
         where retry_at is not null and retry_at < now() - make_interval(secs => ${everyMs / 1000})
         order by retry_at limit 200`
-      for (const { message_id, run } of overdue) {
-        yield* Effect.logWarning("Resuming an overdue webhook retry").pipe(Effect.annotateLogs({ messageId: message_id, run }))
-        // the execution id derives from the idempotency key (message and run) alone
-        const payload = { messageId: message_id, run, retryDelayMs: 0, retryOnly: true }
-        const executionId = yield* DeliverReply.executionId(payload)
-        // the conversation entity makes attempt 1 itself and starts the workflow only for the retry; should
-        // it have died in between, this starts it (a workflow that exists is not started twice)
-        if (run === 0) yield* DeliverReply.execute(payload, { discard: true })
-        yield* DeliverReply.resume(executionId)
-      }
-    }).pipe(Effect.catchAllCause(Effect.logWarning))
-    yield* Effect.repeat(sweep, Schedule.spaced(Duration.millis(everyMs)))
-  })
-)
+        for (const { message_id, run } of overdue) {
+          yield* Effect.logWarning("Resuming an overdue webhook retry").pipe(
+            Effect.annotateLogs({ messageId: message_id, run })
+          )
+          // the execution id derives from the idempotency key (message and run) alone
+          const payload = { messageId: message_id, run, retryDelayMs: 0, retryOnly: true }
+          const executionId = yield* DeliverReply.executionId(payload)
+          // the conversation entity makes attempt 1 itself and starts the workflow only for the retry; should
+          // it have died in between, this starts it (a workflow that exists is not started twice)
+          if (run === 0) yield* DeliverReply.execute(payload, { discard: true })
+          yield* DeliverReply.resume(executionId)
+        }
+      }).pipe(Effect.catchAllCause(Effect.logWarning))
+      yield* Effect.repeat(sweep, Schedule.spaced(Duration.millis(everyMs)))
+    })
+  )

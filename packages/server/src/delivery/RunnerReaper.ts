@@ -10,7 +10,9 @@ import { Singleton } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Schedule } from "effect"
 
-export const RunnerReaperLive = (options: { readonly every: Duration.DurationInput; readonly expiry: Duration.DurationInput }) =>
+export const RunnerReaperLive = (
+  options: { readonly every: Duration.DurationInput; readonly expiry: Duration.DurationInput }
+) =>
   Singleton.make(
     "Parley/runner-reaper",
     Effect.gen(function*() {
@@ -20,7 +22,12 @@ export const RunnerReaperLive = (options: { readonly every: Duration.DurationInp
         update cluster_runners set healthy = false
         where healthy and last_heartbeat < now() - make_interval(secs => ${seconds})
         returning address`.pipe(
-        Effect.tap((rows) => Effect.forEach(rows, ({ address }) => Effect.logWarning("A cluster runner stopped heartbeating: marked unhealthy").pipe(Effect.annotateLogs({ address })))),
+        Effect.tap((rows) =>
+          Effect.forEach(rows, ({ address }) =>
+            Effect.logWarning("A cluster runner stopped heartbeating: marked unhealthy").pipe(
+              Effect.annotateLogs({ address })
+            ))
+        ),
         Effect.catchAllCause(Effect.logWarning)
       )
       yield* Effect.repeat(reap, Schedule.spaced(options.every))

@@ -18,7 +18,9 @@ export interface Known {
 
 export const anonymise = (text: string, known: Known) => {
   let out = text
-  for (const value of [known.email, known.phone]) if (value) out = out.replace(new RegExp(escape(value), "gi"), "[redacted]")
+  for (const value of [known.email, known.phone]) {
+    if (value) out = out.replace(new RegExp(escape(value), "gi"), "[redacted]")
+  }
   out = out.replace(EMAIL, "[email]").replace(URL, "[link]").replace(DIGITS, "[number]")
   for (const part of (known.name ?? "").split(/\s+/).filter((p) => p.length >= 2)) {
     out = out.replace(new RegExp(`\\b${escape(part)}\\b`, "gi"), "[name]")

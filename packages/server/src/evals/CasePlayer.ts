@@ -62,7 +62,13 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
     const handOvers = yield* FiberSet.make()
 
     /** The sandboxed contact, opportunity (entering its stage) and conversation, in one transaction. */
-    const createWorld = (target: RunTarget, name: string, contactName: string | undefined, context: unknown, stageId: number) =>
+    const createWorld = (
+      target: RunTarget,
+      name: string,
+      contactName: string | undefined,
+      context: unknown,
+      stageId: number
+    ) =>
       sql.withTransaction(Effect.gen(function*() {
         const workspace_id = target.workspaceId as WorkspaceId
         const contact = yield* opportunities.insertContact({
@@ -89,7 +95,13 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
           is_eval: true,
           config_version_id: target.configVersion
         })
-        const conversation = yield* opportunities.insertConversation({ workspace_id, contact_id, channel_id: null, is_test: true, is_eval: true })
+        const conversation = yield* opportunities.insertConversation({
+          workspace_id,
+          contact_id,
+          channel_id: null,
+          is_test: true,
+          is_eval: true
+        })
         yield* opportunities.linkConversation(opportunityId, conversation.id)
         yield* opportunities.recordStageEntry({
           workspace_id,
@@ -108,7 +120,10 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
         Effect.repeat({ schedule: Schedule.spaced(POLL), until: (idle) => idle }),
         Effect.timeoutFail({
           duration: Duration.millis(target.settleMs),
-          onTimeout: () => new CaseTimedOut({ message: `The agent had not finished ${what} after ${Math.round(target.settleMs / 1000)} s.` })
+          onTimeout: () =>
+            new CaseTimedOut({
+              message: `The agent had not finished ${what} after ${Math.round(target.settleMs / 1000)} s.`
+            })
         })
       )
 
@@ -134,7 +149,13 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
       const stage = (spec.stage === undefined ? undefined : findStage(target.stages, spec.stage)) ?? target.stages[0]!
       const world = yield* createWorld(target, spec.name, spec.contact?.name, spec.context, stage.id)
       yield* repo.startResult(result.id, world)
-      const finish = (status: "passed" | "failed" | "error", outcome: EvalOutcome | null, checks: ReadonlyArray<EvalVerdict>, cost: number, error: string | null) =>
+      const finish = (
+        status: "passed" | "failed" | "error",
+        outcome: EvalOutcome | null,
+        checks: ReadonlyArray<EvalVerdict>,
+        cost: number,
+        error: string | null
+      ) =>
         Effect.zipRight(
           repo.finishResult(result.id, { status, outcome, verdicts: checks, cost, error }),
           // nothing more happens to a played case: its followups and late timers find it paused
@@ -143,13 +164,17 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
       const played = Effect.gen(function*() {
         yield* settle(world, target, "the case's start (opening message, stage-start actions)")
         for (const [i, message] of caseMessages(spec).entries()) {
-          if (message.wait_ms !== undefined && message.wait_ms > 0) yield* Effect.sleep(Duration.millis(message.wait_ms))
+          if (message.wait_ms !== undefined && message.wait_ms > 0) {
+            yield* Effect.sleep(Duration.millis(message.wait_ms))
+          }
           const messageId = ulid()
           yield* sandbox.contactMessage({ id: messageId, conversationId: world.conversationId, text: message.text })
           yield* FiberSet.run(
             handOvers,
             conversations(String(world.conversationId)).Inbound({ messageId }, { discard: true }).pipe(
-              Effect.catchAllCause((cause) => Effect.logWarning("Eval hand-over failed; the hand-over sweep will retry it", cause))
+              Effect.catchAllCause((cause) =>
+                Effect.logWarning("Eval hand-over failed; the hand-over sweep will retry it", cause)
+              )
             )
           )
           yield* settle(world, target, `with message ${i + 1}`)
@@ -158,11 +183,18 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
         const judgements = yield* judged(target, phrases(spec.expect?.judge), outcome)
         const judgeCost = judgements.reduce((sum, j) => sum + j.cost, 0)
         if (!(yield* sandbox.charge(target.workspaceId, judgeCost))) {
-          const failure = `The workspace's credits do not cover the judge's cost (${judgeCost}): the case was not judged.`
+          const failure =
+            `The workspace's credits do not cover the judge's cost (${judgeCost}): the case was not judged.`
           return yield* finish("error", outcome, [], outcome.cost, failure)
         }
         const checks = [...verdicts(spec, outcome, target.stages), ...judgements.map((j) => j.verdict)]
-        yield* finish(checks.every((v) => v.passed) ? "passed" : "failed", outcome, checks, outcome.cost + judgeCost, null)
+        yield* finish(
+          checks.every((v) => v.passed) ? "passed" : "failed",
+          outcome,
+          checks,
+          outcome.cost + judgeCost,
+          null
+        )
       })
       yield* played.pipe(
         Effect.catchAllCause((cause) =>

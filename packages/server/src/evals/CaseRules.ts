@@ -16,7 +16,9 @@ export interface Issue {
 
 /** A stage named by id or by name (case-insensitive). */
 export const findStage = (stages: ReadonlyArray<Stage>, ref: number | string): Stage | undefined =>
-  typeof ref === "number" ? stages.find((s) => s.id === ref) : stages.find((s) => s.name.toLowerCase() === ref.trim().toLowerCase())
+  typeof ref === "number"
+    ? stages.find((s) => s.id === ref)
+    : stages.find((s) => s.name.toLowerCase() === ref.trim().toLowerCase())
 
 export const regexIssue = (pattern: string): string | null => {
   try {
@@ -30,7 +32,9 @@ export const regexIssue = (pattern: string): string | null => {
 /** Every problem of one case, its fields under `prefix` (`cases.2.` in a run, nothing for a stored case). */
 export const caseIssues = (spec: EvalCaseSpec, stages: ReadonlyArray<Stage>, prefix = ""): Array<Issue> => {
   const issues: Array<Issue> = []
-  if (stages.length === 0) issues.push({ field: `${prefix}stage`, message: "The pipeline has no stages: create a stage first." })
+  if (stages.length === 0) {
+    issues.push({ field: `${prefix}stage`, message: "The pipeline has no stages: create a stage first." })
+  }
   if (spec.stage !== undefined && stages.length > 0 && findStage(stages, spec.stage) === undefined) {
     issues.push({ field: `${prefix}stage`, message: "is not a stage of this pipeline" })
   }
@@ -39,7 +43,12 @@ export const caseIssues = (spec: EvalCaseSpec, stages: ReadonlyArray<Stage>, pre
   }
   phrases(spec.expect?.reply_matches).forEach((p, i) => {
     const problem = regexIssue(p)
-    if (problem !== null) issues.push({ field: `${prefix}expect.reply_matches${typeof spec.expect?.reply_matches === "string" ? "" : `.${i}`}`, message: problem })
+    if (problem !== null) {
+      issues.push({
+        field: `${prefix}expect.reply_matches${typeof spec.expect?.reply_matches === "string" ? "" : `.${i}`}`,
+        message: problem
+      })
+    }
   })
   caseMessages(spec).forEach((m, i) => {
     phrases(m.expect?.reply_matches).forEach((p) => {

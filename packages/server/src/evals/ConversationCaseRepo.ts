@@ -25,15 +25,16 @@ export const ConversationCaseRow = Schema.Struct({
 })
 export type ConversationCaseRow = typeof ConversationCaseRow.Type
 
-export class ConversationCaseRepo extends Effect.Service<ConversationCaseRepo>()("@parley/server/ConversationCaseRepo", {
-  effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+export class ConversationCaseRepo
+  extends Effect.Service<ConversationCaseRepo>()("@parley/server/ConversationCaseRepo", {
+    effect: Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
 
-    const read = SqlSchema.findOne({
-      Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), id: Schema.Number }),
-      Result: ConversationCaseRow,
-      execute: ({ id, workspaceIds }) =>
-        sql`
+      const read = SqlSchema.findOne({
+        Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), id: Schema.Number }),
+        Result: ConversationCaseRow,
+        execute: ({ id, workspaceIds }) =>
+          sql`
           select c.id as conversation_id, c.workspace_id, c.is_eval, o.id as opportunity_id, o.pipeline_id,
                  coalesce((select e.stage_id from stage_entries e where e.opportunity_id = o.id order by e.id limit 1), o.stage_id) as first_stage_id,
                  s.name as stage_name, o.status, o.context,
@@ -52,8 +53,9 @@ export class ConversationCaseRepo extends Effect.Service<ConversationCaseRepo>()
           ) o on true
           left join stages s on s.id = o.stage_id
           where c.id = ${id} and c.workspace_id in ${sql.in(workspaceIds)}`
-    })
+      })
 
-    return { read: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(read({ workspaceIds, id })) }
+      return { read: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(read({ workspaceIds, id })) }
+    })
   })
-}) {}
+{}

@@ -29,7 +29,12 @@ import { type CaseRow, EvalsRepo } from "./EvalsRepo.js"
 const nameTaken = Unprocessable.of([{ field: "name", message: "is the name of another eval case of this pipeline" }])
 
 const toCase = (r: CaseRow) =>
-  new EvalCase({ ...r, id: r.id as EvalCaseId, pipeline_id: r.pipeline_id as PipelineId, source_conversation_id: r.source_conversation_id as ConversationId | null })
+  new EvalCase({
+    ...r,
+    id: r.id as EvalCaseId,
+    pipeline_id: r.pipeline_id as PipelineId,
+    source_conversation_id: r.source_conversation_id as ConversationId | null
+  })
 
 export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalCases", {
   dependencies: [EvalsRepo.Default, ConversationCaseRepo.Default],
@@ -38,8 +43,13 @@ export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalC
     const conversations = yield* ConversationCaseRepo
 
     const pipelineOf = (id: number) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(() => new PipelineNotFound()))
-    const caseOf = (id: number) => Effect.flatMap(CurrentActor, (actor) => repo.findCase(actor.workspaceIds, id)).pipe(someOrFail(() => new EvalCaseNotFound()))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(
+        someOrFail(() => new PipelineNotFound())
+      )
+    const caseOf = (id: number) =>
+      Effect.flatMap(CurrentActor, (actor) => repo.findCase(actor.workspaceIds, id)).pipe(
+        someOrFail(() => new EvalCaseNotFound())
+      )
 
     const checked = (pipelineId: number, spec: EvalCaseSpec) =>
       Effect.flatMap(repo.stages(pipelineId), (stages) => {
@@ -47,7 +57,11 @@ export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalC
         return issues.length > 0 ? Unprocessable.of(issues) : Effect.void
       })
 
-    const insert = (pipeline: { id: number; workspace_id: number }, spec: EvalCaseSpec, conversationId: number | null) =>
+    const insert = (
+      pipeline: { id: number; workspace_id: number },
+      spec: EvalCaseSpec,
+      conversationId: number | null
+    ) =>
       Effect.gen(function*() {
         const id = yield* repo.insertCase({
           workspaceId: pipeline.workspace_id,
@@ -89,33 +103,43 @@ export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalC
     })
 
     /** The contact's messages anonymised, the opportunity's start and context, and what happened as expectations. */
-    const saveConversation = Effect.fn("EvalCases.saveConversation")(function*(conversationId: ConversationId, input: SaveConversationAsCase) {
-      const actor = yield* CurrentActor
-      // the case carries what the contact wrote: reading it takes the scope reading the conversation takes
-      if (!hasScope(actor.scopes, "conversations:read")) return yield* new Forbidden({ message: missingScopeMessage("conversations:read") })
-      const c = yield* conversations.read(actor.workspaceIds, conversationId).pipe(someOrFail(() => new ConversationNotFound()))
-      if (c.is_eval) return yield* Unprocessable.of([{ field: "conversation", message: "is an eval's own conversation" }])
-      if (c.pipeline_id === null || c.first_stage_id === null) {
-        return yield* Unprocessable.of([{ field: "conversation", message: "has no opportunity in a pipeline" }])
-      }
-      if (c.messages.length === 0) return yield* Unprocessable.of([{ field: "conversation", message: "has no contact messages" }])
-      const known = { name: c.contact_name, email: c.contact_email, phone: c.contact_phone }
-      const pipeline = yield* pipelineOf(c.pipeline_id)
-      const spec: EvalCaseSpec = {
-        name: input.name ?? `Conversation ${c.conversation_id}`,
-        description: `Saved from conversation ${c.conversation_id}; contact details replaced.`,
-        stage: c.first_stage_id as never,
-        ...(c.context === null ? {} : { context: anonymiseValues(c.context, known) as Record<string, unknown> }),
-        messages: c.messages.slice(0, 50).map((m) => anonymise(m, known).slice(0, 10_000)),
-        expect: {
-          ...(c.stage_name === null ? {} : { stage: c.stage_name }),
-          ...(c.status === null ? {} : { status: c.status as never }),
-          handoff: c.handoff_requested,
-          ...(c.actions.length === 0 ? {} : { actions: c.actions })
+    const saveConversation = Effect.fn("EvalCases.saveConversation")(
+      function*(conversationId: ConversationId, input: SaveConversationAsCase) {
+        const actor = yield* CurrentActor
+        // the case carries what the contact wrote: reading it takes the scope reading the conversation takes
+        if (!hasScope(actor.scopes, "conversations:read")) {
+          return yield* new Forbidden({ message: missingScopeMessage("conversations:read") })
         }
+        const c = yield* conversations.read(actor.workspaceIds, conversationId).pipe(
+          someOrFail(() => new ConversationNotFound())
+        )
+        if (c.is_eval) {
+          return yield* Unprocessable.of([{ field: "conversation", message: "is an eval's own conversation" }])
+        }
+        if (c.pipeline_id === null || c.first_stage_id === null) {
+          return yield* Unprocessable.of([{ field: "conversation", message: "has no opportunity in a pipeline" }])
+        }
+        if (c.messages.length === 0) {
+          return yield* Unprocessable.of([{ field: "conversation", message: "has no contact messages" }])
+        }
+        const known = { name: c.contact_name, email: c.contact_email, phone: c.contact_phone }
+        const pipeline = yield* pipelineOf(c.pipeline_id)
+        const spec: EvalCaseSpec = {
+          name: input.name ?? `Conversation ${c.conversation_id}`,
+          description: `Saved from conversation ${c.conversation_id}; contact details replaced.`,
+          stage: c.first_stage_id as never,
+          ...(c.context === null ? {} : { context: anonymiseValues(c.context, known) as Record<string, unknown> }),
+          messages: c.messages.slice(0, 50).map((m) => anonymise(m, known).slice(0, 10_000)),
+          expect: {
+            ...(c.stage_name === null ? {} : { stage: c.stage_name }),
+            ...(c.status === null ? {} : { status: c.status as never }),
+            handoff: c.handoff_requested,
+            ...(c.actions.length === 0 ? {} : { actions: c.actions })
+          }
+        }
+        return yield* insert(pipeline, spec, c.conversation_id)
       }
-      return yield* insert(pipeline, spec, c.conversation_id)
-    })
+    )
 
     return { list, create, get, replace, remove, saveConversation }
   })

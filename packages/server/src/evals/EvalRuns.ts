@@ -19,8 +19,8 @@ import {
 } from "@parley/domain"
 import { Duration, Effect, FiberSet, Option, Schedule } from "effect"
 import { someOrFail } from "../util/Effects.js"
-import { caseIssues, type Issue } from "./CaseRules.js"
 import { CasePlayer, type RunTarget } from "./CasePlayer.js"
+import { caseIssues, type Issue } from "./CaseRules.js"
 import { EvalsRepo, type ResultRow, type RunRow } from "./EvalsRepo.js"
 import { SandboxRepo } from "./SandboxRepo.js"
 
@@ -37,7 +37,9 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
     const running = yield* FiberSet.make()
 
     const pipelineOf = (pipelineId: number) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, pipelineId)).pipe(someOrFail(() => new PipelineNotFound()))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, pipelineId)).pipe(
+        someOrFail(() => new PipelineNotFound())
+      )
 
     /** The cases a run plays: given ones, stored ones by id, or every stored case; every problem in one 422. */
     const chosenCases = (pipelineId: number, input: StartEvalRun, override: number) =>
@@ -51,18 +53,28 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
           const ids = input.case_ids ?? stored.map((c) => c.id)
           ids.forEach((id, i) => {
             const found = stored.find((c) => c.id === id)
-            if (found === undefined) issues.push({ field: `case_ids.${i}`, message: "is not an eval case of this pipeline" })
-            else chosen.push({ spec: found.definition, caseId: found.id, field: `case_ids.${i}` })
+            if (found === undefined) {
+              issues.push({ field: `case_ids.${i}`, message: "is not an eval case of this pipeline" })
+            } else chosen.push({ spec: found.definition, caseId: found.id, field: `case_ids.${i}` })
           })
         }
-        if (chosen.length === 0 && !issues.some((i) => i.field.startsWith("case_ids"))) issues.push({ field: "cases", message: "There are no cases to run: send cases or case_ids, or store cases first." })
+        if (chosen.length === 0 && !issues.some((i) => i.field.startsWith("case_ids"))) {
+          issues.push({
+            field: "cases",
+            message: "There are no cases to run: send cases or case_ids, or store cases first."
+          })
+        }
         const names = new Set<string>()
         for (const c of chosen) {
           issues.push(...caseIssues(c.spec, stages, `${c.field}.`))
-          if (names.has(c.spec.name)) issues.push({ field: `${c.field}.name`, message: "is the name of another case of this run" })
+          if (names.has(c.spec.name)) {
+            issues.push({ field: `${c.field}.name`, message: "is the name of another case of this run" })
+          }
           names.add(c.spec.name)
         }
-        if (issues.length > 0) return yield* Unprocessable.of(issues)
+        if (issues.length > 0) {
+          return yield* Unprocessable.of(issues)
+        }
         return { stages, cases: chosen }
       })
 
@@ -93,13 +105,20 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
           previous_passed: previous.value.passed,
           previous_failed: previous.value.failed,
           previous_cost: previous.value.cost,
-          newly_failing: finished.filter((r) => r.status !== "passed" && before.get(r.name) === "passed").map((r) => r.name),
-          newly_passing: finished.filter((r) => r.status === "passed" && before.has(r.name) && before.get(r.name) !== "passed").map((r) => r.name)
+          newly_failing: finished.filter((r) => r.status !== "passed" && before.get(r.name) === "passed").map((r) =>
+            r.name
+          ),
+          newly_passing: finished.filter((r) =>
+            r.status === "passed" && before.has(r.name) && before.get(r.name) !== "passed"
+          ).map((r) => r.name)
         })
       })
 
     /** A running run's counts come from its results so far; a finished run's are stored. */
-    const fields = (run: RunRow, results: ReadonlyArray<{ readonly name: string; readonly status: string; readonly cost: number }>) =>
+    const fields = (
+      run: RunRow,
+      results: ReadonlyArray<{ readonly name: string; readonly status: string; readonly cost: number }>
+    ) =>
       Effect.map(comparison(run, results), (compared) => ({
         id: run.id as EvalRunId,
         pipeline_id: run.pipeline_id as PipelineId,
@@ -109,14 +128,22 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
         concurrency: run.concurrency,
         cases: run.cases,
         passed: run.status === "running" ? results.filter((r) => r.status === "passed").length : run.passed,
-        failed: run.status === "running" ? results.filter((r) => r.status === "failed" || r.status === "error").length : run.failed,
+        failed: run.status === "running"
+          ? results.filter((r) => r.status === "failed" || r.status === "error").length
+          : run.failed,
         cost: run.status === "running" ? results.reduce((sum, r) => sum + r.cost, 0) : run.cost,
         comparison: compared,
         created_at: run.created_at,
         finished_at: run.finished_at
       }))
 
-    const toResult = (r: ResultRow) => new EvalResult({ ...r, case_id: r.case_id as never, conversation_id: r.conversation_id as never, opportunity_id: r.opportunity_id as never })
+    const toResult = (r: ResultRow) =>
+      new EvalResult({
+        ...r,
+        case_id: r.case_id as never,
+        conversation_id: r.conversation_id as never,
+        opportunity_id: r.opportunity_id as never
+      })
 
     const get = Effect.fn("EvalRuns.get")(function*(runId: EvalRunId) {
       const actor = yield* CurrentActor
@@ -131,8 +158,14 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
       const pipeline = yield* pipelineOf(pipelineId)
       yield* repo.interruptStale(pipeline.id)
       const runs = yield* repo.runs(pipeline.id)
-      return yield* Effect.forEach(runs, (run) =>
-        Effect.flatMap(repo.statuses(run.id), (results) => Effect.map(fields(run, results), (f) => new EvalRunSummary(f))))
+      return yield* Effect.forEach(
+        runs,
+        (run) =>
+          Effect.flatMap(
+            repo.statuses(run.id),
+            (results) => Effect.map(fields(run, results), (f) => new EvalRunSummary(f))
+          )
+      )
     })
 
     const start = Effect.fn("EvalRuns.start")(function*(pipelineId: PipelineId, input: StartEvalRun) {
@@ -162,7 +195,13 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
         pipelineId: pipeline.id,
         configVersion: override,
         stages,
-        model: { id: model.id, provider: model.provider, model: model.model, inputPricePerMillion: model.input_price, outputPricePerMillion: model.output_price },
+        model: {
+          id: model.id,
+          provider: model.provider,
+          model: model.model,
+          inputPricePerMillion: model.input_price,
+          outputPricePerMillion: model.output_price
+        },
         settleMs: model.debounce_ms + SETTLE_MARGIN_MS
       }
       yield* FiberSet.run(running, play(runId, target, concurrency))

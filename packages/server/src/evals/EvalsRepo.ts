@@ -3,7 +3,14 @@
  * typed with SqlSchema; the services decide what they mean.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { EvalCaseSpec, EvalOutcome, EvalResultStatus, EvalVerdict, type EvalCaseSpec as Spec, type WorkspaceId } from "@parley/domain"
+import {
+  EvalCaseSpec,
+  type EvalCaseSpec as Spec,
+  EvalOutcome,
+  EvalResultStatus,
+  EvalVerdict,
+  type WorkspaceId
+} from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 
 export const CaseRow = Schema.Struct({
@@ -63,8 +70,10 @@ const IdRow = Schema.Struct({ id: Schema.Number })
 export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/EvalsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const inWorkspaces = (column: string, ids: ReadonlyArray<WorkspaceId>) => sql`${sql.literal(column)} in ${sql.in(ids)}`
-    const caseColumns = sql`id, workspace_id, pipeline_id, name, definition, source, source_conversation_id, created_at, updated_at`
+    const inWorkspaces = (column: string, ids: ReadonlyArray<WorkspaceId>) =>
+      sql`${sql.literal(column)} in ${sql.in(ids)}`
+    const caseColumns =
+      sql`id, workspace_id, pipeline_id, name, definition, source, source_conversation_id, created_at, updated_at`
     const runColumns = sql`
       id, workspace_id, pipeline_id, version, (select number from pipeline_versions v where v.id = version_id) as version_number, status, concurrency, cases_total as cases, passed, failed, cost::float8 as cost,
       previous_run_id, created_at, finished_at`
@@ -76,7 +85,9 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
       Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), id: Schema.Number }),
       Result: Schema.Struct({ id: Schema.Number, workspace_id: Schema.Number }),
       execute: ({ id, workspaceIds }) =>
-        sql`select id, workspace_id from pipelines where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds as never)}`
+        sql`select id, workspace_id from pipelines where id = ${id} and ${
+          inWorkspaces("workspace_id", workspaceIds as never)
+        }`
     })
 
     /** The stages of what a run plays (`override`: 0 the draft, else a version id). */
@@ -92,7 +103,11 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
      * tables), a number that version (none when the pipeline has no such version); with the played config's hash.
      */
     const target = SqlSchema.findOne({
-      Request: Schema.Struct({ pipelineId: Schema.Number, version: Schema.String, number: Schema.NullOr(Schema.Number) }),
+      Request: Schema.Struct({
+        pipelineId: Schema.Number,
+        version: Schema.String,
+        number: Schema.NullOr(Schema.Number)
+      }),
       Result: Schema.Struct({ version_id: Schema.NullOr(Schema.Number), config_hash: Schema.String }),
       execute: ({ number, pipelineId, version }) =>
         sql`
@@ -114,14 +129,20 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
       Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), id: Schema.Number }),
       Result: CaseRow,
       execute: ({ id, workspaceIds }) =>
-        sql`select ${caseColumns} from eval_cases where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds as never)}`
+        sql`select ${caseColumns} from eval_cases where id = ${id} and ${
+          inWorkspaces("workspace_id", workspaceIds as never)
+        }`
     })
 
     /** `definition`: the case's spec as JSON text. */
     const insertCaseRow = SqlSchema.findOne({
       Request: Schema.Struct({
-        workspaceId: Schema.Number, pipelineId: Schema.Number, name: Schema.String, definition: Schema.String,
-        source: Schema.Literal("api", "conversation"), conversationId: Schema.NullOr(Schema.Number)
+        workspaceId: Schema.Number,
+        pipelineId: Schema.Number,
+        name: Schema.String,
+        definition: Schema.String,
+        source: Schema.Literal("api", "conversation"),
+        conversationId: Schema.NullOr(Schema.Number)
       }),
       Result: IdRow,
       execute: (c) =>
@@ -162,8 +183,14 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
 
     const insertRunRow = SqlSchema.single({
       Request: Schema.Struct({
-        workspaceId: Schema.Number, pipelineId: Schema.Number, version: Schema.String, versionId: Schema.NullOr(Schema.Number),
-        configHash: Schema.String, concurrency: Schema.Number, casesTotal: Schema.Number, createdBy: Schema.Number
+        workspaceId: Schema.Number,
+        pipelineId: Schema.Number,
+        version: Schema.String,
+        versionId: Schema.NullOr(Schema.Number),
+        configHash: Schema.String,
+        concurrency: Schema.Number,
+        casesTotal: Schema.Number,
+        createdBy: Schema.Number
       }),
       Result: IdRow,
       execute: (r) =>
@@ -195,7 +222,9 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
         yield* sql`
           insert into eval_results (run_id, workspace_id, position, case_id, name, definition)
           select ${run.id}, ${r.workspaceId}, c.position, c.case_id, c.name, c.definition
-          from jsonb_to_recordset(${json(r.cases.map((c, i) => ({ position: i + 1, case_id: c.caseId, name: c.spec.name, definition: c.spec })))}::jsonb)
+          from jsonb_to_recordset(${
+          json(r.cases.map((c, i) => ({ position: i + 1, case_id: c.caseId, name: c.spec.name, definition: c.spec })))
+        }::jsonb)
             as c(position int, case_id bigint, name text, definition jsonb)`
         return run.id
       }))
@@ -204,13 +233,16 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
       Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), id: Schema.Number }),
       Result: RunRow,
       execute: ({ id, workspaceIds }) =>
-        sql`select ${runColumns} from eval_runs where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds as never)}`
+        sql`select ${runColumns} from eval_runs where id = ${id} and ${
+          inWorkspaces("workspace_id", workspaceIds as never)
+        }`
     })
 
     const runs = SqlSchema.findAll({
       Request: Schema.Number,
       Result: RunRow,
-      execute: (pipelineId) => sql`select ${runColumns} from eval_runs where pipeline_id = ${pipelineId} order by id desc limit 50`
+      execute: (pipelineId) =>
+        sql`select ${runColumns} from eval_runs where pipeline_id = ${pipelineId} order by id desc limit 50`
     })
 
     const results = SqlSchema.findAll({
@@ -223,7 +255,8 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
     const statuses = SqlSchema.findAll({
       Request: Schema.Number,
       Result: Schema.Struct({ name: Schema.String, status: EvalResultStatus, cost: Schema.Number }),
-      execute: (runId) => sql`select name, status, cost::float8 as cost from eval_results where run_id = ${runId} order by position`
+      execute: (runId) =>
+        sql`select name, status, cost::float8 as cost from eval_results where run_id = ${runId} order by position`
     })
 
     const startResult = (id: number, world: { conversationId: number; opportunityId: number }) =>
@@ -252,7 +285,8 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
               from eval_results where run_id = ${id}) x
         where r.id = ${id} and r.status = 'running'`
 
-    const heartbeat = (id: number) => sql`update eval_runs set heartbeat_at = now() where id = ${id} and status = 'running'`
+    const heartbeat = (id: number) =>
+      sql`update eval_runs set heartbeat_at = now() where id = ${id} and status = 'running'`
 
     const interruptRuns = SqlSchema.findAll({
       Request: Schema.Number,
@@ -288,8 +322,10 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
       runs: (pipelineId: number) => Effect.orDie(runs(pipelineId)),
       results: (runId: number) => Effect.orDie(results(runId)),
       statuses: (runId: number) => Effect.orDie(statuses(runId)),
-      startResult: (id: number, world: { conversationId: number; opportunityId: number }) => Effect.orDie(Effect.asVoid(startResult(id, world))),
-      finishResult: (id: number, r: Parameters<typeof finishResult>[1]) => Effect.orDie(Effect.asVoid(finishResult(id, r))),
+      startResult: (id: number, world: { conversationId: number; opportunityId: number }) =>
+        Effect.orDie(Effect.asVoid(startResult(id, world))),
+      finishResult: (id: number, r: Parameters<typeof finishResult>[1]) =>
+        Effect.orDie(Effect.asVoid(finishResult(id, r))),
       finishRun: (id: number) => Effect.orDie(Effect.asVoid(finishRun(id))),
       heartbeat: (id: number) => Effect.orDie(Effect.asVoid(heartbeat(id))),
       interruptStale: (pipelineId: number) => Effect.orDie(interruptStale(pipelineId))

@@ -9,7 +9,11 @@ import { costOf, type ModelRef, ModelRegistry, Prompting } from "@parley/worker"
 import { Effect } from "effect"
 
 const line = (e: EvalTranscriptEntry) =>
-  e.text === null ? null : `${e.role === "contact" ? "Contact" : e.role === "operator" ? "Operator" : "Agent"}: ${e.text.replace(/\n+/g, " ")}`
+  e.text === null
+    ? null
+    : `${e.role === "contact" ? "Contact" : e.role === "operator" ? "Operator" : "Agent"}: ${
+      e.text.replace(/\n+/g, " ")
+    }`
 
 export const judgePrompt = (criterion: string, transcript: ReadonlyArray<EvalTranscriptEntry>) =>
   Prompt.make([
@@ -41,13 +45,25 @@ export const judge = (model: ModelRef, criterion: string, transcript: ReadonlyAr
     const registry = yield* ModelRegistry
     const lm = yield* registry.languageModel(model)
     const response = yield* lm.generateText({ prompt: judgePrompt(criterion, transcript), toolChoice: "none" })
-    const cost = costOf(model, { inputTokens: response.usage.inputTokens ?? 0, outputTokens: response.usage.outputTokens ?? 0 })
+    const cost = costOf(model, {
+      inputTokens: response.usage.inputTokens ?? 0,
+      outputTokens: response.usage.outputTokens ?? 0
+    })
     const { detail, passed } = parseJudgement(response.text)
-    return { verdict: new EvalVerdict({ expectation: "judge", expected: criterion, passed, detail, message: null }), cost }
+    return {
+      verdict: new EvalVerdict({ expectation: "judge", expected: criterion, passed, detail, message: null }),
+      cost
+    }
   }).pipe(
     Effect.catchAll((e) =>
       Effect.succeed({
-        verdict: new EvalVerdict({ expectation: "judge", expected: criterion, passed: false, detail: `The criterion could not be judged: ${e.message}`, message: null }),
+        verdict: new EvalVerdict({
+          expectation: "judge",
+          expected: criterion,
+          passed: false,
+          detail: `The criterion could not be judged: ${e.message}`,
+          message: null
+        }),
         cost: 0
       })
     ),

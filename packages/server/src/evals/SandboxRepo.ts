@@ -56,7 +56,9 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
           select not exists (select 1 from messages where conversation_id = ${c} and role = 'user' and handled_at is null)
              and not exists (select 1 from messages where conversation_id = ${c} and status = 'ai_generated')
              and not exists (select 1 from stage_entries where opportunity_id = ${o} and consumed_at is null)
-             and not exists (select 1 from cluster_messages where entity_type = 'Conversation' and entity_id = ${String(c)} and not processed)
+             and not exists (select 1 from cluster_messages where entity_type = 'Conversation' and entity_id = ${
+          String(c)
+        } and not processed)
              and not exists (select 1 from action_runs where (opportunity_id = ${o} or conversation_id = ${c}) and status in ('pending', 'sending'))
              and not exists (select 1 from handoff_events where conversation_id = ${c} and dispatched_at is null) as idle`
     })
@@ -117,7 +119,8 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
           where id = ${workspaceId} and ${cost}::numeric > 0 and credits >= ${cost}::numeric returning id`
 
     return {
-      contactMessage: (r: { id: string; conversationId: number; text: string }) => Effect.orDie(Effect.asVoid(contactMessage(r))),
+      contactMessage: (r: { id: string; conversationId: number; text: string }) =>
+        Effect.orDie(Effect.asVoid(contactMessage(r))),
       idle: (world: World) => Effect.map(Effect.orDie(idle(world)), (r) => r.idle),
       transcript: (conversationId: number) => Effect.orDie(transcript(conversationId)),
       actions: (world: World) => Effect.orDie(actions(world)),
@@ -125,7 +128,9 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
       pipelineModel: (pipelineId: number, override: number) => Effect.orDie(pipelineModel({ pipelineId, override })),
       /** Whether the cost was charged (nothing to charge counts as charged). */
       charge: (workspaceId: number, cost: number) =>
-        cost <= 0 ? Effect.succeed(true) : Effect.orDie(Effect.map(charge(workspaceId, cost), (rows) => rows.length > 0))
+        cost <= 0
+          ? Effect.succeed(true)
+          : Effect.orDie(Effect.map(charge(workspaceId, cost), (rows) => rows.length > 0))
     }
   })
 }) {}

@@ -20,7 +20,8 @@ const BATCH = 500
 const RUN_ALIVE_MS = 120_000
 
 const deleted = Metric.counter("parley_eval_sandboxes_deleted_total", {
-  description: "Eval sandboxes (contact, opportunity, conversation and what hangs off them) deleted past their retention",
+  description:
+    "Eval sandboxes (contact, opportunity, conversation and what hangs off them) deleted past their retention",
   incremental: true
 })
 
@@ -33,7 +34,8 @@ export const EvalSandboxRetentionLive = (retention: Duration.DurationInput) =>
     // the contact goes, and with it (on delete cascade) its opportunities, conversations and their rows
     deleteBatch: (retentionMs) =>
       Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        Effect.map(sql<{ n: number }>`
+        Effect.map(
+          sql<{ n: number }>`
           with old as (
             delete from contacts where id in (
               select c.id from contacts c
@@ -44,9 +46,13 @@ export const EvalSandboxRetentionLive = (retention: Duration.DurationInput) =>
                   where o.contact_id = c.id
                     and (r.finished_at >= now() - make_interval(secs => ${retentionMs / 1000})
                          or (r.finished_at is null
-                             and er.heartbeat_at >= now() - make_interval(secs => ${Math.max(retentionMs, RUN_ALIVE_MS) / 1000}))))
+                             and er.heartbeat_at >= now() - make_interval(secs => ${
+            Math.max(retentionMs, RUN_ALIVE_MS) / 1000
+          }))))
               order by c.id limit ${BATCH}
             ) returning id
           )
-          select count(*)::int as n from old`, (rows) => rows[0]?.n ?? 0))
+          select count(*)::int as n from old`,
+          (rows) => rows[0]?.n ?? 0
+        ))
   })

@@ -44,16 +44,24 @@ export class FileStorage extends Effect.Service<FileStorage>()("@parley/server/F
         onSome: (full) => Effect.promise(() => Fs.promises.rm(full, { force: true }))
       })
 
-    const sign = (key: string, expires: number) => createHmac("sha256", secret.filesKey).update(`${key}\n${expires}`).digest("hex")
+    const sign = (key: string, expires: number) =>
+      createHmac("sha256", secret.filesKey).update(`${key}\n${expires}`).digest("hex")
 
     /** A URL path with query; the caller puts the public base in front. */
     const signedPath = (key: string, nowSeconds = Math.floor(Date.now() / 1000)) => {
       const expires = nowSeconds + SIGNED_URL_TTL_SECONDS
-      return `/files/${key.split("/").map(encodeURIComponent).join("/")}?expires=${expires}&signature=${sign(key, expires)}`
+      return `/files/${key.split("/").map(encodeURIComponent).join("/")}?expires=${expires}&signature=${
+        sign(key, expires)
+      }`
     }
 
     /** The file's absolute path when the signature is ours and not expired. */
-    const verify = (key: string, expires: string | undefined, signature: string | undefined, nowSeconds = Math.floor(Date.now() / 1000)) => {
+    const verify = (
+      key: string,
+      expires: string | undefined,
+      signature: string | undefined,
+      nowSeconds = Math.floor(Date.now() / 1000)
+    ) => {
       const at = Number(expires)
       if (!Number.isInteger(at) || at < nowSeconds || signature === undefined || !/^[0-9a-f]{64}$/.test(signature)) {
         return Option.none<string>()

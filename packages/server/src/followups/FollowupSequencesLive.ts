@@ -46,7 +46,9 @@ export const FollowupSequencesLive = Layer.effect(
         if (Option.isNone(source) || source.value.intervals.length === 0) return Option.none<FollowupPlan>()
         const e = source.value
         // a contact message after the newest message of now ends the sequence (message order, not wall time)
-        const anchor = e.conversation_id === null ? Option.none<string>() : yield* repo.newestMessageId(e.conversation_id)
+        const anchor = e.conversation_id === null
+          ? Option.none<string>()
+          : yield* repo.newestMessageId(e.conversation_id)
         const now = yield* Clock.currentTimeMillis
         const inserted = yield* repo.insertSequence({
           ...e,
@@ -58,7 +60,10 @@ export const FollowupSequencesLive = Layer.effect(
       })).pipe(Effect.orDie, Effect.withSpan("FollowupSequences.plan", { attributes: { entryId } }))
 
     const check = (sequenceId: number) =>
-      Effect.map(repo.sequenceState(sequenceId), Option.match({ onNone: () => "ended" as const, onSome: (s) => blocker(s) ?? "skipped" }))
+      Effect.map(
+        repo.sequenceState(sequenceId),
+        Option.match({ onNone: () => "ended" as const, onSome: (s) => blocker(s) ?? "skipped" })
+      )
 
     const advance = (sequenceId: number, step: number, nextDelayMs: number) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => repo.advanceSequence(sequenceId, step, at(now + nextDelayMs)))
@@ -100,7 +105,8 @@ export const FollowupSequencesLive = Layer.effect(
         return "moved" as FollowupEnd
       })).pipe(Effect.orDie, Effect.withSpan("FollowupSequences.finish", { attributes: { sequenceId } }))
 
-    const overdue = (graceMs: number) => Effect.flatMap(Clock.currentTimeMillis, (now) => repo.overdueEntries(at(now - graceMs)))
+    const overdue = (graceMs: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => repo.overdueEntries(at(now - graceMs)))
 
     return FollowupSequences.of({ starts, plan, check, advance, cancel, finish, overdue })
   })

@@ -21,10 +21,15 @@ export class Followups extends Effect.Service<Followups>()("@parley/server/Follo
     const sql = yield* SqlClient.SqlClient
 
     const findStage = (id: StageId) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.findStage(actor.workspaceIds, id)).pipe(someOrFail(() => new StageNotFound()))
+      Effect.flatMap(CurrentActor, (actor) => repo.findStage(actor.workspaceIds, id)).pipe(
+        someOrFail(() => new StageNotFound())
+      )
 
     const current = (stageId: StageId) =>
-      Effect.map(repo.byStage(stageId), (f) => new StageFollowup({ has_followup: Option.isSome(f), followup: Option.getOrNull(f) }))
+      Effect.map(
+        repo.byStage(stageId),
+        (f) => new StageFollowup({ has_followup: Option.isSome(f), followup: Option.getOrNull(f) })
+      )
 
     const get = Effect.fn("Followups.get")(function*(stageId: StageId) {
       yield* findStage(stageId)
@@ -39,12 +44,24 @@ export class Followups extends Effect.Service<Followups>()("@parley/server/Follo
         const existing = yield* repo.byStage(stageId)
         const issues: Array<ValidationIssue> = []
         if (Option.isNone(existing)) {
-          if (input.is_active === undefined) issues.push(new ValidationIssue({ field: "is_active", message: "is missing" }))
-          if (input.intervals === undefined) issues.push(new ValidationIssue({ field: "intervals", message: "is missing" }))
+          if (input.is_active === undefined) {
+            issues.push(new ValidationIssue({ field: "is_active", message: "is missing" }))
+          }
+          if (input.intervals === undefined) {
+            issues.push(new ValidationIssue({ field: "intervals", message: "is missing" }))
+          }
         }
         const after = input.after_followup_stage_id
-        if (after !== undefined && after !== null && (after === stageId || !(yield* repo.stageInPipeline(stage.pipeline_id, after)))) {
-          issues.push(new ValidationIssue({ field: "after_followup_stage_id", message: "must be another stage of the same pipeline" }))
+        if (
+          after !== undefined && after !== null &&
+          (after === stageId || !(yield* repo.stageInPipeline(stage.pipeline_id, after)))
+        ) {
+          issues.push(
+            new ValidationIssue({
+              field: "after_followup_stage_id",
+              message: "must be another stage of the same pipeline"
+            })
+          )
         }
         if (issues.length > 0) return yield* Unprocessable.of(issues)
         if (Option.isNone(existing)) {

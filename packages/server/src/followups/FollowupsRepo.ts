@@ -84,7 +84,9 @@ export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/serv
       Request: Schema.Struct({ id: Schema.Number, workspaceIds: Schema.Array(Schema.Number) }),
       Result: StageRef,
       execute: ({ id, workspaceIds }) =>
-        sql`select id, workspace_id, pipeline_id from stages where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
+        sql`select id, workspace_id, pipeline_id from stages where id = ${id} and workspace_id in ${
+          sql.in(workspaceIds)
+        }`
     })
 
     const byStage = SqlSchema.findOne({
@@ -125,7 +127,8 @@ export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/serv
     const sequenceOfEntry = SqlSchema.findOne({
       Request: Schema.Number,
       Result: SequencePlan,
-      execute: (entryId) => sql`select id, conversation_id, intervals from followup_sequences where stage_entry_id = ${entryId}`
+      execute: (entryId) =>
+        sql`select id, conversation_id, intervals from followup_sequences where stage_entry_id = ${entryId}`
     })
 
     const sequenceSource = SqlSchema.findOne({
@@ -182,13 +185,18 @@ export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/serv
     })
 
     return {
-      findStage: (workspaceIds: ReadonlyArray<WorkspaceId>, id: StageId) => findStage({ id, workspaceIds }).pipe(Effect.orDie),
+      findStage: (workspaceIds: ReadonlyArray<WorkspaceId>, id: StageId) =>
+        findStage({ id, workspaceIds }).pipe(Effect.orDie),
 
       /** Row lock: saves and deletes of one stage's followup run one after the other. */
-      lockStage: (id: StageId) => sql`select id from stages where id = ${id} for update`.pipe(Effect.asVoid, Effect.orDie),
+      lockStage: (id: StageId) =>
+        sql`select id from stages where id = ${id} for update`.pipe(Effect.asVoid, Effect.orDie),
 
       stageInPipeline: (pipelineId: number, id: number) =>
-        sql`select 1 from stages where id = ${id} and pipeline_id = ${pipelineId}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+        sql`select 1 from stages where id = ${id} and pipeline_id = ${pipelineId}`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
 
       byStage: (stageId: StageId) => byStage(stageId).pipe(Effect.orDie),
 
@@ -201,7 +209,9 @@ export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/serv
       }) =>
         sql`
           insert into followups (workspace_id, pipeline_id, stage_id, is_active, intervals, instructions, assets, after_followup_stage_id)
-          values (${stage.workspace_id}, ${stage.pipeline_id}, ${stage.id}, ${f.is_active}, ${JSON.stringify(f.intervals)}::jsonb,
+          values (${stage.workspace_id}, ${stage.pipeline_id}, ${stage.id}, ${f.is_active}, ${
+          JSON.stringify(f.intervals)
+        }::jsonb,
                   ${f.instructions}, ${f.assets}, ${f.after_followup_stage_id})`.pipe(Effect.asVoid, Effect.orDie),
 
       /** Only the fields sent change. */
@@ -216,7 +226,10 @@ export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/serv
         } where stage_id = ${stageId}`.pipe(Effect.asVoid, Effect.orDie),
 
       remove: (stageId: StageId) =>
-        sql`delete from followups where stage_id = ${stageId} returning id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
+        sql`delete from followups where stage_id = ${stageId} returning id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
 
       sequenceState: (sequenceId: number) => sequenceState(sequenceId).pipe(Effect.orDie),
 

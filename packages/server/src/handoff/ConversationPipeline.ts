@@ -5,7 +5,8 @@ import type { SqlClient } from "@effect/sql"
  * its channel's (as a turn decides which agent answers). Also binds `ch` (the channel) and `o` (that
  * opportunity's pipeline id and configuration override).
  */
-export const joinConversationPipeline = (sql: SqlClient.SqlClient) => sql`
+export const joinConversationPipeline = (sql: SqlClient.SqlClient) =>
+  sql`
   left join channels ch on ch.id = c.channel_id
   left join lateral (
     select o.pipeline_id, o.config_version_id from conversation_opportunity co join opportunities o on o.id = co.opportunity_id

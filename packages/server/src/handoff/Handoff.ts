@@ -18,8 +18,8 @@ import {
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, Option } from "effect"
-import { type HandoffColumns, HandoffRepo, type Locked } from "./HandoffRepo.js"
 import { someOrFail } from "../util/Effects.js"
+import { type HandoffColumns, HandoffRepo, type Locked } from "./HandoffRepo.js"
 
 /** The columns a move sets, from the conversation as locked. */
 const columnsOf = (locked: Locked, move: HandoffMove, to: HandoffState): HandoffColumns => {
@@ -91,7 +91,10 @@ export class Handoff extends Effect.Service<Handoff>()("@parley/server/Handoff",
         const target = handoffTarget(locked.state, locked.assignee_id, move)
         if ("conflict" in target) return yield* new HandoffConflict({ message: target.conflict })
         if (move.action === "assign" && !(yield* repo.isMember(move.assigneeId, locked.workspace_id))) {
-          return yield* Unprocessable.of([{ field: "assignee_id", message: "is not a member of the conversation's workspace" }])
+          return yield* Unprocessable.of([{
+            field: "assignee_id",
+            message: "is not a member of the conversation's workspace"
+          }])
         }
         yield* repo.update(locked.id, columnsOf(locked, move, target.to))
         const eventId = yield* repo.insertEvent({

@@ -43,7 +43,9 @@ const HandoffDispatcher = (every: Duration.DurationInput) =>
       )
       const written = pg.listen("parley_handoff_events").pipe(
         Stream.as(undefined as void),
-        Stream.catchAllCause((cause) => Stream.fromEffect(Effect.logWarning("handoff notifications stopped; polling only", cause)).pipe(Stream.drain))
+        Stream.catchAllCause((cause) =>
+          Stream.fromEffect(Effect.logWarning("handoff notifications stopped; polling only", cause)).pipe(Stream.drain)
+        )
       )
       yield* Stream.merge(written, Stream.tick(every)).pipe(
         Stream.buffer({ capacity: 1, strategy: "sliding" }),
@@ -62,7 +64,8 @@ const HandoffTimer = (every: Duration.DurationInput) =>
         Effect.flatMap(Effect.forEach(({ action, id }) =>
           handoff.moveAsSystem(id as ConversationId, { action: "timeout", then: action }).pipe(
             // an operator took it (or it was handed back) in the meantime: nothing to do
-            Effect.catchTag("HandoffConflict", () => Effect.void)
+            Effect.catchTag("HandoffConflict", () =>
+              Effect.void)
           ), { discard: true })),
         Effect.catchAllCause(Effect.logWarning)
       )
@@ -71,5 +74,9 @@ const HandoffTimer = (every: Duration.DurationInput) =>
   )
 
 /** The dispatcher (polling every `every` besides NOTIFY) and the timeout timer (checking every `timerEvery`). */
-export const HandoffEventsLive = (options: { readonly every: Duration.DurationInput; readonly timerEvery: Duration.DurationInput }) =>
-  Layer.mergeAll(HandoffDispatcher(options.every), HandoffTimer(options.timerEvery)).pipe(Layer.provide(HandoffRepo.Default))
+export const HandoffEventsLive = (
+  options: { readonly every: Duration.DurationInput; readonly timerEvery: Duration.DurationInput }
+) =>
+  Layer.mergeAll(HandoffDispatcher(options.every), HandoffTimer(options.timerEvery)).pipe(
+    Layer.provide(HandoffRepo.Default)
+  )

@@ -9,14 +9,14 @@ import {
   HandoffActor,
   HandoffEvent,
   HandoffEventAction,
-  HandoffState,
   type HandoffRequester,
+  HandoffState,
   HandoffTimeoutAction,
   UserId,
   WorkspaceId
 } from "@parley/domain"
-import { joinConversationPipeline } from "./ConversationPipeline.js"
 import { Effect, Option, Schema } from "effect"
+import { joinConversationPipeline } from "./ConversationPipeline.js"
 
 /** A conversation's handoff as a move reads it, with its pipeline's settings. */
 export const Locked = Schema.Struct({
@@ -141,7 +141,11 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
         ...(c.returned_upto === undefined ? [] : [sql`handoff_returned_upto = ${c.returned_upto}`]),
         ...(c.due_in_seconds === undefined
           ? []
-          : [sql`handoff_due_at = ${c.due_in_seconds === null ? sql`null` : sql`now() + ${c.due_in_seconds}::int * interval '1 second'`}`]),
+          : [
+            sql`handoff_due_at = ${
+              c.due_in_seconds === null ? sql`null` : sql`now() + ${c.due_in_seconds}::int * interval '1 second'`
+            }`
+          ]),
         sql`updated_at = now()`
       ]
       return sql`update conversations set ${sql.csv(set)} where id = ${id}`.pipe(Effect.asVoid)
@@ -192,13 +196,16 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
     const returnedUpto = SqlSchema.findOne({
       Request: Schema.Number,
       Result: Schema.Struct({ upto: Schema.NullOr(Schema.String) }),
-      execute: (conversationId) => sql`select handoff_returned_upto as upto from conversations where id = ${conversationId}`
+      execute: (conversationId) =>
+        sql`select handoff_returned_upto as upto from conversations where id = ${conversationId}`
     })
 
     return {
-      lock: (id: ConversationId, workspaceIds: ReadonlyArray<WorkspaceId>) => lock({ id, workspaceIds }).pipe(Effect.orDie),
+      lock: (id: ConversationId, workspaceIds: ReadonlyArray<WorkspaceId>) =>
+        lock({ id, workspaceIds }).pipe(Effect.orDie),
       /** The conversation's own workspace, for a move made by the system. */
-      workspaceOf: (id: ConversationId) => workspaceOf(id).pipe(Effect.map(Option.map((r) => r.workspace_id)), Effect.orDie),
+      workspaceOf: (id: ConversationId) =>
+        workspaceOf(id).pipe(Effect.map(Option.map((r) => r.workspace_id)), Effect.orDie),
       /** The conversation's handoff state as it is now; the conversation must exist. */
       stateOf: (id: ConversationId) => stateOf(id).pipe(Effect.map((r) => r.state), Effect.orDie),
       update: (id: number, c: HandoffColumns) => Effect.orDie(update(id, c)),
@@ -212,7 +219,10 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
           update conversations c set handoff_summary = ${summary},
             notes = c.notes || array[${`Handoff summary: ${summary}`}]::text[], updated_at = now()
           from handoff_events e
-          where e.id = ${eventId} and c.id = e.conversation_id and c.handoff_summary is null`.pipe(Effect.asVoid, Effect.orDie),
+          where e.id = ${eventId} and c.id = e.conversation_id and c.handoff_summary is null`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
       /** Events not yet dispatched (bridge, summary and socket events), oldest first. */
       undispatched: (limit: number) => Effect.orDie(undispatched(limit)),
       markDispatched: (eventId: number) =>

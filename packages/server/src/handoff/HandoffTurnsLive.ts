@@ -43,7 +43,11 @@ export const HandoffTurnsLive = Layer.effect(
           : e.bridge_mode === "ai_generated" && Option.isSome(context)
           ? { kind: "ai_generated", second: e.bridge === "second", fallback, context: context.value }
           : { kind: "static", text: fallback }
-        return Option.some<HandoffDue>({ conversationId, bridge, summary: e.summary_due ? Option.getOrNull(context) : null })
+        return Option.some<HandoffDue>({
+          conversationId,
+          bridge,
+          summary: e.summary_due ? Option.getOrNull(context) : null
+        })
       })
 
     /** The bridge, as an agent message of the conversation (its opportunity, stage and channel), charged like any. */

@@ -73,7 +73,9 @@ export const renderApiReference = ({ scopes, spec }: ReferenceInput, assets: Ass
     if (ops.length === 0) return ""
     const id = `tag-${slug(tag)}`
     const description = tagInfo.get(tag)?.description
-    return `<section class="group" id="${id}" aria-labelledby="${id}-heading"><h2 id="${id}-heading">${escapeHtml(tag)}</h2>` +
+    return `<section class="group" id="${id}" aria-labelledby="${id}-heading"><h2 id="${id}-heading">${
+      escapeHtml(tag)
+    }</h2>` +
       (description === undefined ? "" : `<div class="description">${prose(description)}</div>`) +
       ops.map(operation).join("") + `</section>`
   }).join("")
@@ -85,7 +87,9 @@ export const renderApiReference = ({ scopes, spec }: ReferenceInput, assets: Ass
     const shape = shapes.of({ $ref: `#/components/schemas/${name}` })
     const id = schemaAnchor(name)
     schemaSections.push(
-      `<section class="schema" id="${id}" aria-labelledby="${id}-heading"><h3 id="${id}-heading">${escapeHtml(name)}</h3>` +
+      `<section class="schema" id="${id}" aria-labelledby="${id}-heading"><h3 id="${id}-heading">${
+        escapeHtml(name)
+      }</h3>` +
         (shape.description === undefined ? "" : `<div class="description">${prose(shape.description)}</div>`) +
         fieldTable(`${id}-fields`, `${id}-heading`, shape.fields, { _tag: "link", linked }) + `</section>`
     )
@@ -95,13 +99,19 @@ export const renderApiReference = ({ scopes, spec }: ReferenceInput, assets: Ass
     const ops = byTag(tag)
     if (ops.length === 0) return ""
     return `<li class="toc-group"><a href="#tag-${slug(tag)}">${escapeHtml(tag)}</a><ul>` +
-      ops.map((o) => `<li data-operation="${escapeHtml(o.id)}"><a href="#${escapeHtml(o.id)}">${methodBadge(o.method)} ${inline(operationTitle(o))}</a></li>`).join("") +
+      ops.map((o) =>
+        `<li data-operation="${escapeHtml(o.id)}"><a href="#${escapeHtml(o.id)}">${methodBadge(o.method)} ${
+          inline(operationTitle(o))
+        }</a></li>`
+      ).join("") +
       `</ul></li>`
   }).join("")
 
   const authList = Object.entries(schemes).map(([name, scheme]) => {
     const kind = scheme.type === "http" ? `HTTP ${escapeHtml(scheme.scheme)}` : escapeHtml(scheme.type)
-    return `<li id="auth-${slug(name)}">${code(name)} (${kind})${scheme.description === undefined ? "" : `: ${inline(scheme.description)}`}</li>`
+    return `<li id="auth-${slug(name)}">${code(name)} (${kind})${
+      scheme.description === undefined ? "" : `: ${inline(scheme.description)}`
+    }</li>`
   }).join("")
 
   const info = spec.info
@@ -112,7 +122,11 @@ export const renderApiReference = ({ scopes, spec }: ReferenceInput, assets: Ass
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>${escapeHtml(info.title)} reference</title>
-${info.description === undefined ? "" : `<meta name="description" content="${escapeHtml(info.description)}">\n`}<link rel="stylesheet" href="${escapeHtml(assets.stylesheet)}">
+${
+    info.description === undefined
+      ? ""
+      : `<meta name="description" content="${escapeHtml(info.description)}">\n`
+  }<link rel="stylesheet" href="${escapeHtml(assets.stylesheet)}">
 <script src="${escapeHtml(assets.script)}" defer></script>
 </head>
 <body>
@@ -135,12 +149,16 @@ ${schemaSections.length === 0 ? "" : `<li><a href="#schemas">Schemas</a></li>`}
 <main id="main">
 <h1>${escapeHtml(info.title)} reference</h1>
 ${info.description === undefined ? "" : `<div class="description">${prose(info.description)}</div>`}
-<p>${plural(operations.length, "operation")} in ${plural(tags.filter((t) => byTag(t).length > 0).length, "group")}. This page is generated from <a href="openapi.json"><code>/openapi.json</code></a>; <a href="docs/try">the interactive reference</a> sends requests from the browser.</p>
+<p>${plural(operations.length, "operation")} in ${
+    plural(tags.filter((t) => byTag(t).length > 0).length, "group")
+  }. This page is generated from <a href="openapi.json"><code>/openapi.json</code></a>; <a href="docs/try">the interactive reference</a> sends requests from the browser.</p>
 <section id="conventions" aria-labelledby="conventions-heading">
 <h2 id="conventions-heading">Conventions</h2>
 <h3 id="authentication">Authentication</h3>
 <ul class="auth">${authList}</ul>
-<p>Each <code>/api/user</code> operation below names the scope its token needs; a token without it gets 403 <code>Missing required scope: &lt;scope&gt;</code>, a missing, unknown, expired or revoked one 401 <code>Unauthenticated.</code> Scopes: ${Scopes.map(code).join(", ")}. A super user may add <code>X-Act-As-User: &lt;user id&gt;</code> to act as that user.</p>
+<p>Each <code>/api/user</code> operation below names the scope its token needs; a token without it gets 403 <code>Missing required scope: &lt;scope&gt;</code>, a missing, unknown, expired or revoked one 401 <code>Unauthenticated.</code> Scopes: ${
+    Scopes.map(code).join(", ")
+  }. A super user may add <code>X-Act-As-User: &lt;user id&gt;</code> to act as that user.</p>
 <h3 id="envelope">The envelope</h3>
 <p>Every <code>/api/user</code> answer, errors included, is one JSON object:</p>
 <pre><code>{ "status": true, "code": 200, "validation": [], "message": "OK", "data": { } }</code></pre>
@@ -158,7 +176,13 @@ ${info.description === undefined ? "" : `<div class="description">${prose(info.d
 <p>Every answer carries <code>X-Request-Id</code> (yours when you send a plain one of up to 128 letters, digits and <code>._:-</code>, else a new UUID). Timestamps are ISO 8601 UTC with six fractional digits: <code>2026-11-21T10:28:55.001000Z</code>.</p>
 </section>
 ${groups}
-${schemaSections.length === 0 ? "" : `<section id="schemas" aria-labelledby="schemas-heading"><h2 id="schemas-heading">Schemas</h2><p>The <code>data</code> of the responses above, and what they hold.</p>${schemaSections.join("")}</section>`}
+${
+    schemaSections.length === 0
+      ? ""
+      : `<section id="schemas" aria-labelledby="schemas-heading"><h2 id="schemas-heading">Schemas</h2><p>The <code>data</code> of the responses above, and what they hold.</p>${
+        schemaSections.join("")
+      }</section>`
+  }
 </main>
 </div>
 </body>

@@ -39,7 +39,11 @@ const detailsHtml = (shape: Shape, extraDescription?: string) => {
     : [escapeHtml(shape.generated)]
   if (constraints.length > 0) parts.push(`<p class="constraints">${constraints.join("; ")}</p>`)
   if (shape.values !== undefined) {
-    parts.push(`<p class="values">One of: ${shape.values.map((v) => code(typeof v === "string" ? v : JSON.stringify(v))).join(", ")}</p>`)
+    parts.push(
+      `<p class="values">One of: ${
+        shape.values.map((v) => code(typeof v === "string" ? v : JSON.stringify(v))).join(", ")
+      }</p>`
+    )
   }
   if (shape.circular) parts.push(`<p class="constraints">the same shape as its parent ${code(shape.type)}</p>`)
   return parts.join("")
@@ -51,7 +55,9 @@ const MAX_DEPTH = 8
 const presence = (field: Field, mode: Mode) =>
   mode._tag === "expand"
     ? field.required ? `<span class="required">required</span>` : ""
-    : field.required ? "" : `<span class="optional">optional</span>`
+    : field.required
+    ? ""
+    : `<span class="optional">optional</span>`
 
 const fieldRows = (fields: ReadonlyArray<Field>, parent: string, depth: number, mode: Mode): string =>
   fields.map((field) => {
@@ -69,4 +75,3 @@ const fieldRows = (fields: ReadonlyArray<Field>, parent: string, depth: number, 
 export const fieldTable = (id: string, labelledBy: string, fields: ReadonlyArray<Field>, mode: Mode, first = "Field") =>
   `<table class="fields" id="${id}" aria-labelledby="${labelledBy}"><thead><tr><th scope="col">${first}</th><th scope="col">Description</th></tr></thead>` +
   `<tbody>${fieldRows(fields, "", 0, mode)}</tbody></table>`
-

@@ -77,7 +77,9 @@ export const operationRenderer = ({ linked, schemes, scopes, shapes }: Operation
       const description = p.description !== undefined && !isGenerated(p.description) ? p.description : shape.description
       return { name: p.name, required: p.required, shape: { ...shape, description } }
     })
-    return `<h4 id="${id}-title">${heading}</h4>${fieldTable(id, `${id}-title`, fields, { _tag: "expand" }, "Parameter")}`
+    return `<h4 id="${id}-title">${heading}</h4>${
+      fieldTable(id, `${id}-title`, fields, { _tag: "expand" }, "Parameter")
+    }`
   }
 
   const requestBody = (o: Operation) => {
@@ -86,7 +88,9 @@ export const operationRenderer = ({ linked, schemes, scopes, shapes }: Operation
     return Object.entries(body.content).map(([contentType, media], i) => {
       const id = `${o.id}-body${i === 0 ? "" : `-${i}`}`
       const shape = shapes.of(media?.schema)
-      const heading = `<h4 id="${id}-title">Request body <span class="content-type">${escapeHtml(contentType)}</span></h4>`
+      const heading = `<h4 id="${id}-title">Request body <span class="content-type">${
+        escapeHtml(contentType)
+      }</span></h4>`
       const about = shape.description === undefined ? "" : `<div class="description">${prose(shape.description)}</div>`
       if (shape.fields.length === 0) return `${heading}${about}<p>${escapeHtml(shape.type)}</p>`
       return heading + about + fieldTable(id, `${id}-title`, shape.fields, { _tag: "expand" })
@@ -111,21 +115,33 @@ export const operationRenderer = ({ linked, schemes, scopes, shapes }: Operation
         if (data.ref === undefined && data.fields.length > 0) {
           const id = `${o.id}-${status}-data`
           inlineData.push(
-            `<h4 id="${id}-title">${escapeHtml(status)} response ${code("data")}</h4>` + fieldTable(id, `${id}-title`, data.fields, mode)
+            `<h4 id="${id}-title">${escapeHtml(status)} response ${code("data")}</h4>` +
+              fieldTable(id, `${id}-title`, data.fields, mode)
           )
         }
       } else if (envelope && status.startsWith("2")) parts.push(`${code("data")}: null`)
-      const schemaCell = names.length > 0 ? names.map(code).join(" or ") : envelope ? "envelope" : escapeHtml(shape.type)
-      return `<tr><th scope="row">${escapeHtml(status)}</th><td>${schemaCell}</td><td>${parts.filter((p) => p !== "").join(". ")}</td></tr>`
+      const schemaCell = names.length > 0
+        ? names.map(code).join(" or ")
+        : envelope
+        ? "envelope"
+        : escapeHtml(shape.type)
+      return `<tr><th scope="row">${escapeHtml(status)}</th><td>${schemaCell}</td><td>${
+        parts.filter((p) => p !== "").join(". ")
+      }</td></tr>`
     })
     const id = `${o.id}-responses`
     return `<h4 id="${id}-title">Responses</h4><table class="responses" aria-labelledby="${id}-title"><thead><tr><th scope="col">Status</th>` +
-      `<th scope="col">Schema</th><th scope="col">Description</th></tr></thead><tbody>${rows.join("")}</tbody></table>${inlineData.join("")}`
+      `<th scope="col">Schema</th><th scope="col">Description</th></tr></thead><tbody>${rows.join("")}</tbody></table>${
+        inlineData.join("")
+      }`
   }
 
   return (o: Operation): string => {
-    const text = [o.method, o.path, operationTitle(o).replace(/`/g, ""), o.id, o.op.tags[0] ?? ""].join(" ").toLowerCase()
-    return `<section class="operation" id="${escapeHtml(o.id)}" aria-labelledby="${escapeHtml(o.id)}-heading" data-filter="${escapeHtml(text)}">` +
+    const text = [o.method, o.path, operationTitle(o).replace(/`/g, ""), o.id, o.op.tags[0] ?? ""].join(" ")
+      .toLowerCase()
+    return `<section class="operation" id="${escapeHtml(o.id)}" aria-labelledby="${
+      escapeHtml(o.id)
+    }-heading" data-filter="${escapeHtml(text)}">` +
       `<h3 id="${escapeHtml(o.id)}-heading">${inline(operationTitle(o))}</h3>` +
       `<p class="endpoint">${methodBadge(o.method)} <code>${escapeHtml(o.path)}</code></p>` +
       `<p class="security">Authorization: ${security(o)}</p>` +

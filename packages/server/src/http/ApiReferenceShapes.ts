@@ -61,7 +61,9 @@ const range = (min: unknown, max: unknown, unit: string) => {
 const numberRange = (node: Json) => {
   const parts: Array<string> = []
   const min = typeof node["minimum"] === "number" ? node["minimum"] : undefined
-  const max = typeof node["maximum"] === "number" && node["maximum"] < Number.MAX_SAFE_INTEGER ? node["maximum"] : undefined
+  const max = typeof node["maximum"] === "number" && node["maximum"] < Number.MAX_SAFE_INTEGER
+    ? node["maximum"]
+    : undefined
   if (min !== undefined && max !== undefined) parts.push(`${min} to ${max}`)
   else if (min !== undefined) parts.push(`at least ${min}`)
   else if (max !== undefined) parts.push(`at most ${max}`)
@@ -84,7 +86,9 @@ const constraintsOf = (node: Json): Array<string> => {
   if (items !== undefined) out.push(items)
   if (typeof node["pattern"] === "string") out.push(`matches ${code(node["pattern"])}`)
   if (typeof node["format"] === "string") out.push(`format ${code(node["format"])}`)
-  if (Array.isArray(node["examples"]) && node["examples"].length > 0) out.push(`example ${code(example(node["examples"][0]))}`)
+  if (Array.isArray(node["examples"]) && node["examples"].length > 0) {
+    out.push(`example ${code(example(node["examples"][0]))}`)
+  }
   return out
 }
 
@@ -117,7 +121,11 @@ export class Shapes {
     }
     const allOf = node["allOf"]
     if (Array.isArray(allOf) && allOf.length === 1) return this.of(allOf[0], seen)
-    const anyOf = Array.isArray(node["anyOf"]) ? node["anyOf"] : Array.isArray(node["oneOf"]) ? node["oneOf"] : undefined
+    const anyOf = Array.isArray(node["anyOf"])
+      ? node["anyOf"]
+      : Array.isArray(node["oneOf"])
+      ? node["oneOf"]
+      : undefined
     if (anyOf !== undefined) {
       const members = anyOf.filter((m) => !(isJson(m) && m["type"] === "null"))
       const nullable = members.length < anyOf.length
@@ -136,7 +144,9 @@ export class Shapes {
       }
     }
     const values = Array.isArray(node["enum"]) ? node["enum"] : "const" in node ? [node["const"]] : undefined
-    const types = (Array.isArray(node["type"]) ? node["type"] : [node["type"]]).filter((t): t is string => typeof t === "string")
+    const types = (Array.isArray(node["type"]) ? node["type"] : [node["type"]]).filter((t): t is string =>
+      typeof t === "string"
+    )
     const nullable = types.includes("null") && types.length > 1
     const type = types.find((t) => t !== "null") ?? (types.length > 0 ? "null" : undefined)
     if (values !== undefined) {
@@ -161,13 +171,22 @@ export class Shapes {
     if (type === "object" || isJson(node["properties"])) {
       const properties = isJson(node["properties"]) ? node["properties"] : {}
       const required = new Set(Array.isArray(node["required"]) ? node["required"] : [])
-      const fields = Object.entries(properties).map(([name, schema]) => ({ name, required: required.has(name), shape: this.of(schema, seen) }))
+      const fields = Object.entries(properties).map(([name, schema]) => ({
+        name,
+        required: required.has(name),
+        shape: this.of(schema, seen)
+      }))
       const extra = node["additionalProperties"]
       if (fields.length === 0 && isJson(extra)) {
         const value = this.of(extra, seen)
         return { ...anyShape, type: `object (any keys, ${value.type} values)`, nullable }
       }
-      return { ...anyShape, type: fields.length === 0 && extra === false ? "object (empty)" : "object", fields, nullable }
+      return {
+        ...anyShape,
+        type: fields.length === 0 && extra === false ? "object (empty)" : "object",
+        fields,
+        nullable
+      }
     }
     return { ...anyShape, type: type ?? "any", nullable }
   }

@@ -2,31 +2,31 @@ import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Api, errorBody } from "@parley/domain"
 import { Effect, Layer } from "effect"
+import { AccountRoutes } from "../account/Http.js"
 import { AutomationHttpLive } from "../actions/Http.js"
 import { AnalyticsHttpLive } from "../analytics/Http.js"
 import { ChannelsHttpLive } from "../channels/Http.js"
+import { ConsoleRoutes } from "../console/Http.js"
+import { ConversationsHttpLive } from "../conversations/Http.js"
 import { EvalsHttpLive } from "../evals/Http.js"
+import { FilesRoute } from "../files/Http.js"
 import { FollowupsHttpLive } from "../followups/Http.js"
-import { KnowledgeHttpLive } from "../knowledge/Http.js"
 import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
-import { WorkspacesHttpLive } from "../workspaces/Http.js"
-import { ConversationsHttpLive } from "../conversations/Http.js"
-import { EventWebhooksHttpLive } from "../webhooks/Http.js"
-import { ContactsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
-import { PublicOriginLive } from "./PublicOrigin.js"
-import { FilesRoute } from "../files/Http.js"
+import { KnowledgeHttpLive } from "../knowledge/Http.js"
 import { McpRoute } from "../mcp/Http.js"
-import { OAuthRoutes } from "../oauth/Http.js"
-import { AccountRoutes } from "../account/Http.js"
-import { ConsoleRoutes } from "../console/Http.js"
 import { MessagesHttpLive, OperatorUploadLimitLive } from "../messages/Http.js"
+import { OAuthRoutes } from "../oauth/Http.js"
+import { ContactsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
 import { ModelPoolHttpLive, PipelinesHttpLive } from "../pipelines/Http.js"
 import { VersionsHttpLive } from "../pipelines/VersionsHttp.js"
-import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
-import { WidgetAuthLive, WidgetHttpLive, WidgetRoutes } from "../widget/Http.js"
 import { DemoPageRoutes } from "../seed/DemoPage.js"
+import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
+import { EventWebhooksHttpLive } from "../webhooks/Http.js"
+import { WidgetAuthLive, WidgetHttpLive, WidgetRoutes } from "../widget/Http.js"
+import { WorkspacesHttpLive } from "../workspaces/Http.js"
 import { DocsRoutes } from "./Docs.js"
+import { PublicOriginLive } from "./PublicOrigin.js"
 import { Readiness } from "./Readiness.js"
 
 const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
@@ -69,7 +69,9 @@ export const HealthRoutes = Layer.mergeAll(
       const sql = yield* SqlClient.SqlClient
       return yield* sql`select 1`.pipe(
         Effect.as(HttpServerResponse.unsafeJson({ status: "ready" })),
-        Effect.catchAllCause(() => Effect.succeed(HttpServerResponse.unsafeJson({ status: "unavailable" }, { status: 503 })))
+        Effect.catchAllCause(() =>
+          Effect.succeed(HttpServerResponse.unsafeJson({ status: "unavailable" }, { status: 503 }))
+        )
       )
     })
   )

@@ -34,19 +34,26 @@ const OPERATOR_SEND = /^\/api\/user\/[^/]+\/messages$/
 const KNOWLEDGE_POINTS = /^\/api\/user\/knowledge-tables\/[^/]+\/points$/
 
 const rpcError = (status: number, message: string) =>
-  HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code: status >= 500 ? -32603 : -32600, message }, id: null }, { status })
+  HttpServerResponse.unsafeJson(
+    { jsonrpc: "2.0", error: { code: status >= 500 ? -32603 : -32600, message }, id: null },
+    { status }
+  )
 
 export const ApiPolicy: ListenerPolicy = {
   name: "api",
   bodyLimit: (method, path, contentType) => {
-    if (method === "POST" && contentType.includes("multipart/form-data") && OPERATOR_SEND.test(path)) return OPERATOR_MULTIPART_BODY
+    if (method === "POST" && contentType.includes("multipart/form-data") && OPERATOR_SEND.test(path)) {
+      return OPERATOR_MULTIPART_BODY
+    }
     if (method === "PUT" && KNOWLEDGE_POINTS.test(path)) return KNOWLEDGE_POINTS_BODY
     return JSON_BODY
   },
   refuse: (path, status, message, validation = []) =>
     path === "/mcp"
       ? rpcError(status, message)
-      : HttpServerResponse.unsafeJson(errorBody(status, message, validation.map((v) => new ValidationIssue(v))), { status }),
+      : HttpServerResponse.unsafeJson(errorBody(status, message, validation.map((v) => new ValidationIssue(v))), {
+        status
+      }),
   invalidTextStatus: (path) => path.startsWith("/api/") ? 422 : 400,
   checksBodyText: (path) => path !== "/mcp"
 }
@@ -54,9 +61,13 @@ export const ApiPolicy: ListenerPolicy = {
 export const ReceiverPolicy: ListenerPolicy = {
   name: "receiver",
   bodyLimit: (method, path, contentType) =>
-    method === "POST" && path === "/web-chat/message" && contentType.includes("multipart/form-data") ? RECEIVER_MULTIPART_BODY : JSON_BODY,
+    method === "POST" && path === "/web-chat/message" && contentType.includes("multipart/form-data")
+      ? RECEIVER_MULTIPART_BODY
+      : JSON_BODY,
   refuse: (_path, status, message, validation = []) =>
-    HttpServerResponse.unsafeJson({ status: false, message, data: validation.length > 0 ? { validation } : null }, { status }),
+    HttpServerResponse.unsafeJson({ status: false, message, data: validation.length > 0 ? { validation } : null }, {
+      status
+    }),
   invalidTextStatus: () => 400,
   checksBodyText: () => true
 }

@@ -19,7 +19,7 @@ import * as Zlib from "node:zlib"
 import { optionalAsset } from "../Assets.js"
 import { escapeHtml, operationScopes, renderApiReference } from "./ApiReference.js"
 import { referenceScript, referenceStylesheet } from "./ApiReferenceAssets.js"
-import { htmlResponse, type PagePolicy, pageHeaders } from "./PageHeaders.js"
+import { htmlResponse, pageHeaders, type PagePolicy } from "./PageHeaders.js"
 import { fixed, hash, immutable, serveFixed } from "./StaticBody.js"
 
 const gzip = promisify(Zlib.gzip)
@@ -36,7 +36,9 @@ const scalarBundle = Effect.promise(async () => {
   const asset = optionalAsset("scalar.js")
   if (asset !== undefined) return asset
   const root = Path.dirname(createRequire(import.meta.url).resolve("@effect/platform/package.json"))
-  const module = (await import(pathToFileURL(Path.join(root, "dist/esm/internal/httpApiScalar.js")).href)) as { readonly javascript: string }
+  const module = (await import(pathToFileURL(Path.join(root, "dist/esm/internal/httpApiScalar.js")).href)) as {
+    readonly javascript: string
+  }
   return Buffer.from(module.javascript, "utf8")
 })
 
@@ -82,7 +84,9 @@ export const DocsRoutes = Layer.unwrapEffect(Effect.gen(function*() {
 <title>${escapeHtml(spec.info.title)}</title>
 ${description}</head>
 <body>
-<script id="api-reference" type="application/json" data-configuration="${escapeHtml(JSON.stringify(configuration))}">${scriptData(spec)}</script>
+<script id="api-reference" type="application/json" data-configuration="${escapeHtml(JSON.stringify(configuration))}">${
+    scriptData(spec)
+  }</script>
 <script src="scalar.js?v=${bundleVersion}"></script>
 </body>
 </html>
@@ -95,7 +99,9 @@ ${description}</head>
       vary: "Accept-Encoding",
       "x-content-type-options": "nosniff"
     }
-    if (!/\bgzip\b/.test(request.headers["accept-encoding"] ?? "")) return HttpServerResponse.uint8Array(bundle, { headers })
+    if (!/\bgzip\b/.test(request.headers["accept-encoding"] ?? "")) {
+      return HttpServerResponse.uint8Array(bundle, { headers })
+    }
     return HttpServerResponse.uint8Array(yield* bundleGzipped, { headers: { ...headers, "content-encoding": "gzip" } })
   })
 
@@ -113,12 +119,20 @@ ${description}</head>
     HttpLayerRouter.add(
       "GET",
       "/docs/reference.css",
-      serveFixed(stylesheet, { "content-type": "text/css; charset=utf-8", "cache-control": immutable, "x-content-type-options": "nosniff" })
+      serveFixed(stylesheet, {
+        "content-type": "text/css; charset=utf-8",
+        "cache-control": immutable,
+        "x-content-type-options": "nosniff"
+      })
     ),
     HttpLayerRouter.add(
       "GET",
       "/docs/reference.js",
-      serveFixed(script, { "content-type": "text/javascript; charset=utf-8", "cache-control": immutable, "x-content-type-options": "nosniff" })
+      serveFixed(script, {
+        "content-type": "text/javascript; charset=utf-8",
+        "cache-control": immutable,
+        "x-content-type-options": "nosniff"
+      })
     ),
     HttpLayerRouter.add("GET", "/docs/try", Effect.succeed(htmlResponse(scalarPage, scalarPolicy))),
     HttpLayerRouter.add("GET", "/docs/scalar.js", scalarScript)

@@ -16,7 +16,9 @@ export interface BoundListener {
 /** The API listener (REST, docs, later MCP and socket.io). Socket.io attaches to its `server`. */
 export class ApiListener extends Context.Tag("@parley/server/ApiListener")<ApiListener, BoundListener>() {}
 /** The receiver listener: `POST /web-chat/message` on its own port. */
-export class ReceiverListener extends Context.Tag("@parley/server/ReceiverListener")<ReceiverListener, BoundListener>() {}
+export class ReceiverListener
+  extends Context.Tag("@parley/server/ReceiverListener")<ReceiverListener, BoundListener>()
+{}
 /** Loopback-only listener for the CLI's commands while this process holds the embedded database. */
 export class AdminListener extends Context.Tag("@parley/server/AdminListener")<AdminListener, BoundListener>() {}
 

@@ -27,7 +27,11 @@ export const pageHeaders = (policy: PagePolicy) => ({
   "referrer-policy": "no-referrer"
 })
 
-export const htmlResponse = (body: string, policy: PagePolicy, options: { readonly status?: number; readonly cache?: string } = {}) =>
+export const htmlResponse = (
+  body: string,
+  policy: PagePolicy,
+  options: { readonly status?: number; readonly cache?: string } = {}
+) =>
   HttpServerResponse.text(body, {
     status: options.status ?? 200,
     contentType: "text/html; charset=utf-8",

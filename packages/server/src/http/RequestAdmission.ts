@@ -133,7 +133,11 @@ const tooLarge = (policy: ListenerPolicy, path: string, limit: BodyLimit) =>
   policy.refuse(path, 413, `The request body may not be larger than ${describeLimit(limit)}.`)
 
 /** What the URL, the query and the body's headers allow, decided before a byte of the body is read. */
-export const admit = (policy: ListenerPolicy, request: HttpServerRequest.HttpServerRequest, path: string): Admission => {
+export const admit = (
+  policy: ListenerPolicy,
+  request: HttpServerRequest.HttpServerRequest,
+  path: string
+): Admission => {
   let decodedPath: string
   try {
     decodedPath = decodeURIComponent(path)
@@ -154,10 +158,14 @@ export const admit = (policy: ListenerPolicy, request: HttpServerRequest.HttpSer
   if (length !== undefined && Number(length) > limit.bytes) return refused(tooLarge(policy, path, limit))
   const multipart = contentType.includes("multipart/form-data")
   if (multipart && !/;\s*boundary=/.test(contentType)) {
-    return refused(policy.refuse(path, 400, "A multipart/form-data body needs a boundary parameter in its Content-Type."))
+    return refused(
+      policy.refuse(path, 400, "A multipart/form-data body needs a boundary parameter in its Content-Type.")
+    )
   }
   // a client that asked first (Expect: 100-continue) sends its body only now (see Listener.ts)
-  if (/100-continue/i.test(request.headers["expect"] ?? "")) NodeHttpServerRequest.toServerResponse(request).writeContinue()
+  if (/100-continue/i.test(request.headers["expect"] ?? "")) {
+    NodeHttpServerRequest.toServerResponse(request).writeContinue()
+  }
   // a multipart body is streamed by the route's own parser, which stops at the limit (MaxBodySize)
   return multipart ? { _tag: "Admitted", maxBody: limit.bytes } : { _tag: "ReadBody", limit, contentType }
 }

@@ -5,7 +5,13 @@
  * that remains.
  * docs/api.md "Limits and bad input" lists the limits.
  */
-import { HttpIncomingMessage, HttpLayerRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  HttpIncomingMessage,
+  HttpLayerRouter,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { clientAddress } from "@parley/domain"
 import { Cause, Effect, Metric, MetricBoundaries, MetricLabel, Option } from "effect"
 import { randomUUID } from "node:crypto"
@@ -43,7 +49,8 @@ const requestIdOf = (request: HttpServerRequest.HttpServerRequest) => {
  * the request id, logged at Error with its cause; a client that went away is not an error; the database
  * being away (DatabaseUnavailable.ts) is a 503 with Retry-After, logged at Warning.
  */
-const answerDefects = (policy: ListenerPolicy, request: HttpServerRequest.HttpServerRequest, path: string, requestId: string) =>
+const answerDefects =
+  (policy: ListenerPolicy, request: HttpServerRequest.HttpServerRequest, path: string, requestId: string) =>
   <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.catchAllCause(effect, (cause) =>
       Effect.flatMap(HttpServerError.causeResponse(cause), ([response]) => {
@@ -51,19 +58,33 @@ const answerDefects = (policy: ListenerPolicy, request: HttpServerRequest.HttpSe
         if (isDatabaseUnavailable(cause)) {
           return Effect.logWarning("Request refused: the database is unavailable", String(Cause.squash(cause))).pipe(
             Effect.annotateLogs({ http_method: request.method, http_path: path, listener: policy.name }),
-            Effect.as(HttpServerResponse.setHeader(policy.refuse(path, 503, DATABASE_UNAVAILABLE_MESSAGE), "retry-after", "1"))
+            Effect.as(
+              HttpServerResponse.setHeader(policy.refuse(path, 503, DATABASE_UNAVAILABLE_MESSAGE), "retry-after", "1")
+            )
           )
         }
         if (response.status >= 500) {
-          return Effect.flatMap(matchedRoute, (route) => Effect.logError("Request failed", cause).pipe(
-            Effect.annotateLogs({ http_method: request.method, http_path: path, http_route: route, listener: policy.name })
-          )).pipe(
-            Effect.as(logged(policy.refuse(path, 500, `Internal server error (request id ${requestId}). The error was logged.`)))
-          )
+          return Effect.flatMap(matchedRoute, (route) =>
+            Effect.logError("Request failed", cause).pipe(
+              Effect.annotateLogs({
+                http_method: request.method,
+                http_path: path,
+                http_route: route,
+                listener: policy.name
+              })
+            )).pipe(
+              Effect.as(
+                logged(
+                  policy.refuse(path, 500, `Internal server error (request id ${requestId}). The error was logged.`)
+                )
+              )
+            )
         }
         // the framework's own refusals (no route, an unreadable request) have empty bodies: give them the envelope
         return Effect.succeed(
-          response.body._tag === "Empty" ? policy.refuse(path, response.status, FRAMEWORK_MESSAGES[response.status] ?? "The request was refused.") : response
+          response.body._tag === "Empty"
+            ? policy.refuse(path, response.status, FRAMEWORK_MESSAGES[response.status] ?? "The request was refused.")
+            : response
         )
       }))
 
@@ -104,13 +125,20 @@ const httpDuration = Metric.histogram(
 )
 
 /** The two metrics of one listener, method, route and status, tagged once (tagging builds new metric keys to hash). */
-const taggedMetrics = new Map<string, { readonly requests: typeof httpRequests; readonly duration: typeof httpDuration }>()
+const taggedMetrics = new Map<
+  string,
+  { readonly requests: typeof httpRequests; readonly duration: typeof httpDuration }
+>()
 
 const metricsFor = (listener: string, method: string, route: string, status: number) => {
   const key = `${listener} ${method} ${route} ${status}`
   let tagged = taggedMetrics.get(key)
   if (tagged === undefined) {
-    const labels = [MetricLabel.make("listener", listener), MetricLabel.make("method", method), MetricLabel.make("route", route)]
+    const labels = [
+      MetricLabel.make("listener", listener),
+      MetricLabel.make("method", method),
+      MetricLabel.make("route", route)
+    ]
     tagged = {
       requests: Metric.taggedWithLabels(httpRequests, [...labels, MetricLabel.make("status", String(status))]),
       duration: Metric.taggedWithLabels(httpDuration, labels)
@@ -124,25 +152,38 @@ const metricsFor = (listener: string, method: string, route: string, status: num
  * Counts the answer under the route the router matched (the server span's `http.route`), so an id in a
  * path does not make a series of its own (the routes, methods and statuses are bounded sets).
  */
-const measure = (policy: ListenerPolicy, method: string, started: number) => (response: HttpServerResponse.HttpServerResponse) =>
-  Effect.flatMap(matchedRoute, (route) => {
-    const seconds = (performance.now() - started) / 1000
-    const tagged = metricsFor(policy.name, method, route, response.status)
-    // a 5xx a route answered itself (a typed error with that status, an SDK's own answer) is an error too
-    const serverError = response.status >= 500 && response.status !== 503 && !loggedAnswers.has(response)
-      ? Effect.logError(`Request answered ${response.status}`, answerText(response)).pipe(
-        Effect.annotateLogs({ http_method: method, http_route: route, http_status: response.status, listener: policy.name })
+const measure =
+  (policy: ListenerPolicy, method: string, started: number) => (response: HttpServerResponse.HttpServerResponse) =>
+    Effect.flatMap(matchedRoute, (route) => {
+      const seconds = (performance.now() - started) / 1000
+      const tagged = metricsFor(policy.name, method, route, response.status)
+      // a 5xx a route answered itself (a typed error with that status, an SDK's own answer) is an error too
+      const serverError = response.status >= 500 && response.status !== 503 && !loggedAnswers.has(response)
+        ? Effect.logError(`Request answered ${response.status}`, answerText(response)).pipe(
+          Effect.annotateLogs({
+            http_method: method,
+            http_route: route,
+            http_status: response.status,
+            listener: policy.name
+          })
+        )
+        : Effect.void
+      return Effect.zipRight(
+        serverError,
+        Effect.zipRight(
+          Effect.zipRight(Metric.increment(tagged.requests), Metric.update(tagged.duration, seconds)),
+          // the access log: at Debug, so a busy listener costs nothing until someone asks for it
+          Effect.logDebug(`${method} ${route === "unmatched" ? "(unmatched)" : route} ${response.status}`).pipe(
+            Effect.annotateLogs({
+              http_status: response.status,
+              duration_ms: Math.round(seconds * 1000),
+              listener: policy.name
+            }),
+            Effect.whenLogLevel("Debug")
+          )
+        )
       )
-      : Effect.void
-    return Effect.zipRight(serverError, Effect.zipRight(
-      Effect.zipRight(Metric.increment(tagged.requests), Metric.update(tagged.duration, seconds)),
-      // the access log: at Debug, so a busy listener costs nothing until someone asks for it
-      Effect.logDebug(`${method} ${route === "unmatched" ? "(unmatched)" : route} ${response.status}`).pipe(
-        Effect.annotateLogs({ http_status: response.status, duration_ms: Math.round(seconds * 1000), listener: policy.name }),
-        Effect.whenLogLevel("Debug")
-      )
-    ))
-  })
+    })
 
 /**
  * The request as routes see it: with the client's address in place of a trusted proxy's (TRUST_PROXY),
@@ -156,7 +197,8 @@ const fromClient = (request: HttpServerRequest.HttpServerRequest, trusted: Reado
 }
 
 /** The guard around one request: `app` is what the listener's router answers. */
-export const guard = (policy: ListenerPolicy, trustedProxies: ReadonlyArray<string> = []) =>
+export const guard =
+  (policy: ListenerPolicy, trustedProxies: ReadonlyArray<string> = []) =>
   (app: Effect.Effect<HttpServerResponse.HttpServerResponse, HttpLayerRouter.unhandled>): Effect.Effect<
     HttpServerResponse.HttpServerResponse,
     // every failure is answered here; the type keeps the router's marker for what is not
@@ -169,7 +211,9 @@ export const guard = (policy: ListenerPolicy, trustedProxies: ReadonlyArray<stri
       const requestId = requestIdOf(request)
       const path = request.url.split("?")[0]!
       const admission = admit(policy, request, path)
-      const routed = request === received ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
+      const routed = request === received
+        ? app
+        : Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
       const answer: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = admission._tag === "Refused"
         ? Effect.as(discardBody(request), admission.response)
         : admission._tag === "ReadBody"

@@ -39,4 +39,3 @@ export const serveFixed = (body: Fixed, headers: Readonly<Record<string, string>
       headers: gzipped ? { ...all, "content-encoding": "gzip" } : all
     })
   })
-

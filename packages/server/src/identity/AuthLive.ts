@@ -21,10 +21,16 @@ export const AuthLive = Layer.unwrapEffect(Effect.gen(function*() {
   const scoped = Scopes.map((scope) =>
     Layer.succeed(Authorized[scope], {
       bearer: (token) =>
-        identity.authenticate(token).pipe(Effect.flatMap((actor) => identity.requireScope(actor, scope)), Effect.flatMap(annotated))
+        identity.authenticate(token).pipe(
+          Effect.flatMap((actor) => identity.requireScope(actor, scope)),
+          Effect.flatMap(annotated)
+        )
     })
   )
-  return Layer.mergeAll(Layer.succeed(Authenticated, { bearer: (token) => Effect.flatMap(identity.authenticate(token), annotated) }), ...scoped)
+  return Layer.mergeAll(
+    Layer.succeed(Authenticated, { bearer: (token) => Effect.flatMap(identity.authenticate(token), annotated) }),
+    ...scoped
+  )
 }))
 
 export { CurrentActor }

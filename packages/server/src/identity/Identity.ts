@@ -1,5 +1,15 @@
 import { SqlClient } from "@effect/sql"
-import { type Actor, isScope, Me, type Scope, Scopes, type TokenId, type UserId, type WorkspaceId, WorkspaceSummary } from "@parley/domain"
+import {
+  type Actor,
+  isScope,
+  Me,
+  type Scope,
+  Scopes,
+  type TokenId,
+  type UserId,
+  type WorkspaceId,
+  WorkspaceSummary
+} from "@parley/domain"
 import { Effect, Option } from "effect"
 import { CommandFailed } from "./CommandFailed.js"
 import { IdentityRepo, type UserRow } from "./IdentityRepo.js"
@@ -40,7 +50,9 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
     }) {
       const email = input.email.trim().toLowerCase()
       if (!EMAIL.test(email)) return yield* new CommandFailed({ message: `Not a valid email: ${input.email}` })
-      if (input.password.length < 8) return yield* new CommandFailed({ message: "The password must be at least 8 characters" })
+      if (input.password.length < 8) {
+        return yield* new CommandFailed({ message: "The password must be at least 8 characters" })
+      }
       if (Option.isSome(yield* repo.userByEmail(email))) {
         return yield* new CommandFailed({ message: `A user with email ${email} already exists` })
       }
@@ -68,7 +80,11 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       const name = input.name.trim()
       if (name.length === 0) return yield* new CommandFailed({ message: "A workspace needs a name" })
       const workspaceId = yield* sql.withTransaction(Effect.gen(function*() {
-        const id = yield* repo.insertWorkspace({ name, credits: input.credits ?? 0, training_credits: input.trainingCredits ?? 0 })
+        const id = yield* repo.insertWorkspace({
+          name,
+          credits: input.credits ?? 0,
+          training_credits: input.trainingCredits ?? 0
+        })
         yield* repo.upsertMembership(user.id, id, "owner")
         return id
       })).pipe(Effect.orDie)
@@ -113,7 +129,9 @@ export class Identity extends Effect.Service<Identity>()("@parley/server/Identit
       const user = yield* userByEmail(input.email)
       const unknown = input.scopes.filter((s) => !isScope(s))
       if (unknown.length > 0) {
-        return yield* new CommandFailed({ message: `Unknown scope(s): ${unknown.join(", ")}. Known: ${Scopes.join(", ")}` })
+        return yield* new CommandFailed({
+          message: `Unknown scope(s): ${unknown.join(", ")}. Known: ${Scopes.join(", ")}`
+        })
       }
       if (input.scopes.length === 0) return yield* new CommandFailed({ message: "A token needs at least one scope" })
       if (input.expiresInDays !== undefined && !(input.expiresInDays > 0)) {

@@ -56,7 +56,11 @@ export const MembershipRow = Schema.Struct({
 })
 export type MembershipRow = typeof MembershipRow.Type
 
-const NewUser = Schema.Struct({ email: Schema.String, name: Schema.NullOr(Schema.String), password_hash: Schema.String })
+const NewUser = Schema.Struct({
+  email: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  password_hash: Schema.String
+})
 
 const NewWorkspace = Schema.Struct({ name: Schema.String, credits: Schema.Number, training_credits: Schema.Number })
 
@@ -80,7 +84,11 @@ const NewToken = Schema.Struct({
   account_session_id: Schema.optional(Schema.Number)
 })
 
-const InsertedToken = Schema.Struct({ id: TokenId, created_at: Schema.String, expires_at: Schema.NullOr(Schema.String) })
+const InsertedToken = Schema.Struct({
+  id: TokenId,
+  created_at: Schema.String,
+  expires_at: Schema.NullOr(Schema.String)
+})
 
 const UserToken = Schema.Struct({ userId: Schema.Number, id: Schema.Number })
 
@@ -171,14 +179,17 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
         sql`
           insert into access_tokens (user_id, name, token_hash, token_hint, scopes, expires_at, oauth_client_id, oauth_grant_id, account_session_id)
           values (${t.user_id}, ${t.name}, ${t.token_hash}, ${t.token_hint}, ${t.scopes}::text[],
-                  ${t.expires_at}, ${t.oauth_client_id ?? null}, ${t.oauth_grant_id ?? null}, ${t.account_session_id ?? null})
+                  ${t.expires_at}, ${t.oauth_client_id ?? null}, ${t.oauth_grant_id ?? null}, ${
+          t.account_session_id ?? null
+        })
           returning id, created_at, expires_at`
     })
 
     const revokeToken = SqlSchema.findOne({
       Request: Schema.Number,
       Result: Schema.Struct({ id: TokenId }),
-      execute: (id) => sql`
+      execute: (id) =>
+        sql`
           update access_tokens set revoked_at = coalesce(revoked_at, now()) where id = ${id} returning id`
     })
 
@@ -215,7 +226,8 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
 
       userByEmail: (email: string) => userByEmail(email).pipe(Effect.orDie),
 
-      insertUser: (u: { email: string; name: string | null; password_hash: string }) => insertUser(u).pipe(Effect.orDie),
+      insertUser: (u: { email: string; name: string | null; password_hash: string }) =>
+        insertUser(u).pipe(Effect.orDie),
 
       insertWorkspace: (w: { name: string; credits: number; training_credits: number }) =>
         insertWorkspace(w).pipe(Effect.map((row) => row.id), Effect.orDie),
@@ -229,7 +241,10 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
           on conflict (user_id, workspace_id) do nothing`.pipe(Effect.asVoid, Effect.orDie),
 
       setSuperUser: (id: UserId) =>
-        sql`update users set is_super_user = true, updated_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+        sql`update users set is_super_user = true, updated_at = now() where id = ${id}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
 
       updateWorkspace: (
         id: WorkspaceId,
@@ -253,17 +268,19 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
        * cover it (the row's lock makes concurrent charges wait for each other): whether it was charged.
        */
       spendCredits: (id: WorkspaceId | number, cost: number) =>
-        sql`update workspaces set credits = credits - ${cost}, updated_at = now() where id = ${id} and credits >= ${cost} returning id`.pipe(
-          Effect.map((rows) => rows.length > 0),
-          Effect.orDie
-        ),
+        sql`update workspaces set credits = credits - ${cost}, updated_at = now() where id = ${id} and credits >= ${cost} returning id`
+          .pipe(
+            Effect.map((rows) => rows.length > 0),
+            Effect.orDie
+          ),
 
       /** One credit per point embedded (knowledge upserts), in the caller's transaction. */
       spendTrainingCredits: (id: WorkspaceId | number, credits: number) =>
-        sql`update workspaces set training_credits = training_credits - ${credits}, updated_at = now() where id = ${id}`.pipe(
-          Effect.asVoid,
-          Effect.orDie
-        ),
+        sql`update workspaces set training_credits = training_credits - ${credits}, updated_at = now() where id = ${id}`
+          .pipe(
+            Effect.asVoid,
+            Effect.orDie
+          ),
 
       insertToken: (t: {
         user_id: UserId
@@ -287,7 +304,10 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
 
       /** The session's console tokens that ran out: each console page asks for a new one before its last expires. */
       sweepSessionTokens: (sessionId: number) =>
-        sql`delete from access_tokens where account_session_id = ${sessionId} and expires_at <= now()`.pipe(Effect.asVoid, Effect.orDie),
+        sql`delete from access_tokens where account_session_id = ${sessionId} and expires_at <= now()`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
 
       touchToken: (id: TokenId) =>
         sql`update access_tokens set last_used_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)

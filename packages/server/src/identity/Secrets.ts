@@ -1,6 +1,6 @@
 /** Password hashing (scrypt) and bearer-token material: random, prefixed, stored only as SHA-256. */
-import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto"
 import { Effect } from "effect"
+import { createHash, randomBytes, scrypt, timingSafeEqual } from "node:crypto"
 
 const SCRYPT = { N: 16384, r: 8, p: 1, keylen: 64 } as const
 

@@ -1,7 +1,16 @@
 import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { type Actor, Forbidden, hasScope, missingScopeMessage, type Scope, type TokenId, Unauthorized, UserId } from "@parley/domain"
+import {
+  type Actor,
+  Forbidden,
+  hasScope,
+  missingScopeMessage,
+  type Scope,
+  type TokenId,
+  Unauthorized,
+  UserId
+} from "@parley/domain"
 import { Effect, Option, PubSub, Redacted, Schedule, Schema, Stream } from "effect"
 import { IdentityRepo } from "./IdentityRepo.js"
 import { sha256Hex } from "./Secrets.js"
@@ -86,35 +95,44 @@ export class TokenAuth extends Effect.Service<TokenAuth>()("@parley/server/Token
      * authenticated request, so only a cache miss (the queries) is a span of its own, not every map lookup
      * (a span costs CPU on every request: docs/benchmarks.md, "Native Postgres side by side").
      */
-    const authenticateGrant = Effect.fnUntraced(function*(bearer: Redacted.Redacted<string>, actAs: string | undefined) {
-      const token = Redacted.value(bearer).trim()
-      if (token.length === 0) return yield* invalidToken
-      const hash = sha256Hex(token)
-      const key = `${hash}|${actAs ?? ""}`
-      const now = Date.now()
-      let entry = cache.get(key)
-      if (entry === undefined || entry.until <= now || (entry.tokenExpiresAt !== null && entry.tokenExpiresAt <= now)) {
-        const resolved = yield* resolve(hash, actAs).pipe(Effect.withSpan("Identity.resolveToken"))
-        if (cache.size >= AUTH_CACHE_MAX) cache.clear()
-        entry = { ...resolved, until: now + AUTH_CACHE_TTL_MS }
-        cache.set(key, entry)
+    const authenticateGrant = Effect.fnUntraced(
+      function*(bearer: Redacted.Redacted<string>, actAs: string | undefined) {
+        const token = Redacted.value(bearer).trim()
+        if (token.length === 0) return yield* invalidToken
+        const hash = sha256Hex(token)
+        const key = `${hash}|${actAs ?? ""}`
+        const now = Date.now()
+        let entry = cache.get(key)
+        if (
+          entry === undefined || entry.until <= now || (entry.tokenExpiresAt !== null && entry.tokenExpiresAt <= now)
+        ) {
+          const resolved = yield* resolve(hash, actAs).pipe(Effect.withSpan("Identity.resolveToken"))
+          if (cache.size >= AUTH_CACHE_MAX) cache.clear()
+          entry = { ...resolved, until: now + AUTH_CACHE_TTL_MS }
+          cache.set(key, entry)
+        }
+        const tokenId = entry.actor.tokenId
+        if ((lastTouched.get(tokenId) ?? 0) < now - LAST_USED_RESOLUTION_MS) {
+          lastTouched.set(tokenId, now)
+          yield* repo.touchToken(tokenId)
+        }
+        return entry
       }
-      const tokenId = entry.actor.tokenId
-      if ((lastTouched.get(tokenId) ?? 0) < now - LAST_USED_RESOLUTION_MS) {
-        lastTouched.set(tokenId, now)
-        yield* repo.touchToken(tokenId)
-      }
-      return entry
-    })
+    )
     const authenticateToken = (bearer: Redacted.Redacted<string>, actAs: string | undefined) =>
       Effect.map(authenticateGrant(bearer, actAs), (grant) => grant.actor)
 
     /** Bearer token (and optional `X-Act-As-User`) of the current request. */
     const authenticate = (bearer: Redacted.Redacted<string>) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticateToken(bearer, request.headers["x-act-as-user"]))
+      Effect.flatMap(
+        HttpServerRequest.HttpServerRequest,
+        (request) => authenticateToken(bearer, request.headers["x-act-as-user"])
+      )
 
     const requireScope = (actor: Actor, scope: Scope) =>
-      hasScope(actor.scopes, scope) ? Effect.succeed(actor) : Effect.fail(new Forbidden({ message: missingScopeMessage(scope) }))
+      hasScope(actor.scopes, scope)
+        ? Effect.succeed(actor)
+        : Effect.fail(new Forbidden({ message: missingScopeMessage(scope) }))
 
     return {
       /** Tokens, memberships or super users changed: forget cached actors here and in every other process. */

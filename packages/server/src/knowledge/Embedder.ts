@@ -22,7 +22,8 @@ const fnv1a = (s: string) => {
   return h >>> 0
 }
 
-const tokens = (text: string) => text.toLowerCase().normalize("NFKD").replace(/[^\p{L}\p{N}\s-]/gu, " ").split(/\s+/).filter(Boolean)
+const tokens = (text: string) =>
+  text.toLowerCase().normalize("NFKD").replace(/[^\p{L}\p{N}\s-]/gu, " ").split(/\s+/).filter(Boolean)
 
 /**
  * Feature hashing of words (weight 1) and their character trigrams (weight 0.5) into 256 signed
@@ -45,10 +46,13 @@ export const localEmbedding = (text: string): Array<number> => {
 
 export class Embedder extends Effect.Service<Embedder>()("@parley/server/Embedder", {
   scoped: Effect.gen(function*() {
-    const provider = yield* Config.literal("local", "openai")("EMBEDDING_PROVIDER").pipe(Config.withDefault("local" as const))
+    const provider = yield* Config.literal("local", "openai")("EMBEDDING_PROVIDER").pipe(
+      Config.withDefault("local" as const)
+    )
     if (provider === "local") {
       const model = yield* EmbeddingModel.make({
-        embedMany: (input) => Effect.sync(() => input.map((text, index) => ({ index, embeddings: localEmbedding(text) }))),
+        embedMany: (input) =>
+          Effect.sync(() => input.map((text, index) => ({ index, embeddings: localEmbedding(text) }))),
         maxBatchSize: 256
       })
       return { key: "local-hash-256", model }
@@ -58,7 +62,9 @@ export class Embedder extends Effect.Service<Embedder>()("@parley/server/Embedde
     const apiUrl = yield* Config.string("OPENAI_BASE_URL").pipe(Config.withDefault("https://api.openai.com/v1"))
     if (Option.isNone(apiKey)) return yield* Effect.dieMessage("EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY")
     const client = yield* OpenAiClient.make({ apiKey: apiKey.value, apiUrl: apiUrl.replace(/\/+$/, "") })
-    const model = yield* Layer.build(OpenAiEmbeddingModel.layerBatched({ model: name, config: { dimensions: DIMENSIONS } })).pipe(
+    const model = yield* Layer.build(
+      OpenAiEmbeddingModel.layerBatched({ model: name, config: { dimensions: DIMENSIONS } })
+    ).pipe(
       Effect.map(Context.get(EmbeddingModel.EmbeddingModel)),
       Effect.provideService(OpenAiClient.OpenAiClient, client)
     )
@@ -73,7 +79,8 @@ export class Embedder extends Effect.Service<Embedder>()("@parley/server/Embedde
   }
 }
 
-export const toVector = (v: ReadonlyArray<number>) => `[${v.map((x) => (Number.isFinite(x) ? x.toFixed(6) : "0")).join(",")}]`
+export const toVector = (v: ReadonlyArray<number>) =>
+  `[${v.map((x) => (Number.isFinite(x) ? x.toFixed(6) : "0")).join(",")}]`
 
 /**
  * A vector for bulk writes: its unit vector in millionths as integers, which the statement casts and

@@ -35,7 +35,8 @@ const MIN_MEMORY_MB = 64
 const MAX_MEMORY_MB = { embedded: 1_024, postgres: 256 } as const
 
 export const graphReady = Metric.gauge("parley_knowledge_graph_ready", {
-  description: "1 while the HNSW graph of knowledge points is built and valid, 0 while a large load runs without it or it is being built (the keeper's process)"
+  description:
+    "1 while the HNSW graph of knowledge points is built and valid, 0 while a large load runs without it or it is being built (the keeper's process)"
 })
 export const graphBuilds = Metric.counter("parley_knowledge_graph_builds_total", {
   description: "HNSW graphs of knowledge points built after a large load or at start",
@@ -49,9 +50,10 @@ export const graphSuspensions = Metric.counter("parley_knowledge_graph_suspensio
 export class KnowledgeGraph extends Effect.Service<KnowledgeGraph>()("@parley/server/KnowledgeGraph", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const [{ embedded }] = (yield* sql<{ embedded: boolean }>`select version() like '%PGlite%' as embedded`.pipe(Effect.orDie)) as [
-      { embedded: boolean }
-    ]
+    const [{ embedded }] =
+      (yield* sql<{ embedded: boolean }>`select version() like '%PGlite%' as embedded`.pipe(Effect.orDie)) as [
+        { embedded: boolean }
+      ]
     const quietSeconds = Duration.toSeconds(QUIET)
 
     /**
@@ -74,7 +76,9 @@ export class KnowledgeGraph extends Effect.Service<KnowledgeGraph>()("@parley/se
         Effect.annotateLogs({ loadRows: load.rows, points: load.points })
       )
       // concurrently on Postgres: waits for searches using it instead of blocking new ones meanwhile
-      yield* embedded ? sql`drop index if exists ${sql(GRAPH_INDEX)}` : sql`drop index concurrently if exists ${sql(GRAPH_INDEX)}`
+      yield* embedded
+        ? sql`drop index if exists ${sql(GRAPH_INDEX)}`
+        : sql`drop index concurrently if exists ${sql(GRAPH_INDEX)}`
       yield* Metric.increment(graphSuspensions)
       return { graph: false }
     }, Effect.orDie)
@@ -89,7 +93,14 @@ export class KnowledgeGraph extends Effect.Service<KnowledgeGraph>()("@parley/se
       from (select 1) one left join knowledge_graph_load l on true`.pipe(Effect.map((rows) => rows[0]!))
 
     const memory = (points: number) =>
-      `${Math.round(Math.min(MAX_MEMORY_MB[embedded ? "embedded" : "postgres"], Math.max(MIN_MEMORY_MB, (points * BYTES_PER_POINT) / 2 ** 20)))}MB`
+      `${
+        Math.round(
+          Math.min(
+            MAX_MEMORY_MB[embedded ? "embedded" : "postgres"],
+            Math.max(MIN_MEMORY_MB, (points * BYTES_PER_POINT) / 2 ** 20)
+          )
+        )
+      }MB`
 
     const countPoints = SqlSchema.single({
       Request: Schema.Void,
@@ -162,7 +173,9 @@ export const KnowledgeGraphLive = Singleton.make(
   "Knowledge/graph",
   Effect.flatMap(KnowledgeGraph, (graph) =>
     graph.check.pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("The HNSW graph of knowledge points could not be built", cause)),
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning("The HNSW graph of knowledge points could not be built", cause)
+      ),
       Effect.repeat(Schedule.spaced(Duration.seconds(1)))
     ))
 ).pipe(Layer.provide(KnowledgeGraph.Default))

@@ -10,8 +10,10 @@ export const KnowledgeHttpLive = HttpApiBuilder.group(Api, "knowledge", (handler
       .handle("list", () => knowledge.list())
       .handle("create", ({ payload }) => knowledge.create(payload))
       .handle("columns", ({ path }) => knowledge.columns(path.knowledgeTable))
-      .handle("points", ({ path, urlParams }) => knowledge.points(path.knowledgeTable, urlParams.per_page, urlParams.next_page_offset))
-      .handle("upsert", ({ path, payload }) => knowledge.upsert(path.knowledgeTable, payload.points))
+      .handle("points", ({ path, urlParams }) =>
+        knowledge.points(path.knowledgeTable, urlParams.per_page, urlParams.next_page_offset))
+      .handle("upsert", ({ path, payload }) =>
+        knowledge.upsert(path.knowledgeTable, payload.points))
       .handle("remove", ({ path, payload }) => knowledge.remove(path.knowledgeTable, payload.ids))
       .handle("search", ({ path, payload }) => knowledge.search(path.knowledgeTable, payload))
   }))

@@ -16,7 +16,11 @@ const In = Schema.Struct({ id: Schema.Number, workspaceIds: Ids })
 export const TableColumns = Schema.Struct({ workspace_id: Schema.Number, columns: Schema.Array(KnowledgeColumn) })
 
 /** A point as an upsert finds it before writing: what it had, and the key of the text it was embedded from. */
-export const StoredPoint = Schema.Struct({ default_id: Schema.String, data: Data, embedding_key: Schema.NullOr(Schema.String) })
+export const StoredPoint = Schema.Struct({
+  default_id: Schema.String,
+  data: Data,
+  embedding_key: Schema.NullOr(Schema.String)
+})
 
 /** A point as an upsert writes it; `embedding` in millionths (Embedder.toMillionths), null to keep the stored one. */
 export interface PointWrite {
@@ -59,7 +63,8 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
     const table = SqlSchema.findOne({
       Request: In,
       Result: KnowledgeTableWithColumns,
-      execute: ({ id, workspaceIds }) => sql`${selectTables} where t.id = ${id} and t.workspace_id in ${sql.in(workspaceIds)}`
+      execute: ({ id, workspaceIds }) =>
+        sql`${selectTables} where t.id = ${id} and t.workspace_id in ${sql.in(workspaceIds)}`
     })
 
     /** Workspace and columns in one statement (search and upsert run this on every call). */
@@ -72,7 +77,11 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
     })
 
     const insertTable = SqlSchema.single({
-      Request: Schema.Struct({ workspaceId: Schema.Number, name: Schema.String, description: Schema.NullOr(Schema.String) }),
+      Request: Schema.Struct({
+        workspaceId: Schema.Number,
+        name: Schema.String,
+        description: Schema.NullOr(Schema.String)
+      }),
       Result: Schema.Struct({ id: Schema.Number }),
       execute: ({ description, name, workspaceId }) =>
         sql`insert into knowledge_tables (workspace_id, name, description) values (${workspaceId}, ${name}, ${description})
@@ -122,7 +131,8 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
     const workspaceTables = SqlSchema.findAll({
       Request: Schema.Struct({ workspaceId: Schema.Number, ids: Ids }),
       Result: Schema.Struct({ id: Schema.Number }),
-      execute: ({ ids, workspaceId }) => sql`select id from knowledge_tables where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`
+      execute: ({ ids, workspaceId }) =>
+        sql`select id from knowledge_tables where workspace_id = ${workspaceId} and id in ${sql.in(ids)}`
     })
 
     return {
@@ -154,8 +164,10 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
           values (${workspaceId}, ${tableId}, ${c.name}, ${c.data_type}, ${c.order}, ${c.is_searchable}, ${c.is_retrievable},
                   ${c.is_filterable}, ${c.is_unique})`.pipe(Effect.asVoid, Effect.orDie),
 
-      points: (tableId: number, after: string | null, limit: number) => points({ tableId, after, limit }).pipe(Effect.orDie),
-      stored: (tableId: number, defaultIds: ReadonlyArray<string>) => stored({ tableId, defaultIds }).pipe(Effect.orDie),
+      points: (tableId: number, after: string | null, limit: number) =>
+        points({ tableId, after, limit }).pipe(Effect.orDie),
+      stored: (tableId: number, defaultIds: ReadonlyArray<string>) =>
+        stored({ tableId, defaultIds }).pipe(Effect.orDie),
       clashes: (tableId: number, column: string, values: ReadonlyArray<string>, except: ReadonlyArray<string>) =>
         clashes({ tableId, column, values, except }).pipe(Effect.orDie),
 
@@ -175,14 +187,18 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
 
       /** Deletes points by default_id; the number deleted. */
       deletePoints: (tableId: number, defaultIds: ReadonlyArray<string>) =>
-        sql`delete from knowledge_points where knowledge_table_id = ${tableId} and default_id in ${sql.in(defaultIds)} returning 1`.pipe(
+        sql`delete from knowledge_points where knowledge_table_id = ${tableId} and default_id in ${
+          sql.in(defaultIds)
+        } returning 1`.pipe(
           Effect.map((rows) => rows.length),
           Effect.orDie
         ),
 
       /** Counts the rows a reply used. */
       recordUsage: (pointIds: ReadonlyArray<string>) =>
-        sql`update knowledge_points set used_count = used_count + 1, latest_time_used = now() where id in ${sql.in(pointIds)}`.pipe(
+        sql`update knowledge_points set used_count = used_count + 1, latest_time_used = now() where id in ${
+          sql.in(pointIds)
+        }`.pipe(
           Effect.asVoid,
           Effect.orDie
         ),
@@ -196,7 +212,9 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
             on conflict do nothing`.pipe(Effect.asVoid, Effect.orDie),
 
       detach: (pipelineId: number, tableIds: ReadonlyArray<number>) =>
-        sql`delete from pipeline_knowledge_tables where pipeline_id = ${pipelineId} and knowledge_table_id in ${sql.in(tableIds)}`.pipe(
+        sql`delete from pipeline_knowledge_tables where pipeline_id = ${pipelineId} and knowledge_table_id in ${
+          sql.in(tableIds)
+        }`.pipe(
           Effect.asVoid,
           Effect.orDie
         )

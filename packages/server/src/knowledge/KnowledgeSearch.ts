@@ -34,11 +34,17 @@ const STOP = new Set(
 
 /** Query terms for the keyword side: whitespace tokens without stopwords, at most 12. */
 export const keywordTerms = (query: string) =>
-  [...new Set(query.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, " ").split(/\s+/).filter((t) => t.length > 0 && !STOP.has(t)))].slice(0, 12)
+  [
+    ...new Set(
+      query.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, " ").split(/\s+/).filter((t) => t.length > 0 && !STOP.has(t))
+    )
+  ].slice(0, 12)
 
 /** Each term as a tsquery operand (a term with inner punctuation, "sku-012345-b", is its parts in a row). */
 export const termQueries = (terms: ReadonlyArray<string>) =>
-  terms.map((t) => t.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & ")).filter((t) => t !== "").map((t) => `(${t})`)
+  terms.map((t) => t.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter(Boolean).join(" & ")).filter((t) =>
+    t !== ""
+  ).map((t) => `(${t})`)
 
 export interface Hit extends HitRow {
   readonly score: number
@@ -87,7 +93,9 @@ export class KnowledgeSearch extends Effect.Service<KnowledgeSearch>()("@parley/
         return { keywordHits, walked }
       })).pipe(Effect.orDie)
       const vectorHits = [...walked].sort((a, b) => a.distance - b.distance)
-      const ranked = options.hybrid ? fuse(keywordHits, vectorHits) : vectorHits.map((h) => ({ id: h.id, score: 1 - h.distance }))
+      const ranked = options.hybrid
+        ? fuse(keywordHits, vectorHits)
+        : vectorHits.map((h) => ({ id: h.id, score: 1 - h.distance }))
       const top = ranked.slice(0, options.limit)
       if (top.length === 0) return [] as Array<Hit>
       const byId = new Map((yield* repo.hitRows(top.map((t) => t.id))).map((r) => [r.id, r]))
@@ -108,7 +116,10 @@ export class KnowledgeSearch extends Effect.Service<KnowledgeSearch>()("@parley/
       limit: number
     ) {
       if (tableIds.length === 0 || query.trim() === "") return [] as Array<Hit>
-      const all = yield* Effect.forEach(tableIds, (id) => searchTable(Number(id), query, { limit, hybrid: mode === "hybrid", filters: [] }))
+      const all = yield* Effect.forEach(
+        tableIds,
+        (id) => searchTable(Number(id), query, { limit, hybrid: mode === "hybrid", filters: [] })
+      )
       return all.flat().sort((a, b) => b.score - a.score).slice(0, limit)
     })
 

@@ -17,9 +17,15 @@ export interface PointInput {
 }
 
 /** A point's text: `column: value` lines of the columns `only` keeps (all by default), empty values left out. */
-export const render = (columns: ReadonlyArray<KnowledgeColumn>, data: Record<string, unknown>, only?: (c: KnowledgeColumn) => boolean) =>
+export const render = (
+  columns: ReadonlyArray<KnowledgeColumn>,
+  data: Record<string, unknown>,
+  only?: (c: KnowledgeColumn) => boolean
+) =>
   columns
-    .filter((c) => (only ? only(c) : true) && data[c.name] !== undefined && data[c.name] !== null && data[c.name] !== "")
+    .filter((c) =>
+      (only ? only(c) : true) && data[c.name] !== undefined && data[c.name] !== null && data[c.name] !== ""
+    )
     .map((c) => `${c.name}: ${String(data[c.name])}`)
     .join("\n")
 
@@ -27,21 +33,29 @@ const typeError = (type: ColumnDataType, value: unknown): string | null => {
   if (value === null) return null
   switch (type) {
     case "string":
-      return typeof value === "string" ? (charCount(value) > 20_000 ? "may not be greater than 20000 characters" : null) : "must be a string"
+      return typeof value === "string"
+        ? (charCount(value) > 20_000 ? "may not be greater than 20000 characters" : null)
+        : "must be a string"
     case "number":
       return typeof value === "number" && Number.isFinite(value) ? null : "must be a number"
     case "boolean":
       return typeof value === "boolean" ? null : "must be true or false"
     case "date":
-      return typeof value === "string" && /^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value)) ? null : "must be an ISO 8601 date"
+      return typeof value === "string" && /^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(Date.parse(value))
+        ? null
+        : "must be an ISO 8601 date"
   }
 }
 
 const defaultIdError = (value: unknown): string | null => {
   if (value === undefined || value === null || value === "") return "is required"
-  if (!(typeof value === "string" || (typeof value === "number" && Number.isInteger(value)))) return "must be a string or an integer"
+  if (!(typeof value === "string" || (typeof value === "number" && Number.isInteger(value)))) {
+    return "must be a string or an integer"
+  }
   // stored as text: past 2^53 a JSON number is no longer the integer the client wrote
-  if (typeof value === "number" && !Number.isSafeInteger(value)) return `must be an integer between -${Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}`
+  if (typeof value === "number" && !Number.isSafeInteger(value)) {
+    return `must be an integer between -${Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}`
+  }
   return charCount(String(value)) > 255 ? "may not be greater than 255 characters" : null
 }
 
@@ -69,8 +83,9 @@ export const readPoints = (columns: ReadonlyArray<KnowledgeColumn>, input: Reado
   // a default_id twice in one request: the later one would silently win
   const firstIndex = new Map<string, number>()
   points.forEach((p, i) => {
-    if (firstIndex.has(p.defaultId)) problems.push({ field: `points.${i}.default_id`, message: "appears more than once in points" })
-    else firstIndex.set(p.defaultId, i)
+    if (firstIndex.has(p.defaultId)) {
+      problems.push({ field: `points.${i}.default_id`, message: "appears more than once in points" })
+    } else firstIndex.set(p.defaultId, i)
   })
   return { points, problems }
 }
@@ -85,8 +100,9 @@ export const uniqueWithin = (column: KnowledgeColumn, rows: ReadonlyArray<PointI
     const value = r.data[column.name]
     if (value === undefined || value === null) continue
     const k = JSON.stringify(value)
-    if (seen.has(k)) problems.push({ field: `points.${i}.${column.name}`, message: `has the same value as points.${seen.get(k)}` })
-    else seen.set(k, i)
+    if (seen.has(k)) {
+      problems.push({ field: `points.${i}.${column.name}`, message: `has the same value as points.${seen.get(k)}` })
+    } else seen.set(k, i)
   }
   return [...seen.keys()].map((k) => JSON.parse(k) as unknown)
 }

@@ -34,14 +34,18 @@ export const reembed = Effect.gen(function*() {
   let embedded = 0
   let recognised = 0
   while (any) {
-    const rows = yield* sql<{ id: string; search_text: string; embedding_key: string | null; embedding_model: string | null }>`
+    const rows = yield* sql<
+      { id: string; search_text: string; embedding_key: string | null; embedding_model: string | null }
+    >`
       select id::text as id, search_text, embedding_key, embedding_model from knowledge_points
       where id > ${after}::uuid order by id limit ${BATCH}`
     if (rows.length === 0) break
     after = rows[rows.length - 1]!.id
     const stale = rows.filter((r) => r.embedding_model !== embedder.key)
     // points from before models were recorded: their key tells whether this model made them
-    const known = stale.filter((r) => r.embedding_model === null && r.embedding_key === Embedder.keyOf(embedder.key, r.search_text))
+    const known = stale.filter((r) =>
+      r.embedding_model === null && r.embedding_key === Embedder.keyOf(embedder.key, r.search_text)
+    )
     const todo = stale.filter((r) => !known.includes(r))
     if (known.length > 0) {
       yield* sql`update knowledge_points set embedding_model = ${embedder.key}
@@ -51,7 +55,9 @@ export const reembed = Effect.gen(function*() {
     if (todo.length === 0) continue
     const vectors = yield* embedder.model.embedMany(todo.map((r) => r.search_text))
     const values = todo.map((r, i) =>
-      sql`(${r.id}::uuid, ${toVector(vectors[i]!)}::vector, ${Embedder.keyOf(embedder.key, r.search_text)}, ${r.embedding_key})`
+      sql`(${r.id}::uuid, ${toVector(vectors[i]!)}::vector, ${
+        Embedder.keyOf(embedder.key, r.search_text)
+      }, ${r.embedding_key})`
     )
     // a point whose key changed since it was read was upserted meanwhile: its own vector stands
     yield* sql`
@@ -64,7 +70,9 @@ export const reembed = Effect.gen(function*() {
     insert into knowledge_embedding_state (model) values (${embedder.key})
     on conflict (id) do update set model = excluded.model, completed_at = now()`
   if (any) {
-    yield* Effect.logInfo("Knowledge points embedded with the configured model").pipe(Effect.annotateLogs({ embedded, recognised }))
+    yield* Effect.logInfo("Knowledge points embedded with the configured model").pipe(
+      Effect.annotateLogs({ embedded, recognised })
+    )
   }
   return { embedded, recognised }
 })

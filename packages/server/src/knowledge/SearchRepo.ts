@@ -45,7 +45,12 @@ export class SearchRepo extends Effect.Service<SearchRepo>()("@parley/server/Sea
 
     /** HNSW nearest neighbours by cosine distance, in the walk's (relaxed) order. */
     const vectorHits = SqlSchema.findAll({
-      Request: Schema.Struct({ tableId: Schema.Number, vector: Schema.String, filters: FiltersSchema, limit: Schema.Number }),
+      Request: Schema.Struct({
+        tableId: Schema.Number,
+        vector: Schema.String,
+        filters: FiltersSchema,
+        limit: Schema.Number
+      }),
       Result: Schema.Struct({ id: Schema.String, distance: Schema.Number }),
       execute: ({ filters, limit, tableId, vector }) =>
         sql`
@@ -75,7 +80,9 @@ export class SearchRepo extends Effect.Service<SearchRepo>()("@parley/server/Sea
               union
               -- none has them all (a typo, an extra word): each term brings its own rows (a one-time filter:
               -- not read at all otherwise)
-              select c.id from unnest(${`{${terms.map((t) => `"${t.replace(/["\\]/g, "")}"`).join(",")}}`}::text[]) as term,
+              select c.id from unnest(${`{${
+          terms.map((t) => `"${t.replace(/["\\]/g, "")}"`).join(",")
+        }}`}::text[]) as term,
               lateral (select p.id from knowledge_points p where p.knowledge_table_id = ${tableId}
                        and p.tsv @@ plainto_tsquery('simple', term) ${where(filters)} limit ${TERM_CANDIDATES}) c
               where not exists (select 1 from every_term)

@@ -1,7 +1,12 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 
-const Take = Schema.Struct({ key: Schema.String, limit: Schema.Number, now: Schema.DateFromSelf, endsAt: Schema.DateFromSelf })
+const Take = Schema.Struct({
+  key: Schema.String,
+  limit: Schema.Number,
+  now: Schema.DateFromSelf,
+  endsAt: Schema.DateFromSelf
+})
 const Taken = Schema.Struct({ taken_until: Schema.NullOr(Schema.String), blocked_until: Schema.NullOr(Schema.String) })
 const Release = Schema.Struct({ key: Schema.String, until: Schema.String })
 

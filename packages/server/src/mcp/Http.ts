@@ -58,7 +58,8 @@ const preflight = (origin: string) =>
     headers: {
       ...corsHeaders(origin),
       "access-control-allow-methods": "POST, DELETE",
-      "access-control-allow-headers": "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
+      "access-control-allow-headers":
+        "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
       "access-control-max-age": "600"
     }
   })
@@ -86,7 +87,10 @@ const serve = (request: HttpServerRequest.HttpServerRequest, config: AppConfig) 
       })
     const forbidden = (message: string, scope?: string) =>
       rpcError(403, -32003, message, {
-        "www-authenticate": challenge([["error", "insufficient_scope"], ["scope", scope], ["resource_metadata", metadata]])
+        "www-authenticate": challenge([["error", "insufficient_scope"], ["scope", scope], [
+          "resource_metadata",
+          metadata
+        ]])
       })
 
     const token = credentialsOf(request.headers["authorization"])
@@ -96,7 +100,9 @@ const serve = (request: HttpServerRequest.HttpServerRequest, config: AppConfig) 
     const authenticated = yield* Effect.either(identity.authenticate(token.value))
     if (authenticated._tag === "Left") {
       const failure = authenticated.left
-      return failure._tag === "Unauthorized" ? unauthorized(failure.message, "invalid_token") : forbidden(failure.message)
+      return failure._tag === "Unauthorized"
+        ? unauthorized(failure.message, "invalid_token")
+        : forbidden(failure.message)
     }
     const actor = authenticated.right
     if (!actor.scopes.includes(MCP_SCOPE)) return forbidden(missingScopeMessage(MCP_SCOPE), MCP_SCOPE)
@@ -124,7 +130,10 @@ const serve = (request: HttpServerRequest.HttpServerRequest, config: AppConfig) 
       }
     }
   }).pipe(
-    Effect.catchTag("RequestError", () => Effect.succeed(rpcError(400, -32700, "Parse error: the request body could not be read.")))
+    Effect.catchTag(
+      "RequestError",
+      () => Effect.succeed(rpcError(400, -32700, "Parse error: the request body could not be read."))
+    )
   )
 
 /**
@@ -133,7 +142,10 @@ const serve = (request: HttpServerRequest.HttpServerRequest, config: AppConfig) 
  * rebinding page sends its own host.
  */
 const originAllowed = (
-  config: { readonly publicUrl: Option.Option<string>; readonly mcpAllowedOrigins: Option.Option<ReadonlyArray<string>> },
+  config: {
+    readonly publicUrl: Option.Option<string>
+    readonly mcpAllowedOrigins: Option.Option<ReadonlyArray<string>>
+  },
   origin: string | undefined
 ) => {
   if (origin === undefined) return true

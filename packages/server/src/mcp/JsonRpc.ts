@@ -62,13 +62,17 @@ export const inspectBody = (text: string, protocolVersion: string | undefined): 
   if (parsed === undefined) return { _tag: "Single" }
   const body = parsed.json
   if (!Array.isArray(body)) {
-    return isMessage(body) ? { _tag: "Single" } : { _tag: "Invalid", error: invalidRequest(`the body is ${NOT_A_MESSAGE}`, idOf(body)) }
+    return isMessage(body)
+      ? { _tag: "Single" }
+      : { _tag: "Invalid", error: invalidRequest(`the body is ${NOT_A_MESSAGE}`, idOf(body)) }
   }
   const version = protocolVersion ?? UNVERSIONED
   if (version >= BATCHES_REMOVED_IN) {
     return {
       _tag: "Invalid",
-      error: invalidRequest(`MCP ${version} has no JSON-RPC batches (removed in ${BATCHES_REMOVED_IN}); send one message per request.`)
+      error: invalidRequest(
+        `MCP ${version} has no JSON-RPC batches (removed in ${BATCHES_REMOVED_IN}); send one message per request.`
+      )
     }
   }
   if (body.length === 0) return { _tag: "Invalid", error: invalidRequest("an empty batch.") }

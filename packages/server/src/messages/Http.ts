@@ -24,7 +24,10 @@ const normalise = (payload: SendPayload) =>
   "files[]" in payload || typeof payload.files === "object" && payload.files !== null
     ? {
       message: (payload.message as string | undefined) ?? null,
-      files: [...((payload as { "files[]"?: ReadonlyArray<never> })["files[]"] ?? []), ...((payload.files as ReadonlyArray<never> | null | undefined) ?? [])]
+      files: [
+        ...((payload as { "files[]"?: ReadonlyArray<never> })["files[]"] ?? []),
+        ...((payload.files as ReadonlyArray<never> | null | undefined) ?? [])
+      ]
     }
     : { message: (payload.message as string | null | undefined) ?? null, files: [] }
 

@@ -1,5 +1,6 @@
 import { HttpServerRequest, type Multipart } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
+import type { WorkflowEngine } from "@effect/workflow"
 import {
   classifyFile,
   type ConversationId,
@@ -17,7 +18,6 @@ import {
   ulid,
   Unprocessable
 } from "@parley/domain"
-import type { WorkflowEngine } from "@effect/workflow"
 import { Data, Effect, Option } from "effect"
 import * as Fs from "node:fs"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
@@ -27,7 +27,9 @@ import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 import { MessagesRepo, type Target } from "./MessagesRepo.js"
 
 /** The channel refused the message (SPEC.md 3.4: `failed`, answered with a 500). */
-export class ChannelRejected extends Data.TaggedError("ChannelRejected")<{ readonly message: string; readonly record: MessageRecord }> {}
+export class ChannelRejected
+  extends Data.TaggedError("ChannelRejected")<{ readonly message: string; readonly record: MessageRecord }>
+{}
 
 const safeName = (name: string) => name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(-100) || "file"
 
@@ -60,7 +62,9 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       Effect.gen(function*() {
         if (t.channel_id === null || t.kind === null) return "The conversation has no channel to send through."
         if (t.is_active !== true) return "The conversation's channel is inactive."
-        if (t.kind !== "web" && t.kind !== "widget") return `Sending on ${t.kind} channels is not supported by this server.`
+        if (
+          t.kind !== "web" && t.kind !== "widget"
+        ) return `Sending on ${t.kind} channels is not supported by this server.`
         // the files with their signed links, so the contact sees them live, not only in the history
         yield* realtime.publish(t.id, [{
           message: text ?? "",
@@ -84,17 +88,25 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       const found = yield* repo.target(conversationId)
       if (Option.isNone(found)) return yield* new ConversationNotFound()
       const t = found.value
-      if (!actor.workspaceIds.includes(t.workspace_id as never)) return yield* new Forbidden({ message: "This action is unauthorized." })
+      if (!actor.workspaceIds.includes(t.workspace_id as never)) {
+        return yield* new Forbidden({ message: "This action is unauthorized." })
+      }
       const text = input.message === null || input.message === "" ? null : input.message
       if (text === null && input.files.length === 0) {
         return yield* Unprocessable.of([{ field: "message", message: "is required when files is not present" }])
       }
       if (input.files.length > MAX_OPERATOR_FILES) {
-        return yield* Unprocessable.of([{ field: "files", message: `may not have more than ${MAX_OPERATOR_FILES} items` }])
+        return yield* Unprocessable.of([{
+          field: "files",
+          message: `may not have more than ${MAX_OPERATOR_FILES} items`
+        }])
       }
       const month = new Date().toISOString().slice(0, 7).replace("-", "/")
       // every size is checked before any file is copied, so a refused request leaves nothing in storage
-      const sizes = yield* Effect.forEach(input.files, (file) => Effect.promise(() => Fs.promises.stat(file.path)).pipe(Effect.map((s) => s.size)))
+      const sizes = yield* Effect.forEach(
+        input.files,
+        (file) => Effect.promise(() => Fs.promises.stat(file.path)).pipe(Effect.map((s) => s.size))
+      )
       if (sizes.some((size) => size > MAX_OPERATOR_FILE_BYTES)) {
         return yield* Unprocessable.of([{ field: "files", message: "may not contain a file greater than 25 MB" }])
       }
@@ -152,7 +164,9 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       const last = page[page.length - 1]
       return new MessagesPage({
         messages: page,
-        next_cursor: rows.length > filter.limit && last !== undefined ? encodeMessagesCursor({ createdAt: last.created_at, id: last.id }) : null
+        next_cursor: rows.length > filter.limit && last !== undefined
+          ? encodeMessagesCursor({ createdAt: last.created_at, id: last.id })
+          : null
       })
     })
 

@@ -38,10 +38,17 @@ export type MessageRow = typeof MessageRow.Type
 /** A listed message: `handled_reason` read as the public `no_reply_reason`. Only ever decoded. */
 const EntryRow = Schema.transform(
   Schema.encodedSchema(
-    Schema.Struct({ ...Struct.omit(MessageEntry.fields, "no_reply_reason"), handled_reason: Schema.NullOr(Schema.String) })
+    Schema.Struct({
+      ...Struct.omit(MessageEntry.fields, "no_reply_reason"),
+      handled_reason: Schema.NullOr(Schema.String)
+    })
   ),
   MessageEntry,
-  { strict: true, decode: withNoReplyReason, encode: ({ no_reply_reason, ...m }) => ({ ...m, handled_reason: no_reply_reason }) }
+  {
+    strict: true,
+    decode: withNoReplyReason,
+    encode: ({ no_reply_reason, ...m }) => ({ ...m, handled_reason: no_reply_reason })
+  }
 )
 
 const ListRequest = Schema.Struct({
@@ -131,8 +138,12 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
           ...(filter.contactId === undefined ? [] : [sql`m.contact_id = ${filter.contactId}`]),
           ...(filter.role === undefined ? [] : [sql`m.role = ${filter.role}`]),
           ...(filter.start === undefined ? [] : [sql`m.created_at >= ${filter.start}`]),
-          ...(filter.end === undefined ? [] : [filter.endExclusive ? sql`m.created_at < ${filter.end}` : sql`m.created_at <= ${filter.end}`]),
-          ...(filter.cursor === undefined ? [] : [sql`(m.created_at, m.id) < (${filter.cursor.createdAt}::timestamptz, ${filter.cursor.id})`])
+          ...(filter.end === undefined
+            ? []
+            : [filter.endExclusive ? sql`m.created_at < ${filter.end}` : sql`m.created_at <= ${filter.end}`]),
+          ...(filter.cursor === undefined
+            ? []
+            : [sql`(m.created_at, m.id) < (${filter.cursor.createdAt}::timestamptz, ${filter.cursor.id})`])
         ]
         return sql`
         select m.id, m.conversation_id, m.opportunity_id, m.contact_id, m.pipeline_id, m.stage_id, m.channel_id, m.role, m.message,
@@ -145,7 +156,8 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
 
     return {
       target: flow(target, Effect.orDie),
-      userName: (id: number) => userName(id).pipe(Effect.map(Option.flatMap((u) => Option.fromNullable(u.name))), Effect.orDie),
+      userName: (id: number) =>
+        userName(id).pipe(Effect.map(Option.flatMap((u) => Option.fromNullable(u.name))), Effect.orDie),
       record: flow(record, Effect.orDie),
 
       insertFile: (f: NewFile) =>
@@ -172,10 +184,14 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
 
       /** An eval's reply: recorded as sent, nobody told (docs/evals.md). */
       markSent: (id: string) =>
-        sql`update messages set status = 'sent_to_user', updated_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+        sql`update messages set status = 'sent_to_user', updated_at = now() where id = ${id}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
 
       /** Newest first, one more than `filter.limit` so the caller knows whether a next page exists. */
-      list: (workspaceIds: ReadonlyArray<WorkspaceId>, filter: MessagesFilter) => Effect.orDie(list({ ...filter, workspaceIds }))
+      list: (workspaceIds: ReadonlyArray<WorkspaceId>, filter: MessagesFilter) =>
+        Effect.orDie(list({ ...filter, workspaceIds }))
     }
   })
 }) {}

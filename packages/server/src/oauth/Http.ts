@@ -45,10 +45,12 @@ const json = <E, R>(
       ? Effect.succeed(preflight)
       : request.method === method
       ? handle(request)
-      : Effect.succeed(HttpServerResponse.unsafeJson({ error: "invalid_request", error_description: `Use ${method}.` }, {
-        status: 405,
-        headers: { ...CORS, allow: `${method}, OPTIONS` }
-      })))
+      : Effect.succeed(
+        HttpServerResponse.unsafeJson({ error: "invalid_request", error_description: `Use ${method}.` }, {
+          status: 405,
+          headers: { ...CORS, allow: `${method}, OPTIONS` }
+        })
+      ))
 
 const protectedResource = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
@@ -144,7 +146,11 @@ const authorize = HttpLayerRouter.addAll([
             return signInRedirect(`/authorize?${new URLSearchParams(authorizeRequest.params).toString()}`)
           }
           if (!sessions.checkCsrf(session.value, params.csrf)) {
-            return yield* errorPage("Form expired", "This form expired or did not come from Parley. Start the connection again from your application.", 403)
+            return yield* errorPage(
+              "Form expired",
+              "This form expired or did not come from Parley. Start the connection again from your application.",
+              403
+            )
           }
           const location = params.decision === "approve"
             ? yield* oauth.approve(authorizeRequest, session.value.userId, issuer, form.all("grant"))

@@ -14,6 +14,7 @@ import { Effect, Option, ParseResult, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { Identity } from "../identity/Identity.js"
 import { randomBase62, sha256Hex } from "../identity/Secrets.js"
+import { RateLimits } from "../limits/RateLimits.js"
 import { MCP_SCOPE, McpScopes } from "../mcp/Scopes.js"
 import { AuthorizeRedirectError, AuthorizeRefused, OAuthFailure, oauthFailure as fail } from "./OAuthErrors.js"
 import { OAuthGrants } from "./OAuthGrants.js"
@@ -29,7 +30,6 @@ import {
   requestedScopes,
   resourceAllowed
 } from "./OAuthRequests.js"
-import { RateLimits } from "../limits/RateLimits.js"
 
 const CODE_TTL_MS = 5 * 60_000
 
@@ -91,7 +91,9 @@ export class OAuth extends Effect.Service<OAuth>()("@parley/server/OAuth", {
           const field = problem?.path[0]
           return fail(
             field === "redirect_uris" ? "invalid_redirect_uri" : "invalid_client_metadata",
-            problem === undefined ? "Invalid client metadata." : `${problem.path.join(".") || "body"}: ${problem.message}`
+            problem === undefined
+              ? "Invalid client metadata."
+              : `${problem.path.join(".") || "body"}: ${problem.message}`
           )
         })
       )
@@ -141,45 +143,61 @@ export class OAuth extends Effect.Service<OAuth>()("@parley/server/OAuth", {
      * `GET /authorize` and the consent form's post: client and redirect URI first (refused without a
      * redirect), then everything else (an error redirected to the client).
      */
-    const checkAuthorizeRequest = Effect.fn("OAuth.checkAuthorizeRequest")(function*(params: OAuthParams, issuer: string) {
-      const clientId = params.client_id
-      if (clientId === undefined || clientId === "") return yield* new AuthorizeRefused({ message: "The request names no client (client_id)." })
-      const client = yield* repo.clientById(clientId)
-      if (Option.isNone(client)) return yield* new AuthorizeRefused({ message: "This application is not registered with Parley." })
-      const redirectUri = params.redirect_uri ?? (client.value.redirect_uris.length === 1 ? client.value.redirect_uris[0]! : undefined)
-      if (redirectUri === undefined) return yield* new AuthorizeRefused({ message: "The request names no redirect URI (redirect_uri)." })
-      if (!redirectUriRegistered(client.value, redirectUri)) {
-        return yield* new AuthorizeRefused({ message: "The redirect URI is not registered for this application." })
-      }
-      const redirectError = (error: OAuthErrorCode, description: string) =>
-        new AuthorizeRedirectError({ redirectTo: redirectWith(redirectUri, { error, error_description: description, state: params.state, iss: issuer }) })
+    const checkAuthorizeRequest = Effect.fn("OAuth.checkAuthorizeRequest")(
+      function*(params: OAuthParams, issuer: string) {
+        const clientId = params.client_id
+        if (clientId === undefined || clientId === "") {
+          return yield* new AuthorizeRefused({ message: "The request names no client (client_id)." })
+        }
+        const client = yield* repo.clientById(clientId)
+        if (Option.isNone(client)) {
+          return yield* new AuthorizeRefused({ message: "This application is not registered with Parley." })
+        }
+        const redirectUri = params.redirect_uri ??
+          (client.value.redirect_uris.length === 1 ? client.value.redirect_uris[0]! : undefined)
+        if (redirectUri === undefined) {
+          return yield* new AuthorizeRefused({ message: "The request names no redirect URI (redirect_uri)." })
+        }
+        if (!redirectUriRegistered(client.value, redirectUri)) {
+          return yield* new AuthorizeRefused({ message: "The redirect URI is not registered for this application." })
+        }
+        const redirectError = (error: OAuthErrorCode, description: string) =>
+          new AuthorizeRedirectError({
+            redirectTo: redirectWith(redirectUri, {
+              error,
+              error_description: description,
+              state: params.state,
+              iss: issuer
+            })
+          })
 
-      if (params.response_type !== "code") {
-        return yield* redirectError("unsupported_response_type", "Only response_type=code is supported.")
+        if (params.response_type !== "code") {
+          return yield* redirectError("unsupported_response_type", "Only response_type=code is supported.")
+        }
+        if (params.code_challenge === undefined || params.code_challenge === "") {
+          return yield* redirectError("invalid_request", "PKCE is required: code_challenge is missing.")
+        }
+        if (params.code_challenge_method !== "S256") {
+          return yield* redirectError("invalid_request", "PKCE code_challenge_method must be S256.")
+        }
+        if (!isPkceChallenge(params.code_challenge)) {
+          return yield* redirectError("invalid_request", "The code_challenge is not a base64url SHA-256 digest.")
+        }
+        if (params.resource !== undefined && !resourceAllowed(issuer, params.resource)) {
+          return yield* redirectError("invalid_target", `Unknown resource: ${params.resource}`)
+        }
+        const request: AuthorizeRequest = {
+          client: client.value,
+          redirectUri,
+          codeChallenge: params.code_challenge,
+          state: params.state,
+          resource: params.resource,
+          scopes: requestedScopes(params.scope ?? client.value.scope),
+          params: authorizeParams(params, redirectUri)
+        }
+        return request
       }
-      if (params.code_challenge === undefined || params.code_challenge === "") {
-        return yield* redirectError("invalid_request", "PKCE is required: code_challenge is missing.")
-      }
-      if (params.code_challenge_method !== "S256") {
-        return yield* redirectError("invalid_request", "PKCE code_challenge_method must be S256.")
-      }
-      if (!isPkceChallenge(params.code_challenge)) {
-        return yield* redirectError("invalid_request", "The code_challenge is not a base64url SHA-256 digest.")
-      }
-      if (params.resource !== undefined && !resourceAllowed(issuer, params.resource)) {
-        return yield* redirectError("invalid_target", `Unknown resource: ${params.resource}`)
-      }
-      const request: AuthorizeRequest = {
-        client: client.value,
-        redirectUri,
-        codeChallenge: params.code_challenge,
-        state: params.state,
-        resource: params.resource,
-        scopes: requestedScopes(params.scope ?? client.value.scope),
-        params: authorizeParams(params, redirectUri)
-      }
-      return request
-    })
+    )
 
     /** The user approved: a single-use code for the scopes they kept (never more than were asked). */
     const approve = Effect.fn("OAuth.approve")(function*(

@@ -6,7 +6,14 @@ import { Identity } from "../identity/Identity.js"
 import { randomBase62, sha256Hex } from "../identity/Secrets.js"
 import { type OAuthFailure, oauthFailure as fail } from "./OAuthErrors.js"
 import { type ClientRow, OAuthRepo } from "./OAuthRepo.js"
-import { basicCredentials, equalSecrets, type OAuthParams, pkceVerifies, resourceAllowed, sameResource } from "./OAuthRequests.js"
+import {
+  basicCredentials,
+  equalSecrets,
+  type OAuthParams,
+  pkceVerifies,
+  resourceAllowed,
+  sameResource
+} from "./OAuthRequests.js"
 
 /**
  * The client-authenticated side of the authorization server (SPEC.md 5.2): `POST /token` turns a code or
@@ -21,18 +28,20 @@ export class OAuthGrants extends Effect.Service<OAuthGrants>()("@parley/server/O
     const config = yield* AppConfig
 
     /** RFC 6749 2.3.1: a public client names itself; a confidential one proves it with its secret (body or Basic). */
-    const authenticateClient = Effect.fn("OAuthGrants.authenticateClient")(function*(params: OAuthParams, authorization: string | undefined) {
-      const basic = basicCredentials(authorization)
-      const clientId = basic?.id ?? params.client_id
-      const secret = basic?.secret ?? params.client_secret
-      const invalid = fail("invalid_client", "Client authentication failed.", 401)
-      if (clientId === undefined || clientId === "") return yield* invalid
-      const client = yield* repo.clientById(clientId)
-      if (Option.isNone(client)) return yield* invalid
-      const hash = client.value.secret_hash
-      if (hash !== null && (secret === undefined || !equalSecrets(sha256Hex(secret), hash))) return yield* invalid
-      return client.value
-    })
+    const authenticateClient = Effect.fn("OAuthGrants.authenticateClient")(
+      function*(params: OAuthParams, authorization: string | undefined) {
+        const basic = basicCredentials(authorization)
+        const clientId = basic?.id ?? params.client_id
+        const secret = basic?.secret ?? params.client_secret
+        const invalid = fail("invalid_client", "Client authentication failed.", 401)
+        if (clientId === undefined || clientId === "") return yield* invalid
+        const client = yield* repo.clientById(clientId)
+        if (Option.isNone(client)) return yield* invalid
+        const hash = client.value.secret_hash
+        if (hash !== null && (secret === undefined || !equalSecrets(sha256Hex(secret), hash))) return yield* invalid
+        return client.value
+      }
+    )
 
     const tokenResponse = (grantId: number, client: ClientRow, userId: UserId, scopes: ReadonlyArray<Scope>) =>
       Effect.gen(function*() {
@@ -69,7 +78,10 @@ export class OAuthGrants extends Effect.Service<OAuthGrants>()("@parley/server/O
      * refresh token revokes its grant, RFC 6749 4.1.2 and RFC 9700 4.14.2), raised after the commit.
      */
     const afterCommit = <A>(
-      body: Effect.Effect<{ readonly ok: A } | { readonly failure: OAuthFailure; readonly revoked: boolean }, OAuthFailure>
+      body: Effect.Effect<
+        { readonly ok: A } | { readonly failure: OAuthFailure; readonly revoked: boolean },
+        OAuthFailure
+      >
     ) =>
       Effect.gen(function*() {
         const result = yield* sql.withTransaction(body).pipe(Effect.catchTag("SqlError", Effect.die))
@@ -83,19 +95,26 @@ export class OAuthGrants extends Effect.Service<OAuthGrants>()("@parley/server/O
         const code = params.code
         if (code === undefined || code === "") return yield* fail("invalid_request", "code is required.")
         const verifier = params.code_verifier
-        if (verifier === undefined || verifier === "") return yield* fail("invalid_request", "code_verifier is required (PKCE).")
+        if (verifier === undefined || verifier === "") {
+          return yield* fail("invalid_request", "code_verifier is required (PKCE).")
+        }
         if (params.resource !== undefined && !resourceAllowed(issuer, params.resource)) {
           return yield* fail("invalid_target", `Unknown resource: ${params.resource}`)
         }
         return yield* afterCommit(Effect.gen(function*() {
           const row = yield* repo.codeForUpdate(sha256Hex(code))
           const refuse = (description: string) => ({ failure: fail("invalid_grant", description), revoked: false })
-          if (Option.isNone(row)) return refuse("Unknown authorization code.")
+          if (Option.isNone(row)) {
+            return refuse("Unknown authorization code.")
+          }
           const c = row.value
           if (c.client_id !== client.id) return refuse("The authorization code was issued to another client.")
           if (c.used) {
             if (c.grant_id !== null) yield* repo.revokeGrant(c.grant_id)
-            return { failure: fail("invalid_grant", "The authorization code was already used."), revoked: c.grant_id !== null }
+            return {
+              failure: fail("invalid_grant", "The authorization code was already used."),
+              revoked: c.grant_id !== null
+            }
           }
           if (c.expired) return refuse("The authorization code has expired.")
           // required when the authorization request named it, which it must unless the client registered only one
@@ -106,7 +125,10 @@ export class OAuthGrants extends Effect.Service<OAuthGrants>()("@parley/server/O
             return refuse("The code_verifier does not match the code_challenge.")
           }
           if (params.resource !== undefined && c.resource !== null && !sameResource(params.resource, c.resource)) {
-            return { failure: fail("invalid_target", "resource differs from the authorization request."), revoked: false }
+            return {
+              failure: fail("invalid_target", "resource differs from the authorization request."),
+              revoked: false
+            }
           }
           const grantId = yield* repo.insertGrant({
             user_id: c.user_id,
@@ -149,18 +171,22 @@ export class OAuthGrants extends Effect.Service<OAuthGrants>()("@parley/server/O
       })
 
     /** `POST /token` (RFC 6749 3.2): authorization_code with PKCE, or refresh_token with rotation. */
-    const token = Effect.fn("OAuthGrants.token")(function*(params: OAuthParams, authorization: string | undefined, issuer: string) {
-      const client = yield* authenticateClient(params, authorization)
-      const grantType = params.grant_type
-      if (grantType !== "authorization_code" && grantType !== "refresh_token") {
-        return yield* fail("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.")
+    const token = Effect.fn("OAuthGrants.token")(
+      function*(params: OAuthParams, authorization: string | undefined, issuer: string) {
+        const client = yield* authenticateClient(params, authorization)
+        const grantType = params.grant_type
+        if (grantType !== "authorization_code" && grantType !== "refresh_token") {
+          return yield* fail("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.")
+        }
+        if (!client.grant_types.includes(grantType)) {
+          return yield* fail("unauthorized_client", `This client did not register the ${grantType} grant.`)
+        }
+        yield* Effect.annotateCurrentSpan({ client_id: client.id, grant_type: grantType })
+        return yield* grantType === "authorization_code"
+          ? exchangeCode(client, params, issuer)
+          : refresh(client, params, issuer)
       }
-      if (!client.grant_types.includes(grantType)) {
-        return yield* fail("unauthorized_client", `This client did not register the ${grantType} grant.`)
-      }
-      yield* Effect.annotateCurrentSpan({ client_id: client.id, grant_type: grantType })
-      return yield* grantType === "authorization_code" ? exchangeCode(client, params, issuer) : refresh(client, params, issuer)
-    })
+    )
 
     /**
      * `POST /revoke` (RFC 7009): an access or refresh token of the calling client ends its whole grant.

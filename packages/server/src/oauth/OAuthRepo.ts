@@ -168,7 +168,10 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("@parley/server/OAuth
       clientById: (id: string) => clientById(id).pipe(Effect.orDie),
 
       /** Codes live minutes; after a day even replay detection no longer needs them. */
-      sweepCodes: sql`delete from oauth_codes where expires_at < now() - interval '1 day'`.pipe(Effect.asVoid, Effect.orDie),
+      sweepCodes: sql`delete from oauth_codes where expires_at < now() - interval '1 day'`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      ),
 
       insertCode: (c: {
         code_hash: string

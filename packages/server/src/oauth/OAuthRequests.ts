@@ -27,7 +27,16 @@ export type OAuthParams = Readonly<Record<string, string | undefined>>
 const PKCE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/
 const PKCE_CHALLENGE = /^[A-Za-z0-9\-_]{43}$/
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"])
-const AUTHORIZE_PARAMS = ["response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method", "state", "scope", "resource"]
+const AUTHORIZE_PARAMS = [
+  "response_type",
+  "client_id",
+  "redirect_uri",
+  "code_challenge",
+  "code_challenge_method",
+  "state",
+  "scope",
+  "resource"
+]
 
 const s256 = (verifier: string) => createHash("sha256").update(verifier).digest("base64url")
 
@@ -51,7 +60,9 @@ export const redirectUriProblem = (value: string): string | undefined => {
   const url = parseUrl(value)
   if (Option.isNone(url)) return `Not an absolute URL: ${value}`
   if (url.value.hash !== "" || value.includes("#")) return `A redirect URI must not have a fragment: ${value}`
-  if (url.value.username !== "" || url.value.password !== "") return `A redirect URI must not carry credentials: ${value}`
+  if (url.value.username !== "" || url.value.password !== "") {
+    return `A redirect URI must not carry credentials: ${value}`
+  }
   if (url.value.protocol === "https:" || isLoopbackHttp(url.value)) return undefined
   return `A redirect URI must use https, or http on a loopback address (localhost, 127.0.0.1, [::1]): ${value}`
 }
@@ -111,6 +122,7 @@ export const basicCredentials = (authorization: string | undefined) => {
   const colon = decoded.indexOf(":")
   if (colon < 0) return undefined
   // RFC 6749 2.3.1: both parts are form-urlencoded before they are joined
-  const decode = (s: string) => Option.getOrElse(Option.liftThrowable(() => decodeURIComponent(s.replace(/\+/g, " ")))(), () => s)
+  const decode = (s: string) =>
+    Option.getOrElse(Option.liftThrowable(() => decodeURIComponent(s.replace(/\+/g, " ")))(), () => s)
   return { id: decode(decoded.slice(0, colon)), secret: decode(decoded.slice(colon + 1)) }
 }

@@ -3,7 +3,22 @@
  * the cause when there is one, the trace and span ids of the current span, and the annotations in scope
  * (request_id from the request guard, workspace_id after authentication, conversation_id in a turn).
  */
-import { Cause, Config, ConfigError, Context, Effect, Either, FiberRef, FiberRefs, HashMap, Layer, Logger, LogLevel, Option, Tracer } from "effect"
+import {
+  Cause,
+  Config,
+  ConfigError,
+  Context,
+  Effect,
+  Either,
+  FiberRef,
+  FiberRefs,
+  HashMap,
+  Layer,
+  Logger,
+  LogLevel,
+  Option,
+  Tracer
+} from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 
 const levels: Record<string, LogLevel.LogLevel> = {
@@ -57,7 +72,10 @@ export const jsonLogger = Logger.make(({ annotations, cause, context, date, logL
 // `runMain` swaps the default logger for the pretty one: whichever is installed, JSON takes its place
 const LogFormatLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
   config.logFormat === "json"
-    ? Layer.merge(Logger.replace(Logger.defaultLogger, jsonLogger), Logger.replace(Logger.prettyLoggerDefault, jsonLogger))
+    ? Layer.merge(
+      Logger.replace(Logger.defaultLogger, jsonLogger),
+      Logger.replace(Logger.prettyLoggerDefault, jsonLogger)
+    )
     : Layer.empty))
 
 export const LoggingLive = Layer.merge(LogLevelLive, LogFormatLive)

@@ -32,7 +32,9 @@ const heapUsed = Metric.gauge("nodejs_heap_used_bytes", { description: "V8 heap 
 const externalMemory = Metric.gauge("nodejs_external_memory_bytes", {
   description: "Memory outside the V8 heap: buffers, and the embedded database's WebAssembly memory"
 })
-const databaseSize = Metric.gauge("parley_database_size_bytes", { description: "Size of the database on disk (pg_database_size)" })
+const databaseSize = Metric.gauge("parley_database_size_bytes", {
+  description: "Size of the database on disk (pg_database_size)"
+})
 const eventLoopDelay = Metric.gauge("nodejs_eventloop_delay_p99_seconds", {
   description: "99th percentile of the event loop's delay since the previous scrape"
 })
@@ -53,19 +55,25 @@ const engineBacklog = Effect.gen(function*() {
   Effect.catchAllCause((cause) => Effect.logDebug("Metrics: the engine's backlog could not be read", cause))
 )
 
-const MetricsRoute = HttpLayerRouter.add("GET", "/metrics", Effect.gen(function*() {
-  const delay = yield* Effect.succeed(loopDelay)
-  yield* engineBacklog
-  yield* poolGauges
-  yield* statementGauge
-  const memory = process.memoryUsage()
-  yield* Metric.set(residentMemory, memory.rss)
-  yield* Metric.set(heapUsed, memory.heapUsed)
-  yield* Metric.set(externalMemory, memory.external)
-  yield* Metric.set(eventLoopDelay, delay.percentile(99) / 1e9)
-  delay.reset()
-  return HttpServerResponse.text(prometheusText(yield* Metric.snapshot), { contentType: "text/plain; version=0.0.4; charset=utf-8" })
-}))
+const MetricsRoute = HttpLayerRouter.add(
+  "GET",
+  "/metrics",
+  Effect.gen(function*() {
+    const delay = yield* Effect.succeed(loopDelay)
+    yield* engineBacklog
+    yield* poolGauges
+    yield* statementGauge
+    const memory = process.memoryUsage()
+    yield* Metric.set(residentMemory, memory.rss)
+    yield* Metric.set(heapUsed, memory.heapUsed)
+    yield* Metric.set(externalMemory, memory.external)
+    yield* Metric.set(eventLoopDelay, delay.percentile(99) / 1e9)
+    delay.reset()
+    return HttpServerResponse.text(prometheusText(yield* Metric.snapshot), {
+      contentType: "text/plain; version=0.0.4; charset=utf-8"
+    })
+  })
+)
 
 const loopDelay = monitorEventLoopDelay({ resolution: 20 })
 
@@ -73,7 +81,15 @@ export const MetricsServerLive = Layer.unwrapEffect(Effect.map(AppConfig, (confi
   Option.match(config.metricsPort, {
     onNone: () => Layer.empty,
     onSome: (port) =>
-      Layer.scopedDiscard(Effect.acquireRelease(Effect.sync(() => loopDelay.enable()), () => Effect.sync(() => loopDelay.disable()))).pipe(
-        Layer.provideMerge(listen(MetricsListener, Layer.merge(MetricsRoute, NotFoundRoute), { host: config.host, port, policy: { ...ApiPolicy, name: "metrics" } }))
+      Layer.scopedDiscard(
+        Effect.acquireRelease(Effect.sync(() => loopDelay.enable()), () => Effect.sync(() => loopDelay.disable()))
+      ).pipe(
+        Layer.provideMerge(
+          listen(MetricsListener, Layer.merge(MetricsRoute, NotFoundRoute), {
+            host: config.host,
+            port,
+            policy: { ...ApiPolicy, name: "metrics" }
+          })
+        )
       )
   })))

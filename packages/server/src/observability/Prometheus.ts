@@ -26,9 +26,14 @@ const typeOf = (state: unknown) =>
     ? "histogram"
     : "summary"
 
-const samples = (name: string, { metricKey: key, metricState: state }: MetricPair.MetricPair.Untyped): Array<string> => {
+const samples = (
+  name: string,
+  { metricKey: key, metricState: state }: MetricPair.MetricPair.Untyped
+): Array<string> => {
   if (MetricState.isCounterState(state)) return [`${name}${labels(key)} ${num(state.count)}`]
-  if (MetricState.isFrequencyState(state)) return [...state.occurrences].map(([value, n]) => `${name}${labels(key, { value })} ${num(n)}`)
+  if (MetricState.isFrequencyState(state)) {
+    return [...state.occurrences].map(([value, n]) => `${name}${labels(key, { value })} ${num(n)}`)
+  }
   if (MetricState.isGaugeState(state)) return [`${name}${labels(key)} ${num(state.value)}`]
   if (MetricState.isHistogramState(state)) {
     return [
@@ -40,7 +45,9 @@ const samples = (name: string, { metricKey: key, metricState: state }: MetricPai
   }
   if (MetricState.isSummaryState(state)) {
     return [
-      ...state.quantiles.flatMap(([q, value]) => Option.isSome(value) ? [`${name}${labels(key, { quantile: String(q) })} ${num(value.value)}`] : []),
+      ...state.quantiles.flatMap(([q, value]) =>
+        Option.isSome(value) ? [`${name}${labels(key, { quantile: String(q) })} ${num(value.value)}`] : []
+      ),
       `${name}_sum${labels(key)} ${num(state.sum)}`,
       `${name}_count${labels(key)} ${num(state.count)}`
     ]

@@ -17,6 +17,10 @@ export const TelemetryLive = (role: Role) =>
     const every = Duration.millis(config.otelExportDelayMs)
     return Layer.mergeAll(
       OtlpTracer.layer({ url: `${config.otlpEndpoint.value}/v1/traces`, resource, exportInterval: every }),
-      OtlpMetrics.layer({ url: `${config.otlpEndpoint.value}/v1/metrics`, resource, exportInterval: Duration.seconds(15) })
+      OtlpMetrics.layer({
+        url: `${config.otlpEndpoint.value}/v1/metrics`,
+        resource,
+        exportInterval: Duration.seconds(15)
+      })
     ).pipe(Layer.provide([OtlpSerialization.layerJson, NodeHttpClient.layerUndici]))
   }))

@@ -10,7 +10,8 @@ export const OpportunitiesHttpLive = HttpApiBuilder.group(Api, "opportunities", 
       .handle("create", ({ payload }) => opportunities.create(payload))
       .handle("list", ({ urlParams }) => opportunities.list(urlParams))
       .handle("get", ({ path, urlParams }) => opportunities.get(path.identifier, urlParams.pipeline_id))
-      .handle("update", ({ path, payload, urlParams }) => opportunities.update(path.identifier, urlParams.pipeline_id, payload))
+      .handle("update", ({ path, payload, urlParams }) =>
+        opportunities.update(path.identifier, urlParams.pipeline_id, payload))
   }))
 
 export const ContactsHttpLive = HttpApiBuilder.group(Api, "contacts", (handlers) =>

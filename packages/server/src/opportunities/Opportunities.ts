@@ -189,7 +189,9 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
             phone: contact.phone ?? null,
             priority: contact.priority ?? "medium"
           })
-          if (Option.isNone(created)) return yield* Unprocessable.of(yield* takenIdentity(pipeline.workspace_id, contact))
+          if (Option.isNone(created)) {
+            return yield* Unprocessable.of(yield* takenIdentity(pipeline.workspace_id, contact))
+          }
           return yield* insert(created.value)
         }
         const contactId = yield* resolveContact(pipeline.workspace_id, contact)
@@ -201,7 +203,12 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     })
 
     /** SPEC.md 4.1: an all-digit identifier is an opportunity id first, then a phone; the first match wins. */
-    const lookup = (actor: Actor, identifier: string, pipelineId: PipelineId | undefined, foreign: LazyArg<Forbidden | NotFound>) =>
+    const lookup = (
+      actor: Actor,
+      identifier: string,
+      pipelineId: PipelineId | undefined,
+      foreign: LazyArg<Forbidden | NotFound>
+    ) =>
       Effect.gen(function*() {
         const id = asId(identifier)
         if (Option.isSome(id)) {
@@ -213,7 +220,9 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
         }
         const phone = normalisePhone(identifier)
         if (phone === undefined) return yield* new OpportunityNotFound()
-        return yield* reads.newestByPhone(actor.workspaceIds, phone, pipelineId).pipe(someOrFail(() => new OpportunityNotFound()))
+        return yield* reads.newestByPhone(actor.workspaceIds, phone, pipelineId).pipe(
+          someOrFail(() => new OpportunityNotFound())
+        )
       })
 
     const get = Effect.fn("Opportunities.get")(function*(identifier: string, pipelineId: PipelineId | undefined) {
@@ -262,16 +271,18 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     })
 
     /** Contact id first; when that finds nothing, the identifier is retried as a phone. Never 404. */
-    const ofContact = Effect.fn("Opportunities.ofContact")(function*(identifier: string, pipelineId: PipelineId | undefined) {
-      const actor = yield* CurrentActor
-      const id = asId(identifier)
-      if (Option.isSome(id)) {
-        const byId = yield* reads.ofContact(actor.workspaceIds, { id: id.value as ContactId }, pipelineId)
-        if (byId.length > 0) return byId
+    const ofContact = Effect.fn("Opportunities.ofContact")(
+      function*(identifier: string, pipelineId: PipelineId | undefined) {
+        const actor = yield* CurrentActor
+        const id = asId(identifier)
+        if (Option.isSome(id)) {
+          const byId = yield* reads.ofContact(actor.workspaceIds, { id: id.value as ContactId }, pipelineId)
+          if (byId.length > 0) return byId
+        }
+        const phone = normalisePhone(identifier)
+        return phone === undefined ? [] : yield* reads.ofContact(actor.workspaceIds, { phone }, pipelineId)
       }
-      const phone = normalisePhone(identifier)
-      return phone === undefined ? [] : yield* reads.ofContact(actor.workspaceIds, { phone }, pipelineId)
-    })
+    )
 
     const filterOf = (actor: Actor, q: ListContactsQuery & Partial<ListOpportunitiesQuery>): OpportunityFilter => ({
       workspaceIds: actor.workspaceIds,

@@ -39,33 +39,38 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     const pipeline = SqlSchema.findOne({
       Request: InWorkspaces,
       Result: Schema.Struct({ id: PipelineId, workspace_id: WorkspaceId }),
-      execute: ({ id, workspaceIds }) => sql`
+      execute: ({ id, workspaceIds }) =>
+        sql`
           select id, workspace_id from pipelines where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds)}`
     })
 
     const stage = SqlSchema.findOne({
       Request: InWorkspaces,
       Result: Schema.Struct({ id: StageId, pipeline_id: PipelineId }),
-      execute: ({ id, workspaceIds }) => sql`
+      execute: ({ id, workspaceIds }) =>
+        sql`
           select id, pipeline_id from stages where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds)}`
     })
 
     const firstStage = SqlSchema.findOne({
       Request: Schema.Number,
       Result: IdRow(StageId),
-      execute: (pipelineId) => sql`select id from stages where pipeline_id = ${pipelineId} order by sort_order, id limit 1`
+      execute: (pipelineId) =>
+        sql`select id from stages where pipeline_id = ${pipelineId} order by sort_order, id limit 1`
     })
 
     const contactByPhone = SqlSchema.findOne({
       Request: InWorkspace({ phone: Schema.String }),
       Result: IdRow(ContactId),
-      execute: ({ phone, workspaceId }) => sql`select id from contacts where workspace_id = ${workspaceId} and phone = ${phone}`
+      execute: ({ phone, workspaceId }) =>
+        sql`select id from contacts where workspace_id = ${workspaceId} and phone = ${phone}`
     })
 
     const contactByIdentifier = SqlSchema.findOne({
       Request: InWorkspace({ identifier: Schema.String }),
       Result: IdRow(ContactId),
-      execute: ({ identifier, workspaceId }) => sql`select id from contacts where workspace_id = ${workspaceId} and identifier = ${identifier}`
+      execute: ({ identifier, workspaceId }) =>
+        sql`select id from contacts where workspace_id = ${workspaceId} and identifier = ${identifier}`
     })
 
     /** A web-chat visitor's contact; nothing when a concurrent first message created it meanwhile (the identifier is unique per workspace). */
@@ -79,13 +84,15 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     const contactByEmail = SqlSchema.findOne({
       Request: InWorkspace({ email: Schema.String }),
       Result: IdRow(ContactId),
-      execute: ({ email, workspaceId }) => sql`select id from contacts where workspace_id = ${workspaceId} and lower(email) = lower(${email})`
+      execute: ({ email, workspaceId }) =>
+        sql`select id from contacts where workspace_id = ${workspaceId} and lower(email) = lower(${email})`
     })
 
     const insertContact = SqlSchema.findOne({
       Request: NewContact,
       Result: IdRow(ContactId),
-      execute: (c) => sql`
+      execute: (c) =>
+        sql`
           insert into contacts (workspace_id, name, email, phone, priority, is_eval)
           values (${c.workspace_id}, ${c.name}, ${c.email}, ${c.phone}, ${c.priority}, ${c.is_eval ?? false})
           on conflict do nothing returning id`
@@ -94,7 +101,8 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     const newestOpportunityOf = SqlSchema.findOne({
       Request: Schema.Struct({ contactId: Schema.Number, pipelineId: Schema.Number }),
       Result: IdRow(OpportunityId),
-      execute: ({ contactId, pipelineId }) => sql`
+      execute: ({ contactId, pipelineId }) =>
+        sql`
           select id from opportunities where contact_id = ${contactId} and pipeline_id = ${pipelineId}
           order by created_at desc, id desc limit 1`
     })
@@ -102,11 +110,14 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     const insertOpportunity = SqlSchema.single({
       Request: NewOpportunity,
       Result: IdRow(OpportunityId),
-      execute: (o) => sql`
+      execute: (o) =>
+        sql`
           insert into opportunities (workspace_id, pipeline_id, stage_id, contact_id, status, name, notes, context, is_test, source, source_id,
                                      is_eval, config_version_id)
           values (${o.workspace_id}, ${o.pipeline_id}, ${o.stage_id}, ${o.contact_id}, ${o.status}, ${o.name}, ${o.notes},
-                  ${o.context === null ? null : JSON.stringify(o.context)}::jsonb, ${o.is_test}, ${o.source}, ${o.source_id}, ${o.is_eval ?? false},
+                  ${
+          o.context === null ? null : JSON.stringify(o.context)
+        }::jsonb, ${o.is_test}, ${o.source}, ${o.source_id}, ${o.is_eval ?? false},
                   ${o.config_version_id ?? null})
           returning id`
     })
@@ -114,7 +125,8 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     const tagsNamed = SqlSchema.findAll({
       Request: InWorkspace({ names: Schema.Array(Schema.String) }),
       Result: IdRow(TagId),
-      execute: ({ names, workspaceId }) => sql`
+      execute: ({ names, workspaceId }) =>
+        sql`
             select id from tags where workspace_id = ${workspaceId} and lower(name) in ${sql.in(names)}`
     })
 
@@ -127,7 +139,8 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     const conversationOn = SqlSchema.findOne({
       Request: Schema.Struct({ contactId: Schema.Number, channelId: Schema.NullOr(Schema.Number) }),
       Result: ConversationRow,
-      execute: ({ channelId, contactId }) => sql`
+      execute: ({ channelId, contactId }) =>
+        sql`
           select id, status from conversations
           where contact_id = ${contactId} and channel_id is not distinct from ${channelId}
           order by id limit 1`
@@ -136,15 +149,19 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     const insertConversation = SqlSchema.single({
       Request: NewConversation,
       Result: ConversationRow,
-      execute: (c) => sql`
+      execute: (c) =>
+        sql`
           insert into conversations (workspace_id, contact_id, channel_id, is_test, is_eval)
-          values (${c.workspace_id}, ${c.contact_id}, ${c.channel_id}, ${c.is_test}, ${c.is_eval ?? false}) returning id, status`
+          values (${c.workspace_id}, ${c.contact_id}, ${c.channel_id}, ${c.is_test}, ${
+          c.is_eval ?? false
+        }) returning id, status`
     })
 
     const base = SqlSchema.single({
       Request: Schema.Number,
       Result: OpportunityRow,
-      execute: (id) => sql`
+      execute: (id) =>
+        sql`
           select id, workspace_id, status, contact_id, stage_id, pipeline_id, name, notes, context, is_test, source, source_id,
                  created_at, updated_at
           from opportunities where id = ${id}`
@@ -153,12 +170,14 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
     const conversation = SqlSchema.findOne({
       Request: InWorkspaces,
       Result: ConversationRow,
-      execute: ({ id, workspaceIds }) => sql`
+      execute: ({ id, workspaceIds }) =>
+        sql`
           select id, status from conversations where id = ${id} and ${inWorkspaces("workspace_id", workspaceIds)}`
     })
 
     return {
-      pipeline: (workspaceIds: ReadonlyArray<WorkspaceId>, id: PipelineId) => Effect.orDie(pipeline({ workspaceIds, id })),
+      pipeline: (workspaceIds: ReadonlyArray<WorkspaceId>, id: PipelineId) =>
+        Effect.orDie(pipeline({ workspaceIds, id })),
 
       stage: (workspaceIds: ReadonlyArray<WorkspaceId>, id: StageId) => Effect.orDie(stage({ workspaceIds, id })),
 
@@ -169,7 +188,9 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
         sql<{ id: ContactId }>`
           select c.id from contacts c
           where c.id = ${id} and c.workspace_id = ${workspaceId}
-            and exists (select 1 from opportunities o where o.contact_id = c.id and ${inWorkspaces("o.workspace_id", workspaceIds)})`
+            and exists (select 1 from opportunities o where o.contact_id = c.id and ${
+          inWorkspaces("o.workspace_id", workspaceIds)
+        })`
           .pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
 
       contactByPhone: (workspaceId: WorkspaceId, phone: string) =>
@@ -188,10 +209,15 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
       insertContact: (c: typeof NewContact.Type) => insertContact(c).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
 
       /** Serialises creates for one contact so "return the current opportunity" cannot race. */
-      lockContact: (id: ContactId) => sql`select id from contacts where id = ${id} for update`.pipe(Effect.asVoid, Effect.orDie),
+      lockContact: (id: ContactId) =>
+        sql`select id from contacts where id = ${id} for update`.pipe(Effect.asVoid, Effect.orDie),
 
       /** Fills identity fields the contact does not have yet; never overwrites, never takes another contact's phone or email. */
-      fillContact: (id: ContactId, workspaceId: WorkspaceId, c: { name: string | null; email: string | null; phone: string | null }) =>
+      fillContact: (
+        id: ContactId,
+        workspaceId: WorkspaceId,
+        c: { name: string | null; email: string | null; phone: string | null }
+      ) =>
         sql`
           update contacts set
             name = coalesce(name, ${c.name}),
@@ -204,7 +230,15 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
             updated_at = now()
           where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
 
-      updateContactOverrides: (id: ContactId, o: { custom_name?: string | null; custom_email?: string | null; custom_phone?: string | null; priority?: Priority }) => {
+      updateContactOverrides: (
+        id: ContactId,
+        o: {
+          custom_name?: string | null
+          custom_email?: string | null
+          custom_phone?: string | null
+          priority?: Priority
+        }
+      ) => {
         const set: Array<Statement.Fragment> = []
         if (o.custom_name !== undefined) set.push(sql`custom_name = ${o.custom_name}`)
         if (o.custom_email !== undefined) set.push(sql`custom_email = ${o.custom_email}`)
@@ -212,7 +246,10 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
         if (o.priority !== undefined) set.push(sql`priority = ${o.priority}`)
         return set.length === 0
           ? Effect.void
-          : sql`update contacts set ${sql.csv([...set, sql`updated_at = now()`])} where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+          : sql`update contacts set ${sql.csv([...set, sql`updated_at = now()`])} where id = ${id}`.pipe(
+            Effect.asVoid,
+            Effect.orDie
+          )
       },
 
       newestOpportunityOf: (contactId: ContactId, pipelineId: PipelineId) =>
@@ -227,7 +264,9 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
         if (c.notes !== undefined) set.push(sql`notes = ${c.notes}`)
         if (c.status !== undefined) set.push(sql`status = ${c.status}`)
         if (c.context === null) set.push(sql`context = null`)
-        else if (c.context !== undefined) set.push(sql`context = coalesce(context, '{}'::jsonb) || ${JSON.stringify(c.context)}::jsonb`)
+        else if (c.context !== undefined) {
+          set.push(sql`context = coalesce(context, '{}'::jsonb) || ${JSON.stringify(c.context)}::jsonb`)
+        }
         return sql`update opportunities set ${sql.csv([...set, sql`updated_at = now()`])} where id = ${id}`.pipe(
           Effect.asVoid,
           Effect.orDie
@@ -252,10 +291,11 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
 
       /** Marks a stage entry consumed (its automations run once): false when it already was. */
       consumeStageEntry: (entryId: number) =>
-        sql`update stage_entries set consumed_at = now() where id = ${entryId} and consumed_at is null returning id`.pipe(
-          Effect.map((rows) => rows.length > 0),
-          Effect.orDie
-        ),
+        sql`update stage_entries set consumed_at = now() where id = ${entryId} and consumed_at is null returning id`
+          .pipe(
+            Effect.map((rows) => rows.length > 0),
+            Effect.orDie
+          ),
 
       /** Tag ids for names, creating the missing ones (names are unique per workspace, case-insensitively). */
       ensureTags: (workspaceId: WorkspaceId, names: ReadonlyArray<string>) =>
@@ -272,21 +312,25 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
       addTags: (opportunityId: OpportunityId, tagIds: ReadonlyArray<TagId>) =>
         tagIds.length === 0
           ? Effect.void
-          : sql`insert into opportunity_tags ${sql.insert(tagIds.map((tag_id) => ({ opportunity_id: opportunityId, tag_id })))}
+          : sql`insert into opportunity_tags ${
+            sql.insert(tagIds.map((tag_id) => ({ opportunity_id: opportunityId, tag_id })))
+          }
                 on conflict do nothing`.pipe(Effect.asVoid, Effect.orDie),
 
       removeTags: (opportunityId: OpportunityId, tagIds: ReadonlyArray<TagId>) =>
         tagIds.length === 0
           ? Effect.void
-          : sql`delete from opportunity_tags where opportunity_id = ${opportunityId} and tag_id in ${sql.in(tagIds)}`.pipe(
-            Effect.asVoid,
-            Effect.orDie
-          ),
+          : sql`delete from opportunity_tags where opportunity_id = ${opportunityId} and tag_id in ${sql.in(tagIds)}`
+            .pipe(
+              Effect.asVoid,
+              Effect.orDie
+            ),
 
       /** The pipeline's channel: its lowest-id linked channel. */
       pipelineChannel: (pipelineId: PipelineId) => pipelineChannel(pipelineId).pipe(Effect.map(idOf), Effect.orDie),
 
-      conversationOn: (contactId: ContactId, channelId: ChannelId | null) => Effect.orDie(conversationOn({ contactId, channelId })),
+      conversationOn: (contactId: ContactId, channelId: ChannelId | null) =>
+        Effect.orDie(conversationOn({ contactId, channelId })),
 
       insertConversation: (c: typeof NewConversation.Type) => Effect.orDie(insertConversation(c)),
 
@@ -296,17 +340,22 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
 
       base: (id: OpportunityId) => Effect.orDie(base(id)),
 
-      conversation: (workspaceIds: ReadonlyArray<WorkspaceId>, id: ConversationId) => Effect.orDie(conversation({ workspaceIds, id })),
+      conversation: (workspaceIds: ReadonlyArray<WorkspaceId>, id: ConversationId) =>
+        Effect.orDie(conversation({ workspaceIds, id })),
 
-      updateConversation: (id: ConversationId, c: { status?: ConversationStatus | undefined; notes?: ReadonlyArray<string> | null | undefined }) => {
+      updateConversation: (
+        id: ConversationId,
+        c: { status?: ConversationStatus | undefined; notes?: ReadonlyArray<string> | null | undefined }
+      ) => {
         const set: Array<Statement.Fragment> = []
         if (c.status !== undefined) set.push(sql`status = ${c.status}`)
         if (c.notes !== undefined) set.push(sql`notes = ${c.notes ?? []}::text[]`)
         return sql<{ id: ConversationId; status: ConversationStatus }>`
-          update conversations set ${sql.csv([...set, sql`updated_at = now()`])} where id = ${id} returning id, status`.pipe(
-          Effect.map((rows) => rows[0]!),
-          Effect.orDie
-        )
+          update conversations set ${sql.csv([...set, sql`updated_at = now()`])} where id = ${id} returning id, status`
+          .pipe(
+            Effect.map((rows) => rows[0]!),
+            Effect.orDie
+          )
       }
     }
   })

@@ -71,7 +71,8 @@ export class OpportunityReads extends Effect.Service<OpportunityReads>()("@parle
       join contacts c on c.id = o.contact_id
       join stages s on s.id = o.stage_id`)
 
-    const full = (where: Statement.Fragment, tail: Statement.Fragment = sql``) => sql`${selectFull} where ${where} ${tail}`
+    const full = (where: Statement.Fragment, tail: Statement.Fragment = sql``) =>
+      sql`${selectFull} where ${where} ${tail}`
 
     const inWorkspaces = (column: string, ids: ReadonlyArray<number>) => sql`${sql.literal(column)} in ${sql.in(ids)}`
 
@@ -91,7 +92,9 @@ export class OpportunityReads extends Effect.Service<OpportunityReads>()("@parle
       }
       if (f.tagIds.length > 0 || f.tagNames.length > 0) {
         const byId = f.tagIds.length > 0 ? sql`ot.tag_id in ${sql.in(f.tagIds)}` : sql`false`
-        const byName = f.tagNames.length > 0 ? sql`lower(t.name) in ${sql.in(f.tagNames.map((n) => n.toLowerCase()))}` : sql`false`
+        const byName = f.tagNames.length > 0
+          ? sql`lower(t.name) in ${sql.in(f.tagNames.map((n) => n.toLowerCase()))}`
+          : sql`false`
         clauses.push(sql`exists (select 1 from opportunity_tags ot join tags t on t.id = ot.tag_id
                                  where ot.opportunity_id = o.id and (${byId} or ${byName}))`)
       }
@@ -106,10 +109,16 @@ export class OpportunityReads extends Effect.Service<OpportunityReads>()("@parle
       if (f.pipelineId !== undefined) viaOpportunity.push(sql`o.pipeline_id = ${f.pipelineId}`)
       if (f.status !== undefined) viaOpportunity.push(sql`o.status = ${f.status}`)
       if (f.tagIds.length > 0) {
-        viaOpportunity.push(sql`exists (select 1 from opportunity_tags ot where ot.opportunity_id = o.id and ot.tag_id in ${sql.in(f.tagIds)})`)
+        viaOpportunity.push(
+          sql`exists (select 1 from opportunity_tags ot where ot.opportunity_id = o.id and ot.tag_id in ${
+            sql.in(f.tagIds)
+          })`
+        )
       }
       if (viaOpportunity.length > 0) {
-        clauses.push(sql`exists (select 1 from opportunities o where o.contact_id = c.id and ${sql.and(viaOpportunity)})`)
+        clauses.push(
+          sql`exists (select 1 from opportunities o where o.contact_id = c.id and ${sql.and(viaOpportunity)})`
+        )
       }
       if (f.priority !== undefined) clauses.push(sql`c.priority = ${f.priority}`)
       if (f.q !== undefined && f.q.trim() !== "") {
@@ -136,7 +145,11 @@ export class OpportunityReads extends Effect.Service<OpportunityReads>()("@parle
     })
 
     const newestByPhone = SqlSchema.findOne({
-      Request: Schema.Struct({ workspaceIds: WorkspaceIds, phone: Schema.String, pipelineId: Schema.optional(PipelineId) }),
+      Request: Schema.Struct({
+        workspaceIds: WorkspaceIds,
+        phone: Schema.String,
+        pipelineId: Schema.optional(PipelineId)
+      }),
       Result: Opportunity,
       execute: ({ phone, pipelineId, workspaceIds }) =>
         full(
@@ -195,7 +208,11 @@ export class OpportunityReads extends Effect.Service<OpportunityReads>()("@parle
       execute: (f) => sql`select count(*)::int as n from contacts c where ${contactWhere(f)}`
     })
 
-    const pageOf = (filter: OpportunityFilter, page: number, perPage: number) => ({ filter, limit: perPage, offset: (page - 1) * perPage })
+    const pageOf = (filter: OpportunityFilter, page: number, perPage: number) => ({
+      filter,
+      limit: perPage,
+      offset: (page - 1) * perPage
+    })
 
     return {
       byId: (workspaceIds: ReadonlyArray<WorkspaceId>, id: OpportunityId) => Effect.orDie(byId({ workspaceIds, id })),
@@ -207,11 +224,16 @@ export class OpportunityReads extends Effect.Service<OpportunityReads>()("@parle
       newestByPhone: (workspaceIds: ReadonlyArray<WorkspaceId>, phone: string, pipelineId: PipelineId | undefined) =>
         Effect.orDie(newestByPhone({ workspaceIds, phone, pipelineId })),
 
-      ofContact: (workspaceIds: ReadonlyArray<WorkspaceId>, contact: { id?: ContactId; phone?: string }, pipelineId: PipelineId | undefined) =>
-        Effect.orDie(ofContact({ workspaceIds, contactId: contact.id, phone: contact.phone, pipelineId })),
+      ofContact: (
+        workspaceIds: ReadonlyArray<WorkspaceId>,
+        contact: { id?: ContactId; phone?: string },
+        pipelineId: PipelineId | undefined
+      ) => Effect.orDie(ofContact({ workspaceIds, contactId: contact.id, phone: contact.phone, pipelineId })),
 
       list: (f: OpportunityFilter, page: number, perPage: number) =>
-        Effect.orDie(Effect.all([opportunities(pageOf(f, page, perPage)), Effect.map(opportunityCount(f), (r) => r.n)])),
+        Effect.orDie(
+          Effect.all([opportunities(pageOf(f, page, perPage)), Effect.map(opportunityCount(f), (r) => r.n)])
+        ),
 
       listContacts: (f: OpportunityFilter, page: number, perPage: number) =>
         Effect.orDie(Effect.all([contacts(pageOf(f, page, perPage)), Effect.map(contactCount(f), (r) => r.n)]))

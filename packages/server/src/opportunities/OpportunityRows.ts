@@ -60,7 +60,8 @@ export const NewConversation = Schema.Struct({
 
 // lookups take ids as plain numbers: a request is encoded before it runs, and a number that is no id finds nothing
 export const InWorkspaces = Schema.Struct({ workspaceIds: Schema.Array(WorkspaceId), id: Schema.Number })
-export const InWorkspace = <F extends Schema.Struct.Fields>(fields: F) => Schema.Struct({ workspaceId: Schema.Number, ...fields })
+export const InWorkspace = <F extends Schema.Struct.Fields>(fields: F) =>
+  Schema.Struct({ workspaceId: Schema.Number, ...fields })
 export const IdRow = <A, I>(id: Schema.Schema<A, I>) => Schema.Struct({ id })
 export const ConversationRow = Schema.Struct({ id: ConversationId, status: ConversationStatus })
 /** An opportunity's own columns, without what is joined to it. */

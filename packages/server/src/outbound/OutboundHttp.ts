@@ -9,8 +9,8 @@ import * as Dns from "node:dns"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import { isIP } from "node:net"
-import { BoundAddresses } from "../http/Listener.js"
 import { AppConfig } from "../config/AppConfig.js"
+import { BoundAddresses } from "../http/Listener.js"
 
 export class OutboundError extends Data.TaggedError("OutboundError")<{
   readonly reason: "Refused" | "Timeout" | "Network" | "InvalidUrl"
@@ -39,16 +39,23 @@ export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server
      */
     const isOwnDemoSink = (target: URL) => {
       const api = bound.apiNow()
-      return api !== undefined && target.protocol === "http:" && target.host === new URL(api).host && target.pathname === "/demo/webhook"
+      return api !== undefined && target.protocol === "http:" && target.host === new URL(api).host &&
+        target.pathname === "/demo/webhook"
     }
 
     const guardedLookup: typeof Dns.lookup = ((hostname: string, options: Dns.LookupOptions, callback: any) =>
       Dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
-        if (error) return callback(error)
+        if (error) {
+          return callback(error)
+        }
         const list = addresses as Array<Dns.LookupAddress>
-        const usable = allowPrivate ? list : list.filter((a) => !isPrivateAddress(a.address))
+        const usable = allowPrivate ? list : list.filter((a) =>
+          !isPrivateAddress(a.address)
+        )
         if (usable.length === 0) {
-          return callback(Object.assign(new Error(`${hostname} resolves only to private addresses`), { code: "EPRIVATE" }))
+          return callback(
+            Object.assign(new Error(`${hostname} resolves only to private addresses`), { code: "EPRIVATE" })
+          )
         }
         return options.all ? callback(null, usable) : callback(null, usable[0]!.address, usable[0]!.family)
       })) as typeof Dns.lookup
@@ -84,12 +91,20 @@ export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server
           })
           res.on("end", () => {
             clearTimeout(deadline)
-            resume(Effect.succeed({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8").slice(0, MAX_BODY) }))
+            resume(
+              Effect.succeed({
+                status: res.statusCode ?? 0,
+                body: Buffer.concat(chunks).toString("utf8").slice(0, MAX_BODY)
+              })
+            )
           })
           res.on("error", (e) => resume(Effect.fail(new OutboundError({ reason: "Network", message: e.message }))))
         })
         // the whole exchange, not only idle time, is bounded
-        const deadline = setTimeout(() => req.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })), timeoutMs)
+        const deadline = setTimeout(
+          () => req.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })),
+          timeoutMs
+        )
         req.on("timeout", () => req.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })))
         req.on("error", (e: NodeJS.ErrnoException) => {
           clearTimeout(deadline)
@@ -111,7 +126,13 @@ export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server
         })
       })
 
-    const request = (method: string, url: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number) =>
+    const request = (
+      method: string,
+      url: string,
+      headers: Record<string, string>,
+      body: string | undefined,
+      timeoutMs: number
+    ) =>
       Effect.gen(function*() {
         const target = yield* Effect.try({
           try: () => new URL(url),
@@ -122,7 +143,10 @@ export class OutboundHttp extends Effect.Service<OutboundHttp>()("@parley/server
         }
         const host = target.hostname.replace(/^\[|\]$/g, "")
         if (!allowPrivate && isIP(host) !== 0 && isPrivateAddress(host) && !isOwnDemoSink(target)) {
-          return yield* new OutboundError({ reason: "Refused", message: `Refusing to call a private address (${host})` })
+          return yield* new OutboundError({
+            reason: "Refused",
+            message: `Refusing to call a private address (${host})`
+          })
         }
         const started = Date.now()
         return yield* exchange(target, method, headers, body, timeoutMs, false).pipe(

@@ -9,7 +9,10 @@ export const PipelinesHttpLive = HttpApiBuilder.group(Api, "pipelines", (handler
     const pipelines = yield* Pipelines
     const catalogue = yield* Catalogue
     return handlers
-      .handle("options", ({ urlParams }) => Effect.flatMap(CurrentActor, (actor) => catalogue.options(actor, urlParams)))
+      .handle(
+        "options",
+        ({ urlParams }) => Effect.flatMap(CurrentActor, (actor) => catalogue.options(actor, urlParams))
+      )
       .handle("list", () => pipelines.list())
       .handle("create", ({ payload }) => pipelines.create(payload))
       .handle("get", ({ path }) => pipelines.get(path.pipeline))

@@ -23,11 +23,11 @@ import {
   type WorkspaceId
 } from "@parley/domain"
 import { Effect } from "effect"
-import { someOrFail } from "../util/Effects.js"
 import { ModelKeys, pipelineModelIds } from "../agent/ModelKeys.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
+import { someOrFail } from "../util/Effects.js"
 import { PipelinesRepo } from "./PipelinesRepo.js"
 
 const nameTaken = Unprocessable.of([{ field: "name", message: "The name has already been taken." }])
@@ -42,7 +42,11 @@ const modelPoolOf = (pipeline: Pipeline) =>
     is_model_routing_enabled: pipeline.is_model_routing_enabled,
     tiers: RoutingTiers.map((tier) => {
       const entry = pipeline.is_model_routing.find((e) => e.tier === tier)
-      return new ModelPoolTier({ tier, ai_model_id: entry?.ai_model_id ?? null, instructions: entry?.instructions ?? null })
+      return new ModelPoolTier({
+        tier,
+        ai_model_id: entry?.ai_model_id ?? null,
+        instructions: entry?.instructions ?? null
+      })
     })
   })
 
@@ -76,8 +80,11 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
     const channelIssues = (workspaceId: WorkspaceId, channelId: number | null | undefined) =>
       channelId === undefined || channelId === null
         ? Effect.succeed([])
-        : Effect.map(repo.channelInWorkspace(workspaceId, channelId as never), (ok) =>
-          ok ? [] : [new ValidationIssue({ field: "channel_id", message: "The selected channel does not exist." })])
+        : Effect.map(
+          repo.channelInWorkspace(workspaceId, channelId as never),
+          (ok) =>
+            ok ? [] : [new ValidationIssue({ field: "channel_id", message: "The selected channel does not exist." })]
+        )
 
     const list = Effect.fn("Pipelines.list")(function*() {
       const actor = yield* CurrentActor
@@ -106,7 +113,10 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
         if (input.channel_id) yield* repo.linkChannel(id, input.channel_id)
         return id
       })).pipe(
-        Effect.catchTag("SqlError", (e) => isUniqueViolation(e, "pipelines_workspace_name_key") ? Effect.fail(nameTaken) : Effect.die(e))
+        Effect.catchTag(
+          "SqlError",
+          (e) => isUniqueViolation(e, "pipelines_workspace_name_key") ? Effect.fail(nameTaken) : Effect.die(e)
+        )
       )
       return yield* saved(yield* withStages(actor, id).pipe(Effect.catchTag("NotFound", Effect.die)))
     })
@@ -117,7 +127,9 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       const enablesRouting = input.is_model_routing_enabled === true && input.is_model_routing === undefined &&
         current.is_model_routing.length !== 4
       // a new language must still match the stored dialect when the dialect is not sent with it
-      const dialectId = input.dialect_id === undefined && input.language_id !== undefined ? current.dialect_id : input.dialect_id
+      const dialectId = input.dialect_id === undefined && input.language_id !== undefined
+        ? current.dialect_id
+        : input.dialect_id
       yield* failOnIssues([
         ...(yield* catalogue.referenceIssues(
           { ...input, dialect_id: dialectId, routing_model_ids: input.is_model_routing?.map((e) => e.ai_model_id) },
@@ -125,7 +137,12 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
         )),
         ...(yield* channelIssues(current.workspace_id, input.channel_id)),
         ...(enablesRouting
-          ? [new ValidationIssue({ field: "is_model_routing", message: "is required when is_model_routing_enabled is true" })]
+          ? [
+            new ValidationIssue({
+              field: "is_model_routing",
+              message: "is required when is_model_routing_enabled is true"
+            })
+          ]
           : [])
       ])
       yield* sql.withTransaction(Effect.gen(function*() {
@@ -133,9 +150,17 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
         if (input.channel_id === null) yield* repo.unlinkChannels(id)
         else if (input.channel_id !== undefined) yield* repo.linkChannel(id, input.channel_id)
         // same transaction: a bad table id (422) leaves the pipeline unchanged too
-        yield* knowledge.link(current.workspace_id, id, input.attach_knowledge_table_ids ?? [], input.detach_knowledge_table_ids ?? [])
+        yield* knowledge.link(
+          current.workspace_id,
+          id,
+          input.attach_knowledge_table_ids ?? [],
+          input.detach_knowledge_table_ids ?? []
+        )
       })).pipe(
-        Effect.catchTag("SqlError", (e) => isUniqueViolation(e, "pipelines_workspace_name_key") ? Effect.fail(nameTaken) : Effect.die(e))
+        Effect.catchTag(
+          "SqlError",
+          (e) => isUniqueViolation(e, "pipelines_workspace_name_key") ? Effect.fail(nameTaken) : Effect.die(e)
+        )
       )
       return yield* saved(yield* withStages(actor, id))
     })
@@ -151,7 +176,12 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
         const siblings = yield* repo.stages(pipelineId)
         return siblings.some((s) => s.id === parentId && s.id !== stageId)
           ? []
-          : [new ValidationIssue({ field: "parent_id", message: "The parent stage must be another stage of the same pipeline." })]
+          : [
+            new ValidationIssue({
+              field: "parent_id",
+              message: "The parent stage must be another stage of the same pipeline."
+            })
+          ]
       })
 
     const findStage = (actor: Actor, id: StageId) =>
@@ -176,10 +206,18 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       const stage = yield* findStage(actor, id)
       const merged = { ...stage, ...input }
       if (merged.is_opening_message && !merged.opening_message_type) {
-        return yield* Unprocessable.of([{ field: "opening_message_type", message: "is required when is_opening_message is true" }])
+        return yield* Unprocessable.of([{
+          field: "opening_message_type",
+          message: "is required when is_opening_message is true"
+        }])
       }
-      if (merged.is_opening_message && merged.opening_message_type === "static" && !merged.static_opening_message?.trim()) {
-        return yield* Unprocessable.of([{ field: "static_opening_message", message: "is required when opening_message_type is static" }])
+      if (
+        merged.is_opening_message && merged.opening_message_type === "static" && !merged.static_opening_message?.trim()
+      ) {
+        return yield* Unprocessable.of([{
+          field: "static_opening_message",
+          message: "is required when opening_message_type is static"
+        }])
       }
       yield* failOnIssues(yield* parentIssues(stage.pipeline_id, id, input.parent_id))
       yield* sql.withTransaction(Effect.gen(function*() {
@@ -201,7 +239,9 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       const stage = yield* findStage(actor, id)
       const held = yield* repo.opportunitiesIn(id)
       if (held > 0) {
-        return yield* new BadRequest({ message: `This stage holds ${held} opportunit${held === 1 ? "y" : "ies"}; move them to another stage first.` })
+        return yield* new BadRequest({
+          message: `This stage holds ${held} opportunit${held === 1 ? "y" : "ies"}; move them to another stage first.`
+        })
       }
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* repo.lock(stage.pipeline_id)
@@ -221,7 +261,11 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       const actor = yield* CurrentActor
       yield* find(actor, id)
       const issues = yield* catalogue.referenceIssues({ routing_model_ids: input.tiers.map((e) => e.ai_model_id) })
-      yield* failOnIssues(issues.map((i) => new ValidationIssue({ field: i.field.replace(/^is_model_routing\./, "tiers."), message: i.message })))
+      yield* failOnIssues(
+        issues.map((i) =>
+          new ValidationIssue({ field: i.field.replace(/^is_model_routing\./, "tiers."), message: i.message })
+        )
+      )
       const pool = RoutingTiers.map((tier) => input.tiers.find((e) => e.tier === tier)!)
       yield* repo.update(id, { is_model_routing_enabled: input.is_model_routing_enabled }, pool).pipe(Effect.orDie)
       return modelPoolOf(yield* find(actor, id))

@@ -23,17 +23,51 @@ const Count = Schema.Struct({ n: Schema.Number })
 
 /** Settings columns a create or update may write, in the order of the table. */
 const settingColumns = [
-  "name", "description", "persona", "instructions", "status", "is_archived", "agent_type_id", "ai_model_id",
-  "language_id", "dialect_id", "rag_mode", "model_temperature", "no_of_relevant_points", "agent_memory_window",
-  "context_message_count", "max_conversation_cost", "max_conversation_messages", "reply_debounce_ms", "followup_limit",
-  "is_unknown_contacts_enabled", "is_model_routing_enabled", "handoff_instructions", "handoff_bridge_mode", "handoff_bridge_text",
-  "handoff_timeout_seconds", "handoff_timeout_action", "handoff_keywords", "handoff_after_failures",
-  "fallback_message", "handoff_on_failure"
+  "name",
+  "description",
+  "persona",
+  "instructions",
+  "status",
+  "is_archived",
+  "agent_type_id",
+  "ai_model_id",
+  "language_id",
+  "dialect_id",
+  "rag_mode",
+  "model_temperature",
+  "no_of_relevant_points",
+  "agent_memory_window",
+  "context_message_count",
+  "max_conversation_cost",
+  "max_conversation_messages",
+  "reply_debounce_ms",
+  "followup_limit",
+  "is_unknown_contacts_enabled",
+  "is_model_routing_enabled",
+  "handoff_instructions",
+  "handoff_bridge_mode",
+  "handoff_bridge_text",
+  "handoff_timeout_seconds",
+  "handoff_timeout_action",
+  "handoff_keywords",
+  "handoff_after_failures",
+  "fallback_message",
+  "handoff_on_failure"
 ] as const
 
 const stageColumns = [
-  "name", "nature", "description", "ai_persona", "instructions", "notes", "enter_condition", "parent_id",
-  "is_opening_message", "opening_message_type", "static_opening_message", "handoff_instructions"
+  "name",
+  "nature",
+  "description",
+  "ai_persona",
+  "instructions",
+  "notes",
+  "enter_condition",
+  "parent_id",
+  "is_opening_message",
+  "opening_message_type",
+  "static_opening_message",
+  "handoff_instructions"
 ] as const
 
 const pick = <K extends string>(source: Partial<Record<K, unknown>>, keys: ReadonlyArray<K>) => {
@@ -77,7 +111,8 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
     const find = SqlSchema.findOne({
       Request: InWorkspaces,
       Result: Pipeline,
-      execute: ({ id, workspaceIds }) => sql`${selectPipeline} where p.id = ${id} and p.workspace_id in ${sql.in(workspaceIds)}`
+      execute: ({ id, workspaceIds }) =>
+        sql`${selectPipeline} where p.id = ${id} and p.workspace_id in ${sql.in(workspaceIds)}`
     })
 
     const insert = SqlSchema.single({
@@ -95,7 +130,8 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
     const findStage = SqlSchema.findOne({
       Request: InWorkspaces,
       Result: Stage,
-      execute: ({ id, workspaceIds }) => sql`${selectStage} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
+      execute: ({ id, workspaceIds }) =>
+        sql`${selectStage} where id = ${id} and workspace_id in ${sql.in(workspaceIds)}`
     })
 
     const stageCount = SqlSchema.single({
@@ -122,18 +158,20 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
       find: (workspaceIds: ReadonlyArray<WorkspaceId>, id: PipelineId) => find({ id, workspaceIds }).pipe(Effect.orDie),
 
       /** Row lock so concurrent stage edits of one pipeline re-number one after the other. */
-      lock: (id: PipelineId) => sql`select id from pipelines where id = ${id} for update`.pipe(Effect.asVoid, Effect.orDie),
+      lock: (id: PipelineId) =>
+        sql`select id from pipelines where id = ${id} for update`.pipe(Effect.asVoid, Effect.orDie),
 
       insert: (
         workspaceId: WorkspaceId,
         input: CreatePipeline,
         modelPool: ReadonlyArray<ModelPoolEntry>
       ): Effect.Effect<PipelineId, SqlError> =>
-        insert({ workspace_id: workspaceId, ...pick(input, settingColumns), model_pool: JSON.stringify(modelPool) }).pipe(
-          Effect.map((row) => row.id),
-          // the SqlError stays typed: the service turns the name's unique violation into a 422
-          Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die })
-        ),
+        insert({ workspace_id: workspaceId, ...pick(input, settingColumns), model_pool: JSON.stringify(modelPool) })
+          .pipe(
+            Effect.map((row) => row.id),
+            // the SqlError stays typed: the service turns the name's unique violation into a 422
+            Effect.catchTags({ ParseError: Effect.die, NoSuchElementException: Effect.die })
+          ),
 
       update: (
         id: PipelineId,
@@ -158,17 +196,26 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
 
       stages: (pipelineId: PipelineId) => stages(pipelineId).pipe(Effect.orDie),
 
-      findStage: (workspaceIds: ReadonlyArray<WorkspaceId>, id: StageId) => findStage({ id, workspaceIds }).pipe(Effect.orDie),
+      findStage: (workspaceIds: ReadonlyArray<WorkspaceId>, id: StageId) =>
+        findStage({ id, workspaceIds }).pipe(Effect.orDie),
 
       stageCount: (pipelineId: PipelineId) => stageCount(pipelineId).pipe(Effect.map((row) => row.n), Effect.orDie),
 
       /** Moves the stages at positions [from, to] by `delta` (+1 to open a gap, -1 to close one). */
       shiftStages: (pipelineId: PipelineId, from: number, to: number, delta: 1 | -1) =>
         sql`update stages set sort_order = sort_order + ${delta}
-            where pipeline_id = ${pipelineId} and sort_order between ${from} and ${to}`.pipe(Effect.asVoid, Effect.orDie),
+            where pipeline_id = ${pipelineId} and sort_order between ${from} and ${to}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
 
       insertStage: (workspaceId: WorkspaceId, pipelineId: PipelineId, order: number, input: CreateStage) =>
-        insertStage({ workspace_id: workspaceId, pipeline_id: pipelineId, sort_order: order, ...pick(input, stageColumns) }).pipe(
+        insertStage({
+          workspace_id: workspaceId,
+          pipeline_id: pipelineId,
+          sort_order: order,
+          ...pick(input, stageColumns)
+        }).pipe(
           Effect.map((row) => row.id),
           Effect.orDie
         ),

@@ -20,7 +20,10 @@ const fieldChanges = (before: Row, after: Row): Array<FieldChange> =>
     .sort()
     .map((field) => ({ field, old: before[field] ?? null, new: after[field] ?? null }))
 
-const rows = (config: Config, key: string): Array<Row> => (Array.isArray(config[key]) ? (config[key] as Array<Row>) : [])
+const rows = (
+  config: Config,
+  key: string
+): Array<Row> => (Array.isArray(config[key]) ? (config[key] as Array<Row>) : [])
 
 const sectionDiff = (before: Array<Row>, after: Array<Row>, name: (r: Row) => string): SectionDiff => {
   const byId = (list: Array<Row>) => new Map(list.map((r) => [Number(r.id), r]))
@@ -46,11 +49,20 @@ const show = (value: unknown) => {
 const sectionText = (title: string, d: SectionDiff) => [
   ...d.added.map((r) => `+ ${title} "${r.name}" (${r.id})`),
   ...d.removed.map((r) => `- ${title} "${r.name}" (${r.id})`),
-  ...d.changed.flatMap((r) => r.fields.map((f) => `~ ${title} "${r.name}" ${f.field}: ${show(f.old)} -> ${show(f.new)}`))
+  ...d.changed.flatMap((r) =>
+    r.fields.map((f) => `~ ${title} "${r.name}" ${f.field}: ${show(f.old)} -> ${show(f.new)}`)
+  )
 ]
 
-export const diffConfigs = (from: "draft" | number, to: "draft" | number, before: Config, after: Config): VersionDiff => {
-  const stageNames = new Map([...rows(before, "stages"), ...rows(after, "stages")].map((s) => [Number(s.id), String(s.name)]))
+export const diffConfigs = (
+  from: "draft" | number,
+  to: "draft" | number,
+  before: Config,
+  after: Config
+): VersionDiff => {
+  const stageNames = new Map(
+    [...rows(before, "stages"), ...rows(after, "stages")].map((s) => [Number(s.id), String(s.name)])
+  )
   const followupName = (f: Row) => `followup of ${stageNames.get(Number(f.stage_id)) ?? `stage ${f.stage_id}`}`
   const settings = fieldChanges((before.pipeline ?? {}) as Row, (after.pipeline ?? {}) as Row)
   const stages = sectionDiff(rows(before, "stages"), rows(after, "stages"), (r) => String(r.name))
@@ -72,6 +84,8 @@ export const diffConfigs = (from: "draft" | number, to: "draft" | number, before
     ...knowledge_tables.detached.map((id) => `- knowledge table ${id}`)
   ]
   const name = (v: "draft" | number) => (v === "draft" ? "draft" : `version ${v}`)
-  const text = lines.length === 0 ? `No changes from ${name(from)} to ${name(to)}.` : [`${name(from)} -> ${name(to)}:`, ...lines].join("\n")
+  const text = lines.length === 0
+    ? `No changes from ${name(from)} to ${name(to)}.`
+    : [`${name(from)} -> ${name(to)}:`, ...lines].join("\n")
   return new VersionDiff({ from, to, settings, stages, variables, actions, followups, knowledge_tables, text })
 }

@@ -26,7 +26,7 @@ import {
 import { Effect, Option } from "effect"
 import { someOrFail } from "../util/Effects.js"
 import { diffConfigs } from "./VersionDiff.js"
-import { type Config, type LockedPipeline, VersionsRepo, type VersionRow } from "./VersionsRepo.js"
+import { type Config, type LockedPipeline, type VersionRow, VersionsRepo } from "./VersionsRepo.js"
 
 const summary = ({ config_hash: _, id: __, ...row }: VersionRow) => new PipelineVersionSummary(row as never)
 
@@ -37,7 +37,9 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
     const sql = yield* SqlClient.SqlClient
 
     const pipelineOf = (id: number) =>
-      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(someOrFail(() => new PipelineNotFound()))
+      Effect.flatMap(CurrentActor, (actor) => repo.pipeline(actor.workspaceIds, id)).pipe(
+        someOrFail(() => new PipelineNotFound())
+      )
 
     const settings = Effect.fn("Versions.settings")(function*(workspaceId: WorkspaceId) {
       const actor = yield* CurrentActor
@@ -46,11 +48,13 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
       return new WorkspaceSettings({ workspace_id: row.workspace_id as WorkspaceId, drafts: row.drafts })
     })
 
-    const updateSettings = Effect.fn("Versions.updateSettings")(function*(workspaceId: WorkspaceId, input: UpdateWorkspaceSettings) {
-      yield* settings(workspaceId)
-      if (input.drafts !== undefined) yield* repo.setDrafts(workspaceId, input.drafts)
-      return yield* settings(workspaceId)
-    })
+    const updateSettings = Effect.fn("Versions.updateSettings")(
+      function*(workspaceId: WorkspaceId, input: UpdateWorkspaceSettings) {
+        yield* settings(workspaceId)
+        if (input.drafts !== undefined) yield* repo.setDrafts(workspaceId, input.drafts)
+        return yield* settings(workspaceId)
+      }
+    )
 
     const list = Effect.fn("Versions.list")(function*(pipelineId: PipelineId) {
       const p = yield* pipelineOf(pipelineId)
@@ -76,7 +80,9 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
         const number = ref === "live" ? live : ref === "draft" ? null : ref
         if (number === null) return { name: "draft" as const, config: yield* repo.draft(pipelineId) }
         const found = yield* repo.version(pipelineId, number)
-        if (Option.isNone(found)) return yield* Unprocessable.of([{ field, message: "is not a version of this pipeline" }])
+        if (Option.isNone(found)) {
+          return yield* Unprocessable.of([{ field, message: "is not a version of this pipeline" }])
+        }
         return { name: number, config: found.value.config as Config }
       })
 
@@ -92,12 +98,21 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
       Effect.gen(function*() {
         if (!p.is_publish_gated) return
         const run = yield* repo.lastDraftRun(p.id)
-        if (Option.isNone(run)) return yield* new PublishGated({ message: "Publishing this pipeline needs a passing eval run of the draft: run evals with version draft first." })
+        if (Option.isNone(run)) {
+          return yield* new PublishGated({
+            message:
+              "Publishing this pipeline needs a passing eval run of the draft: run evals with version draft first."
+          })
+        }
         if (run.value.status !== "passed") {
-          return yield* new PublishGated({ message: `The newest eval run of the draft (${run.value.id}) failed: publishing needs a passing run.` })
+          return yield* new PublishGated({
+            message: `The newest eval run of the draft (${run.value.id}) failed: publishing needs a passing run.`
+          })
         }
         if (run.value.config_hash !== (yield* repo.draftHash(p.id))) {
-          return yield* new PublishGated({ message: `The draft changed after eval run ${run.value.id} passed: run evals on the draft again.` })
+          return yield* new PublishGated({
+            message: `The draft changed after eval run ${run.value.id} passed: run evals on the draft again.`
+          })
         }
       })
 
@@ -105,7 +120,11 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
      * One transaction: the pipeline's row locked and read once (the draft and the versions are read after it),
      * `check`, the snapshot stored as the next number and made live.
      */
-    const publishFrom = <E>(pipelineId: PipelineId, fromNumber: number | null, check: (p: LockedPipeline) => Effect.Effect<void, E>) =>
+    const publishFrom = <E>(
+      pipelineId: PipelineId,
+      fromNumber: number | null,
+      check: (p: LockedPipeline) => Effect.Effect<void, E>
+    ) =>
       Effect.gen(function*() {
         const actor = yield* CurrentActor
         const { config, ...row } = yield* sql.withTransaction(Effect.gen(function*() {
@@ -115,7 +134,9 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
           if (stranded.length > 0) {
             return yield* Unprocessable.of(stranded.map((s) => ({
               field: "stages",
-              message: `The live stage "${s.name}" holds ${s.held} opportunit${s.held === 1 ? "y" : "ies"} and is not in the version published; move them to another stage first.`
+              message: `The live stage "${s.name}" holds ${s.held} opportunit${
+                s.held === 1 ? "y" : "ies"
+              } and is not in the version published; move them to another stage first.`
             })))
           }
           return yield* repo.insert({ pipelineId: p.id, fromNumber, userId: actor.userId, tokenId: actor.tokenId })
@@ -129,9 +150,15 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
 
     const rollback = Effect.fn("Versions.rollback")(function*(pipelineId: PipelineId, input: Rollback) {
       // a rollback is how a bad version is undone: never gated
-      return yield* publishFrom(pipelineId, input.version, (p) =>
-        Effect.flatMap(repo.version(p.id, input.version), (found) =>
-          Option.isSome(found) ? Effect.void : Unprocessable.of([{ field: "version", message: "is not a version of this pipeline" }])))
+      return yield* publishFrom(
+        pipelineId,
+        input.version,
+        (p) =>
+          Effect.flatMap(repo.version(p.id, input.version), (found) =>
+            Option.isSome(found)
+              ? Effect.void
+              : Unprocessable.of([{ field: "version", message: "is not a version of this pipeline" }]))
+      )
     })
 
     const publishGate = Effect.fn("Versions.publishGate")(function*(pipelineId: PipelineId, input: PublishGate) {

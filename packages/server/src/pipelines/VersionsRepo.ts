@@ -36,7 +36,11 @@ export type VersionRow = typeof VersionRow.Type
 export const Config = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 export type Config = typeof Config.Type
 
-export const LockedPipeline = Schema.Struct({ id: Schema.Number, is_publish_gated: Schema.Boolean, live_version_id: Schema.NullOr(Schema.Number) })
+export const LockedPipeline = Schema.Struct({
+  id: Schema.Number,
+  is_publish_gated: Schema.Boolean,
+  live_version_id: Schema.NullOr(Schema.Number)
+})
 export type LockedPipeline = typeof LockedPipeline.Type
 
 export const NewVersion = Schema.Struct({
@@ -90,7 +94,9 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
       Request: Schema.Struct({ workspaceIds: Ids, id: Schema.Number }),
       Result: LockedPipeline,
       execute: ({ id, workspaceIds }) =>
-        sql`select id, is_publish_gated, live_version_id from pipelines where id = ${id} and workspace_id in ${sql.in(workspaceIds)} for update`
+        sql`select id, is_publish_gated, live_version_id from pipelines where id = ${id} and workspace_id in ${
+          sql.in(workspaceIds)
+        } for update`
     })
 
     const draftHash = SqlSchema.single({
@@ -110,7 +116,11 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
      * that the new one lacks, per stage: a publish or rollback that would strand them is refused.
      */
     const stranded = SqlSchema.findAll({
-      Request: Schema.Struct({ pipelineId: Schema.Number, live: Schema.Number, fromNumber: Schema.NullOr(Schema.Number) }),
+      Request: Schema.Struct({
+        pipelineId: Schema.Number,
+        live: Schema.Number,
+        fromNumber: Schema.NullOr(Schema.Number)
+      }),
       Result: Schema.Struct({ name: Schema.String, held: Schema.Number }),
       execute: ({ fromNumber, live, pipelineId }) =>
         sql`
@@ -169,7 +179,8 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
       versions: (pipelineId: number) => Effect.orDie(versions(pipelineId)),
       version: (pipelineId: number, number: number) => Effect.orDie(version({ pipelineId, number })),
       draft: (pipelineId: number) => Effect.map(Effect.orDie(draft(pipelineId)), (r) => r.config),
-      stranded: (pipelineId: number, live: number, fromNumber: number | null) => Effect.orDie(stranded({ pipelineId, live, fromNumber })),
+      stranded: (pipelineId: number, live: number, fromNumber: number | null) =>
+        Effect.orDie(stranded({ pipelineId, live, fromNumber })),
       lastDraftRun: (pipelineId: number) => Effect.orDie(lastDraftRun(pipelineId)),
       lock: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(lock({ workspaceIds, id })),
       draftHash: (pipelineId: number) => Effect.map(Effect.orDie(draftHash(pipelineId)), (r) => r.hash),
@@ -178,9 +189,13 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
         Effect.orDie(sql`update pipelines set is_publish_gated = ${gated} where id = ${pipelineId}`),
       settings: (workspaceIds: ReadonlyArray<number>, workspaceId: number) =>
         Effect.orDie(sql<{ workspace_id: number; drafts: boolean }>`
-          select id as workspace_id, is_drafts_enabled as drafts from workspaces where id = ${workspaceId} and id in ${sql.in(workspaceIds)}`),
+          select id as workspace_id, is_drafts_enabled as drafts from workspaces where id = ${workspaceId} and id in ${
+          sql.in(workspaceIds)
+        }`),
       setDrafts: (workspaceId: number, drafts: boolean) =>
-        Effect.orDie(sql`update workspaces set is_drafts_enabled = ${drafts}, updated_at = now() where id = ${workspaceId}`)
+        Effect.orDie(
+          sql`update workspaces set is_drafts_enabled = ${drafts}, updated_at = now() where id = ${workspaceId}`
+        )
     }
   })
 }) {}

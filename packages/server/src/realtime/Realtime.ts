@@ -95,7 +95,9 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
         })
       })
       // payloads over NOTIFY's 8000 bytes travel through `socket_io_attachments` (migration 0006)
-      io.adapter(createAdapter(pool, { errorHandler: (error) => logWarning("socket.io adapter: Postgres error", error) }))
+      io.adapter(
+        createAdapter(pool, { errorHandler: (error) => logWarning("socket.io adapter: Postgres error", error) })
+      )
     }
     yield* Effect.addFinalizer(() => Effect.promise(async () => io.of("/").adapter.close()))
 
@@ -131,7 +133,9 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
     const mayRead = (token: string, workspaceId: number) =>
       identity.authenticateGrant(Redacted.make(token), undefined).pipe(
         Effect.flatMap((grant) => Effect.as(identity.requireScope(grant.actor, "conversations:read"), grant)),
-        Effect.map((grant) => grant.actor.workspaceIds.includes(workspaceId as never) ? Option.some(grant) : Option.none()),
+        Effect.map((grant) =>
+          grant.actor.workspaceIds.includes(workspaceId as never) ? Option.some(grant) : Option.none()
+        ),
         Effect.orElseSucceed(() => Option.none<Grant>())
       )
     const endAccess = (socket: Socket, workspaceId: number, access: WorkspaceAccess) => {
@@ -168,7 +172,10 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
     yield* Stream.fromPubSub(identity.identityChanges).pipe(
       Stream.runForEach(() => {
         generation++
-        const held = Array.from(operators, ([socket, accesses]) => Array.from(accesses, ([id, access]) => recheck(socket, id, access)))
+        const held = Array.from(
+          operators,
+          ([socket, accesses]) => Array.from(accesses, ([id, access]) => recheck(socket, id, access))
+        )
         return Effect.all(held.flat(), { concurrency: 8, discard: true })
       }),
       Effect.catchAllCause((cause) => Effect.logError("operators' socket access check failed", cause)),
@@ -185,10 +192,15 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
       // a change seen while the check ran may have ended this token: check until none came in between
       const check: Effect.Effect<Option.Option<Grant>> = Effect.suspend(() => {
         const seen = generation
-        return Effect.flatMap(mayRead(token, workspace_id), (grant) => (generation === seen ? Effect.succeed(grant) : check))
+        return Effect.flatMap(
+          mayRead(token, workspace_id),
+          (grant) => (generation === seen ? Effect.succeed(grant) : check)
+        )
       })
       Runtime.runFork(runtime)(Effect.map(check, (grant) => {
-        if (Option.isNone(grant)) return answer({ status: false, message: "This token cannot read that workspace's conversations" })
+        if (Option.isNone(grant)) {
+          return answer({ status: false, message: "This token cannot read that workspace's conversations" })
+        }
         if (!socket.connected) return
         hold(socket, workspace_id, token, grant.value.tokenExpiresAt)
         return answer({ status: true, channel: workspaceChannel(workspace_id) })

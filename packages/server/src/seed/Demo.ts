@@ -3,17 +3,26 @@
  * credentials are kept in `<data dir>/demo-credentials.json` (mode 0600) so later starts can print them.
  */
 import { SqlClient } from "@effect/sql"
-import { type Actor, type ChannelId, CurrentActor, type PipelineId, Scopes, type TokenId, type UserId, type WorkspaceId } from "@parley/domain"
+import {
+  type Actor,
+  type ChannelId,
+  CurrentActor,
+  type PipelineId,
+  Scopes,
+  type TokenId,
+  type UserId,
+  type WorkspaceId
+} from "@parley/domain"
 import { Effect, Option } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Channels } from "../channels/Channels.js"
 import { AppConfig } from "../config/AppConfig.js"
-import { progress } from "../StartupProgress.js"
 import { Identity } from "../identity/Identity.js"
 import { randomBase62 } from "../identity/Secrets.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { Pipelines } from "../pipelines/Pipelines.js"
+import { progress } from "../StartupProgress.js"
 
 export interface DemoCredentials {
   readonly email: string
@@ -75,7 +84,12 @@ const demoWidget = (credentials: DemoCredentials, api: string | undefined) =>
       )
       return credentials
     }
-    const widget = yield* channels.create({ kind: "widget", name: "Demo website widget", pipeline_id: credentials.pipeline_id, ...settings }).pipe(
+    const widget = yield* channels.create({
+      kind: "widget",
+      name: "Demo website widget",
+      pipeline_id: credentials.pipeline_id,
+      ...settings
+    }).pipe(
       Effect.provideService(CurrentActor, actor),
       Effect.orDie
     )
@@ -98,7 +112,11 @@ const demoKnowledge: ReadonlyArray<string> = [
 
 /** Seeds once, when the database has no user yet; returns the credentials either way (if kept). */
 export const seedDemo = (api: string | undefined) =>
-  seedDemoWorkspace.pipe(Effect.flatMap((credentials) => credentials === undefined ? Effect.succeed(undefined) : demoWidget(credentials, api)))
+  seedDemoWorkspace.pipe(
+    Effect.flatMap((credentials) =>
+      credentials === undefined ? Effect.succeed(undefined) : demoWidget(credentials, api)
+    )
+  )
 
 const seedDemoWorkspace = Effect.gen(function*() {
   const config = yield* AppConfig
@@ -117,7 +135,11 @@ const seedDemoWorkspace = Effect.gen(function*() {
   const email = "demo@parley.local"
   const password = randomBase62(16)
   const user = yield* identity.createUser({ email, password, name: "Demo User", workspaceName: "Demo workspace" })
-  yield* identity.setWorkspace(user.workspace_id, { credits: 100, training_credits: 1000, is_subscription_active: true })
+  yield* identity.setWorkspace(user.workspace_id, {
+    credits: 100,
+    training_credits: 1000,
+    is_subscription_active: true
+  })
   const token = yield* identity.createToken({ email, scopes: Scopes, name: "Demo token (every scope)" })
   const actor: Actor = {
     userId: user.user_id,
@@ -168,7 +190,15 @@ const seedDemoWorkspace = Effect.gen(function*() {
     const table = yield* knowledge.create({
       name: "About Parley",
       description: "What the demo agent may tell a prospect",
-      columns: [{ name: "answer", data_type: "string", order: 1, is_searchable: true, is_retrievable: true, is_filterable: false, is_unique: false }]
+      columns: [{
+        name: "answer",
+        data_type: "string",
+        order: 1,
+        is_searchable: true,
+        is_retrievable: true,
+        is_filterable: false,
+        is_unique: false
+      }]
     })
     yield* knowledge.upsert(table.id, demoKnowledge.map((answer, i) => ({ default_id: `about-${i + 1}`, answer })))
     yield* pipelines.update(pipeline.id, { attach_knowledge_table_ids: [table.id] })

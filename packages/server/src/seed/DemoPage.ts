@@ -19,7 +19,8 @@ const template = readAsset("demo.html").toString("utf8")
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
-const landing = (api: string) => `<!doctype html>
+const landing = (api: string) =>
+  `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Parley</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}</style></head>
 <body><main><h1>Parley is running</h1>
@@ -77,7 +78,8 @@ const page = Effect.gen(function*() {
   const receiver = receiverBaseUrl(config, yield* Effect.flatMap(BoundAddresses, (b) => b.receiver))
   const nonce = scriptNonce()
   return html(
-    template.replaceAll("__CLIENT_ID__", escapeHtml(demo.widget.client_id)).replaceAll("__API__", escapeHtml(api)).replaceAll("__NONCE__", nonce),
+    template.replaceAll("__CLIENT_ID__", escapeHtml(demo.widget.client_id)).replaceAll("__API__", escapeHtml(api))
+      .replaceAll("__NONCE__", nonce),
     demoPolicy(nonce, api, receiver)
   )
 })
@@ -90,7 +92,9 @@ const state = Effect.gen(function*() {
   const token = /^bearer (.+)$/i.exec(request.headers["authorization"] ?? "")?.[1]
   if (token === undefined) return json(401, { message: "Invalid or expired widget session" })
   const visitor = yield* Effect.either(Effect.flatMap(Widget, (w) => w.authenticate(token, request.headers["origin"])))
-  if (visitor._tag === "Left") return json(visitor.left._tag === "Forbidden" ? 403 : 401, { message: visitor.left.message })
+  if (visitor._tag === "Left") {
+    return json(visitor.left._tag === "Forbidden" ? 403 : 401, { message: visitor.left.message })
+  }
   if (visitor.right.channel.id !== demo.widget.id) return json(404, { message: "Not found." })
   const conversationId = visitor.right.conversationId
   const sql = yield* SqlClient.SqlClient
@@ -155,7 +159,10 @@ const webhook = Effect.gen(function*() {
   if (demo?.widget === undefined) return json(404, { message: "Not found." })
   const raw = yield* Effect.orElseSucceed(request.text, () => "")
   const signature = request.headers["x-service-signature"]
-  const valid = verifyServiceSignature(demo.widget.client_secret, { signature, timestamp: request.headers["x-service-timestamp"] }, raw)
+  const valid = verifyServiceSignature(demo.widget.client_secret, {
+    signature,
+    timestamp: request.headers["x-service-timestamp"]
+  }, raw)
   if (!valid) return json(401, { message: "Invalid signature" })
   return json(200, { received: true, message_id: `demo_${ulid()}` })
 })
@@ -163,7 +170,11 @@ const webhook = Effect.gen(function*() {
 export const DemoPageRoutes = Layer.mergeAll(
   HttpLayerRouter.add("GET", "/", page),
   // browsers ask for it on every page; an empty answer instead of a 404 in their consoles
-  HttpLayerRouter.add("GET", "/favicon.ico", HttpServerResponse.empty({ status: 204, headers: { "cache-control": "public, max-age=86400" } })),
+  HttpLayerRouter.add(
+    "GET",
+    "/favicon.ico",
+    HttpServerResponse.empty({ status: 204, headers: { "cache-control": "public, max-age=86400" } })
+  ),
   HttpLayerRouter.add("GET", "/demo/state", state),
   HttpLayerRouter.add("POST", "/demo/webhook", webhook)
 )

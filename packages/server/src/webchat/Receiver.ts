@@ -35,7 +35,9 @@ export const MAX_FILE_BYTES = 5 * MB
 /** The parser counts a part's headers into its size: it stops a little later, and each file's size is then checked exactly. */
 const PART_HEADERS_ALLOWANCE = 16 * 1024
 
-class Refused extends Data.TaggedError("Refused")<{ readonly status: number; readonly message: string; readonly data?: unknown }> {}
+class Refused
+  extends Data.TaggedError("Refused")<{ readonly status: number; readonly message: string; readonly data?: unknown }>
+{}
 
 const reply = (status: number, message: string, data: unknown = null) =>
   HttpServerResponse.unsafeJson({ status: status < 300, message, data }, { status })
@@ -44,12 +46,18 @@ const basicCredentials = (header: string | undefined) => {
   if (header === undefined || !/^basic /i.test(header)) return Option.none()
   const decoded = Buffer.from(header.slice(6).trim(), "base64").toString("utf8")
   const colon = decoded.indexOf(":")
-  return colon < 0 ? Option.none() : Option.some({ clientId: decoded.slice(0, colon), secret: Redacted.make(decoded.slice(colon + 1)) })
+  return colon < 0
+    ? Option.none()
+    : Option.some({ clientId: decoded.slice(0, colon), secret: Redacted.make(decoded.slice(colon + 1)) })
 }
 
 const validationFailed = (error: ParseResult.ParseError) => {
   const validation = issuesToValidation(ParseResult.ArrayFormatter.formatErrorSync(error))
-  return new Refused({ status: 400, message: validation[0]?.message ?? "The given data was invalid.", data: { validation } })
+  return new Refused({
+    status: 400,
+    message: validation[0]?.message ?? "The given data was invalid.",
+    data: { validation }
+  })
 }
 
 /** `name.pdf` stays readable in the key; anything else in it becomes `_`. */
@@ -88,11 +96,17 @@ const readParts = (request: HttpServerRequest.HttpServerRequest) =>
     yield* Stream.runForEach(request.multipartStream, (part) => {
       if (part._tag === "Field") {
         const before = fields[part.key]
-        fields[part.key] = before === undefined ? part.value : [...(typeof before === "string" ? [before] : before), part.value]
+        fields[part.key] = before === undefined
+          ? part.value
+          : [...(typeof before === "string" ? [before] : before), part.value]
         return Effect.void
       }
       if ((part.key !== "files" && part.key !== "files[]") || part.name === "") return Stream.runDrain(part.content)
-      const upload: Upload = { name: storableName(part.name), contentType: storableName(part.contentType), path: Path.join(dir, String(uploads.length)) }
+      const upload: Upload = {
+        name: storableName(part.name),
+        contentType: storableName(part.contentType),
+        path: Path.join(dir, String(uploads.length))
+      }
       uploads.push(upload)
       return Effect.tryPromise({
         try: async (signal) => {
@@ -120,7 +134,10 @@ const parseBody = (request: HttpServerRequest.HttpServerRequest) => {
       Effect.tapError(() => Effect.sync(() => NodeHttpServerRequest.toIncomingMessage(request).resume())),
       Effect.mapError((e) =>
         e._tag === "MultipartError" && isTooLarge(e)
-          ? new Refused({ status: 413, message: `Each file may be at most 5 MB, and at most ${MAX_FILES} files per message.` })
+          ? new Refused({
+            status: 413,
+            message: `Each file may be at most 5 MB, and at most ${MAX_FILES} files per message.`
+          })
           : new Refused({ status: 400, message: "The multipart body could not be read." })
       ),
       Effect.flatMap((parts) =>
@@ -172,7 +189,9 @@ export const receive = Effect.gen(function*() {
     const web = yield* webChat.authenticate(credentials.value.clientId, credentials.value.secret).pipe(
       Effect.mapError((e) => new Refused({ status: e._tag === "Unauthorized" ? 401 : 422, message: e.message }))
     )
-    if (!originAllowed(origin, web.allowed_origins)) return yield* new Refused({ status: 403, message: "Origin not allowed" })
+    if (!originAllowed(origin, web.allowed_origins)) {
+      return yield* new Refused({ status: 403, message: "Origin not allowed" })
+    }
     channel = web
   }
   if (!ipAllowed(Option.getOrElse(request.remoteAddress, () => ""), channel.allowed_ips)) {
@@ -207,7 +226,9 @@ export const receive = Effect.gen(function*() {
     if (Option.isNone(stored)) return yield* new Refused({ status: 400, message: "Invalid file path" })
     referenced.push(stored.value)
   }
-  if (input.message.trim() === "" && parsed.uploads.length === 0 && referenced.length === 0 && attachments.length === 0) {
+  if (
+    input.message.trim() === "" && parsed.uploads.length === 0 && referenced.length === 0 && attachments.length === 0
+  ) {
     return yield* new Refused({
       status: 400,
       message: "The message field is required.",
@@ -225,7 +246,13 @@ export const receive = Effect.gen(function*() {
       return { key, name: upload.name, mimetype: upload.contentType || "application/octet-stream", size }
     }))
   const entries: Array<FileEntry> = [
-    ...uploads.map((u) => ({ path: u.key, mimetype: u.mimetype, type: classifyFile(u.mimetype), size: u.size, name: u.name })),
+    ...uploads.map((u) => ({
+      path: u.key,
+      mimetype: u.mimetype,
+      type: classifyFile(u.mimetype),
+      size: u.size,
+      name: u.name
+    })),
     ...referenced
   ]
   const messageId = yield* webChat.receive(

@@ -1,10 +1,10 @@
 import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import {
-  classifyFile,
   type ChannelId,
-  type ConversationId,
+  classifyFile,
   conversationChannel,
+  type ConversationId,
   CurrentChannel,
   type FileEntry,
   FileEntryWithUrl,
@@ -19,16 +19,16 @@ import {
   type WebChannel,
   WebChatSession
 } from "@parley/domain"
+import { Conversation } from "@parley/worker"
 import { Effect, FiberSet, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
-import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
-import { Conversation } from "@parley/worker"
+import { ChannelCache } from "../channels/ChannelCache.js"
 import { AppConfig, publicBaseUrl, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { BoundAddresses } from "../http/Listener.js"
-import { ChannelCache } from "../channels/ChannelCache.js"
+import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 import { WebChatRepo } from "./WebChatRepo.js"
 import { type Thread, type ThreadChannel, WebChatThreads } from "./WebChatThreads.js"
 
@@ -95,28 +95,29 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     }
 
     /** 401 for unknown or inactive channels and wrong secrets; 422 for a channel of another kind. */
-    const authenticate = Effect.fn("WebChat.authenticate")(function*(clientId: string, secret: Redacted.Redacted<string>) {
-      const row = yield* channelRow(clientId)
-      if (Option.isNone(row) || !row.value.is_active) return yield* invalidCredentials
-      const channel = row.value
-      if (channel.kind !== "web") return yield* notWeb
-      const stored = channel.secret_ciphertext === null ? null : secretOf(channel.secret_ciphertext)
-      if (stored === null || !sameSecret(stored, Redacted.value(secret))) return yield* invalidCredentials
-      const web: WebChannel = {
-        id: channel.id,
-        workspace_id: channel.workspace_id,
-        pipeline_id: channel.pipeline_id,
-        client_id: clientId,
-        secret: stored,
-        callback_url: channel.callback_url,
-        allowed_origins: channel.allowed_origins,
-        allowed_ips: channel.allowed_ips
+    const authenticate = Effect.fn("WebChat.authenticate")(
+      function*(clientId: string, secret: Redacted.Redacted<string>) {
+        const row = yield* channelRow(clientId)
+        if (Option.isNone(row) || !row.value.is_active) return yield* invalidCredentials
+        const channel = row.value
+        if (channel.kind !== "web") return yield* notWeb
+        const stored = channel.secret_ciphertext === null ? null : secretOf(channel.secret_ciphertext)
+        if (stored === null || !sameSecret(stored, Redacted.value(secret))) return yield* invalidCredentials
+        const web: WebChannel = {
+          id: channel.id,
+          workspace_id: channel.workspace_id,
+          pipeline_id: channel.pipeline_id,
+          client_id: clientId,
+          secret: stored,
+          callback_url: channel.callback_url,
+          allowed_origins: channel.allowed_origins,
+          allowed_ips: channel.allowed_ips
+        }
+        return web
       }
-      return web
-    })
+    )
 
-    const publicUrl = (request: HttpServerRequest.HttpServerRequest) =>
-      publicBaseUrl(config, request.headers)
+    const publicUrl = (request: HttpServerRequest.HttpServerRequest) => publicBaseUrl(config, request.headers)
 
     /** The session fields of SPEC.md 2.8 for one conversation: receiver, socket channel, join token. */
     const sessionFields = (contactKey: string, conversationId: ConversationId) =>
@@ -178,7 +179,9 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
           if (Option.isSome(earlier)) return { ...earlier.value, duplicate: true }
         }
         const thread = yield* threads.resolve(channel, inbound.contactKey)
-        for (const f of newFiles) yield* repo.insertFile({ ...f, workspace_id: channel.workspace_id, channel_id: channel.id })
+        for (const f of newFiles) {
+          yield* repo.insertFile({ ...f, workspace_id: channel.workspace_id, channel_id: channel.id })
+        }
         const messageId = yield* store(thread)
         if (idempotencyKey !== undefined) yield* repo.rememberIdempotency(channel.id, idempotencyKey, messageId)
         return { messageId, conversationId: thread.conversationId, duplicate: false }
@@ -227,14 +230,18 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
       yield* FiberSet.run(
         handOvers,
         conversations(String(result.conversationId)).Inbound({ messageId: result.messageId }, { discard: true }).pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("Hand-over to the conversation entity failed; the orphan sweep will retry it", cause))
+          Effect.catchAllCause((cause) =>
+            Effect.logWarning("Hand-over to the conversation entity failed; the orphan sweep will retry it", cause)
+          )
         )
       )
       return result.messageId
     })
 
     const withUrls = (base: string, entries: ReadonlyArray<unknown>) =>
-      (entries as ReadonlyArray<FileEntry>).map((f) => new FileEntryWithUrl({ ...f, url: base + files.signedPath(f.path) }))
+      (entries as ReadonlyArray<FileEntry>).map((f) =>
+        new FileEntryWithUrl({ ...f, url: base + files.signedPath(f.path) })
+      )
 
     /** One page of a conversation's messages, newest first, files with signed URLs. */
     const historyOf = (conversationId: ConversationId, page: number, perPage: number) =>
@@ -248,7 +255,10 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
 
     const history = Effect.fn("WebChat.history")(function*(query: HistoryQuery) {
       const channel = yield* CurrentChannel
-      const conversationId = yield* repo.findThread(channel.id, { contactKey: query.contact_id, conversationId: query.conversation_id })
+      const conversationId = yield* repo.findThread(channel.id, {
+        contactKey: query.contact_id,
+        conversationId: query.conversation_id
+      })
         .pipe(Effect.flatMap(Option.match({ onNone: () => Effect.fail(unauthorized), onSome: Effect.succeed })))
       return yield* historyOf(conversationId, query.page, query.per_page)
     })
@@ -263,7 +273,17 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
         name: f.name
       }))))
 
-    return { authenticate, initiate, openThread: threads.open, sessionFields, receive, history, historyOf, storedFile, channelRow }
+    return {
+      authenticate,
+      initiate,
+      openThread: threads.open,
+      sessionFields,
+      receive,
+      history,
+      historyOf,
+      storedFile,
+      channelRow
+    }
   })
 }) {}
 

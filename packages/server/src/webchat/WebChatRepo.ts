@@ -62,7 +62,12 @@ const ReturningMessage = Schema.Struct({
   external_chat_id: Schema.String
 })
 
-const ThreadKey = Schema.Struct({ workspaceId: WorkspaceId, channelId: ChannelId, pipelineId: Schema.NullOr(PipelineId), identifier: Schema.String })
+const ThreadKey = Schema.Struct({
+  workspaceId: WorkspaceId,
+  channelId: ChannelId,
+  pipelineId: Schema.NullOr(PipelineId),
+  identifier: Schema.String
+})
 const ThreadRow = Schema.Struct({
   contact_id: ContactId,
   conversation_id: Schema.NullOr(ConversationId),
@@ -71,7 +76,12 @@ const ThreadRow = Schema.Struct({
   complete: Schema.Boolean
 })
 const ConversationRow = Schema.Struct({ id: ConversationId })
-const NewConversation = Schema.Struct({ workspace_id: WorkspaceId, contact_id: ContactId, channel_id: ChannelId, external_chat_id: Schema.String })
+const NewConversation = Schema.Struct({
+  workspace_id: WorkspaceId,
+  contact_id: ContactId,
+  channel_id: ChannelId,
+  external_chat_id: Schema.String
+})
 const FileRow = Schema.Struct({ key: Schema.String, name: Schema.String, mimetype: Schema.String, size: Schema.Number })
 
 /** A stored message as the history lists it: `handled_reason` read as the public `no_reply_reason`. Only ever decoded. */
@@ -82,7 +92,11 @@ const HistoryRow = Schema.transform(
     handled_reason: Schema.NullOr(Schema.String)
   }),
   Schema.typeSchema(Schema.Struct({ ...HistoryMessage.fields, files: Schema.Array(Schema.Unknown) })),
-  { strict: true, decode: withNoReplyReason, encode: ({ no_reply_reason, ...m }) => ({ ...m, handled_reason: no_reply_reason }) }
+  {
+    strict: true,
+    decode: withNoReplyReason,
+    encode: ({ no_reply_reason, ...m }) => ({ ...m, handled_reason: no_reply_reason })
+  }
 )
 
 const idOf = <A extends { readonly id: unknown }>(row: A): A["id"] => row.id
@@ -124,7 +138,8 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
     const workspaceStanding = SqlSchema.single({
       Request: WorkspaceId,
       Result: Schema.Struct({ is_subscription_active: Schema.Boolean, credits: Schema.Number }),
-      execute: (workspaceId) => sql`
+      execute: (workspaceId) =>
+        sql`
           select is_subscription_active, credits from workspaces where id = ${workspaceId}`
     })
 
@@ -203,13 +218,18 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
     const fileByKey = SqlSchema.findOne({
       Request: Schema.Struct({ workspaceId: WorkspaceId, key: Schema.String }),
       Result: FileRow,
-      execute: (k) => sql`
+      execute: (k) =>
+        sql`
           select key, name, mimetype, size from files where workspace_id = ${k.workspaceId} and key = ${k.key}`
     })
 
     /** The channel's conversation for a web-chat contact_id (which wins) or a conversation id. */
     const findThread = SqlSchema.findOne({
-      Request: Schema.Struct({ channelId: ChannelId, contactKey: Schema.optional(Schema.String), conversationId: Schema.optional(ConversationId) }),
+      Request: Schema.Struct({
+        channelId: ChannelId,
+        contactKey: Schema.optional(Schema.String),
+        conversationId: Schema.optional(ConversationId)
+      }),
       Result: ConversationRow,
       execute: ({ channelId, contactKey, conversationId }) =>
         contactKey !== undefined
@@ -235,15 +255,20 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
     const historyTotal = SqlSchema.single({
       Request: ConversationId,
       Result: Schema.Struct({ n: Schema.Number }),
-      execute: (conversationId) => sql`select count(*)::int as n from messages where conversation_id = ${conversationId}`
+      execute: (conversationId) =>
+        sql`select count(*)::int as n from messages where conversation_id = ${conversationId}`
     })
 
     return {
       channelByClientId: flow(channelByClientId, Effect.orDie),
       workspaceStanding: flow(workspaceStanding, Effect.orDie),
       pipelineForChat: flow(pipelineForChat, Effect.orDie),
-      existingThread: (workspaceId: WorkspaceId, channelId: ChannelId, pipelineId: PipelineId | null, identifier: string) =>
-        existingThread({ workspaceId, channelId, pipelineId, identifier }).pipe(Effect.orDie),
+      existingThread: (
+        workspaceId: WorkspaceId,
+        channelId: ChannelId,
+        pipelineId: PipelineId | null,
+        identifier: string
+      ) => existingThread({ workspaceId, channelId, pipelineId, identifier }).pipe(Effect.orDie),
       insertOnExistingThread: (m: ReturningMessage) =>
         insertOnExistingThread(m).pipe(Effect.map(Option.map((r) => r.conversation_id)), Effect.orDie),
       conversationOnChannel: (channelId: ChannelId, contactId: ContactId) =>
@@ -256,8 +281,12 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
           insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
                                 role, status, message, files, attachments, external_chat_id, call_type, is_manual, sender_id)
           values (${m.id}, ${m.workspace_id}, ${m.conversation_id}, ${m.opportunity_id}, ${m.contact_id}, ${m.channel_id},
-                  ${m.stage_id}, ${m.pipeline_id}, ${m.role}, ${m.status}, ${m.message}, ${JSON.stringify(m.files)}::jsonb,
-                  ${JSON.stringify(m.attachments)}::jsonb, ${m.external_chat_id}, ${m.call_type}, ${m.is_manual}, ${m.sender_id})`
+                  ${m.stage_id}, ${m.pipeline_id}, ${m.role}, ${m.status}, ${m.message}, ${
+          JSON.stringify(m.files)
+        }::jsonb,
+                  ${
+          JSON.stringify(m.attachments)
+        }::jsonb, ${m.external_chat_id}, ${m.call_type}, ${m.is_manual}, ${m.sender_id})`
           .pipe(Effect.asVoid, Effect.orDie),
 
       idempotentMessage: (channelId: ChannelId, key: string) =>
@@ -273,15 +302,30 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
       rememberIdempotency: (channelId: ChannelId, key: string, messageId: string) =>
         sql`insert into idempotency_keys (channel_id, key, message_id) values (${channelId}, ${key}, ${messageId})`,
 
-      insertFile: (f: { key: string; workspace_id: WorkspaceId; channel_id: ChannelId; name: string; mimetype: string; size: number }) =>
+      insertFile: (
+        f: {
+          key: string
+          workspace_id: WorkspaceId
+          channel_id: ChannelId
+          name: string
+          mimetype: string
+          size: number
+        }
+      ) =>
         sql`insert into files (key, workspace_id, channel_id, name, mimetype, size)
-            values (${f.key}, ${f.workspace_id}, ${f.channel_id}, ${f.name}, ${f.mimetype}, ${f.size})`.pipe(Effect.asVoid, Effect.orDie),
+            values (${f.key}, ${f.workspace_id}, ${f.channel_id}, ${f.name}, ${f.mimetype}, ${f.size})`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
 
       fileByKey: (workspaceId: WorkspaceId, key: string) => fileByKey({ workspaceId, key }).pipe(Effect.orDie),
-      findThread: (channelId: ChannelId, by: { contactKey?: string | undefined; conversationId?: ConversationId | undefined }) =>
-        findThread({ channelId, ...by }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
+      findThread: (
+        channelId: ChannelId,
+        by: { contactKey?: string | undefined; conversationId?: ConversationId | undefined }
+      ) => findThread({ channelId, ...by }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
       history: (conversationId: ConversationId, page: number, perPage: number) =>
-        Effect.all([history({ conversationId, page, perPage }), Effect.map(historyTotal(conversationId), (r) => r.n)]).pipe(Effect.orDie)
+        Effect.all([history({ conversationId, page, perPage }), Effect.map(historyTotal(conversationId), (r) => r.n)])
+          .pipe(Effect.orDie)
     }
   })
 }) {}

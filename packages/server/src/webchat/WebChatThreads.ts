@@ -41,15 +41,20 @@ export class WebChatThreads extends Effect.Service<WebChatThreads>()("@parley/se
 
     /** A returning visitor with everything in place (contact, conversation, linked opportunity): one statement. */
     const existingThread = (channel: ThreadChannel, contactKey: string) =>
-      Effect.map(repo.existingThread(channel.workspace_id, channel.id, channel.pipeline_id, contactKey), (existing) =>
-        Option.isSome(existing) && existing.value.complete
-          ? Option.some({
-            contactId: existing.value.contact_id,
-            conversationId: existing.value.conversation_id!,
-            opportunityId: channel.pipeline_id === null ? null : existing.value.opportunity_id,
-            stageId: channel.pipeline_id === null ? null : existing.value.stage_id
-          } satisfies Thread)
-          : Option.none())
+      Effect.map(
+        repo.existingThread(channel.workspace_id, channel.id, channel.pipeline_id, contactKey),
+        (existing) =>
+          Option.isSome(existing) && existing.value.complete
+            ? Option.some(
+              {
+                contactId: existing.value.contact_id,
+                conversationId: existing.value.conversation_id!,
+                opportunityId: channel.pipeline_id === null ? null : existing.value.opportunity_id,
+                stageId: channel.pipeline_id === null ? null : existing.value.stage_id
+              } satisfies Thread
+            )
+            : Option.none()
+      )
 
     /**
      * Contact by the web-chat contact_id, its conversation on this channel, and its current opportunity in
@@ -66,7 +71,8 @@ export class WebChatThreads extends Effect.Service<WebChatThreads>()("@parley/se
         : yield* opportunities.insertContactWithIdentifier(channel.workspace_id, contactKey).pipe(
           Effect.flatMap(Option.match({
             onSome: Effect.succeed,
-            onNone: () => opportunities.contactByIdentifier(channel.workspace_id, contactKey).pipe(Effect.map(Option.getOrThrow))
+            onNone: () =>
+              opportunities.contactByIdentifier(channel.workspace_id, contactKey).pipe(Effect.map(Option.getOrThrow))
           }))
         )
       yield* opportunities.lockContact(contactId)
@@ -79,7 +85,9 @@ export class WebChatThreads extends Effect.Service<WebChatThreads>()("@parley/se
           channel_id: channel.id,
           external_chat_id: contactKey
         })
-      if (channel.pipeline_id === null) return { contactId, conversationId, opportunityId: null, stageId: null } satisfies Thread
+      if (channel.pipeline_id === null) {
+        return { contactId, conversationId, opportunityId: null, stageId: null } satisfies Thread
+      }
       const pipelineId = channel.pipeline_id
       const current = yield* opportunities.newestOpportunityOf(contactId, pipelineId)
       if (Option.isSome(current)) {
@@ -121,29 +129,33 @@ export class WebChatThreads extends Effect.Service<WebChatThreads>()("@parley/se
      * Opens or resumes `contactKey`'s conversation on the channel after the checks of SPEC.md 4.4 (a linked
      * pipeline, subscription, credits, stages), and fills the contact's missing identity fields.
      */
-    const open = Effect.fn("WebChatThreads.open")(function*(channel: ThreadChannel, contactKey: string, identity: ThreadIdentity = {}) {
-      if (channel.pipeline_id === null) {
-        return yield* Unprocessable.of([{ field: "client_id", message: "Channel is not linked to any pipeline" }])
-      }
-      const standing = yield* repo.workspaceStanding(channel.workspace_id)
-      if (!standing.is_subscription_active) return yield* new BadRequest({ message: "No subscription found" })
-      if (!(standing.credits > 0)) return yield* new BadRequest({ message: "No credits found" })
-      const pipeline = yield* repo.pipelineForChat(channel.pipeline_id)
-      if (pipeline.first_stage_id === null) return yield* new BadRequest({ message: "No stages found for this pipeline" })
-      const phone = identity.phone === undefined ? null : normalisePhone(identity.phone) ?? null
-      return yield* sql.withTransaction(Effect.gen(function*() {
-        const thread = yield* resolve(channel, contactKey)
-        // SPEC.md 4.4: identity fields fill what the contact lacks and never overwrite
-        if (identity.name !== undefined || identity.email !== undefined || phone !== null) {
-          yield* opportunities.fillContact(thread.contactId, channel.workspace_id, {
-            name: identity.name ?? null,
-            email: identity.email?.trim() ?? null,
-            phone
-          })
+    const open = Effect.fn("WebChatThreads.open")(
+      function*(channel: ThreadChannel, contactKey: string, identity: ThreadIdentity = {}) {
+        if (channel.pipeline_id === null) {
+          return yield* Unprocessable.of([{ field: "client_id", message: "Channel is not linked to any pipeline" }])
         }
-        return thread
-      })).pipe(Effect.orDie)
-    })
+        const standing = yield* repo.workspaceStanding(channel.workspace_id)
+        if (!standing.is_subscription_active) return yield* new BadRequest({ message: "No subscription found" })
+        if (!(standing.credits > 0)) return yield* new BadRequest({ message: "No credits found" })
+        const pipeline = yield* repo.pipelineForChat(channel.pipeline_id)
+        if (pipeline.first_stage_id === null) {
+          return yield* new BadRequest({ message: "No stages found for this pipeline" })
+        }
+        const phone = identity.phone === undefined ? null : normalisePhone(identity.phone) ?? null
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const thread = yield* resolve(channel, contactKey)
+          // SPEC.md 4.4: identity fields fill what the contact lacks and never overwrite
+          if (identity.name !== undefined || identity.email !== undefined || phone !== null) {
+            yield* opportunities.fillContact(thread.contactId, channel.workspace_id, {
+              name: identity.name ?? null,
+              email: identity.email?.trim() ?? null,
+              phone
+            })
+          }
+          return thread
+        })).pipe(Effect.orDie)
+      }
+    )
 
     return { resolve, open }
   })

@@ -74,7 +74,11 @@ export const EventSenderLive = (every: Duration.DurationInput) =>
 
       const written = pg.listen("parley_workspace_events").pipe(
         Stream.as(undefined as void),
-        Stream.catchAllCause((cause) => Stream.fromEffect(Effect.logWarning("workspace event notifications stopped; polling only", cause)).pipe(Stream.drain))
+        Stream.catchAllCause((cause) =>
+          Stream.fromEffect(Effect.logWarning("workspace event notifications stopped; polling only", cause)).pipe(
+            Stream.drain
+          )
+        )
       )
       yield* Stream.merge(written, Stream.tick(every)).pipe(
         Stream.buffer({ capacity: 1, strategy: "sliding" }),

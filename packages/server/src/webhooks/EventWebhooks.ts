@@ -16,11 +16,14 @@ import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { AppSecret } from "../config/AppSecret.js"
 import { OutboundTargets } from "../outbound/OutboundTargets.js"
-import { EventWebhooksRepo } from "./EventWebhooksRepo.js"
 import { someOrFail } from "../util/Effects.js"
+import { EventWebhooksRepo } from "./EventWebhooksRepo.js"
 
-const publicFields = ({ secret_ciphertext: _, ...row }: { readonly secret_ciphertext: string } & ConstructorParameters<typeof EventWebhook>[0]) =>
-  new EventWebhook(row)
+const publicFields = (
+  { secret_ciphertext: _, ...row }:
+    & { readonly secret_ciphertext: string }
+    & ConstructorParameters<typeof EventWebhook>[0]
+) => new EventWebhook(row)
 
 export class EventWebhooks extends Effect.Service<EventWebhooks>()("@parley/server/EventWebhooks", {
   dependencies: [EventWebhooksRepo.Default, AppSecret.Default, OutboundTargets.Default],
@@ -35,8 +38,10 @@ export class EventWebhooks extends Effect.Service<EventWebhooks>()("@parley/serv
     }
 
     const owned = (id: EventWebhookId) =>
-      Effect.flatMap(CurrentActor, (actor) =>
-        repo.find(id, actor.workspaceIds).pipe(someOrFail(() => new WebhookNotFound())))
+      Effect.flatMap(
+        CurrentActor,
+        (actor) => repo.find(id, actor.workspaceIds).pipe(someOrFail(() => new WebhookNotFound()))
+      )
 
     const list = Effect.fn("EventWebhooks.list")(function*() {
       const actor = yield* CurrentActor
@@ -70,7 +75,10 @@ export class EventWebhooks extends Effect.Service<EventWebhooks>()("@parley/serv
     const update = Effect.fn("EventWebhooks.update")(function*(id: EventWebhookId, input: UpdateEventWebhook) {
       yield* owned(id)
       yield* checkUrl(input.url)
-      yield* repo.update(id, { ...input, ...(input.events === undefined ? {} : { events: [...new Set(input.events)] }) })
+      yield* repo.update(id, {
+        ...input,
+        ...(input.events === undefined ? {} : { events: [...new Set(input.events)] })
+      })
       return publicFields(yield* owned(id))
     })
 

@@ -33,12 +33,14 @@ export type DueDelivery = typeof DueDelivery.Type
 export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("@parley/server/EventWebhooksRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const columns = sql`id, workspace_id, url, description, events, is_active, created_at, updated_at, secret_ciphertext`
+    const columns =
+      sql`id, workspace_id, url, description, events, is_active, created_at, updated_at, secret_ciphertext`
 
     const list = SqlSchema.findAll({
       Request: Schema.Array(Schema.Number),
       Result: WebhookRow,
-      execute: (workspaceIds) => sql`select ${columns} from event_webhooks where workspace_id in ${sql.in(workspaceIds)} order by id`
+      execute: (workspaceIds) =>
+        sql`select ${columns} from event_webhooks where workspace_id in ${sql.in(workspaceIds)} order by id`
     })
     const find = SqlSchema.findOne({
       Request: Schema.Struct({ id: Schema.Number, workspaceIds: Schema.Array(Schema.Number) }),
@@ -69,7 +71,8 @@ export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("@par
     const unfannedEvents = SqlSchema.findAll({
       Request: Schema.Void,
       Result: Schema.Struct({ id: Schema.Number }),
-      execute: () => sql`select id from workspace_events where fanned_out_at is null order by id limit 200 for update skip locked`
+      execute: () =>
+        sql`select id from workspace_events where fanned_out_at is null order by id limit 200 for update skip locked`
     })
     const claimDue = SqlSchema.findAll({
       Request: Schema.Struct({ limit: Schema.Number, leaseSeconds: Schema.Number }),
@@ -88,7 +91,15 @@ export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("@par
       list: (workspaceIds: ReadonlyArray<WorkspaceId>) => Effect.orDie(list(workspaceIds)),
       find: (id: EventWebhookId, workspaceIds: ReadonlyArray<WorkspaceId>) => Effect.orDie(find({ id, workspaceIds })),
       insert: (row: typeof NewWebhook.Type) => insert(row).pipe(Effect.map((r) => r.id), Effect.orDie),
-      update: (id: EventWebhookId, set: { url?: string | undefined; description?: string | null | undefined; events?: ReadonlyArray<string> | undefined; is_active?: boolean | undefined }) =>
+      update: (
+        id: EventWebhookId,
+        set: {
+          url?: string | undefined
+          description?: string | null | undefined
+          events?: ReadonlyArray<string> | undefined
+          is_active?: boolean | undefined
+        }
+      ) =>
         sql`
           update event_webhooks set ${
           sql.csv([
@@ -99,7 +110,8 @@ export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("@par
             sql`updated_at = now()`
           ])
         } where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
-      remove: (id: EventWebhookId) => sql`delete from event_webhooks where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+      remove: (id: EventWebhookId) =>
+        sql`delete from event_webhooks where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
       deliveries: (webhookId: EventWebhookId) => Effect.orDie(deliveries(webhookId)),
 
       /** Each new event to every active webhook of its workspace subscribed to its type, once. */

@@ -10,7 +10,10 @@ export const WidgetAuthLive = Layer.effect(
   WidgetAuth,
   Effect.map(Widget, (widget) => ({
     widgetSession: (token: Redacted.Redacted<string>) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => widget.authenticate(Redacted.value(token), request.headers["origin"]))
+      Effect.flatMap(
+        HttpServerRequest.HttpServerRequest,
+        (request) => widget.authenticate(Redacted.value(token), request.headers["origin"])
+      )
   }))
 )
 
@@ -19,8 +22,10 @@ export const WidgetHttpLive = HttpApiBuilder.group(Api, "widget", (handlers) =>
     const widget = yield* Widget
     return handlers
       .handle("session", ({ payload }) => widget.session(payload))
-      .handle("history", ({ urlParams }) => Effect.flatMap(CurrentVisitor, (visitor) => widget.history(visitor, urlParams)))
-      .handle("handoff", () => Effect.flatMap(CurrentVisitor, widget.requestPerson))
+      .handle("history", ({ urlParams }) =>
+        Effect.flatMap(CurrentVisitor, (visitor) => widget.history(visitor, urlParams)))
+      .handle("handoff", () =>
+        Effect.flatMap(CurrentVisitor, widget.requestPerson))
   }))
 
 /**
@@ -53,7 +58,11 @@ export const corsFor = (paths: (path: string) => boolean) =>
 /** widget.js, read once; gzip-encoded for clients that accept it. */
 const widgetScript = (() => {
   const raw = readAsset("widget.js")
-  return { raw, gzip: Zlib.gzipSync(raw, { level: 9 }), etag: `"${createHash("sha256").update(raw).digest("base64url").slice(0, 16)}"` }
+  return {
+    raw,
+    gzip: Zlib.gzipSync(raw, { level: 9 }),
+    etag: `"${createHash("sha256").update(raw).digest("base64url").slice(0, 16)}"`
+  }
 })()
 
 export const widgetScriptSizes = { bytes: widgetScript.raw.length, gzipBytes: widgetScript.gzip.length }
@@ -69,7 +78,9 @@ export const WidgetScriptRoute = HttpLayerRouter.add(
       vary: "Accept-Encoding",
       "access-control-allow-origin": "*"
     }
-    if (request.headers["if-none-match"] === widgetScript.etag) return HttpServerResponse.empty({ status: 304, headers })
+    if (request.headers["if-none-match"] === widgetScript.etag) {
+      return HttpServerResponse.empty({ status: 304, headers })
+    }
     const gzip = /\bgzip\b/.test(request.headers["accept-encoding"] ?? "")
     return HttpServerResponse.uint8Array(gzip ? widgetScript.gzip : widgetScript.raw, {
       headers: gzip ? { ...headers, "content-encoding": "gzip" } : headers

@@ -16,8 +16,8 @@ import {
   Unauthorized,
   Unprocessable,
   type WidgetChannel,
-  type WidgetHistoryQuery,
   WidgetHandoff,
+  type WidgetHistoryQuery,
   WidgetSession,
   type WidgetSessionPayload,
   type WidgetVisitor
@@ -27,10 +27,10 @@ import { createHmac, timingSafeEqual } from "node:crypto"
 import { remoteAddress } from "../account/Http.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
-import { RateLimits } from "../limits/RateLimits.js"
-import { WebChat } from "../webchat/WebChat.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { HandoffRepo } from "../handoff/HandoffRepo.js"
+import { RateLimits } from "../limits/RateLimits.js"
+import { WebChat } from "../webchat/WebChat.js"
 
 export const WIDGET_SESSION_TTL_SECONDS = 30 * 24 * 60 * 60
 
@@ -56,7 +56,9 @@ interface Claims {
 
 /** `wgs1.<base64url JSON claims>.<hex HMAC>`: the client id is in it, so rotating the channel ends every session. */
 const sign = (key: Uint8Array, claims: Claims) => {
-  const body = Buffer.from(JSON.stringify([claims.channelId, claims.clientId, claims.contactKey, claims.conversationId, claims.expires]))
+  const body = Buffer.from(
+    JSON.stringify([claims.channelId, claims.clientId, claims.contactKey, claims.conversationId, claims.expires])
+  )
     .toString("base64url")
   return `wgs1.${body}.${createHmac("sha256", key).update(`widget:${body}`).digest("hex")}`
 }
@@ -68,7 +70,9 @@ const verify = (key: Uint8Array, token: string, nowSeconds: number): Claims | un
   const given = Buffer.from(mac, "hex")
   if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined
   try {
-    const [channelId, clientId, contactKey, conversationId, expires] = JSON.parse(Buffer.from(body, "base64url").toString("utf8"))
+    const [channelId, clientId, contactKey, conversationId, expires] = JSON.parse(
+      Buffer.from(body, "base64url").toString("utf8")
+    )
     if (typeof expires !== "number" || expires < nowSeconds) return undefined
     return { channelId, clientId, contactKey, conversationId, expires }
   } catch {
@@ -77,7 +81,14 @@ const verify = (key: Uint8Array, token: string, nowSeconds: number): Claims | un
 }
 
 export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
-  dependencies: [WebChat.Default, AppSecret.Default, AppConfig.Default, Handoff.Default, HandoffRepo.Default, RateLimits.Default],
+  dependencies: [
+    WebChat.Default,
+    AppSecret.Default,
+    AppConfig.Default,
+    Handoff.Default,
+    HandoffRepo.Default,
+    RateLimits.Default
+  ],
   effect: Effect.gen(function*() {
     const webChat = yield* WebChat
     const handoff = yield* Handoff
@@ -90,18 +101,21 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
 
     /** The active widget channel of a client id. */
     const channelOf = (clientId: string) =>
-      webChat.channelRow(clientId).pipe(Effect.map(Option.filter((c) => c.is_active)), Effect.map(Option.map((c) => ({
-        kind: c.kind,
-        channel: {
-          id: c.id,
-          workspace_id: c.workspace_id,
-          pipeline_id: c.pipeline_id,
-          client_id: clientId,
-          allowed_origins: c.allowed_origins,
-          allowed_ips: c.allowed_ips,
-          callback_url: c.callback_url
-        } satisfies WidgetChannel
-      }))))
+      webChat.channelRow(clientId).pipe(
+        Effect.map(Option.filter((c) => c.is_active)),
+        Effect.map(Option.map((c) => ({
+          kind: c.kind,
+          channel: {
+            id: c.id,
+            workspace_id: c.workspace_id,
+            pipeline_id: c.pipeline_id,
+            client_id: clientId,
+            allowed_origins: c.allowed_origins,
+            allowed_ips: c.allowed_ips,
+            callback_url: c.callback_url
+          } satisfies WidgetChannel
+        })))
+      )
 
     /** The visitor a session token names, if it is ours, unexpired, and its channel still the same active widget channel. */
     const visitorOf = (token: string) =>
@@ -132,7 +146,10 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
       const found = yield* channelOf(input.client_id)
       if (Option.isNone(found)) return yield* invalidClient
       if (found.value.kind !== "widget") {
-        return yield* Unprocessable.of([{ field: "client_id", message: "This endpoint is only available for widget channels." }])
+        return yield* Unprocessable.of([{
+          field: "client_id",
+          message: "This endpoint is only available for widget channels."
+        }])
       }
       const channel = found.value.channel
       if (!widgetOriginAllowed(request.headers["origin"], channel.allowed_origins, true)) return yield* originRefused
@@ -177,15 +194,23 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
         Effect.map((page) => ({
           ...page,
           data: page.data
-            .filter((m) => !(m.role === "assistant" && m.status === "failed" && (m.message ?? "") === "" && m.files.length === 0))
-            .map(({ no_reply_reason: _, ...message }) => (message.role === "assistant" ? { ...message, error: null } : message))
+            .filter((m) =>
+              !(m.role === "assistant" && m.status === "failed" && (m.message ?? "") === "" && m.files.length === 0)
+            )
+            .map((
+              { no_reply_reason: _, ...message }
+            ) => (message.role === "assistant" ? { ...message, error: null } : message))
         }))
       )
 
     /** The visitor's "Talk to a person": a request by the contact; asked already, the state as it is. */
     const requestPerson = Effect.fn("Widget.requestPerson")(function*(visitor: WidgetVisitor) {
       const id = visitor.conversationId as ConversationId
-      const moved = yield* handoff.moveAsSystem(id, { action: "request", actor: "contact", reason: "The contact asked for a person in the chat" }).pipe(
+      const moved = yield* handoff.moveAsSystem(id, {
+        action: "request",
+        actor: "contact",
+        reason: "The contact asked for a person in the chat"
+      }).pipe(
         Effect.map((m) => m.to),
         Effect.catchTag("HandoffConflict", () => handoffs.stateOf(id)),
         Effect.orDie

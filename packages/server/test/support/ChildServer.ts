@@ -32,7 +32,10 @@ export interface Hit {
  * the status and body to send, and whether to record the request (default: yes).
  */
 export const startReceiver = (
-  answer: (rawBody: string, hits: ReadonlyArray<Hit>) => { readonly status: number; readonly body: string; readonly record?: boolean }
+  answer: (
+    rawBody: string,
+    hits: ReadonlyArray<Hit>
+  ) => { readonly status: number; readonly body: string; readonly record?: boolean }
 ) =>
   new Promise<{ url: string; hits: Array<Hit>; close: () => Promise<void> }>((resolve) => {
     const hits: Array<Hit> = []
@@ -51,7 +54,11 @@ export const startReceiver = (
       resolve({
         url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
         hits,
-        close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) })
+        close: () =>
+          new Promise<void>((r) => {
+            server.closeAllConnections()
+            server.close(() => r())
+          })
       }))
   })
 
@@ -135,7 +142,10 @@ export const serve = (dataDir: string, env: Record<string, string>) =>
     child.stdout!.on("data", (chunk: Buffer) => {
       output += chunk.toString()
       clearTimeout(timer)
-      timer = setTimeout(() => reject(new Error(`server did not start (silent for ${START_SILENCE_MS / 1000} s):\n${output}`)), START_SILENCE_MS)
+      timer = setTimeout(
+        () => reject(new Error(`server did not start (silent for ${START_SILENCE_MS / 1000} s):\n${output}`)),
+        START_SILENCE_MS
+      )
       const api = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
       const receiver = /Receiver\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
       // the banner is written at once: its Data line (embedded), or with DATABASE_URL its Receiver line
@@ -226,7 +236,11 @@ export const stop = async (server: Running | undefined) => {
   clearTimeout(timeout)
 }
 
-export const until = async <A>(what: string, check: () => Promise<A | undefined> | A | undefined, timeoutMs: number) => {
+export const until = async <A>(
+  what: string,
+  check: () => Promise<A | undefined> | A | undefined,
+  timeoutMs: number
+) => {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     const value = await check()
@@ -237,7 +251,10 @@ export const until = async <A>(what: string, check: () => Promise<A | undefined>
 }
 
 /** JSON request with a bearer token or Basic channel credentials. */
-export const call = async (url: string, init: RequestInit & { token?: string; basic?: readonly [string, string] } = {}) => {
+export const call = async (
+  url: string,
+  init: RequestInit & { token?: string; basic?: readonly [string, string] } = {}
+) => {
   const { basic, token, ...rest } = init
   const authorization = token !== undefined
     ? `Bearer ${token}`

@@ -41,8 +41,13 @@ export interface Ran {
 /** `parley <args>`: its exit code and output, whatever the code. */
 export const run = (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
   new Promise<Ran>((resolve) => {
-    execFile(tsx, [cli, ...args], { cwd: root, env: envFor(dataDir, extra), timeout: serverStart }, (error, stdout, stderr) =>
-      resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr }))
+    execFile(
+      tsx,
+      [cli, ...args],
+      { cwd: root, env: envFor(dataDir, extra), timeout: serverStart },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr })
+    )
   })
 
 /** `parley <args> --json`, which must succeed: its answer. */

@@ -54,7 +54,9 @@ export const documents = (root: string) => [
 ]
 
 export const shellBlocks = (root: string) =>
-  documents(root).flatMap((file) => blocksOf(file, Fs.readFileSync(Path.join(root, file), "utf8")).filter((b) => b.lang === "sh"))
+  documents(root).flatMap((file) =>
+    blocksOf(file, Fs.readFileSync(Path.join(root, file), "utf8")).filter((b) => b.lang === "sh")
+  )
 
 /** A block's key in the skip list: its file and its first line. */
 export const keyOf = (block: Block) => `${block.file}: ${block.body.split("\n")[0]!.trim()}`
@@ -92,7 +94,10 @@ export const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
  * placeholder exports, captures from answers and `# =>` expectations (a call to `__expect` with the
  * block's index and the line's index in it).
  */
-export const scriptOf = (blocks: ReadonlyArray<{ readonly block: Block; readonly index: number }>, subs: Substitutions) => {
+export const scriptOf = (
+  blocks: ReadonlyArray<{ readonly block: Block; readonly index: number }>,
+  subs: Substitutions
+) => {
   const out: Array<string> = [prelude]
   for (const { block, index } of blocks) {
     out.push(`__block ${index}`)
@@ -190,7 +195,9 @@ export const readLog = (dir: string): Log => {
   return {
     calls,
     expects: rows(read(Path.join(dir, "expects"))).map(([n, b, l]) => [Number(n), Number(b), l!] as const),
-    missing: rows(read(Path.join(dir, "missing"))).map(([n, b, l, p]) => [Number(n), Number(b), Number(l), p!] as const),
+    missing: rows(read(Path.join(dir, "missing"))).map(([n, b, l, p]) =>
+      [Number(n), Number(b), Number(l), p!] as const
+    ),
     placeholders: rows(read(Path.join(dir, "placeholders"))).map(([b, l]) => [Number(b), Number(l)] as const)
   }
 }
@@ -218,7 +225,9 @@ export const expectedFrom = (text: string): Expected => {
   const code = /"code":\s*(\d{3})/.exec(text)?.[1] ?? /^\s*#\s*=>\s*(\d{3})\b/.exec(text)?.[1]
   const ok = /"status":\s*(true|false)/.exec(text)?.[1]
   const message = /"message":\s*"((?:[^"\\]|\\.)*)"/.exec(text)?.[1]
-  const record = json !== null && typeof json === "object" && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined
+  const record = json !== null && typeof json === "object" && !Array.isArray(json)
+    ? (json as Record<string, unknown>)
+    : undefined
   const validation = record?.validation
   return {
     ...(code === undefined ? {} : { status: Number(code) }),
@@ -234,10 +243,14 @@ export const expectedFrom = (text: string): Expected => {
 /** Keys the documented shape shows that the real answer lacks, as dotted paths. */
 export const missingKeys = (shown: unknown, actual: unknown, path = ""): Array<string> => {
   if (Array.isArray(shown)) {
-    return Array.isArray(actual) && shown.length > 0 && actual.length > 0 ? missingKeys(shown[0], actual[0], `${path}.0`) : []
+    return Array.isArray(actual) && shown.length > 0 && actual.length > 0
+      ? missingKeys(shown[0], actual[0], `${path}.0`)
+      : []
   }
   if (shown === null || typeof shown !== "object") return []
-  if (actual === null || typeof actual !== "object" || Array.isArray(actual)) return [path === "" ? "(root)" : path.slice(1)]
+  if (actual === null || typeof actual !== "object" || Array.isArray(actual)) {
+    return [path === "" ? "(root)" : path.slice(1)]
+  }
   return Object.entries(shown as Record<string, unknown>).flatMap(([key, value]) =>
     key in (actual as Record<string, unknown>)
       ? missingKeys(value, (actual as Record<string, unknown>)[key], `${path}.${key}`)
@@ -268,12 +281,19 @@ const parse = (body: string): unknown => {
 const is2xx = (status: number) => status >= 200 && status <= 299
 
 /** What one request's answer breaks of what the document claims for it. */
-const checkCall = (all: ReadonlyArray<Block>, call: Call, claims: ReadonlyArray<readonly [number, number, string]>, servers: ReadonlyArray<string>) => {
+const checkCall = (
+  all: ReadonlyArray<Block>,
+  call: Call,
+  claims: ReadonlyArray<readonly [number, number, string]>,
+  servers: ReadonlyArray<string>
+) => {
   const label = `${where(all[call.block]!)} curl ${call.args.filter((a) => /^https?:\/\//.test(a)).join(" ")}`
   if (call.exit !== 0) return [`${label}: curl exited with ${call.exit}: ${call.stderr}`]
   const problems: Array<string> = []
   const url = call.args.find((a) => /^https?:\/\//.test(a))
-  if (url === undefined || !servers.some((s) => url.startsWith(`${s}/`) || url === s)) problems.push(`${label}: not a request to this server`)
+  if (url === undefined || !servers.some((s) => url.startsWith(`${s}/`) || url === s)) {
+    problems.push(`${label}: not a request to this server`)
+  }
   if (claims.length === 0) {
     if (!is2xx(call.status)) problems.push(`${label}: ${call.status} (no answer shown, so 2xx expected): ${call.body}`)
     return problems
@@ -289,17 +309,24 @@ const checkCall = (all: ReadonlyArray<Block>, call: Call, claims: ReadonlyArray<
       problems.push(`${label}: "status": ${String(envelope.status)}, the doc shows ${expected.ok}`)
     }
     if (expected.message !== undefined && envelope.message !== expected.message) {
-      problems.push(`${label}: message ${JSON.stringify(envelope.message)}, the doc shows ${JSON.stringify(expected.message)}`)
+      problems.push(
+        `${label}: message ${JSON.stringify(envelope.message)}, the doc shows ${JSON.stringify(expected.message)}`
+      )
     }
     const fields = Array.isArray(envelope.validation) ? envelope.validation.map((v: { field: string }) => v.field) : []
-    if (expected.fields !== undefined && JSON.stringify([...fields].sort()) !== JSON.stringify([...expected.fields].sort())) {
+    if (
+      expected.fields !== undefined &&
+      JSON.stringify([...fields].sort()) !== JSON.stringify([...expected.fields].sort())
+    ) {
       problems.push(`${label}: validation names ${fields.join(", ")}, the doc shows ${expected.fields.join(", ")}`)
     }
     if (expected.shape !== undefined) {
       // a json block shows the whole answer, or only its `data` ("(`data` shown.)")
       const shape = expected.shape as Record<string, unknown>
       const lacking = missingKeys(shape, "status" in shape || !("data" in envelope) ? body : envelope.data)
-      if (lacking.length > 0) problems.push(`${label}: the answer lacks ${lacking.join(", ")}, which the doc shows: ${call.body}`)
+      if (lacking.length > 0) {
+        problems.push(`${label}: the answer lacks ${lacking.join(", ")}, which the doc shows: ${call.body}`)
+      }
     }
   }
   return problems
@@ -325,7 +352,12 @@ export const runDocument = (options: {
   const { all, cwd, env, indices, servers, subs } = options
   const log = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-docs-log-"))
   try {
-    const result = spawnSync("bash", ["--noprofile", "--norc", "-c", scriptOf(indices.map((index) => ({ block: all[index]!, index })), subs)], {
+    const result = spawnSync("bash", [
+      "--noprofile",
+      "--norc",
+      "-c",
+      scriptOf(indices.map((index) => ({ block: all[index]!, index })), subs)
+    ], {
       cwd,
       encoding: "utf8",
       timeout: 120_000,
@@ -338,11 +370,19 @@ export const runDocument = (options: {
       const block = all[index]!
       const made = calls.filter((c) => c.block === index).length
       // at least one request per curl command (a polling loop makes more)
-      if (made < curlCount(block)) problems.push(`${where(block)}: ${curlCount(block)} curl commands, ${made} requests made`)
+      if (made < curlCount(block)) {
+        problems.push(`${where(block)}: ${curlCount(block)} curl commands, ${made} requests made`)
+      }
     }
-    for (const [b, line] of placeholders) problems.push(`${where(all[b]!)}: no value for the placeholder export on line ${line + 1} of the block`)
+    for (const [b, line] of placeholders) {
+      problems.push(`${where(all[b]!)}: no value for the placeholder export on line ${line + 1} of the block`)
+    }
     for (const [n, b, line, path] of missing) {
-      problems.push(`${where(all[b]!)}: line ${line + 1} of the block captures ${path}, which answer ${n} lacks: ${calls[n - 1]?.body}`)
+      problems.push(
+        `${where(all[b]!)}: line ${line + 1} of the block captures ${path}, which answer ${n} lacks: ${
+          calls[n - 1]?.body
+        }`
+      )
     }
     for (const call of calls) problems.push(...checkCall(all, call, expects.filter(([n]) => n === call.n), servers))
     return { problems, requests: calls.length }

@@ -45,7 +45,9 @@ export const textOutput = (text: string) => ({
 
 /** What a fake OpenAI server received, and how it answers next. */
 export interface FakeOpenAiState {
-  readonly requests: Array<{ readonly url: string | undefined; readonly body: any; readonly authorization: string | undefined }>
+  readonly requests: Array<
+    { readonly url: string | undefined; readonly body: any; readonly authorization: string | undefined }
+  >
   /** 500 with an error body on every `POST /v1/responses` while true */
   failing: boolean
   /** the answer's text from the request's body, when set (else the server's fixed text) */
@@ -57,7 +59,9 @@ export const inputText = (body: any, roles: ReadonlyArray<string>): Array<string
   (Array.isArray(body?.input) ? body.input : [])
     .filter((item: any) => roles.includes(item.role))
     .map((item: any) =>
-      typeof item.content === "string" ? item.content : (item.content ?? []).map((part: any) => part.text ?? "").join("")
+      typeof item.content === "string"
+        ? item.content
+        : (item.content ?? []).map((part: any) => part.text ?? "").join("")
     )
 
 /**
@@ -76,15 +80,26 @@ export const fakeOpenAi = (state: FakeOpenAiState, text = "The annual plan is 99
             state.requests.push({ url: req.url, body, authorization: req.headers.authorization })
             if (req.url !== "/v1/responses") return res.writeHead(404).end()
             if (state.failing) {
-              return res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "overloaded" } }))
+              return res.writeHead(500, { "content-type": "application/json" }).end(
+                JSON.stringify({ error: { message: "overloaded" } })
+              )
             }
             const said = state.answer?.(body) ?? text
-            const answer = openAiResponse(`resp_${state.requests.length}`, body.model, [textOutput(said)], { input: 1000, output: 500 })
+            const answer = openAiResponse(`resp_${state.requests.length}`, body.model, [textOutput(said)], {
+              input: 1000,
+              output: 500
+            })
             res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer))
           })
         })
         server.listen(0, "127.0.0.1", () => resolve(server))
       })
     ),
-    (server) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+    (server) =>
+      Effect.promise(() =>
+        new Promise<void>((r) => {
+          server.closeAllConnections()
+          server.close(() => r())
+        })
+      )
   ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`))

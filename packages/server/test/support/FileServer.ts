@@ -24,10 +24,16 @@ export interface FileDatabase {
 }
 
 /** The server on `database` with `config` overrides; `around` (a test clock, say) is provided beneath it. */
-export const FileServerLive = (database: FileDatabase, config: Record<string, string> = {}, around: Layer.Layer<never> = Layer.empty) =>
+export const FileServerLive = (
+  database: FileDatabase,
+  config: Record<string, string> = {},
+  around: Layer.Layer<never> = Layer.empty
+) =>
   serverOn(DatabaseLive).pipe(
     Layer.provideMerge(AppConfig.Default),
-    Layer.provide(testConfig({ PARLEY_DATA_DIR: database.dataDir, ENGINE_SWEEP_INTERVAL_MS: "1000", ...database.config, ...config })),
+    Layer.provide(
+      testConfig({ PARLEY_DATA_DIR: database.dataDir, ENGINE_SWEEP_INTERVAL_MS: "1000", ...database.config, ...config })
+    ),
     Layer.provide(around)
   )
 
@@ -40,7 +46,8 @@ export const freshDatabase = (prefix: string) =>
     const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
     yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dataDir, { recursive: true, force: true })))
     if (databaseMode === "postgres") {
-      const db = yield* Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) => Effect.promise(db.drop))
+      const db = yield* Effect.acquireRelease(Effect.promise(() => createNativeDatabase()), (db) =>
+        Effect.promise(db.drop))
       const runnerPort = yield* Effect.promise(freePort)
       return { dataDir, config: { DATABASE_URL: db.url, RUNNER_PORT: String(runnerPort) } } satisfies FileDatabase
     }

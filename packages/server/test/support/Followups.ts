@@ -6,58 +6,74 @@ import { FollowupSequence } from "@parley/worker"
 import { Effect } from "effect"
 import { createPipeline, createStage, ok, post, put } from "./Opportunities.js"
 import { seedUser } from "./TestServer.js"
-import { eventually, type Received } from "./WebhookReceiver.js"
 import { say } from "./WebChat.js"
+import { eventually, type Received } from "./WebhookReceiver.js"
 
 export const MINUTE = 60_000
 
 const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
   Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
 
-
 /**
  * A pipeline whose first stage, Nurture, has an active followup moving to "No response", which sends a
  * static opening message; its web channel calls `callbackUrl`; the workspace has credits.
  */
-export const followupSetup = (callbackUrl: string, options: { readonly intervals: number; readonly followupLimit?: number }) =>
+export const followupSetup = (
+  callbackUrl: string,
+  options: { readonly intervals: number; readonly followupLimit?: number }
+) =>
   Effect.gen(function*() {
     const owner = yield* seedUser()
     yield* sql`update workspaces set credits = 100, is_subscription_active = true where id = ${owner.workspace_id}`
     const pipeline = yield* createPipeline(owner, "Sales")
-    ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
-      reply_debounce_ms: 0,
-      instructions: "Parley answers customer chats. A demo call takes 30 minutes.",
-      ...(options.followupLimit !== undefined ? { followup_limit: options.followupLimit } : {})
-    }))
+    ok(
+      yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
+        reply_debounce_ms: 0,
+        instructions: "Parley answers customer chats. A demo call takes 30 minutes.",
+        ...(options.followupLimit !== undefined ? { followup_limit: options.followupLimit } : {})
+      })
+    )
     const nurture = yield* createStage(owner, pipeline.id, "Nurture", 1)
-    const noResponse = ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
-      name: "No response",
-      nature: "neutral",
-      order: 2,
-      is_opening_message: true,
-      opening_message_type: "static",
-      static_opening_message: "We will close your request for now; write any time to pick it up again."
-    }))
-    const followup = ok(yield* put(owner, `/api/user/stages/${nurture.id}/followup`, {
-      is_active: true,
-      intervals: Array.from({ length: options.intervals }, (_, i) => ({ interval_value: i + 1, interval_unit: "minute" })),
-      instructions: "Ask whether they would like to book a demo call. Keep it short.",
-      assets: "Our brochure is at https://example.com/brochure.pdf",
-      after_followup_stage_id: noResponse.id
-    })).followup
-    const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: callbackUrl }))
+    const noResponse = ok(
+      yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+        name: "No response",
+        nature: "neutral",
+        order: 2,
+        is_opening_message: true,
+        opening_message_type: "static",
+        static_opening_message: "We will close your request for now; write any time to pick it up again."
+      })
+    )
+    const followup = ok(
+      yield* put(owner, `/api/user/stages/${nurture.id}/followup`, {
+        is_active: true,
+        intervals: Array.from(
+          { length: options.intervals },
+          (_, i) => ({ interval_value: i + 1, interval_unit: "minute" })
+        ),
+        instructions: "Ask whether they would like to book a demo call. Keep it short.",
+        assets: "Our brochure is at https://example.com/brochure.pdf",
+        after_followup_stage_id: noResponse.id
+      })
+    ).followup
+    const channel = ok(
+      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: callbackUrl })
+    )
     return { owner, pipeline, nurture, noResponse, followup, channel }
   })
 
-
 export const conversationOf = (messageId: string) =>
   Effect.map(
-    sql<{ conversation_id: number; opportunity_id: number }>`select conversation_id, opportunity_id from messages where id = ${messageId}`,
+    sql<
+      { conversation_id: number; opportunity_id: number }
+    >`select conversation_id, opportunity_id from messages where id = ${messageId}`,
     (rows) => ({ conversationId: Number(rows[0]!.conversation_id), opportunityId: Number(rows[0]!.opportunity_id) })
   )
 
 export const assistantMessages = (conversationId: number) =>
-  sql<{ id: string; message: string; status: string; call_type: string; followup_step: number | null; stage_id: number }>`
+  sql<
+    { id: string; message: string; status: string; call_type: string; followup_step: number | null; stage_id: number }
+  >`
     select id, message, status, call_type, followup_step, stage_id from messages
     where conversation_id = ${conversationId} and role = 'assistant' order by created_at, id`
 
@@ -69,21 +85,31 @@ export const sequenceOf = (opportunityId: number) =>
   )
 
 export const stageOf = (opportunityId: number) =>
-  Effect.map(sql<{ stage_id: number }>`select stage_id from opportunities where id = ${opportunityId}`, (rows) => Number(rows[0]!.stage_id))
+  Effect.map(
+    sql<{ stage_id: number }>`select stage_id from opportunities where id = ${opportunityId}`,
+    (rows) => Number(rows[0]!.stage_id)
+  )
 
 /** The webhook bodies in order of arrival (each signed with the channel's secret). */
 export const hooks = (received: ReadonlyArray<Received>, secret: string) =>
   received.map((hit) => {
     expect(verifyServiceSignature(
       secret,
-      { signature: hit.headers["x-service-signature"] as string, timestamp: hit.headers["x-service-timestamp"] as string },
+      {
+        signature: hit.headers["x-service-signature"] as string,
+        timestamp: hit.headers["x-service-timestamp"] as string
+      },
       hit.rawBody
     )).toBe(true)
     return JSON.parse(hit.rawBody) as { message_id: string; text: string; contact_id: string }
   })
 
 /** A contact wrote and got the agent's reply; the followup sequence of the stage they entered is running. */
-export const started = (channel: { client_id: string; client_secret: string }, contactId: string, received: ReadonlyArray<Received>) =>
+export const started = (
+  channel: { client_id: string; client_secret: string },
+  contactId: string,
+  received: ReadonlyArray<Received>
+) =>
   Effect.gen(function*() {
     const first = yield* say(channel, contactId, "Hi, what is Parley?")
     const { conversationId, opportunityId } = yield* conversationOf(first)
@@ -102,12 +128,14 @@ export const started = (channel: { client_id: string; client_secret: string }, c
  */
 export const awaitingInterval = (opportunityId: number, step: number) =>
   Effect.gen(function*() {
-    const entry = yield* sql<{ stage_entry_id: number }>`select stage_entry_id from followup_sequences where opportunity_id = ${opportunityId}`
+    const entry = yield* sql<
+      { stage_entry_id: number }
+    >`select stage_entry_id from followup_sequences where opportunity_id = ${opportunityId}`
     const executionId = yield* FollowupSequence.executionId({ entryId: Number(entry[0]!.stage_entry_id) })
     const messageId = `Workflow/-/DurableClock/${executionId}/run/interval-${step}`
-    yield* eventually(Effect.map(sql`select 1 from cluster_messages where message_id = ${messageId}`, (rows) => rows.length > 0 || undefined))
+    yield* eventually(Effect.map(sql`select 1 from cluster_messages where message_id = ${messageId}`, (rows) =>
+      rows.length > 0 || undefined))
   })
 
 export const followupsIn = (conversationId: number) =>
   Effect.map(assistantMessages(conversationId), (rows) => rows.filter((r) => r.call_type === "followup"))
-

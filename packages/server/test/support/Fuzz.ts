@@ -13,7 +13,9 @@ export class RawJson {
 /** JSON text of a value that may hold `RawJson` fragments. */
 export const toJsonText = (value: unknown): string => {
   const raws: Array<string> = []
-  const text = JSON.stringify(value, (_key, v: unknown) => v instanceof RawJson ? `\u0001RAW${raws.push(v.text) - 1}\u0001` : v) ?? "null"
+  const text =
+    JSON.stringify(value, (_key, v: unknown) => v instanceof RawJson ? `\u0001RAW${raws.push(v.text) - 1}\u0001` : v) ??
+      "null"
   return text.replace(/"\\u0001RAW(\d+)\\u0001"/g, (_, i: string) => raws[Number(i)]!)
 }
 
@@ -134,7 +136,10 @@ export const badBodies: ReadonlyArray<{ readonly contentType: string | undefined
   { contentType: "application/x-www-form-urlencoded", text: "a=%00&b=1" },
   { contentType: "multipart/form-data", text: "--x\r\n" },
   { contentType: "multipart/form-data; boundary=XYZ", text: "garbage without parts" },
-  { contentType: "multipart/form-data; boundary=XYZ", text: "--XYZ\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\nhi\u0000\r\n--XYZ--\r\n" },
+  {
+    contentType: "multipart/form-data; boundary=XYZ",
+    text: "--XYZ\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\nhi\u0000\r\n--XYZ--\r\n"
+  },
   { contentType: undefined, text: "{}" },
   { contentType: "application/xml", text: "<a/>" }
 ]
@@ -145,12 +150,18 @@ export type Path = ReadonlyArray<string | number>
 export type JsonSchema = Record<string, any>
 
 /** Every property path a schema describes (objects, array items as index 0), `$ref`s resolved. */
-export const schemaPaths = (schema: JsonSchema | undefined, resolve: (ref: string) => JsonSchema | undefined, depth = 0): Array<Path> => {
+export const schemaPaths = (
+  schema: JsonSchema | undefined,
+  resolve: (ref: string) => JsonSchema | undefined,
+  depth = 0
+): Array<Path> => {
   if (schema === undefined || depth > 4) return []
   if (typeof schema.$ref === "string") return schemaPaths(resolve(schema.$ref), resolve, depth)
   const out: Array<Path> = []
   for (const key of ["anyOf", "oneOf", "allOf"]) {
-    for (const member of (schema[key] as Array<JsonSchema> | undefined) ?? []) out.push(...schemaPaths(member, resolve, depth))
+    for (const member of (schema[key] as Array<JsonSchema> | undefined) ?? []) {
+      out.push(...schemaPaths(member, resolve, depth))
+    }
   }
   for (const [name, inner] of Object.entries((schema.properties as Record<string, JsonSchema> | undefined) ?? {})) {
     out.push([name])
@@ -223,14 +234,20 @@ export const mutations = (space: MutationSpace): fc.Arbitrary<Mutation> => {
     { weight: 1, arbitrary: fc.constant<Mutation>({ kind: "as-is" }) },
     {
       weight: 1,
-      arbitrary: fc.constantFrom(...space.authorizations).map((authorization): Mutation => ({ kind: "auth", authorization }))
+      arbitrary: fc.constantFrom(...space.authorizations).map((authorization): Mutation => ({
+        kind: "auth",
+        authorization
+      }))
     }
   ]
   if (space.hasBody) {
     arbs.push({ weight: 2, arbitrary: fc.constantFrom(...badBodies).map((b): Mutation => ({ kind: "body", ...b })) })
     arbs.push({
       weight: 1,
-      arbitrary: fc.record({ key: fc.constantFrom("unknown_field", "__proto__", "constructor", "id", "workspace_id"), value: fc.constantFrom(...badValues) })
+      arbitrary: fc.record({
+        key: fc.constantFrom("unknown_field", "__proto__", "constructor", "id", "workspace_id"),
+        value: fc.constantFrom(...badValues)
+      })
         .map((e): Mutation => ({ kind: "extra", ...e }))
     })
   }
@@ -240,7 +257,10 @@ export const mutations = (space: MutationSpace): fc.Arbitrary<Mutation> => {
       arbitrary: fc.record({ path: fc.constantFrom(...space.bodyPaths), value: fc.constantFrom(...badValues) })
         .map((f): Mutation => ({ kind: "field", ...f }))
     })
-    arbs.push({ weight: 2, arbitrary: fc.constantFrom(...space.bodyPaths).map((path): Mutation => ({ kind: "drop", path })) })
+    arbs.push({
+      weight: 2,
+      arbitrary: fc.constantFrom(...space.bodyPaths).map((path): Mutation => ({ kind: "drop", path }))
+    })
   }
   if (space.pathParams.length > 0) {
     arbs.push({
@@ -254,7 +274,10 @@ export const mutations = (space: MutationSpace): fc.Arbitrary<Mutation> => {
   if (space.queryParams.length > 0) {
     arbs.push({
       weight: 3,
-      arbitrary: fc.record({ name: fc.constantFrom(...space.queryParams, "unknown", "page", "per_page"), value: fc.constantFrom(...badQueryValues) })
+      arbitrary: fc.record({
+        name: fc.constantFrom(...space.queryParams, "unknown", "page", "per_page"),
+        value: fc.constantFrom(...badQueryValues)
+      })
         .map((q): Mutation => ({ kind: "query", ...q }))
     })
   }

@@ -46,16 +46,26 @@ const party = (label: string) =>
     const user = yield* seedUser()
     yield* giveCredits(user.workspace_id, { credits: 100, is_subscription_active: true })
     const f = yield* funnel(user, `Fuzz ${label}`)
-    const spareStage = ok(yield* post(user, `/api/user/pipelines/${f.pipeline.id}/stages`, { name: "Spare stage", nature: "neutral", order: 9 }))
+    const spareStage = ok(
+      yield* post(user, `/api/user/pipelines/${f.pipeline.id}/stages`, {
+        name: "Spare stage",
+        nature: "neutral",
+        order: 9
+      })
+    )
     const channel = ok(yield* post(user, "/api/user/channels", { kind: "web", pipeline_id: f.pipeline.id }))
     const spareChannel = ok(yield* post(user, "/api/user/channels", { kind: "web", name: "Spare" }))
-    const widget = ok(yield* post(user, "/api/user/channels", { kind: "widget", pipeline_id: f.pipeline.id, allowed_origins: [ORIGIN] }))
+    const widget = ok(
+      yield* post(user, "/api/user/channels", { kind: "widget", pipeline_id: f.pipeline.id, allowed_origins: [ORIGIN] })
+    )
     const basic = basicOf(channel.client_id, channel.client_secret)
-    const opportunity = ok(yield* post(user, "/api/user/opportunities", {
-      pipeline_id: f.pipeline.id,
-      tags: ["fuzz"],
-      contact: { name: `Fuzz ${label}`, phone: freshPhone() }
-    }))
+    const opportunity = ok(
+      yield* post(user, "/api/user/opportunities", {
+        pipeline_id: f.pipeline.id,
+        tags: ["fuzz"],
+        contact: { name: `Fuzz ${label}`, phone: freshPhone() }
+      })
+    )
     const session = yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
       method: "POST",
       headers: { authorization: basic, "content-type": "application/json" },
@@ -71,31 +81,56 @@ const party = (label: string) =>
       headers: { origin: ORIGIN, "content-type": "application/json" },
       body: JSON.stringify({ client_id: widget.client_id })
     })
-    const table = ok(yield* post(user, "/api/user/knowledge-tables", {
-      name: `Fuzz table ${label}`,
-      columns: [
-        { name: "title", data_type: "string", order: 1, is_searchable: true },
-        { name: "price", data_type: "number", order: 2, is_filterable: true }
-      ]
-    }))
-    yield* put(user, `/api/user/knowledge-tables/${table.id}/points`, { points: [{ default_id: "p1", title: "Growth plan", price: 49 }] })
+    const table = ok(
+      yield* post(user, "/api/user/knowledge-tables", {
+        name: `Fuzz table ${label}`,
+        columns: [
+          { name: "title", data_type: "string", order: 1, is_searchable: true },
+          { name: "price", data_type: "number", order: 2, is_filterable: true }
+        ]
+      })
+    )
+    yield* put(user, `/api/user/knowledge-tables/${table.id}/points`, {
+      points: [{ default_id: "p1", title: "Growth plan", price: 49 }]
+    })
     const variable = (name: string) =>
-      Effect.map(post(user, `/api/user/pipelines/${f.pipeline.id}/variables`, { name, value: "abc", type: "fixed", is_required: false }), ok)
+      Effect.map(
+        post(user, `/api/user/pipelines/${f.pipeline.id}/variables`, {
+          name,
+          value: "abc",
+          type: "fixed",
+          is_required: false
+        }),
+        ok
+      )
     const action = (name: string) =>
-      Effect.map(post(user, `/api/user/pipelines/${f.pipeline.id}/actions`, {
-        name,
-        method: "POST",
-        url: "https://crm.example.com/hook",
-        is_active: false,
-        fixed_trigger: "stage_started",
-        stage_id: f.qualified.id
-      }), ok)
+      Effect.map(
+        post(user, `/api/user/pipelines/${f.pipeline.id}/actions`, {
+          name,
+          method: "POST",
+          url: "https://crm.example.com/hook",
+          is_active: false,
+          fixed_trigger: "stage_started",
+          stage_id: f.qualified.id
+        }),
+        ok
+      )
     const crmKey = yield* variable("crm_key")
     const spareVariable = yield* variable("spare_key")
     const notify = yield* action("Notify CRM")
     const spareAction = yield* action("Spare action")
-    ok(yield* put(user, `/api/user/stages/${f.qualified.id}/followup`, { is_active: false, intervals: [{ interval_value: 1, interval_unit: "day" }] }))
-    ok(yield* put(user, `/api/user/stages/${spareStage.id}/followup`, { is_active: false, intervals: [{ interval_value: 1, interval_unit: "day" }] }))
+    ok(
+      yield* put(user, `/api/user/stages/${f.qualified.id}/followup`, {
+        is_active: false,
+        intervals: [{ interval_value: 1, interval_unit: "day" }]
+      })
+    )
+    ok(
+      yield* put(user, `/api/user/stages/${spareStage.id}/followup`, {
+        is_active: false,
+        intervals: [{ interval_value: 1, interval_unit: "day" }]
+      })
+    )
 
     const p = {
       bearer: `Bearer ${user.token}`,
@@ -156,7 +191,12 @@ const fresh = (prefix: string) => `${prefix} ${++unique}-${Date.now() % 100_000}
 export const baseRequests = ({ a }: Fixture): Record<string, BaseRequest> => {
   const r = (
     body: unknown,
-    options: { path?: Record<string, string>; query?: Record<string, string>; authorization?: string; headers?: Record<string, string> } = {}
+    options: {
+      path?: Record<string, string>
+      query?: Record<string, string>
+      authorization?: string
+      headers?: Record<string, string>
+    } = {}
   ): BaseRequest => ({
     path: { ...a.pathValues, ...options.path },
     query: options.query ?? {},
@@ -221,9 +261,16 @@ export const baseRequests = ({ a }: Fixture): Record<string, BaseRequest> => {
       status: "active",
       context: { plan: "growth" },
       tags: ["vip"],
-      contact: { name: "Fuzz Contact", email: `${fresh("c").replace(/\s/g, "")}@example.com`, phone: freshPhone(), priority: "high" }
+      contact: {
+        name: "Fuzz Contact",
+        email: `${fresh("c").replace(/\s/g, "")}@example.com`,
+        phone: freshPhone(),
+        priority: "high"
+      }
     })),
-    "GET /api/user/opportunities": r(undefined, { query: { pipeline_id: pipeline, status: "active", q: "Fuzz", page: "1", per_page: "10" } }),
+    "GET /api/user/opportunities": r(undefined, {
+      query: { pipeline_id: pipeline, status: "active", q: "Fuzz", page: "1", per_page: "10" }
+    }),
     "GET /api/user/opportunities/{identifier}": r(undefined, { query: { pipeline_id: pipeline } }),
     "PUT /api/user/opportunities/{identifier}": r({
       name: "Updated",
@@ -236,22 +283,43 @@ export const baseRequests = ({ a }: Fixture): Record<string, BaseRequest> => {
       contact: { name: "Renamed", email: "renamed@example.com", phone: "4915112345678", priority: "low" }
     }),
     "GET /api/user/contacts": r(undefined, { query: { pipeline_id: pipeline, q: "Fuzz", per_page: "10" } }),
-    "GET /api/user/contacts/{identifier}/opportunities": r(undefined, { path: { identifier: String(a.contactId) }, query: { pipeline_id: pipeline } }),
-    "PUT /api/user/conversations/{id}": r({ status: "active", notes: ["A note"] }),
-    "POST /api/user/web-chat/initiate": r(() => ({ contact_id: fresh("visitor").replace(/\s/g, "-"), name: "Visitor", email: "visitor@example.com", phone: "4915198765432" }), {
-      authorization: a.basic
+    "GET /api/user/contacts/{identifier}/opportunities": r(undefined, {
+      path: { identifier: String(a.contactId) },
+      query: { pipeline_id: pipeline }
     }),
+    "PUT /api/user/conversations/{id}": r({ status: "active", notes: ["A note"] }),
+    "POST /api/user/web-chat/initiate": r(
+      () => ({
+        contact_id: fresh("visitor").replace(/\s/g, "-"),
+        name: "Visitor",
+        email: "visitor@example.com",
+        phone: "4915198765432"
+      }),
+      {
+        authorization: a.basic
+      }
+    ),
     "GET /api/user/messages/webchat": r(undefined, {
       query: { conversation_id: String(a.conversationId), per_page: "5", page: "1" },
       authorization: a.basic
     }),
-    "POST /api/widget/session": r({ client_id: a.widgetClientId }, { authorization: undefined as never, headers: { origin: ORIGIN } }),
-    "GET /api/widget/messages": r(undefined, { authorization: `Bearer ${a.widgetSession}`, headers: { origin: ORIGIN } }),
+    "POST /api/widget/session": r({ client_id: a.widgetClientId }, {
+      authorization: undefined as never,
+      headers: { origin: ORIGIN }
+    }),
+    "GET /api/widget/messages": r(undefined, {
+      authorization: `Bearer ${a.widgetSession}`,
+      headers: { origin: ORIGIN }
+    }),
     "POST /api/user/{conversation}/messages": r({ message: "Hello from an operator" }),
     "GET /api/user/pipelines/{pipeline}/model-pool": r(undefined),
     "PUT /api/user/pipelines/{pipeline}/model-pool": r({
       is_model_routing_enabled: false,
-      tiers: ["router", "simple", "moderate", "complex"].map((tier) => ({ tier, ai_model_id: 1, instructions: "Route well" }))
+      tiers: ["router", "simple", "moderate", "complex"].map((tier) => ({
+        tier,
+        ai_model_id: 1,
+        instructions: "Route well"
+      }))
     }),
     "GET /api/user/analytics/summary": r(undefined, { query: { include_test: "true" } }),
     "GET /api/user/analytics/ai-performance": r(undefined, { query: { include_test: "false" } }),
@@ -262,13 +330,24 @@ export const baseRequests = ({ a }: Fixture): Record<string, BaseRequest> => {
     "POST /api/user/knowledge-tables": r(() => ({
       name: fresh("Table"),
       description: "Plans",
-      columns: [{ name: "title", data_type: "string", order: 1, is_searchable: true }, { name: "price", data_type: "number", order: 2 }]
+      columns: [{ name: "title", data_type: "string", order: 1, is_searchable: true }, {
+        name: "price",
+        data_type: "number",
+        order: 2
+      }]
     })),
     "GET /api/user/knowledge-tables/{knowledgeTable}/columns": r(undefined),
     "GET /api/user/knowledge-tables/{knowledgeTable}/points": r(undefined, { query: { per_page: "10" } }),
-    "PUT /api/user/knowledge-tables/{knowledgeTable}/points": r({ points: [{ default_id: "p2", title: "Starter plan", price: 19 }] }),
+    "PUT /api/user/knowledge-tables/{knowledgeTable}/points": r({
+      points: [{ default_id: "p2", title: "Starter plan", price: 19 }]
+    }),
     "DELETE /api/user/knowledge-tables/{knowledgeTable}/points": r({ ids: ["no-such-point"] }),
-    "POST /api/user/knowledge-tables/{knowledgeTable}/search": r({ query: "growth plan price", limit: 5, use_hybrid: true, filters: { price: 49 } }),
+    "POST /api/user/knowledge-tables/{knowledgeTable}/search": r({
+      query: "growth plan price",
+      limit: 5,
+      use_hybrid: true,
+      filters: { price: 49 }
+    }),
     "GET /api/user/stages/{stage}/followup": r(undefined),
     "PUT /api/user/stages/{stage}/followup": r({
       is_active: false,
@@ -313,7 +392,12 @@ const intervals = [{ interval_value: 1, interval_unit: "day" }]
 
 /** A known-good `arguments` object per MCP tool. */
 export const baseArguments = ({ a }: Fixture): Record<string, () => Record<string, unknown>> => ({
-  get_messaging_stats: () => ({ start_date: "2026-01-01", end_date: "2026-12-31", pipeline_id: a.pipelineId, provider: "web" }),
+  get_messaging_stats: () => ({
+    start_date: "2026-01-01",
+    end_date: "2026-12-31",
+    pipeline_id: a.pipelineId,
+    provider: "web"
+  }),
   list_pipeline_stages: () => ({ pipeline_id: a.pipelineId }),
   list_actions: () => ({ pipeline_id: a.pipelineId, stage_id: a.stageId }),
   list_action_results: () => ({ pipeline_id: a.pipelineId, opportunity_id: a.opportunityId, limit: 10, offset: 0 }),
@@ -327,9 +411,21 @@ export const baseArguments = ({ a }: Fixture): Record<string, () => Record<strin
   list_model_pool: () => ({ pipeline_id: a.pipelineId }),
   get_pipeline_options: () => ({ language_code: "en", ai_provider_id: 1 }),
   start_pipeline_journey: () => ({ language_code: "en" }),
-  create_pipeline: () => ({ name: fresh("MCP pipeline"), agent_type_id: 1, ai_model_id: 1, language_id: 1, followup_limit: 2 }),
+  create_pipeline: () => ({
+    name: fresh("MCP pipeline"),
+    agent_type_id: 1,
+    ai_model_id: 1,
+    language_id: 1,
+    followup_limit: 2
+  }),
   create_stage: () => ({ pipeline_id: a.pipelineId, name: fresh("MCP stage"), nature: "neutral", order: 3 }),
-  create_variable: () => ({ pipeline_id: a.pipelineId, name: fresh("mcp_var").replace(/\W/g, "_"), value: "x", type: "fixed", is_required: false }),
+  create_variable: () => ({
+    pipeline_id: a.pipelineId,
+    name: fresh("mcp_var").replace(/\W/g, "_"),
+    value: "x",
+    type: "fixed",
+    is_required: false
+  }),
   create_action: () => ({
     pipeline_id: a.pipelineId,
     name: fresh("MCP action"),
@@ -341,8 +437,14 @@ export const baseArguments = ({ a }: Fixture): Record<string, () => Record<strin
     max_fires: 2
   }),
   create_followup: () => ({ stage_id: a.wonStageId, is_active: false, intervals }),
-  create_knowledge_table: () => ({ name: fresh("MCP table"), columns: [{ name: "title", data_type: "string", order: 1, is_searchable: true }] }),
-  upsert_knowledge_points: () => ({ knowledge_table_id: a.tableId, points: [{ default_id: "m1", title: "Pro plan", price: 99 }] }),
+  create_knowledge_table: () => ({
+    name: fresh("MCP table"),
+    columns: [{ name: "title", data_type: "string", order: 1, is_searchable: true }]
+  }),
+  upsert_knowledge_points: () => ({
+    knowledge_table_id: a.tableId,
+    points: [{ default_id: "m1", title: "Pro plan", price: 99 }]
+  }),
   update_pipeline: () => ({ pipeline_id: a.pipelineId, description: "Updated", followup_limit: 4 }),
   update_model_pool: () => ({
     pipeline_id: a.pipelineId,

@@ -11,10 +11,16 @@ import { inject } from "vitest"
 import { pgTypeParser } from "../../src/db/PgTypes.js"
 import { TEMPLATE_DATABASE } from "./NativePostgres.js"
 
-export const databaseMode: "embedded" | "postgres" = process.env.PARLEY_TEST_DATABASE === "postgres" ? "postgres" : "embedded"
+export const databaseMode: "embedded" | "postgres" = process.env.PARLEY_TEST_DATABASE === "postgres"
+  ? "postgres"
+  : "embedded"
 
 /** Runs `text` on the database at `url` with a connection of its own; rows parsed as the app parses them. */
-export const queryUrl = async <A = Record<string, any>>(url: string, text: string, params: ReadonlyArray<unknown> = []) => {
+export const queryUrl = async <A = Record<string, any>>(
+  url: string,
+  text: string,
+  params: ReadonlyArray<unknown> = []
+) => {
   const client = new pg.Client({ connectionString: url, types: { getTypeParser: pgTypeParser } })
   await client.connect()
   try {
@@ -41,8 +47,12 @@ let databases = 0
  * template, or with `empty` a database with only the `vector` extension, owned by a login role of its
  * own allowed `connectionLimit` connections (as docs/deploy.md sets one up).
  */
-export const createNativeDatabase = async (options: { readonly empty?: boolean; readonly connectionLimit?: number } = {}): Promise<NativeDatabase> => {
-  if (databaseMode !== "postgres") throw new Error("a native database exists in the postgres project only (PARLEY_TEST_DATABASE=postgres)")
+export const createNativeDatabase = async (
+  options: { readonly empty?: boolean; readonly connectionLimit?: number } = {}
+): Promise<NativeDatabase> => {
+  if (databaseMode !== "postgres") {
+    throw new Error("a native database exists in the postgres project only (PARLEY_TEST_DATABASE=postgres)")
+  }
   const admin = inject("pgAdminUrl")
   const name = `parley_test_${process.pid}_${++databases}_${Date.now().toString(36)}`
   const adminUrl = admin.replace(/\/postgres$/, `/${name}`)

@@ -49,7 +49,9 @@ export interface Cluster {
 
 export const startCluster = async (clusterOptions: ClusterOptions = {}): Promise<Cluster> => {
   if (!Fs.existsSync(Path.join(bin, "postgres"))) {
-    throw new Error(`Native Postgres not found in ${bin}: run \`bash scripts/native-postgres.sh\` (Debian's postgresql-15 and pgvector from vendor/)`)
+    throw new Error(
+      `Native Postgres not found in ${bin}: run \`bash scripts/native-postgres.sh\` (Debian's postgresql-15 and pgvector from vendor/)`
+    )
   }
   const root = process.getuid?.() === 0
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-pg-"))
@@ -65,7 +67,9 @@ export const startCluster = async (clusterOptions: ClusterOptions = {}): Promise
     `-p ${port}`,
     "-c listen_addresses=127.0.0.1",
     `-c unix_socket_directories=${dir}`,
-    ...(clusterOptions.durable === true ? [] : ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]),
+    ...(clusterOptions.durable === true
+      ? []
+      : ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]),
     "-c max_connections=500",
     ...(clusterOptions.settings ?? []).map((setting) => `-c ${setting}`)
   ].join(" ")
@@ -73,7 +77,9 @@ export const startCluster = async (clusterOptions: ClusterOptions = {}): Promise
     try {
       run("pg_ctl", ["-D", data, "-l", Path.join(dir, "server.log"), "-w", "-t", "120", "-o", options, "start"])
     } catch (e) {
-      const log = Fs.existsSync(Path.join(dir, "server.log")) ? Fs.readFileSync(Path.join(dir, "server.log"), "utf8") : ""
+      const log = Fs.existsSync(Path.join(dir, "server.log"))
+        ? Fs.readFileSync(Path.join(dir, "server.log"), "utf8")
+        : ""
       throw new Error(`Postgres did not start: ${String(e)}\n${log}`)
     }
   }
@@ -85,7 +91,22 @@ export const startCluster = async (clusterOptions: ClusterOptions = {}): Promise
     startServer,
     url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
     psql: (database, statement) =>
-      void execFileSync(Path.join(bin, "psql"), ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", database, "-c", statement], {
+      void execFileSync(Path.join(bin, "psql"), [
+        "-X",
+        "-q",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        String(port),
+        "-U",
+        "postgres",
+        "-d",
+        database,
+        "-c",
+        statement
+      ], {
         stdio: "pipe"
       }),
     stop: () => {

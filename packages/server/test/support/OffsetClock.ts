@@ -31,7 +31,10 @@ export const makeOffsetClock = (): OffsetClock => {
   }
   return {
     clock,
-    advance: (ms) => Effect.sync(() => { offset += ms }),
+    advance: (ms) =>
+      Effect.sync(() => {
+        offset += ms
+      }),
     offsetMs: () => offset,
     layer: Layer.setClock(clock)
   }

@@ -122,10 +122,20 @@ export const listingFixture = (alice: Caller & { readonly workspace_id: number }
     })
     ok(yield* put(alice, `/api/user/opportunities/${o4.id}`, { contact: { name: "Zed Override" } }))
     yield* sqlRows`update contacts set identifier = 'ext-777' where id = ${o4.contact_id}`
-    const days: Array<[number, string]> = [[o1.id, "2026-01-10"], [o2.id, "2026-01-11"], [o3.id, "2026-01-12"], [o4.id, "2026-01-13"]]
-    for (const [id, day] of days) yield* sqlRows`update opportunities set created_at = ${`${day}T12:00:00Z`}::timestamptz where id = ${id}`
-    const contactDays: Array<[number, string]> = [[o1.contact_id, "2026-02-01"], [o2.contact_id, "2026-02-02"], [o4.contact_id, "2026-02-03"]]
-    for (const [id, day] of contactDays) yield* sqlRows`update contacts set created_at = ${`${day}T12:00:00Z`}::timestamptz where id = ${id}`
+    const days: Array<[number, string]> = [[o1.id, "2026-01-10"], [o2.id, "2026-01-11"], [o3.id, "2026-01-12"], [
+      o4.id,
+      "2026-01-13"
+    ]]
+    for (const [id, day] of days) {
+      yield* sqlRows`update opportunities set created_at = ${`${day}T12:00:00Z`}::timestamptz where id = ${id}`
+    }
+    const contactDays: Array<[number, string]> = [[o1.contact_id, "2026-02-01"], [o2.contact_id, "2026-02-02"], [
+      o4.contact_id,
+      "2026-02-03"
+    ]]
+    for (const [id, day] of contactDays) {
+      yield* sqlRows`update contacts set created_at = ${`${day}T12:00:00Z`}::timestamptz where id = ${id}`
+    }
 
     const theirs = yield* funnel(stranger, "Sales")
     const foreign = yield* createOpportunity(stranger, {

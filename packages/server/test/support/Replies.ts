@@ -31,15 +31,19 @@ export const replyOn = (callbackUrl: string) =>
     const messageId = `01TESTREPLY${Date.now()}${Math.floor(Math.random() * 1e6)}`.slice(0, 26)
     yield* sql`
       insert into messages (id, workspace_id, conversation_id, contact_id, channel_id, role, status, message, external_chat_id)
-      values (${messageId}, ${owner.workspace_id}, ${conversation!.id}, ${contact!.id}, ${channel.id}, 'assistant', 'sent_to_user',
+      values (${messageId}, ${owner.workspace_id}, ${conversation!.id}, ${
+      contact!.id
+    }, ${channel.id}, 'assistant', 'sent_to_user',
               'Happy to help!', 'visitor-42')`
     return { owner, channel, messageId }
   })
 
 /** The attempts that have their outcome (an attempt is logged before it is sent, "In progress" until then). */
 export const attempts = (messageId: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ attempt: number; status_code: number | null; error: string | null; run: number }>`
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ attempt: number; status_code: number | null; error: string | null; run: number }>`
       select attempt, status_code, error, run from webhook_deliveries
-      where message_id = ${messageId} and not (status_code is null and error = 'In progress') order by id`).pipe(Effect.orDie)
-
+      where message_id = ${messageId} and not (status_code is null and error = 'In progress') order by id`
+  ).pipe(Effect.orDie)

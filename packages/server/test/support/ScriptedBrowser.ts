@@ -3,8 +3,12 @@
  * server's own origin, reads the forms' hidden fields (CSRF token included) and posts them back. A
  * redirect to another origin (the client's loopback redirect URI) is not followed but captured.
  */
-import type { OAuthClientMetadata, OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js"
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js"
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens
+} from "@modelcontextprotocol/sdk/shared/auth.js"
 
 export interface Page {
   readonly url: string
@@ -36,7 +40,10 @@ export const hiddenFields = (html: string, action: string) => {
 export const tickedBoxes = (html: string, action: string, name: string) =>
   [...formOf(html, action).matchAll(/<input type="checkbox"([^>]*)>/g)]
     .map((input) => input[1]!)
-    .filter((attributes) => attributes.includes(` name="${name}"`) && /\schecked(\s|$)/.test(attributes) && !/\sdisabled(\s|$)/.test(attributes))
+    .filter((attributes) =>
+      attributes.includes(` name="${name}"`) && /\schecked(\s|$)/.test(attributes) &&
+      !/\sdisabled(\s|$)/.test(attributes)
+    )
     .map((attributes) => unescape(/ value="([^"]*)"/.exec(attributes)![1]!))
 
 export class ScriptedBrowser {
@@ -69,8 +76,14 @@ export class ScriptedBrowser {
     let current = new URL(url, this.origin).toString()
     if (form !== undefined) {
       const body = new URLSearchParams()
-      for (const [k, v] of Object.entries(form)) for (const value of typeof v === "string" ? [v] : v) body.append(k, value)
-      response = await this.request(current, { method: "POST", body, headers: { "content-type": "application/x-www-form-urlencoded" } })
+      for (const [k, v] of Object.entries(form)) {
+        for (const value of typeof v === "string" ? [v] : v) body.append(k, value)
+      }
+      response = await this.request(current, {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/x-www-form-urlencoded" }
+      })
     } else {
       response = await this.request(current)
     }

@@ -42,15 +42,17 @@ export const TestDatabase = Layer.unwrapScoped(Effect.gen(function*() {
 
 export const testConfig = (overrides: Record<string, string> = {}) => {
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-data-"))
-  return Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({
-    HOST: "127.0.0.1",
-    PORT: "0",
-    RECEIVER_PORT: "0",
-    PARLEY_DATA_DIR: dataDir,
-    APP_SECRET: "test-app-secret",
-    PARLEY_SEED_DEMO: "false",
-    ...overrides
-  }))))
+  return Layer.setConfigProvider(ConfigProvider.fromMap(
+    new Map(Object.entries({
+      HOST: "127.0.0.1",
+      PORT: "0",
+      RECEIVER_PORT: "0",
+      PARLEY_DATA_DIR: dataDir,
+      APP_SECRET: "test-app-secret",
+      PARLEY_SEED_DEMO: "false",
+      ...overrides
+    }))
+  ))
 }
 
 export interface TestServerShape {
@@ -124,7 +126,11 @@ export const call = (path: string, options: RequestOptions = {}) =>
       headers["content-type"] = "application/json"
       body = JSON.stringify(options.body)
     }
-    return fetchJson(baseUrl + path, { method: options.method ?? "GET", headers, ...(body !== undefined ? { body } : {}) })
+    return fetchJson(baseUrl + path, {
+      method: options.method ?? "GET",
+      headers,
+      ...(body !== undefined ? { body } : {})
+    })
   })
 
 let counter = 0
@@ -140,8 +146,10 @@ export const seedUser = (options: { readonly scopes?: ReadonlyArray<Scope>; read
   }).pipe(Effect.orDie)
 
 /** Sets a workspace's credits and subscription (by default: 100 credits, enough for any test's replies). */
-export const giveCredits = (workspaceId: number, set: { credits?: number; training_credits?: number; is_subscription_active?: boolean } = { credits: 100 }) =>
-  Effect.flatMap(Identity, (identity) => identity.setWorkspace(workspaceId as never, set)).pipe(Effect.orDie)
+export const giveCredits = (
+  workspaceId: number,
+  set: { credits?: number; training_credits?: number; is_subscription_active?: boolean } = { credits: 100 }
+) => Effect.flatMap(Identity, (identity) => identity.setWorkspace(workspaceId as never, set)).pipe(Effect.orDie)
 
 export const tokenFor = (email: string, scopes: ReadonlyArray<Scope>, expiresInDays?: number) =>
   Effect.flatMap(Identity, (identity) => identity.createToken({ email, scopes, expiresInDays })).pipe(Effect.orDie)

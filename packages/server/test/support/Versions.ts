@@ -11,20 +11,31 @@ export const TWO_WEEKS = "On refunds, say “Refunds take two weeks.”"
 
 /** The workspace's `drafts` setting, set. */
 export const drafts = (who: Caller & { workspace_id: number }, on: boolean) =>
-  Effect.map(call(`/api/user/workspaces/${who.workspace_id}/settings`, { method: "PATCH", token: who.token, body: { drafts: on } }), ok)
+  Effect.map(
+    call(`/api/user/workspaces/${who.workspace_id}/settings`, {
+      method: "PATCH",
+      token: who.token,
+      body: { drafts: on }
+    }),
+    ok
+  )
 
 /** A pipeline whose instructions say refunds take five days, with a stage "Open" and a web channel. */
 export const refundPipeline = (who: Caller) =>
   Effect.gen(function*() {
-    const pipeline = ok(yield* post(who, "/api/user/pipelines", {
-      name: `Versions ${Date.now()} ${Math.random()}`,
-      agent_type_id: 1,
-      ai_model_id: 1,
-      language_id: 1,
-      instructions: FIVE_DAYS,
-      reply_debounce_ms: 0
-    }))
-    const open = ok(yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
+    const pipeline = ok(
+      yield* post(who, "/api/user/pipelines", {
+        name: `Versions ${Date.now()} ${Math.random()}`,
+        agent_type_id: 1,
+        ai_model_id: 1,
+        language_id: 1,
+        instructions: FIVE_DAYS,
+        reply_debounce_ms: 0
+      })
+    )
+    const open = ok(
+      yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+    )
     const channel = ok(yield* post(who, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
     return { pipeline, open, channel }
   })
@@ -37,7 +48,10 @@ export const created = (r: { status: number; body: any }) => {
 
 /** An eval run once it finished. */
 export const finished = (who: Caller, runId: number) =>
-  eventually(Effect.map(get(who, `/api/user/eval-runs/${runId}`), (r) => {
-    const run = ok(r)
-    return run.status === "running" ? undefined : run
-  }), 60_000)
+  eventually(
+    Effect.map(get(who, `/api/user/eval-runs/${runId}`), (r) => {
+      const run = ok(r)
+      return run.status === "running" ? undefined : run
+    }),
+    60_000
+  )

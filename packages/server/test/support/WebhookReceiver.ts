@@ -23,14 +23,25 @@ export const webhookReceiver = (behaviour: () => Behaviour) =>
             const mode = behaviour()
             if (mode === "hang") return // never answers: the sender's timeout decides
             if (mode === "fail") return res.writeHead(503).end("unavailable")
-            res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ message_id: `ext-${received.length}` }))
+            res.writeHead(200, { "content-type": "application/json" }).end(
+              JSON.stringify({ message_id: `ext-${received.length}` })
+            )
           })
         })
-        server.listen(0, "127.0.0.1", () =>
-          resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received, server }))
+        server.listen(
+          0,
+          "127.0.0.1",
+          () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received, server })
+        )
       })
     ),
-    ({ server }) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+    ({ server }) =>
+      Effect.promise(() =>
+        new Promise<void>((r) => {
+          server.closeAllConnections()
+          server.close(() => r())
+        })
+      )
   )
 
 /**
@@ -54,14 +65,31 @@ export const droppingKeepAliveReceiver = Effect.acquireRelease(
         req.on("data", (c: Buffer) => chunks.push(c))
         req.on("end", () => {
           received.push({ headers: req.headers, rawBody: Buffer.concat(chunks).toString("utf8") })
-          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ message_id: `ext-${received.length}` }))
+          res.writeHead(200, { "content-type": "application/json" }).end(
+            JSON.stringify({ message_id: `ext-${received.length}` })
+          )
         })
       })
-      server.listen(0, "127.0.0.1", () =>
-        resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received, dropped: () => dropped, server }))
+      server.listen(
+        0,
+        "127.0.0.1",
+        () =>
+          resolve({
+            url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+            received,
+            dropped: () => dropped,
+            server
+          })
+      )
     })
   ),
-  ({ server }) => Effect.promise(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+  ({ server }) =>
+    Effect.promise(() =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      })
+    )
 )
 
 /** Polls until `check` holds (live clock), failing after `timeoutMs`. */

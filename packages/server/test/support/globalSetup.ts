@@ -28,7 +28,10 @@ export default async function setup(project: TestProject) {
     const cluster = await startCluster()
     try {
       cluster.psql("postgres", `create database ${TEMPLATE_DATABASE}`)
-      execFileSync(Path.join(root, "node_modules/.bin/tsx"), [Path.join(__dirname, "migrateTemplate.ts"), cluster.url(TEMPLATE_DATABASE)], {
+      execFileSync(Path.join(root, "node_modules/.bin/tsx"), [
+        Path.join(__dirname, "migrateTemplate.ts"),
+        cluster.url(TEMPLATE_DATABASE)
+      ], {
         cwd: root,
         stdio: "pipe"
       })

@@ -11,7 +11,6 @@ import type { FollowupContext, ModelRef, ReplyDraft, RoutingTier, TurnContext } 
 import { Data, Effect, Metric, MetricLabel, Ref, Schedule } from "effect"
 import { costOf, ModelRegistry, type ModelUnavailable } from "./Models.js"
 import { type GuardTexts, guardTexts, withheldBecause } from "./OutputGuard.js"
-import { AgentTools } from "./Tools.js"
 import {
   bridgePrompt,
   candidateStages,
@@ -24,6 +23,7 @@ import {
   routerPrompt,
   summaryPrompt
 } from "./Prompting.js"
+import { AgentTools } from "./Tools.js"
 
 /** Model calls in one reply, tool round trips included; the last is made without tools. */
 export const MAX_STEPS = 4
@@ -40,10 +40,20 @@ const retryPolicy = Schedule.exponential("500 millis", 2).pipe(Schedule.intersec
 const call = <A>(effect: Effect.Effect<A, AiError.AiError>) => Effect.retry(effect, retryPolicy)
 
 /** Tokens by `provider`, `model` and `direction` (input, output), and their cost in USD by model. */
-const modelTokens = Metric.counter("parley_model_tokens_total", { description: "Model tokens used, by provider, model and direction", incremental: true })
-const modelCost = Metric.counter("parley_model_cost_usd_total", { description: "Cost of model calls in USD (catalogue prices), by provider and model", incremental: true })
+const modelTokens = Metric.counter("parley_model_tokens_total", {
+  description: "Model tokens used, by provider, model and direction",
+  incremental: true
+})
+const modelCost = Metric.counter("parley_model_cost_usd_total", {
+  description: "Cost of model calls in USD (catalogue prices), by provider and model",
+  incremental: true
+})
 
-const count = (tally: Tally, model: ModelRef, usage: { readonly inputTokens: number | undefined; readonly outputTokens: number | undefined }) => {
+const count = (
+  tally: Tally,
+  model: ModelRef,
+  usage: { readonly inputTokens: number | undefined; readonly outputTokens: number | undefined }
+) => {
   const u = { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 }
   const cost = costOf(model, u)
   tally.inputTokens += u.inputTokens
@@ -51,8 +61,14 @@ const count = (tally: Tally, model: ModelRef, usage: { readonly inputTokens: num
   tally.cost += cost
   const tags = [MetricLabel.make("provider", model.provider), MetricLabel.make("model", model.model)]
   return Effect.all([
-    Metric.incrementBy(Metric.taggedWithLabels(modelTokens, [...tags, MetricLabel.make("direction", "input")]), u.inputTokens),
-    Metric.incrementBy(Metric.taggedWithLabels(modelTokens, [...tags, MetricLabel.make("direction", "output")]), u.outputTokens),
+    Metric.incrementBy(
+      Metric.taggedWithLabels(modelTokens, [...tags, MetricLabel.make("direction", "input")]),
+      u.inputTokens
+    ),
+    Metric.incrementBy(
+      Metric.taggedWithLabels(modelTokens, [...tags, MetricLabel.make("direction", "output")]),
+      u.outputTokens
+    ),
     Metric.incrementBy(Metric.taggedWithLabels(modelCost, tags), cost)
   ], { discard: true })
 }
@@ -66,7 +82,8 @@ export class ReplyWithheld extends Data.TaggedError("ReplyWithheld")<{ readonly 
 
 /** Texts the output guard stopped, by what (`reply`, `opening`, `followup`, `bridge`) and `outcome` (`rewritten`, `withheld`). */
 export const repliesGuarded = Metric.counter("parley_replies_guarded_total", {
-  description: "Model-written texts the output guard stopped, by kind and outcome (rewritten, or withheld after the rewrite)",
+  description:
+    "Model-written texts the output guard stopped, by kind and outcome (rewritten, or withheld after the rewrite)",
   incremental: true
 })
 
@@ -74,7 +91,12 @@ export const repliesGuarded = Metric.counter("parley_replies_guarded_total", {
  * The output guard on a written text (OutputGuard.ts): sent as it is, or once rewritten by the model
  * told why, or withheld (`ReplyWithheld`) when the rewrite repeats internal text too.
  */
-const guard = <E, R>(kind: string, texts: GuardTexts, text: string, rewrite: (reason: string) => Effect.Effect<string, E, R>) =>
+const guard = <E, R>(
+  kind: string,
+  texts: GuardTexts,
+  text: string,
+  rewrite: (reason: string) => Effect.Effect<string, E, R>
+) =>
   Effect.gen(function*() {
     const reason = withheldBecause(text, texts)
     if (reason === null) return text
@@ -82,20 +104,28 @@ const guard = <E, R>(kind: string, texts: GuardTexts, text: string, rewrite: (re
     const second = (yield* rewrite(reason)).trim()
     const again = second === "" ? "was empty" : withheldBecause(second, texts)
     const outcome = again === null ? "rewritten" : "withheld"
-    yield* Metric.increment(Metric.taggedWithLabels(repliesGuarded, [MetricLabel.make("kind", kind), MetricLabel.make("outcome", outcome)]))
+    yield* Metric.increment(
+      Metric.taggedWithLabels(repliesGuarded, [MetricLabel.make("kind", kind), MetricLabel.make("outcome", outcome)])
+    )
     if (again === null) return second
     return yield* new ReplyWithheld({ reason: `the draft ${reason}, and the rewrite ${again}` })
   }).pipe(Effect.annotateLogs({ guard: kind }))
 
 type Written = Effect.Effect<ReplyDraft, AiError.AiError | ModelUnavailable | ReplyWithheld, ModelRegistry>
 
-const route = (ctx: TurnContext, lm: (m: ModelRef) => Effect.Effect<LanguageModel.Service, ModelUnavailable>, tally: Tally) =>
+const route = (
+  ctx: TurnContext,
+  lm: (m: ModelRef) => Effect.Effect<LanguageModel.Service, ModelUnavailable>,
+  tally: Tally
+) =>
   Effect.gen(function*() {
     const tiers = ctx.routing
     const router = tiers?.find((t) => t.tier === "router")
     if (!tiers || !router) return { model: ctx.model, instructions: null, tier: null as RoutingTier | null }
     const routerModel = yield* lm(router.model)
-    const classified = yield* call(routerModel.generateText({ prompt: routerPrompt(ctx, router.instructions), toolChoice: "none" }))
+    const classified = yield* call(
+      routerModel.generateText({ prompt: routerPrompt(ctx, router.instructions), toolChoice: "none" })
+    )
     yield* count(tally, router.model, classified.usage)
     const tier = parseTier(classified.text) ?? "moderate"
     const chosen = tiers.find((t) => t.tier === tier)
@@ -114,7 +144,9 @@ export const reply = (ctx: TurnContext): Written =>
     const candidates = candidateStages(ctx)
     const moved = yield* Ref.make<number | null>(null)
     const actions = ctx.actions ?? []
-    const called = yield* Ref.make<ReadonlyArray<{ readonly actionId: number; readonly values: Readonly<Record<string, string>> }>>([])
+    const called = yield* Ref.make<
+      ReadonlyArray<{ readonly actionId: number; readonly values: Readonly<Record<string, string>> }>
+    >([])
     const canRequest = ctx.handoff?.canRequest === true
     const handoffReason = yield* Ref.make<string | null>(null)
     /** A `from_ai` variable: one short extraction call; what cannot be answered stays empty (unresolved). */
@@ -130,15 +162,21 @@ export const reply = (ctx: TurnContext): Written =>
         Effect.gen(function*() {
           const action = actions.find((a) => a.id === action_id)
           if (!action) return { triggered: false, error: `action_id ${action_id} is not one of the listed actions` }
-          if ((yield* Ref.get(called)).some((c) => c.actionId === action.id)) return { triggered: true, action: action.name }
+          if ((yield* Ref.get(called)).some((c) => c.actionId === action.id)) {
+            return { triggered: true, action: action.name }
+          }
           const values: Record<string, string> = {}
-          for (const v of action.aiVariables) values[v.name] = yield* extract(v.name, v.instruction)
+          for (const v of action.aiVariables) {
+            values[v.name] = yield* extract(v.name, v.instruction)
+          }
           yield* Ref.update(called, (all) => [...all, { actionId: action.id, values }])
           return { triggered: true, action: action.name }
         }),
       request_human: ({ reason }) =>
         canRequest
-          ? Effect.as(Ref.set(handoffReason, reason.trim().slice(0, 1000) || "The agent asked for a person"), { requested: true })
+          ? Effect.as(Ref.set(handoffReason, reason.trim().slice(0, 1000) || "The agent asked for a person"), {
+            requested: true
+          })
           : Effect.succeed({ requested: false, error: "A person cannot be asked for in this conversation now" }),
       move_to_stage: ({ stage_id }) =>
         Effect.gen(function*() {
@@ -173,8 +211,12 @@ export const reply = (ctx: TurnContext): Written =>
     const checked = written && text.trim() !== ""
       ? yield* guard("reply", guardTexts(ctx, routed.instructions), text.trim(), (reason) =>
         call(model.generateText({ prompt: correctionPrompt(prompt, reason), toolChoice: "none" })).pipe(
-          Effect.tap((response) => count(tally, routed.model, response.usage)),
-          Effect.map((response) => response.text)
+          Effect.tap((response) =>
+            count(tally, routed.model, response.usage)
+          ),
+          Effect.map((response) =>
+            response.text
+          )
         ))
       : text.trim()
     return {
@@ -204,8 +246,17 @@ const written = (kind: string, modelRef: ModelRef, prompt: Prompt.Prompt, texts:
         Effect.map((response) => response.text.trim())
       )
     const first = yield* write(prompt)
-    const text = first === "" ? "" : yield* guard(kind, texts, first, (reason) => write(correctionPrompt(prompt, reason)))
-    return { text, model: modelRef, ...tally, tier: null, moveToStageId: null, knowledgePointIds: [] } satisfies ReplyDraft
+    const text = first === ""
+      ? ""
+      : yield* guard(kind, texts, first, (reason) => write(correctionPrompt(prompt, reason)))
+    return {
+      text,
+      model: modelRef,
+      ...tally,
+      tier: null,
+      moveToStageId: null,
+      knowledgePointIds: []
+    } satisfies ReplyDraft
   })
 
 /** An AI-generated opening message for the stage in `ctx.stage`. */
@@ -216,7 +267,12 @@ export const opening = (ctx: TurnContext): Written =>
 
 /** A followup message (a step of the stage's followup sequence) for a contact who has not answered. */
 export const followup = (f: FollowupContext): Written =>
-  written("followup", f.context.model, followupPrompt(f), guardTexts(f.context, null, { instructions: [f.instructions], allowed: [f.assets] })).pipe(
+  written(
+    "followup",
+    f.context.model,
+    followupPrompt(f),
+    guardTexts(f.context, null, { instructions: [f.instructions], allowed: [f.assets] })
+  ).pipe(
     Effect.withSpan("Agent.followup", { attributes: { conversationId: f.context.conversationId, step: f.step } })
   )
 

@@ -24,18 +24,6 @@
 import { LanguageModel, type Prompt, type Response } from "@effect/ai"
 import { Duration, Effect } from "effect"
 import {
-  ASSETS_SECTION,
-  BRIDGE_MARKER,
-  EXTRACT_MARKER,
-  FOLLOWUP_MARKER,
-  HANDOFF_SECTION,
-  JUDGE_MARKER,
-  KNOWLEDGE_SECTION,
-  OPENING_MARKER,
-  ROUTER_MARKER,
-  SUMMARY_MARKER
-} from "./Prompting.js"
-import {
   ASKS_FOR_PERSON,
   conditionMet,
   judgement,
@@ -47,8 +35,40 @@ import {
   textOf,
   words
 } from "./LocalText.js"
+import {
+  ASSETS_SECTION,
+  BRIDGE_MARKER,
+  EXTRACT_MARKER,
+  FOLLOWUP_MARKER,
+  HANDOFF_SECTION,
+  JUDGE_MARKER,
+  KNOWLEDGE_SECTION,
+  OPENING_MARKER,
+  ROUTER_MARKER,
+  SUMMARY_MARKER
+} from "./Prompting.js"
 
-const COMPLEX = new Set(["integr", "compa", "contr", "enter", "migra", "archi", "secur", "compl", "negot", "custo", "api", "sla", "legal", "multi", "sever", "detai", "diffe", "vs", "versu"])
+const COMPLEX = new Set([
+  "integr",
+  "compa",
+  "contr",
+  "enter",
+  "migra",
+  "archi",
+  "secur",
+  "compl",
+  "negot",
+  "custo",
+  "api",
+  "sla",
+  "legal",
+  "multi",
+  "sever",
+  "detai",
+  "diffe",
+  "vs",
+  "versu"
+])
 
 export const classify = (message: string): "simple" | "moderate" | "complex" => {
   const all = words(message)
@@ -67,7 +87,11 @@ interface Candidate {
 
 /** `- stage_id 12 "Won" (won): The customer confirms ...` lines of the reply prompt. */
 const candidatesIn = (system: string): ReadonlyArray<Candidate> =>
-  [...system.matchAll(/^- stage_id (\d+) "([^"]*)" \([a-z]+\): (.+)$/gm)].map((m) => ({ id: Number(m[1]), name: m[2]!, condition: m[3]! }))
+  [...system.matchAll(/^- stage_id (\d+) "([^"]*)" \([a-z]+\): (.+)$/gm)].map((m) => ({
+    id: Number(m[1]),
+    name: m[2]!,
+    condition: m[3]!
+  }))
 
 interface ActionCandidate {
   readonly id: number
@@ -77,7 +101,11 @@ interface ActionCandidate {
 
 /** `- action_id 5 "notify_crm": When the contact asks ...` lines of the reply prompt. */
 const actionsIn = (system: string): ReadonlyArray<ActionCandidate> =>
-  [...system.matchAll(/^- action_id (\d+) "([^"]*)": (.+)$/gm)].map((m) => ({ id: Number(m[1]), name: m[2]!, instructions: m[3]! }))
+  [...system.matchAll(/^- action_id (\d+) "([^"]*)": (.+)$/gm)].map((m) => ({
+    id: Number(m[1]),
+    name: m[2]!,
+    instructions: m[3]!
+  }))
 
 /**
  * An action is called when the contact names it (`#name` or `[action: name]`), or when most content
@@ -95,7 +123,9 @@ const extractValue = (system: string, contactMessages: ReadonlyArray<string>) =>
   const instruction = system.match(/only, no other words: (.*)$/m)?.[1]?.toLowerCase() ?? ""
   const all = contactMessages.join(" ")
   if (/e-?mail/.test(instruction)) return all.match(/[^\s@]+@[^\s@]+\.[a-z]{2,}/i)?.[0] ?? ""
-  if (/phone|number|count|amount|how many|quantity/.test(instruction)) return [...all.matchAll(/\d[\d.,]*/g)].pop()?.[0] ?? ""
+  if (/phone|number|count|amount|how many|quantity/.test(instruction)) {
+    return [...all.matchAll(/\d[\d.,]*/g)].pop()?.[0] ?? ""
+  }
   return contactMessages[contactMessages.length - 1]?.trim() ?? ""
 }
 
@@ -111,7 +141,8 @@ const textParts = (prompt: Prompt.Prompt, text: string): Array<Response.PartEnco
 ]
 
 /** Sections of the instructions whose quoted passages are text written to be said (`say "..."`). */
-const SAYABLE_IN = /^## (?:Agent type|Persona|Instructions|Current stage: [^\n]*|Routing instructions)\n([\s\S]*?)(?=\n##? |$(?![\s\S]))/gm
+const SAYABLE_IN =
+  /^## (?:Agent type|Persona|Instructions|Current stage: [^\n]*|Routing instructions)\n([\s\S]*?)(?=\n##? |$(?![\s\S]))/gm
 
 /** Passages of three words or more quoted in the instructions: what the agent is told to say, as written. */
 const quotedToSay = (system: string) =>
@@ -152,19 +183,24 @@ const firstName = (system: string) => system.match(/^Name: (\S+)/m)?.[1] ?? null
 const followupText = (system: string, name: string | null) => {
   const step = Number(system.match(/Write followup (\d+) of \d+/)?.[1] ?? "1")
   const hi = `Hi${name ? ` ${name}` : ""}`
-  const opener = step === 1 ? `${hi}, just following up on my last message.` : `${hi}, checking in once more (follow-up ${step}).`
+  const opener = step === 1
+    ? `${hi}, just following up on my last message.`
+    : `${hi}, checking in once more (follow-up ${step}).`
   const ask = "Do you have any questions I can help with?"
   const asset = sentences(sectionOf(system, ASSETS_SECTION))[0]
   return [opener, ask, asset ? `This may help: ${asset}` : null].filter((p) => p !== null).join(" ")
 }
 
 /** The handoff instructions in the system prompt (after "or when:"), if any. */
-const handoffCondition = (system: string) => sectionOf(system, HANDOFF_SECTION).match(/or when: (.*?)\. (Then|A member)/)?.[1] ?? null
+const handoffCondition = (system: string) =>
+  sectionOf(system, HANDOFF_SECTION).match(/or when: (.*?)\. (Then|A member)/)?.[1] ?? null
 
 const wantsPerson = (system: string, contactText: string) => {
   if (ASKS_FOR_PERSON.test(contactText)) return "The contact asked to talk to a person"
   const condition = handoffCondition(system)
-  return condition !== null && conditionMet(condition, contactText) >= 0.6 ? `The handoff instructions apply: ${condition}` : null
+  return condition !== null && conditionMet(condition, contactText) >= 0.6
+    ? `The handoff instructions apply: ${condition}`
+    : null
 }
 
 const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncoded> => {
@@ -173,7 +209,10 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
 
   if (system.includes(JUDGE_MARKER)) {
     const criterion = sectionOf(system, "Criterion").trim()
-    return textParts(options.prompt, judgement(criterion, messages.filter((m) => m.role === "user").map(textOf).join("\n")))
+    return textParts(
+      options.prompt,
+      judgement(criterion, messages.filter((m) => m.role === "user").map(textOf).join("\n"))
+    )
   }
 
   if (system.includes(ROUTER_MARKER)) {
@@ -192,32 +231,48 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
     return textParts(
       options.prompt,
       system.includes("waiting for a member of the team longer")
-        ? `Thank you for your patience${name ? `, ${name}` : ""}. Our team has your conversation and will reply here as soon as they can.`
+        ? `Thank you for your patience${
+          name ? `, ${name}` : ""
+        }. Our team has your conversation and will reply here as soon as they can.`
         : `I'm asking a member of our team to take over${name ? `, ${name}` : ""}. They will reply here shortly.`
     )
   }
   if (system.includes(FOLLOWUP_MARKER)) return textParts(options.prompt, followupText(system, name))
 
-  if (system.includes(OPENING_MARKER)) return textParts(options.prompt, `Hi${name ? ` ${name}` : ""}! How can I help you today?`)
+  if (system.includes(OPENING_MARKER)) {
+    return textParts(options.prompt, `Hi${name ? ` ${name}` : ""}! How can I help you today?`)
+  }
 
   // the contact's messages since the last assistant message: what this turn answers
   const lastAssistant = messages.map((m) => m.role).lastIndexOf("assistant")
   const toolResults = messages.slice(lastAssistant + 1).filter((m) => m.role === "tool")
   const turn = messages.slice(lastAssistant + 1).filter((m) => m.role === "user").map(textOf).join(" ")
-  const contactText = turn.trim() !== "" ? turn : messages.filter((m) => m.role === "user").map(textOf).slice(-1).join(" ")
+  const contactText = turn.trim() !== ""
+    ? turn
+    : messages.filter((m) => m.role === "user").map(textOf).slice(-1).join(" ")
 
   const canMove = options.tools.some((t) => t.name === "move_to_stage") && options.toolChoice !== "none"
   const canTrigger = options.tools.some((t) => t.name === "trigger_action") && options.toolChoice !== "none"
-  const canHandOff = options.tools.some((t) => t.name === "request_human") && options.toolChoice !== "none" && system.includes(`## ${HANDOFF_SECTION}`)
+  const canHandOff = options.tools.some((t) => t.name === "request_human") && options.toolChoice !== "none" &&
+    system.includes(`## ${HANDOFF_SECTION}`)
   const handOff = canHandOff && toolResults.length === 0 ? wantsPerson(system, contactText) : null
   if (handOff !== null) {
-    const call = { type: "tool-call" as const, id: "local_handoff", name: "request_human", params: { reason: handOff }, providerExecuted: false }
+    const call = {
+      type: "tool-call" as const,
+      id: "local_handoff",
+      name: "request_human",
+      params: { reason: handOff },
+      providerExecuted: false
+    }
     return [call, { type: "finish", reason: "tool-calls", usage: usageFor(options.prompt, call.name) }]
   }
   const handedOff = toolResults.flatMap((m) => (m.content as ReadonlyArray<any>))
     .some((p) => p.type === "tool-result" && p.name === "request_human" && (p.result as any)?.requested === true)
   if (handedOff) {
-    return textParts(options.prompt, `I'm asking a member of our team to take over${name ? `, ${name}` : ""}. They will reply here shortly.`)
+    return textParts(
+      options.prompt,
+      `I'm asking a member of our team to take over${name ? `, ${name}` : ""}. They will reply here shortly.`
+    )
   }
   if ((canMove || canTrigger) && toolResults.length === 0) {
     const best = canMove
@@ -229,19 +284,38 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
     const triggered = canTrigger ? actionsIn(system).filter((a) => actionCalledFor(a, contactText)) : []
     const calls: Array<Response.PartEncoded> = [
       ...(best
-        ? [{ type: "tool-call" as const, id: `local_${best.c.id}`, name: "move_to_stage", params: { stage_id: best.c.id, reason: `The contact said: ${contactText.slice(0, 200)}` }, providerExecuted: false }]
+        ? [{
+          type: "tool-call" as const,
+          id: `local_${best.c.id}`,
+          name: "move_to_stage",
+          params: { stage_id: best.c.id, reason: `The contact said: ${contactText.slice(0, 200)}` },
+          providerExecuted: false
+        }]
         : []),
-      ...triggered.map((a) => ({ type: "tool-call" as const, id: `local_action_${a.id}`, name: "trigger_action", params: { action_id: a.id, reason: `The contact said: ${contactText.slice(0, 200)}` }, providerExecuted: false }))
+      ...triggered.map((a) => ({
+        type: "tool-call" as const,
+        id: `local_action_${a.id}`,
+        name: "trigger_action",
+        params: { action_id: a.id, reason: `The contact said: ${contactText.slice(0, 200)}` },
+        providerExecuted: false
+      }))
     ]
     if (calls.length > 0) {
-      return [...calls, { type: "finish", reason: "tool-calls", usage: usageFor(options.prompt, calls.map((c: any) => c.name).join(" ")) }]
+      return [...calls, {
+        type: "finish",
+        reason: "tool-calls",
+        usage: usageFor(options.prompt, calls.map((c: any) => c.name).join(" "))
+      }]
     }
   }
 
-  const moved = toolResults.flatMap((m) => (m.content as ReadonlyArray<any>)).find((p) => p.type === "tool-result" && p.name === "move_to_stage")
-  const movedTo = moved && typeof moved.result === "object" && moved.result !== null && (moved.result as any).moved === true
-    ? String((moved.result as any).stage)
-    : null
+  const moved = toolResults.flatMap((m) => (m.content as ReadonlyArray<any>)).find((p) =>
+    p.type === "tool-result" && p.name === "move_to_stage"
+  )
+  const movedTo =
+    moved && typeof moved.result === "object" && moved.result !== null && (moved.result as any).moved === true
+      ? String((moved.result as any).stage)
+      : null
   const answer = answerFrom(system, contactText)
   const parts = [
     movedTo !== null ? `Thank you${name ? `, ${name}` : ""}, I've noted that.` : null,
@@ -257,7 +331,9 @@ export const makeLocalModel = (options: { readonly latency?: Duration.DurationIn
   LanguageModel.make({
     generateText: (providerOptions) =>
       Effect.sync(() => reply(providerOptions)).pipe(
-        options.latency !== undefined && Duration.toMillis(options.latency) > 0 ? Effect.delay(options.latency) : (e) => e
+        options.latency !== undefined && Duration.toMillis(options.latency) > 0
+          ? Effect.delay(options.latency)
+          : (e) => e
       ),
     streamText: () => {
       throw new Error("The local model does not stream")

@@ -11,9 +11,11 @@ const STOP = new Set(
     "you your yes no not please thanks thank hi hello hey just about any some want need like get").split(" ")
 )
 
-export const words = (text: string) => text.toLowerCase().normalize("NFKD").replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean)
+export const words = (text: string) =>
+  text.toLowerCase().normalize("NFKD").replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean)
 /** Content words, cut to a 5-letter stem so "purchase" meets "purchasing". */
-export const stems = (text: string) => new Set(words(text).filter((w) => w.length > 2 && !STOP.has(w)).map((w) => w.slice(0, 5)))
+export const stems = (text: string) =>
+  new Set(words(text).filter((w) => w.length > 2 && !STOP.has(w)).map((w) => w.slice(0, 5)))
 
 export const textOf = (message: Prompt.Message): string => {
   if (typeof message.content === "string") return message.content
@@ -21,7 +23,9 @@ export const textOf = (message: Prompt.Message): string => {
 }
 
 export const sentences = (text: string) =>
-  text.split(/(?<=[.!?])\s+|\n+/).map((s) => s.replace(/^[-*#\s]+/, "").trim()).filter((s) => s.length > 0 && !s.startsWith("[task:"))
+  text.split(/(?<=[.!?])\s+|\n+/).map((s) => s.replace(/^[-*#\s]+/, "").trim()).filter((s) =>
+    s.length > 0 && !s.startsWith("[task:")
+  )
 
 /** The share of a condition's content words the contact's recent messages contain. */
 export const conditionMet = (condition: string, contactText: string) => {
@@ -37,7 +41,8 @@ export const sectionOf = (system: string, title: string) =>
   system.match(new RegExp(`^## ${title}\\n([\\s\\S]*?)(?=\\n##? |\\n\\n[^#]|$(?![\\s\\S]))`, "m"))?.[1] ?? ""
 
 /** The contact asks for a person, in so many words. */
-export const ASKS_FOR_PERSON = /\b(human|real person|a person|someone (real|from)|an? (agent|operator|representative)|speak to|talk to|talk with|customer service)\b/i
+export const ASKS_FOR_PERSON =
+  /\b(human|real person|a person|someone (real|from)|an? (agent|operator|representative)|speak to|talk to|talk with|customer service)\b/i
 
 /** What the local model says when the knowledge has nothing on the contact's words. */
 export const NOTHING_FOUND = "I don't have that information here."
@@ -54,13 +59,22 @@ const answers = (reply: string, question: string) => {
  * no later reply answered, else their latest request), what the agent answered, and what is still open.
  */
 export const summaryText = (messages: ReadonlyArray<Prompt.Message>) => {
-  const said = messages.filter((m) => m.role === "user" || m.role === "assistant").map((m) => ({ role: m.role, text: textOf(m).trim() }))
+  const said = messages.filter((m) => m.role === "user" || m.role === "assistant").map((m) => ({
+    role: m.role,
+    text: textOf(m).trim()
+  }))
     .filter((m) => m.text !== "")
   const questions = said.flatMap((m, i) =>
-    m.role === "user" ? sentences(m.text).filter((s) => s.endsWith("?") && !ASKS_FOR_PERSON.test(s)).map((q) => ({ q, i })) : []
+    m.role === "user"
+      ? sentences(m.text).filter((s) => s.endsWith("?") && !ASKS_FOR_PERSON.test(s)).map((q) => ({ q, i }))
+      : []
   )
-  const open = questions.filter(({ i, q }) => !said.slice(i + 1).some((m) => m.role === "assistant" && answers(m.text, q))).map(({ q }) => q)
-  const requests = said.filter((m) => m.role === "user").flatMap((m) => sentences(m.text)).filter((s) => stems(s).size > 0)
+  const open = questions.filter(({ i, q }) =>
+    !said.slice(i + 1).some((m) => m.role === "assistant" && answers(m.text, q))
+  ).map(({ q }) => q)
+  const requests = said.filter((m) => m.role === "user").flatMap((m) => sentences(m.text)).filter((s) =>
+    stems(s).size > 0
+  )
   const latest = requests.filter((s) => !ASKS_FOR_PERSON.test(s)).at(-1) ?? requests.at(-1)
   // what the agent answered: its replies that answer one of the contact's questions (not a bridge or a greeting)
   const answered = said.filter((m) => m.role === "assistant" && questions.some(({ q }) => answers(m.text, q)))
@@ -75,7 +89,8 @@ export const summaryText = (messages: ReadonlyArray<Prompt.Message>) => {
 
 /** The scripted judgement of a criterion over the transcript's `Agent:` lines. */
 export const judgement = (criterion: string, transcript: string) => {
-  const agent = transcript.split("\n").filter((l) => l.startsWith("Agent: ")).map((l) => l.slice(7)).join("\n").toLowerCase()
+  const agent = transcript.split("\n").filter((l) => l.startsWith("Agent: ")).map((l) => l.slice(7)).join("\n")
+    .toLowerCase()
   const phrases = [...criterion.matchAll(/"([^"]+)"/g)].map((m) => m[1]!)
   if (phrases.length === 0) {
     const share = conditionMet(criterion, agent)

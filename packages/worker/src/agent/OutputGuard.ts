@@ -18,7 +18,8 @@ const SPAN = 7
 /** A shorter instruction sentence counts when repeated whole, from this many words. */
 const MIN_SPAN = 4
 
-const wordsOf = (text: string) => text.toLowerCase().normalize("NFKC").match(/[\p{L}\p{N}]+(?:['’_][\p{L}\p{N}]+)*/gu) ?? []
+const wordsOf = (text: string) =>
+  text.toLowerCase().normalize("NFKC").match(/[\p{L}\p{N}]+(?:['’_][\p{L}\p{N}]+)*/gu) ?? []
 
 const grams = (words: ReadonlyArray<string>, k: number) => {
   const out: Array<string> = []
@@ -50,7 +51,8 @@ export const guardTexts = (
   tierInstructions: string | null,
   extra: { readonly instructions?: ReadonlyArray<string | null>; readonly allowed?: ReadonlyArray<string | null> } = {}
 ): GuardTexts => {
-  const given = (texts: ReadonlyArray<string | null> | undefined) => (texts ?? []).filter((t): t is string => t !== null)
+  const given = (texts: ReadonlyArray<string | null> | undefined) =>
+    (texts ?? []).filter((t): t is string => t !== null)
   const instructions = [instructionsPart(ctx, tierInstructions), ...toolTexts, ...given(extra.instructions)]
   return {
     instructions,
@@ -81,7 +83,7 @@ export const withheldBecause = (reply: string, texts: GuardTexts): string | null
     for (const text of texts.instructions) {
       for (const sentence of sentencesOf(text)) {
         const w = wordsOf(sentence)
-        if (w.length >= MIN_SPAN && Math.min(SPAN, w.length) === k) for (const g of grams(w, k)) own.add(g)
+        if (w.length >= MIN_SPAN && Math.min(SPAN, w.length) === k) { for (const g of grams(w, k)) own.add(g) }
       }
     }
     if (own.size === 0) continue
@@ -94,7 +96,10 @@ export const withheldBecause = (reply: string, texts: GuardTexts): string | null
   const allowedLower = allowedText.toLowerCase()
   for (const name of texts.stageNames) {
     const n = escape(name.toLowerCase().trim())
-    const label = new RegExp(`[("“'\\[]\\s*${n}\\s*[)"”'\\]]|\\bstage\\s*:?\\s*["“']?${n}\\b|\\b${n}["”']?\\s+stage\\b`, "u")
+    const label = new RegExp(
+      `[("“'\\[]\\s*${n}\\s*[)"”'\\]]|\\bstage\\s*:?\\s*["“']?${n}\\b|\\b${n}["”']?\\s+stage\\b`,
+      "u"
+    )
     if (label.test(lower) && !label.test(allowedLower)) return `named an internal stage ("${name}")`
   }
   return null

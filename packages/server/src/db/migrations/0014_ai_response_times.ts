@@ -22,7 +22,8 @@ export const backfillAiResponseTimes = `
   where cv.id = s.conversation_id`
 
 export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql.unsafe(`
+  sql.unsafe(
+    `
     alter table conversations
       add column ai_response_seconds_total double precision not null default 0,
       add column ai_responses_count integer not null default 0;
@@ -61,5 +62,5 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
       end if;
       return null;
     end $$;
-  ` + ";" + backfillAiResponseTimes)
-)
+  ` + ";" + backfillAiResponseTimes
+  ))

@@ -11,7 +11,8 @@ const sections = [
 ] as const
 
 /** Columns of `pipelines` that are the pipeline's state rather than its configuration: never taken from a version. */
-const pipelineState = "array['id', 'workspace_id', 'status', 'is_archived', 'live_version_id', 'is_publish_gated', 'created_at', 'updated_at']"
+const pipelineState =
+  "array['id', 'workspace_id', 'status', 'is_archived', 'live_version_id', 'is_publish_gated', 'created_at', 'updated_at']"
 
 /**
  * Which configuration runs: `p_override` when given (an eval's: 0 the tables, else a version id), else
@@ -23,13 +24,17 @@ const resolved = `(select case when p_override is not null then nullif(p_overrid
 
 /** A table's rows of the pipeline as they run: the tables', or the version's in the same row type. */
 const liveRows = (table: string) => `
-  create function parley_live_${table === "pipeline_knowledge_tables" ? "knowledge_tables" : table}(p_pipeline bigint, p_override bigint default null)
+  create function parley_live_${
+  table === "pipeline_knowledge_tables" ? "knowledge_tables" : table
+}(p_pipeline bigint, p_override bigint default null)
   returns setof ${table} language sql stable as $$
     select r.* from ${resolved} cv cross join lateral (
       select t.* from ${table} t where cv.version_id is null and t.pipeline_id = p_pipeline
       union all
       select x.* from pipeline_versions v
-      cross join lateral jsonb_populate_recordset(null::${table}, v.config -> '${sections.find((s) => s.table === table)!.key}') x
+      cross join lateral jsonb_populate_recordset(null::${table}, v.config -> '${
+  sections.find((s) => s.table === table)!.key
+}') x
       where v.id = cv.version_id and v.pipeline_id = p_pipeline
     ) r
   $$;`
@@ -77,8 +82,14 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
     create function parley_pipeline_config(p_pipeline bigint) returns jsonb language sql stable as $$
       select jsonb_build_object(
         'pipeline', (select to_jsonb(p) - ${pipelineState} from pipelines p where p.id = p_pipeline),
-        ${sections.map((s) => `'${s.key}', (select coalesce(jsonb_agg(to_jsonb(t) - 'created_at' - 'updated_at' order by ${s.order.split(", ").map((c) => `t.${c}`).join(", ")}), '[]')
-                      from ${s.table} t where t.pipeline_id = p_pipeline)`).join(",\n        ")})
+        ${
+    sections.map((s) =>
+      `'${s.key}', (select coalesce(jsonb_agg(to_jsonb(t) - 'created_at' - 'updated_at' order by ${
+        s.order.split(", ").map((c) => `t.${c}`).join(", ")
+      }), '[]')
+                      from ${s.table} t where t.pipeline_id = p_pipeline)`
+    ).join(",\n        ")
+  })
     $$;
 
     create function parley_live_pipeline(p_pipeline bigint, p_override bigint default null)

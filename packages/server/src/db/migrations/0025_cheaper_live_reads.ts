@@ -17,7 +17,8 @@ const version = `(case when p_override is not null then nullif(p_override, 0)
   else (select p.live_version_id from pipelines p join workspaces w on w.id = p.workspace_id
         where p.id = p_pipeline and w.is_drafts_enabled) end)`
 
-const state = "array['id', 'workspace_id', 'status', 'is_archived', 'live_version_id', 'is_publish_gated', 'created_at', 'updated_at']"
+const state =
+  "array['id', 'workspace_id', 'status', 'is_archived', 'live_version_id', 'is_publish_gated', 'created_at', 'updated_at']"
 
 /** A table's rows as they run: one arm reads the table, the other the version; each arm's test is a one-time filter. */
 const liveRows = (name: string, table: string, key: string) => `
