@@ -87,7 +87,9 @@ const start = async (label: string, side: string, from?: string) => {
       : { method: "GET", url: `${server.api}/api/user/opportunities/${ids[i % ids.length]}`, headers: auth }
   const contacts = Array.from({ length: 64 }, (_, i) => `${side}-reply-${i}`)
   let exchange: ((contactId: string, text: string) => Promise<Exchange>) | undefined
-  /** Sets the pipeline up for the scenario and warms it: each inbound visitor or reply conversation writes once first. */
+  /**
+   * Sets the pipeline up for the scenario and warms it: each inbound visitor or reply conversation writes once first.
+   */
   const prepare = async (scenario: string, concurrency: number) => {
     if (scenario === "reply") {
       exchange = await replyExchange(server, hook)

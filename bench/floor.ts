@@ -51,7 +51,9 @@ class Floor extends HttpApiGroup.make("floor")
 {}
 class FloorApi extends HttpApi.make("floor").add(Floor) {}
 
-/** HttpApi on NodeHttpServer; with FLOOR_DATABASE_URL its `select` route reads through @effect/sql-pg (a pool of 10). */
+/**
+ * HttpApi on NodeHttpServer; with FLOOR_DATABASE_URL its `select` route reads through @effect/sql-pg (a pool of 10).
+ */
 const serveEffect = () => {
   const server = Http.createServer()
   const FloorLive = HttpApiBuilder.group(

@@ -59,7 +59,10 @@ export interface Counters {
     string,
     { readonly query: string; readonly calls: number; readonly ms: number; readonly planMs: number }
   >
-  /** CPU of the Postgres server (postmaster and every backend), ms, when it runs here. Backends that exited meanwhile are not counted. */
+  /**
+   * CPU of the Postgres server (postmaster and every backend), ms, when it runs here. Backends that exited meanwhile
+   * are not counted.
+   */
   readonly cpu?: number
 }
 
@@ -105,7 +108,10 @@ const readCounters = async (url: string, statements: boolean): Promise<Omit<Coun
   }
 }
 
-/** A native Postgres 15 cluster for this run only (the suite's, test/support/NativePostgres.ts); removed by `stop`, or at exit should the run fail. */
+/**
+ * A native Postgres 15 cluster for this run only (the suite's, test/support/NativePostgres.ts); removed by `stop`, or
+ * at exit should the run fail.
+ */
 const throwaway = async (): Promise<Database> => {
   const durable = process.env.BENCH_PG_DURABLE !== "off"
   const statements = process.env.BENCH_PG_STATEMENTS === "1"
@@ -147,7 +153,10 @@ const throwaway = async (): Promise<Database> => {
   }
 }
 
-/** A Postgres the caller runs (DATABASE_URL): refuses a database that already has users (the demo seed needs an empty one). */
+/**
+ * A Postgres the caller runs (DATABASE_URL): refuses a database that already has users (the demo seed needs an empty
+ * one).
+ */
 const given = async (url: string): Promise<Database> => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()

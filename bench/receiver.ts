@@ -197,7 +197,8 @@ if (s.database.kind === "native") {
   await client.end()
 }
 
-// the bare baseline on the same database and the same 500 visitors: the server is stopped, so the two never share the machine
+// the bare baseline on the same database and the same 500 visitors: the server is stopped, so the two never share the
+// machine
 const bareResults: Array<readonly [number, Awaited<ReturnType<typeof measure<LoadResult>>>]> = []
 let preparedBare: Awaited<ReturnType<typeof measure<LoadResult>>> | undefined
 try {
@@ -218,7 +219,8 @@ try {
         ] as const
       )
     }
-    // on Postgres also with the three statements prepared, as the server prepares its own (bare.ts): concurrency 16 only
+    // on Postgres also with the three statements prepared, as the server prepares its own (bare.ts): concurrency 16
+    // only
     if (s.database.kind === "native") {
       const prepared = (i: number) => ({ ...inbound(i), url: `${bare.url}/prepared/web-chat/message` })
       await load(16, 2, prepared)

@@ -5,7 +5,8 @@
  * server CPU per reply and statements per reply (`parley_db_statements_total`) for every block of
  * `block` replies. The database grows as it would: every reply adds a contact message, a reply and a
  * delivery-log row; conversations grow long (64 of them by default).
- * Run: npx tsx bench/reply-soak.ts [replies] [block] [conversations] [minutes]   (defaults 100000 10000 64, no time limit)
+ * Run: npx tsx bench/reply-soak.ts [replies] [block] [conversations] [minutes]   (defaults 100000 10000 64, no time
+ * limit)
  * With `minutes` it stops at that time whatever the count (issue 35's 30-minute soak: `... 100000000 10000 64 30`).
  * Each block also reports the server's RSS, sampled every 500 ms: its low point in the block (after a
  * collection; what stays held) and its high point. Low points that keep rising after warm-up mean a leak.

@@ -62,7 +62,9 @@ export interface Proc {
   readonly stop: () => Promise<void>
 }
 
-/** Spawns `parley serve --role <role>` (node with tsx's loader, so `pid` is the server itself) and waits for its banner. */
+/**
+ * Spawns `parley serve --role <role>` (node with tsx's loader, so `pid` is the server itself) and waits for its banner.
+ */
 const spawnServer = (role: Role, env: Record<string, string | undefined>, needs: ReadonlyArray<RegExp>, from = root) =>
   new Promise<Proc & { readonly banner: string }>((resolve, reject) => {
     // BENCH_NODE_ARGS: more node options for the server processes (diagnosis: `--import ./bench/cpu-profile.mjs`)
@@ -243,7 +245,9 @@ export const startServer = async (env: Record<string, string> = {}, given?: Setu
   }
 }
 
-/** Waits until `n` runners are registered and healthy (`cluster_runners`), so no run starts with its shards unassigned. */
+/**
+ * Waits until `n` runners are registered and healthy (`cluster_runners`), so no run starts with its shards unassigned.
+ */
 const runnersHealthy = async (url: string, n: number) => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
@@ -472,19 +476,28 @@ const machineBusyMs = () => {
 /** Per-request costs of one scenario, for "where the time goes". */
 export interface Costs {
   readonly requests: number
-  /** CPU ms per request of each process measured (server processes by role, or `bare`), of Postgres, and of this load generator. */
+  /**
+   * CPU ms per request of each process measured (server processes by role, or `bare`), of Postgres, and of this load
+   * generator.
+   */
   readonly cpu: ReadonlyArray<readonly [string, number]>
   readonly postgresCpu: number | undefined
   readonly clientCpu: number
   /** Cores busy over the scenario with the processes measured (server or bare, Postgres, the load generator). */
   readonly busyCores: number
-  /** Cores the kernel kept busy on its own meanwhile (interrupts, softirqs, kernel threads): mostly the run's own networking and fsyncs. */
+  /**
+   * Cores the kernel kept busy on its own meanwhile (interrupts, softirqs, kernel threads): mostly the run's own
+   * networking and fsyncs.
+   */
   readonly kernelCores: number
   /** Cores busy with anything else on the machine meanwhile (/proc/stat less the above): other work skews a run. */
   readonly otherCores: number
   readonly transactions: number | undefined
   readonly statements: number | undefined
-  /** The statements that took the most execution time over the scenario: calls per request, ms per request (pg_stat_statements). */
+  /**
+   * The statements that took the most execution time over the scenario: calls per request, ms per request
+   * (pg_stat_statements).
+   */
   readonly topStatements: ReadonlyArray<
     { readonly query: string; readonly calls: number; readonly ms: number; readonly planMs: number }
   >

@@ -1,4 +1,6 @@
-/** The inbox's keys, outside text fields: j/k move the selection, Enter opens it, e hands the open conversation back. */
+/**
+ * The inbox's keys, outside text fields: j/k move the selection, Enter opens it, e hands the open conversation back.
+ */
 import { useEffect } from "preact/hooks"
 import { api } from "./api.js"
 import { refreshOne, rows, selected } from "./inboxStore.js"

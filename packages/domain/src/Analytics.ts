@@ -56,7 +56,9 @@ export const IsoDate = Schema.String.pipe(
   Schema.filter((s) => parseIsoDate(s) !== undefined || "must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z)")
 )
 
-/** Where the counts come from: every reachable workspace or one of them, test conversations left out unless asked for. */
+/**
+ * Where the counts come from: every reachable workspace or one of them, test conversations left out unless asked for.
+ */
 const scopeFields = {
   workspace_id: Schema.optional(IdFromString(WorkspaceId)).annotations({
     description: "Count only this workspace (one you own or manage); all of them when omitted"

@@ -202,7 +202,10 @@ export class Contact extends Schema.Class<Contact>("Contact")({
 
 /** A query value that may repeat (`tag_ids=1&tag_ids=2`, `tag_ids[]=1`) or be comma-separated. */
 const Many = Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String)))
-/** `tag_ids` is integer[] (SPEC.md 4.5): a value that is no id is refused rather than dropped, which would lift the filter. */
+/**
+ * `tag_ids` is integer[] (SPEC.md 4.5): a value that is no id is refused rather than dropped, which would lift the
+ * filter.
+ */
 const ManyIds = Schema.optional(
   Schema.Union(Schema.String, Schema.Array(Schema.String)).pipe(
     Schema.filter((v) =>

@@ -64,7 +64,9 @@ export const StorableString = Schema.String.pipe(
   })
 )
 
-/** File names and MIME types are metadata: control characters and unpaired surrogates are dropped rather than refused. */
+/**
+ * File names and MIME types are metadata: control characters and unpaired surrogates are dropped rather than refused.
+ */
 export const storableName = (s: string): string =>
   // eslint-disable-next-line no-control-regex
   s.replace(/[\u0000-\u001f\u007f]/g, "").replace(new RegExp(LONE_SURROGATE.source, "g"), "\ufffd")

@@ -150,7 +150,9 @@ const isNull = (schema: unknown) => isObject(schema) && schema.type === "null" &
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 
 export interface LeanOptions {
-  /** Publish `null` where the argument takes it. Off for creates, where null and leaving the argument out are the same. */
+  /**
+   * Publish `null` where the argument takes it. Off for creates, where null and leaving the argument out are the same.
+   */
   readonly nullable: boolean
 }
 

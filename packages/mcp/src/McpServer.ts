@@ -82,7 +82,8 @@ const makeServer = (runtime: Runtime.Runtime<McpBackend | CurrentActor>) => {
     instructions
   }))
   server.setRequestHandler(ListToolsRequestSchema, () => toolList)
-  // registered past `Server`'s own tools/call wrapper, which answers a malformed call with an McpError (the doubled prefix)
+  // registered past `Server`'s own tools/call wrapper, which answers a malformed call with an McpError (the doubled
+  // prefix)
   Protocol.prototype.setRequestHandler.call(server, ToolsCall, (raw) => {
     const request = CallToolRequestSchema.safeParse(raw)
     if (!request.success) {

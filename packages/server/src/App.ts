@@ -74,7 +74,8 @@ const Services = Layer.mergeAll(
 )
 
 /**
- * Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use services).
+ * Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use
+ * services).
  * Processes that make replies name each active pipeline whose model they cannot call.
  */
 export const servicesFor = (role: Role) =>

@@ -1,7 +1,8 @@
 /**
  * The agent with the `openai` provider against a local fake OpenAI-compatible server (Responses API):
  * the reply's cost comes from the catalogue's prices and the usage the provider reports, is summed on
- * the conversation and charged to the workspace (a handoff bridge the model writes as well); a provider that keeps failing is retried with backoff
+ * the conversation and charged to the workspace (a handoff bridge the model writes as well); a provider that keeps
+ * failing is retried with backoff
  * and then recorded on the message as failed (the contact's message: `provider_error`).
  */
 import { SqlClient } from "@effect/sql"

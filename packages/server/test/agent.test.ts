@@ -331,7 +331,8 @@ layer(
         { opportunity_id: number }
       >`select opportunity_id from messages where id = ${first}`
       ok(yield* put(owner, `/api/user/opportunities/${opportunity!.opportunity_id}`, { stage_id: demo.id }))
-      // stored as ai_generated, then delivered: native Postgres can read between the two (PGlite's one session never did)
+      // stored as ai_generated, then delivered: native Postgres can read between the two (PGlite's one session never
+      // did)
       const opening = yield* eventually(
         Effect.map(
           assistantMessages(conversationId),

@@ -73,7 +73,10 @@ const message = (c: Conversation, sender: "contact" | "ai" | "operator", at: str
   }, ${cost}, ${at}::timestamptz)`
 }
 
-/** A web-chat conversation (its messages are today's, outside the series below) and handoff moves on it at `day` 10:00 UTC plus seconds. */
+/**
+ * A web-chat conversation (its messages are today's, outside the series below) and handoff moves on it at `day` 10:00
+ * UTC plus seconds.
+ */
 const handoffs = (
   owner: Caller,
   a: Agent,

@@ -17,7 +17,10 @@ import { migrations } from "../src/db/migrations/index.js"
 import { parley, run, testTimeout } from "./support/Cli.js"
 import { createNativeDatabase, databaseMode, queryUrl } from "./support/NativeDatabase.js"
 
-/** An empty Postgres with the vector extension and room for two connections: its URL, a query as its superuser, and a stop. */
+/**
+ * An empty Postgres with the vector extension and room for two connections: its URL, a query as its superuser, and a
+ * stop.
+ */
 const emptyPostgres = async () => {
   if (databaseMode === "postgres") {
     const db = await createNativeDatabase({ empty: true, connectionLimit: 2 })

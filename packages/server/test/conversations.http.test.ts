@@ -19,7 +19,9 @@ import {
 import { seedUser, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
-/** An opportunity created on an existing contact, which joins (here: opens) a conversation on the pipeline's channel. */
+/**
+ * An opportunity created on an existing contact, which joins (here: opens) a conversation on the pipeline's channel.
+ */
 const withConversation = (who: Caller) =>
   Effect.gen(function*() {
     const f = yield* funnel(who)
@@ -200,7 +202,10 @@ layer(TestServerLive())("the conversation summary in an opportunity", (it) => {
     }))
 })
 
-/** A pipeline with a web channel; `open` starts a conversation with a new contact whose current opportunity is in `stageId`. */
+/**
+ * A pipeline with a web channel; `open` starts a conversation with a new contact whose current opportunity is in
+ * `stageId`.
+ */
 const inbox = (who: Caller) =>
   Effect.gen(function*() {
     const f = yield* funnel(who)

@@ -58,7 +58,10 @@ const watchedPage = (context: BrowserContext, options: { readonly refuse: boolea
     return { page, outside, violations }
   })
 
-/** Navigation timing of the page's current document, from navigation start (the first paint may come after the load event). */
+/**
+ * Navigation timing of the page's current document, from navigation start (the first paint may come after the load
+ * event).
+ */
 const timing = (page: Page) =>
   run(() =>
     page.evaluate(async () => {

@@ -281,7 +281,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       expect(run).toMatchObject({ status: "passed", cases: 1, passed: 1 })
       expect(run.results[0].case_id).toBe(created.body.data.id)
 
-      // a real conversation over web chat, saved as a case: e-mail addresses and numbers taken out, what happened expected
+      // a real conversation over web chat, saved as a case: e-mail addresses and numbers taken out, what happened
+      // expected
       const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
       const messageId = yield* say(
         channel,

@@ -85,16 +85,25 @@ const zeros = {
 /**
  * Alice has Sales and Support (whose waits time out and return); the events (seconds after 10:00 UTC):
  *
- * | conversation      | pipeline          | day   | events                                        | per request                      |
+ * | conversation      | pipeline          | day   | events                                        | per request
+ * |
  * |-------------------|-------------------|-------|-----------------------------------------------|----------------------------------|
- * | handed            | Sales             | 03-01 | request 0, take 60, return 600                | taken 60 s, handed back          |
- * | resolved          | Sales             | 03-01 | request 0, take 180, resolve (won stage) 900  | taken 180 s, resolved            |
- * | twice             | Sales             | 03-01 | request 0, return 100, request 200, take 230  | not taken, handed back; 30 s, open |
- * | direct            | Sales             | 03-01 | take 0, return 50                             | no request: not counted          |
- * | moved (Sales chat)| Support (newest opp) | 03-01 | request 0, take 90, return 300             | taken 90 s, handed back          |
- * | timed-out         | Support           | 03-01 | request 0, timeout 3600                       | not taken, handed back           |
- * | later             | Support           | 03-05 | request 0, take 240                           | taken 240 s, open                |
- * | test (is_test)    | Sales             | 03-01 | request 0                                     | open, only with include_test     |
+ * | handed            | Sales             | 03-01 | request 0, take 60, return 600                | taken 60 s, handed
+ * back          |
+ * | resolved          | Sales             | 03-01 | request 0, take 180, resolve (won stage) 900  | taken 180 s,
+ * resolved            |
+ * | twice             | Sales             | 03-01 | request 0, return 100, request 200, take 230  | not taken, handed
+ * back; 30 s, open |
+ * | direct            | Sales             | 03-01 | take 0, return 50                             | no request: not
+ * counted          |
+ * | moved (Sales chat)| Support (newest opp) | 03-01 | request 0, take 90, return 300             | taken 90 s, handed
+ * back          |
+ * | timed-out         | Support           | 03-01 | request 0, timeout 3600                       | not taken, handed
+ * back           |
+ * | later             | Support           | 03-05 | request 0, take 240                           | taken 240 s, open
+ * |
+ * | test (is_test)    | Sales             | 03-01 | request 0                                     | open, only with
+ * include_test     |
  *
  * Bob, another workspace, has a conversation with a request and a take on 03-01.
  */
@@ -182,7 +191,8 @@ layer(TestServerLive(), { excludeTestServices: true })("handoff analytics", (it)
       Effect.gen(function*() {
         const { alice, sales, support } = yield* fixture
         const data = yield* stats(alice)
-        // taken after 30, 60, 90, 180 and 240 s; handed back by three returns and a timeout, resolved once; two still open
+        // taken after 30, 60, 90, 180 and 240 s; handed back by three returns and a timeout, resolved once; two still
+        // open
         expect(data.totals).toEqual({
           requested: 7,
           taken: 5,

@@ -22,7 +22,9 @@ type Caller = {
   readonly email: string
 }
 
-/** A pipeline answering at once, two stages (one won), a web channel with a callback URL; `settings` for the pipeline. */
+/**
+ * A pipeline answering at once, two stages (one won), a web channel with a callback URL; `settings` for the pipeline.
+ */
 const agent = (owner: Caller, callbackUrl: string | null, settings: Record<string, unknown> = {}) =>
   Effect.gen(function*() {
     yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })

@@ -88,7 +88,9 @@ class Memory {
     if (this.plans.length > plans) this.plans.splice(0, plans)
     if (Array.isArray(result.next_steps)) this.hints = result.next_steps
   }
-  /** The object of the kind a `<kind>_id` argument names, by the name the user (or a plan) gave, else the latest one. */
+  /**
+   * The object of the kind a `<kind>_id` argument names, by the name the user (or a plan) gave, else the latest one.
+   */
   id(argument: string, name: unknown): number | undefined {
     const kinds = [...this.things.keys()].filter((k) => argument === `${k}_id` || argument.endsWith(`_${k}_id`))
     for (const kind of kinds.sort((a, b) => b.length - a.length)) {

@@ -104,7 +104,8 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
       expect(JSON.stringify(tools.filter((t) => t.name.startsWith("create_")).map((t) => t.inputSchema))).not.toContain(
         "\"null\""
       )
-      // ids carry no bounds (they come from results), free text no storage limit, and unknown keys are refused without saying so
+      // ids carry no bounds (they come from results), free text no storage limit, and unknown keys are refused without
+      // saying so
       expect(input("create_stage").properties.pipeline_id).toEqual({ type: "integer", description: expect.any(String) })
       expect(input("update_pipeline").properties.instructions.anyOf[0]).toEqual({ type: "string" })
       expect(

@@ -301,7 +301,8 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       url.searchParams.set("scope", asked.join(" "))
       const page = yield* Effect.promise(() => flow.browser.open(url.toString()))
       expect(page.status).toBe(200)
-      // exactly the known scopes asked for, the read one ticked, the write one shown but not; mcp:use always, not a choice
+      // exactly the known scopes asked for, the read one ticked, the write one shown but not; mcp:use always, not a
+      // choice
       expect(tickedBoxes(page.html, "/authorize", "grant")).toEqual(["knowledge:read"])
       expect(page.html).toContain(`value="knowledge:write">`)
       expect(page.html).toContain(`id="scope-mcp" checked disabled`)

@@ -21,7 +21,10 @@ const HANDOFF_GUIDANCE = "Call the request_human tool when the contact asks to t
 const NOTE = "Customer wants the demo on Tuesday afternoon; confirm the slot and send the calendar link."
 const INSTRUCTIONS = "Greet the contact, find out what they need and answer from the knowledge about Parley."
 
-/** The demo's pipeline, as README's script meets it: instructions, knowledge, a won stage "Demo booked", handoff on request. */
+/**
+ * The demo's pipeline, as README's script meets it: instructions, knowledge, a won stage "Demo booked", handoff on
+ * request.
+ */
 const demoLike = (owner: Caller & { workspace_id: number }, aiModelId: number) =>
   Effect.gen(function*() {
     yield* giveCredits(owner.workspace_id, { credits: 100, is_subscription_active: true })

@@ -29,9 +29,13 @@ export interface ActionRunsPort {
   readonly markDispatched: (runIds: ReadonlyArray<number>) => Effect.Effect<void>
   /** Emits when runs were written (a database notification); may miss some, so consumers also poll. */
   readonly written: Stream.Stream<void>
-  /** Applies `max_fires` and required variables, renders the request (stored on the run), or records why it is skipped. */
+  /**
+   * Applies `max_fires` and required variables, renders the request (stored on the run), or records why it is skipped.
+   */
   readonly prepare: (runId: number) => Effect.Effect<ActionPrepared>
-  /** One attempt of the stored request, recorded; `nextDelayMs` is when the next attempt is due should this one fail. */
+  /**
+   * One attempt of the stored request, recorded; `nextDelayMs` is when the next attempt is due should this one fail.
+   */
   readonly attempt: (runId: number, attempt: number, nextDelayMs: number | null) => Effect.Effect<ActionAttemptOutcome>
   /** Groups whose next attempt is overdue by more than `olderThanMs` (a lost durable wake-up). */
   readonly overdue: (olderThanMs: number) => Effect.Effect<ReadonlyArray<ActionRunGroup>>

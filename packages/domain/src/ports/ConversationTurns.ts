@@ -86,7 +86,9 @@ export interface TurnContext {
   readonly knowledge: ReadonlyArray<{ readonly pointId: string; readonly source: string; readonly text: string }>
   /** the pipeline's model */
   readonly model: ModelRef
-  /** active `on_user_message` and `custom` actions of the pipeline and the current stage: offered to the model as a tool */
+  /**
+   * active `on_user_message` and `custom` actions of the pipeline and the current stage: offered to the model as a tool
+   */
   readonly actions?: ReadonlyArray<TurnAction>
   /** Smart Routing tiers when enabled, else null */
   readonly routing:
@@ -198,7 +200,9 @@ export interface ConversationTurnsPort {
   readonly orphaned: (
     graceMs: number
   ) => Effect.Effect<ReadonlyArray<{ readonly conversationId: string; readonly messageId: string }>>
-  /** The conversation's turn context as it stands (its latest messages, no knowledge retrieved), when it has an agent. */
+  /**
+   * The conversation's turn context as it stands (its latest messages, no knowledge retrieved), when it has an agent.
+   */
   readonly context: (conversationId: string) => Effect.Effect<Option.Option<TurnContext>>
   /** Whether to answer, and with what. */
   readonly prepare: (conversationId: string, upToMessageId: string) => Effect.Effect<Prepared>
@@ -214,7 +218,9 @@ export interface ConversationTurnsPort {
     upToMessageId: string,
     draft: ReplyDraft
   ) => Effect.Effect<Option.Option<string>>
-  /** Records a reply that could not be produced (`status: failed`, `error`) and marks the turn handled with the reason. */
+  /**
+   * Records a reply that could not be produced (`status: failed`, `error`) and marks the turn handled with the reason.
+   */
   readonly fail: (
     conversationId: string,
     upToMessageId: string,
@@ -228,15 +234,22 @@ export interface ConversationTurnsPort {
   readonly deliver: (messageId: string) => Effect.Effect<void>
   /** The opening message due for a stage entry, if the stage has one and the opportunity a conversation. */
   readonly opening: (entryId: number) => Effect.Effect<Option.Option<OpeningContext>>
-  /** Stores an opening message (once per stage entry), not yet delivered; returns its id (none: the credits do not cover it). */
+  /**
+   * Stores an opening message (once per stage entry), not yet delivered; returns its id (none: the credits do not cover
+   * it).
+   */
   readonly commitOpening: (
     conversationId: string,
     entryId: number,
     draft: ReplyDraft
   ) => Effect.Effect<Option.Option<string>>
-  /** The followup due at `step` of a sequence, checked in the entity (so in order with replies): or why none is sent. */
+  /**
+   * The followup due at `step` of a sequence, checked in the entity (so in order with replies): or why none is sent.
+   */
   readonly followup: (sequenceId: number, step: number) => Effect.Effect<FollowupDue>
-  /** Stores a followup (once per sequence step), not yet delivered; returns its id (none: the credits do not cover it). */
+  /**
+   * Stores a followup (once per sequence step), not yet delivered; returns its id (none: the credits do not cover it).
+   */
   readonly commitFollowup: (
     conversationId: string,
     sequenceId: number,

@@ -51,7 +51,10 @@ export type FollowupEnd = typeof FollowupEnd.Type
 export interface FollowupSequencesPort {
   /** Whether the stage an entry is for has an active followup (a sequence is to start). */
   readonly starts: (entryId: number) => Effect.Effect<boolean>
-  /** Creates the entry's sequence (once; a repeat returns it), or none when the followup is inactive or the entry out of date. */
+  /**
+   * Creates the entry's sequence (once; a repeat returns it), or none when the followup is inactive or the entry out of
+   * date.
+   */
   readonly plan: (entryId: number) => Effect.Effect<Option.Option<FollowupPlan>>
   /** Without a conversation to write to: whether the sequence may go on ("skipped") or why it ends. */
   readonly check: (sequenceId: number) => Effect.Effect<FollowupOutcome>

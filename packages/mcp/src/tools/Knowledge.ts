@@ -1,4 +1,6 @@
-/** Knowledge tables and their points (SPEC.md 4.5): `knowledge:read` to read, `knowledge:write` to change, as on REST. */
+/**
+ * Knowledge tables and their points (SPEC.md 4.5): `knowledge:read` to read, `knowledge:write` to change, as on REST.
+ */
 import {
   CreateKnowledgeTable,
   DeletePoints,

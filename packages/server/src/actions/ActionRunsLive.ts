@@ -75,7 +75,10 @@ export const ActionRunsLive = Layer.effect(
         return values
       })
 
-    /** `action_name.status` or `action_name.response.path`: the latest answered run of that action for this opportunity (or conversation). */
+    /**
+     * `action_name.status` or `action_name.response.path`: the latest answered run of that action for this opportunity
+     * (or conversation).
+     */
     const actionValue = (run: RunRow, value: string) =>
       Effect.gen(function*() {
         const [name, kind, ...path] = value.split(".")
@@ -102,7 +105,10 @@ export const ActionRunsLive = Layer.effect(
         Effect.as(new ActionPrepared({ send: false, maxAttempts: 0 }))
       )
 
-    /** The run's variables' values: `fixed`, `from_system`, `from_action` or the model's `from_ai`; a required one missing is a reason to skip. */
+    /**
+     * The run's variables' values: `fixed`, `from_system`, `from_action` or the model's `from_ai`; a required one
+     * missing is a reason to skip.
+     */
     const resolveValues = (run: RunRow, names: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         const variables = names.length === 0 ? [] : yield* repo.variables(run.pipeline_id, run.config_version_id, names)

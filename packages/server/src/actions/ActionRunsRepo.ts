@@ -25,7 +25,10 @@ const runFields = {
   config_version_id: Schema.NullOr(Schema.Number)
 }
 
-/** A run with its action as configured when it was triggered; the action's columns are null when that configuration lacks it. */
+/**
+ * A run with its action as configured when it was triggered; the action's columns are null when that configuration
+ * lacks it.
+ */
 export const RunRow = Schema.Union(
   Schema.Struct({
     ...runFields,
@@ -115,7 +118,10 @@ export class ActionRunsRepo extends Effect.Service<ActionRunsRepo>()("@parley/se
           where t.retry_at is not null and t.retry_at < now() - make_interval(secs => ${olderThanMs / 1000}) limit 100`)
     })
 
-    /** In prepare's transaction: the run with its action as configured when it was triggered (docs/versions.md), the action's row locked. */
+    /**
+     * In prepare's transaction: the run with its action as configured when it was triggered (docs/versions.md), the
+     * action's row locked.
+     */
     const run = SqlSchema.findOne({
       Request: Schema.Number,
       Result: RunRow,

@@ -61,7 +61,10 @@ const NewVariable = Schema.Struct({
 
 const NewAction = Schema.Struct({ workspace_id: Schema.Number, pipeline_id: Schema.Number, ...actionFields })
 
-/** ActionResultsQuery's values without its bounds: MCP asks for one run more than a page to tell whether another follows. */
+/**
+ * ActionResultsQuery's values without its bounds: MCP asks for one run more than a page to tell whether another
+ * follows.
+ */
 const ResultsQuery = Schema.Struct({
   opportunity_id: Schema.optional(Schema.Number),
   conversation_id: Schema.optional(Schema.Number),

@@ -19,7 +19,9 @@ const ActivePipeline = Schema.Struct({
   model_pool: Schema.Array(Schema.Struct({ ai_model_id: Schema.Number }))
 })
 
-/** The models a pipeline's replies use: its own, and the four tiers' when Smart Routing is on (as the turn reads them). */
+/**
+ * The models a pipeline's replies use: its own, and the four tiers' when Smart Routing is on (as the turn reads them).
+ */
 export const pipelineModelIds = (p: {
   readonly ai_model_id: number
   readonly is_model_routing_enabled: boolean

@@ -48,7 +48,10 @@ const withTimeout = (timeoutMs: number) => (client: HttpClient.HttpClient): Http
       })
     ))
 
-/** LanguageModel for an `openai` or `anthropic` catalogue model, or ModelUnavailable when that provider has no key configured. */
+/**
+ * LanguageModel for an `openai` or `anthropic` catalogue model, or ModelUnavailable when that provider has no key
+ * configured.
+ */
 export class RemoteModels extends Effect.Service<RemoteModels>()("@parley/server/RemoteModels", {
   dependencies: [NodeHttpClient.layerUndici],
   scoped: Effect.gen(function*() {

@@ -139,7 +139,10 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
                  (select workspace_id from c) as workspace_id, (select is_eval from c) as is_eval, not (select ok from paid) as unpaid`
     })
 
-    /** A conversation's columns as ConversationRow, over `c`, `w`, `ct`, `ch` and the laterals `o`, `cv` and `lp` of `conversationFrom`. */
+    /**
+     * A conversation's columns as ConversationRow, over `c`, `w`, `ct`, `ch` and the laterals `o`, `cv` and `lp` of
+     * `conversationFrom`.
+     */
     const conversationColumns = sql`
       c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, c.status, c.cost_for_user::float8 as cost,
       -- counted only when the pipeline limits them: a long conversation's count is a scan of all its messages

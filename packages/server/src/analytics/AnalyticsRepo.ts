@@ -42,7 +42,9 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("@parley/serv
 
     const { inWorkspaces, messagesFrom, messageClauses, handoffRequestsFrom, medianTakeSeconds } = analyticsSql(sql)
 
-    /** Handoff figures by pipeline (`p`) and in total: see `handoffRequestsFrom` for what each request is joined with. */
+    /**
+     * Handoff figures by pipeline (`p`) and in total: see `handoffRequestsFrom` for what each request is joined with.
+     */
     const handoffs = SqlSchema.findAll({
       Request: HandoffFilter,
       Result: HandoffRow,

@@ -9,7 +9,10 @@ export interface AnalyticsScope {
   readonly includeTest: boolean
 }
 
-/** `created_at >= start`, and `created_at <= end` or `< end` when exclusive (a bare end date means the day after it, exclusive). */
+/**
+ * `created_at >= start`, and `created_at <= end` or `< end` when exclusive (a bare end date means the day after it,
+ * exclusive).
+ */
 export interface Period {
   readonly start?: Date | undefined
   readonly end?: { readonly at: Date; readonly exclusive: boolean } | undefined
@@ -38,7 +41,10 @@ interface FragmentFilter extends Period {
   readonly provider?: MessagingProvider | undefined
 }
 
-/** The fragments every analytics query is built from, so each rule (scope, test data, a handoff's course) is written once. */
+/**
+ * The fragments every analytics query is built from, so each rule (scope, test data, a handoff's course) is written
+ * once.
+ */
 export const analyticsSql = (sql: SqlClient.SqlClient) => {
   const inWorkspaces = (column: string, ids: ReadonlyArray<number>) => sql`${sql.literal(column)} in ${sql.in(ids)}`
 

@@ -31,7 +31,10 @@ export class TimeseriesRow extends Schema.Class<TimeseriesRow>("TimeseriesRow")(
 
 const utcDay = (column: string) => `(${column} at time zone 'UTC')::date`
 
-/** Per-day figures, one row for every UTC day from `firstDay` to `lastDay`; every query filters on the scope's workspaces. */
+/**
+ * Per-day figures, one row for every UTC day from `firstDay` to `lastDay`; every query filters on the scope's
+ * workspaces.
+ */
 export class TimeseriesRepo extends Effect.Service<TimeseriesRepo>()("@parley/server/TimeseriesRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient

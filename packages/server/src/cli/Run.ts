@@ -204,7 +204,10 @@ const directly = (command: AdminCommand) =>
     )
     : Effect.flatMap(direct, (d) => d.withDatabase((execute) => execute(command)))
 
-/** Runs `use` with a way to execute commands: through the server holding the data dir, or on a database opened once here. */
+/**
+ * Runs `use` with a way to execute commands: through the server holding the data dir, or on a database opened once
+ * here.
+ */
 const withExecutor = <A, E>(use: (execute: Execute) => Effect.Effect<A, E>) =>
   Effect.gen(function*() {
     const server = yield* holder

@@ -153,7 +153,9 @@ export const publicBaseUrl = (
   headers: Readonly<Record<string, string | undefined>>
 ) => Option.getOrElse(config.publicUrl, () => `http://${headers["host"] ?? `${config.host}:${config.port}`}`)
 
-/** The receiver's base URL for clients: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT. */
+/**
+ * The receiver's base URL for clients: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT.
+ */
 export const receiverBaseUrl = (
   config: { readonly receiverUrl: Option.Option<string>; readonly host: string; readonly receiverPort: number },
   bound: string | undefined

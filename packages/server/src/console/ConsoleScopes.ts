@@ -1,6 +1,8 @@
 import type { Scope } from "@parley/domain"
 
-/** What the console's token may do: read and work conversations, send, move opportunities; read pipelines and channels. */
+/**
+ * What the console's token may do: read and work conversations, send, move opportunities; read pipelines and channels.
+ */
 export const CONSOLE_SCOPES: ReadonlyArray<Scope> = [
   "conversations:read",
   "conversations:write",

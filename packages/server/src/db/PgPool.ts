@@ -81,7 +81,8 @@ const acquirePool = (url: Redacted.Redacted<string>, max: number, prepared: bool
             connectionTimeoutMillis: CONNECT_TIMEOUT_MS
           })
         )
-        // an idle connection the server dropped is replaced on the next checkout; without a listener it would crash the process
+        // an idle connection the server dropped is replaced on the next checkout; without a listener it would crash the
+        // process
         pool.on("error", () => {})
         // statements with parameters run prepared, once per connection and SQL text (PgPrepared.ts), unless
         // DATABASE_PREPARED_STATEMENTS=false (a pooler sharing server sessions between clients)

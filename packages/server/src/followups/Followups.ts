@@ -36,7 +36,9 @@ export class Followups extends Effect.Service<Followups>()("@parley/server/Follo
       return yield* current(stageId)
     })
 
-    /** Creates the followup (`is_active` and `intervals` required) or changes the fields sent; every problem in one 422. */
+    /**
+     * Creates the followup (`is_active` and `intervals` required) or changes the fields sent; every problem in one 422.
+     */
     const save = Effect.fn("Followups.save")(function*(stageId: StageId, input: SaveFollowup) {
       const stage = yield* findStage(stageId)
       yield* sql.withTransaction(Effect.gen(function*() {

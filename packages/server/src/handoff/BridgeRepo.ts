@@ -104,7 +104,9 @@ export class BridgeRepo extends Effect.Service<BridgeRepo>()("@parley/server/Bri
     return {
       /** A handoff event with what is still due for it; nothing when the event is gone. */
       dueEvent: (eventId: number) => Effect.orDie(dueEvent(eventId)),
-      /** The bridge message already stored for an event, if any (one per event: `messages.handoff_event_id` is unique). */
+      /**
+       * The bridge message already stored for an event, if any (one per event: `messages.handoff_event_id` is unique).
+       */
       bridgeOf: (eventId: number) => bridgeOf(eventId).pipe(Effect.map(Option.map((r) => r.id)), Effect.orDie),
       insertBridge: (b: BridgeMessage) =>
         insertBridge(b).pipe(Effect.map(Option.map((r) => r.workspace_id)), Effect.orDie)

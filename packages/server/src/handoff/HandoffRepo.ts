@@ -213,7 +213,9 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
       events: (conversationId: number) => Effect.orDie(events(conversationId)),
       isMember: (userId: number, workspaceId: number) =>
         memberships({ userId, workspaceId }).pipe(Effect.map((r) => r.n > 0), Effect.orDie),
-      /** The summary of a request, on the handoff and appended to the notes, once (while no later request replaced it). */
+      /**
+       * The summary of a request, on the handoff and appended to the notes, once (while no later request replaced it).
+       */
       storeSummary: (eventId: number, summary: string) =>
         sql`
           update conversations c set handoff_summary = ${summary},

@@ -6,7 +6,10 @@
 import { HttpServerResponse } from "@effect/platform"
 import * as Crypto from "node:crypto"
 
-/** CSP directives beyond the defaults (`default-src`, `base-uri`, `form-action`, `frame-ancestors`), which they may override. */
+/**
+ * CSP directives beyond the defaults (`default-src`, `base-uri`, `form-action`, `frame-ancestors`), which they may
+ * override.
+ */
 export type PagePolicy = Readonly<Record<string, ReadonlyArray<string>>>
 
 const defaults: PagePolicy = {

@@ -224,7 +224,10 @@ export class OAuthRepo extends Effect.Service<OAuthRepo>()("@parley/server/OAuth
           sql`update access_tokens set revoked_at = coalesce(revoked_at, now()) where oauth_grant_id = ${grantId}`
         ], { discard: true }).pipe(Effect.orDie),
 
-      /** Every grant a user gave one client, with their tokens; how many live grants there were. Run inside a transaction. */
+      /**
+       * Every grant a user gave one client, with their tokens; how many live grants there were. Run inside a
+       * transaction.
+       */
       revokeClientForUser: (userId: UserId, clientId: string) =>
         Effect.gen(function*() {
           const live = yield* liveGrantCount({ userId, clientId })

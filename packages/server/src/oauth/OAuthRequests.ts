@@ -88,7 +88,9 @@ export const redirectWith = (redirectUri: string, params: Record<string, string 
   return url.toString()
 }
 
-/** The authorization request's own parameters, with the redirect URI it resolved to, to carry through the consent form. */
+/**
+ * The authorization request's own parameters, with the redirect URI it resolved to, to carry through the consent form.
+ */
 export const authorizeParams = (params: OAuthParams, redirectUri: string) => {
   const own: Record<string, string> = {}
   for (const key of AUTHORIZE_PARAMS) if (params[key] !== undefined) own[key] = params[key]!

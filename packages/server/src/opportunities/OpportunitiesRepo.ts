@@ -73,7 +73,10 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
         sql`select id from contacts where workspace_id = ${workspaceId} and identifier = ${identifier}`
     })
 
-    /** A web-chat visitor's contact; nothing when a concurrent first message created it meanwhile (the identifier is unique per workspace). */
+    /**
+     * A web-chat visitor's contact; nothing when a concurrent first message created it meanwhile (the identifier is
+     * unique per workspace).
+     */
     const insertContactWithIdentifier = SqlSchema.findOne({
       Request: InWorkspace({ identifier: Schema.String }),
       Result: IdRow(ContactId),
@@ -183,7 +186,10 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
 
       firstStage: (pipelineId: PipelineId) => firstStage(pipelineId).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
 
-      /** A contact of the workspace that already has an opportunity in one of the caller's pipelines (SPEC.md 4.1 rule 1). */
+      /**
+       * A contact of the workspace that already has an opportunity in one of the caller's pipelines (SPEC.md 4.1 rule
+       * 1).
+       */
       contactWithOpportunity: (workspaceIds: ReadonlyArray<WorkspaceId>, workspaceId: WorkspaceId, id: ContactId) =>
         sql<{ id: ContactId }>`
           select c.id from contacts c
@@ -212,7 +218,10 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
       lockContact: (id: ContactId) =>
         sql`select id from contacts where id = ${id} for update`.pipe(Effect.asVoid, Effect.orDie),
 
-      /** Fills identity fields the contact does not have yet; never overwrites, never takes another contact's phone or email. */
+      /**
+       * Fills identity fields the contact does not have yet; never overwrites, never takes another contact's phone or
+       * email.
+       */
       fillContact: (
         id: ContactId,
         workspaceId: WorkspaceId,

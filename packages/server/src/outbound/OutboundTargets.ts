@@ -42,7 +42,10 @@ export class OutboundTargets extends Effect.Service<OutboundTargets>()("@parley/
         [bound.apiNow(), Option.getOrUndefined(config.publicUrl)].some((base) => originOf(base) === target)
     }
 
-    /** Why `url` may not be saved in `field` (empty when it may). `{{variable}}` placeholders outside the host are ignored. */
+    /**
+     * Why `url` may not be saved in `field` (empty when it may). `{{variable}}` placeholders outside the host are
+     * ignored.
+     */
     const issues = (field: string, url: string | null | undefined): Array<TargetIssue> => {
       if (config.outboundAllowPrivate || url === null || url === undefined) return []
       const host = hostPart(url)

@@ -27,7 +27,9 @@ export const JOIN_WORKSPACE_EVENT = "join-workspace"
 export const HANDOFF_EVENT = "handoff"
 /** To a conversation's channel: who has it now, `{ state }` (the widget's person button follows it). */
 export const HANDOFF_STATE_EVENT = "handoff_state"
-/** To an operator's socket whose access to a workspace ended (token revoked or expired, signed out, membership lost). */
+/**
+ * To an operator's socket whose access to a workspace ended (token revoked or expired, signed out, membership lost).
+ */
 export const ACCESS_ENDED_EVENT = "access_ended"
 export const workspaceChannel = (workspaceId: number) => `workspace.${workspaceId}`
 /**

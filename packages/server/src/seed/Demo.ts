@@ -31,7 +31,9 @@ export interface DemoCredentials {
   readonly workspace_id: WorkspaceId
   readonly pipeline_id: PipelineId
   readonly channel: { readonly id: number; readonly client_id: string; readonly client_secret: string }
-  /** The website widget channel the demo page at `/` embeds; its secret signs the replies' webhooks to `/demo/webhook`. */
+  /**
+   * The website widget channel the demo page at `/` embeds; its secret signs the replies' webhooks to `/demo/webhook`.
+   */
   readonly widget?: { readonly id: number; readonly client_id: string; readonly client_secret: string }
 }
 

@@ -32,7 +32,10 @@ import { WebChat } from "./WebChat.js"
 const MB = 1024 * 1024
 export const MAX_FILES = 10
 export const MAX_FILE_BYTES = 5 * MB
-/** The parser counts a part's headers into its size: it stops a little later, and each file's size is then checked exactly. */
+/**
+ * The parser counts a part's headers into its size: it stops a little later, and each file's size is then checked
+ * exactly.
+ */
 const PART_HEADERS_ALLOWANCE = 16 * 1024
 
 class Refused

@@ -142,7 +142,9 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
       return new WebChatSession(yield* sessionFields(contactKey, thread.conversationId))
     })
 
-    /** Stores one inbound message (after its files) in one transaction; a repeated Idempotency-Key answers the first id. */
+    /**
+     * Stores one inbound message (after its files) in one transaction; a repeated Idempotency-Key answers the first id.
+     */
     const receive = Effect.fn("WebChat.receive")(function*(
       channel: ThreadChannel,
       inbound: Inbound,

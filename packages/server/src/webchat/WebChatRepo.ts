@@ -84,7 +84,9 @@ const NewConversation = Schema.Struct({
 })
 const FileRow = Schema.Struct({ key: Schema.String, name: Schema.String, mimetype: Schema.String, size: Schema.Number })
 
-/** A stored message as the history lists it: `handled_reason` read as the public `no_reply_reason`. Only ever decoded. */
+/**
+ * A stored message as the history lists it: `handled_reason` read as the public `no_reply_reason`. Only ever decoded.
+ */
 const HistoryRow = Schema.transform(
   Schema.Struct({
     ...Struct.omit(HistoryMessage.fields, "no_reply_reason"),

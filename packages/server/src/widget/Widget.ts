@@ -117,7 +117,10 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
         })))
       )
 
-    /** The visitor a session token names, if it is ours, unexpired, and its channel still the same active widget channel. */
+    /**
+     * The visitor a session token names, if it is ours, unexpired, and its channel still the same active widget
+     * channel.
+     */
     const visitorOf = (token: string) =>
       Effect.gen(function*() {
         const claims = verify(secrets.widgetKey, token, now())

@@ -1,4 +1,7 @@
-/** Headless Chromium for the browser suites: Debian's `chromium` package (`.ci/run` installs it), driven by playwright-core. */
+/**
+ * Headless Chromium for the browser suites: Debian's `chromium` package (`.ci/run` installs it), driven by
+ * playwright-core.
+ */
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"

@@ -1,4 +1,7 @@
-/** Bodies of a fake OpenAI Responses API (`POST /v1/responses`), as @effect/ai-openai decodes them, and a server answering them. */
+/**
+ * Bodies of a fake OpenAI Responses API (`POST /v1/responses`), as @effect/ai-openai decodes them, and a server
+ * answering them.
+ */
 import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -66,7 +69,8 @@ export const inputText = (body: any, roles: ReadonlyArray<string>): Array<string
 
 /**
  * A local OpenAI-compatible server (Responses API at `/v1/responses`) on a random port: answers `text` with
- * 1000 input and 500 output tokens, or 500s while `state.failing`. Its base URL (for OPENAI_BASE_URL); closed with the scope.
+ * 1000 input and 500 output tokens, or 500s while `state.failing`. Its base URL (for OPENAI_BASE_URL); closed with the
+ * scope.
  */
 export const fakeOpenAi = (state: FakeOpenAiState, text = "The annual plan is 990 euros per year.") =>
   Effect.acquireRelease(

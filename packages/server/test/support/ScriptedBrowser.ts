@@ -36,7 +36,9 @@ export const hiddenFields = (html: string, action: string) => {
   return fields
 }
 
-/** The values of the ticked checkboxes named `name` in the first form posting to `action`, as a browser submits them. */
+/**
+ * The values of the ticked checkboxes named `name` in the first form posting to `action`, as a browser submits them.
+ */
 export const tickedBoxes = (html: string, action: string, name: string) =>
   [...formOf(html, action).matchAll(/<input type="checkbox"([^>]*)>/g)]
     .map((input) => input[1]!)

@@ -80,7 +80,10 @@ export class ReplyWithheld extends Data.TaggedError("ReplyWithheld")<{ readonly 
   }
 }
 
-/** Texts the output guard stopped, by what (`reply`, `opening`, `followup`, `bridge`) and `outcome` (`rewritten`, `withheld`). */
+/**
+ * Texts the output guard stopped, by what (`reply`, `opening`, `followup`, `bridge`) and `outcome` (`rewritten`,
+ * `withheld`).
+ */
 export const repliesGuarded = Metric.counter("parley_replies_guarded_total", {
   description:
     "Model-written texts the output guard stopped, by kind and outcome (rewritten, or withheld after the rewrite)",

@@ -118,7 +118,10 @@ const actionCalledFor = (action: ActionCandidate, contactText: string) => {
   return conditionMet(action.instructions, contactText) >= 0.6
 }
 
-/** A `from_ai` value: an e-mail address or a number when the instruction asks for one, else the contact's latest message. */
+/**
+ * A `from_ai` value: an e-mail address or a number when the instruction asks for one, else the contact's latest
+ * message.
+ */
 const extractValue = (system: string, contactMessages: ReadonlyArray<string>) => {
   const instruction = system.match(/only, no other words: (.*)$/m)?.[1]?.toLowerCase() ?? ""
   const all = contactMessages.join(" ")
@@ -179,7 +182,10 @@ const answerFrom = (system: string, contactText: string): string | null => {
 
 const firstName = (system: string) => system.match(/^Name: (\S+)/m)?.[1] ?? null
 
-/** A followup: a nudge that depends on the step, an invitation to reply, and the first asset (the instructions are followed, not said). */
+/**
+ * A followup: a nudge that depends on the step, an invitation to reply, and the first asset (the instructions are
+ * followed, not said).
+ */
 const followupText = (system: string, name: string | null) => {
   const step = Number(system.match(/Write followup (\d+) of \d+/)?.[1] ?? "1")
   const hi = `Hi${name ? ` ${name}` : ""}`

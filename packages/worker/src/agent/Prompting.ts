@@ -172,7 +172,10 @@ export const replyPrompt = (ctx: TurnContext, tierInstructions: string | null): 
   Prompt.make([{ role: "system", content: systemPrompt(ctx, tierInstructions) }, ...historyMessages(ctx)])
 
 /** The router's prompt: one word back, the tier. */
-/** A message the router reads for context is cut to this many characters: the tier depends on what was asked, not on every word. */
+/**
+ * A message the router reads for context is cut to this many characters: the tier depends on what was asked, not on
+ * every word.
+ */
 const ROUTER_CONTEXT_CHARS = 500
 
 /**
@@ -211,7 +214,8 @@ export const parseTier = (text: string): Exclude<RoutingTier, "router"> | null =
 
 /**
  * The system prompt of a message the agent writes on its own (opening, followup, bridge): the reply's
- * instructions (no handoff offer) with `instructions` added and the task last, and its knowledge part with `knowledge` added.
+ * instructions (no handoff offer) with `instructions` added and the task last, and its knowledge part with `knowledge`
+ * added.
  */
 const taskSystem = (
   marker: string,

@@ -22,7 +22,10 @@ export const MoveToStage = Tool.make("move_to_stage", {
   })
 })
 
-/** SPEC.md 4.5 create_action: `on_user_message` and `custom` actions are the model's to call; the call is recorded and runs after the reply is stored. */
+/**
+ * SPEC.md 4.5 create_action: `on_user_message` and `custom` actions are the model's to call; the call is recorded and
+ * runs after the reply is stored.
+ */
 export const TriggerAction = Tool.make("trigger_action", {
   description:
     "Fire one of the pipeline's actions (an outbound webhook) when the conversation calls for it, as the action's instructions say.",
