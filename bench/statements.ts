@@ -12,6 +12,7 @@ export const scrape = (url: string) =>
   new Promise<string>((resolve, reject) => {
     Http.get(url, { agent: false }, (res) => {
       const chunks: Array<Buffer> = []
+      res.on("error", reject)
       res.on("data", (c: Buffer) => chunks.push(c))
       res.on("end", () => resolve(Buffer.concat(chunks).toString()))
     }).on("error", reject)
