@@ -59,7 +59,8 @@ layer(
         message_id: messageId,
         text: "Happy to help!",
         timestamp: hit!.headers["x-service-timestamp"],
-        sender: "ai"
+        sender: "ai",
+        sender_name: null
       })
       expect(hit!.headers["content-type"]).toBe("application/json")
       expect(verifyServiceSignature(

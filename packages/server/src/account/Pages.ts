@@ -3,14 +3,11 @@
  * interpolated value escaped.
  */
 import { type Scope, Scopes } from "@parley/domain"
-import { htmlResponse } from "../http/PageHeaders.js"
+import { escapeHtml as escape, htmlResponse } from "../http/PageHeaders.js"
 import type { PersonalTokenRow } from "../identity/IdentityRepo.js"
 import type { ConnectedClientRow } from "../oauth/OAuthRepo.js"
 import type { AuthorizeRequest } from "../oauth/OAuthRequests.js"
 import type { Session } from "./Sessions.js"
-
-const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
-export const escape = (value: string) => value.replace(/[&<>"']/g, (c) => ENTITIES[c]!)
 
 const isReadScope = (scope: Scope) => scope.endsWith(":read")
 

@@ -19,7 +19,7 @@ import {
 } from "@parley/domain"
 import { Effect, Either, Layer, Metric, Option, Stream } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
-import { OutboundError, OutboundHttp } from "../outbound/OutboundHttp.js"
+import { attemptOutcome, OutboundError, OutboundHttp } from "../outbound/OutboundHttp.js"
 import { ActionRunsRepo, type RunRow } from "./ActionRunsRepo.js"
 
 /** Action attempts by outcome: `succeeded`, `retrying` (a retry is due), `failed` (no more), `skipped` (not sent). */
@@ -224,13 +224,7 @@ export const ActionRunsLive = Layer.effect(
             )
           )
         const duration = Date.now() - started
-        const status = Either.isRight(result) ? result.right.status : null
-        const ok = status !== null && status >= 200 && status < 300
-        const retryable = !ok && (Either.isLeft(result)
-          ? result.left.reason === "Timeout" || result.left.reason === "Network"
-          : status! >= 500 || status === 429)
-        const error = Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`
-        const body = Either.isRight(result) ? result.right.body : null
+        const { body, error, ok, retryable, status } = attemptOutcome(result)
         const final = ok || !retryable || nextDelayMs === null
         yield* repo.recordAttempt({
           runId,

@@ -3,7 +3,7 @@ import { DeliveryOutcome, ReplyDelivery, webhookHeaders } from "@parley/domain"
 import { Effect, Either, Layer, Metric, MetricLabel, Option, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
-import { OutboundHttp } from "../outbound/OutboundHttp.js"
+import { attemptOutcome, OutboundHttp } from "../outbound/OutboundHttp.js"
 
 /**
  * A reply, its channel, and the delivery log's row for the attempt that is about to be made (`log_id`:
@@ -131,20 +131,16 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
         )
           .pipe(Effect.either)
         const duration = Date.now() - started
-        const status = Either.isRight(result) ? result.right.status : null
-        const ok = status !== null && status >= 200 && status < 300
-        const retryable = !ok && (Either.isLeft(result)
-          ? result.left.reason === "Timeout" || result.left.reason === "Network"
-          : status! >= 500 || status === 429)
-        const external = ok ? externalMessageId(Either.getOrThrow(result).body) ?? null : null
+        const { body: answer, error, ok, retryable, status } = attemptOutcome(result)
+        const external = ok ? externalMessageId(answer!) ?? null : null
         // a first attempt worth retrying records when the retry is due: RetrySweep resumes the workflow
         // should its wake-up be lost
         yield* sql`
           with logged as (
             update webhook_deliveries
             set status_code = ${status}, duration_ms = ${duration},
-                error = ${Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`},
-                response_excerpt = ${Either.isRight(result) ? result.right.body.slice(0, 1000) : null},
+                error = ${error},
+                response_excerpt = ${answer === null ? null : answer.slice(0, 1000)},
                 retry_at = ${
           retryable && attempt === 1 ? sql`now() + make_interval(secs => ${config.webhookRetryDelayMs / 1000})` : null
         }

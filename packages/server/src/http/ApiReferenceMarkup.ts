@@ -1,5 +1,7 @@
 /** Text to HTML for the API reference: escaping, anchors, and the little markdown of its descriptions. */
-export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+import { escapeHtml } from "./PageHeaders.js"
+
+export { escapeHtml }
 
 export const code = (s: string) => `<code>${escapeHtml(s)}</code>`
 

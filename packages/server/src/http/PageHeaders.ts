@@ -1,10 +1,14 @@
 /**
  * The headers of every HTML page (the demo page or links at `/`, `/docs`, the account and consent pages):
  * a Content-Security-Policy that starts from nothing and names what the page loads, no framing by other
- * sites, no MIME sniffing, no referrer.
+ * sites, no MIME sniffing, no referrer; and the escaper of the text they interpolate.
  */
 import { HttpServerResponse } from "@effect/platform"
 import * as Crypto from "node:crypto"
+
+const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
+/** Text into HTML, in an element or a quoted attribute: the one escaper of every page the server renders. */
+export const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => ENTITIES[c]!)
 
 /**
  * CSP directives beyond the defaults (`default-src`, `base-uri`, `form-action`, `frame-ancestors`), which they may

@@ -4,7 +4,7 @@
  * private and link-local targets are refused unless OUTBOUND_ALLOW_PRIVATE=true.
  */
 import { isPrivateAddress } from "@parley/domain"
-import { Data, Effect } from "effect"
+import { Data, Effect, Either } from "effect"
 import * as Dns from "node:dns"
 import * as Http from "node:http"
 import * as Https from "node:https"
@@ -23,6 +23,22 @@ class StaleConnection extends Data.TaggedError("StaleConnection")<{ readonly mes
 export interface OutboundResponse {
   readonly status: number
   readonly body: string
+}
+
+/**
+ * What one webhook attempt came to (reply webhooks and actions alike): the status, whether it
+ * succeeded (2xx), whether another attempt may succeed (a timeout, a network error, a 5xx or a 429), the
+ * error to record and the answer's body.
+ */
+export const attemptOutcome = (result: Either.Either<OutboundResponse, OutboundError>) => {
+  const status = Either.isRight(result) ? result.right.status : null
+  const ok = status !== null && status >= 200 && status < 300
+  const retryable = !ok && (Either.isLeft(result)
+    ? result.left.reason === "Timeout" || result.left.reason === "Network"
+    : status! >= 500 || status === 429)
+  const error = Either.isLeft(result) ? result.left.message : ok ? null : `HTTP ${status}`
+  const body = Either.isRight(result) ? result.right.body : null
+  return { status, ok, retryable, error, body }
 }
 
 const MAX_BODY = 64 * 1024

@@ -11,13 +11,11 @@ import { Effect, Layer } from "effect"
 import { readAsset } from "../Assets.js"
 import { AppConfig, publicBaseUrl, receiverBaseUrl } from "../config/AppConfig.js"
 import { BoundAddresses } from "../http/Listener.js"
-import { htmlResponse, type PagePolicy, scriptNonce } from "../http/PageHeaders.js"
+import { escapeHtml, htmlResponse, type PagePolicy, scriptNonce } from "../http/PageHeaders.js"
 import { Widget } from "../widget/Widget.js"
 import { type DemoCredentials, readDemoCredentials } from "./Demo.js"
 
 const template = readAsset("demo.html").toString("utf8")
-
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 const landing = (api: string) =>
   `<!doctype html>
