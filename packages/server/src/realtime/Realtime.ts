@@ -77,8 +77,22 @@ export class Realtime extends Effect.Service<Realtime>()("@parley/server/Realtim
     // (the data dir is locked), so the default in-memory adapter is exact there.
     if (Option.isSome(config.databaseUrl)) {
       const url = config.databaseUrl.value
+      // Every broadcast is one `select pg_notify(...)` on this pool (several per reply: the message, typing
+      // on and off, to the conversation and to the workspace). Committed durably each cost a WAL flush, and
+      // at a few hundred a second the two free connections fell behind: the pool's queue of waiting
+      // NOTIFYs grew without bound (30,000 after 8,000 replies, the soak's heap rising 14 KB a reply, and
+      // other nodes hearing of messages minutes late). A notification needs no durability, so its commit
+      // does not wait for the flush; and a broadcast that cannot get a connection within 10 s fails (the
+      // error handler logs it) instead of waiting for ever, which bounds the queue.
       const pool = yield* Effect.acquireRelease(
-        Effect.sync(() => new pg.Pool({ connectionString: Redacted.value(url), max: 3 })),
+        Effect.sync(() =>
+          new pg.Pool({
+            connectionString: Redacted.value(url),
+            max: 4,
+            options: "-c synchronous_commit=off",
+            connectionTimeoutMillis: 10_000
+          })
+        ),
         (pool) => Effect.promise(() => pool.end())
       )
       pool.on("error", (error) => logWarning("socket.io adapter: idle Postgres connection failed", error))
