@@ -310,7 +310,9 @@ layer(
           message_id: record._id,
           text: "Your order has shipped",
           timestamp: hit!.headers["x-service-timestamp"],
-          sender: "operator"
+          sender: "operator",
+          // the operator's display name, so the contact's side can show who answers (docs/web-chat.md)
+          sender_name: expect.stringMatching(/^User \d+$/)
         })
         expect(hit!.headers["content-type"]).toBe("application/json")
         const headers = {

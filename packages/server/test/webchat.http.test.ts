@@ -389,7 +389,9 @@ layer(TestServerLive())("web chat", (it) => {
           "no_reply_reason",
           "opportunity_id",
           "role",
+          "sender",
           "sender_id",
+          "sender_name",
           "status"
         ])
         // Initiate afterwards resumes the same conversation, and no second opportunity appears
