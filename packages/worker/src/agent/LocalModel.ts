@@ -318,14 +318,12 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
   const moved = toolResults.flatMap((m) => (m.content as ReadonlyArray<any>)).find((p) =>
     p.type === "tool-result" && p.name === "move_to_stage"
   )
-  const movedTo =
-    moved && typeof moved.result === "object" && moved.result !== null && (moved.result as any).moved === true
-      ? String((moved.result as any).stage)
-      : null
+  // the stage is internal: the contact is thanked, never told its name
+  const movedStage = moved !== undefined && (moved.result as { moved?: unknown } | null)?.moved === true
   const answer = answerFrom(system, contactText)
   const parts = [
-    movedTo !== null ? `Thank you${name ? `, ${name}` : ""}, I've noted that.` : null,
-    answer ?? (movedTo !== null
+    movedStage ? `Thank you${name ? `, ${name}` : ""}, I've noted that.` : null,
+    answer ?? (movedStage
       ? null
       : `Thanks for your message${name ? `, ${name}` : ""}! ${NOTHING_FOUND} Could you tell me a bit more?`)
   ].filter((p) => p !== null)
