@@ -112,4 +112,12 @@ export const InboundMessage = Schema.Struct({
 }).annotations({ ...all, identifier: "InboundMessage" })
 export type InboundMessage = typeof InboundMessage.Type
 
+/** The receiver's answer (SPEC.md 4.4): `{status, message, data}`, with the stored message's id on success. */
+export const ReceiverAnswer = Schema.Struct({
+  status: Schema.Boolean,
+  message: Schema.String,
+  data: Schema.NullOr(Schema.Struct({ message_id: Schema.String }))
+})
+export type ReceiverAnswer = typeof ReceiverAnswer.Type
+
 export { ChannelId }

@@ -146,7 +146,8 @@ layer(TestServerLive({ TRUST_PROXY: "loopback", OAUTH_REGISTRATIONS_PER_HOUR: "5
             kind: "widget",
             pipeline_id: pipeline.id,
             allowed_origins: ["https://shop.example"]
-          })
+          }),
+          "channels.create"
         )
         const statuses = yield* burst(20, `${baseUrl}/api/widget/session`, {
           origin: "https://shop.example",

@@ -8,17 +8,23 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import {
-  call,
-  childDatabase,
-  crash,
-  type Running,
-  serve,
-  sleep,
-  startReceiver,
-  stop,
-  until
-} from "./support/ChildServer.js"
+import { childDatabase, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
+import { type ApiResponse, type EndpointKey, ok } from "./support/Contract.js"
+
+/** A JSON request to the child server with a bearer token, answered as an `ApiResponse` (what `ok` reads). */
+const request = async (
+  url: string,
+  token: string,
+  init: { readonly method?: string; readonly body?: unknown } = {}
+): Promise<ApiResponse> => {
+  const method = init.method ?? "GET"
+  const response = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, accept: "application/json", "content-type": "application/json" },
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
+  })
+  return { status: response.status, body: (await response.json()) as unknown, headers: response.headers, method, url }
+}
 
 /** Attempt 2 is due 8 s (±20 %) after attempt 1: long enough for the kill to land inside the wait. */
 const BASE_MS = 8_000
@@ -40,23 +46,23 @@ describe("action runs across a process restart", () => {
         const { token } = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as {
           token: string
         }
-        const post = async (api: string, path: string, body: unknown) => {
-          const r = await call(`${api}${path}`, { method: "POST", token, body: JSON.stringify(body) })
+        const post = async <K extends EndpointKey>(api: string, path: string, key: K, body: unknown) => {
+          const r = await request(`${api}${path}`, token, { method: "POST", body })
           expect(r.status).toBe(200)
-          return r.body.data
+          return ok(r, key)
         }
-        const pipeline = await post(first.api, "/api/user/pipelines", {
+        const pipeline = await post(first.api, "/api/user/pipelines", "pipelines.create", {
           name: "Restart",
           agent_type_id: 1,
           ai_model_id: 1,
           language_id: 1
         })
-        await post(first.api, `/api/user/pipelines/${pipeline.id}/stages`, {
+        await post(first.api, `/api/user/pipelines/${pipeline.id}/stages`, "pipelines.createStage", {
           name: "Open",
           nature: "neutral",
           order: 1
         })
-        await post(first.api, `/api/user/pipelines/${pipeline.id}/actions`, {
+        await post(first.api, `/api/user/pipelines/${pipeline.id}/actions`, "automation.createAction", {
           name: "durable",
           method: "POST",
           url: receiver.url,
@@ -65,15 +71,15 @@ describe("action runs across a process restart", () => {
           retries: 1,
           payload: { hello: "world" }
         })
-        await post(first.api, "/api/user/opportunities", {
+        await post(first.api, "/api/user/opportunities", "opportunities.create", {
           pipeline_id: pipeline.id,
           contact: { email: "restart@example.com" }
         })
 
         const runs = async (api: string) => {
-          const r = await call(`${api}/api/user/pipelines/${pipeline.id}/action-results`, { token })
+          const r = await request(`${api}/api/user/pipelines/${pipeline.id}/action-results`, token)
           expect(r.status).toBe(200)
-          return r.body.data as Array<any>
+          return ok(r, "automation.actionResults")
         }
         await until("attempt 1 at the target", () => receiver.hits.length >= 1 ? true : undefined, 20_000)
         const attempt1At = receiver.hits[0]!.at
@@ -98,7 +104,7 @@ describe("action runs across a process restart", () => {
           const rows = await runs(second!.api)
           return rows[0]?.status === "succeeded" ? rows : undefined
         }, 10_000)
-        expect(run.attempts.map((a: any) => [a.attempt, a.status_code])).toEqual([[1, 503], [2, 200]])
+        expect(run!.attempts.map((a) => [a.attempt, a.status_code])).toEqual([[1, 503], [2, 200]])
         await sleep(2_000)
         expect(receiver.hits).toHaveLength(2)
       } finally {

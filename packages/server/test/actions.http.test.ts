@@ -5,10 +5,12 @@
  * local model as a tool (with a from_ai value) and on_any_message; the private-address guard.
  */
 import { expect, layer } from "@effect/vitest"
+import { type ActionResult, ReceiverAnswer } from "@parley/domain"
 import { backoffMs } from "@parley/worker"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import { bodyAs, failure } from "./support/Contract.js"
 import {
   type Caller,
   createOpportunity,
@@ -74,24 +76,29 @@ const target = (respond: (hit: Hit) => { status: number; body?: unknown }) =>
   )
 
 const variable = (who: Caller, pipelineId: number, body: Record<string, unknown>) =>
-  Effect.map(post(who, `/api/user/pipelines/${pipelineId}/variables`, { is_required: true, ...body }), ok)
+  Effect.map(
+    post(who, `/api/user/pipelines/${pipelineId}/variables`, { is_required: true, ...body }),
+    (r) => ok(r, "automation.createVariable")
+  )
 
 const action = (who: Caller, pipelineId: number, body: Record<string, unknown>) =>
-  Effect.map(post(who, `/api/user/pipelines/${pipelineId}/actions`, { method: "POST", is_active: true, ...body }), ok)
+  Effect.map(
+    post(who, `/api/user/pipelines/${pipelineId}/actions`, { method: "POST", is_active: true, ...body }),
+    (r) => ok(r, "automation.createAction")
+  )
 
 const results = (who: Caller, pipelineId: number, query = "") =>
-  Effect.map(get(who, `/api/user/pipelines/${pipelineId}/action-results${query}`), ok) as Effect.Effect<
-    Array<any>,
-    never,
-    any
-  >
+  Effect.map(
+    get(who, `/api/user/pipelines/${pipelineId}/action-results${query}`),
+    (r) => ok(r, "automation.actionResults")
+  )
 
 /** Waits until the runs matching `done` number `n`, and returns them. */
 const runsWhen = (
   who: Caller,
   pipelineId: number,
   n: number,
-  done: (r: any) => boolean = (r) => r.status !== "pending" && r.status !== "sending",
+  done: (r: ActionResult) => boolean = (r) => r.status !== "pending" && r.status !== "sending",
   query = ""
 ) =>
   eventually(
@@ -100,10 +107,17 @@ const runsWhen = (
   )
 
 const moveTo = (who: Caller, opportunityId: number, stageId: number) =>
-  Effect.map(put(who, `/api/user/opportunities/${opportunityId}`, { stage_id: stageId }), ok)
+  Effect.map(
+    put(who, `/api/user/opportunities/${opportunityId}`, { stage_id: stageId }),
+    (r) => ok(r, "opportunities.update")
+  )
 
-const basic = (c: { client_id: string; client_secret: string }) =>
-  `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString("base64")}`
+/** HTTP Basic credentials of a web channel as create answers it (a web channel has both). */
+const basic = (c: { readonly client_id: string | null; readonly client_secret: string | null }) => {
+  expect(c.client_id).not.toBeNull()
+  expect(c.client_secret).not.toBeNull()
+  return `Basic ${Buffer.from(`${c.client_id!}:${c.client_secret!}`).toString("base64")}`
+}
 
 layer(
   TestServerLive({
@@ -133,8 +147,8 @@ layer(
         is_required: true
       })
       yield* variable(alice, pipeline.id, { name: "api_key", value: "k-1", type: "fixed", is_required: false })
-      expect((ok(yield* get(alice, `${base}?q=API`)) as Array<any>).map((v) => v.name)).toEqual(["api_key"])
-      expect((ok(yield* get(alice, base)) as Array<any>).map((v) => v.name)).toEqual(["api_key", "opp_id"])
+      expect(ok(yield* get(alice, `${base}?q=API`), "automation.listVariables").map((v) => v.name)).toEqual(["api_key"])
+      expect(ok(yield* get(alice, base), "automation.listVariables").map((v) => v.name)).toEqual(["api_key", "opp_id"])
 
       expect422(yield* post(alice, base, { name: "bad name!", value: "x", type: "fixed", is_required: false }), [
         "name"
@@ -163,7 +177,8 @@ layer(
       ])
 
       const updated = ok(
-        yield* put(alice, `/api/user/variables/${created.id}`, { value: "opportunity.contact_id", description: "who" })
+        yield* put(alice, `/api/user/variables/${created.id}`, { value: "opportunity.contact_id", description: "who" }),
+        "automation.updateVariable"
       )
       expect(updated).toMatchObject({
         name: "opp_id",
@@ -172,7 +187,10 @@ layer(
         data_type: "integer"
       })
       expect422(yield* put(alice, `/api/user/variables/${created.id}`, { name: "api_key" }), ["name"])
-      expect(ok(yield* del(alice, `/api/user/variables/${created.id}`))).toEqual({ id: created.id, deleted: true })
+      expect(ok(yield* del(alice, `/api/user/variables/${created.id}`), "automation.deleteVariable")).toEqual({
+        id: created.id,
+        deleted: true
+      })
       expectStatus(yield* get(alice, `/api/user/variables/${created.id}`), 404)
     }))
 
@@ -239,7 +257,12 @@ layer(
         "fixed_trigger",
         "payload.e"
       ])
-      expect(ok(yield* put(alice, `/api/user/actions/${ai.id}`, { fixed_trigger: "custom", is_active: false })))
+      expect(
+        ok(
+          yield* put(alice, `/api/user/actions/${ai.id}`, { fixed_trigger: "custom", is_active: false }),
+          "automation.updateAction"
+        )
+      )
         .toMatchObject({
           fixed_trigger: "custom",
           is_active: false
@@ -257,7 +280,8 @@ layer(
             value: "notify.response.data.lead.id",
             type: "from_action",
             is_required: true
-          })
+          }),
+          "automation.createVariable"
         )
       )
         .toMatchObject({ type: "from_action" })
@@ -278,23 +302,28 @@ layer(
             type: "from_action",
             is_required: false,
             data_type: "integer"
-          })
+          }),
+          "automation.createVariable"
         )
       )
         .toMatchObject({ data_type: "integer" })
       // a variable used by a stage_started action cannot become from_ai
-      const opp = (ok(yield* get(alice, vars)) as Array<any>).find((v) => v.name === "opp_id")
-      expect422(yield* put(alice, `/api/user/variables/${opp.id}`, { type: "from_ai", value: "anything" }), ["type"])
+      const opp = ok(yield* get(alice, vars), "automation.listVariables").find((v) => v.name === "opp_id")
+      expect422(yield* put(alice, `/api/user/variables/${opp!.id}`, { type: "from_ai", value: "anything" }), ["type"])
 
-      const listed = ok(yield* get(alice, base)) as Array<any>
+      const listed = ok(yield* get(alice, base), "automation.listActions")
       expect(listed.map((a) => a.name).sort()).toEqual(["ai_hook", "notify"])
       const stage = yield* createStage(alice, pipeline.id, "Open", 1)
       yield* action(alice, pipeline.id, { ...valid, name: "staged", stage_id: stage.id })
-      expect((ok(yield* get(alice, `${base}?stage_id=${stage.id}`)) as Array<any>).map((a) => a.name)).toEqual([
-        "staged"
-      ])
-      expect(ok(yield* del(alice, `/api/user/actions/${ai.id}`))).toEqual({ id: ai.id, deleted: true })
-      expect(ok(yield* get(alice, base)) as Array<any>).toHaveLength(2)
+      expect(ok(yield* get(alice, `${base}?stage_id=${stage.id}`), "automation.listActions").map((a) => a.name))
+        .toEqual([
+          "staged"
+        ])
+      expect(ok(yield* del(alice, `/api/user/actions/${ai.id}`), "automation.deleteAction")).toEqual({
+        id: ai.id,
+        deleted: true
+      })
+      expect(ok(yield* get(alice, base), "automation.listActions")).toHaveLength(2)
     }))
 
   it.effect("another workspace's pipelines, variables and actions are 404; missing scopes are 403", () =>
@@ -323,8 +352,10 @@ layer(
 
       const reader = { token: (yield* tokenFor(alice.email, ["pipelines:read"])).token }
       const none = { token: (yield* tokenFor(alice.email, ["opportunities:read"])).token }
-      expect(ok(yield* get(reader, `/api/user/pipelines/${pipeline.id}/actions`))).toHaveLength(1)
-      expect(ok(yield* get(reader, `/api/user/pipelines/${pipeline.id}/action-results`))).toEqual([])
+      expect(ok(yield* get(reader, `/api/user/pipelines/${pipeline.id}/actions`), "automation.listActions"))
+        .toHaveLength(1)
+      expect(ok(yield* get(reader, `/api/user/pipelines/${pipeline.id}/action-results`), "automation.actionResults"))
+        .toEqual([])
       expectStatus(
         yield* post(reader, `/api/user/pipelines/${pipeline.id}/actions`, {
           name: "b",
@@ -389,7 +420,7 @@ layer(
         pipeline_id: pipeline.id,
         contact: { name: "Ana", email: "ana@example.com" }
       })
-      const [first] = yield* runsWhen(alice, pipeline.id, 1)
+      const first = (yield* runsWhen(alice, pipeline.id, 1))[0]!
       expect(hook.hits).toHaveLength(1)
       const hit = hook.hits[0]!
       expect(hit.method).toBe("POST")
@@ -444,22 +475,22 @@ layer(
         retries: 2
       })
       yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "retry@example.com" } })
-      const [run] = yield* runsWhen(alice, pipeline.id, 1)
+      const run = (yield* runsWhen(alice, pipeline.id, 1))[0]!
       expect(hook.hits).toHaveLength(3)
       expect(run.status).toBe("failed")
       expect(run.reason).toContain("HTTP 503")
       expect(run.response_status).toBe(503)
-      expect(run.attempts.map((a: any) => [a.attempt, a.status_code, a.error])).toEqual([[1, 503, "HTTP 503"], [
+      expect(run.attempts.map((a) => [a.attempt, a.status_code, a.error])).toEqual([[1, 503, "HTTP 503"], [
         2,
         503,
         "HTTP 503"
       ], [3, 503, "HTTP 503"]])
-      expect(run.attempts[0].response_excerpt).toContain("down")
+      expect(run.attempts[0]!.response_excerpt).toContain("down")
       // exponential backoff from a 150 ms base with ±20 % jitter: at least 120 ms, then at least 240 ms
       // (upper bounds depend on the engine's polling, so only the lower ones are checked)
-      const at = run.attempts.map((a: any) => Date.parse(a.created_at))
-      expect(at[1] - at[0]).toBeGreaterThanOrEqual(120 - 5)
-      expect(at[2] - at[1]).toBeGreaterThanOrEqual(240 - 5)
+      const at = run.attempts.map((a) => Date.parse(a.created_at))
+      expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(120 - 5)
+      expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(240 - 5)
       for (const attempt of [1, 2, 3]) {
         const wait = backoffMs(150, run.id, attempt)
         expect(wait).toBeGreaterThanOrEqual(150 * 2 ** (attempt - 1) * 0.8)
@@ -497,9 +528,9 @@ layer(
       const statuses = rows.map((r) => r.status)
       expect([...statuses].sort()).toEqual(["skipped", "succeeded", "succeeded", "succeeded"])
       const skipped = rows.find((r) => r.status === "skipped")
-      expect(skipped.reason).toContain("max_fires")
-      expect(skipped.attempts).toEqual([])
-      expect(skipped.request).toBeNull()
+      expect(skipped!.reason).toContain("max_fires")
+      expect(skipped!.attempts).toEqual([])
+      expect(skipped!.request).toBeNull()
       // another opportunity has its own count
       yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "cap2@example.com" } })
       yield* runsWhen(alice, pipeline.id, 5)
@@ -559,7 +590,7 @@ layer(
       expect(JSON.parse(hook.hits[1]!.body)).toEqual({ status: 201 })
       const never = rows.find((r) => r.action_name === "never")
       expect(never).toMatchObject({ status: "skipped" })
-      expect(never.reason).toContain("missing")
+      expect(never!.reason).toContain("missing")
     })))
 
   it.effect("an on_user_message action is called by the local model as a tool, with a from_ai value; on_any_message fires for every message", () =>
@@ -572,10 +603,14 @@ layer(
         yield* put(alice, `/api/user/pipelines/${pipeline.id}`, {
           reply_debounce_ms: 0,
           instructions: "We sell analytics software."
-        })
+        }),
+        "pipelines.update"
       )
       yield* createStage(alice, pipeline.id, "Open", 1)
-      const channel = ok(yield* post(alice, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+      const channel = ok(
+        yield* post(alice, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+        "channels.create"
+      )
       yield* variable(alice, pipeline.id, { name: "email", value: "The contact's e-mail address", type: "from_ai" })
       yield* variable(alice, pipeline.id, { name: "what", value: "message.message", type: "from_system" })
       const demo = yield* action(alice, pipeline.id, {
@@ -616,14 +651,14 @@ layer(
       expect(called[0]).toMatchObject({
         trigger: "on_user_message",
         status: "succeeded",
-        message_id: said.body.data.message_id
+        message_id: bodyAs(said, ReceiverAnswer).data!.message_id
       })
       const demoHit = hook.hits.find((h) => h.path === "/demo")!
       expect(JSON.parse(demoHit.body)).toEqual({ email: "dana@example.com" })
       const logged = hook.hits.filter((h) => h.path === "/log").map((h) => JSON.parse(h.body).text)
       expect(logged).toHaveLength(2)
       expect(logged).toContain("Please book a product demo for me, my email is dana@example.com")
-      const conversationId = session.body.data.conversation_id
+      const conversationId = ok(session, "webChat.initiate").conversation_id
       expect(yield* results(alice, pipeline.id, `?conversation_id=${conversationId}`)).toHaveLength(3)
     })))
 })
@@ -655,8 +690,8 @@ layer(
       ) {
         const r = yield* post(alice, base, { ...valid, url })
         expect422(r, ["url"])
-        expect(r.body.validation[0].message).toContain(`${host} is a loopback, private or link-local address`)
-        expect(r.body.validation[0].message).toContain("OUTBOUND_ALLOW_PRIVATE")
+        expect(failure(r).validation[0]!.message).toContain(`${host} is a loopback, private or link-local address`)
+        expect(failure(r).validation[0]!.message).toContain("OUTBOUND_ALLOW_PRIVATE")
       }
       // public addresses and names are kept, placeholders outside the host too
       yield* variable(alice, pipeline.id, { name: "lead_id", value: "opportunity.id", type: "from_system" })
@@ -671,8 +706,8 @@ layer(
         url: "http://[64:ff9b::808:808]/leads?id={{lead_id}}"
       })
       expect422(yield* put(alice, `/api/user/actions/${created.id}`, { url: "http://192.168.1.20/leads" }), ["url"])
-      const kept = (ok(yield* get(alice, base)) as Array<any>).find((a) => a.id === created.id)
-      expect(kept.url).toBe("https://hooks.example.com/leads/{{lead_id}}")
+      const kept = ok(yield* get(alice, base), "automation.listActions").find((a) => a.id === created.id)
+      expect(kept!.url).toBe("https://hooks.example.com/leads/{{lead_id}}")
     }))
 
   it.effect("a private target reached through a {{variable}} host is refused when called, not retried, and recorded as such", () =>
@@ -691,12 +726,12 @@ layer(
         retries: 3
       })
       yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { email: "guard@example.com" } })
-      const [run] = yield* runsWhen(alice, pipeline.id, 1)
+      const run = (yield* runsWhen(alice, pipeline.id, 1))[0]!
       expect(hook.hits).toHaveLength(0)
       expect(run.status).toBe("failed")
       expect(run.reason).toContain("private address")
       expect(run.attempts).toHaveLength(1)
       expect(run.attempts[0]).toMatchObject({ attempt: 1, status_code: null })
-      expect(run.attempts[0].error).toContain("private address")
+      expect(run.attempts[0]!.error).toContain("private address")
     })))
 })

@@ -7,19 +7,23 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
+import { ReceiverAnswer } from "@parley/domain"
 import { Effect, Layer } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { openAiResponse, textOutput } from "./support/FakeOpenAi.js"
+import { bodyAs } from "./support/Contract.js"
+import { type OpenAiRequest, type OpenAiRequestBody, openAiResponse, textOutput } from "./support/FakeOpenAi.js"
 import { createPipeline, createStage, ok, post, put } from "./support/Opportunities.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 /** What the fake server received, and how it answers next. */
-const fake = { requests: [] as Array<any>, mode: "ok" as "ok" | "fail" }
+const fake = { requests: [] as Array<OpenAiRequest>, mode: "ok" as "ok" | "fail" }
 
-const responseBody = (body: any) =>
-  openAiResponse(`resp_${fake.requests.length}`, body.model, [textOutput("The annual plan is 990 euros per year.")], {
+const responseBody = (body: OpenAiRequestBody | undefined) =>
+  openAiResponse(`resp_${fake.requests.length}`, body?.model ?? "", [
+    textOutput("The annual plan is 990 euros per year.")
+  ], {
     input: 1000,
     output: 500
   })
@@ -32,7 +36,7 @@ const FakeOpenAi = Layer.unwrapScoped(Effect.gen(function*() {
           let raw = ""
           req.on("data", (c) => (raw += c))
           req.on("end", () => {
-            const body = raw ? JSON.parse(raw) : undefined
+            const body: OpenAiRequestBody | undefined = raw ? JSON.parse(raw) : undefined
             fake.requests.push({ url: req.url, body, authorization: req.headers.authorization })
             if (req.url !== "/v1/responses") return res.writeHead(404).end()
             if (fake.mode === "fail") {
@@ -58,7 +62,7 @@ const FakeOpenAi = Layer.unwrapScoped(Effect.gen(function*() {
   return TestServerLive({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: url, ENGINE_SWEEP_INTERVAL_MS: "1000" })
 }))
 
-const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
+const sql = <A extends object = Record<string, unknown>>(strings: TemplateStringsArray, ...values: Array<unknown>) =>
   Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
 
 const setup = Effect.gen(function*() {
@@ -66,9 +70,17 @@ const setup = Effect.gen(function*() {
   yield* sql`update workspaces set credits = 10, is_subscription_active = true where id = ${owner.workspace_id}`
   const pipeline = yield* createPipeline(owner, "Sales")
   // GPT-4.1 mini: 0.40 USD per million input tokens, 1.60 per million output tokens
-  ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { ai_model_id: 11, reply_debounce_ms: 0 }))
+  ok(
+    yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { ai_model_id: 11, reply_debounce_ms: 0 }),
+    "pipelines.update"
+  )
   yield* createStage(owner, pipeline.id, "Open", 1)
-  const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+  const created = ok(
+    yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+    "channels.create"
+  )
+  // a web channel is created with its credentials
+  const channel = { client_id: created.client_id!, client_secret: created.client_secret! }
   return { owner, channel, pipeline }
 })
 
@@ -81,7 +93,7 @@ const say = (channel: { client_id: string; client_secret: string }, contactId: s
         "content-type": "application/json"
       },
       body: JSON.stringify({ contact_id: contactId, message })
-    })).pipe(Effect.map((r) => r.body.data.message_id as string))
+    })).pipe(Effect.map((r) => bodyAs(r, ReceiverAnswer).data!.message_id))
 
 const replyTo = (id: string) =>
   eventually(
@@ -133,9 +145,9 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       // the request: the model, the key, the system prompt with the pipeline's agent, then the contact's words
       const request = fake.requests.find((r) => r.url === "/v1/responses")!
       expect(request.authorization).toBe("Bearer sk-test")
-      expect(request.body.model).toBe("gpt-4.1-mini")
-      expect(JSON.stringify(request.body.input)).toContain("How much is the annual plan?")
-      expect(JSON.stringify(request.body.input)).toContain("Sales")
+      expect(request.body?.model).toBe("gpt-4.1-mini")
+      expect(JSON.stringify(request.body?.input)).toContain("How much is the annual plan?")
+      expect(JSON.stringify(request.body?.input)).toContain("Sales")
     }))
 
   it.effect("Smart Routing's router reads the contact's latest message with the context_message_count messages before it", () =>
@@ -148,7 +160,8 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
           context_message_count: 2,
           is_model_routing_enabled: true,
           is_model_routing: ["router", "simple", "moderate", "complex"].map((tier) => ({ tier, ai_model_id: 11 }))
-        })
+        }),
+        "pipelines.update"
       )
       const said = [
         "Do you sell tractors?",
@@ -174,13 +187,17 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       fake.mode = "ok"
       fake.requests.length = 0
       const { channel, owner, pipeline } = yield* setup
-      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_bridge_mode: "ai_generated" }))
+      ok(
+        yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_bridge_mode: "ai_generated" }),
+        "pipelines.update"
+      )
       const reply = yield* replyTo(yield* say(channel, "c-4", "How much is the annual plan?"))
       ok(
         yield* post(owner, `/api/user/conversations/${reply!.conversation_id}/handoff`, {
           action: "request",
           reason: "Pricing question"
-        })
+        }),
+        "conversations.handoff"
       )
       const bridge = yield* eventually(
         Effect.map(
@@ -236,14 +253,18 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
     Effect.gen(function*() {
       fake.mode = "ok"
       const { channel, owner, pipeline } = yield* setup
-      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_bridge_mode: "ai_generated" }))
+      ok(
+        yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_bridge_mode: "ai_generated" }),
+        "pipelines.update"
+      )
       const reply = yield* replyTo(yield* say(channel, "c-5", "How much is the annual plan?"))
       yield* sql`update workspaces set credits = 0.001 where id = ${owner.workspace_id}`
       ok(
         yield* post(owner, `/api/user/conversations/${reply!.conversation_id}/handoff`, {
           action: "request",
           reason: "Pricing question"
-        })
+        }),
+        "conversations.handoff"
       )
       const bridge = yield* eventually(
         Effect.map(

@@ -17,7 +17,7 @@ import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number }
 
-const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
+const sql = <A extends object = Record<string, unknown>>(strings: TemplateStringsArray, ...values: Array<unknown>) =>
   Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
 
 const credits = (workspaceId: number, amount: number) =>
@@ -42,7 +42,8 @@ const agentSetup = (
         instructions: "Answer questions about our plans. Never promise a discount.",
         reply_debounce_ms: 0,
         ...options.settings
-      })
+      }),
+      "pipelines.update"
     )
     const open = yield* createStage(owner, pipeline.id, "Open", 1)
     const won = ok(
@@ -51,15 +52,19 @@ const agentSetup = (
         nature: "won",
         order: 2,
         enter_condition: "The customer confirms they want to buy the annual plan"
-      })
+      }),
+      "pipelines.createStage"
     )
-    const channel = ok(
+    const created = ok(
       yield* post(owner, "/api/user/channels", {
         kind: "web",
         pipeline_id: pipeline.id,
         ...(options.callbackUrl ? { callback_url: options.callbackUrl } : {})
-      })
+      }),
+      "channels.create"
     )
+    // a web channel is created with its credentials
+    const channel = { ...created, client_id: created.client_id!, client_secret: created.client_secret! }
     return { owner, pipeline, open, won, channel }
   })
 
@@ -118,13 +123,13 @@ layer(
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
       const { channel } = yield* agentSetup({ callbackUrl: receiver.url })
-      const session = ok(yield* initiate(channel, "dana-1"))
+      const session = ok(yield* initiate(channel, "dana-1"), "webChat.initiate")
       const socket = yield* Effect.acquireRelease(
         Effect.sync(() => io(session.socket_url, { forceNew: true, reconnection: false, transports: ["websocket"] })),
         (s) => Effect.sync(() => s.close())
       )
-      const events: Array<any> = []
-      socket.on("new_message", (payload: Array<any>) => events.push(payload))
+      const events: Array<ReadonlyArray<unknown>> = []
+      socket.on("new_message", (payload: ReadonlyArray<unknown>) => events.push(payload))
       const ack = yield* Effect.promise(() =>
         socket.timeout(5000).emitWithAck("join-channel", {
           channel: session.channel,
@@ -154,7 +159,7 @@ layer(
       })
       expect(reply.message).toContain("990 euros")
       // the socket payload: an array whose element 0 carries the message and its cost
-      expect(events[0][0]).toMatchObject({ message: reply.message, cost: 0, message_id: reply.id })
+      expect(events[0]![0]).toMatchObject({ message: reply.message, cost: 0, message_id: reply.id })
       // the webhook: signed over the raw body with the channel's secret
       const hit = receiver.received[0]!
       expect(JSON.parse(hit.rawBody)).toMatchObject({
@@ -226,7 +231,7 @@ layer(
       const first = yield* say(channel, "dana-3", "Hi")
       yield* handled([first])
       const conversationId = yield* conversationOf(first)
-      ok(yield* put(owner, `/api/user/conversations/${conversationId}`, { status: "paused" }))
+      ok(yield* put(owner, `/api/user/conversations/${conversationId}`, { status: "paused" }), "conversations.update")
       const second = yield* say(channel, "dana-3", "Anyone there?")
       expect(yield* handled([second])).toEqual(["paused"])
       expect(yield* assistantMessages(conversationId)).toHaveLength(1)
@@ -254,7 +259,7 @@ layer(
   it.effect("a workspace at zero credits gets no reply, and Initiate says No credits found", () =>
     Effect.gen(function*() {
       const { channel, owner } = yield* agentSetup()
-      ok(yield* initiate(channel, "dana-6"))
+      ok(yield* initiate(channel, "dana-6"), "webChat.initiate")
       yield* credits(owner.workspace_id, 0)
       const id = yield* say(channel, "dana-6", "Hello?")
       expect(yield* handled([id])).toEqual(["no_credits"])
@@ -299,7 +304,7 @@ layer(
         select o.id, o.stage_id, o.status from opportunities o join messages m on m.opportunity_id = o.id where m.id = ${id}`
       expect(Number(opportunity!.stage_id)).toBe(won.id)
       expect(opportunity!.status).toBe("won")
-      const viaApi = ok(yield* get(owner, `/api/user/opportunities/${opportunity!.id}`))
+      const viaApi = ok(yield* get(owner, `/api/user/opportunities/${opportunity!.id}`), "opportunities.get")
       expect(viaApi.status).toBe("won")
       const [reply] = yield* assistantMessages(yield* conversationOf(id))
       // the stage is internal: the contact is thanked, never told its name
@@ -322,7 +327,8 @@ layer(
           is_opening_message: true,
           opening_message_type: "static",
           static_opening_message: "Great, your demo is booked! You will get a calendar invite shortly."
-        })
+        }),
+        "pipelines.createStage"
       )
       const first = yield* say(channel, "dana-9", "Hi")
       yield* handled([first])
@@ -330,7 +336,10 @@ layer(
       const [opportunity] = yield* sql<
         { opportunity_id: number }
       >`select opportunity_id from messages where id = ${first}`
-      ok(yield* put(owner, `/api/user/opportunities/${opportunity!.opportunity_id}`, { stage_id: demo.id }))
+      ok(
+        yield* put(owner, `/api/user/opportunities/${opportunity!.opportunity_id}`, { stage_id: demo.id }),
+        "opportunities.update"
+      )
       // stored as ai_generated, then delivered: native Postgres can read between the two (PGlite's one session never
       // did)
       const opening = yield* eventually(
@@ -356,7 +365,8 @@ layer(
           is_opening_message: true,
           opening_message_type: "static",
           static_opening_message: greeting
-        })
+        }),
+        "pipelines.updateStage"
       )
       // the contact's own first message creates the opportunity in the greeting stage
       const first = yield* say(channel, "dana-12", "Hi, how much is the annual plan?")
@@ -377,7 +387,8 @@ layer(
       // SPEC.md 3.1, 4.1 rule 3: a create on that contact runs the stage-start automations, the greeting included
       const [contact] = yield* sql<{ contact_id: number }>`select contact_id from messages where id = ${first}`
       const created = ok(
-        yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, contact_id: contact!.contact_id })
+        yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, contact_id: contact!.contact_id }),
+        "opportunities.create"
       )
       expect(created).toMatchObject({ stage_id: open.id, conversation: { id: conversationId } })
       // stored as ai_generated, then delivered: on native Postgres a read can fall between the two
@@ -392,7 +403,7 @@ layer(
       const history = yield* fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=dana-12`, {
         headers: { authorization: basic(channel) }
       })
-      expect((history.body as any).data.data[0]).toMatchObject({
+      expect(ok(history, "webChat.history").data[0]).toMatchObject({
         id: opening!.id,
         role: "assistant",
         message: greeting
@@ -403,10 +414,11 @@ layer(
 
   it.effect("the reply answers from a row of an attached knowledge table, and that row's used_count goes up", () =>
     Effect.gen(function*() {
+      const seeded = yield* seedUser()
       const { channel, owner, pipeline } = yield* agentSetup({
+        owner: seeded,
         settings: { rag_mode: "hybrid", no_of_relevant_points: 1, instructions: "Help customers choose a shoe." }
       })
-      const seeded = owner as unknown as { user_id: number; tokenId: number; workspace_id: number }
       yield* sql`update workspaces set training_credits = 100 where id = ${owner.workspace_id}`
       const knowledge = yield* Knowledge
       const asOwner = Effect.provideService(CurrentActor, {

@@ -5,6 +5,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { failure } from "./support/Contract.js"
 import {
   createOpportunity,
   createStage,
@@ -38,12 +39,18 @@ const agent = (owner: Caller, name: string) =>
         language_id: 1,
         reply_debounce_ms: 0,
         instructions: "We sell bicycles."
-      })
+      }),
+      "pipelines.create"
     )
     const open = yield* createStage(owner, pipeline.id, "Open", 1)
     const won = yield* createStage(owner, pipeline.id, "Closed won", 2, "won")
     const lost = yield* createStage(owner, pipeline.id, "Closed lost", 3, "lost")
-    const channel: Channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+    const created = ok(
+      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+      "channels.create"
+    )
+    // a web channel has its credentials
+    const channel: Channel = { id: created.id, client_id: created.client_id!, client_secret: created.client_secret! }
     return { pipeline: pipeline as { id: number; name: string }, open, won, lost, channel }
   })
 type Agent = Effect.Effect.Success<ReturnType<typeof agent>>
@@ -89,7 +96,9 @@ const handoffs = (
     const id = (yield* sqlRows<
       { id: number }
     >`select conversation_id as id from messages where external_chat_id = ${key} limit 1`)[0]!.id
-    for (const [action] of moves) ok(yield* post(owner, `/api/user/conversations/${id}/handoff`, { action }))
+    for (const [action] of moves) {
+      ok(yield* post(owner, `/api/user/conversations/${id}/handoff`, { action }), "conversations.handoff")
+    }
     const events = yield* sqlRows<
       { id: number }
     >`select id from handoff_events where conversation_id = ${id} order by id`
@@ -108,7 +117,9 @@ const closing = (owner: Caller, a: Agent, stages: ReadonlyArray<number>, days: R
       is_test: isTest,
       contact: { phone: freshPhone() }
     })
-    for (const stage of stages) ok(yield* put(owner, `/api/user/opportunities/${opp.id}`, { stage_id: stage }))
+    for (const stage of stages) {
+      ok(yield* put(owner, `/api/user/opportunities/${opp.id}`, { stage_id: stage }), "opportunities.update")
+    }
     const entries = yield* sqlRows<{ id: number }>`
       select id from stage_entries where opportunity_id = ${opp.id} and cause = 'moved' order by id`
     expect(entries).toHaveLength(stages.length)
@@ -216,7 +227,8 @@ const day = (date: string, figures: Record<string, number | null | ReadonlyArray
 })
 
 const june = "?start_date=2025-06-01&end_date=2025-06-04"
-const series = (who: Caller, query = june) => Effect.map(get(who, `/api/user/analytics/timeseries${query}`), ok)
+const series = (who: Caller, query = june) =>
+  Effect.map(get(who, `/api/user/analytics/timeseries${query}`), (r) => ok(r, "analytics.timeseries"))
 
 // the live clock: the web-chat receiver and the agent's replies take real time
 layer(TestServerLive(), { excludeTestServices: true })("analytics time series", (it) => {
@@ -342,7 +354,7 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
       const today = new Date().toISOString().slice(0, 10)
       expect(recent.series).toHaveLength(30)
       expect(recent.end_date).toBe(today)
-      expect(recent.series[29].date).toBe(today)
+      expect(recent.series[29]!.date).toBe(today)
       expect((yield* series(alice, "?start_date=2024-01-01&end_date=2024-12-31")).series).toHaveLength(366)
       expect422(yield* get(alice, "/api/user/analytics/timeseries?start_date=2025-01-01&end_date=2026-01-02"), [
         "end_date"
@@ -366,7 +378,7 @@ layer(TestServerLive(), { excludeTestServices: true })("analytics time series", 
         })
         const otherWorkspace = yield* get(alice, `/api/user/analytics/timeseries?workspace_id=${bob.workspace_id}`)
         expect(otherWorkspace.status).toBe(404)
-        expect(otherWorkspace.body.message).toBe("Workspace not found.")
+        expect(failure(otherWorkspace).message).toBe("Workspace not found.")
         expect((yield* get(bob, `/api/user/analytics/timeseries?pipeline_id=${support.id}`)).status).toBe(404)
 
         expect((yield* series(bob, "?start_date=2025-06-01&end_date=2025-06-02")).series).toEqual([

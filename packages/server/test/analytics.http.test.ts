@@ -3,6 +3,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { backfillAiResponseTimes } from "../src/db/migrations/0014_ai_response_times.js"
 import { Identity } from "../src/identity/Identity.js"
+import { failure } from "./support/Contract.js"
 import {
   type Caller,
   createOpportunity,
@@ -68,7 +69,7 @@ const message = (
             ${options.manual ?? false}, ${options.cost ?? 0}, ${at}::timestamptz)`
 
 const channel = (who: Caller, kind: string, pipelineId: number) =>
-  Effect.map(post(who, "/api/user/channels", { kind, pipeline_id: pipelineId }), ok)
+  Effect.map(post(who, "/api/user/channels", { kind, pipeline_id: pipelineId }), (r) => ok(r, "channels.create"))
 
 /**
  * Alice: pipelines Sales (web channel) and Support (whatsapp channel); opportunities o1 active and
@@ -140,7 +141,8 @@ const day = (date: string, counts: Partial<Record<string, number>> = {}) => ({
   ...counts
 })
 
-const stats = (who: Caller, query = "") => Effect.map(get(who, `/api/user/analytics/messaging-stats${query}`), ok)
+const stats = (who: Caller, query = "") =>
+  Effect.map(get(who, `/api/user/analytics/messaging-stats${query}`), (r) => ok(r, "analytics.messagingStats"))
 
 layer(TestServerLive())("analytics over REST", (it) => {
   it.effect("summary counts the caller's pipelines, opportunities, conversations and messages, test data left out", () =>
@@ -167,7 +169,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
   it.effect("include_test=true counts test opportunities, conversations and their messages", () =>
     Effect.gen(function*() {
       const { alice } = yield* fixture
-      expect(ok(yield* get(alice, "/api/user/analytics/summary?include_test=true"))).toEqual({
+      expect(ok(yield* get(alice, "/api/user/analytics/summary?include_test=true"), "analytics.summary")).toEqual({
         pipelines: 2,
         opportunities: 4,
         conversations: 3,
@@ -175,8 +177,9 @@ layer(TestServerLive())("analytics over REST", (it) => {
         opportunities_by_status: { pending: 0, active: 2, paused: 0, won: 1, lost: 1 },
         messages_by_role: { user: 4, assistant: 4 }
       })
-      expect(ok(yield* get(alice, "/api/user/analytics/summary?include_test=false")).messages).toBe(6)
-      expect(ok(yield* get(alice, "/api/user/analytics/summary?include_test=1")).messages).toBe(8)
+      expect(ok(yield* get(alice, "/api/user/analytics/summary?include_test=false"), "analytics.summary").messages)
+        .toBe(6)
+      expect(ok(yield* get(alice, "/api/user/analytics/summary?include_test=1"), "analytics.summary").messages).toBe(8)
     }))
 
   it.effect("ai-performance: AI messages, the AI's mean response time (an operator's reply left out) and the total cost", () =>
@@ -191,7 +194,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
         average_response_seconds: 45,
         total_cost: 0.03
       }
-      expect(r.body.data).toEqual(expected)
+      expect(ok(r, "analytics.aiPerformance")).toEqual(expected)
       const withTest = {
         ai_messages: 3,
         manual_messages: 1,
@@ -199,9 +202,12 @@ layer(TestServerLive())("analytics over REST", (it) => {
         average_response_seconds: 33.33,
         total_cost: 0.53
       }
-      expect(ok(yield* get(alice, "/api/user/analytics/ai-performance?include_test=true"))).toEqual(withTest)
+      expect(ok(yield* get(alice, "/api/user/analytics/ai-performance?include_test=true"), "analytics.aiPerformance"))
+        .toEqual(withTest)
       // the conversation record's avg_response_time still counts every reply (SPEC.md 2.3): 30 s and 90 s
-      const [c1] = yield* sqlRows`select response_seconds_total, responses_count from conversations
+      const [c1] = yield* sqlRows<
+        { response_seconds_total: number | string; responses_count: number | string }
+      >`select response_seconds_total, responses_count from conversations
         where workspace_id = ${alice.workspace_id} and not is_test order by id limit 1`
       expect({ seconds: Number(c1!.response_seconds_total), replies: Number(c1!.responses_count) }).toEqual({
         seconds: 120,
@@ -211,16 +217,17 @@ layer(TestServerLive())("analytics over REST", (it) => {
       // migration 0014's backfill, for conversations from before it, computes what the trigger keeps
       yield* sqlRows`update conversations set ai_response_seconds_total = 0, ai_responses_count = 0
         where workspace_id = ${alice.workspace_id}`
-      expect(ok(yield* get(alice, "/api/user/analytics/ai-performance")).responses).toBe(0)
+      expect(ok(yield* get(alice, "/api/user/analytics/ai-performance"), "analytics.aiPerformance").responses).toBe(0)
       yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(backfillAiResponseTimes))
-      expect(ok(yield* get(alice, "/api/user/analytics/ai-performance"))).toEqual(expected)
-      expect(ok(yield* get(alice, "/api/user/analytics/ai-performance?include_test=true"))).toEqual(withTest)
+      expect(ok(yield* get(alice, "/api/user/analytics/ai-performance"), "analytics.aiPerformance")).toEqual(expected)
+      expect(ok(yield* get(alice, "/api/user/analytics/ai-performance?include_test=true"), "analytics.aiPerformance"))
+        .toEqual(withTest)
     }))
 
   it.effect("a new account answers zeros and a null average response time", () =>
     Effect.gen(function*() {
       const carol = yield* seedUser()
-      expect(ok(yield* get(carol, "/api/user/analytics/summary"))).toEqual({
+      expect(ok(yield* get(carol, "/api/user/analytics/summary"), "analytics.summary")).toEqual({
         pipelines: 0,
         opportunities: 0,
         conversations: 0,
@@ -228,7 +235,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
         opportunities_by_status: { pending: 0, active: 0, paused: 0, won: 0, lost: 0 },
         messages_by_role: { user: 0, assistant: 0 }
       })
-      expect(ok(yield* get(carol, "/api/user/analytics/ai-performance"))).toEqual({
+      expect(ok(yield* get(carol, "/api/user/analytics/ai-performance"), "analytics.aiPerformance")).toEqual({
         ai_messages: 0,
         manual_messages: 0,
         responses: 0,
@@ -246,7 +253,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const { alice } = yield* fixture
       const r = yield* get(alice, "/api/user/analytics/messaging-stats")
       expect(r.status).toBe(200)
-      expect(r.body.data).toEqual({
+      expect(ok(r, "analytics.messagingStats")).toEqual({
         totals: {
           messages: 6,
           user_messages: 3,
@@ -273,13 +280,13 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const { alice, support, sales } = yield* fixture
       const web = yield* stats(alice, "?provider=web")
       expect(web.totals).toMatchObject({ messages: 4, ai_messages: 1, manual_messages: 1, cost: 0.01 })
-      expect(web.series.map((d: any) => [d.date, d.messages])).toEqual([["2026-03-01", 2], ["2026-03-02", 0], [
+      expect(web.series.map((d) => [d.date, d.messages])).toEqual([["2026-03-01", 2], ["2026-03-02", 0], [
         "2026-03-03",
         2
       ]])
       const whatsapp = yield* stats(alice, "?provider=whatsapp")
       expect(whatsapp.totals).toMatchObject({ messages: 2, ai_messages: 1, cost: 0.02 })
-      expect(whatsapp.series.map((d: any) => d.date)).toEqual(["2026-03-02"])
+      expect(whatsapp.series.map((d) => d.date)).toEqual(["2026-03-02"])
       expect((yield* stats(alice, "?provider=widget")).totals.messages).toBe(0)
       expect((yield* stats(alice, "?provider=instagram")).series).toEqual([])
       expect((yield* stats(alice, `?pipeline_id=${support.pipeline.id}`)).totals).toMatchObject({
@@ -300,7 +307,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
       expect(yield* messages("?start_date=2026-03-02")).toBe(4)
       expect(yield* messages("?end_date=2026-03-02")).toBe(4)
       expect(yield* messages("?start_date=2026-03-02&end_date=2026-03-02")).toBe(2)
-      expect((yield* stats(alice, "?start_date=2026-03-02&end_date=2026-03-02")).series.map((d: any) => d.date))
+      expect((yield* stats(alice, "?start_date=2026-03-02&end_date=2026-03-02")).series.map((d) => d.date))
         .toEqual(["2026-03-02"])
       expect(yield* messages("?end_date=2026-03-01T10:00:30Z")).toBe(2)
       expect(yield* messages("?end_date=2026-03-01T10:00:29.999Z")).toBe(1)
@@ -314,13 +321,13 @@ layer(TestServerLive())("analytics over REST", (it) => {
   it.effect("another workspace's data is never counted, and its owner sees only their own", () =>
     Effect.gen(function*() {
       const { alice, bob } = yield* fixture
-      expect(ok(yield* get(bob, "/api/user/analytics/summary"))).toMatchObject({
+      expect(ok(yield* get(bob, "/api/user/analytics/summary"), "analytics.summary")).toMatchObject({
         pipelines: 1,
         opportunities: 1,
         conversations: 1,
         messages: 2
       })
-      expect(ok(yield* get(bob, "/api/user/analytics/ai-performance"))).toEqual({
+      expect(ok(yield* get(bob, "/api/user/analytics/ai-performance"), "analytics.aiPerformance")).toEqual({
         ai_messages: 1,
         manual_messages: 0,
         responses: 1,
@@ -337,16 +344,20 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const manager = yield* seedUser()
       yield* funnel(manager, "Own")
       yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, alice.workspace_id as never))
-      expect(ok(yield* get(manager, "/api/user/analytics/summary"))).toMatchObject({
+      expect(ok(yield* get(manager, "/api/user/analytics/summary"), "analytics.summary")).toMatchObject({
         pipelines: 3,
         opportunities: 3,
         messages: 6
       })
-      expect(ok(yield* get(manager, `/api/user/analytics/summary?workspace_id=${alice.workspace_id}`))).toMatchObject({
+      expect(
+        ok(yield* get(manager, `/api/user/analytics/summary?workspace_id=${alice.workspace_id}`), "analytics.summary")
+      ).toMatchObject({
         pipelines: 2,
         messages: 6
       })
-      expect(ok(yield* get(manager, `/api/user/analytics/summary?workspace_id=${manager.workspace_id}`))).toMatchObject(
+      expect(
+        ok(yield* get(manager, `/api/user/analytics/summary?workspace_id=${manager.workspace_id}`), "analytics.summary")
+      ).toMatchObject(
         {
           pipelines: 1,
           messages: 0
@@ -354,7 +365,10 @@ layer(TestServerLive())("analytics over REST", (it) => {
       )
       expect((yield* stats(manager, `?workspace_id=${alice.workspace_id}`)).totals.messages).toBe(6)
       expect(
-        ok(yield* get(manager, `/api/user/analytics/ai-performance?workspace_id=${manager.workspace_id}`)).ai_messages
+        ok(
+          yield* get(manager, `/api/user/analytics/ai-performance?workspace_id=${manager.workspace_id}`),
+          "analytics.aiPerformance"
+        ).ai_messages
       ).toBe(0)
     }))
 
@@ -404,19 +418,26 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const { pipeline } = yield* funnel(dana, "Mixed")
       const web = yield* channel(dana, "web", pipeline.id)
       const real = yield* createOpportunity(dana, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
-      const test = yield* createOpportunity(dana, {
-        pipeline_id: pipeline.id,
-        contact_id: real.contact_id,
-        is_test: true
-      })
+      // with contact_id: the record without the contact's details (createOpportunity wants the full one)
+      const test = ok(
+        yield* post(dana, "/api/user/opportunities", {
+          pipeline_id: pipeline.id,
+          contact_id: real.contact_id,
+          is_test: true
+        }),
+        "opportunities.create"
+      )
       const c = yield* conversation(dana, real.contact_id, web.id, pipeline.id)
       yield* message(c, "user", "2026-05-01T10:00:00Z", { opportunityId: real.id })
       yield* message(c, "user", "2026-05-01T10:01:00Z", { opportunityId: test.id })
       yield* message(c, "assistant", "2026-05-01T10:01:05Z", { opportunityId: test.id, cost: 0.2 })
-      expect(ok(yield* get(dana, "/api/user/analytics/summary"))).toMatchObject({ opportunities: 1, messages: 1 })
+      expect(ok(yield* get(dana, "/api/user/analytics/summary"), "analytics.summary")).toMatchObject({
+        opportunities: 1,
+        messages: 1
+      })
       expect((yield* stats(dana)).totals).toMatchObject({ messages: 1, cost: 0 })
       expect((yield* stats(dana, "?include_test=true")).totals).toMatchObject({ messages: 3, cost: 0.2 })
-      expect(ok(yield* get(dana, "/api/user/analytics/ai-performance"))).toMatchObject({
+      expect(ok(yield* get(dana, "/api/user/analytics/ai-performance"), "analytics.aiPerformance")).toMatchObject({
         ai_messages: 0,
         total_cost: 0
       })
@@ -430,13 +451,14 @@ layer(TestServerLive())("analytics over REST", (it) => {
         "/api/user/analytics/messaging-stats?start_date=yesterday&end_date=2026-02-30&pipeline_id=abc&provider=sms&include_test=maybe&workspace_id=0"
       )
       expect422(r, ["end_date", "include_test", "pipeline_id", "provider", "start_date", "workspace_id"])
-      const messages = Object.fromEntries(r.body.validation.map((v: any) => [v.field, v.message]))
+      const refused = failure(r)
+      const messages = Object.fromEntries(refused.validation.map((v) => [v.field, v.message]))
       expect(messages.start_date).toBe(
         "The start_date field must be an ISO 8601 date (2026-01-31 or 2026-01-31T10:00:00Z)."
       )
       expect(messages.provider).toContain("\"whatsapp\"")
       expect(messages.provider).toContain("\"widget\"")
-      expect(r.body.message).toBe(`${r.body.validation[0].message} (and 5 more errors)`)
+      expect(refused.message).toBe(`${refused.validation[0]!.message} (and 5 more errors)`)
       // the example of docs/api.md
       const documented = yield* get(alice, "/api/user/analytics/messaging-stats?start_date=yesterday&provider=sms")
       expect(documented.body).toEqual({
@@ -462,7 +484,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
         "/api/user/analytics/messaging-stats?start_date=2026-03-02&end_date=2026-03-01"
       )
       expect422(reversed, ["end_date"])
-      expect(reversed.body.validation[0].message).toBe(
+      expect(failure(reversed).validation[0]!.message).toBe(
         "The end_date field must be a date after or equal to start_date."
       )
       expect422(yield* get(alice, "/api/user/analytics/messaging-stats?end_date=2026-03-01T25:00:00Z"), ["end_date"])

@@ -1,6 +1,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Identity } from "../src/identity/Identity.js"
+import { failure, ok } from "./support/Contract.js"
 import { call, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 
 const validPipeline = (name: string) => ({ name, agent_type_id: 1, ai_model_id: 1, language_id: 1 })
@@ -17,13 +18,14 @@ const seedPipeline = (name = "Owned") =>
       body: validPipeline(name)
     })
     expect(created.status).toBe(200)
-    const stage = yield* call(`/api/user/pipelines/${created.body.data.id}/stages`, {
+    const pipelineId = ok(created, "pipelines.create").id
+    const stage = yield* call(`/api/user/pipelines/${pipelineId}/stages`, {
       method: "POST",
       token: owner.token,
       body: { name: "Greeting", nature: "neutral", order: 1 }
     })
     expect(stage.status).toBe(200)
-    return { owner, pipelineId: created.body.data.id as number, stageId: stage.body.data.id as number }
+    return { owner, pipelineId, stageId: ok(stage, "pipelines.createStage").id }
   })
 
 layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => {
@@ -33,8 +35,8 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const r = yield* call("/api/user/pipelines")
         expect(r.status).toBe(401)
         expect(r.body).toMatchObject(errorEnvelope(401))
-        expect(typeof r.body.message).toBe("string")
-        expect(r.body.message.length).toBeGreaterThan(0)
+        expect(typeof failure(r).message).toBe("string")
+        expect(failure(r).message.length).toBeGreaterThan(0)
       }))
 
     it.effect("answers 401 for a token that does not exist", () =>
@@ -107,7 +109,7 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const reader = yield* tokenFor(owner.email, ["pipelines:read"])
         const list = yield* call("/api/user/pipelines", { token: reader.token })
         expect(list.status).toBe(200)
-        expect(list.body.data.map((p: any) => p.id)).toEqual([pipelineId])
+        expect(ok(list, "pipelines.list").map((p) => p.id)).toEqual([pipelineId])
         const get = yield* call(`/api/user/pipelines/${pipelineId}`, { token: reader.token })
         expect(get.status).toBe(200)
         const create = yield* call("/api/user/pipelines", {
@@ -116,14 +118,14 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
           body: validPipeline("Nope")
         })
         expect(create.status).toBe(403)
-        expect(create.body.message).toBe("Missing required scope: pipelines:write")
+        expect(failure(create).message).toBe("Missing required scope: pipelines:write")
         const update = yield* call(`/api/user/pipelines/${pipelineId}`, {
           method: "PUT",
           token: reader.token,
           body: { name: "Renamed" }
         })
         expect(update.status).toBe(403)
-        expect(update.body.message).toBe("Missing required scope: pipelines:write")
+        expect(failure(update).message).toBe("Missing required scope: pipelines:write")
         const stage = yield* call(`/api/user/pipelines/${pipelineId}/stages`, {
           method: "POST",
           token: reader.token,
@@ -131,8 +133,8 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         })
         expect(stage.status).toBe(403)
         const unchanged = yield* call(`/api/user/pipelines/${pipelineId}`, { token: reader.token })
-        expect(unchanged.body.data.name).toBe("Owned")
-        expect(unchanged.body.data.stages).toHaveLength(1)
+        expect(ok(unchanged, "pipelines.get").name).toBe("Owned")
+        expect(ok(unchanged, "pipelines.get").stages).toHaveLength(1)
       }))
 
     it.effect("a write-only token creates a pipeline but cannot read pipelines", () =>
@@ -147,9 +149,10 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const list = yield* call("/api/user/pipelines", { token: alice.token })
         expect(list.status).toBe(403)
         expect(list.body).toEqual({ ...errorEnvelope(403), message: "Missing required scope: pipelines:read" })
-        const get = yield* call(`/api/user/pipelines/${create.body.data.id}`, { token: alice.token })
+        const created = ok(create, "pipelines.create")
+        const get = yield* call(`/api/user/pipelines/${created.id}`, { token: alice.token })
         expect(get.status).toBe(403)
-        const stages = yield* call(`/api/user/pipelines/${create.body.data.id}/stages`, { token: alice.token })
+        const stages = yield* call(`/api/user/pipelines/${created.id}/stages`, { token: alice.token })
         expect(stages.status).toBe(403)
       }))
 
@@ -203,7 +206,7 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         expect(r.status).toBe(404)
         expect(r.body).toEqual({ ...errorEnvelope(404), message: "Pipeline not found." })
         const got = yield* call(`/api/user/pipelines/${pipelineId}`, { token: owner.token })
-        expect(got.body.data.name).toBe("Owned")
+        expect(ok(got, "pipelines.get").name).toBe("Owned")
       }))
 
     it.effect("another workspace's pipeline stages cannot be listed or created", () =>
@@ -221,7 +224,7 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         expect(create.status).toBe(404)
         expect(create.body).toEqual({ ...errorEnvelope(404), message: "Pipeline not found." })
         const stages = yield* call(`/api/user/pipelines/${pipelineId}/stages`, { token: owner.token })
-        expect(stages.body.data.map((s: any) => s.name)).toEqual(["Greeting"])
+        expect(ok(stages, "pipelines.listStages").map((s) => s.name)).toEqual(["Greeting"])
       }))
 
     it.effect("another workspace's stage cannot be updated or deleted (404 like a missing one)", () =>
@@ -240,7 +243,7 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const missing = yield* call("/api/user/stages/987654321", { method: "DELETE", token: mallory.token })
         expect(missing.body).toEqual(del.body)
         const stages = yield* call(`/api/user/pipelines/${pipelineId}/stages`, { token: owner.token })
-        expect(stages.body.data.map((s: any) => s.name)).toEqual(["Greeting"])
+        expect(ok(stages, "pipelines.listStages").map((s) => s.name)).toEqual(["Greeting"])
       }))
 
     it.effect("lists only the caller's own pipelines", () =>
@@ -249,8 +252,8 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const mallory = yield* seedUser()
         yield* call("/api/user/pipelines", { method: "POST", token: mallory.token, body: validPipeline("Mine") })
         const list = yield* call("/api/user/pipelines", { token: mallory.token })
-        expect(list.body.data.map((p: any) => p.name)).toEqual(["Mine"])
-        expect(list.body.data.map((p: any) => p.id)).not.toContain(pipelineId)
+        expect(ok(list, "pipelines.list").map((p) => p.name)).toEqual(["Mine"])
+        expect(ok(list, "pipelines.list").map((p) => p.id)).not.toContain(pipelineId)
       }))
 
     it.effect("creating a pipeline in a workspace the caller is not a member of answers 422 on workspace_id", () =>
@@ -263,9 +266,9 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
           body: { ...validPipeline("Sneaky"), workspace_id: owner.workspace_id }
         })
         expect(r.status).toBe(422)
-        expect(r.body.validation.map((v: any) => v.field)).toEqual(["workspace_id"])
+        expect(failure(r).validation.map((v) => v.field)).toEqual(["workspace_id"])
         const list = yield* call("/api/user/pipelines", { token: owner.token })
-        expect(list.body.data.map((p: any) => p.name)).toEqual(["Owned"])
+        expect(ok(list, "pipelines.list").map((p) => p.name)).toEqual(["Owned"])
       }))
   })
 
@@ -279,9 +282,9 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id))
         const got = yield* call(`/api/user/pipelines/${pipelineId}`, { token: manager.token })
         expect(got.status).toBe(200)
-        expect(got.body.data.workspace_id).toBe(owner.workspace_id)
+        expect(ok(got, "pipelines.get").workspace_id).toBe(owner.workspace_id)
         const list = yield* call("/api/user/pipelines", { token: manager.token })
-        expect(list.body.data.map((p: any) => p.id)).toContain(pipelineId)
+        expect(ok(list, "pipelines.list").map((p) => p.id)).toContain(pipelineId)
         const stages = yield* call(`/api/user/pipelines/${pipelineId}/stages`, { token: manager.token })
         expect(stages.status).toBe(200)
         const update = yield* call(`/api/user/pipelines/${pipelineId}`, {
@@ -290,7 +293,7 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
           body: { description: "Managed" }
         })
         expect(update.status).toBe(200)
-        expect(update.body.data.description).toBe("Managed")
+        expect(ok(update, "pipelines.update").description).toBe("Managed")
       }))
 
     it.effect("a manager's new pipelines go to their own workspace unless workspace_id names the managed one", () =>
@@ -303,16 +306,16 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
           token: manager.token,
           body: validPipeline("Own")
         })
-        expect(own.body.data.workspace_id).toBe(manager.workspace_id)
+        expect(ok(own, "pipelines.create").workspace_id).toBe(manager.workspace_id)
         const managed = yield* call("/api/user/pipelines", {
           method: "POST",
           token: manager.token,
           body: { ...validPipeline("For owner"), workspace_id: owner.workspace_id }
         })
         expect(managed.status).toBe(200)
-        expect(managed.body.data.workspace_id).toBe(owner.workspace_id)
+        expect(ok(managed, "pipelines.create").workspace_id).toBe(owner.workspace_id)
         const ownerList = yield* call("/api/user/pipelines", { token: owner.token })
-        expect(ownerList.body.data.map((p: any) => p.name).sort()).toEqual(["For owner", "Owned"])
+        expect(ok(ownerList, "pipelines.list").map((p) => p.name).sort()).toEqual(["For owner", "Owned"])
       }))
 
     it.effect("GET /api/user/me lists the owned workspace first, then the managed one", () =>
@@ -321,7 +324,7 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const manager = yield* seedUser()
         yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id))
         const me = yield* call("/api/user/me", { token: manager.token })
-        expect(me.body.data.workspaces.map((w: any) => [w.id, w.role])).toEqual([
+        expect(ok(me, "account.me").workspaces.map((w) => [w.id, w.role])).toEqual([
           [manager.workspace_id, "owner"],
           [owner.workspace_id, "manager"]
         ])
@@ -335,18 +338,19 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const admin = yield* seedUser()
         yield* Effect.flatMap(Identity, (identity) => identity.makeSuper(admin.email))
         const own = yield* call("/api/user/pipelines", { token: admin.token })
-        expect(own.body.data).toEqual([])
+        expect(ok(own, "pipelines.list")).toEqual([])
         const headers = { "x-act-as-user": String(owner.user_id) }
         const acting = yield* call("/api/user/pipelines", { token: admin.token, headers })
         expect(acting.status).toBe(200)
-        expect(acting.body.data.map((p: any) => p.id)).toEqual([pipelineId])
+        expect(ok(acting, "pipelines.list").map((p) => p.id)).toEqual([pipelineId])
         const got = yield* call(`/api/user/pipelines/${pipelineId}`, { token: admin.token, headers })
         expect(got.status).toBe(200)
         const me = yield* call("/api/user/me", { token: admin.token, headers })
         expect(me.status).toBe(200)
-        expect(me.body.data.user).toMatchObject({ id: admin.user_id, is_super_user: true })
-        expect(me.body.data.acting_as).toBe(owner.user_id)
-        expect(me.body.data.workspaces.map((w: any) => w.id)).toEqual([owner.workspace_id])
+        const acted = ok(me, "account.me")
+        expect(acted.user).toMatchObject({ id: admin.user_id, is_super_user: true })
+        expect(acted.acting_as).toBe(owner.user_id)
+        expect(acted.workspaces.map((w) => w.id)).toEqual([owner.workspace_id])
       }))
 
     it.effect("a pipeline created while acting as another user lands in that user's workspace", () =>
@@ -361,7 +365,7 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
           body: validPipeline("On behalf")
         })
         expect(r.status).toBe(200)
-        expect(r.body.data.workspace_id).toBe(owner.workspace_id)
+        expect(ok(r, "pipelines.create").workspace_id).toBe(owner.workspace_id)
       }))
 
     it.effect("a non-super user sending X-Act-As-User gets 403 and sees nothing of the target", () =>
@@ -402,7 +406,7 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
           headers: { "x-act-as-user": String(owner.user_id) }
         })
         expect(r.status).toBe(403)
-        expect(r.body.message).toBe("Missing required scope: pipelines:read")
+        expect(failure(r).message).toBe("Missing required scope: pipelines:read")
       }))
   })
 
@@ -418,9 +422,9 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         })
         expect(r.status).toBe(400)
         expect(r.body).toMatchObject(errorEnvelope(400))
-        expect(r.body.message).toMatch(/JSON/)
+        expect(failure(r).message).toMatch(/JSON/)
         const list = yield* call("/api/user/pipelines", { token: alice.token })
-        expect(list.body.data).toEqual([])
+        expect(ok(list, "pipelines.list")).toEqual([])
       }))
 
     it.effect("a malformed JSON body on an update answers 400 and changes nothing", () =>
@@ -442,7 +446,7 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const r = yield* call("/api/user/pipelines/abc", { token: alice.token })
         expect(r.status).toBe(422)
         expect(r.body).toMatchObject({ status: false, code: 422, data: null })
-        expect(r.body.validation.map((v: any) => v.field)).toEqual(["pipeline"])
+        expect(failure(r).validation.map((v) => v.field)).toEqual(["pipeline"])
       }))
 
     it.effect("unknown routes answer 404 with the error envelope", () =>
@@ -476,7 +480,8 @@ layer(TestServerLive())("authentication, scopes and tenancy over REST", (it) => 
         const get = (path: string) =>
           Effect.promise(async () => {
             const r = await fetch(receiverUrl + path)
-            return { status: r.status, body: await r.json() }
+            const body: unknown = await r.json()
+            return { status: r.status, body }
           })
         expect(yield* get("/health")).toEqual({ status: 200, body: { status: "ok" } })
         expect(yield* get("/ready")).toEqual({ status: 200, body: { status: "ready" } })

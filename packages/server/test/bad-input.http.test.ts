@@ -5,10 +5,14 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Cause, Effect, Layer, Logger } from "effect"
+import { ReceiverAnswer, ValidationIssue } from "@parley/domain"
+import { Cause, Effect, Layer, Logger, Schema } from "effect"
 import * as Http from "node:http"
 import * as Net from "node:net"
+import { bodyAs, failure } from "./support/Contract.js"
+import { ToolError } from "./support/McpClient.js"
 import {
+  type Caller,
   count,
   createPipeline,
   createStage,
@@ -34,12 +38,31 @@ const receive = (auth: string, body: string | FormData, contentType: string | un
       body
     }))
 
+/** The receiver's refusal of a message it could not take (SPEC.md 4.4): the fields named in `data.validation`. */
+const ReceiverRefusal = Schema.Struct({
+  status: Schema.Literal(false),
+  message: Schema.String,
+  data: Schema.Struct({ validation: Schema.Array(ValidationIssue) })
+})
+
+/** An MCP `tools/call` answered over JSON-RPC with a refused call's result. */
+const RefusedToolCall = Schema.Struct({
+  result: Schema.Struct({ isError: Schema.Boolean, structuredContent: ToolError })
+})
+
+/** A web channel on the pipeline, with the credentials create always sets for the web kind. */
+const webChannel = (who: Caller, pipelineId: number) =>
+  Effect.map(
+    linkWebChannel(who, pipelineId),
+    (c) => ({ ...c, client_id: c.client_id!, client_secret: c.client_secret! })
+  )
+
 /** A user with credits, a pipeline with stages and a web channel on it. */
 const webAgent = Effect.gen(function*() {
   const owner = yield* seedUser()
   yield* giveCredits(owner.workspace_id)
   const { pipeline } = yield* funnel(owner)
-  const channel = yield* linkWebChannel(owner, pipeline.id)
+  const channel = yield* webChannel(owner, pipeline.id)
   return { owner, pipeline, channel }
 })
 
@@ -50,7 +73,9 @@ const conversationOf = (channel: { client_id: string; client_secret: string }, c
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql<
       { id: number }
-    >`select conversation_id as id from messages where id = ${said.body.data.message_id}`.pipe(Effect.orDie)
+    >`select conversation_id as id from messages where id = ${bodyAs(said, ReceiverAnswer).data!.message_id}`.pipe(
+      Effect.orDie
+    )
     return row!.id
   })
 
@@ -90,7 +115,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
           language_id: 1
         })
         expect422(nul, ["name"])
-        expect(nul.body.validation[0].message).toBe("The name field must not contain NUL characters.")
+        expect(failure(nul).validation[0]!.message).toBe("The name field must not contain NUL characters.")
         const nested = yield* post(owner, "/api/user/opportunities", {
           pipeline_id: 1,
           context: { "key\u0000": 1 },
@@ -104,7 +129,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
           language_id: 1
         })
         expect422(surrogate, ["name"])
-        expect(surrogate.body.validation[0].message).toMatch(/unpaired surrogate/)
+        expect(failure(surrogate).validation[0]!.message).toMatch(/unpaired surrogate/)
         expect(yield* count`select count(*) as n from pipelines where workspace_id = ${owner.workspace_id}`).toBe(
           pipelines
         )
@@ -124,21 +149,23 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const f = yield* funnel(owner, "Receiver NUL")
-        const channel = yield* linkWebChannel(owner, f.pipeline.id)
+        const channel = yield* webChannel(owner, f.pipeline.id)
         const auth = basic(channel)
         const before = yield* count`select count(*) as n from messages where channel_id = ${channel.id}`
         for (const body of [{ contact_id: "a\u0000", message: "x" }, { contact_id: "a", message: "hello\u0000" }]) {
           const r = yield* receive(auth, JSON.stringify(body))
           expect(r.status).toBe(400)
-          expect(Object.keys(r.body).sort()).toEqual(["data", "message", "status"])
-          expect(r.body.data.validation[0].field).toBe(body.contact_id === "a" ? "message" : "contact_id")
+          expect(Object.keys(bodyAs(r, Schema.Object)).sort()).toEqual(["data", "message", "status"])
+          expect(bodyAs(r, ReceiverRefusal).data.validation[0]!.field).toBe(
+            body.contact_id === "a" ? "message" : "contact_id"
+          )
         }
         const form = new FormData()
         form.set("contact_id", "visitor")
         form.set("message", "multi\u0000part")
         const multipart = yield* receive(auth, form)
         expect(multipart.status).toBe(400)
-        expect(multipart.body.data.validation).toEqual([{
+        expect(bodyAs(multipart, ReceiverRefusal).data.validation).toEqual([{
           field: "message",
           message: "The message field must not contain NUL characters."
         }])
@@ -149,7 +176,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const f = yield* funnel(owner, "Receiver file names")
-        const channel = yield* linkWebChannel(owner, f.pipeline.id)
+        const channel = yield* webChannel(owner, f.pipeline.id)
         // browsers cannot send this, a hand-written client can: the parser decodes %00 and %07 into the name
         const body = [
           "--XYZ",
@@ -173,7 +200,9 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         const [stored] = yield* Effect.flatMap(
           SqlClient.SqlClient,
           (sql) =>
-            sql<{ name: string }>`select files->0->>'name' as name from messages where id = ${r.body.data.message_id}`
+            sql<{ name: string }>`select files->0->>'name' as name from messages where id = ${
+              bodyAs(r, ReceiverAnswer).data!.message_id
+            }`
         ).pipe(Effect.orDie)
         expect(stored!.name).toBe("report.txt")
         // a raw control character in a part's headers is no multipart the parser reads
@@ -189,12 +218,14 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const f = yield* funnel(owner, "Operator NUL")
-        const channel = yield* linkWebChannel(owner, f.pipeline.id)
+        const channel = yield* webChannel(owner, f.pipeline.id)
         const inbound = yield* receive(basic(channel), JSON.stringify({ contact_id: "visitor", message: "hi" }))
         const [row] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
           sql<
             { conversation_id: number }
-          >`select conversation_id from messages where id = ${inbound.body.data.message_id}`).pipe(Effect.orDie)
+          >`select conversation_id from messages where id = ${bodyAs(inbound, ReceiverAnswer).data!.message_id}`).pipe(
+            Effect.orDie
+          )
         const { baseUrl } = yield* TestServer
         const form = new FormData()
         form.set("message", "from\u0000operator")
@@ -217,8 +248,9 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
           language_id: 1
         })
         expect(r.status).toBe(200)
-        expect(r.body.result.isError).toBe(true)
-        expect(r.body.result.structuredContent.validation).toEqual([{
+        const { result } = bodyAs(r, RefusedToolCall)
+        expect(result.isError).toBe(true)
+        expect(result.structuredContent.validation).toEqual([{
           field: "name",
           message: "The name argument must not contain NUL characters."
         }])
@@ -279,7 +311,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
           contact: { email: "a@b.co" }
         })
         expect422(unknown, ["pipeline_id"])
-        expect(unknown.body.validation[0].message).not.toMatch(/integer id/)
+        expect(failure(unknown).validation[0]!.message).not.toMatch(/integer id/)
       }))
 
     it.effect("a numeric path id beyond any row is a 404 or 422, never a 500", () =>
@@ -303,17 +335,17 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
     it.effect("only ^[1-9][0-9]*$ reaches a row: %201, 1e0, 0x1, 1.0, +1 and 01 are 422 and rotate nothing", () =>
       Effect.gen(function*() {
         const owner = yield* seedUser()
-        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web" }))
+        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web" }), "channels.create")
         const loose = ["%201", "1e0", "0x1", "1.0", "+1", "01"].map((s) => s.replace("1", String(channel.id)))
         for (const id of [...loose, `${channel.id}%20`]) {
           const r = yield* post(owner, `/api/user/channels/${id}/rotate`, undefined)
           expect(r.status, id).toBe(422)
-          expect(r.body.validation, id).toEqual([{
+          expect(failure(r).validation, id).toEqual([{
             field: "channel",
             message: "The channel field must be a positive integer id."
           }])
         }
-        const after = ok(yield* get(owner, `/api/user/channels/${channel.id}`))
+        const after = ok(yield* get(owner, `/api/user/channels/${channel.id}`), "channels.get")
         expect(after.client_id).toBe(channel.client_id)
       }))
   })
@@ -330,12 +362,12 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         })
         expect(r.status).toBe(400)
         expect(r.body).toMatchObject({ status: false, code: 400, data: null })
-        expect(r.body.message).toMatch(/boundary/)
+        expect(failure(r).message).toMatch(/boundary/)
         const f = yield* funnel(owner, "No boundary")
-        const channel = yield* linkWebChannel(owner, f.pipeline.id)
+        const channel = yield* webChannel(owner, f.pipeline.id)
         const received = yield* receive(basic(channel), "x", "multipart/form-data")
         expect(received.status).toBe(400)
-        expect(received.body).toEqual({ status: false, message: received.body.message, data: null })
+        expect(received.body).toEqual({ status: false, message: bodyAs(received, ReceiverAnswer).message, data: null })
       }))
 
     it.effect("a JSON body over 1 MB is a 413 on both listeners, announced or chunked; knowledge upserts may send 16 MB", () =>
@@ -373,7 +405,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         )
         expect(asked).toEqual({ status: 413, continued: false })
         const f = yield* funnel(owner, "Big bodies")
-        const channel = yield* linkWebChannel(owner, f.pipeline.id)
+        const channel = yield* webChannel(owner, f.pipeline.id)
         const receiverBig = yield* Effect.promise(() =>
           postChunked(`${receiverUrl}/web-chat/message`, big, { authorization: basic(channel) })
         )
@@ -400,7 +432,8 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
           yield* post(owner, "/api/user/knowledge-tables", {
             name: "Big rows",
             columns: [{ name: "body", data_type: "string", order: 1, is_searchable: true }]
-          })
+          }),
+          "knowledge.create"
         )
         const points = Array.from(
           { length: 300 },
@@ -417,7 +450,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const f = yield* funnel(owner, "Flood")
-        const channel = yield* linkWebChannel(owner, f.pipeline.id)
+        const channel = yield* webChannel(owner, f.pipeline.id)
         const { baseUrl, receiverUrl } = yield* TestServer
         const targets = [
           { url: `${baseUrl}/api/user/pipelines`, headers: { authorization: `Bearer ${owner.token}` } },
@@ -450,16 +483,16 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         })
         expect422(r, ["tags", "context"])
         const messages = Object.fromEntries(
-          r.body.validation.map((v: { field: string; message: string }) => [v.field, v.message])
+          failure(r).validation.map((v) => [v.field, v.message])
         )
         expect(messages).toEqual({
           tags: "The tags field must be a list of strings.",
           context: "The context field must be an object or null."
         })
-        const conversation = yield* conversationOf(yield* linkWebChannel(owner, pipeline.id), "types-visitor")
+        const conversation = yield* conversationOf(yield* webChannel(owner, pipeline.id), "types-visitor")
         const notes = yield* put(owner, `/api/user/conversations/${conversation}`, { notes: "a string" })
         expect422(notes, ["notes"])
-        expect(notes.body.validation[0].message).toBe("The notes field must be a list of strings or null.")
+        expect(failure(notes).validation[0]!.message).toBe("The notes field must be a list of strings or null.")
       }))
   })
 
@@ -502,7 +535,9 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
           SqlClient.SqlClient,
           (sql) => sql<{ id: number }>`select id from conversations where external_chat_id = ${contactKey}`
         ).pipe(Effect.orDie)
-        expect(ok(yield* post(owner, `/api/user/${conversation!.id}/messages`, { message: fits })).message).toBe(fits)
+        expect(
+          ok(yield* post(owner, `/api/user/${conversation!.id}/messages`, { message: fits }), "messages.send").message
+        ).toBe(fits)
         expect422(yield* post(owner, `/api/user/${conversation!.id}/messages`, { message: over }), ["message"])
       }))
   })
@@ -519,7 +554,9 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
           )
         expect(r.status).toBe(500)
         const requestId = r.headers.get("x-request-id")!
-        expect(r.body.message).toBe(`Internal server error (request id ${requestId}). The error was logged.`)
+        expect(bodyAs(r, ReceiverAnswer).message).toBe(
+          `Internal server error (request id ${requestId}). The error was logged.`
+        )
         const line = logged.find((l) => l.annotations.request_id === requestId)
         expect(line?.message).toMatch(/conversations/)
         expect(line?.annotations).toMatchObject({ listener: "receiver", http_route: "/web-chat/message" })
@@ -529,7 +566,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const { channel, owner } = yield* webAgent
         const conversation = yield* conversationOf(channel, "refused-visitor")
-        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: false }))
+        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: false }), "channels.update")
         const r = yield* post(owner, `/api/user/${conversation}/messages`, { message: "Are you still there?" })
         expect(r.status).toBe(500)
         const requestId = r.headers.get("x-request-id")!

@@ -3,31 +3,31 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { AppSecret } from "../src/config/AppSecret.js"
 import { Identity } from "../src/identity/Identity.js"
+import { type ApiResponse, failure, ok } from "./support/Contract.js"
 import { call, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
-type Api = ReturnType<typeof call> extends Effect.Effect<infer A, any, any> ? A : never
 type Caller = { readonly token: string }
 
 const post = (who: Caller, path: string, body?: unknown) => call(path, { method: "POST", token: who.token, body })
 const put = (who: Caller, path: string, body: unknown) => call(path, { method: "PUT", token: who.token, body })
 const get = (who: Caller, path: string) => call(path, { token: who.token })
 
-const expect422 = (r: Api, fields: ReadonlyArray<string>) => {
+const expect422 = (r: ApiResponse, fields: ReadonlyArray<string>) => {
   expect(r.status).toBe(422)
   expect(r.body).toMatchObject({ status: false, code: 422, data: null })
-  expect(r.body.validation.map((v: any) => v.field).sort()).toEqual([...fields].sort())
+  expect(failure(r).validation.map((v) => v.field).sort()).toEqual([...fields].sort())
 }
 
 const createChannel = (who: Caller, body: Record<string, unknown>) =>
   Effect.map(post(who, "/api/user/channels", body), (r) => {
     expect(r.status).toBe(200)
-    return r.body.data
+    return ok(r, "channels.create")
   })
 
 const createPipeline = (who: Caller, name: string) =>
   Effect.map(post(who, "/api/user/pipelines", { name, agent_type_id: 1, ai_model_id: 1, language_id: 1 }), (r) => {
     expect(r.status).toBe(200)
-    return r.body.data
+    return ok(r, "pipelines.create")
   })
 
 const storedSecret = (id: number) =>
@@ -63,9 +63,9 @@ layer(TestServerLive())("channels over REST", (it) => {
             allowed_ips: []
           }
         })
-        expect(r.body.data.client_id).toMatch(CLIENT_ID)
-        expect(r.body.data.client_secret).toMatch(CLIENT_SECRET)
-        expect(r.body.data.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
+        expect(ok(r, "channels.create").client_id).toMatch(CLIENT_ID)
+        expect(ok(r, "channels.create").client_secret).toMatch(CLIENT_SECRET)
+        expect(ok(r, "channels.create").created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
       }))
 
     it.effect("the client secret is never returned by GET, list or update", () =>
@@ -76,14 +76,14 @@ layer(TestServerLive())("channels over REST", (it) => {
         expect(client_secret).toMatch(CLIENT_SECRET)
         const got = yield* get(alice, `/api/user/channels/${created.id}`)
         expect(got.status).toBe(200)
-        expect(got.body.data).not.toHaveProperty("client_secret")
-        expect(got.body.data).toEqual(channel)
+        expect(ok(got, "channels.get")).not.toHaveProperty("client_secret")
+        expect(ok(got, "channels.get")).toEqual(channel)
         const list = yield* get(alice, "/api/user/channels")
-        expect(list.body.data).toHaveLength(1)
-        expect(list.body.data[0]).not.toHaveProperty("client_secret")
+        expect(ok(list, "channels.list")).toHaveLength(1)
+        expect(ok(list, "channels.list")[0]).not.toHaveProperty("client_secret")
         const updated = yield* put(alice, `/api/user/channels/${created.id}`, { name: "Renamed" })
         expect(updated.status).toBe(200)
-        expect(updated.body.data).not.toHaveProperty("client_secret")
+        expect(ok(updated, "channels.update")).not.toHaveProperty("client_secret")
         for (const r of [got, list, updated]) expect(JSON.stringify(r.body)).not.toContain(client_secret)
       }))
 
@@ -94,7 +94,7 @@ layer(TestServerLive())("channels over REST", (it) => {
         const stored = yield* storedSecret(created.id)
         expect(stored.secret_ciphertext).not.toBeNull()
         expect(stored.secret_ciphertext).not.toContain(created.client_secret)
-        expect(stored.secret_ciphertext).not.toContain(created.client_secret.slice(4))
+        expect(stored.secret_ciphertext).not.toContain(created.client_secret!.slice(4))
         expect(stored.row).not.toContain(created.client_secret)
         const secrets = yield* AppSecret
         expect(secrets.decrypt(stored.secret_ciphertext!)).toBe(created.client_secret)
@@ -122,17 +122,18 @@ layer(TestServerLive())("channels over REST", (it) => {
           message: "Credentials rotated. Store the new client secret now: it is not shown again.",
           data: { id: created.id, kind: "web", callback_url: "https://example.com/hook" }
         })
-        expect(r.body.data.client_id).toMatch(CLIENT_ID)
-        expect(r.body.data.client_secret).toMatch(CLIENT_SECRET)
-        expect(r.body.data.client_id).not.toBe(created.client_id)
-        expect(r.body.data.client_secret).not.toBe(created.client_secret)
+        const rotated = ok(r, "channels.rotate")
+        expect(rotated.client_id).toMatch(CLIENT_ID)
+        expect(rotated.client_secret).toMatch(CLIENT_SECRET)
+        expect(rotated.client_id).not.toBe(created.client_id)
+        expect(rotated.client_secret).not.toBe(created.client_secret)
         const after = yield* storedSecret(created.id)
         expect(after.secret_ciphertext).not.toBe(before.secret_ciphertext)
-        expect(after.row).not.toContain(r.body.data.client_secret)
-        expect((yield* AppSecret).decrypt(after.secret_ciphertext!)).toBe(r.body.data.client_secret)
+        expect(after.row).not.toContain(rotated.client_secret)
+        expect((yield* AppSecret).decrypt(after.secret_ciphertext!)).toBe(rotated.client_secret)
         const got = yield* get(alice, `/api/user/channels/${created.id}`)
-        expect(got.body.data.client_id).toBe(r.body.data.client_id)
-        expect(got.body.data).not.toHaveProperty("client_secret")
+        expect(ok(got, "channels.get").client_id).toBe(rotated.client_id)
+        expect(ok(got, "channels.get")).not.toHaveProperty("client_secret")
       }))
 
     it.effect("a widget channel has a wc_ client id and a secret (it signs reply webhooks only), both rotated", () =>
@@ -146,10 +147,10 @@ layer(TestServerLive())("channels over REST", (it) => {
         expect(stored).not.toContain(created.client_secret)
         const rotated = yield* post(alice, `/api/user/channels/${created.id}/rotate`)
         expect(rotated.status).toBe(200)
-        expect(rotated.body.data.client_id).toMatch(CLIENT_ID)
-        expect(rotated.body.data.client_id).not.toBe(created.client_id)
-        expect(rotated.body.data.client_secret).toMatch(/^wcs_/)
-        expect(rotated.body.data.client_secret).not.toBe(created.client_secret)
+        expect(ok(rotated, "channels.rotate").client_id).toMatch(CLIENT_ID)
+        expect(ok(rotated, "channels.rotate").client_id).not.toBe(created.client_id)
+        expect(ok(rotated, "channels.rotate").client_secret).toMatch(/^wcs_/)
+        expect(ok(rotated, "channels.rotate").client_secret).not.toBe(created.client_secret)
       }))
 
     it.effect("a whatsapp channel has no client id and rotating it is 422", () =>
@@ -159,9 +160,9 @@ layer(TestServerLive())("channels over REST", (it) => {
         expect(created).toMatchObject({ kind: "whatsapp", name: "WhatsApp", client_id: null, client_secret: null })
         const r = yield* post(alice, `/api/user/channels/${created.id}/rotate`)
         expect422(r, ["kind"])
-        expect(r.body.message).toContain("whatsapp")
+        expect(failure(r).message).toContain("whatsapp")
         const got = yield* get(alice, `/api/user/channels/${created.id}`)
-        expect(got.body.data.client_id).toBeNull()
+        expect(ok(got, "channels.get").client_id).toBeNull()
       }))
   })
 
@@ -179,11 +180,12 @@ layer(TestServerLive())("channels over REST", (it) => {
           pipeline_id: pipeline.id
         })
         expect(r.status).toBe(200)
-        expect(r.body.message).toBe("Channel updated successfully.")
+        expect(r.body).toMatchObject({ message: "Channel updated successfully." })
         const { client_secret: _s, updated_at: _u, ...before } = created
-        expect(r.body.data).toEqual({
+        const data = ok(r, "channels.update")
+        expect(data).toEqual({
           ...before,
-          updated_at: r.body.data.updated_at,
+          updated_at: data.updated_at,
           callback_url: "https://hooks.example.com/parley",
           allowed_origins: ["https://shop.example.com", "http://localhost:5173"],
           allowed_ips: ["203.0.113.7", "198.51.100.0/24", "2001:db8::/32"],
@@ -191,9 +193,9 @@ layer(TestServerLive())("channels over REST", (it) => {
           pipeline_id: pipeline.id
         })
         const got = yield* get(alice, `/api/user/channels/${created.id}`)
-        expect(got.body.data).toEqual(r.body.data)
+        expect(ok(got, "channels.get")).toEqual(data)
         const linked = yield* get(alice, `/api/user/pipelines/${pipeline.id}`)
-        expect(linked.body.data.channel_id).toBe(created.id)
+        expect(ok(linked, "pipelines.get").channel_id).toBe(created.id)
       }))
 
     it.effect("a second update changes only what it sends; null clears callback_url and pipeline_id", () =>
@@ -209,7 +211,7 @@ layer(TestServerLive())("channels over REST", (it) => {
         })
         expect(created.pipeline_id).toBe(pipeline.id)
         const r = yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: null, pipeline_id: null })
-        expect(r.body.data).toMatchObject({
+        expect(ok(r, "channels.update")).toMatchObject({
           callback_url: null,
           pipeline_id: null,
           allowed_origins: ["https://a.example.com"],
@@ -217,7 +219,7 @@ layer(TestServerLive())("channels over REST", (it) => {
           is_active: true
         })
         const emptied = yield* put(alice, `/api/user/channels/${created.id}`, { allowed_origins: [], allowed_ips: [] })
-        expect(emptied.body.data).toMatchObject({ allowed_origins: [], allowed_ips: [] })
+        expect(ok(emptied, "channels.update")).toMatchObject({ allowed_origins: [], allowed_ips: [] })
       }))
 
     it.effect("origins are normalised: trailing slash dropped, lower case, duplicates removed", () =>
@@ -236,16 +238,16 @@ layer(TestServerLive())("channels over REST", (it) => {
         for (const callback_url of ["not a url", "ftp://example.com/hook", "javascript:alert(1)"]) {
           const r = yield* post(alice, "/api/user/channels", { kind: "web", callback_url })
           expect422(r, ["callback_url"])
-          expect(r.body.validation[0].message).toContain("http or https URL")
+          expect(failure(r).validation[0]!.message).toContain("http or https URL")
         }
         const created = yield* createChannel(alice, { kind: "web", callback_url: "https://ok.example.com" })
         expect422(yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: "mailto:me@example.com" }), [
           "callback_url"
         ])
-        expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.callback_url).toBe(
+        expect(ok(yield* get(alice, `/api/user/channels/${created.id}`), "channels.get").callback_url).toBe(
           "https://ok.example.com"
         )
-        expect((yield* get(alice, "/api/user/channels")).body.data).toHaveLength(1)
+        expect(ok(yield* get(alice, "/api/user/channels"), "channels.list")).toHaveLength(1)
       }))
 
     it.effect("a callback_url at a loopback, private, link-local or metadata address is 422 on callback_url, on create and on update", () =>
@@ -272,7 +274,7 @@ layer(TestServerLive())("channels over REST", (it) => {
         ) {
           const r = yield* post(alice, "/api/user/channels", { kind: "web", callback_url })
           expect422(r, ["callback_url"])
-          expect(r.body.validation[0].message).toBe(
+          expect(failure(r).validation[0]!.message).toBe(
             `The callback_url field must point at a public address: ${host} is a loopback, private or link-local address, ` +
               "which this server calls only when OUTBOUND_ALLOW_PRIVATE=true."
           )
@@ -281,7 +283,7 @@ layer(TestServerLive())("channels over REST", (it) => {
         expect422(yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: "http://127.0.0.1:9/hook" }), [
           "callback_url"
         ])
-        expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.callback_url).toBe(
+        expect(ok(yield* get(alice, `/api/user/channels/${created.id}`), "channels.get").callback_url).toBe(
           "https://hooks.example.com/parley"
         )
         // an update that leaves callback_url alone is not checked again
@@ -312,7 +314,7 @@ layer(TestServerLive())("channels over REST", (it) => {
           allowed_origins: ["https://good.example.com", "https://shop.example.com/path"]
         })
         expect422(r, ["allowed_origins.1"])
-        expect(r.body.validation[0].message).toContain("must be an origin")
+        expect(failure(r).validation[0]!.message).toContain("must be an origin")
         expect422(yield* post(alice, "/api/user/channels", { kind: "web", allowed_origins: ["shop.example.com"] }), [
           "allowed_origins.0"
         ])
@@ -339,8 +341,8 @@ layer(TestServerLive())("channels over REST", (it) => {
           allowed_ips: ["2001:db8::/129", "10.0.0.0/"]
         })
         expect422(r, ["allowed_ips.0", "allowed_ips.1"])
-        expect(r.body.validation[0].message).toContain("CIDR")
-        expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.allowed_ips).toEqual([])
+        expect(failure(r).validation[0]!.message).toContain("CIDR")
+        expect(ok(yield* get(alice, `/api/user/channels/${created.id}`), "channels.get").allowed_ips).toEqual([])
       }))
 
     it.effect("an unknown or missing kind is 422 on kind", () =>
@@ -358,12 +360,12 @@ layer(TestServerLive())("channels over REST", (it) => {
         const bobs = yield* createPipeline(bob, "Bob's")
         const r = yield* post(alice, "/api/user/channels", { kind: "web", pipeline_id: bobs.id })
         expect422(r, ["pipeline_id"])
-        expect(r.body.validation[0].message).toBe("The selected pipeline does not exist.")
+        expect(failure(r).validation[0]!.message).toBe("The selected pipeline does not exist.")
         expect422(yield* post(alice, "/api/user/channels", { kind: "web", pipeline_id: 987654 }), ["pipeline_id"])
         const created = yield* createChannel(alice, { kind: "web" })
         expect422(yield* put(alice, `/api/user/channels/${created.id}`, { pipeline_id: bobs.id }), ["pipeline_id"])
-        expect((yield* get(alice, `/api/user/channels/${created.id}`)).body.data.pipeline_id).toBeNull()
-        expect((yield* get(bob, `/api/user/pipelines/${bobs.id}`)).body.data.channel_id).toBeNull()
+        expect(ok(yield* get(alice, `/api/user/channels/${created.id}`), "channels.get").pipeline_id).toBeNull()
+        expect(ok(yield* get(bob, `/api/user/pipelines/${bobs.id}`), "pipelines.get").channel_id).toBeNull()
       }))
 
     it.effect("creating a channel in a workspace the caller is not a member of is 422 on workspace_id", () =>
@@ -373,7 +375,7 @@ layer(TestServerLive())("channels over REST", (it) => {
         expect422(yield* post(alice, "/api/user/channels", { kind: "web", workspace_id: bob.workspace_id }), [
           "workspace_id"
         ])
-        expect((yield* get(bob, "/api/user/channels")).body.data).toEqual([])
+        expect(ok(yield* get(bob, "/api/user/channels"), "channels.list")).toEqual([])
       }))
   })
 
@@ -395,9 +397,13 @@ layer(TestServerLive())("channels over REST", (it) => {
           expect(r.status).toBe(404)
           expect(r.body).toEqual(notFound)
         }
-        expect((yield* get(mallory, "/api/user/channels")).body.data).toEqual([])
+        expect(ok(yield* get(mallory, "/api/user/channels"), "channels.list")).toEqual([])
         const got = yield* get(alice, `/api/user/channels/${created.id}`)
-        expect(got.body.data).toMatchObject({ name: "Private", is_active: true, client_id: created.client_id })
+        expect(ok(got, "channels.get")).toMatchObject({
+          name: "Private",
+          is_active: true,
+          client_id: created.client_id
+        })
       }))
 
     it.effect("a manager sees and edits the managed workspace's channels", () =>
@@ -407,9 +413,9 @@ layer(TestServerLive())("channels over REST", (it) => {
         const created = yield* createChannel(owner, { kind: "web" })
         yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id))
         const list = yield* get(manager, "/api/user/channels")
-        expect(list.body.data.map((c: any) => c.id)).toEqual([created.id])
+        expect(ok(list, "channels.list").map((c) => c.id)).toEqual([created.id])
         const updated = yield* put(manager, `/api/user/channels/${created.id}`, { is_active: false })
-        expect(updated.body.data.is_active).toBe(false)
+        expect(ok(updated, "channels.update").is_active).toBe(false)
       }))
 
     it.effect("channels:read lists and reads channels but cannot create, update or rotate", () =>
@@ -437,8 +443,8 @@ layer(TestServerLive())("channels over REST", (it) => {
           })
         }
         const after = yield* get(alice, `/api/user/channels/${created.id}`)
-        expect(after.body.data).toMatchObject({ is_active: true, client_id: created.client_id })
-        expect((yield* get(alice, "/api/user/channels")).body.data).toHaveLength(1)
+        expect(ok(after, "channels.get")).toMatchObject({ is_active: true, client_id: created.client_id })
+        expect(ok(yield* get(alice, "/api/user/channels"), "channels.list")).toHaveLength(1)
       }))
 
     it.effect("channels:write creates a channel but cannot read channels", () =>
@@ -449,11 +455,11 @@ layer(TestServerLive())("channels over REST", (it) => {
         for (
           const r of [
             yield* get(alice, "/api/user/channels"),
-            yield* get(alice, `/api/user/channels/${created.body.data.id}`)
+            yield* get(alice, `/api/user/channels/${ok(created, "channels.create").id}`)
           ]
         ) {
           expect(r.status).toBe(403)
-          expect(r.body.message).toBe("Missing required scope: channels:read")
+          expect(failure(r).message).toBe("Missing required scope: channels:read")
         }
       }))
 
@@ -462,10 +468,10 @@ layer(TestServerLive())("channels over REST", (it) => {
         const alice = yield* seedUser({ scopes: ["pipelines:read", "pipelines:write"] })
         const list = yield* get(alice, "/api/user/channels")
         expect(list.status).toBe(403)
-        expect(list.body.message).toBe("Missing required scope: channels:read")
+        expect(failure(list).message).toBe("Missing required scope: channels:read")
         const create = yield* post(alice, "/api/user/channels", { kind: "web" })
         expect(create.status).toBe(403)
-        expect(create.body.message).toBe("Missing required scope: channels:write")
+        expect(failure(create).message).toBe("Missing required scope: channels:write")
       }))
 
     it.effect("channels without a token are 401", () =>
@@ -484,6 +490,6 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }))("channels with OUTBOUN
       const created = yield* createChannel(alice, { kind: "web", callback_url: "http://127.0.0.1:4000/hook" })
       expect(created.callback_url).toBe("http://127.0.0.1:4000/hook")
       const updated = yield* put(alice, `/api/user/channels/${created.id}`, { callback_url: "http://10.0.0.8/hook" })
-      expect(updated.body.data.callback_url).toBe("http://10.0.0.8/hook")
+      expect(ok(updated, "channels.update").callback_url).toBe("http://10.0.0.8/hook")
     }))
 })

@@ -6,12 +6,26 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { ChannelKind } from "@parley/domain"
+import { Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { cli, envFor, parley, parleyText, type Ran, root, run, serverStart, testTimeout, tsx } from "./support/Cli.js"
+import {
+  cli,
+  envFor,
+  jsonAs,
+  parley,
+  parleyAs,
+  parleyText,
+  root,
+  run,
+  serverStart,
+  testTimeout,
+  tsx
+} from "./support/Cli.js"
+import { type ApiResponse, ok } from "./support/Contract.js"
 
 interface Running {
   readonly child: ChildProcess
@@ -49,13 +63,67 @@ const stop = (server: Running | undefined) =>
     server.child.kill("SIGTERM")
   })
 
-const api = async (base: string, path: string, token: string, init: RequestInit = {}) => {
-  const response = await fetch(base + path, {
+/** A request to the served API, answered as the suites' `call` answers (support/Contract.ts reads the body). */
+const api = async (base: string, path: string, token: string, init: RequestInit = {}): Promise<ApiResponse> => {
+  const url = base + path
+  const response = await fetch(url, {
     ...init,
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...init.headers }
   })
-  return { status: response.status, body: (await response.json()) as any }
+  const body: unknown = await response.json()
+  return { status: response.status, body, headers: response.headers, method: init.method ?? "GET", url }
 }
+
+// What the tests read of the CLI's JSON answers (the rest is compared whole: see support/Cli.ts `jsonAs`).
+
+/** `token create` */
+const CreatedToken = Schema.Struct({ id: Schema.Number, token: Schema.String })
+
+/** `channel create` and `channel rotate`: the channel with its secret and web-chat addresses. */
+const CliChannel = Schema.Struct({
+  id: Schema.Number,
+  client_id: Schema.String,
+  client_secret: Schema.String,
+  pipeline_id: Schema.NullOr(Schema.Number),
+  widget_embed: Schema.NullOr(Schema.String)
+})
+type CliChannel = typeof CliChannel.Type
+
+/** `server.json` in the data dir while `parley serve` runs. */
+const ServerJson = Schema.Struct({ admin_url: Schema.String, pid: Schema.Number })
+
+const UserList = Schema.Array(Schema.Struct({
+  id: Schema.Number,
+  email: Schema.String,
+  workspaces: Schema.Array(Schema.Struct({ workspace_id: Schema.Number, role: Schema.String }))
+}))
+const WorkspaceList = Schema.Array(Schema.Struct({
+  id: Schema.Number,
+  name: Schema.String,
+  credits: Schema.Number,
+  is_subscription_active: Schema.Boolean,
+  needs: Schema.Array(Schema.String)
+}))
+const TokenList = Schema.Array(Schema.Struct({
+  id: Schema.Number,
+  email: Schema.String,
+  name: Schema.String,
+  status: Schema.String,
+  token_hint: Schema.String
+}))
+const ChannelList = Schema.Array(Schema.Struct({
+  id: Schema.Number,
+  kind: Schema.String,
+  client_id: Schema.String,
+  initiate_url: Schema.NullOr(Schema.String),
+  messages_url: Schema.NullOr(Schema.String)
+}))
+const PipelineList = Schema.Array(Schema.Struct({
+  id: Schema.Number,
+  name: Schema.String,
+  stages_count: Schema.Number,
+  channel_id: Schema.NullOr(Schema.Number)
+}))
 
 /** Runs `tasks` a few at a time (each is a child process; the machine has two cores). */
 const few = async <A>(tasks: ReadonlyArray<() => Promise<A>>, width = 3) => {
@@ -74,9 +142,9 @@ const sha256 = (s: string) => createHash("sha256").update(s).digest("hex")
 
 describe("parley CLI on the embedded database", () => {
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-cli-"))
-  let owner: { id: number; token: string }
-  let web: any
-  let widget: any
+  let owner: typeof CreatedToken.Type
+  let web: CliChannel
+  let widget: CliChannel
 
   it(
     "with no server, opens and migrates the data dir itself, says what a new workspace needs, and leaves no lock",
@@ -119,12 +187,12 @@ describe("parley CLI on the embedded database", () => {
     it(
       "creates through the server's admin endpoint: tokens, channels of every kind with their web-chat URLs",
       async () => {
-        const info = JSON.parse(Fs.readFileSync(Path.join(dataDir, "server.json"), "utf8"))
+        const info = jsonAs(Fs.readFileSync(Path.join(dataDir, "server.json"), "utf8"), ServerJson)
         expect(info.admin_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
         // the serving process (tsx runs it as a child) holds the data-dir lock
         expect(Fs.readFileSync(Path.join(dataDir, "lock"), "utf8")).toBe(String(info.pid))
         // the user made with no server running
-        owner = await parley(dataDir, [
+        owner = await parleyAs(CreatedToken, dataDir, [
           "token",
           "create",
           "--email",
@@ -135,9 +203,9 @@ describe("parley CLI on the embedded database", () => {
         expect(owner.token).toMatch(/^pat_[0-9A-Za-z]{43}$/)
         const me = await api(server.api, "/api/user/me", owner.token)
         expect(me.status).toBe(200)
-        expect(me.body.data.user.email).toBe("ops@example.com")
+        expect(ok(me, "account.me").user.email).toBe("ops@example.com")
 
-        const online = await parley(dataDir, [
+        const online = await parleyAs(CreatedToken, dataDir, [
           "token",
           "create",
           "--email",
@@ -155,14 +223,14 @@ describe("parley CLI on the embedded database", () => {
           body: JSON.stringify({ name: "CLI pipeline", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
         })
         expect(pipeline.status).toBe(200)
-        pipelineId = pipeline.body.data.id
+        pipelineId = ok(pipeline, "pipelines.create").id
         const stage = await api(server.api, `/api/user/pipelines/${pipelineId}/stages`, owner.token, {
           method: "POST",
           body: JSON.stringify({ name: "New", nature: "neutral", order: 1 })
         })
         expect(stage.status).toBe(200)
 
-        web = await parley(dataDir, [
+        web = await parleyAs(CliChannel, dataDir, [
           "channel",
           "create",
           "--workspace-id",
@@ -176,7 +244,7 @@ describe("parley CLI on the embedded database", () => {
           "--allowed-origins",
           "https://shop.example.com"
         ])
-        widget = await parley(dataDir, [
+        widget = await parleyAs(CliChannel, dataDir, [
           "channel",
           "create",
           "--workspace-id",
@@ -221,20 +289,21 @@ describe("parley CLI on the embedded database", () => {
             "link-local address, which this server calls only when OUTBOUND_ALLOW_PRIVATE=true."
         })
         const channels = await api(server.api, "/api/user/channels", online.token)
-        expect(channels.body.data.map((c: any) => c.client_id)).toEqual([web.client_id, widget.client_id])
-        expect(channels.body.data[0]).toMatchObject({
+        const listed = ok(channels, "channels.list")
+        expect(listed.map((c) => c.client_id)).toEqual([web.client_id, widget.client_id])
+        expect(listed[0]).toMatchObject({
           pipeline_id: pipelineId,
           allowed_origins: ["https://shop.example.com"]
         })
 
-        const [revoked, failure] = await few([
-          () => parley(dataDir, ["token", "revoke", "--id", String(online.id)]),
-          () =>
-            run(dataDir, ["user", "grant-manager", "--email", "nobody@example.com", "--workspace-id", "1", "--json"])
+        // both at once, as `few` runs two tasks
+        const [revoked, failure] = await Promise.all([
+          parley(dataDir, ["token", "revoke", "--id", String(online.id)]),
+          run(dataDir, ["user", "grant-manager", "--email", "nobody@example.com", "--workspace-id", "1", "--json"])
         ])
         expect(revoked).toEqual({ id: online.id, revoked: true })
         expect((await api(server.api, "/api/user/channels", online.token)).status).toBe(401)
-        expect(JSON.parse((failure as Ran).stdout)).toEqual({ error: "No user with email nobody@example.com" })
+        expect(JSON.parse(failure.stdout)).toEqual({ error: "No user with email nobody@example.com" })
       },
       testTimeout
     )
@@ -331,21 +400,25 @@ describe("parley CLI on the embedded database", () => {
         const answers = await few(
           shows.flatMap((args) => [() => parleyText(dataDir, args), () => parleyText(dataDir, [...args, "--json"])])
         )
-        const answer = (i: number) => ({ text: answers[2 * i]!, json: JSON.parse(answers[2 * i + 1]!) })
+        /** The i-th command's text, and its JSON decoded with `schema` (Unknown: only compared whole). */
+        const answer = <A, I>(i: number, schema: Schema.Schema<A, I>) => ({
+          text: answers[2 * i]!,
+          json: jsonAs(answers[2 * i + 1]!, schema)
+        })
         const [userList, userShow, workspaceList, workspaceShow, tokenList] = [
-          answer(0),
-          answer(1),
-          answer(2),
-          answer(3),
-          answer(4)
-        ]
+          answer(0, UserList),
+          answer(1, Schema.Unknown),
+          answer(2, WorkspaceList),
+          answer(3, Schema.Unknown),
+          answer(4, TokenList)
+        ] as const
         const [tokenShow, channelList, channelShow, pipelineList, pipelineShow] = [
-          answer(5),
-          answer(6),
-          answer(7),
-          answer(8),
-          answer(9)
-        ]
+          answer(5, Schema.Unknown),
+          answer(6, ChannelList),
+          answer(7, Schema.Unknown),
+          answer(8, PipelineList),
+          answer(9, Schema.Unknown)
+        ] as const
 
         for (const answer of answers) {
           for (const secret of secrets) {
@@ -356,7 +429,7 @@ describe("parley CLI on the embedded database", () => {
           expect(answer).not.toMatch(/scrypt\$|client_secret|secret_ciphertext|token_hash|password/)
         }
 
-        expect(userList.json.map((u: any) => [u.id, u.email, u.workspaces.map((w: any) => [w.workspace_id, w.role])]))
+        expect(userList.json.map((u) => [u.id, u.email, u.workspaces.map((w) => [w.workspace_id, w.role])]))
           .toEqual([
             [1, "ops@example.com", [[1, "owner"], [3, "owner"]]],
             [2, "second@example.com", [[2, "owner"], [4, "owner"]]]
@@ -371,7 +444,7 @@ describe("parley CLI on the embedded database", () => {
         expect(userShow.text).toMatch(/^email\s+ops@example\.com$/m)
         expect(userShow.text).toMatch(/^ {2}1\s+Ops\s+owner$/m)
 
-        expect(workspaceList.json.map((w: any) => [w.id, w.name, w.credits, w.is_subscription_active, w.needs]))
+        expect(workspaceList.json.map((w) => [w.id, w.name, w.credits, w.is_subscription_active, w.needs]))
           .toEqual([
             [1, "Ops", 50, true, []],
             [2, "second's workspace", 25, true, ["pipeline", "channel"]],
@@ -393,11 +466,11 @@ describe("parley CLI on the embedded database", () => {
         expect(workspaceShow.text).toMatch(/^owner_email\s+ops@example\.com$/m)
         expect(workspaceShow.text).toContain("Workspace 1 has what its agent needs to reply.")
 
-        expect(tokenList.json.map((t: any) => [t.id, t.email, t.name, t.status])).toEqual([
+        expect(tokenList.json.map((t) => [t.id, t.email, t.name, t.status])).toEqual([
           [owner.id, "ops@example.com", "CLI token", "active"],
           [owner.id + 1, "ops@example.com", "online", "revoked"]
         ])
-        expect(tokenList.json[0].token_hint).toBe(owner.token.slice(-4))
+        expect(tokenList.json[0]?.token_hint).toBe(owner.token.slice(-4))
         expect(tokenList.text).toMatch(
           new RegExp(
             `^${owner.id}\\s+ops@example\\.com\\s+CLI token\\s+…${
@@ -414,11 +487,11 @@ describe("parley CLI on the embedded database", () => {
         })
         expect(tokenShow.text).toMatch(/^status\s+active$/m)
 
-        expect(channelList.json.map((c: any) => [c.id, c.kind, c.client_id, c.messages_url])).toEqual([
+        expect(channelList.json.map((c) => [c.id, c.kind, c.client_id, c.messages_url])).toEqual([
           [web.id, "web", web.client_id, `${server.receiver}/web-chat/message`],
           [widget.id, "widget", widget.client_id, `${server.receiver}/web-chat/message`]
         ])
-        expect(channelList.json[0].initiate_url).toBe(`${server.api}/api/user/web-chat/initiate`)
+        expect(channelList.json[0]?.initiate_url).toBe(`${server.api}/api/user/web-chat/initiate`)
         expect(channelList.text).toContain(
           `${server.api}/api/user/web-chat/initiate  ${server.receiver}/web-chat/message`
         )
@@ -433,7 +506,7 @@ describe("parley CLI on the embedded database", () => {
         })
         expect(channelShow.text).toMatch(/^widget_embed\s+<script /m)
 
-        expect(pipelineList.json.map((p: any) => [p.id, p.name, p.stages_count, p.channel_id])).toEqual([[
+        expect(pipelineList.json.map((p) => [p.id, p.name, p.stages_count, p.channel_id])).toEqual([[
           pipelineId,
           "CLI pipeline",
           1,
@@ -460,7 +533,7 @@ describe("parley CLI on the embedded database", () => {
     expect(Fs.existsSync(Path.join(dataDir, "server.json"))).toBe(false)
     expect(Fs.existsSync(Path.join(dataDir, "lock"))).toBe(false)
     // a channel the server made
-    const rotated = await parley(dataDir, ["channel", "rotate", "--id", String(web.id)])
+    const rotated = await parleyAs(CliChannel, dataDir, ["channel", "rotate", "--id", String(web.id)])
     expect(rotated).toMatchObject({ id: web.id, name: "Web chat", pipeline_id: web.pipeline_id })
     expect(rotated.client_secret).toMatch(/^wcs_/)
     expect(rotated.client_id).not.toBe(web.client_id)
@@ -504,22 +577,23 @@ describe("parley CLI usage", () => {
       token = /export PARLEY_TOKEN=(pat_\w+)/.exec(first.output())?.[1] ?? ""
       expect(token).not.toBe("")
       const pipelines = await api(first.api, "/api/user/pipelines", token)
-      expect(pipelines.body.data).toHaveLength(1)
-      const detail = await api(first.api, `/api/user/pipelines/${pipelines.body.data[0].id}`, token)
-      expect(detail.body.data.stages.map((s: any) => [s.name, s.nature, s.order])).toEqual([
+      const listed = ok(pipelines, "pipelines.list")
+      expect(listed).toHaveLength(1)
+      const detail = await api(first.api, `/api/user/pipelines/${listed[0]!.id}`, token)
+      expect(ok(detail, "pipelines.get").stages.map((s) => [s.name, s.nature, s.order])).toEqual([
         ["New lead", "neutral", 1],
         ["Demo booked", "won", 2],
         ["Not interested", "lost", 3]
       ])
       const channels = await api(first.api, "/api/user/channels", token)
-      expect(channels.body.data[0]).toMatchObject({ kind: "web", pipeline_id: pipelines.body.data[0].id })
+      expect(ok(channels, "channels.list")[0]).toMatchObject({ kind: "web", pipeline_id: listed[0]!.id })
     } finally {
       await stop(first)
     }
     const second = await serve(dataDir, { PARLEY_SEED_DEMO: "true" })
     try {
       expect(second.output()).toContain(`export PARLEY_TOKEN=${token}`)
-      expect((await api(second.api, "/api/user/pipelines", token)).body.data).toHaveLength(1)
+      expect(ok(await api(second.api, "/api/user/pipelines", token), "pipelines.list")).toHaveLength(1)
     } finally {
       await stop(second)
     }

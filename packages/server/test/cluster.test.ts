@@ -10,6 +10,7 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { expect, it } from "@effect/vitest"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { ReceiverAnswer } from "@parley/domain"
 import { Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
 import { inject } from "vitest"
@@ -19,6 +20,7 @@ import { openPglite } from "../src/db/Database.js"
 import { pgTypeParser } from "../src/db/PgTypes.js"
 import { Deliveries } from "../src/delivery/Deliveries.js"
 import { ApiListener, ReceiverListener } from "../src/http/Listener.js"
+import { bodyAs } from "./support/Contract.js"
 import { createNativeDatabase, databaseMode } from "./support/NativeDatabase.js"
 import { funnel, linkWebChannel, ok, put } from "./support/Opportunities.js"
 import { freePort as freePortNow } from "./support/Ports.js"
@@ -84,7 +86,7 @@ it.live("a worker runner executes what an api/receiver client process hands over
     yield* Effect.gen(function*() {
       const owner = yield* seedUser()
       const { pipeline } = yield* funnel(owner)
-      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0 }))
+      ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0 }), "pipelines.update")
       const channel = yield* linkWebChannel(owner, pipeline.id)
       const { receiverUrl } = yield* TestServer
       const sent = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
@@ -96,7 +98,7 @@ it.live("a worker runner executes what an api/receiver client process hands over
         body: JSON.stringify({ contact_id: "visitor-1", message: "Hello from the front" })
       })
       expect(sent.status).toBe(200)
-      const messageId = sent.body.data.message_id as string
+      const messageId = bodyAs(sent, ReceiverAnswer).data!.message_id
       const sql = yield* SqlClient.SqlClient
       const handledAt = yield* eventually(
         sql<{ handled_at: string | null }>`select handled_at from messages where id = ${messageId}`.pipe(

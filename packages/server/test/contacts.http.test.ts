@@ -1,6 +1,8 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import type { ApiResponse } from "./support/Contract.js"
 import {
+  type Caller,
   createOpportunity,
   expect422,
   freshPhone,
@@ -8,21 +10,32 @@ import {
   get,
   listingFixture,
   ok,
+  post,
   sqlRows,
   TIMESTAMP
 } from "./support/Opportunities.js"
 import { seedUser, TestServerLive } from "./support/TestServer.js"
 
+/** An opportunity created with `contact_id`: base fields and the conversation it joined (SPEC.md 2.2). */
+const createOnContact = (who: Caller, body: Record<string, unknown>) =>
+  Effect.map(post(who, "/api/user/opportunities", body), (r) => {
+    const o = ok(r, "opportunities.create")
+    if (!("conversation" in o)) return expect.fail(`expected the opportunity on a contact, got ${JSON.stringify(o)}`)
+    return o
+  })
+
 const ofContact = (who: { token: string }, identifier: string | number, query = "") =>
   Effect.map(get(who, `/api/user/contacts/${identifier}/opportunities${query}`), (r) => {
     expect(r.status).toBe(200)
     expect(r.body).toMatchObject({ status: true, code: 200, validation: [] })
-    return r.body.data as Array<any>
+    return ok(r, "contacts.opportunities")
   })
 
 /** A contact row with a chosen id, so that the id also reads as a phone number. */
 const contactWithId = (workspaceId: number, id: number, name: string) =>
-  sqlRows`insert into contacts (id, workspace_id, name) overriding system value values (${id}, ${workspaceId}, ${name}) returning id`
+  sqlRows<
+    { id: number }
+  >`insert into contacts (id, workspace_id, name) overriding system value values (${id}, ${workspaceId}, ${name}) returning id`
 
 layer(TestServerLive())("a contact's opportunities", (it) => {
   it.effect("by contact id: every opportunity of the contact, full shape, newest first by created_at", () =>
@@ -37,7 +50,7 @@ layer(TestServerLive())("a contact's opportunities", (it) => {
         contact: { phone, name: "Dana" }
       })
       const b = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, contact: { phone } })
-      const c = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact_id: a.contact_id })
+      const c = yield* createOnContact(alice, { pipeline_id: sales.pipeline.id, contact_id: a.contact_id })
       const other = yield* createOpportunity(alice, {
         pipeline_id: sales.pipeline.id,
         contact: { phone: freshPhone() }
@@ -50,7 +63,7 @@ layer(TestServerLive())("a contact's opportunities", (it) => {
       expect(list.map((o) => o.id)).toEqual([c.id, a.id, b.id])
       expect(list.map((o) => o.id)).not.toContain(other.id)
       const [, second] = list
-      expect(second).toEqual(ok(yield* get(alice, `/api/user/opportunities/${a.id}`)))
+      expect(second).toEqual(ok(yield* get(alice, `/api/user/opportunities/${a.id}`), "opportunities.get"))
       expect(second).toMatchObject({
         contact_name: "Dana",
         contact_phone: phone,
@@ -65,7 +78,7 @@ layer(TestServerLive())("a contact's opportunities", (it) => {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
       const a = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: "+49 151 2345-678" } })
-      const b = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: a.contact_id })
+      const b = yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: a.contact_id })
       expect((yield* ofContact(alice, "491512345678")).map((o) => o.id)).toEqual([b.id, a.id])
     }))
 
@@ -76,7 +89,7 @@ layer(TestServerLive())("a contact's opportunities", (it) => {
       const base = 4_930_000_000 + Math.floor(Math.random() * 1_000_000) * 2
       // a contact whose id is `base` and which holds an opportunity
       yield* contactWithId(alice.workspace_id, base, "By id")
-      const [byIdOpportunity] = yield* sqlRows`
+      const [byIdOpportunity] = yield* sqlRows<{ id: number }>`
         insert into opportunities (workspace_id, pipeline_id, stage_id, contact_id)
         values (${alice.workspace_id}, ${pipeline.id}, ${inbound.id}, ${base}) returning id`
       // another contact whose phone is the same digits
@@ -124,9 +137,9 @@ layer(TestServerLive())("a contact's opportunities", (it) => {
 })
 
 layer(TestServerLive())("listing contacts", (it) => {
-  const ids = (r: { status: number; body: any }) => {
+  const ids = (r: ApiResponse) => {
     expect(r.status).toBe(200)
-    return r.body.data.data.map((c: any) => c.id)
+    return ok(r, "contacts.list").data.map((c) => c.id)
   }
 
   it.effect("lists one row per contact, newest first, with opportunities_count and the paginator fields", () =>
@@ -137,8 +150,8 @@ layer(TestServerLive())("listing contacts", (it) => {
       const r = yield* get(alice, "/api/user/contacts")
       expect(r.status).toBe(200)
       expect(r.body).toMatchObject({ status: true, code: 200, validation: [] })
-      const page = r.body.data
-      expect(page.data.map((c: any) => c.id)).toEqual([f.cara, f.bob, f.ana])
+      const page = ok(r, "contacts.list")
+      expect(page.data.map((c) => c.id)).toEqual([f.cara, f.bob, f.ana])
       expect(page).toMatchObject({
         current_page: 1,
         per_page: 25,
@@ -219,8 +232,8 @@ layer(TestServerLive())("listing contacts", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const f = yield* listingFixture(alice, yield* seedUser())
-      const p1 = ok(yield* get(alice, "/api/user/contacts?per_page=2"))
-      expect(p1.data.map((c: any) => c.id)).toEqual([f.cara, f.bob])
+      const p1 = ok(yield* get(alice, "/api/user/contacts?per_page=2"), "contacts.list")
+      expect(p1.data.map((c) => c.id)).toEqual([f.cara, f.bob])
       expect(p1).toMatchObject({
         current_page: 1,
         per_page: 2,
@@ -230,11 +243,11 @@ layer(TestServerLive())("listing contacts", (it) => {
         to: 2,
         prev_page_url: null
       })
-      expect(new URL(p1.next_page_url).searchParams.get("page")).toBe("2")
-      const p2 = ok(yield* get(alice, "/api/user/contacts?per_page=2&page=2"))
-      expect(p2.data.map((c: any) => c.id)).toEqual([f.ana])
+      expect(new URL(p1.next_page_url!).searchParams.get("page")).toBe("2")
+      const p2 = ok(yield* get(alice, "/api/user/contacts?per_page=2&page=2"), "contacts.list")
+      expect(p2.data.map((c) => c.id)).toEqual([f.ana])
       expect(p2).toMatchObject({ current_page: 2, from: 3, to: 3, next_page_url: null })
-      const empty = ok(yield* get(alice, "/api/user/contacts?per_page=2&page=5"))
+      const empty = ok(yield* get(alice, "/api/user/contacts?per_page=2&page=5"), "contacts.list")
       expect(empty).toMatchObject({ data: [], from: null, to: null, total: 3 })
       expect422(yield* get(alice, "/api/user/contacts?per_page=101"), ["per_page"])
     }))

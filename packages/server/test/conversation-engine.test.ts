@@ -19,8 +19,10 @@ const webChat = (debounceMs: number) =>
   Effect.gen(function*() {
     const owner = yield* seedUser()
     const { pipeline } = yield* funnel(owner)
-    ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: debounceMs }))
-    const channel = yield* linkWebChannel(owner, pipeline.id)
+    ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: debounceMs }), "pipelines.update")
+    const created = yield* linkWebChannel(owner, pipeline.id)
+    // a web channel is created with its credentials
+    const channel = { ...created, client_id: created.client_id!, client_secret: created.client_secret! }
     return { owner, pipeline, channel }
   })
 
@@ -128,7 +130,10 @@ layer(
       expect422(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: -1 }), [
         "reply_debounce_ms"
       ])
-      expect(ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0 })).reply_debounce_ms)
+      expect(
+        ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0 }), "pipelines.update")
+          .reply_debounce_ms
+      )
         .toBe(0)
     }))
 })

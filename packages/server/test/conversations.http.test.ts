@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { Identity } from "../src/identity/Identity.js"
+import { type ApiResponse, bodyAs, failure, type Success } from "./support/Contract.js"
 import {
   type Caller,
   createOpportunity,
@@ -19,6 +20,14 @@ import {
 import { seedUser, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
+/** An opportunity created with `contact_id`: base fields and the joined conversation (SPEC.md 2.2). */
+const createOnContact = (who: Caller, body: Record<string, unknown>) =>
+  Effect.map(post(who, "/api/user/opportunities", body), (r) => {
+    const o = ok(r, "opportunities.create")
+    if (!("conversation" in o)) return expect.fail(`expected the opportunity on a contact, got ${JSON.stringify(o)}`)
+    return o
+  })
+
 /**
  * An opportunity created on an existing contact, which joins (here: opens) a conversation on the pipeline's channel.
  */
@@ -27,12 +36,15 @@ const withConversation = (who: Caller) =>
     const f = yield* funnel(who)
     yield* linkWebChannel(who, f.pipeline.id)
     const first = yield* createOpportunity(who, { pipeline_id: f.pipeline.id, contact: { phone: freshPhone() } })
-    const o = yield* createOpportunity(who, { pipeline_id: f.pipeline.id, contact_id: first.contact_id })
-    return { ...f, opportunity: o, conversationId: o.conversation.id as number }
+    const o = yield* createOnContact(who, { pipeline_id: f.pipeline.id, contact_id: first.contact_id })
+    return { ...f, opportunity: o, conversationId: o.conversation.id }
   })
 
 const notesOf = (id: number) =>
-  Effect.map(sqlRows`select notes from conversations where id = ${id}`, (rows) => rows[0]!.notes)
+  Effect.map(
+    sqlRows<{ notes: ReadonlyArray<string> | null }>`select notes from conversations where id = ${id}`,
+    (rows) => rows[0]!.notes
+  )
 
 let messageIds = 0
 const message = (
@@ -53,15 +65,15 @@ layer(TestServerLive())("updating a conversation", (it) => {
       const { conversationId, opportunity } = yield* withConversation(alice)
       const paused = yield* put(alice, `/api/user/conversations/${conversationId}`, { status: "paused" })
       expect(paused.status).toBe(200)
-      expect(Object.keys(paused.body).sort()).toEqual(["code", "data", "message", "status"])
+      expect(Object.keys(bodyAs(paused, Schema.Object)).sort()).toEqual(["code", "data", "message", "status"])
       expect(paused.body).toMatchObject({ status: true, code: 200 })
-      expect(paused.body.data).toEqual({ id: conversationId, status: "paused" })
-      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`))
+      expect(ok(paused, "conversations.update")).toEqual({ id: conversationId, status: "paused" })
+      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`), "opportunities.get")
       expect(got.conversations[0]).toMatchObject({ id: conversationId, status: "paused" })
       const active = yield* put(alice, `/api/user/conversations/${conversationId}`, { status: "active" })
-      expect(active.body.data).toEqual({ id: conversationId, status: "active" })
+      expect(ok(active, "conversations.update")).toEqual({ id: conversationId, status: "active" })
       expect(active.body).not.toHaveProperty("validation")
-      const rows = yield* sqlRows`select status from conversations where id = ${conversationId}`
+      const rows = yield* sqlRows<{ status: string }>`select status from conversations where id = ${conversationId}`
       expect(rows[0]!.status).toBe("active")
     }))
 
@@ -69,18 +81,30 @@ layer(TestServerLive())("updating a conversation", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const { conversationId } = yield* withConversation(alice)
-      ok(yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: ["Called back", "Wants a demo"] }))
+      ok(
+        yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: ["Called back", "Wants a demo"] }),
+        "conversations.update"
+      )
       expect(yield* notesOf(conversationId)).toEqual(["Called back", "Wants a demo"])
-      ok(yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: ["Demo booked"] }))
+      ok(
+        yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: ["Demo booked"] }),
+        "conversations.update"
+      )
       expect(yield* notesOf(conversationId)).toEqual(["Demo booked"])
-      const statusOnly = ok(yield* put(alice, `/api/user/conversations/${conversationId}`, { status: "paused" }))
+      const statusOnly = ok(
+        yield* put(alice, `/api/user/conversations/${conversationId}`, { status: "paused" }),
+        "conversations.update"
+      )
       expect(statusOnly).toEqual({ id: conversationId, status: "paused" })
       expect(yield* notesOf(conversationId)).toEqual(["Demo booked"])
-      const notesOnly = ok(yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: [] }))
+      const notesOnly = ok(
+        yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: [] }),
+        "conversations.update"
+      )
       expect(notesOnly).toEqual({ id: conversationId, status: "paused" })
       expect(yield* notesOf(conversationId)).toEqual([])
-      ok(yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: ["again"] }))
-      ok(yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: null }))
+      ok(yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: ["again"] }), "conversations.update")
+      ok(yield* put(alice, `/api/user/conversations/${conversationId}`, { notes: null }), "conversations.update")
       expect(yield* notesOf(conversationId)).toEqual([])
     }))
 
@@ -91,7 +115,9 @@ layer(TestServerLive())("updating a conversation", (it) => {
       for (const status of ["closed", "won", "PAUSED"]) {
         expect422(yield* put(alice, `/api/user/conversations/${conversationId}`, { status, notes: ["x"] }), ["status"])
       }
-      const rows = yield* sqlRows`select status, notes from conversations where id = ${conversationId}`
+      const rows = yield* sqlRows<
+        { status: string; notes: ReadonlyArray<string> }
+      >`select status, notes from conversations where id = ${conversationId}`
       expect(rows[0]).toEqual({ status: "active", notes: [] })
     }))
 
@@ -109,7 +135,9 @@ layer(TestServerLive())("updating a conversation", (it) => {
         404,
         "Conversation not found."
       )
-      const rows = yield* sqlRows`select status, notes from conversations where id = ${conversationId}`
+      const rows = yield* sqlRows<
+        { status: string; notes: ReadonlyArray<string> }
+      >`select status, notes from conversations where id = ${conversationId}`
       expect(rows[0]).toEqual({ status: "active", notes: [] })
     }))
 })
@@ -128,7 +156,7 @@ layer(TestServerLive())("the conversation summary in an opportunity", (it) => {
         update conversations set last_message_at = '2026-03-01T10:00:12.345678Z', last_message_content = 'See you Monday'
         where id = ${conversationId}`
       // messages of another conversation of the same contact do not count
-      const [other] = yield* sqlRows`
+      const [other] = yield* sqlRows<{ id: number }>`
         insert into conversations (workspace_id, contact_id) values (${alice.workspace_id}, ${opportunity.contact_id}) returning id`
       yield* message(
         { workspace_id: alice.workspace_id, conversation_id: other!.id },
@@ -137,7 +165,7 @@ layer(TestServerLive())("the conversation summary in an opportunity", (it) => {
         9
       )
 
-      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`))
+      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`), "opportunities.get")
       expect(got.conversations).toHaveLength(1)
       const summary = got.conversations[0]
       expect(summary).toMatchObject({
@@ -151,12 +179,17 @@ layer(TestServerLive())("the conversation summary in an opportunity", (it) => {
         last_message_content: "See you Monday",
         pivot: { opportunity_id: opportunity.id, conversation_id: conversationId }
       })
-      expect(summary.last_message_at).toMatch(TIMESTAMP)
+      expect(summary!.last_message_at).toMatch(TIMESTAMP)
       // the same summary in the lists
-      const listed = ok(yield* get(alice, "/api/user/opportunities")).data.find((o: any) => o.id === opportunity.id)
-      expect(listed.conversations).toEqual(got.conversations)
-      const ofContact = ok(yield* get(alice, `/api/user/contacts/${opportunity.contact_id}/opportunities`))
-      expect(ofContact.find((o: any) => o.id === opportunity.id).conversations).toEqual(got.conversations)
+      const listed = ok(yield* get(alice, "/api/user/opportunities"), "opportunities.list").data.find((o) =>
+        o.id === opportunity.id
+      )
+      expect(listed!.conversations).toEqual(got.conversations)
+      const ofContact = ok(
+        yield* get(alice, `/api/user/contacts/${opportunity.contact_id}/opportunities`),
+        "contacts.opportunities"
+      )
+      expect(ofContact.find((o) => o.id === opportunity.id)!.conversations).toEqual(got.conversations)
     }))
 
   it.effect("only an assistant message that follows a contact's message counts as a reply", () =>
@@ -170,7 +203,7 @@ layer(TestServerLive())("the conversation summary in an opportunity", (it) => {
       yield* message(c, "assistant", "2026-03-02T10:00:05Z", 0.5)
       yield* message(c, "user", "2026-03-02T10:00:10Z", 0)
       yield* message(c, "assistant", "2026-03-02T10:00:12Z", 0.5)
-      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`))
+      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`), "opportunities.get")
       expect(got.conversations[0]).toMatchObject({ messages_count: 6, cost_for_user: 2, avg_response_time: 3 })
     }))
 
@@ -178,7 +211,7 @@ layer(TestServerLive())("the conversation summary in an opportunity", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const { conversationId, opportunity } = yield* withConversation(alice)
-      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`))
+      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`), "opportunities.get")
       expect(got.conversations).toEqual([
         expect.objectContaining({
           id: conversationId,
@@ -197,8 +230,8 @@ layer(TestServerLive())("the conversation summary in an opportunity", (it) => {
       const alice = yield* seedUser()
       const { conversationId, opportunity } = yield* withConversation(alice)
       yield* sqlRows`update conversations set last_message_at = '2026-03-01T12:30:00+02:00' where id = ${conversationId}`
-      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`))
-      expect(got.conversations[0].last_message_at).toBe("2026-03-01T10:30:00.000000Z")
+      const got = ok(yield* get(alice, `/api/user/opportunities/${opportunity.id}`), "opportunities.get")
+      expect(got.conversations[0]!.last_message_at).toBe("2026-03-01T10:30:00.000000Z")
     }))
 })
 
@@ -213,12 +246,12 @@ const inbox = (who: Caller) =>
     const open = (stageId: number = f.inbound.id) =>
       Effect.gen(function*() {
         const first = yield* createOpportunity(who, { pipeline_id: f.pipeline.id, contact: { phone: freshPhone() } })
-        const o = yield* createOpportunity(who, {
+        const o = yield* createOnContact(who, {
           pipeline_id: f.pipeline.id,
           contact_id: first.contact_id,
           stage_id: stageId
         })
-        return { id: o.conversation.id as number, contactId: first.contact_id as number }
+        return { id: o.conversation.id, contactId: first.contact_id }
       })
     return { ...f, open }
   })
@@ -231,8 +264,9 @@ const walk = (who: Caller, query: string) =>
     const ids: Array<number> = []
     let cursor: string | null = null
     do {
-      const page: any = ok(
-        yield* get(who, `/api/user/conversations?per_page=1&${query}${cursor === null ? "" : `&cursor=${cursor}`}`)
+      const page: Success<"conversations.list"> = ok(
+        yield* get(who, `/api/user/conversations?per_page=1&${query}${cursor === null ? "" : `&cursor=${cursor}`}`),
+        "conversations.list"
       )
       expect(page.conversations.length).toBe(1)
       ids.push(...idsOf(page))
@@ -242,7 +276,7 @@ const walk = (who: Caller, query: string) =>
   })
 
 const handoff = (who: Caller, id: number, body: Record<string, unknown>) =>
-  Effect.map(post(who, `/api/user/conversations/${id}/handoff`, body), ok)
+  Effect.map(post(who, `/api/user/conversations/${id}/handoff`, body), (r) => ok(r, "conversations.handoff"))
 
 // the live clock: the handoff requests' bridge messages are written by the conversations' entities
 layer(TestServerLive(), { excludeTestServices: true })("listing conversations", (it) => {
@@ -255,18 +289,19 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
       const b = yield* open(qualified.id)
       // c was qualified, but its newest opportunity is inbound: that one is the current one
       const c = yield* open(qualified.id)
-      yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: c.contactId, stage_id: inbound.id })
+      yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: c.contactId, stage_id: inbound.id })
 
       const ofStage = (stageId: number, more = "") =>
-        Effect.map(get(alice, `/api/user/conversations?stage_id=${stageId}${more}`), ok)
+        Effect.map(get(alice, `/api/user/conversations?stage_id=${stageId}${more}`), (r) => ok(r, "conversations.list"))
       expect(idsOf(yield* ofStage(qualified.id))).toEqual([b.id])
       expect(new Set(idsOf(yield* ofStage(inbound.id)))).toEqual(new Set([a.id, c.id]))
       const rows = (yield* ofStage(inbound.id)).conversations
-      expect(rows.every((r: any) => r.opportunity.stage_id === inbound.id)).toBe(true)
+      expect(rows.every((r) => r.opportunity?.stage_id === inbound.id)).toBe(true)
       expect(idsOf(yield* ofStage(won.id))).toEqual([])
       expect(idsOf(yield* ofStage(inbound.id, `&contact_id=${a.contactId}&order=queue`))).toEqual([a.id])
       // another workspace's stage finds nothing of theirs
-      expect(idsOf(ok(yield* get(stranger, `/api/user/conversations?stage_id=${inbound.id}`)))).toEqual([])
+      expect(idsOf(ok(yield* get(stranger, `/api/user/conversations?stage_id=${inbound.id}`), "conversations.list")))
+        .toEqual([])
       for (const bad of ["abc", "0", "-3", "1.5", "01"]) {
         expect422(yield* get(alice, `/api/user/conversations?stage_id=${bad}`), ["stage_id"])
       }
@@ -283,16 +318,17 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
         .pipe(Effect.orDie)
 
       const list = (who: Caller, query: string) => get(who, `/api/user/conversations?${query}`)
-      const all = idsOf(ok(yield* list(manager, "per_page=100")))
+      const listed = (r: ApiResponse) => idsOf(ok(r, "conversations.list"))
+      const all = listed(yield* list(manager, "per_page=100"))
       expect(all).toEqual(expect.arrayContaining([theirs.conversationId, own.conversationId]))
-      expect(idsOf(ok(yield* list(manager, `workspace_id=${owner.workspace_id}`)))).toEqual([theirs.conversationId])
-      expect(idsOf(ok(yield* list(manager, `workspace_id=${manager.workspace_id}&order=queue`)))).toEqual([
+      expect(listed(yield* list(manager, `workspace_id=${owner.workspace_id}`))).toEqual([theirs.conversationId])
+      expect(listed(yield* list(manager, `workspace_id=${manager.workspace_id}&order=queue`))).toEqual([
         own.conversationId
       ])
       for (const who of [stranger, owner]) {
         const r = yield* list(who, `workspace_id=${manager.workspace_id}`)
         expect(r.status).toBe(404)
-        expect(r.body.message).toBe("Workspace not found.")
+        expect(failure(r).message).toBe("Workspace not found.")
       }
       expect422(yield* list(manager, "workspace_id=abc"), ["workspace_id"])
     }))
@@ -317,7 +353,9 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
       // the requests' bridge messages are written and sent before the clock below is set
       yield* eventually(
         Effect.map(
-          sqlRows`select count(*)::int as n from messages where conversation_id in (${waitingLong}, ${waitingShort})
+          sqlRows<
+            { n: number }
+          >`select count(*)::int as n from messages where conversation_id in (${waitingLong}, ${waitingShort})
                 and call_type = 'handoff_bridge' and status <> 'ai_generated'`,
           (rows) => rows[0]!.n === 2 || undefined
         ),
@@ -360,9 +398,9 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
       ])
       // filters apply within the queue
       expect(yield* walk(alice, "order=queue&handoff=human")).toEqual([assigned, taken, bobs])
-      const page = ok(yield* get(alice, "/api/user/conversations?order=queue&per_page=3"))
+      const page = ok(yield* get(alice, "/api/user/conversations?order=queue&per_page=3"), "conversations.list")
       expect(idsOf(page)).toEqual([waitingLong, waitingShort, assigned])
-      expect(page.conversations[0].handoff).toMatchObject({
+      expect(page.conversations[0]!.handoff).toMatchObject({
         state: "waiting",
         requested_at: "2026-03-01T07:00:00.000001Z"
       })
@@ -373,8 +411,10 @@ layer(TestServerLive(), { excludeTestServices: true })("listing conversations", 
       expect(yield* walk(alice, "")).toEqual(activity)
 
       // a cursor belongs to its order; garbage is no cursor; an unknown order is 422
-      const queueCursor = ok(yield* get(alice, "/api/user/conversations?order=queue&per_page=1")).next_cursor
-      const activityCursor = ok(yield* get(alice, "/api/user/conversations?per_page=1")).next_cursor
+      const queueCursor =
+        ok(yield* get(alice, "/api/user/conversations?order=queue&per_page=1"), "conversations.list").next_cursor
+      const activityCursor =
+        ok(yield* get(alice, "/api/user/conversations?per_page=1"), "conversations.list").next_cursor
       expect422(yield* get(alice, `/api/user/conversations?order=activity&cursor=${queueCursor}`), ["cursor"])
       expect422(yield* get(alice, `/api/user/conversations?cursor=${queueCursor}`), ["cursor"])
       expect422(yield* get(alice, `/api/user/conversations?order=queue&cursor=${activityCursor}`), ["cursor"])

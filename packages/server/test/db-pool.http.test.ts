@@ -17,7 +17,7 @@ layer(TestServerLive())("database wait metrics", (it) => {
       const waited = databaseMode === "postgres" ? poolWait : sessionWait
       const before = (yield* Metric.value(waited)).count
       const owner = yield* seedUser()
-      ok(yield* get(owner, "/api/user/pipelines"))
+      ok(yield* get(owner, "/api/user/pipelines"), "pipelines.list")
       expect((yield* Metric.value(waited)).count).toBeGreaterThan(before)
       if (databaseMode === "postgres") {
         yield* poolGauges

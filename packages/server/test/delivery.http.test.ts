@@ -8,6 +8,7 @@ import { verifyServiceSignature } from "@parley/domain"
 import { Effect } from "effect"
 import { createHmac } from "node:crypto"
 import { Deliveries } from "../src/delivery/Deliveries.js"
+import { failure, ok } from "./support/Contract.js"
 import { attempts, replyOn } from "./support/Replies.js"
 import { call, seedUser, TestServerLive } from "./support/TestServer.js"
 import { type Behaviour, droppingKeepAliveReceiver, eventually, webhookReceiver } from "./support/WebhookReceiver.js"
@@ -47,6 +48,8 @@ layer(
       behaviour = "ok"
       const receiver = yield* webhookReceiver(() => behaviour)
       const { channel, messageId } = yield* replyOn(receiver.url)
+      // a web channel is created with its secret
+      const secret = channel.client_secret!
       yield* (yield* Deliveries).start(messageId)
 
       yield* eventually(Effect.sync(() => receiver.received.length === 1))
@@ -64,7 +67,7 @@ layer(
       })
       expect(hit!.headers["content-type"]).toBe("application/json")
       expect(verifyServiceSignature(
-        channel.client_secret,
+        secret,
         {
           signature: hit!.headers["x-service-signature"] as string,
           timestamp: hit!.headers["x-service-timestamp"] as string
@@ -82,7 +85,7 @@ layer(
       // Standard Webhooks: id.timestamp.body, keyed with the secret's bytes
       expect(hit!.headers["webhook-id"]).toBe(messageId)
       expect(hit!.headers["webhook-timestamp"]).toBe(hit!.headers["x-service-timestamp"])
-      const standard = createHmac("sha256", Buffer.from(channel.client_secret))
+      const standard = createHmac("sha256", Buffer.from(secret))
         .update(`${messageId}.${hit!.headers["webhook-timestamp"]}.${hit!.rawBody}`).digest("base64")
       expect(hit!.headers["webhook-signature"]).toBe(`v1,${standard}`)
 
@@ -143,8 +146,9 @@ layer(
         token: owner.token
       })
       expect(log.status).toBe(200)
-      expect(log.body.data.map((d: any) => d.attempt)).toEqual([2, 1])
-      expect(log.body.data[0]).toMatchObject({ message_id: messageId, run: 0, status_code: null, url: receiver.url })
+      const logged = ok(log, "channels.deliveries")
+      expect(logged.map((d) => d.attempt)).toEqual([2, 1])
+      expect(logged[0]).toMatchObject({ message_id: messageId, run: 0, status_code: null, url: receiver.url })
     })))
 
   it.effect("a 5xx answer is retried once; a replay delivers again with the same message_id", () =>
@@ -164,7 +168,7 @@ layer(
         token: owner.token
       })
       expect(replay.status).toBe(200)
-      expect(replay.body.data).toEqual({ message_id: messageId, run: 1 })
+      expect(ok(replay, "channels.replay")).toEqual({ message_id: messageId, run: 1 })
       yield* eventually(Effect.map(attempts(messageId), (rows) => rows.length === 3), 30_000).pipe(
         Effect.tapDefect(() => diagnose(messageId))
       )
@@ -200,7 +204,7 @@ layer(TestServerLive({ WEBHOOK_TIMEOUT_MS: "400", WEBHOOK_RETRY_DELAY_MS: "2000"
           body: { callback_url: receiver.url }
         })
         expect(saved.status).toBe(422)
-        expect(saved.body.validation.map((v: { field: string }) => v.field)).toEqual(["callback_url"])
+        expect(failure(saved).validation.map((v) => v.field)).toEqual(["callback_url"])
         yield* (yield* SqlClient.SqlClient)`update channels set callback_url = ${receiver.url} where id = ${channel.id}`
           .pipe(Effect.orDie)
         yield* (yield* Deliveries).start(messageId)

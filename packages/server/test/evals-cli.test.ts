@@ -3,7 +3,8 @@
  * files, talking to a real server over REST, verdicts on stderr, exit code 0 only when every case passed.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { EvalRun } from "@parley/domain"
+import { Effect, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -46,10 +47,16 @@ layer(TestServerLive(), { excludeTestServices: true })("parley eval run", (it) =
             language_id: 1,
             reply_debounce_ms: 0,
             instructions: "On refunds, say “Refunds take 5 business days.” On shipping, say “We ship every weekday.”"
-          })
+          }),
+          "pipelines.create"
         )
         ok(
-          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+            name: "Open",
+            nature: "neutral",
+            order: 1
+          }),
+          "pipelines.createStage"
         )
         const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-evals-"))
         Fs.mkdirSync(Path.join(dir, "evals"))
@@ -69,7 +76,8 @@ layer(TestServerLive(), { excludeTestServices: true })("parley eval run", (it) =
         ok(
           yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
             instructions: "On refunds, say “Refunds take two weeks.” On shipping, say “We ship every weekday.”"
-          })
+          }),
+          "pipelines.update"
         )
         const failing = yield* cli([
           "--pipeline",
@@ -82,7 +90,8 @@ layer(TestServerLive(), { excludeTestServices: true })("parley eval run", (it) =
         expect(failing.code, failing.stderr).toBe(1)
         expect(failing.stderr).toContain("FAIL refunds take five days")
         expect(failing.stderr).toContain("reply_contains: expected \"5 business days\".")
-        const runJson = JSON.parse(failing.stdout)
+        // the run as REST answers it
+        const runJson = Schema.decodeUnknownSync(EvalRun)(JSON.parse(failing.stdout))
         expect(runJson).toMatchObject({ status: "failed", cases: 3, passed: 1, failed: 2 })
         expect(runJson.comparison).toMatchObject({ newly_failing: ["refunds take five days"] })
 

@@ -14,13 +14,14 @@ import { type Caller, count, get, ok, post, sqlRows } from "./support/Opportunit
 import { giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
-const runOf = (who: Caller, runId: number) => Effect.map(get(who, `/api/user/eval-runs/${runId}`), ok)
+const runOf = (who: Caller, runId: number) =>
+  Effect.map(get(who, `/api/user/eval-runs/${runId}`), (r) => ok(r, "evals.getRun"))
 
 /** Starts a run of `cases` (202): its id. */
 const started = (who: Caller, pipelineId: number, cases: ReadonlyArray<unknown>) =>
   Effect.map(post(who, `/api/user/pipelines/${pipelineId}/eval-runs`, { cases }), (r) => {
     expect(r.status).toBe(202)
-    return r.body.data.id as number
+    return ok(r, "evals.startRun").id
   })
 
 /** Reads the run until it is no longer running. */
@@ -47,9 +48,13 @@ const agentPipeline = Effect.gen(function*() {
       ai_model_id: 1,
       language_id: 1,
       reply_debounce_ms: 0
-    })
+    }),
+    "pipelines.create"
   )
-  ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
+  ok(
+    yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
+    "pipelines.createStage"
+  )
   return { owner, pipeline }
 })
 
@@ -72,7 +77,8 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
           yield* post(owner, "/api/user/opportunities", {
             pipeline_id: pipeline.id,
             contact: { phone: "4915100000777" }
-          })
+          }),
+          "opportunities.create"
         )
         yield* sqlRows`update contacts set created_at = now() - interval '40 days' where id = ${own.contact_id}`
 
@@ -85,24 +91,25 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
           yield* started(owner, pipeline.id, [{ name: "greets", messages: ["Hello"] }])
         )
         const [played] = first.results
-        expect(played.conversation_id).not.toBeNull()
-        expect(played.outcome.transcript.length).toBeGreaterThanOrEqual(2)
+        expect(played!.conversation_id).not.toBeNull()
+        expect(played!.outcome!.transcript.length).toBeGreaterThanOrEqual(2)
         expect((yield* Metric.value(repliesMade)).count).toBe(made.count)
         expect((yield* Metric.value(replyLatency)).count).toBe(latencies.count)
-        const sandbox = yield* sandboxOf(played.conversation_id)
+        const sandbox = yield* sandboxOf(played!.conversation_id!)
         yield* gone(sandbox.contactId)
-        expect(yield* count`select count(*) as n from conversations where id = ${played.conversation_id}`).toBe(0)
+        expect(yield* count`select count(*) as n from conversations where id = ${played!.conversation_id}`).toBe(0)
         expect(yield* count`select count(*) as n from opportunities where id = ${sandbox.opportunityId}`).toBe(0)
-        expect(yield* count`select count(*) as n from messages where conversation_id = ${played.conversation_id}`).toBe(
-          0
-        )
+        expect(yield* count`select count(*) as n from messages where conversation_id = ${played!.conversation_id}`)
+          .toBe(
+            0
+          )
         const after = yield* runOf(owner, first.id)
         expect(after.status).toBe(first.status)
         expect(after.results[0]).toMatchObject({
-          status: played.status,
+          status: played!.status,
           conversation_id: null,
           opportunity_id: null,
-          outcome: played.outcome
+          outcome: played!.outcome
         })
 
         // a case still playing (a 15 s pause before its second message): its sandbox outlives the retention
@@ -112,18 +119,18 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
         }])
         const playing = yield* eventually(
           Effect.map(runOf(owner, second), (run) => {
-            const result = run.results[0]
+            const result = run.results[0]!
             return result.status === "running" && result.conversation_id !== null && result.outcome === null
               ? result
               : undefined
           }),
           30_000
         )
-        const waiting = yield* sandboxOf(playing.conversation_id)
+        const waiting = yield* sandboxOf(playing.conversation_id!)
         // two sweeps at least, with the sandbox past the retention for one of them, all within the case's pause
         yield* Effect.sleep("6500 millis")
         expect(yield* count`select count(*) as n from contacts where id = ${waiting.contactId}`).toBe(1)
-        expect((yield* runOf(owner, second)).results[0].status).toBe("running")
+        expect((yield* runOf(owner, second)).results[0]!.status).toBe("running")
         yield* finished(owner, second)
         yield* gone(waiting.contactId)
 
@@ -158,13 +165,13 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
         }])
         const playing = yield* eventually(
           Effect.map(runOf(owner, run), (r) => {
-            const result = r.results[0]
+            const result = r.results[0]!
             return result.status === "running" && result.conversation_id !== null ? result : undefined
           }),
           30_000
         )
         // by hand, as an operator might: the retention never deletes a playing case's sandbox
-        const { contactId } = yield* sandboxOf(playing.conversation_id)
+        const { contactId } = yield* sandboxOf(playing.conversation_id!)
         yield* sqlRows`delete from contacts where id = ${contactId}`
         const ended = yield* finished(owner, run)
         expect(ended.status).toBe("failed")

@@ -6,7 +6,8 @@
  * lists and analytics; stored cases, "save as eval case", and another workspace's ids.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { type ChannelWithSecret, EvalRun } from "@parley/domain"
+import { Effect, Schema } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { io } from "socket.io-client"
@@ -39,6 +40,19 @@ const receiver = Effect.acquireRelease(
     )
 )
 
+/** What run_evals and get_eval_run answer (packages/mcp tools/Evals.ts): the run, and what to do next. */
+const EvalRunResult = Schema.Struct({ ...EvalRun.fields, next_steps: Schema.Array(Schema.String) })
+
+/** A web channel's credentials, as the web-chat receiver takes them (a web channel has both). */
+const credentials = (channel: ChannelWithSecret) => ({
+  client_id: channel.client_id!,
+  client_secret: channel.client_secret!
+})
+
+/** The conversation an operator's socket event is about, if it names one. */
+const conversationIdOf = (payload: unknown): unknown =>
+  typeof payload === "object" && payload !== null && "conversation_id" in payload ? payload.conversation_id : undefined
+
 const INSTRUCTIONS =
   "On refunds, say “Refunds take 5 business days. Please send your order number so we can start the refund.”"
 
@@ -53,10 +67,12 @@ const supportPipeline = (who: Caller, targetUrl: string) =>
         language_id: 1,
         instructions: INSTRUCTIONS,
         reply_debounce_ms: 0
-      })
+      }),
+      "pipelines.create"
     )
     const open = ok(
-      yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+      yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
+      "pipelines.createStage"
     )
     const refund = ok(
       yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, {
@@ -64,7 +80,8 @@ const supportPipeline = (who: Caller, targetUrl: string) =>
         nature: "neutral",
         order: 2,
         enter_condition: "The contact requests a refund of an order"
-      })
+      }),
+      "pipelines.createStage"
     )
     ok(
       yield* post(who, `/api/user/pipelines/${pipeline.id}/variables`, {
@@ -72,7 +89,8 @@ const supportPipeline = (who: Caller, targetUrl: string) =>
         value: "the order number the contact gave",
         type: "from_ai",
         is_required: true
-      })
+      }),
+      "automation.createVariable"
     )
     ok(
       yield* post(who, `/api/user/pipelines/${pipeline.id}/actions`, {
@@ -83,7 +101,8 @@ const supportPipeline = (who: Caller, targetUrl: string) =>
         fixed_trigger: "on_user_message",
         instructions: "Open a ticket once the contact gives the order number.",
         payload: { order: "{{order_number}}", kind: "refund" }
-      })
+      }),
+      "automation.createAction"
     )
     return { pipeline, open, refund }
   })
@@ -120,14 +139,14 @@ const humanCase = {
 const operatorSocket = (token: string, workspaceId: number) =>
   Effect.gen(function*() {
     const { baseUrl } = yield* TestServer
-    const events: Array<{ name: string; payload: any }> = []
+    const events: Array<{ name: string; payload: unknown }> = []
     const socket = yield* Effect.acquireRelease(
       Effect.sync(() => io(baseUrl, { transports: ["websocket"], forceNew: true })),
       (socket) => Effect.sync(() => socket.close())
     )
-    socket.onAny((name: string, payload: any) => events.push({ name, payload }))
+    socket.onAny((name: string, payload: unknown) => events.push({ name, payload }))
     const ack = yield* Effect.promise(() =>
-      new Promise<any>((resolve) =>
+      new Promise<unknown>((resolve) =>
         socket.on("connect", () => socket.emit("join-workspace", { workspace_id: workspaceId, token }, resolve))
       )
     )
@@ -139,7 +158,7 @@ const operatorSocket = (token: string, workspaceId: number) =>
 const finished = (who: Caller, runId: number) =>
   eventually(
     Effect.map(get(who, `/api/user/eval-runs/${runId}`), (r) => {
-      const run = ok(r)
+      const run = ok(r, "evals.getRun")
       return run.status === "running" ? undefined : run
     }),
     60_000
@@ -157,7 +176,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       const target = yield* receiver
       const { pipeline, refund } = yield* supportPipeline(owner, target.url)
       // a customer's event webhook for every event: an eval must raise none
-      ok(yield* post(owner, "/api/user/webhooks", { url: `${target.url}/events` }))
+      ok(yield* post(owner, "/api/user/webhooks", { url: `${target.url}/events` }), "eventWebhooks.create")
       // and an operator following the workspace must hear nothing of it (not even the agent typing)
       const heard = yield* operatorSocket(owner.token, owner.workspace_id)
 
@@ -166,19 +185,20 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
         concurrency: 2
       })
       expect(started.status).toBe(202)
-      expect(started.body.data).toMatchObject({ status: "running", cases: 2, version: "live" })
-      const first = yield* finished(owner, started.body.data.id)
+      const startedRun = ok(started, "evals.startRun")
+      expect(startedRun).toMatchObject({ status: "running", cases: 2, version: "live" })
+      const first = yield* finished(owner, startedRun.id)
       const [refundResult, humanResult] = first.results
-      expect(refundResult.verdicts.filter((v: any) => !v.passed)).toEqual([])
-      expect(refundResult.status).toBe("passed")
-      expect(refundResult.outcome).toMatchObject({
+      expect(refundResult!.verdicts.filter((v) => !v.passed)).toEqual([])
+      expect(refundResult!.status).toBe("passed")
+      expect(refundResult!.outcome).toMatchObject({
         stage_id: refund.id,
         stage_name: "Refund requested",
         status: "active",
         handoff_requested: false,
         ai_messages: 2
       })
-      expect(refundResult.outcome.actions).toEqual([
+      expect(refundResult!.outcome!.actions).toEqual([
         expect.objectContaining({
           name: "create_ticket",
           status: "recorded",
@@ -187,35 +207,38 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
           payload: { order: "12345", kind: "refund" }
         })
       ])
-      expect(refundResult.verdicts.find((v: any) => v.expectation === "judge")).toMatchObject({
+      expect(refundResult!.verdicts.find((v) => v.expectation === "judge")).toMatchObject({
         passed: true,
         detail: "The agent says \"order number\", then \"refund\"."
       })
-      expect(refundResult.verdicts.find((v: any) => v.expectation === "reply_contains" && v.message === 1))
+      expect(refundResult!.verdicts.find((v) => v.expectation === "reply_contains" && v.message === 1))
         .toMatchObject({ passed: true })
       // the handoff case: asked for a person as expected, but its judged criterion fails with the reason
-      expect(humanResult.outcome.handoff_requested).toBe(true)
-      expect(humanResult.status).toBe("failed")
-      expect(humanResult.verdicts.filter((v: any) => !v.passed)).toEqual([
+      expect(humanResult!.outcome!.handoff_requested).toBe(true)
+      expect(humanResult!.status).toBe("failed")
+      expect(humanResult!.verdicts.filter((v) => !v.passed)).toEqual([
         expect.objectContaining({ expectation: "judge", detail: "The agent never says \"guaranteed\"." })
       ])
       expect(first).toMatchObject({ status: "failed", passed: 1, failed: 1, comparison: null })
       expect(first.cost).toBeGreaterThan(0)
-      expect(first.cost).toBeCloseTo(refundResult.cost + humanResult.cost, 8)
+      expect(first.cost).toBeCloseTo(refundResult!.cost + humanResult!.cost, 8)
 
       // the instructions change: the same case now fails on the reply, and the run says it is newly failing
       ok(
         yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
           instructions: INSTRUCTIONS.replace("5 business days", "two weeks")
-        })
+        }),
+        "pipelines.update"
       )
       const second = yield* finished(
         owner,
-        (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, humanCase] })).body
-          .data.id
+        ok(
+          yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase, humanCase] }),
+          "evals.startRun"
+        ).id
       )
-      expect(second.results[0].status).toBe("failed")
-      expect(second.results[0].verdicts.filter((v: any) => !v.passed).map((v: any) => v.expectation).sort()).toEqual([
+      expect(second.results[0]!.status).toBe("failed")
+      expect(second.results[0]!.verdicts.filter((v) => !v.passed).map((v) => v.expectation).sort()).toEqual([
         "reply_contains",
         "reply_matches"
       ])
@@ -234,26 +257,33 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(100 - first.cost - second.cost, 6)
       // and the sandbox is nobody's business: not in the inbox, lists, action results or analytics
-      const evalConversations = [...first.results, ...second.results].map((r: any) => r.conversation_id)
-      const inbox = ok(yield* get(owner, "/api/user/conversations"))
-      expect(inbox.conversations.map((c: any) => c.id).filter((id: number) => evalConversations.includes(id))).toEqual(
+      const evalConversations = [...first.results, ...second.results].map((r) => r.conversation_id)
+      const inbox = ok(yield* get(owner, "/api/user/conversations"), "conversations.list")
+      expect(inbox.conversations.map((c) => c.id).filter((id) => evalConversations.includes(id))).toEqual(
         []
       )
-      expect(ok(yield* get(owner, `/api/user/opportunities?pipeline_id=${pipeline.id}`)).data ?? []).toEqual([])
-      expect(ok(yield* get(owner, "/api/user/contacts")).data ?? []).toEqual([])
-      expect(heard.filter((e) => evalConversations.includes(e.payload?.conversation_id))).toEqual([])
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/action-results`))).toEqual([])
+      expect(
+        ok(yield* get(owner, `/api/user/opportunities?pipeline_id=${pipeline.id}`), "opportunities.list").data ?? []
+      ).toEqual([])
+      expect(ok(yield* get(owner, "/api/user/contacts"), "contacts.list").data ?? []).toEqual([])
+      expect(heard.filter((e) => evalConversations.some((id) => id === conversationIdOf(e.payload)))).toEqual([])
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/action-results`), "automation.actionResults"))
+        .toEqual([])
       const analytics = ok(
-        yield* get(owner, `/api/user/analytics/summary?workspace_id=${owner.workspace_id}&include_test=true`)
+        yield* get(owner, `/api/user/analytics/summary?workspace_id=${owner.workspace_id}&include_test=true`),
+        "analytics.summary"
       )
       expect(analytics).toMatchObject({ opportunities: 0, conversations: 0, messages: 0 })
       expect(
-        ok(yield* get(owner, `/api/user/analytics/ai-performance?workspace_id=${owner.workspace_id}&include_test=true`))
+        ok(
+          yield* get(owner, `/api/user/analytics/ai-performance?workspace_id=${owner.workspace_id}&include_test=true`),
+          "analytics.aiPerformance"
+        )
       )
         .toMatchObject({ ai_messages: 0, total_cost: 0 })
       // the runs are listed, newest first
-      const runs = ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`))
-      expect(runs.map((r: any) => r.id)).toEqual([second.id, first.id])
+      const runs = ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`), "evals.listRuns")
+      expect(runs.map((r) => r.id)).toEqual([second.id, first.id])
     }))
 
   it.scoped("stored cases run by id or all at once; a conversation is saved as a case with the contact's details taken out", () =>
@@ -264,7 +294,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       const { open, pipeline, refund } = yield* supportPipeline(owner, target.url)
       const created = yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, refundCase)
       expect(created.status).toBe(201)
-      expect(created.body.data).toMatchObject({ name: refundCase.name, source: "api", pipeline_id: pipeline.id })
+      const createdCase = ok(created, "evals.createCase")
+      expect(createdCase).toMatchObject({ name: refundCase.name, source: "api", pipeline_id: pipeline.id })
       expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, refundCase), ["name"])
       expect422(
         yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, {
@@ -276,16 +307,19 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       )
       const run = yield* finished(
         owner,
-        (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, {})).body.data.id
+        ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, {}), "evals.startRun").id
       )
       expect(run).toMatchObject({ status: "passed", cases: 1, passed: 1 })
-      expect(run.results[0].case_id).toBe(created.body.data.id)
+      expect(run.results[0]!.case_id).toBe(createdCase.id)
 
       // a real conversation over web chat, saved as a case: e-mail addresses and numbers taken out, what happened
       // expected
-      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+      const channel = ok(
+        yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+        "channels.create"
+      )
       const messageId = yield* say(
-        channel,
+        credentials(channel),
         "visitor-7",
         "Hi, jane@example.com here, call 4917612345678. I request a refund of my order"
       )
@@ -305,7 +339,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
         name: "from chat"
       })
       expect(saved.status).toBe(201)
-      expect(saved.body.data).toMatchObject({
+      const savedCase = ok(saved, "evals.saveConversation")
+      expect(savedCase).toMatchObject({
         name: "from chat",
         source: "conversation",
         source_conversation_id: row!.conversation_id,
@@ -317,18 +352,22 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       })
       const replay = yield* finished(
         owner,
-        (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [saved.body.data.id] })).body
-          .data.id
+        ok(
+          yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [savedCase.id] }),
+          "evals.startRun"
+        ).id
       )
       expect(replay).toMatchObject({ status: "passed", cases: 1 })
-      expect(replay.results[0].outcome.stage_id).toBe(refund.id)
+      expect(replay.results[0]!.outcome!.stage_id).toBe(refund.id)
       // an eval's own conversation is not a real one to save
       expectStatus(
-        yield* post(owner, `/api/user/conversations/${replay.results[0].conversation_id}/eval-case`, {}),
+        yield* post(owner, `/api/user/conversations/${replay.results[0]!.conversation_id}/eval-case`, {}),
         422
       )
-      ok(yield* del(owner, `/api/user/eval-cases/${created.body.data.id}`))
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`)).map((c: any) => c.name)).toEqual([
+      ok(yield* del(owner, `/api/user/eval-cases/${createdCase.id}`), "evals.deleteCase")
+      expect(
+        ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`), "evals.listCases").map((c) => c.name)
+      ).toEqual([
         "from chat"
       ])
     }))
@@ -340,7 +379,11 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       const target = yield* receiver
       const { pipeline } = yield* supportPipeline(owner, target.url)
       const mcp = yield* mcpSession(owner.token)
-      const run = yield* mcp.ok("run_evals", { pipeline_id: pipeline.id, cases: [refundCase], wait_seconds: 60 })
+      const run = yield* mcp.ok(
+        "run_evals",
+        { pipeline_id: pipeline.id, cases: [refundCase], wait_seconds: 60 },
+        EvalRunResult
+      )
       expect(run).toMatchObject({
         status: "passed",
         cases: 1,
@@ -348,10 +391,14 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
         failed: 0,
         next_steps: ["Every case passed."]
       })
-      expect(run.results[0].outcome.actions.map((a: any) => a.status)).toEqual(["recorded"])
+      expect(run.results[0]!.outcome!.actions.map((a) => a.status)).toEqual(["recorded"])
       const read = yield* mcp.ok("get_eval_run", { run_id: run.id })
       expect(read).toMatchObject({ id: run.id, status: "passed" })
-      const started = yield* mcp.ok("run_evals", { pipeline_id: pipeline.id, cases: [humanCase], wait_seconds: 0 })
+      const started = yield* mcp.ok(
+        "run_evals",
+        { pipeline_id: pipeline.id, cases: [humanCase], wait_seconds: 0 },
+        EvalRunResult
+      )
       expect(started).toMatchObject({
         status: "running",
         next_steps: [`get_eval_run with run_id ${started.id} until status is passed or failed`]
@@ -376,7 +423,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       expect(textOf(yield* limited.call("run_evals", { pipeline_id: pipeline.id, cases: [humanCase] }))).toBe(
         "Missing required scope: pipelines:write"
       )
-      expect((yield* limited.ok("get_eval_run", { run_id: run.id })).id).toBe(run.id)
+      expect((yield* limited.ok("get_eval_run", { run_id: run.id }, EvalRunResult)).id).toBe(run.id)
       expect(target.hits).toEqual([])
     }))
 
@@ -398,7 +445,10 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
       expect422(yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-runs`, { case_ids: [999999] }), [
         "case_ids.0"
       ])
-      const stored = (yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, refundCase)).body.data
+      const stored = ok(
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/eval-cases`, refundCase),
+        "evals.createCase"
+      )
       expectStatus(
         yield* post(stranger, `/api/user/pipelines/${pipeline.id}/eval-runs`, { cases: [refundCase] }),
         404,

@@ -8,6 +8,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHmac } from "node:crypto"
+import { failure } from "./support/Contract.js"
 import { createStage, del, get, ok, post, put } from "./support/Opportunities.js"
 import { giveCredits, seedUser } from "./support/TestServer.js"
 import { TestServerLive } from "./support/TestServer.js"
@@ -26,13 +27,17 @@ const agent = (owner: Caller) =>
         ai_model_id: 1,
         language_id: 1,
         reply_debounce_ms: 0
-      })
+      }),
+      "pipelines.create"
     )
     yield* createStage(owner, pipeline.id, "Open", 1)
-    return ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id })) as {
-      client_id: string
-      client_secret: string
-    }
+    const channel = ok(
+      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+      "channels.create"
+    )
+    expect(channel.client_id).not.toBeNull()
+    expect(channel.client_secret).not.toBeNull()
+    return { client_id: channel.client_id!, client_secret: channel.client_secret! }
   })
 
 /** Standard Webhooks: HMAC-SHA256 of "<id>.<timestamp>.<body>" keyed with the base64 bytes after `whsec_`. */
@@ -60,7 +65,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_RETRY_DELAY_MS: "
             yield* post(owner, "/api/user/webhooks", {
               url: "https://crm.example.com/parley",
               events: ["conversation.taken"]
-            })
+            }),
+            "eventWebhooks.create"
           )
           expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/)
           expect(created).toMatchObject({
@@ -68,10 +74,12 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_RETRY_DELAY_MS: "
             events: ["conversation.taken"],
             is_active: true
           })
-          const listed = ok(yield* get(owner, "/api/user/webhooks"))
+          const listed = ok(yield* get(owner, "/api/user/webhooks"), "eventWebhooks.list")
           expect(listed).toHaveLength(1)
           expect(listed[0]).not.toHaveProperty("secret")
-          expect(ok(yield* get(owner, `/api/user/webhooks/${created.id}`))).not.toHaveProperty("secret")
+          expect(ok(yield* get(owner, `/api/user/webhooks/${created.id}`), "eventWebhooks.get")).not.toHaveProperty(
+            "secret"
+          )
           for (
             const r of [
               yield* get(other, `/api/user/webhooks/${created.id}`),
@@ -80,12 +88,17 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_RETRY_DELAY_MS: "
               yield* get(other, `/api/user/webhooks/${created.id}/deliveries`)
             ]
           ) expect(r.status).toBe(404)
-          expect(ok(yield* get(other, "/api/user/webhooks"))).toHaveLength(0)
+          expect(ok(yield* get(other, "/api/user/webhooks"), "eventWebhooks.list")).toHaveLength(0)
           const bad = yield* post(owner, "/api/user/webhooks", { url: "ftp://x", events: ["message.deleted"] })
           expect(bad.status).toBe(422)
-          expect(bad.body.validation.map((v: any) => v.field).sort()).toEqual(["events.0", "url"])
-          expect(ok(yield* put(owner, `/api/user/webhooks/${created.id}`, { events: [] })).events).toEqual([])
-          expect(ok(yield* del(owner, `/api/user/webhooks/${created.id}`))).toEqual({ id: created.id, deleted: true })
+          expect(failure(bad).validation.map((v) => v.field).sort()).toEqual(["events.0", "url"])
+          expect(
+            ok(yield* put(owner, `/api/user/webhooks/${created.id}`, { events: [] }), "eventWebhooks.update").events
+          ).toEqual([])
+          expect(ok(yield* del(owner, `/api/user/webhooks/${created.id}`), "eventWebhooks.delete")).toEqual({
+            id: created.id,
+            deleted: true
+          })
           expect((yield* get(owner, `/api/user/webhooks/${created.id}`)).status).toBe(404)
         }))
     })
@@ -103,12 +116,16 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_RETRY_DELAY_MS: "
           const filtered = yield* webhookReceiver(() => "ok")
           const owner = (yield* seedUser()) as Caller
           const channel = yield* agent(owner)
-          const hook = ok(yield* post(owner, "/api/user/webhooks", { url: receiver.url, description: "CRM" }))
+          const hook = ok(
+            yield* post(owner, "/api/user/webhooks", { url: receiver.url, description: "CRM" }),
+            "eventWebhooks.create"
+          )
           const handoffOnly = ok(
             yield* post(owner, "/api/user/webhooks", {
               url: filtered.url,
               events: ["conversation.handoff_requested", "conversation.taken", "conversation.returned"]
-            })
+            }),
+            "eventWebhooks.create"
           )
 
           yield* say(channel, "events-1", "Hello there")
@@ -125,16 +142,23 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_RETRY_DELAY_MS: "
           expect(first[0]).toMatchObject({ type: "message.created", data: { role: "user", text: "Hello there" } })
           const conversationId = first[0].data.conversation_id
 
-          ok(yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "take" }))
+          ok(
+            yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "take" }),
+            "conversations.handoff"
+          )
           behaviour = "fail"
-          ok(yield* post(owner, `/api/user/${conversationId}/messages`, { message: "An operator here." }))
+          ok(
+            yield* post(owner, `/api/user/${conversationId}/messages`, { message: "An operator here." }),
+            "messages.send"
+          )
           const failedOnce = yield* eventually(
             Effect.sync(() => receiver.received.find((h) => JSON.parse(h.rawBody).data?.text === "An operator here.")),
             20_000
           )
           behaviour = "ok"
           ok(
-            yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "return", note: "Done" })
+            yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "return", note: "Done" }),
+            "conversations.handoff"
           )
 
           const types = [
@@ -173,7 +197,9 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WEBHOOK_RETRY_DELAY_MS: "
           // the sender logs an attempt after its answer arrives, so the receiver can see the retry first
           const retriedLog = yield* eventually(
             Effect.map(get(owner, `/api/user/webhooks/${hook.id}/deliveries`), (r) => {
-              const entry = ok(r).find((d: any) => d.event_id === failedOnce.headers["webhook-id"])
+              const entry = ok(r, "eventWebhooks.deliveries").find((d) =>
+                d.event_id === failedOnce.headers["webhook-id"]
+              )
               return entry?.status === "delivered" ? entry : undefined
             }),
             20_000

@@ -28,7 +28,20 @@ import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const clock = makeOffsetClock()
 
-const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
+/** A web channel as create answers it, its credentials checked set: create gives a web channel both. */
+const withCredentials = <C extends { readonly client_id: string | null; readonly client_secret: string | null }>(
+  channel: C
+) => {
+  expect(channel.client_id).not.toBeNull()
+  expect(channel.client_secret).not.toBeNull()
+  return { ...channel, client_id: channel.client_id!, client_secret: channel.client_secret! }
+}
+
+/** `followupSetup`, its web channel's credentials checked set. */
+const webFollowupSetup = (...args: Parameters<typeof followupSetup>) =>
+  Effect.map(followupSetup(...args), (setup) => ({ ...setup, channel: withCredentials(setup.channel) }))
+
+const sql = <A extends object = Record<string, unknown>>(strings: TemplateStringsArray, ...values: Array<unknown>) =>
   Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
 
 layer(
@@ -38,7 +51,7 @@ layer(
   it.effect("sends the followups in order after each interval, then moves the stage, whose opening message goes out", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const { channel, noResponse, nurture, owner } = yield* followupSetup(receiver.url, { intervals: 2 })
+      const { channel, noResponse, nurture, owner } = yield* webFollowupSetup(receiver.url, { intervals: 2 })
       const { conversationId, opportunityId } = yield* started(channel, "lee-1", receiver.received)
       expect(yield* stageOf(opportunityId)).toBe(nurture.id)
 
@@ -86,7 +99,9 @@ layer(
 
       // the move is a stage entry like a REST move, and the sequence is over
       expect(yield* stageOf(opportunityId)).toBe(noResponse.id)
-      expect(ok(yield* get(owner, `/api/user/opportunities/${opportunityId}`)).stage_id).toBe(noResponse.id)
+      expect(ok(yield* get(owner, `/api/user/opportunities/${opportunityId}`), "opportunities.get").stage_id).toBe(
+        noResponse.id
+      )
       const entries = yield* sql<{ stage_id: number; previous_stage_id: number; cause: string }>`
         select stage_id, previous_stage_id, cause from stage_entries where opportunity_id = ${opportunityId} order by id`
       expect(entries.map((e) => [Number(e.stage_id), e.cause])).toEqual([[nurture.id, "inbound"], [
@@ -110,7 +125,7 @@ layer(
   it.effect("a contact message ends the sequence: no more followups and no move", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const { channel, nurture } = yield* followupSetup(receiver.url, { intervals: 3 })
+      const { channel, nurture } = yield* webFollowupSetup(receiver.url, { intervals: 3 })
       const { conversationId, opportunityId } = yield* started(channel, "lee-2", receiver.received)
       yield* clock.advance(MINUTE)
       yield* eventually(Effect.map(followupsIn(conversationId), (rows) => rows.length === 1 ? true : undefined))
@@ -133,9 +148,12 @@ layer(
   it.effect("while a person is asked for, and without a subscription, a step that comes due sends nothing", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const { channel, owner } = yield* followupSetup(receiver.url, { intervals: 3 })
+      const { channel, owner } = yield* webFollowupSetup(receiver.url, { intervals: 3 })
       const { conversationId, opportunityId } = yield* started(channel, "lee-4", receiver.received)
-      ok(yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "request", reason: "VIP" }))
+      ok(
+        yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "request", reason: "VIP" }),
+        "conversations.handoff"
+      )
       // the bridge message, then step 1 comes due while waiting
       yield* eventually(
         Effect.map(
@@ -145,7 +163,10 @@ layer(
       )
       yield* clock.advance(MINUTE)
       yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => (s?.steps_done ?? 0) >= 1 || undefined))
-      ok(yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "return" }))
+      ok(
+        yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "return" }),
+        "conversations.handoff"
+      )
       // step 2 comes due without a subscription
       yield* sql`update workspaces set is_subscription_active = false where id = ${owner.workspace_id}`
       yield* awaitingInterval(opportunityId, 2)
@@ -157,11 +178,12 @@ layer(
   it.effect("followup_limit caps the followups of a conversation; the move after the last interval still happens", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const { channel, noResponse, nurture, owner } = yield* followupSetup(receiver.url, {
+      const { channel, noResponse, nurture, owner } = yield* webFollowupSetup(receiver.url, {
         intervals: 3,
         followupLimit: 1
       })
-      expect(ok(yield* get(owner, `/api/user/stages/${nurture.id}/followup`)).followup.max_messages).toBe(1)
+      expect(ok(yield* get(owner, `/api/user/stages/${nurture.id}/followup`), "followups.get").followup!.max_messages)
+        .toBe(1)
       const { conversationId, opportunityId } = yield* started(channel, "lee-3", receiver.received)
       // the three intervals: 1, 2 and 3 minutes, each counted from the end of the one before
       for (const step of [1, 2, 3]) {
@@ -197,8 +219,11 @@ layer(
   it.effect("a draft followup starts nothing; an opportunity that leaves the stage ends its sequence", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const draft = yield* followupSetup(receiver.url, { intervals: 1 })
-      ok(yield* put(draft.owner, `/api/user/stages/${draft.nurture.id}/followup`, { is_active: false }))
+      const draft = yield* webFollowupSetup(receiver.url, { intervals: 1 })
+      ok(
+        yield* put(draft.owner, `/api/user/stages/${draft.nurture.id}/followup`, { is_active: false }),
+        "followups.save"
+      )
       const first = yield* say(draft.channel, "lee-4", "Hello")
       const { opportunityId } = yield* conversationOf(first)
       yield* eventually(Effect.sync(() => receiver.received.length >= 1 ? true : undefined))
@@ -206,10 +231,13 @@ layer(
       expect(yield* sequenceOf(opportunityId)).toBeUndefined()
 
       const otherReceiver = yield* webhookReceiver(() => "ok")
-      const other = yield* followupSetup(otherReceiver.url, { intervals: 1 })
+      const other = yield* webFollowupSetup(otherReceiver.url, { intervals: 1 })
       const moved = yield* started(other.channel, "lee-5", otherReceiver.received)
       const elsewhere = yield* createStage(other.owner, other.pipeline.id, "Qualified", 3)
-      ok(yield* put(other.owner, `/api/user/opportunities/${moved.opportunityId}`, { stage_id: elsewhere.id }))
+      ok(
+        yield* put(other.owner, `/api/user/opportunities/${moved.opportunityId}`, { stage_id: elsewhere.id }),
+        "opportunities.update"
+      )
       yield* clock.advance(MINUTE)
       const sequence = yield* eventually(
         Effect.map(sequenceOf(moved.opportunityId), (s) => s?.status === "cancelled" ? s : undefined)

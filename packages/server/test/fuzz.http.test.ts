@@ -7,7 +7,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Cause, Effect, Layer, Logger, Runtime } from "effect"
+import { Cause, Effect, Layer, Logger, Runtime, Schema } from "effect"
 import fc from "fast-check"
 import * as Fs from "node:fs"
 import {
@@ -96,6 +96,32 @@ const send = async (url: string, init: RequestInit): Promise<Sent> => {
   }
   return { status: response.status, headers: response.headers, text, json }
 }
+
+/** A JSON body outside the HTTP contract (MCP's JSON-RPC), decoded with the schema of what the test reads. */
+const decoded = <A, I>(label: string, r: Sent, schema: Schema.Schema<A, I>): A => {
+  const result = Schema.decodeUnknownEither(schema)(r.json)
+  if (result._tag === "Left") expect.fail(`${label}: ${result.left.message}: ${r.text.slice(0, 300)}`)
+  return result.right
+}
+
+/** `tools/list`: each tool's name and the JSON Schema of its arguments. */
+const ToolList = Schema.Struct({
+  result: Schema.Struct({
+    tools: Schema.Array(
+      Schema.Struct({ name: Schema.String, inputSchema: Schema.Record({ key: Schema.String, value: Schema.Unknown }) })
+    )
+  })
+})
+
+/** A `tools/call` answer: a JSON-RPC error, or a result whose first content item may carry text. */
+const ToolAnswer = Schema.Struct({
+  jsonrpc: Schema.String,
+  error: Schema.optional(Schema.Struct({ code: Schema.Number })),
+  result: Schema.optional(Schema.Struct({
+    isError: Schema.optional(Schema.Boolean),
+    content: Schema.optional(Schema.Array(Schema.Struct({ text: Schema.optional(Schema.String) })))
+  }))
+})
 
 const describeCase = (label: string, m: Mutation) => `${label} ${describeMutation(m)}`
 
@@ -473,23 +499,26 @@ layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }).pipe(Layer.provide(
                 },
                 body
               })
-            const listed = (yield* Effect.promise(() =>
-              rpc(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }))
-            )).json as any
-            const tools = listed.result.tools as Array<{ name: string; inputSchema: JsonSchema }>
+            const listed = decoded(
+              "tools/list",
+              yield* Effect.promise(() => rpc(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }))),
+              ToolList
+            )
+            const tools = listed.result.tools
             expect(tools.length).toBeGreaterThanOrEqual(33)
             const args = baseArguments(fixture)
             for (
-              const tool of tools.sort((x, y) =>
+              const tool of [...tools].sort((x, y) =>
                 Number(x.name.startsWith("delete")) - Number(y.name.startsWith("delete"))
               )
             ) {
               const baseOf = args[tool.name] ?? (() => ({}))
               const base = baseOf()
               const resolve = (ref: string) =>
-                ref.split("/").slice(1).reduce<any>((node, key) => node?.[key], tool.inputSchema) as
-                  | JsonSchema
-                  | undefined
+                ref.split("/").slice(1).reduce<JsonSchema | undefined>(
+                  (node, key) => node?.[key],
+                  tool.inputSchema
+                )
               const paths = [...schemaPaths(tool.inputSchema, resolve), ...valuePaths(base)]
               const space = {
                 bodyPaths: [...new Map(paths.map((p) => [JSON.stringify(p), p])).values()],
@@ -517,11 +546,14 @@ layer(TestServerLive({ WIDGET_SESSIONS_PER_HOUR: "100000" }).pipe(Layer.provide(
                 const r = await rpc(text)
                 count("mcp", r.status)
                 expect(r.status, `${label}: ${r.text.slice(0, 300)}`).toBeLessThan(500)
-                const body = r.json as any
-                expect(body?.jsonrpc, `${label}: ${r.text.slice(0, 300)}`).toBe("2.0")
+                const body = decoded(label, r, ToolAnswer)
+                expect(body.jsonrpc, `${label}: ${r.text.slice(0, 300)}`).toBe("2.0")
                 if (body.error !== undefined) {
                   expect(body.error.code, `${label}: ${r.text.slice(0, 300)}`).not.toBe(-32603)
-                } else expect(body.result.content?.[0]?.text ?? "", label).not.toMatch(/failed unexpectedly/)
+                } else {
+                  expect(body.result, `${label}: neither an error nor a result`).toBeDefined()
+                  expect(body.result?.content?.[0]?.text ?? "", label).not.toMatch(/failed unexpectedly/)
+                }
                 if (body.error !== undefined || body.result?.isError === true || r.status >= 400) {
                   expect(await Runtime.runPromise(runtime)(snapshot), `${label} wrote rows`).toEqual(before)
                 }
@@ -559,7 +591,7 @@ const restOperations = (fixture: Fixture) =>
     const { baseUrl } = yield* TestServer
     const doc = (yield* Effect.promise(() => send(`${baseUrl}/openapi.json`, {}))).json as JsonSchema
     const resolve = (ref: string) =>
-      ref.split("/").slice(1).reduce<any>((node, key) => node?.[key], doc) as JsonSchema | undefined
+      ref.split("/").slice(1).reduce<JsonSchema | undefined>((node, key) => node?.[key], doc)
     const bases = baseRequests(fixture)
     return Object.entries(doc.paths as Record<string, Record<string, JsonSchema>>)
       .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method: method.toUpperCase(), op })))

@@ -8,7 +8,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { fakeOpenAi, type FakeOpenAiState } from "./support/FakeOpenAi.js"
 import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
-import { giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
@@ -35,10 +35,16 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after fai
           reply_debounce_ms: 0,
           handoff_on_failure: false,
           handoff_after_failures: 2
-        })
+        }),
+        "pipelines.create"
       )
       yield* createStage(owner, pipeline.id, "Open", 1)
-      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+      const created = ok(
+        yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+        "channels.create"
+      )
+      // a web channel is created with its credentials
+      const channel = { client_id: created.client_id!, client_secret: created.client_secret! }
       const reasonOf = (messageId: string) =>
         Effect.map(
           sqlRows<{ r: string | null }>`select handled_reason as r from messages where id = ${messageId}`,
@@ -48,13 +54,13 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after fai
       const first = yield* say(channel, "failing-1", "Hello?")
       yield* eventually(Effect.map(reasonOf(first), (r) => r === "provider_error" || undefined), 20_000)
       const id = (yield* sqlRows<{ id: number }>`select conversation_id as id from messages where id = ${first}`)[0]!.id
-      expect(ok(yield* get(owner, `/api/user/conversations/${id}`)).handoff.state).toBe("ai")
+      expect(ok(yield* get(owner, `/api/user/conversations/${id}`), "conversations.get").handoff.state).toBe("ai")
 
       const second = yield* say(channel, "failing-1", "Anyone?")
       yield* eventually(Effect.map(reasonOf(second), (r) => r === "provider_error" || undefined), 20_000)
       const waiting = yield* eventually(
         Effect.map(get(owner, `/api/user/conversations/${id}`), (r) => {
-          const c = ok(r)
+          const c = ok(r, "conversations.get")
           return c.handoff.state === "waiting" ? c : undefined
         }),
         20_000
@@ -86,7 +92,8 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after fai
           ai_model_id: 11,
           language_id: 1,
           reply_debounce_ms: 0
-        })
+        }),
+        "pipelines.create"
       )
       yield* createStage(owner, pipeline.id, "Open", 1)
       const widget = ok(
@@ -94,19 +101,21 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after fai
           kind: "widget",
           pipeline_id: pipeline.id,
           allowed_origins: ["https://shop.example.com"]
-        })
+        }),
+        "channels.create"
       )
       const { baseUrl, receiverUrl } = yield* TestServer
       const origin = { origin: "https://shop.example.com" }
-      const call = (url: string, init: RequestInit) =>
-        Effect.promise(() => fetch(url, init).then(async (r) => ({ status: r.status, body: (await r.json()) as any })))
-      const session = (yield* call(`${baseUrl}/api/widget/session`, {
-        method: "POST",
-        headers: { ...origin, "content-type": "application/json" },
-        body: JSON.stringify({ client_id: widget.client_id })
-      })).body.data
+      const session = ok(
+        yield* fetchJson(`${baseUrl}/api/widget/session`, {
+          method: "POST",
+          headers: { ...origin, "content-type": "application/json" },
+          body: JSON.stringify({ client_id: widget.client_id })
+        }),
+        "widget.session"
+      )
       const auth = { ...origin, authorization: `Bearer ${session.session}` }
-      const sent = yield* call(`${receiverUrl}/web-chat/message`, {
+      const sent = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
         method: "POST",
         headers: { ...auth, "content-type": "application/json" },
         body: JSON.stringify({ contact_id: session.contact_id, message: "Hello?" })
@@ -122,8 +131,8 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after fai
         ),
         20_000
       )
-      const history = (yield* call(`${baseUrl}/api/widget/messages`, { headers: auth })).body.data.data
-      expect(history.map((m: any) => [m.role, m.message])).toEqual([
+      const history = ok(yield* fetchJson(`${baseUrl}/api/widget/messages`, { headers: auth }), "widget.history").data
+      expect(history.map((m) => [m.role, m.message])).toEqual([
         ["assistant", "Sorry, I could not answer that just now. A member of our team will get back to you."],
         ["user", "Hello?"]
       ])

@@ -29,15 +29,23 @@ describe("handoff timeouts across restarts", () => {
             reply_debounce_ms: 0,
             handoff_timeout_seconds: 3600,
             handoff_timeout_action: "return"
-          })
+          }),
+          "pipelines.create"
         )
         yield* createStage(owner, pipeline.id, "Open", 1)
-        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
-        yield* say(channel, "restart-1", "Hello")
+        const channel = ok(
+          yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+          "channels.create"
+        )
+        // a web channel is created with its credentials
+        yield* say({ client_id: channel.client_id!, client_secret: channel.client_secret! }, "restart-1", "Hello")
         const id = (yield* sqlRows<
           { id: number }
         >`select conversation_id as id from messages where external_chat_id = 'restart-1'`)[0]!.id
-        ok(yield* post(owner, `/api/user/conversations/${id}/handoff`, { action: "request", reason: "Needs a person" }))
+        ok(
+          yield* post(owner, `/api/user/conversations/${id}/handoff`, { action: "request", reason: "Needs a person" }),
+          "conversations.handoff"
+        )
         // the hour is shortened to two seconds from now, so it runs out while no server runs
         const due = (yield* sqlRows<{ due: string }>`
           update conversations set handoff_due_at = now() + interval '2 seconds' where id = ${id} returning handoff_due_at as due`)[
@@ -54,14 +62,14 @@ describe("handoff timeouts across restarts", () => {
       yield* second.run(Effect.gen(function*() {
         const after = yield* eventually(
           Effect.map(get(owner, `/api/user/conversations/${id}`), (r) => {
-            const c = ok(r)
+            const c = ok(r, "conversations.get")
             return c.handoff.state === "ai" ? c : undefined
           }),
           20_000
         )
-        const events = after.handoff_events.map((e: any) => [e.action, e.from_state, e.to_state, e.actor])
+        const events = after.handoff_events.map((e) => [e.action, e.from_state, e.to_state, e.actor])
         expect(events).toEqual([["request", "ai", "waiting", "operator"], ["timeout", "waiting", "ai", "system"]])
-        expect(Date.parse(after.handoff_events[1].created_at)).toBeGreaterThanOrEqual(restartedAt - 1000)
+        expect(Date.parse(after.handoff_events[1]!.created_at)).toBeGreaterThanOrEqual(restartedAt - 1000)
         expect(after.handoff.due_at).toBeNull()
       }))
       yield* second.close

@@ -9,6 +9,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { io, type Socket } from "socket.io-client"
+import { failure } from "./support/Contract.js"
 import { withKnowledge } from "./support/Knowledge.js"
 import { createStage, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
@@ -37,7 +38,8 @@ const agent = (owner: Caller, callbackUrl: string | null, settings: Record<strin
         reply_debounce_ms: 0,
         instructions: "Help customers with their bicycle orders.",
         ...settings
-      })
+      }),
+      "pipelines.create"
     )
     yield* withKnowledge(owner as Caller & { workspace_id: number }, pipeline.id, [
       "We sell bicycles.",
@@ -50,9 +52,16 @@ const agent = (owner: Caller, callbackUrl: string | null, settings: Record<strin
         kind: "web",
         pipeline_id: pipeline.id,
         ...(callbackUrl === null ? {} : { callback_url: callbackUrl })
-      })
+      }),
+      "channels.create"
     )
-    return { pipeline, stage, won, channel: channel as { id: number; client_id: string; client_secret: string } }
+    // a web channel is created with its credentials
+    return {
+      pipeline,
+      stage,
+      won,
+      channel: { id: channel.id, client_id: channel.client_id!, client_secret: channel.client_secret! }
+    }
   })
 
 const conversationOf = (contactKey: string) =>
@@ -62,10 +71,15 @@ const conversationOf = (contactKey: string) =>
   )
 
 /** The conversation as `GET /api/user/conversations/{id}` answers it. */
-const conversation = (who: Caller, id: number) => Effect.map(get(who, `/api/user/conversations/${id}`), ok)
+const conversation = (who: Caller, id: number) =>
+  Effect.map(get(who, `/api/user/conversations/${id}`), (r) => ok(r, "conversations.get"))
 
 const messagesOf = (who: Caller, id: number, query = "") =>
-  Effect.map(get(who, `/api/user/conversations/${id}/messages${query}`), ok)
+  Effect.map(get(who, `/api/user/conversations/${id}/messages${query}`), (r) => ok(r, "conversations.messages"))
+
+/** The conversations list, as `GET /api/user/conversations` answers it (`query` with its `?`). */
+const listed = (who: { readonly token: string }, query = "") =>
+  Effect.map(get(who, `/api/user/conversations${query}`), (r) => ok(r, "conversations.list"))
 
 /**
  * Waits for the contact's message `messageId` to be handled without a reply (its `no_reply_reason` set): read
@@ -75,7 +89,7 @@ const unanswered = (who: Caller, id: number, messageId: string) =>
   eventually(
     Effect.map(
       messagesOf(who, id),
-      (p) => p.messages.find((m: any) => m.id === messageId && m.no_reply_reason !== null)
+      (p) => p.messages.find((m) => m.id === messageId && m.no_reply_reason !== null)
     )
   )
 
@@ -94,22 +108,39 @@ const assistantMessages = (id: number, n: number) =>
     20_000
   )
 
+/** What the operators' socket events carry, as far as these tests read them (docs/handoff.md). */
+interface OperatorEvent {
+  readonly name: string
+  readonly payload: {
+    readonly conversation_id?: number
+    readonly message_id?: string
+    readonly sender?: string
+    readonly event?: { readonly id: number; readonly action: string }
+  }
+}
+
+/** The answer to `join-workspace`. */
+interface JoinAck {
+  readonly status: boolean
+  readonly channel?: string
+}
+
 /** A socket.io client joined to a workspace's operator channel, collecting what it receives. */
 const operatorSocket = (token: string, workspaceId: number) =>
   Effect.acquireRelease(
     Effect.flatMap(TestServer, ({ baseUrl }) =>
       Effect.promise(() =>
-        new Promise<{ socket: Socket; events: Array<{ name: string; payload: any }>; ack: any }>((resolve) => {
+        new Promise<{ socket: Socket; events: Array<OperatorEvent>; ack: JoinAck }>((resolve) => {
           const socket = io(baseUrl, { transports: ["websocket"], forceNew: true })
-          const events: Array<{ name: string; payload: any }> = []
-          socket.onAny((name, payload) =>
+          const events: Array<OperatorEvent> = []
+          socket.onAny((name: string, payload: OperatorEvent["payload"]) =>
             events.push({ name, payload })
           )
           socket.on("connect", () =>
             socket.emit(
               "join-workspace",
               { workspace_id: workspaceId, token },
-              (ack: any) => resolve({ socket, events, ack })
+              (ack: JoinAck) => resolve({ socket, events, ack })
             ))
         })
       )),
@@ -127,7 +158,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const id = yield* conversationOf("reader-1")
         yield* assistantMessages(id, 1)
 
-        const page = ok(yield* get(owner, "/api/user/conversations"))
+        const page = yield* listed(owner)
         expect(page.next_cursor).toBeNull()
         expect(page.conversations).toHaveLength(1)
         const row = page.conversations[0]
@@ -147,7 +178,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect((yield* assistantMessages(id, 1))[0]!.message).toContain("three days")
 
         const messages = yield* messagesOf(owner, id)
-        expect(messages.messages.map((m: any) => [m.role, m.sender])).toEqual([["assistant", "ai"], [
+        expect(messages.messages.map((m) => [m.role, m.sender])).toEqual([["assistant", "ai"], [
           "user",
           "contact"
         ]])
@@ -157,13 +188,12 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           deliveries: []
         })
 
-        const read = ok(yield* post(owner, `/api/user/conversations/${id}/read`, {}))
+        const read = ok(yield* post(owner, `/api/user/conversations/${id}/read`, {}), "conversations.read")
         expect(read).toMatchObject({ conversation_id: id, unread_count: 0 })
         expect((yield* conversation(owner, id)).unread_count).toBe(0)
-        expect(ok(yield* get(owner, "/api/user/conversations?unread=true")).conversations).toHaveLength(0)
+        expect((yield* listed(owner, "?unread=true")).conversations).toHaveLength(0)
         yield* say(channel, "reader-1", "Thanks!")
-        expect(ok(yield* get(owner, "/api/user/conversations?unread=true")).conversations.map((c: any) => c.id))
-          .toEqual([id])
+        expect((yield* listed(owner, "?unread=true")).conversations.map((c) => c.id)).toEqual([id])
       }))
 
     it.effect("filters by pipeline, handoff state, contact text and message text, and pages with a cursor", () =>
@@ -176,25 +206,20 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         }
         yield* say(channel, "page-b", "Do you sell tandem bikes?")
         yield* assistantMessages(yield* conversationOf("page-b"), 2)
-        const first = ok(yield* get(owner, "/api/user/conversations?per_page=2"))
+        const first = yield* listed(owner, "?per_page=2")
         expect(first.conversations).toHaveLength(2)
-        expect(first.conversations[0].contact.identifier).toBe("page-b")
-        const second = ok(yield* get(owner, `/api/user/conversations?per_page=2&cursor=${first.next_cursor}`))
+        expect(first.conversations[0]!.contact.identifier).toBe("page-b")
+        const second = yield* listed(owner, `?per_page=2&cursor=${first.next_cursor}`)
         expect(second.conversations).toHaveLength(1)
         expect(second.next_cursor).toBeNull()
-        expect(new Set([...first.conversations, ...second.conversations].map((c: any) => c.contact.identifier)))
+        expect(new Set([...first.conversations, ...second.conversations].map((c) => c.contact.identifier)))
           .toEqual(new Set(["page-a", "page-b", "page-c"]))
-        expect(
-          ok(yield* get(owner, "/api/user/conversations?q=tandem")).conversations.map((c: any) => c.contact.identifier)
-        ).toEqual(["page-b"])
-        expect(
-          ok(yield* get(owner, "/api/user/conversations?q=page-c")).conversations.map((c: any) => c.contact.identifier)
-        ).toEqual(["page-c"])
-        expect(ok(yield* get(owner, `/api/user/conversations?pipeline_id=${pipeline.id}&handoff=human`)).conversations)
-          .toHaveLength(0)
+        expect((yield* listed(owner, "?q=tandem")).conversations.map((c) => c.contact.identifier)).toEqual(["page-b"])
+        expect((yield* listed(owner, "?q=page-c")).conversations.map((c) => c.contact.identifier)).toEqual(["page-c"])
+        expect((yield* listed(owner, `?pipeline_id=${pipeline.id}&handoff=human`)).conversations).toHaveLength(0)
         const bad = yield* get(owner, "/api/user/conversations?cursor=nonsense&handoff=maybe")
         expect(bad.status).toBe(422)
-        expect(bad.body.validation.map((v: any) => v.field)).toContain("handoff")
+        expect(failure(bad).validation.map((v) => v.field)).toContain("handoff")
       }))
 
     it.effect("another workspace's conversation is 404 on every endpoint and never listed; reading needs conversations:read", () =>
@@ -210,11 +235,11 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect((yield* post(other, `/api/user/conversations/${id}/read`, {})).status).toBe(404)
         expect((yield* handoff(other, id, { action: "take" })).status).toBe(404)
         expect((yield* put(other, `/api/user/conversations/${id}`, { status: "paused" })).status).toBe(404)
-        expect(ok(yield* get(other, "/api/user/conversations")).conversations).toHaveLength(0)
+        expect((yield* listed(other)).conversations).toHaveLength(0)
         const writer = yield* tokenFor(owner.email, ["conversations:write"])
         const denied = yield* get({ token: writer.token }, "/api/user/conversations")
         expect(denied.status).toBe(403)
-        expect(denied.body.message).toBe("Missing required scope: conversations:read")
+        expect(failure(denied).message).toBe("Missing required scope: conversations:read")
         expect((yield* conversation(owner, id)).handoff.state).toBe("ai")
       }))
   })
@@ -245,8 +270,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           reason: "The contact asked to talk to a person"
         })
         expect(waiting.handoff.summary).toContain("Wants: My order arrived broken.")
-        expect(waiting.notes.some((n: string) => n.startsWith("Handoff summary: Wants:"))).toBe(true)
-        expect(waiting.handoff_events.map((e: any) => [e.action, e.from_state, e.to_state, e.actor])).toEqual([[
+        expect(waiting.notes.some((n) => n.startsWith("Handoff summary: Wants:"))).toBe(true)
+        expect(waiting.handoff_events.map((e) => [e.action, e.from_state, e.to_state, e.actor])).toEqual([[
           "request",
           "ai",
           "waiting",
@@ -257,12 +282,13 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const silent = yield* unanswered(owner, id, yield* say(channel, "asker-1", "Hello? Anyone there?"))
         expect(silent).toMatchObject({ sender: "contact", no_reply_reason: "waiting_for_person" })
 
-        const taken = ok(yield* handoff(owner, id, { action: "take" }))
+        const taken = ok(yield* handoff(owner, id, { action: "take" }), "conversations.handoff")
         expect(taken).toMatchObject({ status: "paused", handoff: { state: "human", assignee_id: owner.user_id } })
         expect((yield* handoff(owner, id, { action: "take" })).status).toBe(409)
 
         const sent = ok(
-          yield* post(owner, `/api/user/${id}/messages`, { message: "Sorry about that! A replacement is on its way." })
+          yield* post(owner, `/api/user/${id}/messages`, { message: "Sorry about that! A replacement is on its way." }),
+          "messages.send"
         )
         expect(yield* unanswered(owner, id, yield* say(channel, "asker-1", "Great, thank you"))).toMatchObject({
           no_reply_reason: "paused"
@@ -283,7 +309,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const history = yield* fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=asker-1&per_page=50`, {
           headers: { authorization: basic(channel) }
         })
-        const records = (history.body as any).data.data as Array<any>
+        const records = ok(history, "webChat.history").data
         expect(records.find((r) => r.id === sent._id)).toMatchObject({
           sender: "operator",
           sender_name: expect.stringMatching(/^User \d+$/)
@@ -296,7 +322,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           yield* handoff(owner, id, {
             action: "return",
             note: "Replacement approved. Offer the voucher code BIKE10 for the trouble."
-          })
+          }),
+          "conversations.handoff"
         )
         expect(returned).toMatchObject({
           status: "active",
@@ -314,26 +341,26 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect((yield* handoff(owner, id, { action: "return" })).status).toBe(409)
 
         const all = yield* messagesOf(owner, id)
-        expect(all.messages.filter((m: any) => m.role === "assistant").map((m: any) => m.sender)).toEqual([
+        expect(all.messages.filter((m) => m.role === "assistant").map((m) => m.sender)).toEqual([
           "ai",
           "operator",
           "ai"
         ])
-        const operatorMessage = all.messages.find((m: any) => m.sender === "operator")
+        const operatorMessage = all.messages.find((m) => m.sender === "operator")!
         expect(operatorMessage.sender_id).toBe(owner.user_id)
         expect(operatorMessage.deliveries.length).toBeGreaterThanOrEqual(1)
-        expect(operatorMessage.deliveries[0].status_code).toBe(200)
+        expect(operatorMessage.deliveries[0]!.status_code).toBe(200)
 
         // every transition once on the operators' socket, and the workspace's messages
         const handoffs = yield* eventually(Effect.sync(() => {
           const seen = live.events.filter((e) => e.name === "handoff")
           return seen.length >= 3 ? seen : undefined
         }))
-        expect(handoffs.map((e) => [e.payload.conversation_id, e.payload.event.action])).toEqual([[id, "request"], [
+        expect(handoffs.map((e) => [e.payload.conversation_id, e.payload.event?.action])).toEqual([[id, "request"], [
           id,
           "take"
         ], [id, "return"]])
-        expect(new Set(handoffs.map((e) => e.payload.event.id)).size).toBe(3)
+        expect(new Set(handoffs.map((e) => e.payload.event?.id)).size).toBe(3)
         const newMessages = live.events.filter((e) => e.name === "new_message" && e.payload.conversation_id === id)
         expect(newMessages.map((e) => e.payload.sender)).toEqual(expect.arrayContaining(["contact", "ai", "operator"]))
       }))
@@ -353,19 +380,22 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           code: 409,
           message: "The agent already has this conversation."
         })
-        ok(yield* handoff(owner, id, { action: "request", reason: "VIP customer" }))
+        ok(yield* handoff(owner, id, { action: "request", reason: "VIP customer" }), "conversations.handoff")
         // the operator's request sends the contact the bridge message
         const bridge = yield* assistantMessages(id, 2)
         expect(bridge.map((m) => m.call_type)).toEqual(["ai", "handoff_bridge"])
-        expect((yield* handoff(owner, id, { action: "request" })).body.message).toBe(
+        expect(failure(yield* handoff(owner, id, { action: "request" })).message).toBe(
           "A person was already asked for in this conversation."
         )
         const missing = yield* handoff(owner, id, { action: "assign" })
         expect(missing.status).toBe(422)
-        expect(missing.body.validation.map((v: any) => v.field)).toEqual(["assignee_id"])
+        expect(failure(missing).validation.map((v) => v.field)).toEqual(["assignee_id"])
         const outsider = yield* handoff(owner, id, { action: "assign", assignee_id: stranger.user_id })
         expect(outsider.status).toBe(422)
-        expect(ok(yield* handoff(owner, id, { action: "assign", assignee_id: owner.user_id })).handoff).toMatchObject({
+        expect(
+          ok(yield* handoff(owner, id, { action: "assign", assignee_id: owner.user_id }), "conversations.handoff")
+            .handoff
+        ).toMatchObject({
           state: "human",
           assignee_id: owner.user_id
         })
@@ -373,15 +403,16 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect((yield* handoff(owner, id, { action: "dance" })).status).toBe(422)
 
         const resumed = yield* put(owner, `/api/user/conversations/${id}`, { status: "active" })
-        expect(resumed.body.data).toEqual({ id, status: "active" })
+        expect(ok(resumed, "conversations.update")).toEqual({ id, status: "active" })
         expect((yield* conversation(owner, id)).handoff.state).toBe("ai")
-        expect((yield* put(owner, `/api/user/conversations/${id}`, { status: "paused" })).body.data).toEqual({
-          id,
-          status: "paused"
-        })
+        expect(ok(yield* put(owner, `/api/user/conversations/${id}`, { status: "paused" }), "conversations.update"))
+          .toEqual({
+            id,
+            status: "paused"
+          })
         const paused = yield* conversation(owner, id)
         expect(paused.handoff).toMatchObject({ state: "human", assignee_id: owner.user_id })
-        expect(paused.handoff_events.map((e: any) => e.action)).toEqual(["request", "assign", "return", "take"])
+        expect(paused.handoff_events.map((e) => e.action)).toEqual(["request", "assign", "return", "take"])
       }))
 
     it.effect("a pipeline's keyword asks for a person (rule); its timeout sends a second bridge or hands back", () =>
@@ -393,7 +424,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           handoff_timeout_action: "second_bridge",
           handoff_bridge_text: "One moment, a colleague will join."
         })
-        expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}`))).toMatchObject({
+        expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}`), "pipelines.get")).toMatchObject({
           handoff_keywords: ["refund"],
           handoff_timeout_seconds: 60,
           handoff_timeout_action: "second_bridge"
@@ -408,7 +439,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           requested_by: "rule",
           reason: "The contact wrote \"refund\""
         })
-        expect(Date.parse(waiting.handoff.due_at) - Date.parse(waiting.handoff.requested_at)).toBe(60_000)
+        expect(Date.parse(waiting.handoff.due_at!) - Date.parse(waiting.handoff.requested_at!)).toBe(60_000)
 
         // the wait runs out (moved into the past rather than waited for)
         yield* sqlRows`update conversations set handoff_due_at = now() - interval '1 second' where id = ${id}`
@@ -418,12 +449,15 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         )
         const after = yield* conversation(owner, id)
         expect(after.handoff).toMatchObject({ state: "waiting", due_at: null })
-        expect(after.handoff_events.map((e: any) => [e.action, e.actor])).toEqual([["request", "rule"], [
+        expect(after.handoff_events.map((e) => [e.action, e.actor])).toEqual([["request", "rule"], [
           "timeout",
           "system"
         ]])
 
-        ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_timeout_action: "return" }))
+        ok(
+          yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { handoff_timeout_action: "return" }),
+          "pipelines.update"
+        )
         yield* sqlRows`update conversations set handoff_due_at = now() - interval '1 second' where id = ${id}`
         yield* eventually(Effect.map(conversation(owner, id), (c) => c.handoff.state === "ai" || undefined))
         // handed back by the timeout, not by an operator: the same message may ask again later
@@ -442,8 +476,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           call_type: "ai",
           message: "I'm asking a member of our team to take over. They will reply here shortly."
         })
-        ok(yield* handoff(owner, id, { action: "return" }))
-        ok(yield* handoff(owner, id, { action: "request", reason: "Escalation" }))
+        ok(yield* handoff(owner, id, { action: "return" }), "conversations.handoff")
+        ok(yield* handoff(owner, id, { action: "request", reason: "Escalation" }), "conversations.handoff")
         const [, operators] = yield* assistantMessages(id, 2)
         expect(operators).toMatchObject({
           call_type: "handoff_bridge",
@@ -461,7 +495,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(yield* unanswered(owner, id, yield* say(channel, "loop-1", "refund, refund!"))).toMatchObject({
           no_reply_reason: "waiting_for_person"
         })
-        ok(yield* handoff(owner, id, { action: "return", note: "Refund sent." }))
+        ok(yield* handoff(owner, id, { action: "return", note: "Refund sent." }), "conversations.handoff")
         // the messages that asked are never read again: the next turn answers only what came after the hand-back
         yield* say(channel, "loop-1", "ok thanks")
         const replies = yield* eventually(
@@ -477,7 +511,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         expect(replies).toHaveLength(1)
         const after = yield* conversation(owner, id)
         expect(after.handoff.state).toBe("ai")
-        expect(after.handoff_events.map((e: any) => e.action)).toEqual(["request", "return"])
+        expect(after.handoff_events.map((e) => e.action)).toEqual(["request", "return"])
       }))
 
     it.effect("a won stage resolves the handoff: the agent has the conversation again", () =>
@@ -486,15 +520,18 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const { channel, won } = yield* agent(owner, null)
         yield* say(channel, "won-1", "Hello")
         const id = yield* conversationOf("won-1")
-        ok(yield* handoff(owner, id, { action: "take" }))
+        ok(yield* handoff(owner, id, { action: "take" }), "conversations.handoff")
         const c = yield* conversation(owner, id)
-        ok(yield* put(owner, `/api/user/opportunities/${c.opportunity.id}`, { stage_id: won.id }))
+        ok(
+          yield* put(owner, `/api/user/opportunities/${c.opportunity!.id}`, { stage_id: won.id }),
+          "opportunities.update"
+        )
         const resolved = yield* eventually(
           Effect.map(conversation(owner, id), (x) => x.handoff.state === "ai" ? x : undefined),
           20_000
         )
         expect(resolved.status).toBe("active")
-        expect(resolved.handoff_events.map((e: any) => [e.action, e.actor])).toEqual([["take", "operator"], [
+        expect(resolved.handoff_events.map((e) => [e.action, e.actor])).toEqual([["take", "operator"], [
           "resolve",
           "system"
         ]])
@@ -529,43 +566,42 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
             kind: "widget",
             pipeline_id: pipeline.id,
             allowed_origins: ["https://shop.example.com"]
-          })
+          }),
+          "channels.create"
         )
         const { baseUrl } = yield* TestServer
         const headers = { origin: "https://shop.example.com", "content-type": "application/json" }
-        const session = yield* Effect.promise(() =>
-          fetch(`${baseUrl}/api/widget/session`, {
+        const session = ok(
+          yield* fetchJson(`${baseUrl}/api/widget/session`, {
             method: "POST",
             headers,
             body: JSON.stringify({ client_id: widget.client_id })
-          }).then((r) => r.json() as Promise<any>)
+          }),
+          "widget.session"
         )
         // the session says who has the conversation, so the widget offers a person only while the AI has it
-        expect(session.data.handoff_state).toBe("ai")
-        const ask = Effect.promise(() =>
-          fetch(`${baseUrl}/api/widget/handoff`, {
-            method: "POST",
-            headers: { ...headers, authorization: `Bearer ${session.data.session}` }
-          })
-            .then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
-        )
+        expect(session.handoff_state).toBe("ai")
+        const ask = fetchJson(`${baseUrl}/api/widget/handoff`, {
+          method: "POST",
+          headers: { ...headers, authorization: `Bearer ${session.session}` }
+        })
         expect(yield* ask).toMatchObject({ status: 200, body: { data: { state: "waiting" } } })
         expect(yield* ask).toMatchObject({ status: 200, body: { data: { state: "waiting" } } })
-        const id = session.data.conversation_id
+        const id = session.conversation_id
         const c = yield* conversation(owner, id)
         expect(c.handoff).toMatchObject({ state: "waiting", requested_by: "contact" })
         expect(c.handoff_events).toHaveLength(1)
         const [bridge] = yield* assistantMessages(id, 1)
         expect(bridge!.call_type).toBe("handoff_bridge")
-        const resumed = yield* Effect.promise(() =>
-          fetch(`${baseUrl}/api/widget/session`, {
+        const resumed = ok(
+          yield* fetchJson(`${baseUrl}/api/widget/session`, {
             method: "POST",
             headers,
-            body: JSON.stringify({ client_id: widget.client_id, session: session.data.session })
-          })
-            .then((r) => r.json() as Promise<any>)
+            body: JSON.stringify({ client_id: widget.client_id, session: session.session })
+          }),
+          "widget.session"
         )
-        expect(resumed.data).toMatchObject({ conversation_id: id, handoff_state: "waiting" })
+        expect(resumed).toMatchObject({ conversation_id: id, handoff_state: "waiting" })
         const anonymous = yield* Effect.promise(() =>
           fetch(`${baseUrl}/api/widget/handoff`, { method: "POST", headers }).then((r) => r.status)
         )

@@ -5,12 +5,12 @@
  * again row by row; the rest of the file is imported.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
+import { execFile, type ExecFileException } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { promisify } from "node:util"
-import { parseCsv } from "../src/cli/Import.js"
+import { type ImportResult, parseCsv } from "../src/cli/Import.js"
 import { type ChildDatabase, childDatabase, serve, stop } from "./support/ChildServer.js"
 
 const run = promisify(execFile)
@@ -34,8 +34,10 @@ const parley = async (dataDir: string, args: ReadonlyArray<string>) => {
   try {
     const { stdout, stderr } = await run(tsx, [cli, ...args], { cwd: root, env: envFor(dataDir, database) })
     return { code: 0, stdout, stderr }
-  } catch (e: any) {
-    return { code: e.code as number, stdout: e.stdout as string, stderr: e.stderr as string }
+  } catch (e) {
+    // a non-zero exit: promisified execFile rejects with the exit code and what the CLI printed
+    const failed = e as ExecFileException & { readonly stdout: string; readonly stderr: string }
+    return { code: failed.code as number, stdout: failed.stdout, stderr: failed.stderr }
   }
 }
 
@@ -123,13 +125,13 @@ describe("parley knowledge import", () => {
         "--json"
       ])
       expect(result.code).toBe(1)
-      const report = JSON.parse(result.stdout)
+      const report = JSON.parse(result.stdout) as ImportResult
       expect(report.upserted).toBe(23)
       expect(report.rejected).toHaveLength(2)
       expect(report.rejected[0]).toMatchObject({ row: 7, default_id: "p7", errors: [{ field: "price" }] })
-      expect(report.rejected[0].errors[0].message).toMatch(/must be a number/)
+      expect(report.rejected[0]!.errors[0]!.message).toMatch(/must be a number/)
       expect(report.rejected[1]).toMatchObject({ row: 15, default_id: "p15", errors: [{ field: "sku" }] })
-      expect(report.rejected[1].errors[0].message).toMatch(/p3/)
+      expect(report.rejected[1]!.errors[0]!.message).toMatch(/p3/)
       // not a terminal: plain progress lines on stderr
       expect(result.stderr).toContain("25/25 rows")
 
@@ -203,9 +205,9 @@ describe("parley knowledge import", () => {
         await stop(server)
       }
       expect(online.code).toBe(1)
-      const onlineReport = JSON.parse(online.stdout)
+      const onlineReport = JSON.parse(online.stdout) as ImportResult
       expect(onlineReport.upserted).toBe(2)
-      expect(onlineReport.rejected.map((r: any) => [r.row, r.default_id, r.errors[0].field])).toEqual([[
+      expect(onlineReport.rejected.map((r) => [r.row, r.default_id, r.errors[0]!.field])).toEqual([[
         2,
         "q2",
         "colour"

@@ -66,7 +66,7 @@ layer(TestServerLive(), { excludeTestServices: true, timeout: 120_000 })("a larg
     () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
-        const table = ok(yield* post(alice, TABLES, products))
+        const table = ok(yield* post(alice, TABLES, products), "knowledge.create")
         yield* sqlRows`update workspaces set training_credits = 10000 where id = ${alice.workspace_id}`
         const points = `${TABLES}/${table.id}/points`
         const suspended = yield* suspensions
@@ -75,22 +75,26 @@ layer(TestServerLive(), { excludeTestServices: true, timeout: 120_000 })("a larg
 
         // 3 × 500 rows: the second batch makes the load 1,000 rows, more than half the table
         for (let b = 0; b < 3; b++) {
-          expect(ok(yield* put(alice, points, { points: batch(b * 500, 500) }))).toEqual({ upserted: 500 })
+          expect(ok(yield* put(alice, points, { points: batch(b * 500, 500) }), "knowledge.upsert")).toEqual({
+            upserted: 500
+          })
         }
         expect(yield* suspensions).toBe(suspended + 1)
 
         // a search while the graph is absent (no build between the look at the catalog and the answer) is exact
         const absent = (yield* graph) === undefined
         const during = ok(
-          yield* post(alice, `${TABLES}/${table.id}/search`, { query: QUERY, limit: 5, use_hybrid: false })
+          yield* post(alice, `${TABLES}/${table.id}/search`, { query: QUERY, limit: 5, use_hybrid: false }),
+          "knowledge.search"
         )
         const exact = yield* exactTop(table.id)
         expect(exact).toHaveLength(5)
         if (absent && (yield* builds) === built) {
-          expect(during.results.map((r: any) => r.default_id)).toEqual(exact)
+          expect(during.results.map((r) => r.default_id)).toEqual(exact)
         }
         const hybrid = ok(
-          yield* post(alice, `${TABLES}/${table.id}/search`, { query: "p1234 copper", limit: 5, use_hybrid: true })
+          yield* post(alice, `${TABLES}/${table.id}/search`, { query: "p1234 copper", limit: 5, use_hybrid: true }),
+          "knowledge.search"
         )
         expect(hybrid.results.length).toBe(5)
 
@@ -105,12 +109,15 @@ layer(TestServerLive(), { excludeTestServices: true, timeout: 120_000 })("a larg
         expect(rebuilt?.definition).toMatch(/USING hnsw \(embedding vector_cosine_ops\) WITH \(ef_construction='128'\)/)
         expect(yield* builds).toBe(built + 1)
         const after = ok(
-          yield* post(alice, `${TABLES}/${table.id}/search`, { query: QUERY, limit: 5, use_hybrid: false })
+          yield* post(alice, `${TABLES}/${table.id}/search`, { query: QUERY, limit: 5, use_hybrid: false }),
+          "knowledge.search"
         )
-        expect(after.results.map((r: any) => r.default_id)).toEqual(exact)
+        expect(after.results.map((r) => r.default_id)).toEqual(exact)
 
         // a small upsert into the loaded table (after the pause): into the graph, which stays
-        expect(ok(yield* put(alice, points, { points: batch(1500, 100) }))).toEqual({ upserted: 100 })
+        expect(ok(yield* put(alice, points, { points: batch(1500, 100) }), "knowledge.upsert")).toEqual({
+          upserted: 100
+        })
         expect(yield* suspensions).toBe(suspended + 1)
         expect((yield* graph)?.valid).toBe(true)
         const [{ n }] = (yield* sqlRows<{ n: number }>`

@@ -8,7 +8,6 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import {
-  call,
   type ChildDatabase,
   childDatabase,
   type Running,
@@ -17,6 +16,22 @@ import {
   stop,
   until
 } from "./support/ChildServer.js"
+import { type ApiResponse, ok } from "./support/Contract.js"
+
+/** A JSON request to the child server with a bearer token, answered as an `ApiResponse` (what `ok` reads). */
+const request = async (
+  url: string,
+  token: string,
+  init: { readonly method?: string; readonly body?: unknown } = {}
+): Promise<ApiResponse> => {
+  const method = init.method ?? "GET"
+  const response = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, accept: "application/json", "content-type": "application/json" },
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
+  })
+  return { status: response.status, body: (await response.json()) as unknown, headers: response.headers, method, url }
+}
 
 /** One-hot by a word the text contains ("alpha" → 0, "beta" → 1, ...): exact and easy to tell apart. */
 const words = ["alpha", "beta", "gamma", "delta"]
@@ -68,25 +83,25 @@ describe("re-embedding after an embedding model change", () => {
       let server: Running | undefined
       try {
         server = await serve(dataDir, database.env)
-        const { token, workspace_id } = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
-        const table = await call(`${server.api}/api/user/knowledge-tables`, {
+        const { token, workspace_id } = JSON.parse(
+          Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")
+        ) as { token: string; workspace_id: number }
+        const table = await request(`${server.api}/api/user/knowledge-tables`, token, {
           method: "POST",
-          token,
-          body: JSON.stringify({
+          body: {
             name: "Greek",
             columns: [{ name: "word", data_type: "string", order: 1, is_searchable: true }]
-          })
+          }
         })
         expect(table.status).toBe(200)
-        const tableId = table.body.data.id
-        const upsert = await call(`${server.api}/api/user/knowledge-tables/${tableId}/points`, {
+        const tableId = ok(table, "knowledge.create").id
+        const upsert = await request(`${server.api}/api/user/knowledge-tables/${tableId}/points`, token, {
           method: "PUT",
-          token,
-          body: JSON.stringify({ points: words.map((word, i) => ({ default_id: i + 1, word })) })
+          body: { points: words.map((word, i) => ({ default_id: i + 1, word })) }
         })
-        expect(upsert.body.data).toEqual({ upserted: 4 })
+        expect(ok(upsert, "knowledge.upsert")).toEqual({ upserted: 4 })
         const credits = async (s: Running) =>
-          (await call(`${s.api}/api/user/me`, { token })).body.data.workspaces.find((w: any) => w.id === workspace_id)
+          ok(await request(`${s.api}/api/user/me`, token), "account.me").workspaces.find((w) => w.id === workspace_id)!
             .training_credits
         const creditsBefore = await credits(server)
         await stop(server)
@@ -107,13 +122,12 @@ describe("re-embedding after an embedding model change", () => {
         )
         expect(inputs).toHaveLength(local.points.length)
         expect(inputs.filter((i) => i.startsWith("word: ")).sort()).toEqual(words.map((w) => `word: ${w}`).sort())
-        const search = await call(`${server.api}/api/user/knowledge-tables/${tableId}/search`, {
+        const search = await request(`${server.api}/api/user/knowledge-tables/${tableId}/search`, token, {
           method: "POST",
-          token,
-          body: JSON.stringify({ query: "gamma", use_hybrid: false, limit: 2 })
+          body: { query: "gamma", use_hybrid: false, limit: 2 }
         })
         expect(search.status).toBe(200)
-        expect(search.body.data.results[0]).toMatchObject({ default_id: "3", score: 1 })
+        expect(ok(search, "knowledge.search").results[0]).toMatchObject({ default_id: "3", score: 1 })
         expect(await credits(server)).toBe(creditsBefore)
         await stop(server)
         server = undefined

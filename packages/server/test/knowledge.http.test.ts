@@ -1,5 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { failure, type Success } from "./support/Contract.js"
 import {
   type Caller,
   createPipeline,
@@ -36,7 +37,7 @@ const giveCredits = (workspaceId: number, credits = 1000) =>
 const fixture = (credits = 1000) =>
   Effect.gen(function*() {
     const alice = yield* seedUser()
-    const table = ok(yield* post(alice, TABLES, products))
+    const table = ok(yield* post(alice, TABLES, products), "knowledge.create")
     yield* giveCredits(alice.workspace_id, credits)
     return { alice, table }
   })
@@ -60,7 +61,7 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
         validation: [],
         message: "Knowledge table created successfully."
       })
-      const table = created.body.data
+      const table = ok(created, "knowledge.create")
       expect(table).toMatchObject({
         name: "Products",
         workspace_id: alice.workspace_id,
@@ -68,15 +69,15 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
         points_count: 0,
         pipeline_ids: []
       })
-      expect(table.columns.map((c: any) => [c.name, c.data_type, c.is_searchable, c.is_unique, c.is_filterable]))
+      expect(table.columns.map((c) => [c.name, c.data_type, c.is_searchable, c.is_unique, c.is_filterable]))
         .toEqual([
           ["name", "string", true, false, false],
           ["sku", "string", true, true, true],
           ["price", "number", false, false, false]
         ])
-      const list = ok(yield* get(alice, TABLES))
+      const list = ok(yield* get(alice, TABLES), "knowledge.list")
       expect(list).toEqual([table])
-      expect(ok(yield* get(alice, `${TABLES}/${table.id}/columns`))).toEqual(table.columns)
+      expect(ok(yield* get(alice, `${TABLES}/${table.id}/columns`), "knowledge.columns")).toEqual(table.columns)
       expect422(yield* post(alice, TABLES, products), ["name"])
       expect422(yield* post(alice, TABLES, { name: "Empty", columns: [] }), ["columns"])
     }))
@@ -98,42 +99,47 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
         message: "Points upserted successfully.",
         data: { upserted: 2 }
       })
-      expect("validation" in first.body).toBe(false)
+      expect(first.body).not.toHaveProperty("validation")
       const second = yield* put(alice, pointsPath(table.id), { points: [{ default_id: 1, price: 25 }] })
-      expect(second.body.data).toEqual({ upserted: 1 })
-      const page = ok(yield* get(alice, pointsPath(table.id)))
+      expect(ok(second, "knowledge.upsert")).toEqual({ upserted: 1 })
+      const page = ok(yield* get(alice, pointsPath(table.id)), "knowledge.points")
       expect(page.count).toBe(2)
       expect(page.user_id).toBe(alice.user_id)
       expect(page.source_id).toBe(table.id)
       expect(page.next_page_offset).toBeNull()
-      const one = page.records.find((r: any) => r.default_id === "1")
-      expect(one.data).toEqual({ name: "Blue kettle", sku: "K-1", price: 25 })
-      expect(ok(yield* get(alice, TABLES))[0].points_count).toBe(2)
+      const one = page.records.find((r) => r.default_id === "1")
+      expect(one!.data).toEqual({ name: "Blue kettle", sku: "K-1", price: 25 })
+      expect(ok(yield* get(alice, TABLES), "knowledge.list")[0]!.points_count).toBe(2)
       // the update changed no searchable text: only the two creations were charged
-      const [ws] = yield* sqlRows`select training_credits::float8 as c from workspaces where id = ${alice.workspace_id}`
+      const [ws] = yield* sqlRows<
+        { c: number }
+      >`select training_credits::float8 as c from workspaces where id = ${alice.workspace_id}`
       expect(Number(ws!.c)).toBe(998)
     }))
 
   it.effect("a wrong type, a duplicate unique value, a missing default_id and an empty points are 422", () =>
     Effect.gen(function*() {
       const { alice, table } = yield* fixture()
-      ok(yield* put(alice, pointsPath(table.id), { points: [{ default_id: "a", name: "A", sku: "SKU-1" }] }))
+      ok(
+        yield* put(alice, pointsPath(table.id), { points: [{ default_id: "a", name: "A", sku: "SKU-1" }] }),
+        "knowledge.upsert"
+      )
       const wrongType = yield* put(alice, pointsPath(table.id), {
         points: [{ default_id: "b", name: "B" }, { default_id: "c", price: "cheap" }]
       })
       expect422(wrongType, ["points.1.price"])
-      expect(wrongType.body.validation[0].message).toContain("must be a number")
+      expect(failure(wrongType).validation[0]!.message).toContain("must be a number")
       const taken = yield* put(alice, pointsPath(table.id), { points: [{ default_id: "b", name: "B", sku: "SKU-1" }] })
       expect422(taken, ["points.0.sku"])
-      expect(taken.body.validation[0].message).toContain("default_id a")
+      expect(failure(taken).validation[0]!.message).toContain("default_id a")
       const twice = yield* put(alice, pointsPath(table.id), {
         points: [{ default_id: "b", sku: "SKU-9" }, { default_id: "c", sku: "SKU-9" }]
       })
       expect422(twice, ["points.1.sku"])
-      expect(twice.body.validation[0].message).toContain("points.0")
+      expect(failure(twice).validation[0]!.message).toContain("points.0")
       expect422(yield* put(alice, pointsPath(table.id), { points: [{ name: "no id" }] }), ["points.0.default_id"])
       expect422(yield* put(alice, pointsPath(table.id), { points: [] }), ["points"])
-      expect(ok(yield* get(alice, pointsPath(table.id))).count).toBe(1)
+      expect(ok(yield* get(alice, pointsPath(table.id)), "knowledge.points").count).toBe(1)
     }))
 
   it.effect("without training credits an upsert is 422 on points and stores nothing", () =>
@@ -141,23 +147,26 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
       const { alice, table } = yield* fixture(0)
       const r = yield* put(alice, pointsPath(table.id), { points: [row(1)] })
       expect422(r, ["points"])
-      expect(r.body.validation[0].message).toContain("training credits")
-      expect(ok(yield* get(alice, pointsPath(table.id))).count).toBe(0)
+      expect(failure(r).validation[0]!.message).toContain("training credits")
+      expect(ok(yield* get(alice, pointsPath(table.id)), "knowledge.points").count).toBe(0)
     }))
 
   it.effect("cursor pagination visits every row exactly once and ends with null; delete by ids", () =>
     Effect.gen(function*() {
       const { alice, table } = yield* fixture()
-      ok(yield* put(alice, pointsPath(table.id), { points: Array.from({ length: 10 }, (_, i) => row(i)) }))
+      ok(
+        yield* put(alice, pointsPath(table.id), { points: Array.from({ length: 10 }, (_, i) => row(i)) }),
+        "knowledge.upsert"
+      )
       const seen: Array<string> = []
       let cursor: string | null = null
       let pages = 0
       do {
         const q: string = cursor === null ? "?per_page=3" : `?per_page=3&next_page_offset=${cursor}`
-        const page: any = ok(yield* get(alice, pointsPath(table.id) + q))
+        const page: Success<"knowledge.points"> = ok(yield* get(alice, pointsPath(table.id) + q), "knowledge.points")
         expect(page.count).toBe(page.records.length)
         expect(page.count).toBeLessThanOrEqual(3)
-        seen.push(...page.records.map((r: any) => r.default_id))
+        seen.push(...page.records.map((r) => r.default_id))
         cursor = page.next_page_offset
         pages++
       } while (cursor !== null && pages < 10)
@@ -175,7 +184,7 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
         message: "Points deleted successfully.",
         data: { deleted: 2 }
       })
-      expect(ok(yield* get(alice, pointsPath(table.id) + "?per_page=100")).count).toBe(8)
+      expect(ok(yield* get(alice, pointsPath(table.id) + "?per_page=100"), "knowledge.points").count).toBe(8)
       expect422(yield* remove(alice, table.id, { ids: [] }), ["ids"])
     }))
 
@@ -197,13 +206,13 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
         expect(r.status).toBe(404)
         expect(r.body).toMatchObject(notFound)
       }
-      expect(ok(yield* get(bob, TABLES))).toEqual([])
+      expect(ok(yield* get(bob, TABLES), "knowledge.list")).toEqual([])
 
       const readOnly = { token: (yield* tokenFor(alice.email, ["knowledge:read"])).token }
       expectStatus(yield* put(readOnly, pointsPath(table.id), { points: [row(1)] }), 403)
       expectStatus(yield* remove(readOnly, table.id, { ids: ["p1"] }), 403)
       expectStatus(yield* post(readOnly, TABLES, { ...products, name: "Other" }), 403)
-      ok(yield* get(readOnly, TABLES))
+      ok(yield* get(readOnly, TABLES), "knowledge.list")
       const noKnowledge = { token: (yield* tokenFor(alice.email, ["pipelines:read"])).token }
       expectStatus(yield* get(noKnowledge, TABLES), 403)
       expectStatus(yield* get(noKnowledge, pointsPath(table.id)), 403)
@@ -213,11 +222,14 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
   it.effect("hybrid search puts an exact product code first among similar rows; vector search scores by cosine", () =>
     Effect.gen(function*() {
       const { alice, table } = yield* fixture()
-      ok(yield* put(alice, pointsPath(table.id), { points: Array.from({ length: 30 }, (_, i) => row(i)) }))
-      const hybrid = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "SKU-4471-B" }))
+      ok(
+        yield* put(alice, pointsPath(table.id), { points: Array.from({ length: 30 }, (_, i) => row(i)) }),
+        "knowledge.upsert"
+      )
+      const hybrid = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "SKU-4471-B" }), "knowledge.search")
       expect(hybrid.mode).toBe("hybrid")
       expect(hybrid.results[0]).toMatchObject({ default_id: "p21", data: { sku: "SKU-4471-B" } })
-      expect(hybrid.point_ids).toEqual(hybrid.results.map((r: any) => r.point_id))
+      expect(hybrid.point_ids).toEqual(hybrid.results.map((r) => r.point_id))
       expect(hybrid.results.length).toBe(5)
 
       const vector = ok(
@@ -225,11 +237,12 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
           query: "stainless steel hex bolt",
           use_hybrid: false,
           limit: 10
-        })
+        }),
+        "knowledge.search"
       )
       expect(vector.mode).toBe("vector")
       expect(vector.results.length).toBe(10)
-      const scores = vector.results.map((r: any) => r.score)
+      const scores = vector.results.map((r) => r.score)
       for (const s of scores) {
         expect(s).toBeGreaterThan(0)
         expect(s).toBeLessThanOrEqual(1.000001)
@@ -237,9 +250,10 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
       expect([...scores].sort((a, b) => b - a)).toEqual(scores)
 
       const filtered = ok(
-        yield* post(alice, `${TABLES}/${table.id}/search`, { query: "bolt", filters: { sku: "SKU-4455-B" } })
+        yield* post(alice, `${TABLES}/${table.id}/search`, { query: "bolt", filters: { sku: "SKU-4455-B" } }),
+        "knowledge.search"
       )
-      expect(filtered.results.map((r: any) => r.default_id)).toEqual(["p5"])
+      expect(filtered.results.map((r) => r.default_id)).toEqual(["p5"])
       expect422(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "bolt", filters: { price: 3 } }), [
         "filters.price"
       ])
@@ -269,23 +283,29 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
               (_, i) => ({ default_id: `n${i}`, name: `steels kettles ${i}`, sku: `N-${i}` })
             )
           ]
-        })
+        }),
+        "knowledge.upsert"
       )
       // stored after them all, so neither word's first rows include it
       ok(
         yield* put(alice, pointsPath(table.id), {
           points: [{ default_id: "target", name: `steel kettle ${filler}`, sku: "T-1" }]
-        })
+        }),
+        "knowledge.upsert"
       )
-      const hybrid = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "steel kettle" }))
+      const hybrid = ok(
+        yield* post(alice, `${TABLES}/${table.id}/search`, { query: "steel kettle" }),
+        "knowledge.search"
+      )
       expect(hybrid.results[0]).toMatchObject({ default_id: "target" })
       const vector = ok(
-        yield* post(alice, `${TABLES}/${table.id}/search`, { query: "steel kettle", use_hybrid: false })
+        yield* post(alice, `${TABLES}/${table.id}/search`, { query: "steel kettle", use_hybrid: false }),
+        "knowledge.search"
       )
-      expect(vector.results.map((r: any) => r.default_id)).not.toContain("target")
+      expect(vector.results.map((r) => r.default_id)).not.toContain("target")
 
       // no row has every word (a typo): each word still brings its own rows
-      const typo = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "T-1 kettel" }))
+      const typo = ok(yield* post(alice, `${TABLES}/${table.id}/search`, { query: "T-1 kettel" }), "knowledge.search")
       expect(typo.results[0]).toMatchObject({ default_id: "target" })
     }))
 
@@ -293,26 +313,35 @@ layer(TestServerLive())("knowledge tables over REST", (it) => {
     Effect.gen(function*() {
       const { alice, table } = yield* fixture()
       const bob = yield* seedUser()
-      const bobs = ok(yield* post(bob, TABLES, products))
+      const bobs = ok(yield* post(bob, TABLES, products), "knowledge.create")
       const p = yield* createPipeline(alice, "With knowledge")
-      ok(yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [table.id] }))
-      expect(ok(yield* get(alice, TABLES))[0].pipeline_ids).toEqual([p.id])
+      ok(
+        yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [table.id] }),
+        "pipelines.update"
+      )
+      expect(ok(yield* get(alice, TABLES), "knowledge.list")[0]!.pipeline_ids).toEqual([p.id])
       // attaching twice is harmless
-      ok(yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [table.id] }))
-      expect(ok(yield* get(alice, TABLES))[0].pipeline_ids).toEqual([p.id])
+      ok(
+        yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [table.id] }),
+        "pipelines.update"
+      )
+      expect(ok(yield* get(alice, TABLES), "knowledge.list")[0]!.pipeline_ids).toEqual([p.id])
 
       const foreign = yield* put(alice, `/api/user/pipelines/${p.id}`, {
         name: "Renamed",
         attach_knowledge_table_ids: [bobs.id]
       })
       expect422(foreign, ["attach_knowledge_table_ids.0"])
-      expect(ok(yield* get(alice, `/api/user/pipelines/${p.id}`)).name).toBe("With knowledge")
-      expect(ok(yield* get(bob, TABLES))[0].pipeline_ids).toEqual([])
+      expect(ok(yield* get(alice, `/api/user/pipelines/${p.id}`), "pipelines.get").name).toBe("With knowledge")
+      expect(ok(yield* get(bob, TABLES), "knowledge.list")[0]!.pipeline_ids).toEqual([])
       expect422(yield* put(alice, `/api/user/pipelines/${p.id}`, { attach_knowledge_table_ids: [0] }), [
         "attach_knowledge_table_ids.0"
       ])
 
-      ok(yield* put(alice, `/api/user/pipelines/${p.id}`, { detach_knowledge_table_ids: [table.id] }))
-      expect(ok(yield* get(alice, TABLES))[0].pipeline_ids).toEqual([])
+      ok(
+        yield* put(alice, `/api/user/pipelines/${p.id}`, { detach_knowledge_table_ids: [table.id] }),
+        "pipelines.update"
+      )
+      expect(ok(yield* get(alice, TABLES), "knowledge.list")[0]!.pipeline_ids).toEqual([])
     }))
 })

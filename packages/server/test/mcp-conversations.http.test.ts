@@ -9,7 +9,7 @@
 import { expect, layer } from "@effect/vitest"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
-import { mcpClient, textOf } from "./support/McpClient.js"
+import { mcpClient, textOf, toolError, type ToolName, toolResult } from "./support/McpClient.js"
 import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
@@ -34,11 +34,20 @@ const agent = (owner: Caller) =>
         language_id: 1,
         reply_debounce_ms: 0,
         instructions: "We sell bicycles. Delivery takes three days."
-      })
+      }),
+      "pipelines.create"
     )
     const stage = yield* createStage(owner, pipeline.id, "Open", 1)
-    const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
-    return { pipeline, stage, channel: channel as { id: number; client_id: string; client_secret: string } }
+    const channel = ok(
+      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+      "channels.create"
+    )
+    // a web channel has its credentials
+    return {
+      pipeline,
+      stage,
+      channel: { id: channel.id, client_id: channel.client_id!, client_secret: channel.client_secret! }
+    }
   })
 
 /** The contact says something and the agent answers: the conversation's id. */
@@ -66,17 +75,17 @@ const connect = (token: string) =>
     const client = yield* mcpClient(token)
     const call = (name: string, args: Record<string, unknown> = {}) =>
       Effect.promise(() => client.callTool({ name, arguments: args }) as Promise<CallToolResult>)
-    /** A successful call: its structured result and text. */
-    const use = (name: string, args: Record<string, unknown> = {}) =>
+    /** A successful call: its structured result (checked against the tool's `ToolResults` schema) and text. */
+    const use = <N extends ToolName>(name: N, args: Record<string, unknown> = {}) =>
       Effect.map(call(name, args), (result) => {
         if (result.isError) expect(textOf(result)).toBe(`a successful ${name}`)
-        return { structured: result.structuredContent as any, text: textOf(result) }
+        return { structured: toolResult(name, result.structuredContent), text: textOf(result) }
       })
     /** A refused call: its structured error and text. */
     const refused = (name: string, args: Record<string, unknown> = {}) =>
       Effect.map(call(name, args), (result) => {
         expect(result.isError, `${name} should be a tool error: ${textOf(result)}`).toBe(true)
-        return { structured: result.structuredContent as any, text: textOf(result) }
+        return { structured: toolError(result), text: textOf(result) }
       })
     return { client, use, refused }
   })
@@ -114,7 +123,7 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP conversation tools",
         unread: true,
         limit: 5
       })
-      expect(filtered.structured.conversations.map((c: any) => c.id)).toEqual([id])
+      expect(filtered.structured.conversations.map((c) => c.id)).toEqual([id])
       expect((yield* mcp.use("list_conversations", { handoff: "human" })).structured.conversations).toEqual([])
       expect(
         (yield* mcp.use("list_conversations", { channel_id: channel.id, status: "paused" })).structured.conversations
@@ -127,7 +136,7 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP conversation tools",
         handoff: { state: "ai" },
         handoff_events: []
       })
-      expect(read.messages.map((m: any) => [m.role, m.sender])).toEqual([["assistant", "ai"], ["user", "contact"]])
+      expect(read.messages.map((m) => [m.role, m.sender])).toEqual([["assistant", "ai"], ["user", "contact"]])
       expect(read.messages[1]).toMatchObject({
         message: "Hello, how long does delivery take?",
         sender_id: null,
@@ -136,18 +145,20 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP conversation tools",
       expect(read.has_more_messages).toBe(false)
       expect(JSON.parse(readText)).toEqual(read)
       // the same conversation and messages as REST
-      expect(read.conversation).toEqual(ok(yield* get(owner, `/api/user/conversations/${id}`)))
-      expect(read.messages).toEqual(ok(yield* get(owner, `/api/user/conversations/${id}/messages`)).messages)
+      expect(read.conversation).toEqual(ok(yield* get(owner, `/api/user/conversations/${id}`), "conversations.get"))
+      expect(read.messages).toEqual(
+        ok(yield* get(owner, `/api/user/conversations/${id}/messages`), "conversations.messages").messages
+      )
 
       const newest = yield* mcp.use("get_conversation", { conversation_id: id, messages_limit: 1 })
-      expect(newest.structured.messages.map((m: any) => m.sender)).toEqual(["ai"])
+      expect(newest.structured.messages.map((m) => m.sender)).toEqual(["ai"])
       expect(newest.structured.has_more_messages).toBe(true)
       const earlier = yield* mcp.use("get_conversation", {
         conversation_id: id,
         messages_limit: 1,
         messages_cursor: newest.structured.messages_cursor
       })
-      expect(earlier.structured.messages.map((m: any) => m.sender)).toEqual(["contact"])
+      expect(earlier.structured.messages.map((m) => m.sender)).toEqual(["contact"])
       expect(earlier.structured).toMatchObject({ has_more_messages: false, messages_cursor: null })
     }))
 
@@ -175,7 +186,7 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP conversation tools",
       expect(again.structured).toEqual({ error: "HandoffConflict", message: "You already have this conversation." })
       expect(again.text).toBe("You already have this conversation.")
       // REST sees the same state
-      expect(ok(yield* get(owner, `/api/user/conversations/${id}`)).handoff).toMatchObject({
+      expect(ok(yield* get(owner, `/api/user/conversations/${id}`), "conversations.get").handoff).toMatchObject({
         state: "human",
         assignee_id: owner.user_id
       })
@@ -187,11 +198,11 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP conversation tools",
       })
       expect(outsider.structured).toMatchObject({ error: "validation", validation: [{ field: "assignee_id" }] })
       const missing = yield* mcp.refused("handoff_conversation", { conversation_id: id, action: "assign" })
-      expect(missing.structured.validation.map((v: any) => v.field)).toEqual(["assignee_id"])
+      expect(missing.structured.validation!.map((v) => v.field)).toEqual(["assignee_id"])
       const bad = yield* mcp.refused("handoff_conversation", { conversation_id: id, action: "dance" })
       expect(bad.structured).toMatchObject({ error: "validation", validation: [{ field: "action" }] })
 
-      ok(yield* post(owner, `/api/user/${id}/messages`, { message: "A replacement is on its way." }))
+      ok(yield* post(owner, `/api/user/${id}/messages`, { message: "A replacement is on its way." }), "messages.send")
       const returned = yield* mcp.use("handoff_conversation", {
         conversation_id: id,
         action: "return",
@@ -203,13 +214,13 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP conversation tools",
       })
 
       const { structured: read } = yield* mcp.use("get_conversation", { conversation_id: id })
-      expect(read.messages.map((m: any) => m.sender)).toEqual(["operator", "ai", "contact"])
+      expect(read.messages.map((m) => m.sender)).toEqual(["operator", "ai", "contact"])
       expect(read.messages[0]).toMatchObject({ sender_id: owner.user_id, message: "A replacement is on its way." })
-      expect(read.conversation.handoff_events.map((e: any) => [e.action, e.to_state])).toEqual([["take", "human"], [
+      expect(read.conversation.handoff_events.map((e) => [e.action, e.to_state])).toEqual([["take", "human"], [
         "return",
         "ai"
       ]])
-      expect((yield* mcp.use("list_conversations", { handoff: "ai" })).structured.conversations.map((c: any) => c.id))
+      expect((yield* mcp.use("list_conversations", { handoff: "ai" })).structured.conversations.map((c) => c.id))
         .toEqual([id])
     }))
 
@@ -244,11 +255,11 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP conversation tools",
         })
       }
       const reader = yield* connect((yield* tokenFor(owner.email, ["mcp:use", "conversations:read"])).token)
-      expect((yield* reader.use("list_conversations")).structured.conversations.map((c: any) => c.id)).toEqual([id])
+      expect((yield* reader.use("list_conversations")).structured.conversations.map((c) => c.id)).toEqual([id])
       expect((yield* reader.refused("handoff_conversation", { conversation_id: id, action: "take" })).text).toBe(
         "Missing required scope: conversations:write"
       )
-      expect(ok(yield* get(owner, `/api/user/conversations/${id}`)).handoff.state).toBe("ai")
+      expect(ok(yield* get(owner, `/api/user/conversations/${id}`), "conversations.get").handoff.state).toBe("ai")
       const writer = yield* connect((yield* tokenFor(owner.email, ["mcp:use", "conversations:write"])).token)
       expect(
         (yield* writer.use("handoff_conversation", { conversation_id: id, action: "take" })).structured.conversation
@@ -260,19 +271,17 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP conversation tools",
     Effect.gen(function*() {
       const owner = (yield* seedUser()) as Caller
       const mcp = yield* connect(owner.token)
-      expect((yield* mcp.refused("list_conversations", { limit: 101 })).structured.validation.map((v: any) => v.field))
+      expect((yield* mcp.refused("list_conversations", { limit: 101 })).structured.validation!.map((v) => v.field))
         .toEqual(["limit"])
       expect((yield* mcp.refused("list_conversations", { cursor: "nope" })).structured.validation).toEqual([
         { field: "cursor", message: "The cursor field is not a cursor this endpoint returned." }
       ])
       expect(
-        (yield* mcp.refused("get_conversation", { conversation_id: "12" })).structured.validation.map((v: any) =>
-          v.field
-        )
+        (yield* mcp.refused("get_conversation", { conversation_id: "12" })).structured.validation!.map((v) => v.field)
       ).toEqual(["conversation_id"])
       expect(
-        (yield* mcp.refused("get_conversation", { conversation_id: 1, messages_limit: 0 })).structured.validation.map((
-          v: any
+        (yield* mcp.refused("get_conversation", { conversation_id: 1, messages_limit: 0 })).structured.validation!.map((
+          v
         ) => v.field)
       )
         .toEqual(["messages_limit"])

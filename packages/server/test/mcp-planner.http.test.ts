@@ -12,14 +12,23 @@
  */
 import { expect, layer } from "@effect/vitest"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
-import { Effect } from "effect"
-import { type McpSession, mcpSession } from "./support/McpClient.js"
+import { Effect, Schema } from "effect"
+import { type McpSession, mcpSession, toolResult } from "./support/McpClient.js"
 import { ok, post } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
-type Json = Record<string, any>
+type Json = Record<string, unknown>
+
+/** What the planner reads of a tool's input schema (tools/list). */
+const InputSchema = Schema.Struct({
+  properties: Schema.optional(Schema.Record({
+    key: Schema.String,
+    value: Schema.Struct({ default: Schema.optional(Schema.Unknown), description: Schema.optional(Schema.String) })
+  })),
+  required: Schema.optional(Schema.Array(Schema.String))
+})
 
 const STOP = new Set([
   "a",
@@ -86,12 +95,12 @@ class Memory {
     walk(result, "", 0)
     // a result's plan replaces an earlier one
     if (this.plans.length > plans) this.plans.splice(0, plans)
-    if (Array.isArray(result.next_steps)) this.hints = result.next_steps
+    if (Array.isArray(result.next_steps)) this.hints = result.next_steps.filter((h) => typeof h === "string")
   }
   /**
    * The object of the kind a `<kind>_id` argument names, by the name the user (or a plan) gave, else the latest one.
    */
-  id(argument: string, name: unknown): number | undefined {
+  id(argument: string, name: unknown): unknown {
     const kinds = [...this.things.keys()].filter((k) => argument === `${k}_id` || argument.endsWith(`_${k}_id`))
     for (const kind of kinds.sort((a, b) => b.length - a.length)) {
       const found = this.things.get(kind)!
@@ -134,8 +143,8 @@ const choose = (tools: ReadonlyArray<Tool>, request: string, hints: ReadonlyArra
 /** Arguments for `tool` from the user's values, a plan's entry, names resolved to ids, and next steps. */
 const fill = (tool: Tool, memory: Memory, values: Json, entry: Json = {}) => {
   const args: Json = {}
-  const schema = tool.inputSchema as Json
-  for (const [name, property] of Object.entries<Json>(schema.properties ?? {})) {
+  const schema = Schema.decodeUnknownSync(InputSchema)(tool.inputSchema)
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
     if (name in values) args[name] = values[name]
     else if (name in entry && !placeholder(entry[name])) args[name] = entry[name]
     else if (name.endsWith("_id")) {
@@ -158,7 +167,7 @@ const planner = (mcp: McpSession, tools: ReadonlyArray<Tool>) => {
   const memory = new Memory(new Set(tools.map((t) => t.name)))
   const called: Array<string> = []
   const run = (tool: Tool, args: Json) =>
-    Effect.map(mcp.ok(tool.name, args), (result: Json) => {
+    Effect.map(mcp.ok(tool.name, args), (result): Json => {
       called.push(tool.name)
       memory.remember(result)
       return result
@@ -190,25 +199,38 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const owner = yield* seedUser()
         yield* giveCredits(owner.workspace_id, { credits: 100, training_credits: 100 })
         const crm = yield* webhookReceiver(() => "ok")
-        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", name: "Shop chat" }))
+        const channel = ok(
+          yield* post(owner, "/api/user/channels", { kind: "web", name: "Shop chat" }),
+          "channels.create"
+        )
+        // a web channel has its credentials
+        const credentials = { client_id: channel.client_id!, client_secret: channel.client_secret! }
         const mcp = yield* mcpSession(owner.token)
         const { tools } = yield* Effect.promise(() => mcp.client.listTools())
         const model = planner(mcp, tools)
 
-        const journey = yield* model.ask("I want to build an AI agent that books test rides for my bike shop")
+        const journey = toolResult(
+          "start_pipeline_journey",
+          yield* model.ask("I want to build an AI agent that books test rides for my bike shop")
+        )
         expect(journey.questions.length).toBeGreaterThan(3)
         yield* model.ask("Start building the agent with the provider I chose", { ai_provider: "Parley local model" })
-        const { pipeline } = yield* model.ask("Create the pipeline", {
-          name: "Test rides",
-          agent_type: "Appointment setter",
-          ai_model: "Parley Local",
-          language: "en",
-          channel: "Shop chat",
-          persona: "Cheerful and brief.",
-          instructions: "Help the visitor pick a bike and book a test ride."
-        })
+        const { pipeline } = toolResult(
+          "create_pipeline",
+          yield* model.ask("Create the pipeline", {
+            name: "Test rides",
+            agent_type: "Appointment setter",
+            ai_model: "Parley Local",
+            language: "en",
+            channel: "Shop chat",
+            persona: "Cheerful and brief.",
+            instructions: "Help the visitor pick a bike and book a test ride."
+          })
+        )
         expect(pipeline).toMatchObject({ name: "Test rides", channel_id: channel.id })
-        const stages = yield* model.askForEach("Add the stages the plan suggests")
+        const stages = (yield* model.askForEach("Add the stages the plan suggests")).map((r) =>
+          toolResult("create_stage", r)
+        )
         expect(stages.map((s) => [s.stage.name, s.stage.nature])).toEqual([
           ["New lead", "neutral"],
           ["Qualified", "neutral"],
@@ -216,23 +238,26 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           ["Lost", "lost"]
         ])
         yield* model.askForEach("Add the variables the plan suggests")
-        const [action] = yield* model.askForEach("Add the action the plan suggests, to tell my CRM", {
+        const [action] = (yield* model.askForEach("Add the action the plan suggests, to tell my CRM", {
           url: crm.url,
           is_active: true
-        })
+        })).map((r) => toolResult("create_action", r))
         expect(action!.action).toMatchObject({
           stage_id: stages[2]!.stage.id,
           fixed_trigger: "stage_started",
           is_active: true
         })
-        const table = yield* model.ask("Create a knowledge table with the bikes we rent", {
-          name: "Bikes",
-          columns: [{ name: "bike", data_type: "string", order: 1, is_searchable: true }, {
-            name: "price",
-            data_type: "number",
-            order: 2
-          }]
-        })
+        const table = toolResult(
+          "create_knowledge_table",
+          yield* model.ask("Create a knowledge table with the bikes we rent", {
+            name: "Bikes",
+            columns: [{ name: "bike", data_type: "string", order: 1, is_searchable: true }, {
+              name: "price",
+              data_type: "number",
+              order: 2
+            }]
+          })
+        )
         yield* model.ask("Fill the knowledge table with points", {
           points: [{ default_id: "gravel", bike: "Gravel bike, light and fast on dirt roads", price: 40 }, {
             default_id: "city",
@@ -241,26 +266,30 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           }]
         })
         yield* model.ask("Let the agent search the knowledge table: attach it to the pipeline", { rag_mode: "hybrid" })
-        const whole = yield* model.ask("Review the whole pipeline")
+        const whole = toolResult("get_pipeline", yield* model.ask("Review the whole pipeline"))
         expect(whole.knowledge_table_ids).toEqual([table.knowledge_table.id])
         expect(whole.pipeline.stages).toHaveLength(4)
 
         // the user tries it as a contact; then the model reads what happened
         const visitor = `rider-${Date.now()}`
-        yield* say(channel, visitor, "Hello! Do you rent a gravel bike for dirt roads?")
+        yield* say(credentials, visitor, "Hello! Do you rent a gravel bike for dirt roads?")
         const listed = yield* eventually(
           Effect.delay(model.ask("Show the conversations of the pipeline"), "250 millis").pipe(
-            Effect.map((r) => (r.conversations[0]?.messages_count >= 2 ? r : undefined))
+            Effect.map((r) => toolResult("list_conversations", r)),
+            Effect.map((r) => ((r.conversations[0]?.messages_count ?? 0) >= 2 ? r : undefined))
           ),
           20_000
         )
-        expect(listed.conversations[0].contact.identifier).toBe(visitor)
-        const read = yield* model.ask("Show the conversation with its latest messages")
-        expect(read.conversation.id).toBe(listed.conversations[0].id)
-        const reply = read.messages.find((m: Json) => m.sender === "ai" && /gravel/i.test(m.message ?? ""))
-        expect(reply, JSON.stringify(read.messages.map((m: Json) => [m.sender, m.message]))).toBeDefined()
+        expect(listed.conversations[0]!.contact.identifier).toBe(visitor)
+        const read = toolResult(
+          "get_conversation",
+          yield* model.ask("Show the conversation with its latest messages")
+        )
+        expect(read.conversation.id).toBe(listed.conversations[0]!.id)
+        const reply = read.messages.find((m) => m.sender === "ai" && /gravel/i.test(m.message ?? ""))
+        expect(reply, JSON.stringify(read.messages.map((m) => [m.sender, m.message]))).toBeDefined()
         // agreeing to book enters the Won stage, whose action (made by the model) tells the CRM
-        yield* say(channel, visitor, "Great, I have agreed to book the gravel bike, please sign me up.")
+        yield* say(credentials, visitor, "Great, I have agreed to book the gravel bike, please sign me up.")
         yield* eventually(Effect.sync(() => crm.received.length > 0 || undefined), 20_000)
         // the plan's payload, its variables filled from the opportunity
         expect(Object.keys(JSON.parse(crm.received[0]!.rawBody)).sort()).toEqual(["email", "name"])
@@ -269,7 +298,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
           "start_pipeline_journey",
           "start_pipeline_journey",
           "create_pipeline",
-          ...Array(4).fill("create_stage"),
+          ...Array<string>(4).fill("create_stage"),
           "create_variable",
           "create_variable",
           "create_action",

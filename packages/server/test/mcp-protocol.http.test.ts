@@ -6,7 +6,9 @@
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { bodyAs } from "./support/Contract.js"
+import { RpcError, RpcResult } from "./support/McpClient.js"
 import { sqlRows } from "./support/Opportunities.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -43,8 +45,18 @@ const invalidRequest = (id: string | number | null = null) => ({
   error: { code: -32600, message: expect.stringMatching(/^Invalid Request: /) }
 })
 
-const byId = (responses: ReadonlyArray<any>): Array<any> =>
-  [...responses].sort((a, b) => String(a.id).localeCompare(String(b.id)))
+const idOf = (member: unknown) =>
+  typeof member === "object" && member !== null && "id" in member ? member.id : undefined
+
+/** A batch's answers (or what they should be) in id order. */
+const byId = (responses: ReadonlyArray<unknown>): Array<unknown> =>
+  [...responses].sort((a, b) => String(idOf(a)).localeCompare(String(idOf(b))))
+
+/** A batch's answer: an array of JSON-RPC answers, kept as they are. */
+const Batch = Schema.Array(Schema.Unknown)
+const Initialized = RpcResult(Schema.Struct({ protocolVersion: Schema.String }))
+const ToolsListed = RpcResult(Schema.Struct({ tools: Schema.Array(Schema.Unknown) }))
+const ToolCalled = RpcResult(Schema.Struct({ isError: Schema.optional(Schema.Boolean) }))
 
 layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions and batches", (it) => {
   it.effect("initialize answers the client's revision when it is one of the three, else the newest", () =>
@@ -53,15 +65,15 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
       for (const version of VERSIONS) {
         const answer = yield* post(token, initialize(1, version))
         expect(answer.status, version).toBe(200)
-        expect(answer.body.result.protocolVersion, version).toBe(version)
+        expect(bodyAs(answer, Initialized).result.protocolVersion, version).toBe(version)
         // and the next request, which names it in MCP-Protocol-Version, is served
         const listed = yield* post(token, rpc(2, "tools/list"), version)
         expect(listed.status, version).toBe(200)
-        expect(listed.body.result.tools.length, version).toBeGreaterThanOrEqual(33)
+        expect(bodyAs(listed, ToolsListed).result.tools.length, version).toBeGreaterThanOrEqual(33)
       }
       for (const other of ["2024-11-05", "2099-01-01", "not a version"]) {
         const answer = yield* post(token, initialize(1, other))
-        expect(answer.body.result.protocolVersion, other).toBe(NEWEST)
+        expect(bodyAs(answer, Initialized).result.protocolVersion, other).toBe(NEWEST)
       }
     }))
 
@@ -113,9 +125,9 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
         }], version)
         expect(two.status).toBe(200)
         expect(two.body).toHaveLength(2)
-        const [ping, list] = byId(two.body)
+        const [ping, list] = byId(bodyAs(two, Batch))
         expect(ping).toEqual({ jsonrpc: "2.0", id: 1, result: {} })
-        expect(list.result.tools.length).toBeGreaterThanOrEqual(33)
+        expect(Schema.decodeUnknownSync(ToolsListed)(list).result.tools.length).toBeGreaterThanOrEqual(33)
 
         // only notifications: nothing to answer (JSON-RPC 2.0 6: no empty array)
         const quiet = yield* post(token, [{ jsonrpc: "2.0", method: "notifications/initialized" }], version)
@@ -138,7 +150,7 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
       // a member that is not a request keeps its id when it has a usable one
       const mixed = yield* post(token, [rpc(1, "ping"), { foo: "bar" }, { jsonrpc: "1.0", id: 9, method: "ping" }, "x"])
       expect(mixed.status).toBe(200)
-      expect(byId(mixed.body)).toEqual(
+      expect(byId(bodyAs(mixed, Batch))).toEqual(
         byId([{ jsonrpc: "2.0", id: 1, result: {} }, invalidRequest(), invalidRequest(9), invalidRequest()])
       )
 
@@ -150,7 +162,7 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
       // initialize is never part of a batch (2025-03-26 lifecycle); the rest of the batch is served
       const withInitialize = yield* post(token, [initialize(1, "2025-03-26"), rpc(2, "ping")])
       expect(withInitialize.status).toBe(200)
-      expect(byId(withInitialize.body)).toEqual([invalidRequest(1), { jsonrpc: "2.0", id: 2, result: {} }])
+      expect(byId(bodyAs(withInitialize, Batch))).toEqual([invalidRequest(1), { jsonrpc: "2.0", id: 2, result: {} }])
     }))
 
   it.effect("2025-06-18 and 2025-11-25 have no batches: an array is one invalid-request error and nothing runs", () =>
@@ -170,13 +182,13 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP protocol: versions a
           const refused = yield* post(token, batch, version)
           expect(refused.status, version).toBe(400)
           expect(refused.body, version).toEqual(invalidRequest())
-          expect(refused.body.error.message, version).toContain(version)
+          expect(bodyAs(refused, RpcError).error.message, version).toContain(version)
         }
         expect(yield* sqlRows`select 1 from knowledge_tables where name = ${table}`).toHaveLength(0)
         // one message is served as always
         const single = yield* post(token, create(2), version)
         expect(single.status).toBe(200)
-        expect(single.body.result.isError ?? false, JSON.stringify(single.body)).toBe(false)
+        expect(bodyAs(single, ToolCalled).result.isError ?? false, JSON.stringify(single.body)).toBe(false)
         expect(yield* sqlRows`select 1 from knowledge_tables where name = ${table}`).toHaveLength(1)
       }
     }))

@@ -4,13 +4,19 @@
  * only tools the server has.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { mcpSession } from "./support/McpClient.js"
 import { ok, post } from "./support/Opportunities.js"
 import { seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
 /** A request's JSON-RPC error, as the client throws it. */
-const failure = <A>(p: () => Promise<A>) => Effect.promise(() => p().then(() => undefined as any, (e) => e))
+const failure = <A>(p: () => Promise<A>) =>
+  Effect.promise((): Promise<unknown> => p().then(() => undefined, (e: unknown) => e))
+
+/** The columns resource's fields this file reads. */
+const Columns = Schema.Struct({
+  columns: Schema.Array(Schema.Struct({ name: Schema.String, data_type: Schema.String, is_searchable: Schema.Boolean }))
+})
 
 layer(TestServerLive(), { excludeTestServices: true })("MCP resources and prompts", (it) => {
   it.scoped("a pipeline's configuration and a knowledge table's columns are resources, the same JSON as the tools answer", () =>
@@ -22,9 +28,13 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP resources and prompt
           agent_type_id: 1,
           ai_model_id: 1,
           language_id: 1
-        })
+        }),
+        "pipelines.create"
       )
-      ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
+      ok(
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
+        "pipelines.createStage"
+      )
       const table = ok(
         yield* post(owner, "/api/user/knowledge-tables", {
           name: "Products",
@@ -33,7 +43,8 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP resources and prompt
             data_type: "number",
             order: 2
           }]
-        })
+        }),
+        "knowledge.create"
       )
       const mcp = yield* mcpSession(owner.token)
 
@@ -59,10 +70,10 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP resources and prompt
         yield* mcp.ok("get_pipeline", { pipeline_id: pipeline.id })
       )
 
-      const columns = JSON.parse(
+      const columns = Schema.decodeUnknownSync(Columns)(JSON.parse(
         ((yield* read(`parley://knowledge-tables/${table.id}/columns`)).contents[0] as { text: string }).text
-      )
-      expect(columns.columns.map((c: any) => [c.name, c.data_type, c.is_searchable])).toEqual([
+      ))
+      expect(columns.columns.map((c) => [c.name, c.data_type, c.is_searchable])).toEqual([
         ["name", "string", true],
         ["price", "number", false]
       ])

@@ -5,7 +5,14 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { mcpSession as connect, textOf } from "./support/McpClient.js"
+import {
+  type JsonSchema,
+  jsonSchema,
+  mcpSession as connect,
+  propertyOf,
+  textOf,
+  toolError
+} from "./support/McpClient.js"
 import { seedUser, TestServerLive } from "./support/TestServer.js"
 
 layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) => {
@@ -15,8 +22,8 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
       const mcp = yield* connect(owner.token)
       const { tools } = yield* Effect.promise(() => mcp.client.listTools())
       const problems: Array<string> = []
-      const check = (tool: string, path: string, schema: any) => {
-        for (const [name, property] of Object.entries<any>(schema.properties ?? {})) {
+      const check = (tool: string, path: string, schema: JsonSchema) => {
+        for (const [name, property] of Object.entries(schema.properties ?? {})) {
           const at = `${tool}: ${path}${name}`
           // a sentence a person wrote, not Effect's "a string that will be trimmed" or an internal title
           if (
@@ -25,7 +32,7 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
           ) {
             problems.push(`${at} has no description`)
           }
-          const typed = property.type ?? property.anyOf?.every((b: any) => b.type !== undefined)
+          const typed = property.type ?? property.anyOf?.every((b) => b.type !== undefined)
           if (!typed) problems.push(`${at} has no type`)
           if (property.items) check(tool, `${path}${name}[].`, property.items)
           for (const branch of property.anyOf ?? []) if (branch.items) check(tool, `${path}${name}[].`, branch.items)
@@ -33,7 +40,7 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
         }
       }
       for (const t of tools) {
-        check(t.name, "", t.inputSchema)
+        check(t.name, "", jsonSchema(t.inputSchema))
         const text = JSON.stringify([t.inputSchema, t.outputSchema])
         for (
           const word of [
@@ -52,52 +59,53 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
       }
       expect(problems).toEqual([])
 
-      const input = (tool: string) => tools.find((t) => t.name === tool)!.inputSchema as any
+      const input = (tool: string) => jsonSchema(tools.find((t) => t.name === tool)!.inputSchema)
+      const param = (tool: string, name: string) => propertyOf(input(tool), name)
       // SPEC.md 4.5 and 8, as the runtime enforces them
-      expect(input("create_pipeline").properties.followup_limit).toMatchObject({
+      expect(param("create_pipeline", "followup_limit")).toMatchObject({
         type: "integer",
         minimum: 1,
         default: 6
       })
-      expect(input("create_pipeline").properties.is_unknown_contacts_enabled).toMatchObject({
+      expect(param("create_pipeline", "is_unknown_contacts_enabled")).toMatchObject({
         type: "boolean",
         default: true
       })
-      expect(input("create_pipeline").properties.is_model_routing).toMatchObject({
+      expect(param("create_pipeline", "is_model_routing")).toMatchObject({
         type: "array",
         minItems: 4,
         maxItems: 4
       })
-      expect(input("create_pipeline").properties.model_temperature).toMatchObject({ minimum: 0.1, maximum: 1 })
-      expect(input("create_pipeline").properties.max_conversation_messages).toMatchObject({
+      expect(param("create_pipeline", "model_temperature")).toMatchObject({ minimum: 0.1, maximum: 1 })
+      expect(param("create_pipeline", "max_conversation_messages")).toMatchObject({
         type: "integer",
         minimum: 1
       })
-      expect(input("create_variable").properties.data_type).toMatchObject({
+      expect(param("create_variable", "data_type")).toMatchObject({
         enum: ["string", "integer", "boolean", "float"],
         default: "string"
       })
-      expect(input("create_variable").properties.name).toMatchObject({ pattern: "^[A-Za-z0-9_]+$" })
-      expect(input("create_action").properties.name).toMatchObject({ type: "string", minLength: 1, maxLength: 255 })
-      expect(input("create_action").properties.retries).toMatchObject({ minimum: 1, maximum: 10 })
-      expect(input("create_stage").properties.name).toMatchObject({ minLength: 3 })
-      expect(input("create_stage").properties.enter_condition).toMatchObject({ type: "string", minLength: 20 })
-      expect(input("create_followup").properties.intervals).toMatchObject({ minItems: 1, maxItems: 100 })
-      expect(input("create_followup").properties.intervals.items.properties.interval_value).toMatchObject({
+      expect(param("create_variable", "name")).toMatchObject({ pattern: "^[A-Za-z0-9_]+$" })
+      expect(param("create_action", "name")).toMatchObject({ type: "string", minLength: 1, maxLength: 255 })
+      expect(param("create_action", "retries")).toMatchObject({ minimum: 1, maximum: 10 })
+      expect(param("create_stage", "name")).toMatchObject({ minLength: 3 })
+      expect(param("create_stage", "enter_condition")).toMatchObject({ type: "string", minLength: 20 })
+      expect(param("create_followup", "intervals")).toMatchObject({ minItems: 1, maxItems: 100 })
+      expect(propertyOf(param("create_followup", "intervals").items, "interval_value")).toMatchObject({
         minimum: 1,
         maximum: 100
       })
-      expect(input("upsert_knowledge_points").properties.points).toMatchObject({
+      expect(param("upsert_knowledge_points", "points")).toMatchObject({
         minItems: 1,
         items: { type: "object", required: ["default_id"] }
       })
-      expect(input("create_knowledge_table").properties.columns.items.properties.is_retrievable).toMatchObject({
+      expect(propertyOf(param("create_knowledge_table", "columns").items, "is_retrievable")).toMatchObject({
         default: true
       })
       // the same field on update has no default: omitted means unchanged
-      expect(input("update_pipeline").properties.followup_limit.default).toBeUndefined()
+      expect(param("update_pipeline", "followup_limit").default).toBeUndefined()
       // null clears a field on update; on a create it is the same as leaving the argument out, so it is not offered
-      expect(input("update_pipeline").properties.max_conversation_messages.anyOf).toEqual([{
+      expect(param("update_pipeline", "max_conversation_messages").anyOf).toEqual([{
         type: "integer",
         minimum: 1
       }, { type: "null" }])
@@ -106,8 +114,8 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
       )
       // ids carry no bounds (they come from results), free text no storage limit, and unknown keys are refused without
       // saying so
-      expect(input("create_stage").properties.pipeline_id).toEqual({ type: "integer", description: expect.any(String) })
-      expect(input("update_pipeline").properties.instructions.anyOf[0]).toEqual({ type: "string" })
+      expect(param("create_stage", "pipeline_id")).toEqual({ type: "integer", description: expect.any(String) })
+      expect(param("update_pipeline", "instructions").anyOf?.[0]).toEqual({ type: "string" })
       expect(
         tools.filter((t) => JSON.stringify(t.inputSchema).includes("\"additionalProperties\":false")).map((t) => t.name)
       )
@@ -139,18 +147,18 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tool schemas", (it) 
       const owner = yield* seedUser()
       const mcp = yield* connect(owner.token)
       const { tools } = yield* Effect.promise(() => mcp.client.listTools())
-      const wrongFor = (schema: any): unknown => {
+      const wrongFor = (schema: JsonSchema): unknown => {
         const type = schema.type ?? schema.anyOf?.[0]?.type
         return type === "string" ? 12_345 : "not-of-this-type"
       }
       let checked = 0
       for (const t of tools) {
-        for (const [name, property] of Object.entries<any>(t.inputSchema.properties ?? {})) {
+        for (const [name, property] of Object.entries(jsonSchema(t.inputSchema).properties ?? {})) {
           const refused = yield* mcp.call(t.name, { [name]: wrongFor(property) })
           expect(refused.isError, `${t.name}.${name}`).toBe(true)
-          const issue = (refused.structuredContent as any).validation?.find((v: any) => v.field === name)
+          const issue = toolError(refused).validation?.find((v) => v.field === name)
           expect(issue, `${t.name}.${name}: ${textOf(refused)}`).toBeDefined()
-          expect(issue.message, `${t.name}.${name}`).not.toContain(property.description)
+          expect(issue!.message, `${t.name}.${name}`).not.toContain(property.description)
           expect(textOf(refused)).toContain(`- ${name}: `)
           checked++
         }

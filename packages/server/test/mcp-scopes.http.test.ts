@@ -5,6 +5,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { failure } from "./support/Contract.js"
 import { mcpSession, textOf } from "./support/McpClient.js"
 import { get, ok, post, put } from "./support/Opportunities.js"
 import { seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
@@ -14,27 +15,31 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tools and REST share
     Effect.gen(function*() {
       const owner = yield* seedUser()
       const pipeline = ok(
-        yield* post(owner, "/api/user/pipelines", { name: "Scoped", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
+        yield* post(owner, "/api/user/pipelines", { name: "Scoped", agent_type_id: 1, ai_model_id: 1, language_id: 1 }),
+        "pipelines.create"
       )
       const stage = ok(
-        yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
+        "pipelines.createStage"
       )
       const table = ok(
         yield* post(owner, "/api/user/knowledge-tables", {
           name: "Scoped facts",
           columns: [{ name: "q", data_type: "string", order: 1, is_searchable: true }]
-        })
+        }),
+        "knowledge.create"
       )
       const limited = yield* tokenFor(owner.email, ["mcp:use"])
       const mcp = yield* mcpSession(limited.token)
 
       // reads of configuration: MCP and REST
-      expect((yield* mcp.ok("list_pipelines")).pipelines.map((p: any) => p.id)).toEqual([pipeline.id])
-      expect((yield* mcp.ok("get_pipeline", { pipeline_id: pipeline.id })).pipeline.stages.map((s: any) => s.id))
+      expect((yield* mcp.ok("list_pipelines")).pipelines.map((p) => p.id)).toEqual([pipeline.id])
+      expect((yield* mcp.ok("get_pipeline", { pipeline_id: pipeline.id })).pipeline.stages.map((s) => s.id))
         .toEqual([stage.id])
       expect((yield* mcp.ok("list_pipeline_stages", { pipeline_id: pipeline.id })).stages).toHaveLength(1)
-      expect(ok(yield* get(limited, `/api/user/pipelines/${pipeline.id}`)).id).toBe(pipeline.id)
-      expect(ok(yield* get(limited, `/api/user/pipelines/${pipeline.id}/stages`))).toHaveLength(1)
+      expect(ok(yield* get(limited, `/api/user/pipelines/${pipeline.id}`), "pipelines.get").id).toBe(pipeline.id)
+      expect(ok(yield* get(limited, `/api/user/pipelines/${pipeline.id}/stages`), "pipelines.listStages"))
+        .toHaveLength(1)
 
       // changes: refused on both, with the same scope named
       const writes: ReadonlyArray<readonly [string, Record<string, unknown>, string, string, unknown]> = [
@@ -82,12 +87,12 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tools and REST share
         expect(refused.structuredContent).toMatchObject({ error: "Forbidden", scope })
         const rest = yield* (method === "PUT" ? put(limited, path, body) : post(limited, path, body))
         expect(rest.status, `${method} ${path}`).toBe(403)
-        expect(rest.body.message).toBe(`Missing required scope: ${scope}`)
+        expect(failure(rest).message).toBe(`Missing required scope: ${scope}`)
       }
       // nothing was made
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/stages`))).toHaveLength(1)
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/actions`))).toEqual([])
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}`)).persona).toBeNull()
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/stages`), "pipelines.listStages")).toHaveLength(1)
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/actions`), "automation.listActions")).toEqual([])
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}`), "pipelines.get").persona).toBeNull()
 
       // reads of data beyond configuration need their own scope on both
       for (
@@ -126,10 +131,12 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tools and REST share
         order: 1
       })
       expect(
-        ok(yield* post(builder, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Won", nature: "won", order: 2 }))
-          .order
+        ok(
+          yield* post(builder, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Won", nature: "won", order: 2 }),
+          "pipelines.createStage"
+        ).order
       ).toBe(2)
-      expect((yield* mcp.ok("list_pipeline_stages", { pipeline_id: pipeline.id })).stages.map((s: any) => s.id)[0])
+      expect((yield* mcp.ok("list_pipeline_stages", { pipeline_id: pipeline.id })).stages.map((s) => s.id)[0])
         .toBe(stage.id)
       // knowledge is another scope
       const refused = yield* mcp.call("create_knowledge_table", {

@@ -4,10 +4,21 @@
  * inheritance, bearer authentication, argument validation, the Origin allowlist and the HTTP methods.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import type { ChannelWithSecret } from "@parley/domain"
+import { Effect, Schema } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { mcpSession, textOf } from "./support/McpClient.js"
+import { bodyAs } from "./support/Contract.js"
+import {
+  jsonSchema,
+  mcpSession,
+  propertyOf,
+  RpcError,
+  RpcResult,
+  textOf,
+  type ToolName,
+  validationOf
+} from "./support/McpClient.js"
 import { createOpportunity, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
@@ -112,6 +123,20 @@ const target = Effect.acquireRelease(
 const basic = (c: { client_id: string; client_secret: string }) =>
   `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString("base64")}`
 
+/** A web channel's credentials (a web channel has both). */
+const credentials = (channel: ChannelWithSecret) => ({
+  client_id: channel.client_id!,
+  client_secret: channel.client_secret!
+})
+
+/** Any other keys of a JSON object, kept as they are. */
+const Rest = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+/** tools/list's answer, every key kept (its size is measured). */
+const ToolsListed = RpcResult(
+  Schema.Struct({ tools: Schema.Array(Schema.Struct({ name: Schema.String }, Rest)) }, Rest)
+)
+const Initialized = RpcResult(Schema.Struct({ protocolVersion: Schema.String }))
+
 layer(
   TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000", WEBHOOK_TIMEOUT_MS: "2000" }),
   { excludeTestServices: true }
@@ -129,17 +154,17 @@ layer(
         expect(t.description!.length).toBeGreaterThan(40)
         expect(t.title).toEqual(expect.any(String))
       }
-      const byName = new Map(tools.map((t) => [t.name, t.inputSchema as any]))
-      expect(byName.get("list_action_results").properties.limit).toMatchObject({
+      const byName = new Map(tools.map((t) => [t.name, jsonSchema(t.inputSchema)]))
+      expect(propertyOf(byName.get("list_action_results"), "limit")).toMatchObject({
         type: "integer",
         minimum: 1,
         maximum: 100,
         default: 50
       })
-      expect(byName.get("list_messages").properties.limit).toMatchObject({ maximum: 500, default: 100 })
-      expect(byName.get("search_knowledge_table").required).toEqual(["knowledge_table_id", "query"])
-      expect(byName.get("create_stage").required).toEqual(["pipeline_id", "name", "nature", "order"])
-      expect(byName.get("create_variable").properties.type.enum).toEqual([
+      expect(propertyOf(byName.get("list_messages"), "limit")).toMatchObject({ maximum: 500, default: 100 })
+      expect(byName.get("search_knowledge_table")?.required).toEqual(["knowledge_table_id", "query"])
+      expect(byName.get("create_stage")?.required).toEqual(["pipeline_id", "name", "nature", "order"])
+      expect(propertyOf(byName.get("create_variable"), "type").enum).toEqual([
         "fixed",
         "from_system",
         "from_action",
@@ -151,9 +176,10 @@ layer(
       // costs a model's context"): per tool on average, so tools can be added but none may grow the schemas back
       const listed = yield* rawMcp({ token: owner.token, body: { jsonrpc: "2.0", id: 2, method: "tools/list" } })
       const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), "utf8")
-      expect(listed.body.result.tools.length).toBe(tools.length)
-      expect(bytes(listed.body.result)).toBeLessThanOrEqual(1_350 * tools.length)
-      for (const t of listed.body.result.tools) expect(bytes(t), t.name).toBeLessThanOrEqual(5_000)
+      const catalogue = bodyAs(listed, ToolsListed).result
+      expect(catalogue.tools.length).toBe(tools.length)
+      expect(bytes(catalogue)).toBeLessThanOrEqual(1_350 * tools.length)
+      for (const t of catalogue.tools) expect(bytes(t), t.name).toBeLessThanOrEqual(5_000)
     }))
 
   it.effect("initialize negotiates 2025-03-26 and accepts 2025-06-18 clients, answering JSON", () =>
@@ -162,9 +188,9 @@ layer(
       const current = yield* rawMcp({ token: owner.token, body: initialize("2025-06-18") })
       expect(current.status).toBe(200)
       expect(current.headers.get("content-type")).toContain("application/json")
-      expect(current.body.result.protocolVersion).toBe("2025-06-18")
+      expect(bodyAs(current, Initialized).result.protocolVersion).toBe("2025-06-18")
       const newer = yield* rawMcp({ token: owner.token, body: initialize("2099-01-01") })
-      expect(newer.body.result.protocolVersion).toBe("2025-11-25")
+      expect(bodyAs(newer, Initialized).result.protocolVersion).toBe("2025-11-25")
       const ping = yield* rawMcp({
         token: owner.token,
         headers: { "mcp-protocol-version": "2025-03-26" },
@@ -181,7 +207,7 @@ layer(
       const crm = yield* target
       const mcp = yield* connect(owner.token)
       const called = new Set<string>()
-      const use = (name: string, args: Record<string, unknown> = {}) => {
+      const use = <N extends ToolName>(name: N, args: Record<string, unknown> = {}) => {
         called.add(name)
         return mcp.ok(name, args)
       }
@@ -192,20 +218,20 @@ layer(
       expect(first.options.ai_providers.length).toBeGreaterThan(0)
       expect(first.options.ai_models).toEqual([])
       expect(first.questions.length).toBeGreaterThan(5)
-      const provider = first.options.ai_providers[0]
+      const provider = first.options.ai_providers[0]!
       const journey = yield* use("start_pipeline_journey", { ai_provider_id: provider.id })
       expect(journey.step).toBe("configure_pipeline")
-      expect(journey.plan.stages.map((s: any) => s.nature)).toEqual(["neutral", "neutral", "won", "lost"])
+      expect(journey.plan.stages.map((s) => s.nature)).toEqual(["neutral", "neutral", "won", "lost"])
       const options = yield* use("get_pipeline_options", { ai_provider_id: provider.id, language_code: "en" })
       expect(options.ai_models.length).toBeGreaterThan(0)
-      expect(options.ai_models.every((m: any) => m.ai_provider_id === provider.id)).toBe(true)
-      const model = options.ai_models[0]
-      const english = options.languages.find((l: any) => l.code === "en")
+      expect(options.ai_models.every((m) => m.ai_provider_id === provider.id)).toBe(true)
+      const model = options.ai_models[0]!
+      const english = options.languages.find((l) => l.code === "en")!
 
       // build
       const { pipeline } = yield* use("create_pipeline", {
         name: "MCP sales",
-        agent_type_id: options.agent_types[0].id,
+        agent_type_id: options.agent_types[0]!.id,
         ai_model_id: model.id,
         language_id: english.id,
         persona: "Friendly and brief",
@@ -299,31 +325,39 @@ layer(
         stage_id: lead.id,
         intervals: [{ interval_value: 2, interval_unit: "day" }, { interval_value: 1, interval_unit: "week" }]
       })
-      expect(followup.followup.intervals).toHaveLength(2)
+      expect(followup.followup!.intervals).toHaveLength(2)
 
       // read back over REST
-      const rest = ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}`))
+      const rest = ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}`), "pipelines.get")
       expect(rest).toMatchObject({ description: "Sells outdoor gear", is_model_routing_enabled: true })
-      expect(rest.stages.map((s: any) => [s.name, s.nature, s.order])).toEqual([["New lead", "neutral", 1], [
+      expect(rest.stages.map((s) => [s.name, s.nature, s.order])).toEqual([["New lead", "neutral", 1], [
         "Won",
         "won",
         2
       ], ["Lost", "lost", 3]])
-      expect(rest.stages[2].static_opening_message).toBe("Thanks for your time!")
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/variables`)).map((v: any) => v.name)).toEqual([
+      expect(rest.stages[2]!.static_opening_message).toBe("Thanks for your time!")
+      expect(
+        ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/variables`), "automation.listVariables").map((v) =>
+          v.name
+        )
+      ).toEqual([
         "contact_email"
       ])
-      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/actions`))).toMatchObject([{
-        name: "notify_crm",
-        is_active: true
-      }])
-      expect(ok(yield* get(owner, `/api/user/stages/${lead.id}/followup`)).followup.intervals).toHaveLength(2)
+      expect(ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/actions`), "automation.listActions"))
+        .toMatchObject([{
+          name: "notify_crm",
+          is_active: true
+        }])
+      expect(ok(yield* get(owner, `/api/user/stages/${lead.id}/followup`), "followups.get").followup!.intervals)
+        .toHaveLength(2)
       expect(
-        ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/model-pool`)).tiers.map((t: any) => t.ai_model_id)
+        ok(yield* get(owner, `/api/user/pipelines/${pipeline.id}/model-pool`), "modelPool.get").tiers.map((t) =>
+          t.ai_model_id
+        )
       ).toEqual(
         [model.id, model.id, model.id, model.id]
       )
-      const tables = ok(yield* get(owner, "/api/user/knowledge-tables"))
+      const tables = ok(yield* get(owner, "/api/user/knowledge-tables"), "knowledge.list")
       expect(tables).toMatchObject([{ id: table.id, points_count: 3, pipeline_ids: [pipeline.id] }])
       // and whole, through MCP
       const whole = yield* use("get_pipeline", { pipeline_id: pipeline.id })
@@ -332,9 +366,9 @@ layer(
         description: "Sells outdoor gear",
         is_model_routing_enabled: true
       })
-      expect(whole.pipeline.stages.map((s: any) => s.id)).toEqual([lead.id, won.id, lost.id])
-      expect(whole.variables.map((v: any) => v.id)).toEqual([email.id])
-      expect(whole.actions.map((a: any) => a.id)).toEqual([crmAction.id])
+      expect(whole.pipeline.stages.map((s) => s.id)).toEqual([lead.id, won.id, lost.id])
+      expect(whole.variables.map((v) => v.id)).toEqual([email.id])
+      expect(whole.actions.map((a) => a.id)).toEqual([crmAction.id])
       expect(whole.followups).toMatchObject([{ stage_id: lead.id, after_followup_stage_id: lost.id }])
       expect(whole.knowledge_table_ids).toEqual([table.id])
 
@@ -348,17 +382,25 @@ layer(
         contact: { name: "Bob", email: "bob@example.com" },
         tags: ["vip"]
       })
-      const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+      const channel = ok(
+        yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+        "channels.create"
+      )
       const { baseUrl } = yield* TestServer
       const session = ok(
-        (yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
+        yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
           method: "POST",
-          headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
+          headers: {
+            authorization: basic(credentials(channel)),
+            "content-type": "application/json",
+            accept: "application/json"
+          },
           body: JSON.stringify({ contact_id: `visitor-${Date.now()}` })
-        })) as any
+        }),
+        "webChat.initiate"
       )
       for (const message of ["First operator note", "Second operator note"]) {
-        ok(yield* post(owner, `/api/user/${session.conversation_id}/messages`, { message }))
+        ok(yield* post(owner, `/api/user/${session.conversation_id}/messages`, { message }), "messages.send")
       }
 
       // discover
@@ -369,18 +411,18 @@ layer(
         has_more: false,
         next_page: null
       })
-      expect((yield* use("list_pipeline_stages", { pipeline_id: pipeline.id })).stages.map((s: any) => s.id)).toEqual([
+      expect((yield* use("list_pipeline_stages", { pipeline_id: pipeline.id })).stages.map((s) => s.id)).toEqual([
         lead.id,
         won.id,
         lost.id
       ])
-      expect((yield* use("list_actions", { pipeline_id: pipeline.id })).actions.map((a: any) => a.id)).toEqual([
+      expect((yield* use("list_actions", { pipeline_id: pipeline.id })).actions.map((a) => a.id)).toEqual([
         crmAction.id
       ])
       expect((yield* use("list_actions", { pipeline_id: pipeline.id, stage_id: lead.id })).actions).toEqual([])
-      expect((yield* use("list_variables", { pipeline_id: pipeline.id, q: "EMAIL" })).variables.map((v: any) => v.id))
+      expect((yield* use("list_variables", { pipeline_id: pipeline.id, q: "EMAIL" })).variables.map((v) => v.id))
         .toEqual([email.id])
-      expect((yield* use("list_model_pool", { pipeline_id: pipeline.id })).tiers.map((t: any) => t.tier)).toEqual(
+      expect((yield* use("list_model_pool", { pipeline_id: pipeline.id })).tiers.map((t) => t.tier)).toEqual(
         tiers.map((t) => t.tier)
       )
       expect(yield* use("get_stage_followup", { stage_id: lead.id })).toMatchObject({
@@ -399,7 +441,7 @@ layer(
         limit: 2
       })
       expect(hits.point_ids.length).toBeGreaterThan(0)
-      expect(hits.results[0].data.name).toBe("Blue kayak for two people")
+      expect(hits.results[0]!.data.name).toBe("Blue kayak for two people")
       const vector = yield* use("search_knowledge_table", {
         knowledge_table_id: table.id,
         query: "tent",
@@ -420,7 +462,7 @@ layer(
         next_page_offset: page1.next_page_offset
       })
       expect(page2).toMatchObject({ has_more: false, next_page_offset: null })
-      expect([...page1.points, ...page2.points].map((p: any) => p.default_id).sort()).toEqual([
+      expect([...page1.points, ...page2.points].map((p) => p.default_id).sort()).toEqual([
         "sku-1",
         "sku-2",
         "sku-3"
@@ -430,16 +472,16 @@ layer(
       expect(contacts.contacts).toHaveLength(2)
       // next_page is the arguments of the next page, as they are
       expect(contacts.next_page).toEqual({ pipeline_id: pipeline.id, page: 2, per_page: 2 })
-      const lastContacts = yield* use("list_contacts", contacts.next_page)
+      const lastContacts = yield* use("list_contacts", contacts.next_page!)
       expect(lastContacts).toMatchObject({ page: 2, has_more: false, next_page: null })
-      expect([...contacts.contacts, ...lastContacts.contacts].map((c: any) => c.id)).toHaveLength(3)
+      expect([...contacts.contacts, ...lastContacts.contacts].map((c) => c.id)).toHaveLength(3)
       const vip = yield* use("list_opportunities", { pipeline_id: pipeline.id, tags: ["VIP"] })
-      expect(vip.opportunities.map((o: any) => o.id)).toEqual([bob.id])
+      expect(vip.opportunities.map((o) => o.id)).toEqual([bob.id])
       expect(
-        (yield* use("list_opportunities", { pipeline_id: pipeline.id, q: "alice" })).opportunities.map((o: any) => o.id)
+        (yield* use("list_opportunities", { pipeline_id: pipeline.id, q: "alice" })).opportunities.map((o) => o.id)
       ).toEqual([alice.id])
       const newest = yield* use("list_messages", { pipeline_id: pipeline.id, limit: 1 })
-      expect(newest.messages.map((m: any) => m.message)).toEqual(["Second operator note"])
+      expect(newest.messages.map((m) => m.message)).toEqual(["Second operator note"])
       expect(newest.next_cursor).toEqual(expect.any(String))
       expect(newest.next_page).toEqual({ pipeline_id: pipeline.id, limit: 1, cursor: newest.next_cursor })
       const older = yield* use("list_messages", {
@@ -448,13 +490,13 @@ layer(
         limit: 5,
         cursor: newest.next_cursor
       })
-      expect(older.messages.map((m: any) => m.message)).toEqual(["First operator note"])
+      expect(older.messages.map((m) => m.message)).toEqual(["First operator note"])
       expect(older.next_cursor).toBeNull()
       // issue 19's conversation tools on the web conversation (in depth in mcp-conversations.http.test.ts)
       const web = yield* use("list_conversations", { channel_id: channel.id })
-      expect(web.conversations.map((c: any) => c.id)).toEqual([session.conversation_id])
+      expect(web.conversations.map((c) => c.id)).toEqual([session.conversation_id])
       const latest = yield* use("get_conversation", { conversation_id: session.conversation_id, messages_limit: 1 })
-      expect(latest.messages.map((m: any) => [m.sender, m.message])).toEqual([["operator", "Second operator note"]])
+      expect(latest.messages.map((m) => [m.sender, m.message])).toEqual([["operator", "Second operator note"]])
       const taken = yield* use("handoff_conversation", { conversation_id: session.conversation_id, action: "take" })
       expect(taken.conversation.handoff).toMatchObject({ state: "human", assignee_id: owner.user_id })
 
@@ -465,15 +507,15 @@ layer(
         tags: ["closed"],
         notes: "Closed via MCP"
       })
-      expect(moved.updated.map((o: any) => o.stage_id)).toEqual([won.id, won.id])
+      expect(moved.updated.map((o) => o.stage_id)).toEqual([won.id, won.id])
       expect(moved.failed).toEqual([])
-      const aliceNow = ok(yield* get(owner, `/api/user/opportunities/${alice.id}`))
+      const aliceNow = ok(yield* get(owner, `/api/user/opportunities/${alice.id}`), "opportunities.get")
       expect(aliceNow).toMatchObject({ stage_id: won.id, notes: "Closed via MCP" })
-      expect(aliceNow.tags.map((t: any) => t.name)).toEqual(["closed"])
+      expect(aliceNow.tags.map((t) => t.name)).toEqual(["closed"])
       const runs = yield* eventually(
         Effect.map(
           use("list_action_results", { pipeline_id: pipeline.id, action_id: crmAction.id }),
-          (r) => r.results.filter((run: any) => run.status === "succeeded").length >= 2 ? r : undefined
+          (r) => r.results.filter((run) => run.status === "succeeded").length >= 2 ? r : undefined
         ),
         15_000
       )
@@ -493,7 +535,9 @@ layer(
       expect(yield* use("delete_knowledge_points", { knowledge_table_id: table.id, default_ids: ["sku-1", "sku-2"] }))
         .toMatchObject({ deleted: 2 })
       expect(
-        ok(yield* get(owner, `/api/user/knowledge-tables/${table.id}/points`)).records.map((p: any) => p.default_id)
+        ok(yield* get(owner, `/api/user/knowledge-tables/${table.id}/points`), "knowledge.points").records.map((p) =>
+          p.default_id
+        )
       ).toEqual(["sku-3"])
 
       // the evals tools play cases through the engine: evals.http.test.ts calls them
@@ -511,22 +555,34 @@ layer(
       yield* giveCredits(owner.workspace_id)
       const receiver = yield* webhookReceiver(() => "ok")
       const pipeline = ok(
-        yield* post(owner, "/api/user/pipelines", { name: "Replies", agent_type_id: 1, ai_model_id: 1, language_id: 1 })
+        yield* post(owner, "/api/user/pipelines", {
+          name: "Replies",
+          agent_type_id: 1,
+          ai_model_id: 1,
+          language_id: 1
+        }),
+        "pipelines.create"
       )
-      ok(yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }))
-      const channel = ok(
-        yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: receiver.url })
+      ok(
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
+        "pipelines.createStage"
       )
+      const channel = credentials(ok(
+        yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: receiver.url }),
+        "channels.create"
+      ))
       const { baseUrl } = yield* TestServer
       const session = ok(
-        (yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
+        yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
           method: "POST",
           headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
           body: JSON.stringify({ contact_id: "visitor-ext" })
-        })) as any
+        }),
+        "webChat.initiate"
       )
       const sent = ok(
-        yield* post(owner, `/api/user/${session.conversation_id}/messages`, { message: "Your order shipped" })
+        yield* post(owner, `/api/user/${session.conversation_id}/messages`, { message: "Your order shipped" }),
+        "messages.send"
       )
       // the receiver answers {"message_id": "ext-1"}
       yield* eventually(Effect.sync(() => receiver.received.length === 1))
@@ -536,7 +592,7 @@ layer(
           fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=visitor-ext`, {
             headers: { authorization: basic(channel) }
           }),
-          (r) => ok(r as any).data as Array<any>
+          (r) => ok(r, "webChat.history").data
         )
       const records = yield* eventually(
         Effect.map(history(), (data) => data[0]?.external_message_id !== null ? data : undefined)
@@ -554,7 +610,7 @@ layer(
       const restOnly = yield* tokenFor(owner.email, ["pipelines:read", "opportunities:read"])
       const forbidden = yield* rawMcp({ token: restOnly.token, body: initialize("2025-03-26") })
       expect(forbidden.status).toBe(403)
-      expect(forbidden.body.error.message).toBe("Missing required scope: mcp:use")
+      expect(bodyAs(forbidden, RpcError).error.message).toBe("Missing required scope: mcp:use")
       expect(forbidden.headers.get("www-authenticate")).toContain(`error="insufficient_scope", scope="mcp:use"`)
 
       const { baseUrl } = yield* TestServer
@@ -564,10 +620,10 @@ layer(
         expect(refused.status).toBe(401)
         // (the exact challenge is mcp-protocol.http.test.ts's)
         expect(refused.headers.get("www-authenticate")).toContain(metadata)
-        expect(refused.body.error).toMatchObject({ code: expect.any(Number), message: expect.any(String) })
+        expect(bodyAs(refused, RpcError).error).toMatchObject({ code: expect.any(Number), message: expect.any(String) })
       }
       // the same token works for REST
-      expect(ok(yield* get({ token: restOnly.token }, "/api/user/pipelines"))).toEqual([])
+      expect(ok(yield* get({ token: restOnly.token }, "/api/user/pipelines"), "pipelines.list")).toEqual([])
     }))
 
   it.scoped("bad arguments are tool errors naming each argument; service errors carry their message; unknown tools are JSON-RPC errors", () =>
@@ -582,7 +638,7 @@ layer(
         colour: "red"
       })
       expect(bad.isError).toBe(true)
-      const fields = (bad.structuredContent as any).validation.map((v: any) => v.field).sort()
+      const fields = validationOf(bad).map((v) => v.field).sort()
       expect(fields).toEqual(["colour", "name", "nature", "order", "pipeline_id"])
       for (const field of fields) expect(textOf(bad)).toContain(`- ${field}:`)
       expect(textOf(bad)).toContain("The name field must be at least 3 characters.")
@@ -590,9 +646,9 @@ layer(
       const missing = yield* mcp.call("list_pipeline_stages", {})
       expect(textOf(missing)).toContain("The pipeline_id field is required.")
       const tooMany = yield* mcp.call("list_messages", { limit: 501 })
-      expect((tooMany.structuredContent as any).validation.map((v: any) => v.field)).toEqual(["limit"])
+      expect(validationOf(tooMany).map((v) => v.field)).toEqual(["limit"])
       const badCursor = yield* mcp.call("list_messages", { cursor: "nonsense" })
-      expect((badCursor.structuredContent as any).validation.map((v: any) => v.field)).toEqual(["cursor"])
+      expect(validationOf(badCursor).map((v) => v.field)).toEqual(["cursor"])
       // the same period rule as the REST query
       const backwards = yield* mcp.call("get_messaging_stats", { start_date: "2026-03-02", end_date: "2026-03-01" })
       expect(backwards.isError).toBe(true)
@@ -616,24 +672,24 @@ layer(
         ai_model_id: 1,
         language_id: 1
       })
-      expect((again.structuredContent as any).validation).toMatchObject([{ field: "name" }])
+      expect(validationOf(again)).toMatchObject([{ field: "name" }])
       // said once
       expect(textOf(again)).toBe("Invalid arguments for create_pipeline:\n- name: The name has already been taken.")
 
       const unknown = yield* Effect.promise(() =>
-        mcp.client.callTool({ name: "drop_everything", arguments: {} }).then(() => undefined, (e) => e)
+        mcp.client.callTool({ name: "drop_everything", arguments: {} }).then(() => undefined, (e: unknown) => e)
       )
       expect(unknown).toMatchObject({ code: -32602 })
       // the client puts "MCP error -32602: " in front of the server's message, once
-      expect(unknown.message).toBe("MCP error -32602: Unknown tool: drop_everything")
+      expect(unknown).toHaveProperty("message", "MCP error -32602: Unknown tool: drop_everything")
       const malformed = yield* rawMcp({ token: owner.token, body: { jsonrpc: "2.0", id: 3, method: "tools/call" } })
-      expect(malformed.body.error.code).toBe(-32602)
-      expect(malformed.body.error.message).toMatch(/^Invalid tools\/call request: /)
+      expect(bodyAs(malformed, RpcError).error.code).toBe(-32602)
+      expect(bodyAs(malformed, RpcError).error.message).toMatch(/^Invalid tools\/call request: /)
       const unknownMethod = yield* rawMcp({
         token: owner.token,
         body: { jsonrpc: "2.0", id: 4, method: "nonexistent/method" }
       })
-      expect(unknownMethod.body.error.code).toBe(-32601)
+      expect(bodyAs(unknownMethod, RpcError).error.code).toBe(-32601)
       const notJson = yield* Effect.flatMap(TestServer, ({ baseUrl }) =>
         fetchJson(`${baseUrl}/mcp`, {
           method: "POST",
@@ -645,7 +701,7 @@ layer(
           body: "{not json"
         }))
       expect(notJson.status).toBe(400)
-      expect(notJson.body.error.code).toBe(-32700)
+      expect(bodyAs(notJson, RpcError).error.code).toBe(-32700)
     }))
 
   it.effect("a browser Origin outside the allowlist is refused; loopback origins and clients without Origin are served", () =>
@@ -657,7 +713,7 @@ layer(
         body: initialize("2025-03-26")
       })
       expect(evil.status).toBe(403)
-      expect(evil.body.error.message).toBe("Origin not allowed: http://evil.example")
+      expect(bodyAs(evil, RpcError).error.message).toBe("Origin not allowed: http://evil.example")
       const local = yield* rawMcp({
         token: owner.token,
         headers: { origin: "http://localhost:6274" },
@@ -708,7 +764,7 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP without OUTBOUND_ALL
       }
       const refused = yield* mcp.call("create_action", { ...request, url: "http://169.254.169.254/latest/meta-data" })
       expect(refused.isError).toBe(true)
-      expect((refused.structuredContent as any).validation).toEqual([{
+      expect(validationOf(refused)).toEqual([{
         field: "url",
         message:
           "The url field must point at a public address: 169.254.169.254 is a loopback, private or link-local address, " +
@@ -717,6 +773,6 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP without OUTBOUND_ALL
       expect(textOf(refused)).toContain("- url: The url field must point at a public address")
       const action = (yield* mcp.ok("create_action", { ...request, url: "https://crm.example.com/leads" })).action
       const update = yield* mcp.call("update_action", { action_id: action.id, url: "http://[::ffff:10.0.0.1]/leads" })
-      expect((update.structuredContent as any).validation).toMatchObject([{ field: "url" }])
+      expect(validationOf(update)).toMatchObject([{ field: "url" }])
     }))
 })

@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Identity } from "../src/identity/Identity.js"
+import { failure } from "./support/Contract.js"
 import { createPipeline, expect422, expectStatus, get, ok, put } from "./support/Opportunities.js"
 import { call, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
@@ -57,9 +58,10 @@ layer(TestServerLive())("model pool over REST", (it) => {
         validation: [],
         message: "Model pool updated successfully."
       })
-      expect(r.body.data).toEqual({ pipeline_id: p.id, is_model_routing_enabled: true, tiers: stored() })
-      expect(ok(yield* get(alice, path(p.id)))).toEqual(r.body.data)
-      const pipeline = ok(yield* get(alice, `/api/user/pipelines/${p.id}`))
+      const data = ok(r, "modelPool.update")
+      expect(data).toEqual({ pipeline_id: p.id, is_model_routing_enabled: true, tiers: stored() })
+      expect(ok(yield* get(alice, path(p.id)), "modelPool.get")).toEqual(data)
+      const pipeline = ok(yield* get(alice, `/api/user/pipelines/${p.id}`), "pipelines.get")
       expect(pipeline.is_model_routing_enabled).toBe(true)
       expect(pipeline.is_model_routing).toEqual(stored())
     }))
@@ -68,14 +70,17 @@ layer(TestServerLive())("model pool over REST", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, "Toggle")
-      const withoutFlag = ok(yield* put(alice, path(p.id), { tiers: pool() }))
+      const withoutFlag = ok(yield* put(alice, path(p.id), { tiers: pool() }), "modelPool.update")
       expect(withoutFlag.is_model_routing_enabled).toBe(false)
       expect(withoutFlag.tiers).toEqual(stored())
-      ok(yield* put(alice, path(p.id), { is_model_routing_enabled: true, tiers: pool() }))
-      const replaced = ok(yield* put(alice, path(p.id), { tiers: pool([1, 2, 3, 21]) }))
+      ok(yield* put(alice, path(p.id), { is_model_routing_enabled: true, tiers: pool() }), "modelPool.update")
+      const replaced = ok(yield* put(alice, path(p.id), { tiers: pool([1, 2, 3, 21]) }), "modelPool.update")
       expect(replaced.is_model_routing_enabled).toBe(true)
-      expect(replaced.tiers.map((t: any) => t.ai_model_id)).toEqual([1, 2, 3, 21])
-      const off = ok(yield* put(alice, path(p.id), { is_model_routing_enabled: false, tiers: pool() }))
+      expect(replaced.tiers.map((t) => t.ai_model_id)).toEqual([1, 2, 3, 21])
+      const off = ok(
+        yield* put(alice, path(p.id), { is_model_routing_enabled: false, tiers: pool() }),
+        "modelPool.update"
+      )
       expect(off.is_model_routing_enabled).toBe(false)
       expect(off.tiers).toEqual(stored())
     }))
@@ -88,11 +93,12 @@ layer(TestServerLive())("model pool over REST", (it) => {
         yield* put(alice, `/api/user/pipelines/${p.id}`, {
           is_model_routing_enabled: true,
           is_model_routing: pool([13, 13, 14, 22])
-        })
+        }),
+        "pipelines.update"
       )
-      const r = ok(yield* get(alice, path(p.id)))
+      const r = ok(yield* get(alice, path(p.id)), "modelPool.get")
       expect(r.is_model_routing_enabled).toBe(true)
-      expect(r.tiers.map((t: any) => [t.tier, t.ai_model_id])).toEqual([["router", 13], ["simple", 13], [
+      expect(r.tiers.map((t) => [t.tier, t.ai_model_id])).toEqual([["router", 13], ["simple", 13], [
         "moderate",
         14
       ], ["complex", 22]])
@@ -104,22 +110,22 @@ layer(TestServerLive())("model pool over REST", (it) => {
       const p = yield* createPipeline(alice, "Invalid")
       const three = yield* put(alice, path(p.id), { tiers: pool().slice(0, 3) })
       expect422(three, ["tiers"])
-      expect(three.body.validation[0].message).toContain("exactly 4 entries")
+      expect(failure(three).validation[0]!.message).toContain("exactly 4 entries")
       const twice = pool()
       twice[3] = { ...twice[3]!, tier: "simple" }
       const dup = yield* put(alice, path(p.id), { tiers: twice })
       expect422(dup, ["tiers"])
-      expect(dup.body.validation[0].message).toContain("exactly once")
+      expect(failure(dup).validation[0]!.message).toContain("exactly once")
       const badTier = pool()
       badTier[1] = { ...badTier[1]!, tier: "trivial" }
       const bad = yield* put(alice, path(p.id), { tiers: badTier })
       expect422(bad, ["tiers.1.tier"])
-      expect(bad.body.validation[0].message).toBe(
+      expect(failure(bad).validation[0]!.message).toBe(
         "The tiers.1.tier field must be one of \"router\", \"simple\", \"moderate\" or \"complex\"."
       )
       const missing = yield* put(alice, path(p.id), { is_model_routing_enabled: true })
       expect422(missing, ["tiers"])
-      expect(missing.body.validation[0].message).toBe("The tiers field is required.")
+      expect(failure(missing).validation[0]!.message).toBe("The tiers field is required.")
       expect422(yield* put(alice, path(p.id), { is_model_routing_enabled: "yes", tiers: [] }), [
         "is_model_routing_enabled",
         "tiers"
@@ -127,22 +133,25 @@ layer(TestServerLive())("model pool over REST", (it) => {
       const noModel = pool() as Array<Record<string, unknown>>
       noModel[0] = { tier: "router" }
       expect422(yield* put(alice, path(p.id), { tiers: noModel }), ["tiers.0.ai_model_id"])
-      expect(ok(yield* get(alice, path(p.id))).tiers[0].ai_model_id).toBeNull()
+      expect(ok(yield* get(alice, path(p.id)), "modelPool.get").tiers[0]!.ai_model_id).toBeNull()
     }))
 
   it.effect("unknown models are 422 naming each entry, and nothing changes", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const p = yield* createPipeline(alice, "Unknown model")
-      ok(yield* put(alice, path(p.id), { tiers: pool() }))
+      ok(yield* put(alice, path(p.id), { tiers: pool() }), "modelPool.update")
       const r = yield* put(alice, path(p.id), { is_model_routing_enabled: true, tiers: pool([999, 11, 998, 20]) })
       expect422(r, ["tiers.0.ai_model_id", "tiers.2.ai_model_id"])
-      expect(r.body.validation[0]).toEqual({
+      expect(failure(r).validation[0]).toEqual({
         field: "tiers.0.ai_model_id",
         message: "The selected AI model does not exist."
       })
-      expect(r.body.message).toBe("The selected AI model does not exist. (and 1 more error)")
-      expect(ok(yield* get(alice, path(p.id)))).toMatchObject({ is_model_routing_enabled: false, tiers: stored() })
+      expect(failure(r).message).toBe("The selected AI model does not exist. (and 1 more error)")
+      expect(ok(yield* get(alice, path(p.id)), "modelPool.get")).toMatchObject({
+        is_model_routing_enabled: false,
+        tiers: stored()
+      })
     }))
 
   it.effect("another workspace's pipeline answers 404 exactly like a missing one, on GET and PUT, and is left alone", () =>
@@ -162,7 +171,7 @@ layer(TestServerLive())("model pool over REST", (it) => {
         expect(r.status).toBe(404)
         expect(r.body).toEqual(notFound)
       }
-      expect(ok(yield* get(bob, path(bobs.id)))).toMatchObject({
+      expect(ok(yield* get(bob, path(bobs.id)), "modelPool.get")).toMatchObject({
         is_model_routing_enabled: false,
         tiers: [{ ai_model_id: null }, {}, {}, {}]
       })
@@ -174,8 +183,8 @@ layer(TestServerLive())("model pool over REST", (it) => {
       const manager = yield* seedUser()
       const p = yield* createPipeline(owner, "Managed")
       yield* Effect.flatMap(Identity, (identity) => identity.grantManager(manager.email, owner.workspace_id))
-      expect(ok(yield* put(manager, path(p.id), { tiers: pool() })).tiers).toEqual(stored())
-      expect(ok(yield* get(owner, path(p.id))).tiers).toEqual(stored())
+      expect(ok(yield* put(manager, path(p.id), { tiers: pool() }), "modelPool.update").tiers).toEqual(stored())
+      expect(ok(yield* get(owner, path(p.id)), "modelPool.get").tiers).toEqual(stored())
     }))
 
   it.effect("a non-numeric pipeline id is 422 on pipeline", () =>
@@ -192,9 +201,9 @@ layer(TestServerLive())("model pool over REST", (it) => {
       expectStatus(yield* call(path(p.id), { method: "PUT", body: { tiers: pool() } }), 401)
       const reader = { token: (yield* tokenFor(alice.email, ["pipelines:read"])).token }
       const writer = { token: (yield* tokenFor(alice.email, ["pipelines:write"])).token }
-      expect(ok(yield* get(reader, path(p.id))).pipeline_id).toBe(p.id)
+      expect(ok(yield* get(reader, path(p.id)), "modelPool.get").pipeline_id).toBe(p.id)
       expectStatus(yield* put(reader, path(p.id), { tiers: pool() }), 403, "Missing required scope: pipelines:write")
       expectStatus(yield* get(writer, path(p.id)), 403, "Missing required scope: pipelines:read")
-      expect(ok(yield* put(writer, path(p.id), { tiers: pool() })).tiers).toEqual(stored())
+      expect(ok(yield* put(writer, path(p.id), { tiers: pool() }), "modelPool.update").tiers).toEqual(stored())
     }))
 })

@@ -8,8 +8,10 @@
  */
 import { expect, layer } from "@effect/vitest"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { MessagesPage, PipelineWithStages, ReceiverAnswer } from "@parley/domain"
 import { repliesMade, repliesSkipped } from "@parley/worker"
-import { Effect, Layer, Metric } from "effect"
+import { Effect, Layer, Metric, Schema } from "effect"
+import { type ApiResponse, bodyAs } from "./support/Contract.js"
 import { fakeOpenAi, type FakeOpenAiState } from "./support/FakeOpenAi.js"
 import { mcpClient, textOf } from "./support/McpClient.js"
 import { createStage, ok, post, put, sqlRows } from "./support/Opportunities.js"
@@ -36,28 +38,26 @@ const agent = (owner: Caller, settings: Record<string, unknown> = {}) =>
         agent_type_id: 1,
         ai_model_id: 1,
         language_id: 1
-      })
+      }),
+      "pipelines.create"
     )
     ok(
       yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
         instructions: "Our annual plan costs 990 euros per year.",
         reply_debounce_ms: 0,
         ...settings
-      })
+      }),
+      "pipelines.update"
     )
     yield* createStage(owner, pipeline.id, "Open", 1)
-    const channel: Channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+    const created = ok(
+      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+      "channels.create"
+    )
+    // a web channel is created with its credentials
+    const channel: Channel = { id: created.id, client_id: created.client_id!, client_secret: created.client_secret! }
     return { pipeline, channel }
   })
-
-interface HistoryRecord {
-  readonly id: string
-  readonly role: "user" | "assistant"
-  readonly status: string
-  readonly message: string | null
-  readonly error: string | null
-  readonly no_reply_reason: string | null
-}
 
 /** GET /api/user/messages/webchat for a contact, as a chat front end reads it (newest first). */
 const history = (channel: Channel, contactId: string) =>
@@ -67,7 +67,7 @@ const history = (channel: Channel, contactId: string) =>
       fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=${encodeURIComponent(contactId)}&per_page=50`, {
         headers: { authorization: basic(channel), accept: "application/json" }
       })
-  ).pipe(Effect.map((r) => ok(r).data as ReadonlyArray<HistoryRecord>))
+  ).pipe(Effect.map((r) => ok(r, "webChat.history").data))
 
 /** Waits until the contact message `id` is handled without a reply, and returns its history record. */
 const unanswered = (channel: Channel, contactId: string, id: string) =>
@@ -79,16 +79,27 @@ const unanswered = (channel: Channel, contactId: string, id: string) =>
     20_000
   )
 
-/** The SDK's client over Streamable HTTP; closed with the scope. */
+/** What `create_pipeline` and `update_pipeline` answer as structured content (the fields read here). */
+const PipelineSaved = Schema.Struct({ pipeline: PipelineWithStages, warning: Schema.NullOr(Schema.String) })
+
+/** The message of a success envelope (where a warning is told). */
+const messageOf = (r: ApiResponse) => bodyAs(r, Schema.Struct({ message: Schema.String })).message
+
+/**
+ * The SDK's client over Streamable HTTP; closed with the scope. A tool's structured content is decoded with
+ * `schema`: a result of another shape fails the test.
+ */
 const mcp = (token: string) =>
   Effect.gen(function*() {
     const client = yield* mcpClient(token)
-    return (name: string, args: Record<string, unknown>) =>
+    return <A, I>(name: string, args: Record<string, unknown>, schema: Schema.Schema<A, I>) =>
       Effect.promise(() => client.callTool({ name, arguments: args }) as Promise<CallToolResult>).pipe(
         Effect.map((result) => {
           const text = textOf(result)
           if (result.isError) expect(text).toBe(`a successful ${name}`)
-          return { text, structured: result.structuredContent as any }
+          const structured = Schema.decodeUnknownEither(schema)(result.structuredContent)
+          if (structured._tag === "Left") return expect.fail(`${name} answered: ${structured.left.message}`)
+          return { text, structured: structured.right }
         })
       )
   })
@@ -97,8 +108,8 @@ const mcp = (token: string) =>
 const listed = (owner: Caller, pipelineId: number, id: string) =>
   Effect.scoped(Effect.gen(function*() {
     const use = yield* mcp(owner.token)
-    const { structured } = yield* use("list_messages", { pipeline_id: pipelineId, limit: 100 })
-    return structured.messages.find((m: any) => m.id === id)
+    const { structured } = yield* use("list_messages", { pipeline_id: pipelineId, limit: 100 }, MessagesPage)
+    return structured.messages.find((m) => m.id === id)
   }))
 
 /** The Warning line of the skipped turn in `conversationId`. */
@@ -190,11 +201,11 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
         )
         expect(answered.no_reply_reason).toBeNull()
         expect((yield* history(channel, "dana")).find((r) => r.id === first)!.no_reply_reason).toBeNull()
-        expect((yield* listed(owner, pipeline.id, first)).no_reply_reason).toBeNull()
+        expect((yield* listed(owner, pipeline.id, first))!.no_reply_reason).toBeNull()
         expect(yield* madeCount).toBe(made + 1)
 
         const conversationId = yield* conversationOf(first)
-        ok(yield* put(owner, `/api/user/conversations/${conversationId}`, { status: "paused" }))
+        ok(yield* put(owner, `/api/user/conversations/${conversationId}`, { status: "paused" }), "conversations.update")
         const before = yield* skippedCount("paused")
         const second = yield* say(channel, "dana", "Are you there?")
         yield* expectNoReply(owner, pipeline.id, channel, "dana", second, "paused")
@@ -243,14 +254,16 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
             kind: "widget",
             pipeline_id: pipeline.id,
             allowed_origins: ["https://shop.example"]
-          })
+          }),
+          "channels.create"
         )
         const visitor = ok(
           yield* call("/api/widget/session", {
             method: "POST",
             body: { client_id: widget.client_id },
             headers: { origin: "https://shop.example" }
-          })
+          }),
+          "widget.session"
         )
         // the credits run out after the visitor arrived
         yield* giveCredits(owner.workspace_id, { credits: 0 })
@@ -263,7 +276,7 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
           },
           body: JSON.stringify({ contact_id: visitor.contact_id, message: "Hello?" })
         })
-        const id = sent.body.data.message_id as string
+        const id = bodyAs(sent, ReceiverAnswer).data!.message_id
         // the business sees it
         const entry = yield* eventually(
           Effect.map(listed(owner, pipeline.id, id), (m) => m?.no_reply_reason ? m : undefined),
@@ -274,9 +287,10 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
         const page = ok(
           yield* call("/api/widget/messages", {
             headers: { authorization: `Bearer ${visitor.session}`, origin: "https://shop.example" }
-          })
+          }),
+          "widget.history"
         )
-        const record = page.data.find((r: any) => r.id === id)
+        const record = page.data.find((r) => r.id === id)
         expect(record).toMatchObject({ id, role: "user", message: "Hello?" })
         expect(record).not.toHaveProperty("no_reply_reason")
       }))
@@ -311,21 +325,22 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
           validation: [],
           message: `Pipeline created successfully. Warning: ${warning}`
         })
-        expect(created.body.data).toMatchObject({ name: "Remote", ai_model_id: 11 })
+        expect(ok(created, "pipelines.create")).toMatchObject({ name: "Remote", ai_model_id: 11 })
 
-        const switched = yield* put(owner, `/api/user/pipelines/${local.body.data.id}`, { ai_model_id: 11 })
+        const localId = ok(local, "pipelines.create").id
+        const switched = yield* put(owner, `/api/user/pipelines/${localId}`, { ai_model_id: 11 })
         expect(switched.body).toMatchObject({
           status: true,
           code: 200,
           message: `Pipeline updated successfully. Warning: ${warning}`
         })
-        const back = yield* put(owner, `/api/user/pipelines/${local.body.data.id}`, { ai_model_id: 1 })
-        expect(back.body.message).toBe("Pipeline updated successfully.")
+        const back = yield* put(owner, `/api/user/pipelines/${localId}`, { ai_model_id: 1 })
+        expect(messageOf(back)).toBe("Pipeline updated successfully.")
 
         // Smart Routing: a tier's model counts too (Claude Sonnet 4 needs ANTHROPIC_API_KEY)
         const models = yield* sqlRows<{ id: number; model: string }>`
           select m.id, m.model from ai_models m join ai_providers p on p.id = m.ai_provider_id where p.slug = 'anthropic' order by m.id limit 1`
-        const routed = yield* put(owner, `/api/user/pipelines/${local.body.data.id}`, {
+        const routed = yield* put(owner, `/api/user/pipelines/${localId}`, {
           is_model_routing_enabled: true,
           is_model_routing: [
             { tier: "router", ai_model_id: 1 },
@@ -334,7 +349,7 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
             { tier: "complex", ai_model_id: models[0]!.id }
           ]
         })
-        expect(routed.body.message).toBe(
+        expect(messageOf(routed)).toBe(
           `Pipeline updated successfully. Warning: the model gpt-4.1-mini needs OPENAI_API_KEY and the model ${
             models[0]!.model
           } needs ANTHROPIC_API_KEY; replies will not be made until they are set.`
@@ -346,7 +361,7 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
           agent_type_id: 1,
           ai_model_id: 11,
           language_id: 1
-        })
+        }, PipelineSaved)
         expect(viaMcp.structured.warning).toBe(warning)
         // a client that reads only the text gets the same JSON
         expect(JSON.parse(viaMcp.text).warning).toBe(warning)
@@ -355,12 +370,12 @@ layer(TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(Ca
           agent_type_id: 1,
           ai_model_id: 1,
           language_id: 1
-        })
+        }, PipelineSaved)
         expect(localByMcp.structured.warning).toBeNull()
         const updated = yield* use("update_pipeline", {
           pipeline_id: localByMcp.structured.pipeline.id,
           ai_model_id: 11
-        })
+        }, PipelineSaved)
         expect(updated.structured.warning).toBe(warning)
       })))
   }
@@ -438,12 +453,18 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("no reply when the pro
         "Sorry, I could not answer that just now. A member of our team will get back to you."
       )
       const conversationId = yield* conversationOf(id)
-      const conversation = ok(yield* call(`/api/user/conversations/${conversationId}`, { token: owner.token }))
+      const conversation = ok(
+        yield* call(`/api/user/conversations/${conversationId}`, { token: owner.token }),
+        "conversations.get"
+      )
       expect(conversation.handoff).toMatchObject({ state: "waiting", requested_by: "rule" })
       expect(conversation.handoff.reason).toMatch(/^The reply could not be made: /)
       // the failed turn keeps its reason; the inbox shows what the contact wrote, flagged
       expect((yield* history(channel, "stranded")).find((r) => r.id === id)!.no_reply_reason).toBe("provider_error")
-      const inbox = ok(yield* call(`/api/user/conversations?pipeline_id=${pipeline.id}`, { token: owner.token }))
+      const inbox = ok(
+        yield* call(`/api/user/conversations?pipeline_id=${pipeline.id}`, { token: owner.token }),
+        "conversations.list"
+      )
       expect(inbox.conversations).toHaveLength(1)
       expect(inbox.conversations[0]).toMatchObject({
         last_message_preview: "What does the annual plan cost?",
@@ -454,7 +475,8 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("no reply when the pro
       ok(
         yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
           fallback_message: "We are on it: a colleague will answer here within the hour."
-        })
+        }),
+        "pipelines.update"
       )
       yield* say(channel, "stranded-2", "Hello?")
       const own = yield* eventually(

@@ -10,12 +10,19 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { OAuthClientMetadata } from "@modelcontextprotocol/sdk/shared/auth.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import { Scopes } from "@parley/domain"
-import { Effect } from "effect"
+import {
+  AuthorizationServerMetadata,
+  ClientRegistrationResponse,
+  OAuthErrorBody,
+  OAuthTokenResponse,
+  Scopes
+} from "@parley/domain"
+import { Effect, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import * as Http from "node:http"
 import { sha256Hex } from "../src/identity/Secrets.js"
 import { McpScopes } from "../src/mcp/Scopes.js"
+import { bodyAs } from "./support/Contract.js"
 import { textOf } from "./support/McpClient.js"
 import { sqlRows } from "./support/Opportunities.js"
 import { MemoryOAuthProvider, ScriptedBrowser, tickedBoxes } from "./support/ScriptedBrowser.js"
@@ -137,7 +144,7 @@ const mcpClient = (serverUrl: URL, provider: MemoryOAuthProvider) =>
 /** A registration from another loopback source address, so its rate-limit window is its own. */
 const registerFrom = (baseUrl: string, localAddress: string, body: unknown) =>
   Effect.promise(() =>
-    new Promise<{ status: number; headers: Http.IncomingHttpHeaders; body: any }>((resolve, reject) => {
+    new Promise<{ status: number; headers: Http.IncomingHttpHeaders; body: unknown }>((resolve, reject) => {
       const request = Http.request(`${baseUrl}/register`, {
         method: "POST",
         localAddress,
@@ -197,7 +204,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         code_challenge_methods_supported: ["S256"],
         scopes_supported: [...Scopes]
       })
-      expect(server.body.token_endpoint_auth_methods_supported).toEqual(
+      expect(bodyAs(server, AuthorizationServerMetadata).token_endpoint_auth_methods_supported).toEqual(
         expect.arrayContaining(["none", "client_secret_post"])
       )
       expect(server.headers.get("access-control-allow-origin")).toBe("*")
@@ -408,7 +415,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         client_id: flow.provider.client!.client_id
       })
       expect(replay.status).toBe(400)
-      expect(replay.body.error).toBe("invalid_grant")
+      expect(bodyAs(replay, OAuthErrorBody).error).toBe("invalid_grant")
       expect(replay.headers.get("cache-control")).toBe("no-store")
       // RFC 9700 4.14.2: a replayed refresh token revokes the whole grant, the rotated tokens included
       expect(yield* mcpStatus(baseUrl, second.access_token)).toBe(401)
@@ -417,7 +424,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         refresh_token: second.refresh_token!,
         client_id: flow.provider.client!.client_id
       })
-      expect(afterReplay.body.error).toBe("invalid_grant")
+      expect(bodyAs(afterReplay, OAuthErrorBody).error).toBe("invalid_grant")
     }))
 
   it.scoped("a confidential client registers with a secret and must present it at the token endpoint", () =>
@@ -444,14 +451,14 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         client_id: info.client_id
       })
       expect(noSecret.status).toBe(401)
-      expect(noSecret.body.error).toBe("invalid_client")
+      expect(bodyAs(noSecret, OAuthErrorBody).error).toBe("invalid_client")
       const wrongSecret = yield* form(baseUrl, "/token", {
         grant_type: "refresh_token",
         refresh_token: tokens.refresh_token!,
         client_id: info.client_id,
         client_secret: "mcs_wrong"
       })
-      expect(wrongSecret.body.error).toBe("invalid_client")
+      expect(bodyAs(wrongSecret, OAuthErrorBody).error).toBe("invalid_client")
       const basic = yield* form(baseUrl, "/token", {
         grant_type: "refresh_token",
         refresh_token: tokens.refresh_token!
@@ -459,7 +466,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         authorization: `Basic ${Buffer.from(`${info.client_id}:${info.client_secret}`).toString("base64")}`
       })
       expect(basic.status).toBe(200)
-      expect(basic.body.access_token).toMatch(/^oat_/)
+      expect(bodyAs(basic, OAuthTokenResponse).access_token).toMatch(/^oat_/)
     }))
 
   it.scoped("a reused code, a wrong verifier and a missing or plain PKCE challenge fail as RFC 6749 and 7636 say", () =>
@@ -481,8 +488,8 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         token_endpoint_auth_method: "none",
         response_types: ["code"]
       })
-      expect(registered.body.client_secret).toBeUndefined()
-      const clientId: string = registered.body.client_id
+      expect(bodyAs(registered, ClientRegistrationResponse).client_secret).toBeUndefined()
+      const clientId: string = bodyAs(registered, ClientRegistrationResponse).client_id
       const browser = new ScriptedBrowser(baseUrl)
       const authorizeUrl = (params: Record<string, string>) => {
         const url = new URL(`${baseUrl}/authorize`)
@@ -550,37 +557,37 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
 
       const wrongVerifier = yield* exchange(pkce().verifier)
       expect(wrongVerifier.status).toBe(400)
-      expect(wrongVerifier.body.error).toBe("invalid_grant")
+      expect(bodyAs(wrongVerifier, OAuthErrorBody).error).toBe("invalid_grant")
       const missingVerifier = yield* exchange("")
       expect(missingVerifier.status).toBe(400)
-      expect(missingVerifier.body.error).toBe("invalid_request")
+      expect(bodyAs(missingVerifier, OAuthErrorBody).error).toBe("invalid_request")
       const wrongRedirect = yield* exchange(verifier, { redirect_uri: "http://127.0.0.1:53682/other" })
-      expect(wrongRedirect.body.error).toBe("invalid_grant")
+      expect(bodyAs(wrongRedirect, OAuthErrorBody).error).toBe("invalid_grant")
       const wrongResource = yield* exchange(verifier, { resource: "https://elsewhere.example/mcp" })
-      expect(wrongResource.body.error).toBe("invalid_target")
+      expect(bodyAs(wrongResource, OAuthErrorBody).error).toBe("invalid_target")
 
       const good = yield* exchange(verifier)
       expect(good.status).toBe(200)
       expect(good.headers.get("cache-control")).toBe("no-store")
       // no scope asked: the server's default, the MCP tools' scopes, pre-selected on the consent page
       expect(good.body).toMatchObject({ token_type: "Bearer", scope: READ_ONLY })
-      expect(yield* mcpStatus(baseUrl, good.body.access_token)).toBe(200)
+      expect(yield* mcpStatus(baseUrl, bodyAs(good, OAuthTokenResponse).access_token)).toBe(200)
 
       const reused = yield* exchange(verifier)
       expect(reused.status).toBe(400)
-      expect(reused.body.error).toBe("invalid_grant")
+      expect(bodyAs(reused, OAuthErrorBody).error).toBe("invalid_grant")
       // RFC 6749 4.1.2: the tokens issued for a code that is replayed are revoked
-      expect(yield* mcpStatus(baseUrl, good.body.access_token)).toBe(401)
+      expect(yield* mcpStatus(baseUrl, bodyAs(good, OAuthTokenResponse).access_token)).toBe(401)
 
       const unsupported = yield* form(baseUrl, "/token", { grant_type: "password", client_id: clientId })
-      expect(unsupported.body.error).toBe("unsupported_grant_type")
+      expect(bodyAs(unsupported, OAuthErrorBody).error).toBe("unsupported_grant_type")
       const unknownClient = yield* form(baseUrl, "/token", {
         grant_type: "authorization_code",
         client_id: "mcp_nobody",
         code
       })
       expect(unknownClient.status).toBe(401)
-      expect(unknownClient.body.error).toBe("invalid_client")
+      expect(bodyAs(unknownClient, OAuthErrorBody).error).toBe("invalid_client")
     }))
 
   it.effect("an unknown client or an unregistered redirect URI gets a 400 page and is never redirected", () =>
@@ -595,7 +602,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
           token_endpoint_auth_method: "none"
         })
       })
-      const clientId: string = registered.body.client_id
+      const clientId: string = bodyAs(registered, ClientRegistrationResponse).client_id
       const { challenge } = pkce()
       const attempt = (clientIdParam: string, redirectUri: string) =>
         Effect.promise(async () => {
@@ -663,7 +670,10 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" })
       })
-      const foreign = yield* form(baseUrl, "/revoke", { token: tokens.access_token, client_id: other.body.client_id })
+      const foreign = yield* form(baseUrl, "/revoke", {
+        token: tokens.access_token,
+        client_id: bodyAs(other, ClientRegistrationResponse).client_id
+      })
       expect(foreign.status).toBe(200)
       expect(yield* mcpStatus(baseUrl, tokens.access_token)).toBe(200)
 
@@ -679,7 +689,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         refresh_token: tokens.refresh_token!,
         client_id: clientId
       })
-      expect(refresh.body.error).toBe("invalid_grant")
+      expect(bodyAs(refresh, OAuthErrorBody).error).toBe("invalid_grant")
       const unknown = yield* form(baseUrl, "/revoke", { token: "oat_unknown", client_id: clientId })
       expect(unknown.status).toBe(200)
     }))
@@ -710,7 +720,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         refresh_token: tokens.refresh_token!,
         client_id: flow.provider.client!.client_id
       })
-      expect(refresh.body.error).toBe("invalid_grant")
+      expect(bodyAs(refresh, OAuthErrorBody).error).toBe("invalid_grant")
     }))
 
   it.effect("registration validates redirect URIs and metadata, and is rate-limited per address", () =>
@@ -719,24 +729,25 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
       const address = "127.0.0.9"
       const bad = yield* registerFrom(baseUrl, address, { redirect_uris: ["http://example.com/callback"] })
       expect(bad.status).toBe(400)
-      expect(bad.body.error).toBe("invalid_redirect_uri")
+      expect(Schema.decodeUnknownSync(OAuthErrorBody)(bad.body).error).toBe("invalid_redirect_uri")
       const fragment = yield* registerFrom(baseUrl, address, { redirect_uris: ["https://app.example/cb#x"] })
-      expect(fragment.body.error).toBe("invalid_redirect_uri")
+      expect(Schema.decodeUnknownSync(OAuthErrorBody)(fragment.body).error).toBe("invalid_redirect_uri")
       const none = yield* registerFrom(baseUrl, address, { client_name: "no uris" })
       expect(none.status).toBe(400)
       const badMethod = yield* registerFrom(baseUrl, address, {
         redirect_uris: [REDIRECT],
         token_endpoint_auth_method: "private_key_jwt"
       })
-      expect(badMethod.body.error).toBe("invalid_client_metadata")
+      expect(Schema.decodeUnknownSync(OAuthErrorBody)(badMethod.body).error).toBe("invalid_client_metadata")
       const https = yield* registerFrom(baseUrl, address, {
         redirect_uris: ["https://app.example/cb", "http://localhost:8976/cb"]
       })
       expect(https.status).toBe(201)
-      expect(https.body.token_endpoint_auth_method).toBe("client_secret_basic")
-      expect(https.body.client_secret).toMatch(/^mcs_/)
+      const confidential = Schema.decodeUnknownSync(ClientRegistrationResponse)(https.body)
+      expect(confidential.token_endpoint_auth_method).toBe("client_secret_basic")
+      expect(confidential.client_secret).toMatch(/^mcs_/)
 
-      let limited: { status: number; headers: Http.IncomingHttpHeaders; body: any } | undefined
+      let limited: { status: number; headers: Http.IncomingHttpHeaders; body: unknown } | undefined
       for (let i = 0; i < 30 && limited === undefined; i++) {
         const r = yield* registerFrom(baseUrl, address, {
           redirect_uris: [REDIRECT],
@@ -745,7 +756,7 @@ layer(TestServerLive(), { excludeTestServices: true })("OAuth 2.1 for MCP client
         if (r.status === 429) limited = r
         else expect(r.status).toBe(201)
       }
-      expect(limited?.body.error).toBe("too_many_requests")
+      expect(Schema.decodeUnknownSync(OAuthErrorBody)(limited?.body).error).toBe("too_many_requests")
       expect(Number(limited?.headers["retry-after"])).toBeGreaterThan(0)
       // another address is not affected
       const elsewhere = yield* registerFrom(baseUrl, "127.0.0.10", {

@@ -1,34 +1,106 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { bodyAs } from "./support/Contract.js"
 import { call, TestServer, TestServerLive } from "./support/TestServer.js"
+
+/** A JSON Schema as the document writes it: the keywords these tests read. */
+interface JsonSchemaNode {
+  readonly $ref?: string | undefined
+  readonly type?: string | undefined
+  readonly required?: ReadonlyArray<string> | undefined
+  readonly properties?: { readonly [name: string]: JsonSchemaNode } | undefined
+  readonly items?: JsonSchemaNode | undefined
+  readonly anyOf?: ReadonlyArray<JsonSchemaNode> | undefined
+  readonly oneOf?: ReadonlyArray<JsonSchemaNode> | undefined
+  readonly allOf?: ReadonlyArray<JsonSchemaNode> | undefined
+  readonly minimum?: number | undefined
+  readonly maximum?: number | undefined
+}
+const JsonSchemaNode: Schema.Schema<JsonSchemaNode> = Schema.Struct({
+  $ref: Schema.optional(Schema.String),
+  type: Schema.optional(Schema.String),
+  required: Schema.optional(Schema.Array(Schema.String)),
+  properties: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.suspend(() => JsonSchemaNode) })),
+  items: Schema.optional(Schema.suspend(() => JsonSchemaNode)),
+  anyOf: Schema.optional(Schema.Array(Schema.suspend(() => JsonSchemaNode))),
+  oneOf: Schema.optional(Schema.Array(Schema.suspend(() => JsonSchemaNode))),
+  allOf: Schema.optional(Schema.Array(Schema.suspend(() => JsonSchemaNode))),
+  minimum: Schema.optional(Schema.Number),
+  maximum: Schema.optional(Schema.Number)
+})
+
+const Content = Schema.Record({ key: Schema.String, value: Schema.Struct({ schema: JsonSchemaNode }) })
+
+const Operation = Schema.Struct({
+  security: Schema.optional(Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Array(Schema.String) }))),
+  parameters: Schema.optional(Schema.Array(Schema.Struct({
+    name: Schema.String,
+    in: Schema.String,
+    required: Schema.optional(Schema.Boolean),
+    schema: JsonSchemaNode
+  }))),
+  requestBody: Schema.optional(Schema.Struct({ content: Content })),
+  responses: Schema.Record({ key: Schema.String, value: Schema.Struct({ content: Content }) })
+})
+type Operation = typeof Operation.Type
+type Response = Operation["responses"][string]
+
+/**
+ * The OpenAPI document, as far as these tests read it. Keywords it does not name are kept (not dropped by the
+ * decoding), so `toEqual` on a part of it still sees everything the server sent.
+ */
+const OpenApiDocument = Schema.Struct({
+  openapi: Schema.String,
+  info: Schema.Struct({ title: Schema.String, version: Schema.String }),
+  paths: Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Operation }) }),
+  components: Schema.Struct({
+    schemas: Schema.Record({ key: Schema.String, value: JsonSchemaNode }),
+    securitySchemes: Schema.Record({
+      key: Schema.String,
+      value: Schema.Struct({ type: Schema.String, scheme: Schema.String })
+    })
+  })
+}).annotations({ parseOptions: { onExcessProperty: "preserve" } })
+type OpenApiDocument = typeof OpenApiDocument.Type
 
 const openapi = Effect.map(call("/openapi.json"), (r) => {
   expect(r.status).toBe(200)
-  return r.body
+  return bodyAs(r, OpenApiDocument)
 })
 
+/** The operation at `path` and `method`; the test fails if the document has none. */
+const operation = (doc: OpenApiDocument, path: string, method: string): Operation =>
+  doc.paths[path]?.[method] ?? expect.fail(`no ${method} ${path} in the document`)
+
 /** Follows `$ref`s (and a single-entry `allOf`) to the component they name. */
-const resolve = (doc: any, schema: any): any => {
-  if (schema?.$ref !== undefined) {
+const resolve = (doc: OpenApiDocument, schema: JsonSchemaNode | undefined): JsonSchemaNode => {
+  if (schema === undefined) return expect.fail("no schema where the document should have one")
+  if (schema.$ref !== undefined) {
     const name = schema.$ref.replace("#/components/schemas/", "")
     expect(doc.components.schemas).toHaveProperty(name)
     return resolve(doc, doc.components.schemas[name])
   }
-  if (Array.isArray(schema?.allOf) && schema.allOf.length === 1) return resolve(doc, schema.allOf[0])
+  if (schema.allOf !== undefined && schema.allOf.length === 1) return resolve(doc, schema.allOf[0])
   return schema
 }
 
-const jsonSchema = (response: any) => response.content["application/json"].schema
+/** A schema's properties; the test fails if it has none. */
+const propertiesOf = (schema: JsonSchemaNode) =>
+  schema.properties ?? expect.fail(`no properties in ${JSON.stringify(schema)}`)
+
+const jsonSchema = (response: Response | undefined): JsonSchemaNode =>
+  response?.content["application/json"]?.schema ?? expect.fail(`no JSON schema in ${JSON.stringify(response)}`)
 
 /** Every schema of a response, whether one or an `anyOf` of several, resolved. */
-const alternatives = (doc: any, response: any): Array<any> => {
+const alternatives = (doc: OpenApiDocument, response: Response | undefined): Array<JsonSchemaNode> => {
   const schema = jsonSchema(response)
-  return (schema.anyOf ?? [schema]).map((s: any) => resolve(doc, s))
+  return (schema.anyOf ?? [schema]).map((s) => resolve(doc, s))
 }
 
-const expectEnvelope = (schema: any) => {
+const expectEnvelope = (schema: JsonSchemaNode) => {
   expect(schema.type).toBe("object")
-  expect([...schema.required].sort()).toEqual(["code", "data", "message", "status", "validation"])
+  expect(schema.required).toBeDefined()
+  expect([...schema.required ?? []].sort()).toEqual(["code", "data", "message", "status", "validation"])
 }
 
 layer(TestServerLive())("OpenAPI document and docs page", (it) => {
@@ -45,8 +117,8 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" })
       expect(doc.components.securitySchemes.basic).toMatchObject({ type: "http", scheme: "basic" })
       const webChat = new Set(["/api/user/web-chat/initiate", "/api/user/messages/webchat"])
-      const operations = Object.entries(doc.paths).flatMap(([path, ops]: [string, any]) =>
-        Object.entries(ops).map(([method, op]: [string, any]) => ({ path, method, op }))
+      const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.entries(ops).map(([method, op]) => ({ path, method, op }))
       )
       expect(operations.length).toBeGreaterThanOrEqual(15)
       for (const { op, path } of operations) {
@@ -69,7 +141,7 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(methods("/api/user/channels")).toEqual(["get", "post"])
       expect(methods("/api/user/channels/{channel}")).toEqual(["get", "put"])
       expect(methods("/api/user/channels/{channel}/rotate")).toEqual(["post"])
-      const param = doc.paths["/api/user/pipelines/{pipeline}"].get.parameters
+      const param = operation(doc, "/api/user/pipelines/{pipeline}", "get").parameters
       expect(param).toEqual(
         expect.arrayContaining([expect.objectContaining({ name: "pipeline", in: "path", required: true })])
       )
@@ -78,10 +150,11 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
   it.effect("lists the query parameters of every GET that takes them, the conversation and widget reads included", () =>
     Effect.gen(function*() {
       const doc = yield* openapi
-      const query = (path: string) =>
-        (doc.paths[path].get.parameters as Array<{ name: string; in: string }>).filter((p) => p.in === "query").map((
-          p
-        ) => p.name)
+      const query = (path: string) => {
+        const { parameters } = operation(doc, path, "get")
+        if (parameters === undefined) return expect.fail(`GET ${path} lists no parameters`)
+        return parameters.filter((p) => p.in === "query").map((p) => p.name)
+      }
       expect(query("/api/user/conversations")).toEqual(expect.arrayContaining([
         "workspace_id",
         "pipeline_id",
@@ -108,9 +181,9 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       const doc = yield* openapi
       const unbounded: Array<string> = []
       let integers = 0
-      const walk = (schema: any, at: string, seen: ReadonlySet<string>): void => {
-        if (schema === null || typeof schema !== "object") return
-        if (typeof schema.$ref === "string") {
+      const walk = (schema: JsonSchemaNode | undefined, at: string, seen: ReadonlySet<string>): void => {
+        if (schema === undefined) return
+        if (schema.$ref !== undefined) {
           const name = schema.$ref.replace("#/components/schemas/", "")
           if (seen.has(name)) return
           return walk(doc.components.schemas[name], at, new Set([...seen, name]))
@@ -120,11 +193,13 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
           unbounded.push(at)
         }
         for (const [key, value] of Object.entries(schema.properties ?? {})) walk(value, `${at}.${key}`, seen)
-        for (const key of ["anyOf", "oneOf", "allOf"]) for (const member of schema[key] ?? []) walk(member, at, seen)
+        for (const key of ["anyOf", "oneOf", "allOf"] as const) {
+          for (const member of schema[key] ?? []) walk(member, at, seen)
+        }
         if (schema.items !== undefined) walk(schema.items, `${at}[]`, seen)
       }
-      for (const [path, operations] of Object.entries<any>(doc.paths)) {
-        for (const [method, op] of Object.entries<any>(operations)) {
+      for (const [path, operations] of Object.entries(doc.paths)) {
+        for (const [method, op] of Object.entries(operations)) {
           for (const parameter of op.parameters ?? []) {
             walk(parameter.schema, `${method} ${path} ?${parameter.name}`, new Set())
           }
@@ -141,19 +216,21 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
   it.effect("POST /api/user/pipelines lists 401, 403 and 422 as error envelopes", () =>
     Effect.gen(function*() {
       const doc = yield* openapi
-      const op = doc.paths["/api/user/pipelines"].post
+      const op = operation(doc, "/api/user/pipelines", "post")
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "403", "422"]))
       for (const code of ["400", "401", "403", "422"]) {
         for (const schema of alternatives(doc, op.responses[code])) {
           expectEnvelope(schema)
-          expect(schema.properties.data).toEqual({ type: "null" })
+          expect(propertiesOf(schema).data).toEqual({ type: "null" })
         }
       }
-      const names422 = jsonSchema(op.responses["422"]).anyOf.map((s: any) => s.$ref).sort()
+      const anyOf422 = jsonSchema(op.responses["422"]).anyOf
+      expect(anyOf422).toBeDefined()
+      const names422 = (anyOf422 ?? []).map((s) => s.$ref).sort()
       expect(names422).toEqual(["#/components/schemas/Unprocessable", "#/components/schemas/ValidationError"])
       expect(jsonSchema(op.responses["401"]).$ref).toBe("#/components/schemas/Unauthorized")
       expect(jsonSchema(op.responses["403"]).$ref).toBe("#/components/schemas/Forbidden")
-      const body = resolve(doc, op.requestBody.content["application/json"].schema)
+      const body = resolve(doc, op.requestBody?.content["application/json"]?.schema)
       expect(body.required).toEqual(expect.arrayContaining(["name", "agent_type_id", "ai_model_id", "language_id"]))
     }))
 
@@ -169,35 +246,35 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
           ["/api/user/channels/{channel}/rotate", "post"]
         ] as const
       ) {
-        expect(jsonSchema(doc.paths[path][method].responses["404"]).$ref).toBe("#/components/schemas/NotFound")
+        expect(jsonSchema(operation(doc, path, method).responses["404"]).$ref).toBe("#/components/schemas/NotFound")
       }
-      expect(doc.paths["/api/user/pipelines"].get.responses).not.toHaveProperty("404")
+      expect(operation(doc, "/api/user/pipelines", "get").responses).not.toHaveProperty("404")
     }))
 
   it.effect("success responses are envelopes whose data is the resource, not the envelope again", () =>
     Effect.gen(function*() {
       const doc = yield* openapi
       const dataOf = (path: string, method: string) => {
-        const envelope = resolve(doc, jsonSchema(doc.paths[path][method].responses["200"]))
+        const envelope = resolve(doc, jsonSchema(operation(doc, path, method).responses["200"]))
         expectEnvelope(envelope)
-        return envelope.properties.data
+        return propertiesOf(envelope).data ?? expect.fail(`no data in the answer of ${method} ${path}`)
       }
       const pipeline = resolve(doc, dataOf("/api/user/pipelines", "post"))
-      expect(Object.keys(pipeline.properties)).toEqual(
+      expect(Object.keys(propertiesOf(pipeline))).toEqual(
         expect.arrayContaining(["id", "name", "stages", "is_model_routing"])
       )
       expect(pipeline.properties).not.toHaveProperty("validation")
       const stages = dataOf("/api/user/pipelines/{pipeline}/stages", "get")
       expect(stages.type).toBe("array")
-      expect(Object.keys(resolve(doc, stages.items).properties)).toEqual(
+      expect(Object.keys(propertiesOf(resolve(doc, stages.items)))).toEqual(
         expect.arrayContaining(["id", "pipeline_id", "order"])
       )
       const stage = resolve(doc, dataOf("/api/user/pipelines/{pipeline}/stages", "post"))
-      expect(Object.keys(stage.properties)).toEqual(expect.arrayContaining(["order", "enter_condition"]))
+      expect(Object.keys(propertiesOf(stage))).toEqual(expect.arrayContaining(["order", "enter_condition"]))
       const me = resolve(doc, dataOf("/api/user/me", "get"))
-      expect(Object.keys(me.properties).sort()).toEqual(["acting_as", "token", "user", "workspaces"])
+      expect(Object.keys(propertiesOf(me)).sort()).toEqual(["acting_as", "token", "user", "workspaces"])
       // no component is an envelope whose data points back at itself
-      for (const [name, schema] of Object.entries(doc.components.schemas) as Array<[string, any]>) {
+      for (const [name, schema] of Object.entries(doc.components.schemas)) {
         expect(schema.properties?.data?.$ref, name).not.toBe(`#/components/schemas/${name}`)
       }
     }))
@@ -206,7 +283,7 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
     Effect.gen(function*() {
       const doc = yield* openapi
       const dataOf = (path: string, method: string) =>
-        resolve(doc, resolve(doc, jsonSchema(doc.paths[path][method].responses["200"])).properties.data)
+        resolve(doc, propertiesOf(resolve(doc, jsonSchema(operation(doc, path, method).responses["200"]))).data)
       expect(dataOf("/api/user/channels", "post").properties).toHaveProperty("client_secret")
       expect(dataOf("/api/user/channels/{channel}/rotate", "post").properties).toHaveProperty("client_secret")
       expect(dataOf("/api/user/channels/{channel}", "get").properties).not.toHaveProperty("client_secret")

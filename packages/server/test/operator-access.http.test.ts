@@ -19,10 +19,16 @@ import { seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const WAIT_MS = 10_000
 
+/** A field of an event's payload, when the payload is an object (or array) that has it. */
+const fieldOf = (payload: unknown, name: string): unknown =>
+  typeof payload === "object" && payload !== null
+    ? Object.entries(payload).find(([key]) => key === name)?.[1]
+    : undefined
+
 /** An operator's socket recording every event, with a wait for the first event that `check` picks. */
 const operator = Effect.gen(function*() {
   const { baseUrl } = yield* TestServer
-  const events: Array<{ name: string; payload: any }> = []
+  const events: Array<{ name: string; payload: unknown }> = []
   const socket = yield* Effect.acquireRelease(
     Effect.sync(() => io(baseUrl, { transports: ["websocket"], forceNew: true, reconnection: false })),
     (socket) => Effect.sync(() => socket.close())
@@ -69,16 +75,16 @@ const hearsWorkspace = (client: Operator, workspaceId: number, probe: string) =>
     yield* realtime.toWorkspace(workspaceId, "new_message", { probe })
     yield* realtime.publish(conversation, [{ marker: probe }])
     yield* client.until(`marker ${probe}`, () =>
-      client.events.find((e) => e.name === "new_message" && e.payload?.[0]?.marker === probe))
+      client.events.find((e) => e.name === "new_message" && fieldOf(fieldOf(e.payload, "0"), "marker") === probe))
     return client.events.some((e) =>
-      e.name === "new_message" && e.payload?.probe === probe
+      e.name === "new_message" && fieldOf(e.payload, "probe") === probe
     )
   })
 
 const accessEnded = (client: Operator, workspaceId: number) =>
   client.until(
     "access_ended",
-    () => client.events.find((e) => e.name === "access_ended" && e.payload.workspace_id === workspaceId)
+    () => client.events.find((e) => e.name === "access_ended" && fieldOf(e.payload, "workspace_id") === workspaceId)
   )
 
 layer(TestServerLive(), { excludeTestServices: true })("an operator's socket after its access ends", (it) => {

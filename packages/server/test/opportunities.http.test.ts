@@ -1,7 +1,9 @@
 import { expect, layer } from "@effect/vitest"
-import { type Scope, Scopes } from "@parley/domain"
+import { type Opportunity, type OpportunityOnContact, type Scope, Scopes } from "@parley/domain"
 import { Effect } from "effect"
+import { type ApiResponse, failure } from "./support/Contract.js"
 import {
+  type Caller,
   count,
   createOpportunity,
   createPipeline,
@@ -9,6 +11,7 @@ import {
   expect422,
   expectStatus,
   freshPhone,
+  fullOpportunity,
   funnel,
   get,
   linkWebChannel,
@@ -36,8 +39,27 @@ const SPEC_BASE_FIELDS = [
   "source_id"
 ]
 
+/** The record that creating with `contact_id` answers (SPEC.md 2.2): base fields and the joined conversation. */
+const opportunityOnContact = (o: Opportunity | OpportunityOnContact): OpportunityOnContact => {
+  if (!("conversation" in o)) return expect.fail(`expected the opportunity on a contact, got ${JSON.stringify(o)}`)
+  return o
+}
+
+/** An opportunity created with `contact_id` (not a `contact`): base fields and the conversation it joined. */
+const createOnContact = (who: Caller, body: Record<string, unknown>) =>
+  Effect.map(post(who, "/api/user/opportunities", body), (r) => opportunityOnContact(ok(r, "opportunities.create")))
+
+interface StageEntryRow {
+  readonly stage_id: number
+  readonly previous_stage_id: number | null
+  readonly cause: string
+  readonly pipeline_id: number
+}
+
 const stageEntries = (opportunityId: number) =>
-  sqlRows`select stage_id, previous_stage_id, cause, pipeline_id from stage_entries where opportunity_id = ${opportunityId} order by id`
+  sqlRows<
+    StageEntryRow
+  >`select stage_id, previous_stage_id, cause, pipeline_id from stage_entries where opportunity_id = ${opportunityId} order by id`
 
 layer(TestServerLive())("creating an opportunity", (it) => {
   it.effect("without stage_id it lands in the first stage by order, active, with contact, tags and context", () =>
@@ -60,7 +82,7 @@ layer(TestServerLive())("creating an opportunity", (it) => {
         validation: [],
         message: "Opportunity created successfully."
       })
-      const o = r.body.data
+      const o = fullOpportunity(ok(r, "opportunities.create"))
       expect(o).toMatchObject({
         status: "active",
         pipeline_id: pipeline.id,
@@ -79,7 +101,7 @@ layer(TestServerLive())("creating an opportunity", (it) => {
         contact_custom_phone: null,
         conversations: []
       })
-      expect(o.tags.map((t: any) => t.name).sort()).toEqual(["VIP", "newsletter"])
+      expect(o.tags.map((t) => t.name).sort()).toEqual(["VIP", "newsletter"])
       for (const t of o.tags) expect(Number.isInteger(t.id)).toBe(true)
       expect(o).not.toHaveProperty("conversation")
       expect(o.created_at).toMatch(TIMESTAMP)
@@ -111,7 +133,7 @@ layer(TestServerLive())("creating an opportunity", (it) => {
         contact: { email: "lost@example.com" }
       })
       expect(lost.status).toBe("lost")
-      expect((yield* get(alice, `/api/user/opportunities/${pending.id}`)).body.data.status).toBe("pending")
+      expect(ok(yield* get(alice, `/api/user/opportunities/${pending.id}`), "opportunities.get").status).toBe("pending")
     }))
 
   it.effect("a status outside pending, active, won and lost is 422 naming status", () =>
@@ -140,7 +162,7 @@ layer(TestServerLive())("creating an opportunity", (it) => {
         tags: ["VIP"],
         contact: { phone: freshPhone() }
       })
-      const vip = first.tags[0]
+      const vip = first.tags[0]!
       expect(vip.name).toBe("VIP")
       const second = yield* createOpportunity(alice, {
         pipeline_id: pipeline.id,
@@ -149,7 +171,7 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       })
       expect(second.tags).toHaveLength(2)
       expect(second.tags).toContainEqual({ id: vip.id, name: "VIP" })
-      expect(second.tags.map((t: any) => t.name.toLowerCase()).sort()).toEqual(["hot", "vip"])
+      expect(second.tags.map((t) => t.name.toLowerCase()).sort()).toEqual(["hot", "vip"])
       expect(yield* count`select count(*) as n from tags where workspace_id = ${alice.workspace_id}`).toBe(2)
     }))
 
@@ -159,7 +181,7 @@ layer(TestServerLive())("creating an opportunity", (it) => {
       const { pipeline } = yield* funnel(alice)
       const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: "+49 151 2345-678" } })
       expect(o.contact_phone).toBe("491512345678")
-      const rows = yield* sqlRows`select phone from contacts where id = ${o.contact_id}`
+      const rows = yield* sqlRows<{ phone: string | null }>`select phone from contacts where id = ${o.contact_id}`
       expect(rows[0]!.phone).toBe("491512345678")
       const again = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: "491512345678" } })
       expect(again.id).toBe(o.id)
@@ -192,9 +214,9 @@ layer(TestServerLive())("creating an opportunity", (it) => {
         contact: { phone: "447700900123", name: "Someone" }
       })
       expect(same.status).toBe(200)
-      expect(same.body.data).toMatchObject({ id: first.id, name: "First", status: "active" })
+      expect(ok(same, "opportunities.create")).toMatchObject({ id: first.id, name: "First", status: "active" })
       // a second opportunity on the contact (rule 1) becomes the current one
-      const newer = yield* createOpportunity(alice, {
+      const newer = yield* createOnContact(alice, {
         pipeline_id: pipeline.id,
         contact_id: first.contact_id,
         name: "Newer"
@@ -440,16 +462,16 @@ layer(TestServerLive())("creating an opportunity", (it) => {
         contact: { phone: freshPhone(), email: "fresh@example.com" }
       })
       expect(o.is_test).toBe(true)
-      expect(o.conversations.every((c: any) => c.is_test === true)).toBe(true)
-      const onContact = yield* createOpportunity(alice, {
+      expect(o.conversations.every((c) => c.is_test === true)).toBe(true)
+      const onContact = yield* createOnContact(alice, {
         pipeline_id: pipeline.id,
         is_test: true,
         contact_id: o.contact_id
       })
       expect(onContact.is_test).toBe(true)
-      const got = yield* get(alice, `/api/user/opportunities/${onContact.id}`)
-      expect(got.body.data.conversations).toHaveLength(1)
-      expect(got.body.data.conversations[0]).toMatchObject({ id: onContact.conversation.id, is_test: true })
+      const got = ok(yield* get(alice, `/api/user/opportunities/${onContact.id}`), "opportunities.get")
+      expect(got.conversations).toHaveLength(1)
+      expect(got.conversations[0]).toMatchObject({ id: onContact.conversation.id, is_test: true })
     }))
 })
 
@@ -477,7 +499,7 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
         validation: [],
         message: "Opportunity created successfully."
       })
-      const o = r.body.data
+      const o = opportunityOnContact(ok(r, "opportunities.create"))
       expect(o.id).not.toBe(first.id)
       expect(o).toMatchObject({
         contact_id: first.contact_id,
@@ -493,17 +515,19 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       expect(o).not.toHaveProperty("conversations")
       expect(o.conversation).toEqual({ id: o.conversation.id, contact_id: first.contact_id, status: "active" })
       expect(o.created_at).toMatch(TIMESTAMP)
-      const rows = yield* sqlRows`select channel_id, contact_id from conversations where id = ${o.conversation.id}`
+      const rows = yield* sqlRows<
+        { channel_id: number; contact_id: number }
+      >`select channel_id, contact_id from conversations where id = ${o.conversation.id}`
       expect(rows).toEqual([{ channel_id: channel.id, contact_id: first.contact_id }])
       expect(
         yield* count`select count(*) as n from opportunities where contact_id = ${first.contact_id} and pipeline_id = ${pipeline.id}`
       )
         .toBe(2)
       // the first opportunity is untouched
-      const before = (yield* get(alice, `/api/user/opportunities/${first.id}`)).body.data
+      const before = ok(yield* get(alice, `/api/user/opportunities/${first.id}`), "opportunities.get")
       expect(before).toMatchObject({ stage_id: inbound.id, name: null, conversations: [] })
       // a third one on the same contact is created too
-      const third = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
+      const third = yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
       expect([first.id, o.id]).not.toContain(third.id)
       expect(third.stage_id).toBe(inbound.id)
     }))
@@ -515,25 +539,29 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       const other = yield* post(alice, "/api/user/channels", { kind: "whatsapp" })
       const channel = yield* linkWebChannel(alice, pipeline.id)
       const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
-      const [elsewhere] = yield* sqlRows`
-        insert into conversations (workspace_id, contact_id, channel_id) values (${alice.workspace_id}, ${first.contact_id}, ${other.body.data.id})
+      const [elsewhere] = yield* sqlRows<{ id: number }>`
+        insert into conversations (workspace_id, contact_id, channel_id) values (${alice.workspace_id}, ${first.contact_id}, ${
+        ok(other, "channels.create").id
+      })
         returning id`
-      const [existing] = yield* sqlRows`
+      const [existing] = yield* sqlRows<{ id: number }>`
         insert into conversations (workspace_id, contact_id, channel_id, status)
         values (${alice.workspace_id}, ${first.contact_id}, ${channel.id}, 'paused') returning id`
-      const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
+      const o = yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
       expect(o.conversation).toEqual({ id: existing!.id, contact_id: first.contact_id, status: "paused" })
       expect(o.conversation.id).not.toBe(elsewhere!.id)
-      const again = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
+      const again = yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
       expect(again.conversation.id).toBe(existing!.id)
       expect(yield* count`select count(*) as n from conversations where contact_id = ${first.contact_id}`).toBe(2)
-      const pivots = yield* sqlRows`select opportunity_id from conversation_opportunity where conversation_id = ${
+      const pivots = yield* sqlRows<
+        { opportunity_id: number }
+      >`select opportunity_id from conversation_opportunity where conversation_id = ${
         existing!.id
       } order by opportunity_id`
       expect(pivots.map((p) => p.opportunity_id)).toEqual([o.id, again.id])
-      const got = (yield* get(alice, `/api/user/opportunities/${o.id}`)).body.data
-      expect(got.conversations.map((c: any) => c.id)).toEqual([existing!.id])
-      expect(got.conversations[0].pivot).toEqual({ opportunity_id: o.id, conversation_id: existing!.id })
+      const got = ok(yield* get(alice, `/api/user/opportunities/${o.id}`), "opportunities.get")
+      expect(got.conversations.map((c) => c.id)).toEqual([existing!.id])
+      expect(got.conversations[0]!.pivot).toEqual({ opportunity_id: o.id, conversation_id: existing!.id })
     }))
 
   it.effect("creates one conversation on the pipeline's channel when the contact has none there, and reuses it next time", () =>
@@ -543,10 +571,12 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
       const channel = yield* linkWebChannel(alice, pipeline.id)
       const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
       expect(yield* count`select count(*) as n from conversations where contact_id = ${first.contact_id}`).toBe(0)
-      const a = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
-      const b = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
+      const a = yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
+      const b = yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
       expect(b.conversation.id).toBe(a.conversation.id)
-      const rows = yield* sqlRows`select channel_id from conversations where contact_id = ${first.contact_id}`
+      const rows = yield* sqlRows<
+        { channel_id: number }
+      >`select channel_id from conversations where contact_id = ${first.contact_id}`
       expect(rows).toEqual([{ channel_id: channel.id }])
     }))
 
@@ -559,12 +589,12 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
         pipeline_id: pipeline.id,
         contact: { phone, name: "Original", email: "original@example.com", priority: "low" }
       })
-      const o = yield* createOpportunity(alice, {
+      const o = yield* createOnContact(alice, {
         pipeline_id: pipeline.id,
         contact_id: first.contact_id,
         contact: { name: "Changed", email: "changed@example.com", phone: "+1 415 555 0100", priority: "high" }
       })
-      const got = (yield* get(alice, `/api/user/opportunities/${o.id}`)).body.data
+      const got = ok(yield* get(alice, `/api/user/opportunities/${o.id}`), "opportunities.get")
       expect(got).toMatchObject({
         contact_id: first.contact_id,
         contact_name: "Original",
@@ -593,10 +623,10 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
         null
       ]
       for (const contact of garbage) {
-        const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id, contact })
+        const o = yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id, contact })
         expect(o.contact_id).toBe(first.contact_id)
       }
-      const got = (yield* get(alice, `/api/user/opportunities/${first.id}`)).body.data
+      const got = ok(yield* get(alice, `/api/user/opportunities/${first.id}`), "opportunities.get")
       expect(got).toMatchObject({
         contact_name: "Original",
         contact_email: "original@example.com",
@@ -627,7 +657,7 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
         pipeline_id: sales.pipeline.id,
         contact: { phone: freshPhone() }
       })
-      const o = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, contact_id: first.contact_id })
+      const o = yield* createOnContact(alice, { pipeline_id: support.pipeline.id, contact_id: first.contact_id })
       expect(o).toMatchObject({
         pipeline_id: support.pipeline.id,
         stage_id: support.inbound.id,
@@ -645,8 +675,9 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
         pipeline_id: bobs.pipeline.id,
         contact: { phone: freshPhone() }
       })
-      const [bare] =
-        yield* sqlRows`insert into contacts (workspace_id, name) values (${alice.workspace_id}, 'No deals') returning id`
+      const [bare] = yield* sqlRows<
+        { id: number }
+      >`insert into contacts (workspace_id, name) values (${alice.workspace_id}, 'No deals') returning id`
       for (const contactId of [bobsOpportunity.contact_id, 987654, bare!.id]) {
         expect422(yield* post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, contact_id: contactId }), [
           "contact_id"
@@ -671,7 +702,7 @@ layer(TestServerLive())("the stage-entry outbox", (it) => {
       const same = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone } })
       expect(same.id).toBe(o.id)
       expect(yield* stageEntries(o.id)).toHaveLength(1)
-      const onContact = yield* createOpportunity(alice, {
+      const onContact = yield* createOnContact(alice, {
         pipeline_id: pipeline.id,
         contact_id: o.contact_id,
         stage_id: qualified.id
@@ -687,10 +718,16 @@ layer(TestServerLive())("the stage-entry outbox", (it) => {
       const alice = yield* seedUser()
       const { inbound, pipeline, qualified, won } = yield* funnel(alice)
       const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
-      ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: qualified.id }))
-      ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: qualified.id, name: "Same stage" }))
-      ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { notes: "No stage at all", status: "won" }))
-      ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: won.id }))
+      ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: qualified.id }), "opportunities.update")
+      ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: qualified.id, name: "Same stage" }),
+        "opportunities.update"
+      )
+      ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { notes: "No stage at all", status: "won" }),
+        "opportunities.update"
+      )
+      ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: won.id }), "opportunities.update")
       expect(yield* stageEntries(o.id)).toEqual([
         { stage_id: inbound.id, previous_stage_id: null, cause: "created", pipeline_id: pipeline.id },
         { stage_id: qualified.id, previous_stage_id: inbound.id, cause: "moved", pipeline_id: pipeline.id },
@@ -725,7 +762,7 @@ layer(TestServerLive())("concurrent creates", (it) => {
         })
         expect(a.status).toBe(200)
         expect(b.status).toBe(200)
-        expect(a.body.data.id).toBe(b.body.data.id)
+        expect(ok(a, "opportunities.create").id).toBe(ok(b, "opportunities.create").id)
         expect(
           yield* count`select count(*) as n from contacts where workspace_id = ${alice.workspace_id} and phone = ${phone}`
         ).toBe(1)
@@ -733,7 +770,11 @@ layer(TestServerLive())("concurrent creates", (it) => {
           yield* count`select count(*) as n from opportunities o join contacts c on c.id = o.contact_id
                        where c.workspace_id = ${alice.workspace_id} and c.phone = ${phone}`
         ).toBe(1)
-        expect(yield* count`select count(*) as n from stage_entries where opportunity_id = ${a.body.data.id}`).toBe(1)
+        expect(
+          yield* count`select count(*) as n from stage_entries where opportunity_id = ${
+            ok(a, "opportunities.create").id
+          }`
+        ).toBe(1)
       }
     }))
 
@@ -752,8 +793,9 @@ layer(TestServerLive())("concurrent creates", (it) => {
           concurrency: "unbounded"
         })
         expect([a.status, b.status]).toEqual([200, 200])
-        expect(a.body.data.id).not.toBe(b.body.data.id)
-        expect(a.body.data.conversation.id).toBe(b.body.data.conversation.id)
+        const [onA, onB] = [a, b].map((r) => opportunityOnContact(ok(r, "opportunities.create")))
+        expect(onA!.id).not.toBe(onB!.id)
+        expect(onA!.conversation.id).toBe(onB!.conversation.id)
         expect(yield* count`select count(*) as n from conversations where contact_id = ${first.contact_id}`).toBe(1)
       }
     }))
@@ -767,7 +809,7 @@ layer(TestServerLive())("concurrent creates", (it) => {
         post(alice, "/api/user/opportunities", { pipeline_id: pipeline.id, contact: { email: "RACE@example.com" } })
       ], { concurrency: "unbounded" })
       expect([a.status, b.status]).toEqual([200, 200])
-      expect(a.body.data.id).toBe(b.body.data.id)
+      expect(ok(a, "opportunities.create").id).toBe(ok(b, "opportunities.create").id)
       expect(yield* count`select count(*) as n from contacts where workspace_id = ${alice.workspace_id}`).toBe(1)
       expect(yield* count`select count(*) as n from opportunities where workspace_id = ${alice.workspace_id}`).toBe(1)
     }))
@@ -787,7 +829,7 @@ layer(TestServerLive())("retrieving an opportunity", (it) => {
       const r = yield* get(alice, `/api/user/opportunities/${created.id}`)
       expect(r.status).toBe(200)
       expect(r.body).toMatchObject({ status: true, code: 200, validation: [] })
-      expect(r.body.data).toEqual(created)
+      expect(ok(r, "opportunities.get")).toEqual(created)
     }))
 
   it.effect("by phone when no id matches, returning the contact's newest opportunity", () =>
@@ -796,13 +838,13 @@ layer(TestServerLive())("retrieving an opportunity", (it) => {
       const { pipeline } = yield* funnel(alice)
       const phone = freshPhone()
       const older = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone } })
-      const newer = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: older.contact_id })
+      const newer = yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: older.contact_id })
       const r = yield* get(alice, `/api/user/opportunities/${phone}`)
       expect(r.status).toBe(200)
-      expect(r.body.data.id).toBe(newer.id)
+      expect(ok(r, "opportunities.get").id).toBe(newer.id)
       // the newest by created_at, not by id
       yield* sqlRows`update opportunities set created_at = now() + interval '1 hour' where id = ${older.id}`
-      expect((yield* get(alice, `/api/user/opportunities/${phone}`)).body.data.id).toBe(older.id)
+      expect(ok(yield* get(alice, `/api/user/opportunities/${phone}`), "opportunities.get").id).toBe(older.id)
     }))
 
   it.effect("the first match wins: an identifier that is an opportunity id and some contact's phone returns the id's", () =>
@@ -823,9 +865,9 @@ layer(TestServerLive())("retrieving an opportunity", (it) => {
       yield* sqlRows`update contacts set phone = ${String(bigId)} where id = ${byPhone.contact_id}`
       const r = yield* get(alice, `/api/user/opportunities/${bigId}`)
       expect(r.status).toBe(200)
-      expect(r.body.data).toMatchObject({ id: bigId, name: "by id", contact_id: holder.contact_id })
+      expect(ok(r, "opportunities.get")).toMatchObject({ id: bigId, name: "by id", contact_id: holder.contact_id })
       // and a small id is never taken for a phone
-      expect((yield* get(alice, `/api/user/opportunities/${byPhone.id}`)).body.data.id).toBe(byPhone.id)
+      expect(ok(yield* get(alice, `/api/user/opportunities/${byPhone.id}`), "opportunities.get").id).toBe(byPhone.id)
     }))
 
   it.effect("pipeline_id narrows a phone lookup and is ignored for an id", () =>
@@ -836,16 +878,24 @@ layer(TestServerLive())("retrieving an opportunity", (it) => {
       const phone = freshPhone()
       const inSales = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone } })
       const inSupport = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, contact: { phone } })
-      expect((yield* get(alice, `/api/user/opportunities/${phone}`)).body.data.id).toBe(inSupport.id)
-      expect((yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${sales.pipeline.id}`)).body.data.id)
+      expect(ok(yield* get(alice, `/api/user/opportunities/${phone}`), "opportunities.get").id).toBe(inSupport.id)
+      expect(
+        ok(yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${sales.pipeline.id}`), "opportunities.get")
+          .id
+      )
         .toBe(inSales.id)
-      expect((yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${support.pipeline.id}`)).body.data.id)
+      expect(
+        ok(
+          yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${support.pipeline.id}`),
+          "opportunities.get"
+        ).id
+      )
         .toBe(inSupport.id)
       const other = yield* funnel(alice, "Other")
       expectStatus(yield* get(alice, `/api/user/opportunities/${phone}?pipeline_id=${other.pipeline.id}`), 404)
       const byId = yield* get(alice, `/api/user/opportunities/${inSales.id}?pipeline_id=${support.pipeline.id}`)
       expect(byId.status).toBe(200)
-      expect(byId.body.data.id).toBe(inSales.id)
+      expect(ok(byId, "opportunities.get").id).toBe(inSales.id)
     }))
 
   it.effect("another workspace's opportunity id is 403", () =>
@@ -895,16 +945,17 @@ layer(TestServerLive())("updating an opportunity", (it) => {
         validation: [],
         message: "Opportunity updated successfully."
       })
-      const { name, updated_at, ...rest } = r.body.data
+      const updated = ok(r, "opportunities.update")
+      const { name, updated_at, ...rest } = updated
       const { name: _n, updated_at: _u, ...before } = created
       expect(name).toBe("After")
       expect(rest).toEqual(before)
       expect(updated_at).toMatch(TIMESTAMP)
       expect(updated_at >= created.updated_at).toBe(true)
-      const got = (yield* get(alice, `/api/user/opportunities/${created.id}`)).body.data
-      expect(got).toEqual(r.body.data)
+      const got = ok(yield* get(alice, `/api/user/opportunities/${created.id}`), "opportunities.get")
+      expect(got).toEqual(updated)
       const nulled = yield* put(alice, `/api/user/opportunities/${created.id}`, { notes: null })
-      expect(nulled.body.data).toMatchObject({ notes: null, name: "After" })
+      expect(ok(nulled, "opportunities.update")).toMatchObject({ notes: null, name: "After" })
     }))
 
   it.effect("a stage move within the pipeline changes stage_id, stage_name and stage_nature", () =>
@@ -913,7 +964,10 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const { pipeline, won } = yield* funnel(alice)
       const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
       expect(o).toMatchObject({ stage_name: "Inbound", stage_nature: "neutral" })
-      const moved = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: won.id }))
+      const moved = ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: won.id }),
+        "opportunities.update"
+      )
       expect(moved).toMatchObject({ stage_id: won.id, stage_name: "Closed won", stage_nature: "won" })
     }))
 
@@ -930,7 +984,7 @@ layer(TestServerLive())("updating an opportunity", (it) => {
           "stage_id"
         ])
       }
-      const got = (yield* get(alice, `/api/user/opportunities/${o.id}`)).body.data
+      const got = ok(yield* get(alice, `/api/user/opportunities/${o.id}`), "opportunities.get")
       expect(got).toMatchObject({ stage_id: sales.inbound.id, name: null })
     }))
 
@@ -940,12 +994,13 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const { pipeline } = yield* funnel(alice)
       const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
       for (const status of ["won", "lost", "active"]) {
-        expect(ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { status })).status).toBe(status)
+        expect(ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { status }), "opportunities.update").status)
+          .toBe(status)
       }
       for (const status of ["paused", "pending", "closed"]) {
         expect422(yield* put(alice, `/api/user/opportunities/${o.id}`, { status }), ["status"])
       }
-      expect((yield* get(alice, `/api/user/opportunities/${o.id}`)).body.data.status).toBe("active")
+      expect(ok(yield* get(alice, `/api/user/opportunities/${o.id}`), "opportunities.get").status).toBe("active")
     }))
 
   it.effect("context is merged: keys kept and added; null clears it", () =>
@@ -958,14 +1013,21 @@ layer(TestServerLive())("updating an opportunity", (it) => {
         contact: { phone: freshPhone() }
       })
       const merged = ok(
-        yield* put(alice, `/api/user/opportunities/${o.id}`, { context: { change: "new", added: [1] } })
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { context: { change: "new", added: [1] } }),
+        "opportunities.update"
       )
       expect(merged.context).toEqual({ keep: 1, change: "new", added: [1] })
-      const untouched = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "n" }))
+      const untouched = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "n" }), "opportunities.update")
       expect(untouched.context).toEqual({ keep: 1, change: "new", added: [1] })
-      const cleared = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { context: null }))
+      const cleared = ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { context: null }),
+        "opportunities.update"
+      )
       expect(cleared.context).toBeNull()
-      const fresh = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { context: { again: true } }))
+      const fresh = ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { context: { again: true } }),
+        "opportunities.update"
+      )
       expect(fresh.context).toEqual({ again: true })
     }))
 
@@ -978,12 +1040,18 @@ layer(TestServerLive())("updating an opportunity", (it) => {
         tags: ["Alpha", "Beta"],
         contact: { phone: freshPhone() }
       })
-      const [alpha, beta] = [...o.tags].sort((a: any, b: any) => a.name.localeCompare(b.name))
-      const added = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { tags: ["alpha", "Gamma"] }))
-      expect(added.tags.map((t: any) => t.name).sort()).toEqual(["Alpha", "Beta", "Gamma"])
+      const [alpha, beta] = [...o.tags].sort((a, b) => a.name.localeCompare(b.name))
+      const added = ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { tags: ["alpha", "Gamma"] }),
+        "opportunities.update"
+      )
+      expect(added.tags.map((t) => t.name).sort()).toEqual(["Alpha", "Beta", "Gamma"])
       expect(added.tags).toContainEqual(alpha)
-      const removed = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { deleted_tags: [beta.id] }))
-      expect(removed.tags.map((t: any) => t.name).sort()).toEqual(["Alpha", "Gamma"])
+      const removed = ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { deleted_tags: [beta!.id] }),
+        "opportunities.update"
+      )
+      expect(removed.tags.map((t) => t.name).sort()).toEqual(["Alpha", "Gamma"])
       // the tag itself survives: it is only taken off the opportunity
       expect(yield* count`select count(*) as n from tags where workspace_id = ${alice.workspace_id}`).toBe(3)
     }))
@@ -1000,7 +1068,8 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const updated = ok(
         yield* put(alice, `/api/user/opportunities/${o.id}`, {
           contact: { name: "Custom Name", email: "custom@example.com", phone: "+44 20 7946 0958", priority: "high" }
-        })
+        }),
+        "opportunities.update"
       )
       expect(updated).toMatchObject({
         contact_name: "Raw Name",
@@ -1011,7 +1080,10 @@ layer(TestServerLive())("updating an opportunity", (it) => {
         contact_custom_phone: "442079460958",
         contact_priority: "high"
       })
-      const onlyPriority = ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { contact: { priority: "low" } }))
+      const onlyPriority = ok(
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { contact: { priority: "low" } }),
+        "opportunities.update"
+      )
       expect(onlyPriority).toMatchObject({ contact_priority: "low", contact_custom_name: "Custom Name" })
     }))
 
@@ -1023,7 +1095,7 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       expect422(yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "Nope", contact: { email: "bad" } }), [
         "contact.email"
       ])
-      expect((yield* get(alice, `/api/user/opportunities/${o.id}`)).body.data).toEqual(o)
+      expect(ok(yield* get(alice, `/api/user/opportunities/${o.id}`), "opportunities.get")).toEqual(o)
     }))
 
   it.effect("a name over 255 characters is 422", () =>
@@ -1043,11 +1115,15 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const inSales = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone } })
       const inSupport = yield* createOpportunity(alice, { pipeline_id: support.pipeline.id, contact: { phone } })
       const r = ok(
-        yield* put(alice, `/api/user/opportunities/${phone}?pipeline_id=${sales.pipeline.id}`, { name: "Sales deal" })
+        yield* put(alice, `/api/user/opportunities/${phone}?pipeline_id=${sales.pipeline.id}`, { name: "Sales deal" }),
+        "opportunities.update"
       )
       expect(r.id).toBe(inSales.id)
-      expect((yield* get(alice, `/api/user/opportunities/${inSupport.id}`)).body.data.name).toBeNull()
-      const newest = ok(yield* put(alice, `/api/user/opportunities/${phone}`, { name: "Newest" }))
+      expect(ok(yield* get(alice, `/api/user/opportunities/${inSupport.id}`), "opportunities.get").name).toBeNull()
+      const newest = ok(
+        yield* put(alice, `/api/user/opportunities/${phone}`, { name: "Newest" }),
+        "opportunities.update"
+      )
       expect(newest.id).toBe(inSupport.id)
     }))
 
@@ -1059,7 +1135,7 @@ layer(TestServerLive())("updating an opportunity", (it) => {
       const phone = freshPhone()
       const o = yield* createOpportunity(bob, { pipeline_id: bobs.pipeline.id, tags: ["mine"], contact: { phone } })
       expectStatus(
-        yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "Stolen", deleted_tags: [o.tags[0].id] }),
+        yield* put(alice, `/api/user/opportunities/${o.id}`, { name: "Stolen", deleted_tags: [o.tags[0]!.id] }),
         404
       )
       expectStatus(yield* put(alice, `/api/user/opportunities/${phone}`, { name: "Stolen" }), 404)
@@ -1068,7 +1144,7 @@ layer(TestServerLive())("updating an opportunity", (it) => {
         404,
         "Opportunity not found."
       )
-      expect((yield* get(bob, `/api/user/opportunities/${o.id}`)).body.data).toEqual(o)
+      expect(ok(yield* get(bob, `/api/user/opportunities/${o.id}`), "opportunities.get")).toEqual(o)
     }))
 
   it.effect("deleted_tags naming another workspace's tags removes nothing of theirs", () =>
@@ -1087,10 +1163,13 @@ layer(TestServerLive())("updating an opportunity", (it) => {
         tags: ["shared-name"],
         contact: { phone: freshPhone() }
       })
-      expect(mine.tags[0].id).not.toBe(theirs.tags[0].id)
-      const r = ok(yield* put(alice, `/api/user/opportunities/${mine.id}`, { deleted_tags: [theirs.tags[0].id] }))
+      expect(mine.tags[0]!.id).not.toBe(theirs.tags[0]!.id)
+      const r = ok(
+        yield* put(alice, `/api/user/opportunities/${mine.id}`, { deleted_tags: [theirs.tags[0]!.id] }),
+        "opportunities.update"
+      )
       expect(r.tags).toEqual(mine.tags)
-      expect((yield* get(bob, `/api/user/opportunities/${theirs.id}`)).body.data.tags).toEqual(theirs.tags)
+      expect(ok(yield* get(bob, `/api/user/opportunities/${theirs.id}`), "opportunities.get").tags).toEqual(theirs.tags)
     }))
 })
 
@@ -1117,7 +1196,7 @@ layer(TestServerLive())("scopes of the opportunity, contact and conversation end
         expectStatus(r, 403, "Missing required scope: opportunities:write")
       }
       expect(yield* count`select count(*) as n from opportunities where workspace_id = ${alice.workspace_id}`).toBe(1)
-      expect((yield* get(alice, `/api/user/opportunities/${o.id}`)).body.data.name).toBeNull()
+      expect(ok(yield* get(alice, `/api/user/opportunities/${o.id}`), "opportunities.get").name).toBeNull()
     }))
 
   it.effect("retrieve, both lists and list-by-contact need opportunities:read", () =>
@@ -1143,11 +1222,11 @@ layer(TestServerLive())("scopes of the opportunity, contact and conversation end
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
       const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
-      const o = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
+      const o = yield* createOnContact(alice, { pipeline_id: pipeline.id, contact_id: first.contact_id })
       const other = yield* without(alice, "conversations:write")
       const r = yield* put(other, `/api/user/conversations/${o.conversation.id}`, { status: "paused" })
       expectStatus(r, 403, "Missing required scope: conversations:write")
-      const rows = yield* sqlRows`select status from conversations where id = ${o.conversation.id}`
+      const rows = yield* sqlRows<{ status: string }>`select status from conversations where id = ${o.conversation.id}`
       expect(rows[0]!.status).toBe("active")
     }))
 })
@@ -1161,12 +1240,12 @@ layer(TestServerLive())("deleting a stage that holds opportunities", (it) => {
       const refused = yield* del(alice, `/api/user/stages/${inbound.id}`)
       expect(refused.status).toBe(400)
       expect(refused.body).toMatchObject({ status: false, code: 400, data: null })
-      expect(refused.body.message.length).toBeGreaterThan(0)
-      expect((yield* get(alice, `/api/user/pipelines/${pipeline.id}`)).body.data.stages_count).toBe(3)
-      ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: qualified.id }))
+      expect(failure(refused).message.length).toBeGreaterThan(0)
+      expect(ok(yield* get(alice, `/api/user/pipelines/${pipeline.id}`), "pipelines.get").stages_count).toBe(3)
+      ok(yield* put(alice, `/api/user/opportunities/${o.id}`, { stage_id: qualified.id }), "opportunities.update")
       const deleted = yield* del(alice, `/api/user/stages/${inbound.id}`)
       expect(deleted.status).toBe(200)
-      const got = ok(yield* get(alice, `/api/user/opportunities/${o.id}`))
+      const got = ok(yield* get(alice, `/api/user/opportunities/${o.id}`), "opportunities.get")
       expect(got.stage_id).toBe(qualified.id)
       // with the first stage gone, new opportunities land in the new first stage
       const next = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
@@ -1175,9 +1254,9 @@ layer(TestServerLive())("deleting a stage that holds opportunities", (it) => {
 })
 
 layer(TestServerLive())("listing opportunities", (it) => {
-  const ids = (r: { body: any }) => {
+  const ids = (r: ApiResponse) => {
     expect(r.body).toMatchObject({ status: true, code: 200 })
-    return r.body.data.data.map((o: any) => o.id)
+    return ok(r, "opportunities.list").data.map((o) => o.id)
   }
 
   it.effect("lists one row per opportunity, newest first, with the paginator fields and no other workspace's rows", () =>
@@ -1188,9 +1267,9 @@ layer(TestServerLive())("listing opportunities", (it) => {
       const r = yield* get(alice, "/api/user/opportunities")
       expect(r.status).toBe(200)
       expect(r.body).toMatchObject({ status: true, code: 200, validation: [] })
-      const page = r.body.data
-      expect(page.data.map((o: any) => o.id)).toEqual([f.o4.id, f.o3.id, f.o2.id, f.o1.id])
-      expect(page.data.filter((o: any) => o.contact_id === f.ana)).toHaveLength(2)
+      const page = ok(r, "opportunities.list")
+      expect(page.data.map((o) => o.id)).toEqual([f.o4.id, f.o3.id, f.o2.id, f.o1.id])
+      expect(page.data.filter((o) => o.contact_id === f.ana)).toHaveLength(2)
       expect(page).toMatchObject({
         current_page: 1,
         per_page: 25,
@@ -1208,8 +1287,8 @@ layer(TestServerLive())("listing opportunities", (it) => {
         expect(o).toHaveProperty("contact_phone")
         expect(Array.isArray(o.tags) && Array.isArray(o.conversations)).toBe(true)
       }
-      expect(page.data[0]).toEqual(ok(yield* get(alice, `/api/user/opportunities/${f.o4.id}`)))
-      expect(page.data[0].created_at).toBe("2026-01-13T12:00:00.000000Z")
+      expect(page.data[0]).toEqual(ok(yield* get(alice, `/api/user/opportunities/${f.o4.id}`), "opportunities.get"))
+      expect(page.data[0]!.created_at).toBe("2026-01-13T12:00:00.000000Z")
       expect(ids(yield* get(bob, "/api/user/opportunities"))).toEqual([f.foreign.id])
     }))
 
@@ -1294,8 +1373,8 @@ layer(TestServerLive())("listing opportunities", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const f = yield* listingFixture(alice, yield* seedUser())
-      const p1 = ok(yield* get(alice, "/api/user/opportunities?per_page=3"))
-      expect(p1.data.map((o: any) => o.id)).toEqual([f.o4.id, f.o3.id, f.o2.id])
+      const p1 = ok(yield* get(alice, "/api/user/opportunities?per_page=3"), "opportunities.list")
+      expect(p1.data.map((o) => o.id)).toEqual([f.o4.id, f.o3.id, f.o2.id])
       expect(p1).toMatchObject({
         current_page: 1,
         per_page: 3,
@@ -1305,15 +1384,15 @@ layer(TestServerLive())("listing opportunities", (it) => {
         to: 3,
         prev_page_url: null
       })
-      expect(new URL(p1.next_page_url).searchParams.get("page")).toBe("2")
-      expect(new URL(p1.next_page_url).searchParams.get("per_page")).toBe("3")
-      const p2 = ok(yield* get(alice, "/api/user/opportunities?per_page=3&page=2"))
-      expect(p2.data.map((o: any) => o.id)).toEqual([f.o1.id])
+      expect(new URL(p1.next_page_url!).searchParams.get("page")).toBe("2")
+      expect(new URL(p1.next_page_url!).searchParams.get("per_page")).toBe("3")
+      const p2 = ok(yield* get(alice, "/api/user/opportunities?per_page=3&page=2"), "opportunities.list")
+      expect(p2.data.map((o) => o.id)).toEqual([f.o1.id])
       expect(p2).toMatchObject({ current_page: 2, total: 4, last_page: 2, from: 4, to: 4, next_page_url: null })
-      expect(new URL(p2.prev_page_url).searchParams.get("page")).toBe("1")
-      const p3 = ok(yield* get(alice, "/api/user/opportunities?per_page=3&page=3"))
+      expect(new URL(p2.prev_page_url!).searchParams.get("page")).toBe("1")
+      const p3 = ok(yield* get(alice, "/api/user/opportunities?per_page=3&page=3"), "opportunities.list")
       expect(p3).toMatchObject({ current_page: 3, data: [], total: 4, from: null, to: null, next_page_url: null })
-      const none = ok(yield* get(alice, "/api/user/opportunities?q=nobody"))
+      const none = ok(yield* get(alice, "/api/user/opportunities?q=nobody"), "opportunities.list")
       expect(none).toMatchObject({
         data: [],
         total: 0,
@@ -1323,7 +1402,7 @@ layer(TestServerLive())("listing opportunities", (it) => {
         next_page_url: null,
         prev_page_url: null
       })
-      expect(ok(yield* get(alice, "/api/user/opportunities?per_page=100")).per_page).toBe(100)
+      expect(ok(yield* get(alice, "/api/user/opportunities?per_page=100"), "opportunities.list").per_page).toBe(100)
       expect422(yield* get(alice, "/api/user/opportunities?per_page=101"), ["per_page"])
       expect422(yield* get(alice, "/api/user/opportunities?per_page=0"), ["per_page"])
       expect422(yield* get(alice, "/api/user/opportunities?page=0"), ["page"])

@@ -9,7 +9,7 @@
 import { expect, layer } from "@effect/vitest"
 import { repliesGuarded } from "@parley/worker"
 import { Effect, Layer, Metric } from "effect"
-import { fakeOpenAi, type FakeOpenAiState, inputText } from "./support/FakeOpenAi.js"
+import { fakeOpenAi, type FakeOpenAiState, inputText, type OpenAiRequestBody } from "./support/FakeOpenAi.js"
 import { withKnowledge } from "./support/Knowledge.js"
 import { type Caller, ok, post, sqlRows } from "./support/Opportunities.js"
 import { call, giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
@@ -37,14 +37,20 @@ const demoLike = (owner: Caller & { workspace_id: number }, aiModelId: number) =
         reply_debounce_ms: 0,
         persona: "A friendly, concise sales assistant for Parley.",
         instructions: INSTRUCTIONS
-      })
+      }),
+      "pipelines.create"
     )
     yield* withKnowledge(owner, pipeline.id, [
       "The Growth plan costs 199 euros per month and adds Smart Routing and knowledge tables.",
       "A demo call takes 30 minutes and can be booked on any weekday."
     ])
     ok(
-      yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "New lead", nature: "neutral", order: 1 })
+      yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+        name: "New lead",
+        nature: "neutral",
+        order: 1
+      }),
+      "pipelines.createStage"
     )
     ok(
       yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
@@ -52,10 +58,18 @@ const demoLike = (owner: Caller & { workspace_id: number }, aiModelId: number) =
         nature: "won",
         order: 2,
         enter_condition: "The contact asks to book a demo call."
-      })
+      }),
+      "pipelines.createStage"
     )
-    const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
-    return { pipeline, channel: channel as { id: number; client_id: string; client_secret: string } }
+    const channel = ok(
+      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+      "channels.create"
+    )
+    // a web channel is created with its credentials
+    return {
+      pipeline,
+      channel: { id: channel.id, client_id: channel.client_id!, client_secret: channel.client_secret! }
+    }
   })
 
 const conversationOf = (messageId: string) =>
@@ -85,14 +99,16 @@ const handBack = (owner: Caller, conversationId: number, note: string) =>
         method: "POST",
         token: owner.token,
         body: { action: "take" }
-      })
+      }),
+      "conversations.handoff"
     )
     ok(
       yield* call(`/api/user/conversations/${conversationId}/handoff`, {
         method: "POST",
         token: owner.token,
         body: { action: "return", note }
-      })
+      }),
+      "conversations.handoff"
     )
   })
 
@@ -137,7 +153,7 @@ layer(TestServerLive(), { excludeTestServices: true })("what a contact reads, on
 })
 
 /** A model that says what its prompt holds: the contact's request for instructions, a note, or the handoff guidance. */
-const parrot = (stubborn: { value: boolean }) => (body: any) => {
+const parrot = (stubborn: { value: boolean }) => (body: OpenAiRequestBody | undefined) => {
   const system = inputText(body, ["system", "developer"]).join("\n")
   const contact = inputText(body, ["user"]).at(-1) ?? ""
   const rewrite = system.includes("[task: rewrite-reply]")
@@ -212,7 +228,8 @@ layer(ParrotServer, { excludeTestServices: true })("what a contact reads, on a h
       >`select handled_reason from messages where id = ${asked}`
       expect(handled!.handled_reason).toBe("reply_withheld")
       const conversation = ok(
-        yield* call(`/api/user/conversations/${yield* conversationOf(asked)}`, { token: owner.token })
+        yield* call(`/api/user/conversations/${yield* conversationOf(asked)}`, { token: owner.token }),
+        "conversations.get"
       )
       expect(conversation.handoff).toMatchObject({ state: "waiting", requested_by: "rule" })
       expect(conversation.handoff.reason).toContain("output guard")

@@ -1,5 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { type ApiResponse, failure, ok } from "./support/Contract.js"
 import { call, seedUser, TestServerLive } from "./support/TestServer.js"
 
 const validPipeline = (name: string) => ({ name, agent_type_id: 1, ai_model_id: 1, language_id: 1 })
@@ -32,11 +33,11 @@ layer(TestServerLive())("pipelines and stages over REST", (it) => {
           stages: []
         }
       })
-      expect(created.body.data.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
+      expect(ok(created, "pipelines.create").created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
       const list = yield* call("/api/user/pipelines", { token: alice.token })
-      expect(list.body.data.map((p: any) => p.name)).toEqual(["Sales"])
-      const got = yield* call(`/api/user/pipelines/${created.body.data.id}`, { token: alice.token })
-      expect(got.body.data.id).toBe(created.body.data.id)
+      expect(ok(list, "pipelines.list").map((p) => p.name)).toEqual(["Sales"])
+      const got = yield* call(`/api/user/pipelines/${ok(created, "pipelines.create").id}`, { token: alice.token })
+      expect(ok(got, "pipelines.get").id).toBe(ok(created, "pipelines.create").id)
     }))
 
   it.effect("a create body with five bad fields gives 422 naming all five", () =>
@@ -48,37 +49,38 @@ layer(TestServerLive())("pipelines and stages over REST", (it) => {
         body: { name: "", agent_type_id: "x", language_id: 1, model_temperature: 3, rag_mode: "magic" }
       })
       expect(r.status).toBe(422)
-      expect(r.body.status).toBe(false)
-      expect(r.body.code).toBe(422)
-      expect(r.body.data).toBeNull()
-      const fields = r.body.validation.map((v: any) => v.field).sort()
+      const failed = failure(r)
+      expect(failed.status).toBe(false)
+      expect(failed.code).toBe(422)
+      expect(failed.data).toBeNull()
+      const fields = failed.validation.map((v) => v.field).sort()
       expect(fields).toEqual(["agent_type_id", "ai_model_id", "model_temperature", "name", "rag_mode"])
     }))
 })
 
-type Api = ReturnType<typeof call> extends Effect.Effect<infer A, any, any> ? A : never
 type Caller = { readonly token: string }
 
 const post = (who: Caller, path: string, body: unknown) => call(path, { method: "POST", token: who.token, body })
 const put = (who: Caller, path: string, body: unknown) => call(path, { method: "PUT", token: who.token, body })
 const get = (who: Caller, path: string) => call(path, { token: who.token })
 
-const fieldsOf = (r: Api) => r.body.validation.map((v: any) => v.field).sort()
+const fieldsOf = (r: ApiResponse) => failure(r).validation.map((v) => v.field).sort()
 
-const expect422 = (r: Api, fields: ReadonlyArray<string>) => {
+const expect422 = (r: ApiResponse, fields: ReadonlyArray<string>) => {
   expect(r.status).toBe(422)
   expect(r.body).toMatchObject({ status: false, code: 422, data: null })
   expect(fieldsOf(r)).toEqual([...fields].sort())
   const more = fields.length - 1
-  expect(r.body.message).toBe(
-    r.body.validation[0].message + (more > 0 ? ` (and ${more} more error${more > 1 ? "s" : ""})` : "")
+  const failed = failure(r)
+  expect(failed.message).toBe(
+    failed.validation[0]!.message + (more > 0 ? ` (and ${more} more error${more > 1 ? "s" : ""})` : "")
   )
 }
 
 const createPipeline = (who: Caller, body: Record<string, unknown>) =>
   Effect.map(post(who, "/api/user/pipelines", body), (r) => {
     expect(r.status).toBe(200)
-    return r.body.data
+    return ok(r, "pipelines.create")
   })
 
 const pool = (ids: readonly [number, number, number, number] = [10, 11, 12, 20]) => [
@@ -98,14 +100,14 @@ const stage = (name: string, order: number, extra: Record<string, unknown> = {})
 const createStage = (who: Caller, pipelineId: number, body: Record<string, unknown>) =>
   Effect.map(post(who, `/api/user/pipelines/${pipelineId}/stages`, body), (r) => {
     expect(r.status).toBe(200)
-    return r.body.data
+    return ok(r, "pipelines.createStage")
   })
 
 /** `[name, order]` of a pipeline's stages as the list endpoint returns them. */
 const stageOrder = (who: Caller, pipelineId: number) =>
   Effect.map(get(who, `/api/user/pipelines/${pipelineId}/stages`), (r) => {
     expect(r.status).toBe(200)
-    return r.body.data.map((s: any) => [s.name, s.order])
+    return ok(r, "pipelines.listStages").map((s) => [s.name, s.order])
   })
 
 layer(TestServerLive())("pipeline settings over REST", (it) => {
@@ -135,7 +137,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         validation: [],
         message: "Pipeline updated successfully."
       })
-      const { name, agent_memory_window, updated_at, ...rest } = updated.body.data
+      const { name, agent_memory_window, updated_at, ...rest } = ok(updated, "pipelines.update")
       const { name: _n, agent_memory_window: oldWindow, updated_at: _u, ...before } = created
       expect(name).toBe("Support desk")
       expect(agent_memory_window).toBe(40)
@@ -143,7 +145,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       expect(rest).toEqual(before)
       expect(updated_at >= created.updated_at).toBe(true)
       const got = yield* get(alice, `/api/user/pipelines/${created.id}`)
-      expect(got.body.data).toEqual(updated.body.data)
+      expect(ok(got, "pipelines.get")).toEqual(ok(updated, "pipelines.update"))
     }))
 
   it.effect("an update with null clears a nullable field and leaves the others", () =>
@@ -157,7 +159,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       })
       const updated = yield* put(alice, `/api/user/pipelines/${created.id}`, { description: null, dialect_id: null })
       expect(updated.status).toBe(200)
-      expect(updated.body.data).toMatchObject({
+      expect(ok(updated, "pipelines.update")).toMatchObject({
         description: null,
         dialect_id: null,
         persona: "Kept",
@@ -171,7 +173,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const created = yield* createPipeline(alice, { ...validPipeline("Untouched"), description: "Same" })
       const updated = yield* put(alice, `/api/user/pipelines/${created.id}`, {})
       expect(updated.status).toBe(200)
-      const { updated_at: _a, ...after } = updated.body.data
+      const { updated_at: _a, ...after } = ok(updated, "pipelines.update")
       const { updated_at: _b, ...before } = created
       expect(after).toEqual(before)
     }))
@@ -181,7 +183,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const alice = yield* seedUser()
       const created = yield* createPipeline(alice, validPipeline("Archivable"))
       const updated = yield* put(alice, `/api/user/pipelines/${created.id}`, { status: "inactive", is_archived: true })
-      expect(updated.body.data).toMatchObject({ status: "inactive", is_archived: true })
+      expect(ok(updated, "pipelines.update")).toMatchObject({ status: "inactive", is_archived: true })
       expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { status: "paused", is_archived: "yes" }), [
         "is_archived",
         "status"
@@ -194,14 +196,14 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const first = yield* createPipeline(alice, validPipeline("Sales"))
       const dup = yield* post(alice, "/api/user/pipelines", validPipeline("Sales"))
       expect422(dup, ["name"])
-      expect(dup.body.validation[0].message).toBe("The name has already been taken.")
+      expect(failure(dup).validation[0]!.message).toBe("The name has already been taken.")
       expect422(yield* post(alice, "/api/user/pipelines", validPipeline("  sALES ")), ["name"])
       const other = yield* createPipeline(alice, validPipeline("Support"))
       expect422(yield* put(alice, `/api/user/pipelines/${other.id}`, { name: "sales" }), ["name"])
       const same = yield* put(alice, `/api/user/pipelines/${first.id}`, { name: "Sales" })
       expect(same.status).toBe(200)
       const list = yield* get(alice, "/api/user/pipelines")
-      expect(list.body.data.map((p: any) => p.name)).toEqual(["Sales", "Support"])
+      expect(ok(list, "pipelines.list").map((p) => p.name)).toEqual(["Sales", "Support"])
     }))
 
   it.effect("the same pipeline name is fine in another workspace", () =>
@@ -233,13 +235,13 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         language_id: 999
       })
       expect422(r, ["agent_type_id", "ai_model_id", "language_id"])
-      const messages = Object.fromEntries(r.body.validation.map((v: any) => [v.field, v.message]))
+      const messages = Object.fromEntries(failure(r).validation.map((v) => [v.field, v.message]))
       expect(messages).toEqual({
         agent_type_id: "The selected agent type does not exist.",
         ai_model_id: "The selected AI model does not exist.",
         language_id: "The selected language does not exist."
       })
-      expect((yield* get(alice, "/api/user/pipelines")).body.data).toEqual([])
+      expect(ok(yield* get(alice, "/api/user/pipelines"), "pipelines.list")).toEqual([])
     }))
 
   it.effect("an update to an unknown ai_model_id is 422 and keeps the old model", () =>
@@ -250,9 +252,9 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         "ai_model_id"
       ])
       const got = yield* get(alice, `/api/user/pipelines/${created.id}`)
-      expect(got.body.data).toMatchObject({ ai_model_id: 1, name: "Modelled" })
+      expect(ok(got, "pipelines.get")).toMatchObject({ ai_model_id: 1, name: "Modelled" })
       const switched = yield* put(alice, `/api/user/pipelines/${created.id}`, { ai_model_id: 21 })
-      expect(switched.body.data.ai_model_id).toBe(21)
+      expect(ok(switched, "pipelines.update").ai_model_id).toBe(21)
     }))
 
   it.effect("a dialect of another language is 422 on create; the language's own dialect is stored", () =>
@@ -260,12 +262,12 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const alice = yield* seedUser()
       const r = yield* post(alice, "/api/user/pipelines", { ...validPipeline("Mixed"), dialect_id: 4 })
       expect422(r, ["dialect_id"])
-      expect(r.body.validation[0].message).toBe("The selected dialect belongs to another language.")
+      expect(failure(r).validation[0]!.message).toBe("The selected dialect belongs to another language.")
       expect422(yield* post(alice, "/api/user/pipelines", { ...validPipeline("Unknown dialect"), dialect_id: 999 }), [
         "dialect_id"
       ])
-      const ok = yield* createPipeline(alice, { ...validPipeline("Spanish"), language_id: 2, dialect_id: 5 })
-      expect(ok).toMatchObject({ language_id: 2, dialect_id: 5 })
+      const spanish = yield* createPipeline(alice, { ...validPipeline("Spanish"), language_id: 2, dialect_id: 5 })
+      expect(spanish).toMatchObject({ language_id: 2, dialect_id: 5 })
     }))
 
   it.effect("an update checks the dialect against the pipeline's language, stored or sent", () =>
@@ -275,7 +277,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { dialect_id: 4 }), ["dialect_id"])
       const both = yield* put(alice, `/api/user/pipelines/${created.id}`, { language_id: 2, dialect_id: 4 })
       expect(both.status).toBe(200)
-      expect(both.body.data).toMatchObject({ language_id: 2, dialect_id: 4 })
+      expect(ok(both, "pipelines.update")).toMatchObject({ language_id: 2, dialect_id: 4 })
       expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { language_id: 1, dialect_id: 6 }), [
         "dialect_id"
       ])
@@ -287,9 +289,9 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       const created = yield* createPipeline(alice, { ...validPipeline("British"), dialect_id: 2 })
       expect422(yield* put(alice, `/api/user/pipelines/${created.id}`, { language_id: 2 }), ["dialect_id"])
       const got = yield* get(alice, `/api/user/pipelines/${created.id}`)
-      expect(got.body.data).toMatchObject({ language_id: 1, dialect_id: 2 })
+      expect(ok(got, "pipelines.get")).toMatchObject({ language_id: 1, dialect_id: 2 })
       const cleared = yield* put(alice, `/api/user/pipelines/${created.id}`, { language_id: 2, dialect_id: null })
-      expect(cleared.body.data).toMatchObject({ language_id: 2, dialect_id: null })
+      expect(ok(cleared, "pipelines.update")).toMatchObject({ language_id: 2, dialect_id: null })
     }))
 
   it.effect("model routing enabled without is_model_routing is 422 on is_model_routing", () =>
@@ -300,7 +302,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         is_model_routing_enabled: true
       })
       expect422(r, ["is_model_routing"])
-      expect(r.body.validation[0].message).toContain("is_model_routing_enabled")
+      expect(failure(r).validation[0]!.message).toContain("is_model_routing_enabled")
     }))
 
   it.effect("a model pool of 3 entries is 422, as is one naming a tier twice", () =>
@@ -312,7 +314,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         is_model_routing: pool().slice(0, 3)
       })
       expect422(three, ["is_model_routing"])
-      expect(three.body.validation[0].message).toContain("exactly 4 entries")
+      expect(failure(three).validation[0]!.message).toContain("exactly 4 entries")
       const twice = pool()
       twice[3] = { ...twice[3]!, tier: "simple" }
       expect422(
@@ -331,7 +333,7 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         is_model_routing: badTier
       })
       expect422(bad, ["is_model_routing.1.tier"])
-      expect(bad.body.validation[0].message).toBe(
+      expect(failure(bad).validation[0]!.message).toBe(
         "The is_model_routing.1.tier field must be one of \"router\", \"simple\", \"moderate\" or \"complex\"."
       )
     }))
@@ -364,9 +366,9 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       expect(created.is_model_routing_enabled).toBe(true)
       expect(created.is_model_routing).toEqual(expected)
       const got = yield* get(alice, `/api/user/pipelines/${created.id}`)
-      expect(got.body.data.is_model_routing).toEqual(expected)
+      expect(ok(got, "pipelines.get").is_model_routing).toEqual(expected)
       const listed = yield* get(alice, "/api/user/pipelines")
-      expect(listed.body.data[0].is_model_routing).toEqual(expected)
+      expect(ok(listed, "pipelines.list")[0]!.is_model_routing).toEqual(expected)
     }))
 
   it.effect("enabling routing on update needs a pool unless the pipeline already has one", () =>
@@ -381,14 +383,14 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
         is_model_routing: pool()
       })
       expect(withPool.status).toBe(200)
-      expect(withPool.body.data.is_model_routing).toHaveLength(4)
+      expect(ok(withPool, "pipelines.update").is_model_routing).toHaveLength(4)
       const off = yield* put(alice, `/api/user/pipelines/${plain.id}`, { is_model_routing_enabled: false })
-      expect(off.body.data.is_model_routing_enabled).toBe(false)
+      expect(ok(off, "pipelines.update").is_model_routing_enabled).toBe(false)
       const on = yield* put(alice, `/api/user/pipelines/${plain.id}`, { is_model_routing_enabled: true })
       expect(on.status).toBe(200)
-      expect(on.body.data.is_model_routing_enabled).toBe(true)
+      expect(ok(on, "pipelines.update").is_model_routing_enabled).toBe(true)
       const replaced = yield* put(alice, `/api/user/pipelines/${plain.id}`, { is_model_routing: pool([1, 1, 13, 21]) })
-      expect(replaced.body.data.is_model_routing.map((e: any) => e.ai_model_id)).toEqual([1, 1, 13, 21])
+      expect(ok(replaced, "pipelines.update").is_model_routing.map((e) => e.ai_model_id)).toEqual([1, 1, 13, 21])
     }))
 
   it.effect("model_temperature accepts the bounds 0.1 and 1.0 and rejects 0.05 and 1.01", () =>
@@ -400,13 +402,13 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       expect(high.model_temperature).toBe(1)
       const tooLow = yield* post(alice, "/api/user/pipelines", { ...validPipeline("Frozen"), model_temperature: 0.05 })
       expect422(tooLow, ["model_temperature"])
-      expect(tooLow.body.validation[0].message).toBe("The model_temperature field must be between 0.1 and 1.0.")
+      expect(failure(tooLow).validation[0]!.message).toBe("The model_temperature field must be between 0.1 and 1.0.")
       expect422(yield* post(alice, "/api/user/pipelines", { ...validPipeline("Boiling"), model_temperature: 1.01 }), [
         "model_temperature"
       ])
       expect422(yield* put(alice, `/api/user/pipelines/${low.id}`, { model_temperature: 0.05 }), ["model_temperature"])
       const updated = yield* put(alice, `/api/user/pipelines/${low.id}`, { model_temperature: 0.55 })
-      expect(updated.body.data.model_temperature).toBe(0.55)
+      expect(ok(updated, "pipelines.update").model_temperature).toBe(0.55)
     }))
 
   it.effect("integer settings reject out-of-range and fractional values", () =>
@@ -432,30 +434,44 @@ layer(TestServerLive())("pipeline settings over REST", (it) => {
       expect(bobs.status).toBe(200)
       const foreign = yield* post(alice, "/api/user/pipelines", {
         ...validPipeline("Thief"),
-        channel_id: bobs.body.data.id
+        channel_id: ok(bobs, "channels.create").id
       })
       expect422(foreign, ["channel_id"])
-      expect(foreign.body.validation[0].message).toBe("The selected channel does not exist.")
-      expect((yield* get(bob, `/api/user/channels/${bobs.body.data.id}`)).body.data.pipeline_id).toBeNull()
+      expect(failure(foreign).validation[0]!.message).toBe("The selected channel does not exist.")
+      expect(ok(yield* get(bob, `/api/user/channels/${ok(bobs, "channels.create").id}`), "channels.get").pipeline_id)
+        .toBeNull()
 
       const alices = yield* post(alice, "/api/user/channels", { kind: "web" })
-      const linked = yield* createPipeline(alice, { ...validPipeline("Linked"), channel_id: alices.body.data.id })
-      expect(linked.channel_id).toBe(alices.body.data.id)
-      expect((yield* get(alice, `/api/user/channels/${alices.body.data.id}`)).body.data.pipeline_id).toBe(linked.id)
+      const linked = yield* createPipeline(alice, {
+        ...validPipeline("Linked"),
+        channel_id: ok(alices, "channels.create").id
+      })
+      expect(linked.channel_id).toBe(ok(alices, "channels.create").id)
+      expect(
+        ok(yield* get(alice, `/api/user/channels/${ok(alices, "channels.create").id}`), "channels.get").pipeline_id
+      ).toBe(linked.id)
 
       const other = yield* createPipeline(alice, validPipeline("Other"))
-      expect422(yield* put(alice, `/api/user/pipelines/${other.id}`, { channel_id: bobs.body.data.id }), ["channel_id"])
-      expect((yield* get(bob, `/api/user/channels/${bobs.body.data.id}`)).body.data.pipeline_id).toBeNull()
+      expect422(yield* put(alice, `/api/user/pipelines/${other.id}`, { channel_id: ok(bobs, "channels.create").id }), [
+        "channel_id"
+      ])
+      expect(ok(yield* get(bob, `/api/user/channels/${ok(bobs, "channels.create").id}`), "channels.get").pipeline_id)
+        .toBeNull()
     }))
 
   it.effect("channel_id null on update unlinks the pipeline's channels", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const channel = yield* post(alice, "/api/user/channels", { kind: "web" })
-      const linked = yield* createPipeline(alice, { ...validPipeline("Linked"), channel_id: channel.body.data.id })
+      const linked = yield* createPipeline(alice, {
+        ...validPipeline("Linked"),
+        channel_id: ok(channel, "channels.create").id
+      })
       const unlinked = yield* put(alice, `/api/user/pipelines/${linked.id}`, { channel_id: null })
-      expect(unlinked.body.data.channel_id).toBeNull()
-      expect((yield* get(alice, `/api/user/channels/${channel.body.data.id}`)).body.data.pipeline_id).toBeNull()
+      expect(ok(unlinked, "pipelines.update").channel_id).toBeNull()
+      expect(
+        ok(yield* get(alice, `/api/user/channels/${ok(channel, "channels.create").id}`), "channels.get").pipeline_id
+      ).toBeNull()
     }))
 
   it.effect("a missing pipeline answers 404 on GET and PUT", () =>
@@ -483,7 +499,7 @@ layer(TestServerLive())("stages over REST", (it) => {
       const b = yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Bravo", 1))
       expect(b.status).toBe(200)
       expect(b.body).toMatchObject({ status: true, code: 200, validation: [], message: "Stage created successfully." })
-      expect(b.body.data.order).toBe(1)
+      expect(ok(b, "pipelines.createStage").order).toBe(1)
       expect(yield* stageOrder(alice, p.id)).toEqual([["Bravo", 1], ["Alpha", 2]])
       yield* createStage(alice, p.id, stage("Charlie", 2))
       expect(yield* stageOrder(alice, p.id)).toEqual([["Bravo", 1], ["Charlie", 2], ["Alpha", 3]])
@@ -509,12 +525,12 @@ layer(TestServerLive())("stages over REST", (it) => {
       }
       const up = yield* put(alice, `/api/user/stages/${ids.D}`, { order: 1 })
       expect(up.status).toBe(200)
-      expect(up.body.data.order).toBe(1)
+      expect(ok(up, "pipelines.updateStage").order).toBe(1)
       expect(yield* stageOrder(alice, p.id)).toEqual([["Stage D", 1], ["Stage A", 2], ["Stage B", 3], ["Stage C", 4]])
       yield* put(alice, `/api/user/stages/${ids.D}`, { order: 3 })
       expect(yield* stageOrder(alice, p.id)).toEqual([["Stage A", 1], ["Stage B", 2], ["Stage D", 3], ["Stage C", 4]])
       const last = yield* put(alice, `/api/user/stages/${ids.A}`, { order: 99 })
-      expect(last.body.data.order).toBe(4)
+      expect(ok(last, "pipelines.updateStage").order).toBe(4)
       expect(yield* stageOrder(alice, p.id)).toEqual([["Stage B", 1], ["Stage D", 2], ["Stage C", 3], ["Stage A", 4]])
       yield* put(alice, `/api/user/stages/${ids.C}`, { order: 3, name: "Stage C2" })
       expect(yield* stageOrder(alice, p.id)).toEqual([["Stage B", 1], ["Stage D", 2], ["Stage C2", 3], ["Stage A", 4]])
@@ -556,9 +572,9 @@ layer(TestServerLive())("stages over REST", (it) => {
       expect(yield* stageOrder(alice, p.id)).toEqual([["Three", 1], ["Four", 2]])
       const again = yield* call(`/api/user/stages/${ids[0]}`, { method: "DELETE", token: alice.token })
       expect(again.status).toBe(404)
-      expect(again.body.message).toBe("Stage not found.")
+      expect(failure(again).message).toBe("Stage not found.")
       const got = yield* get(alice, `/api/user/pipelines/${p.id}`)
-      expect(got.body.data.stages_count).toBe(2)
+      expect(ok(got, "pipelines.get").stages_count).toBe(2)
     }))
 
   it.effect("a stage name under 3 characters is 422 on name", () =>
@@ -567,7 +583,7 @@ layer(TestServerLive())("stages over REST", (it) => {
       const p = yield* createPipeline(alice, validPipeline("Names"))
       const r = yield* post(alice, `/api/user/pipelines/${p.id}/stages`, stage("Hi", 1))
       expect422(r, ["name"])
-      expect(r.body.validation[0].message).toBe("The name field must be at least 3 characters.")
+      expect(failure(r).validation[0]!.message).toBe("The name field must be at least 3 characters.")
       const s = yield* createStage(alice, p.id, stage("Hey", 1))
       expect422(yield* put(alice, `/api/user/stages/${s.id}`, { name: "Yo" }), ["name"])
     }))
@@ -586,12 +602,12 @@ layer(TestServerLive())("stages over REST", (it) => {
           "enter_condition"
         ]
       )
-      const ok = yield* createStage(
+      const qualified = yield* createStage(
         alice,
         p.id,
         stage("Qualified", 1, { enter_condition: "The lead confirmed a budget" })
       )
-      expect(ok.enter_condition).toBe("The lead confirmed a budget")
+      expect(qualified.enter_condition).toBe("The lead confirmed a budget")
     }))
 
   it.effect("missing nature and order, and a bad nature, are 422 naming each field", () =>
@@ -643,12 +659,12 @@ layer(TestServerLive())("stages over REST", (it) => {
         ),
         ["static_opening_message"]
       )
-      const ok = yield* createStage(
+      const hello = yield* createStage(
         alice,
         p.id,
         stage("Hello", 1, { ...base, static_opening_message: "Hi! How can I help?" })
       )
-      expect(ok).toMatchObject({ opening_message_type: "static", static_opening_message: "Hi! How can I help?" })
+      expect(hello).toMatchObject({ opening_message_type: "static", static_opening_message: "Hi! How can I help?" })
     }))
 
   it.effect("an update applies the opening-message rules to the stored stage merged with the change", () =>
@@ -663,17 +679,20 @@ layer(TestServerLive())("stages over REST", (it) => {
           "static_opening_message"
         ]
       )
-      const ok = yield* put(alice, `/api/user/stages/${s.id}`, {
+      const welcomed = yield* put(alice, `/api/user/stages/${s.id}`, {
         is_opening_message: true,
         opening_message_type: "static",
         static_opening_message: "Welcome!"
       })
-      expect(ok.status).toBe(200)
+      expect(welcomed.status).toBe(200)
       expect422(yield* put(alice, `/api/user/stages/${s.id}`, { static_opening_message: null }), [
         "static_opening_message"
       ])
       const off = yield* put(alice, `/api/user/stages/${s.id}`, { is_opening_message: false })
-      expect(off.body.data).toMatchObject({ is_opening_message: false, static_opening_message: "Welcome!" })
+      expect(ok(off, "pipelines.updateStage")).toMatchObject({
+        is_opening_message: false,
+        static_opening_message: "Welcome!"
+      })
     }))
 
   it.effect("a stage update changes only the fields sent", () =>
@@ -687,8 +706,8 @@ layer(TestServerLive())("stages over REST", (it) => {
       )
       const r = yield* put(alice, `/api/user/stages/${s.id}`, { instructions: "Ask about budget", nature: "won" })
       expect(r.status).toBe(200)
-      expect(r.body.message).toBe("Stage updated successfully.")
-      const { instructions, nature, updated_at: _u, ...rest } = r.body.data
+      expect(r.body).toMatchObject({ message: "Stage updated successfully." })
+      const { instructions, nature, updated_at: _u, ...rest } = ok(r, "pipelines.updateStage")
       const { instructions: _i, nature: _n, updated_at: _v, ...before } = s
       expect(instructions).toBe("Ask about budget")
       expect(nature).toBe("won")
@@ -707,7 +726,7 @@ layer(TestServerLive())("stages over REST", (it) => {
         stage("Child", 1, { parent_id: foreignParent.id })
       )
       expect422(r, ["parent_id"])
-      expect(r.body.validation[0].message).toBe("The parent stage must be another stage of the same pipeline.")
+      expect(failure(r).validation[0]!.message).toBe("The parent stage must be another stage of the same pipeline.")
       expect(yield* stageOrder(alice, p.id)).toEqual([])
       const parent = yield* createStage(alice, p.id, stage("Parent", 1))
       const child = yield* createStage(alice, p.id, stage("Child", 2, { parent_id: parent.id }))
@@ -726,7 +745,7 @@ layer(TestServerLive())("stages over REST", (it) => {
       const parent = yield* createStage(alice, p.id, stage("Parent", 1))
       const child = yield* createStage(alice, p.id, stage("Child", 2, { parent_id: parent.id }))
       yield* call(`/api/user/stages/${parent.id}`, { method: "DELETE", token: alice.token })
-      const stages = (yield* get(alice, `/api/user/pipelines/${p.id}/stages`)).body.data
+      const stages = ok(yield* get(alice, `/api/user/pipelines/${p.id}/stages`), "pipelines.listStages")
       expect(stages).toHaveLength(1)
       expect(stages[0]).toMatchObject({ id: child.id, parent_id: null, order: 1 })
     }))
@@ -740,15 +759,15 @@ layer(TestServerLive())("stages over REST", (it) => {
       yield* createStage(alice, p.id, stage("New lead", 1))
       const got = yield* get(alice, `/api/user/pipelines/${p.id}`)
       expect(got.status).toBe(200)
-      expect(got.body.data.stages.map((s: any) => [s.name, s.order, s.nature])).toEqual([
+      expect(ok(got, "pipelines.get").stages.map((s) => [s.name, s.order, s.nature])).toEqual([
         ["New lead", 1, "neutral"],
         ["Won", 2, "won"],
         ["Lost", 3, "lost"]
       ])
-      expect(got.body.data.stages_count).toBe(3)
+      expect(ok(got, "pipelines.get").stages_count).toBe(3)
       const list = yield* get(alice, "/api/user/pipelines")
-      expect(list.body.data[0].stages_count).toBe(3)
-      expect(list.body.data[0]).not.toHaveProperty("stages")
+      expect(ok(list, "pipelines.list")[0]!.stages_count).toBe(3)
+      expect(ok(list, "pipelines.list")[0]).not.toHaveProperty("stages")
     }))
 
   it.effect("a stage of a missing pipeline is 404 and a missing stage is 404", () =>
@@ -756,10 +775,10 @@ layer(TestServerLive())("stages over REST", (it) => {
       const alice = yield* seedUser()
       const r = yield* post(alice, "/api/user/pipelines/777777/stages", stage("Nowhere", 1))
       expect(r.status).toBe(404)
-      expect(r.body.message).toBe("Pipeline not found.")
+      expect(failure(r).message).toBe("Pipeline not found.")
       const u = yield* put(alice, "/api/user/stages/777777", { name: "Nowhere" })
       expect(u.status).toBe(404)
-      expect(u.body.message).toBe("Stage not found.")
+      expect(failure(u).message).toBe("Stage not found.")
     }))
 })
 
@@ -770,13 +789,13 @@ layer(TestServerLive())("pipeline options over REST", (it) => {
       const r = yield* get(alice, "/api/user/pipeline-options")
       expect(r.status).toBe(200)
       expect(r.body).toMatchObject({ status: true, code: 200, validation: [] })
-      expect(r.body.data.ai_providers).toEqual([
+      expect(ok(r, "pipelines.options").ai_providers).toEqual([
         { id: 1, slug: "local", name: "Parley local model" },
         { id: 2, slug: "openai", name: "OpenAI" },
         { id: 3, slug: "anthropic", name: "Anthropic" }
       ])
-      expect(r.body.data.ai_models).toEqual([])
-      expect(r.body.data.agent_types.map((a: any) => a.id)).toEqual([1, 2, 3, 4, 5])
+      expect(ok(r, "pipelines.options").ai_models).toEqual([])
+      expect(ok(r, "pipelines.options").agent_types.map((a) => a.id)).toEqual([1, 2, 3, 4, 5])
     }))
 
   it.effect("with ai_provider_id returns that provider's models with numeric prices", () =>
@@ -784,7 +803,7 @@ layer(TestServerLive())("pipeline options over REST", (it) => {
       const alice = yield* seedUser()
       const r = yield* get(alice, "/api/user/pipeline-options?ai_provider_id=3")
       expect(r.status).toBe(200)
-      expect(r.body.data.ai_models).toEqual([
+      expect(ok(r, "pipelines.options").ai_models).toEqual([
         {
           id: 20,
           ai_provider_id: 3,
@@ -814,13 +833,16 @@ layer(TestServerLive())("pipeline options over REST", (it) => {
         }
       ])
       const openai = yield* get(alice, "/api/user/pipeline-options?ai_provider_id=2")
-      expect(openai.body.data.ai_models.map((m: any) => m.id)).toEqual([10, 11, 12, 13, 14, 15])
-      expect(openai.body.data.ai_models.every((m: any) =>
-        m.ai_provider_id === 2 && typeof m.input_price_per_million === "number"
-      ))
+      expect(ok(openai, "pipelines.options").ai_models.map((m) => m.id)).toEqual([10, 11, 12, 13, 14, 15])
+      expect(
+        ok(openai, "pipelines.options").ai_models.every((m) =>
+          m.ai_provider_id === 2 && typeof m.input_price_per_million === "number"
+        )
+      )
         .toBe(true)
-      expect(openai.body.data.ai_models[1].input_price_per_million).toBe(0.4)
-      expect((yield* get(alice, "/api/user/pipeline-options?ai_provider_id=999")).body.data.ai_models).toEqual([])
+      expect(ok(openai, "pipelines.options").ai_models[1]!.input_price_per_million).toBe(0.4)
+      expect(ok(yield* get(alice, "/api/user/pipeline-options?ai_provider_id=999"), "pipelines.options").ai_models)
+        .toEqual([])
     }))
 
   it.effect("a non-integer ai_provider_id is 422", () =>
@@ -833,8 +855,8 @@ layer(TestServerLive())("pipeline options over REST", (it) => {
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const r = yield* get(alice, "/api/user/pipeline-options")
-      const languages = r.body.data.languages
-      expect(languages.map((l: any) => l.code)).toEqual(["en", "es", "pt", "fr", "de", "it", "nl", "ar"])
+      const languages = ok(r, "pipelines.options").languages
+      expect(languages.map((l) => l.code)).toEqual(["en", "es", "pt", "fr", "de", "it", "nl", "ar"])
       expect(languages[0]).toEqual({
         id: 1,
         code: "en",
@@ -845,33 +867,34 @@ layer(TestServerLive())("pipeline options over REST", (it) => {
           { id: 3, language_id: 1, code: "en-AU", name: "Australian English" }
         ]
       })
-      for (const l of languages) expect(l.dialects.every((d: any) => d.language_id === l.id)).toBe(true)
-      expect(r.body.data.dialects.map((d: any) => d.code)).toEqual(["en-US", "en-GB", "en-AU"])
+      for (const l of languages) expect(l.dialects.every((d) => d.language_id === l.id)).toBe(true)
+      expect(ok(r, "pipelines.options").dialects.map((d) => d.code)).toEqual(["en-US", "en-GB", "en-AU"])
       const es = yield* get(alice, "/api/user/pipeline-options?language_code=es")
-      expect(es.body.data.dialects.map((d: any) => d.code)).toEqual(["es-ES", "es-MX", "es-AR"])
+      expect(ok(es, "pipelines.options").dialects.map((d) => d.code)).toEqual(["es-ES", "es-MX", "es-AR"])
       const upper = yield* get(alice, "/api/user/pipeline-options?language_code=PT")
-      expect(upper.body.data.dialects.map((d: any) => d.code)).toEqual(["pt-BR", "pt-PT"])
+      expect(ok(upper, "pipelines.options").dialects.map((d) => d.code)).toEqual(["pt-BR", "pt-PT"])
       const unknown = yield* get(alice, "/api/user/pipeline-options?language_code=xx")
-      expect(unknown.body.data.dialects).toEqual([])
-      expect(unknown.body.data.languages).toHaveLength(8)
+      expect(ok(unknown, "pipelines.options").dialects).toEqual([])
+      expect(ok(unknown, "pipelines.options").languages).toHaveLength(8)
     }))
 
   it.effect("lists only the caller's workspace channels", () =>
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const bob = yield* seedUser()
-      expect((yield* get(alice, "/api/user/pipeline-options")).body.data.channels).toEqual([])
+      expect(ok(yield* get(alice, "/api/user/pipeline-options"), "pipelines.options").channels).toEqual([])
       const web = yield* post(alice, "/api/user/channels", { kind: "web", name: "Site chat" })
       const wa = yield* post(alice, "/api/user/channels", { kind: "whatsapp", is_active: false })
       yield* post(bob, "/api/user/channels", { kind: "web", name: "Bob chat" })
       const r = yield* get(alice, "/api/user/pipeline-options")
-      expect(r.body.data.channels).toEqual([
-        { id: web.body.data.id, kind: "web", name: "Site chat", pipeline_id: null, is_active: true },
-        { id: wa.body.data.id, kind: "whatsapp", name: "WhatsApp", pipeline_id: null, is_active: false }
+      expect(ok(r, "pipelines.options").channels).toEqual([
+        { id: ok(web, "channels.create").id, kind: "web", name: "Site chat", pipeline_id: null, is_active: true },
+        { id: ok(wa, "channels.create").id, kind: "whatsapp", name: "WhatsApp", pipeline_id: null, is_active: false }
       ])
-      expect((yield* get(bob, "/api/user/pipeline-options")).body.data.channels.map((c: any) => c.name)).toEqual([
-        "Bob chat"
-      ])
+      expect(ok(yield* get(bob, "/api/user/pipeline-options"), "pipelines.options").channels.map((c) => c.name))
+        .toEqual([
+          "Bob chat"
+        ])
     }))
 
   it.effect("needs the pipelines:read scope", () =>
@@ -879,6 +902,6 @@ layer(TestServerLive())("pipeline options over REST", (it) => {
       const alice = yield* seedUser({ scopes: ["pipelines:write"] })
       const r = yield* get(alice, "/api/user/pipeline-options")
       expect(r.status).toBe(403)
-      expect(r.body.message).toBe("Missing required scope: pipelines:read")
+      expect(failure(r).message).toBe("Missing required scope: pipelines:read")
     }))
 })

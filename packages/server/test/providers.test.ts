@@ -18,19 +18,62 @@ import { openAiResponse, textOutput } from "./support/FakeOpenAi.js"
 interface Recorded {
   readonly path: string
   readonly headers: Http.IncomingHttpHeaders
-  readonly body: any
+  readonly body: unknown
+}
+
+/** What the fake and the tests read of a Responses API request; the rest is only ever compared whole. */
+const OpenAiRequest = Schema.Struct({
+  model: Schema.String,
+  input: Schema.Array(Schema.Struct({
+    type: Schema.optional(Schema.String),
+    role: Schema.optional(Schema.String),
+    call_id: Schema.optional(Schema.String),
+    output: Schema.optional(Schema.String)
+  })),
+  tools: Schema.optional(Schema.Array(Schema.Struct({ name: Schema.String })))
+})
+type OpenAiRequest = typeof OpenAiRequest.Type
+
+/** What the fake and the tests read of a Messages API request. */
+const AnthropicRequest = Schema.Struct({
+  model: Schema.String,
+  system: Schema.optional(Schema.Unknown),
+  messages: Schema.Array(Schema.Struct({
+    role: Schema.String,
+    content: Schema.Union(
+      Schema.String,
+      Schema.Array(Schema.Struct({
+        type: Schema.String,
+        tool_use_id: Schema.optional(Schema.String),
+        content: Schema.optional(Schema.Unknown)
+      }))
+    )
+  })),
+  tools: Schema.optional(Schema.Array(Schema.Struct({ name: Schema.String })))
+})
+type AnthropicRequest = typeof AnthropicRequest.Type
+
+/** A request body decoded with `schema`; fields it does not name are kept, for `toEqual` on a part of it. */
+const decodeSent = <A, I>(schema: Schema.Schema<A, I>, body: unknown) =>
+  Schema.decodeUnknownEither(schema, { onExcessProperty: "preserve" })(body)
+
+/** A recorded request's body as `schema` reads it; the test fails on a body of another shape. */
+const sentAs = <A, I>(request: Recorded | undefined, schema: Schema.Schema<A, I>): A => {
+  const decoded = decodeSent(schema, request?.body)
+  if (decoded._tag === "Left") expect.fail(`${request?.path} was sent a body of another shape: ${decoded.left.message}`)
+  return decoded.right
 }
 
 const requests: Array<Recorded> = []
 let server: Http.Server
 let origin = ""
 
-const respond = (body: any, output: Array<unknown>) =>
+const respond = (body: OpenAiRequest, output: Array<unknown>) =>
   openAiResponse(`resp_${requests.length}`, body.model, output, { input: 10, output: 5 })
 
-const answerOpenAi = (body: any) => {
-  const hasTools = Array.isArray(body.tools) && body.tools.length > 0
-  const hasToolResult = (body.input as Array<any>).some((item) => item.type === "function_call_output")
+const answerOpenAi = (body: OpenAiRequest) => {
+  const hasTools = body.tools !== undefined && body.tools.length > 0
+  const hasToolResult = body.input.some((item) => item.type === "function_call_output")
   if (hasTools && !hasToolResult) {
     return respond(body, [{
       type: "function_call",
@@ -45,10 +88,10 @@ const answerOpenAi = (body: any) => {
   return respond(body, [textOutput(text)])
 }
 
-const answerAnthropic = (body: any) => {
-  const hasTools = Array.isArray(body.tools) && body.tools.length > 0
-  const hasToolResult = (body.messages as Array<any>).some((m) =>
-    Array.isArray(m.content) && m.content.some((c: any) => c.type === "tool_result")
+const answerAnthropic = (body: AnthropicRequest) => {
+  const hasTools = body.tools !== undefined && body.tools.length > 0
+  const hasToolResult = body.messages.some((m) =>
+    typeof m.content !== "string" && m.content.some((c) => c.type === "tool_result")
   )
   const base = {
     id: `msg_${requests.length}`,
@@ -74,17 +117,23 @@ beforeAll(async () => {
     let raw = ""
     for await (const chunk of req) raw += chunk
     const path = new URL(req.url ?? "/", "http://fake").pathname
-    const body = raw === "" ? undefined : JSON.parse(raw)
+    const body: unknown = raw === "" ? undefined : JSON.parse(raw)
     requests.push({ path, headers: req.headers, body })
     const json = (status: number, payload: unknown) => {
       res.writeHead(status, { "content-type": "application/json" })
       res.end(JSON.stringify(payload))
     }
+    /** A body the fake cannot read is a 400 naming what is wrong, so the test fails on it. */
+    const unreadable = (message: string) => json(400, { error: { message, type: "invalid_request_error" } })
     switch (path) {
-      case "/v1/responses":
-        return json(200, answerOpenAi(body))
-      case "/v1/messages":
-        return json(200, answerAnthropic(body))
+      case "/v1/responses": {
+        const sent = decodeSent(OpenAiRequest, body)
+        return sent._tag === "Left" ? unreadable(sent.left.message) : json(200, answerOpenAi(sent.right))
+      }
+      case "/v1/messages": {
+        const sent = decodeSent(AnthropicRequest, body)
+        return sent._tag === "Left" ? unreadable(sent.left.message) : json(200, answerAnthropic(sent.right))
+      }
       case "/fail/v1/responses":
         return json(500, { error: { message: "the fake model fell over", type: "server_error" } })
       case "/hang/v1/responses":
@@ -170,10 +219,11 @@ describe("RemoteModels: OpenAI (Responses API)", () => {
       const [request] = since(start)
       expect(request!.path).toBe("/v1/responses")
       expect(request!.headers.authorization).toBe("Bearer sk-test")
-      expect(request!.body.model).toBe("gpt-4.1-mini")
-      expect(request!.body.input[0]).toEqual({ role: "system", content: "You are the support agent of Acme." })
-      expect(request!.body.input[1]).toMatchObject({ role: "user" })
-      expect(JSON.stringify(request!.body.input[1])).toContain("Where is my order A-17?")
+      const body = sentAs(request, OpenAiRequest)
+      expect(body.model).toBe("gpt-4.1-mini")
+      expect(body.input[0]).toEqual({ role: "system", content: "You are the support agent of Acme." })
+      expect(body.input[1]).toMatchObject({ role: "user" })
+      expect(JSON.stringify(body.input[1])).toContain("Where is my order A-17?")
     }))
 
   it.live("runs a tool round trip: function_call, then the function_call_output goes back", () =>
@@ -200,21 +250,22 @@ describe("RemoteModels: OpenAI (Responses API)", () => {
       const sent = since(start)
       expect(sent).toHaveLength(2)
       // the tools are declared on every request
-      for (const request of sent) {
-        expect(request.body.tools).toHaveLength(1)
-        expect(request.body.tools[0]).toMatchObject({
+      const [firstBody, secondBody] = sent.map((request) => sentAs(request, OpenAiRequest))
+      for (const body of [firstBody!, secondBody!]) {
+        expect(body.tools).toHaveLength(1)
+        expect(body.tools?.[0]).toMatchObject({
           type: "function",
           name: "LookupOrder",
           description: "Look up the status of an order",
           parameters: { type: "object", properties: { orderId: { type: "string" } }, required: ["orderId"] }
         })
       }
-      expect(sent[0]!.body.input.some((item: any) => item.type === "function_call_output")).toBe(false)
-      const types = sent[1]!.body.input.map((item: any) => item.type ?? item.role)
+      expect(firstBody!.input.some((item) => item.type === "function_call_output")).toBe(false)
+      const types = secondBody!.input.map((item) => item.type ?? item.role)
       expect(types).toEqual(["system", "user", "function_call", "function_call_output"])
-      const output = sent[1]!.body.input.find((item: any) => item.type === "function_call_output")
-      expect(output.call_id).toBe("call_1")
-      expect(JSON.parse(output.output)).toEqual({ orderId: "A-17", status: "shipped" })
+      const output = secondBody!.input.find((item) => item.type === "function_call_output")
+      expect(output?.call_id).toBe("call_1")
+      expect(JSON.parse(output!.output!)).toEqual({ orderId: "A-17", status: "shipped" })
     }))
 
   it.live("caches the LanguageModel per model", () =>
@@ -305,10 +356,11 @@ describe("RemoteModels: Anthropic (Messages API)", () => {
       expect(request!.path).toBe("/v1/messages")
       expect(request!.headers["x-api-key"]).toBe("sk-ant-test")
       expect(request!.headers["anthropic-version"]).toBe("2023-06-01")
-      expect(request!.body.model).toBe("claude-sonnet-4-20250514")
-      expect(JSON.stringify(request!.body.system)).toContain("You are the support agent of Acme.")
-      expect(request!.body.messages).toHaveLength(1)
-      expect(request!.body.messages[0].role).toBe("user")
+      const body = sentAs(request, AnthropicRequest)
+      expect(body.model).toBe("claude-sonnet-4-20250514")
+      expect(JSON.stringify(body.system)).toContain("You are the support agent of Acme.")
+      expect(body.messages).toHaveLength(1)
+      expect(body.messages[0]!.role).toBe("user")
     }))
 
   it.live("runs a tool round trip: tool_use, then the tool_result goes back", () =>
@@ -333,14 +385,18 @@ describe("RemoteModels: Anthropic (Messages API)", () => {
 
       const sent = since(start)
       expect(sent).toHaveLength(2)
-      expect(sent[0]!.body.tools[0]).toMatchObject({
+      const firstTools = sentAs(sent[0], AnthropicRequest).tools
+      expect(firstTools).toBeDefined()
+      expect(firstTools?.[0]).toMatchObject({
         name: "LookupOrder",
         input_schema: { type: "object", properties: { orderId: { type: "string" } } }
       })
-      const blocks = sent[1]!.body.messages.flatMap((m: any) => Array.isArray(m.content) ? m.content : [])
-      const result = blocks.find((b: any) => b.type === "tool_result")
-      expect(result.tool_use_id).toBe("toolu_1")
-      expect(JSON.stringify(result.content)).toContain("shipped")
+      const blocks = sentAs(sent[1], AnthropicRequest).messages.flatMap((m) =>
+        typeof m.content === "string" ? [] : m.content
+      )
+      const result = blocks.find((b) => b.type === "tool_result")
+      expect(result?.tool_use_id).toBe("toolu_1")
+      expect(JSON.stringify(result?.content)).toContain("shipped")
     }))
 
   it.live("without ANTHROPIC_API_KEY an Anthropic model is unavailable", () =>

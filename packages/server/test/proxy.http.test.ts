@@ -18,12 +18,21 @@ const channels = Effect.gen(function*() {
   yield* giveCredits(owner.workspace_id)
   const { pipeline } = yield* funnel(owner)
   const web = ok(
-    yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, allowed_ips: ["203.0.113.0/24"] })
+    yield* post(owner, "/api/user/channels", {
+      kind: "web",
+      pipeline_id: pipeline.id,
+      allowed_ips: ["203.0.113.0/24"]
+    }),
+    "channels.create"
   )
   const widget = ok(
-    yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: [SHOP] })
+    yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: [SHOP] }),
+    "channels.create"
   )
-  return { web: web as { client_id: string; client_secret: string }, widget: widget as { client_id: string } }
+  return {
+    web: { client_id: web.client_id!, client_secret: web.client_secret! },
+    widget: { client_id: widget.client_id! }
+  }
 })
 
 /** The receiver's answer to one message sent with `forwardedFor` (none: no header). */

@@ -13,6 +13,7 @@ import { NotFoundRoute } from "../src/http/ApiRoutes.js"
 import { ApiPolicy } from "../src/http/BodyLimits.js"
 import { ApiListener, listen } from "../src/http/Listener.js"
 import { Realtime, RealtimeLive } from "../src/realtime/Realtime.js"
+import { ok } from "./support/Contract.js"
 import { createNativeDatabase, databaseMode, queryUrl } from "./support/NativeDatabase.js"
 import { call, seedUser, testConfig, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -252,7 +253,7 @@ layer(TestServerLive())("socket.io live stream", (it) => {
         const alice = yield* seedUser()
         const me = yield* call("/api/user/me", { token: alice.token })
         expect(me.status).toBe(200)
-        expect(me.body.data.user.email).toBe(alice.email)
+        expect(ok(me, "account.me").user.email).toBe(alice.email)
         const health = yield* call("/health")
         expect(health).toMatchObject({ status: 200, body: { status: "ok" } })
         const missing = yield* call("/api/user/nothing-here", { token: alice.token })

@@ -27,12 +27,12 @@ describe("start-up", () => {
           const pipeline = (name: string, ai_model_id: number) =>
             Effect.map(
               post(owner, "/api/user/pipelines", { name, agent_type_id: 1, ai_model_id, language_id: 1 }),
-              (r) => ok(r).id as number
+              (r) => ok(r, "pipelines.create").id
             )
           const remote = yield* pipeline("On GPT-4.1 mini", 11)
           const local = yield* pipeline("On the local model", 1)
           const inactive = yield* pipeline("Inactive on GPT-4.1 mini", 11)
-          ok(yield* put(owner, `/api/user/pipelines/${inactive}`, { status: "inactive" }))
+          ok(yield* put(owner, `/api/user/pipelines/${inactive}`, { status: "inactive" }), "pipelines.update")
           return { remote, local, inactive }
         }))
         yield* first.close

@@ -6,7 +6,8 @@
  * with the turn's version too.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import type { ChannelWithSecret } from "@parley/domain"
+import { Effect, Schema } from "effect"
 import { io, type Socket } from "socket.io-client"
 import { type Caller, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { call, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
@@ -20,21 +21,29 @@ const operatorSocket = (token: string, workspaceId: number) =>
   Effect.acquireRelease(
     Effect.flatMap(TestServer, ({ baseUrl }) =>
       Effect.promise(() =>
-        new Promise<{ socket: Socket; events: Array<{ name: string; payload: any }> }>((resolve) => {
+        new Promise<{ socket: Socket; events: Array<{ name: string; payload: unknown }> }>((resolve) => {
           const socket = io(baseUrl, { transports: ["websocket"], forceNew: true })
-          const events: Array<{ name: string; payload: any }> = []
+          const events: Array<{ name: string; payload: unknown }> = []
           socket.onAny((name, payload) =>
             events.push({ name, payload })
           )
-          socket.on("connect", () =>
-            socket.emit("join-workspace", { workspace_id: workspaceId, token }, () => resolve({ socket, events })))
+          socket.on(
+            "connect",
+            () => socket.emit("join-workspace", { workspace_id: workspaceId, token }, () => resolve({ socket, events }))
+          )
         })
       )),
-    ({ socket }) =>
-      Effect.sync(() =>
-        socket.close()
-      )
+    ({ socket }) => Effect.sync(() => socket.close())
   )
+
+/** An `agent_typing` event's payload that says the agent is typing. */
+const typing = Schema.is(Schema.Struct({ typing: Schema.Literal(true) }))
+
+/** A web channel's credentials, as the web-chat receiver takes them (a web channel has both). */
+const credentials = (channel: ChannelWithSecret) => ({
+  client_id: channel.client_id!,
+  client_secret: channel.client_secret!
+})
 
 const replyRow = (messageId: string) =>
   Effect.map(
@@ -54,7 +63,8 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
             method: "PATCH",
             token: owner.token,
             body: { drafts: true }
-          })
+          }),
+          "versions.updateSettings"
         )
         const pipeline = ok(
           yield* post(owner, "/api/user/pipelines", {
@@ -64,24 +74,34 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
             language_id: 1,
             instructions: "On refunds, say “Refunds take 5 business days.”",
             reply_debounce_ms: 0
-          })
+          }),
+          "pipelines.create"
         )
         ok(
-          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+            name: "Open",
+            nature: "neutral",
+            order: 1
+          }),
+          "pipelines.createStage"
         )
-        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+        const channel = credentials(ok(
+          yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+          "channels.create"
+        ))
         expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
         ok(
           yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
             instructions: "On refunds, say “Refunds take two weeks.”"
-          })
+          }),
+          "pipelines.update"
         )
         const live = yield* operatorSocket(owner.token, owner.workspace_id)
 
         const first = yield* say(channel, "mid-1", "How long do refunds take?")
         // the turn has read its snapshot and waits on the model: publish now
         yield* eventually(
-          Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && e.payload.typing === true)),
+          Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && typing(e.payload))),
           LATENCY_MS
         )
         expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
@@ -102,7 +122,8 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
             method: "PATCH",
             token: owner.token,
             body: { drafts: true }
-          })
+          }),
+          "versions.updateSettings"
         )
         const pipeline = ok(
           yield* post(owner, "/api/user/pipelines", {
@@ -111,10 +132,16 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
             ai_model_id: 1,
             language_id: 1,
             reply_debounce_ms: 0
-          })
+          }),
+          "pipelines.create"
         )
         ok(
-          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
+            name: "Open",
+            nature: "neutral",
+            order: 1
+          }),
+          "pipelines.createStage"
         )
         const action = ok(
           yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, {
@@ -124,11 +151,18 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
             is_active: true,
             fixed_trigger: "custom",
             instructions: "Open a ticket when the contact asks for one."
-          })
+          }),
+          "automation.createAction"
         )
-        const channel = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+        const channel = credentials(ok(
+          yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+          "channels.create"
+        ))
         expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
-        ok(yield* put(owner, `/api/user/actions/${action.id}`, { url: "https://tickets.example.com/v2" }))
+        ok(
+          yield* put(owner, `/api/user/actions/${action.id}`, { url: "https://tickets.example.com/v2" }),
+          "automation.updateAction"
+        )
         const versionId = (number: number) =>
           Effect.map(
             sqlRows<
@@ -140,7 +174,7 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
 
         const asked = yield* say(channel, "mid-2", "Please open one for me #create_ticket")
         yield* eventually(
-          Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && e.payload.typing === true)),
+          Effect.sync(() => live.events.some((e) => e.name === "agent_typing" && typing(e.payload))),
           LATENCY_MS
         )
         expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)

@@ -4,13 +4,14 @@
  * credentials and real multipart bodies.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { conversationChannel, verifySocketToken } from "@parley/domain"
-import { Effect } from "effect"
+import { conversationChannel, ReceiverAnswer, ValidationIssue, verifySocketToken } from "@parley/domain"
+import { Effect, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import { AppSecret } from "../src/config/AppSecret.js"
 import { FileStorage } from "../src/files/FileStorage.js"
+import { type ApiResponse, bodyAs, failure } from "./support/Contract.js"
 import {
   type Caller,
   count,
@@ -25,12 +26,6 @@ import {
   put
 } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
-
-interface Reply {
-  readonly status: number
-  readonly body: any
-  readonly headers: Headers
-}
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/
 
@@ -73,32 +68,48 @@ const history = (auth: Auth, query: Record<string, string | number>) =>
       { headers: { ...auth, accept: "application/json" } }
     ))
 
+/** A JSON object with all its keys, as sent (a decoded struct keeps only the fields it names). */
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/**
+ * The receiver's refusal: `{status: false, message, data}`, `data` naming the fields of a 400 that is about
+ * them (`ReceiverAnswer` describes only the success's `data`).
+ */
+const Refusal = Schema.Struct({
+  status: Schema.Boolean,
+  message: Schema.String,
+  data: Schema.NullOr(Schema.Struct({ validation: Schema.Array(ValidationIssue) }))
+})
+
 /** The receiver's own envelope: exactly `{status, message, data}`. */
-const received = (r: Reply): string => {
+const received = (r: ApiResponse): string => {
   if (r.status !== 200) expect(r.body).toBe("a 200 answer")
-  expect(Object.keys(r.body).sort()).toEqual(["data", "message", "status"])
-  expect(r.body.status).toBe(true)
-  expect(typeof r.body.message).toBe("string")
-  expect(Object.keys(r.body.data)).toEqual(["message_id"])
-  expect(r.body.data.message_id).toMatch(ULID)
-  return r.body.data.message_id
+  expect(Object.keys(bodyAs(r, JsonObject)).sort()).toEqual(["data", "message", "status"])
+  const answer = bodyAs(r, ReceiverAnswer)
+  expect(answer.status).toBe(true)
+  expect(typeof answer.message).toBe("string")
+  expect(Object.keys(bodyAs(r, Schema.Struct({ data: JsonObject })).data)).toEqual(["message_id"])
+  expect(answer.data!.message_id).toMatch(ULID)
+  return answer.data!.message_id
 }
 
-const refused = (r: Reply, status: number, message?: string) => {
+const refused = (r: ApiResponse, status: number, message?: string) => {
   expect(r.status).toBe(status)
-  expect(r.body.status).toBe(false)
+  const refusal = bodyAs(r, Refusal)
+  expect(refusal.status).toBe(false)
   expect(r.body).not.toHaveProperty("code")
-  if (message !== undefined) expect(r.body.message).toBe(message)
+  if (message !== undefined) expect(refusal.message).toBe(message)
+  return refusal
 }
 
-const pageOf = (r: Reply) => {
-  if (r.status !== 200) expect(r.body).toBe("a 200 answer")
-  expect(r.body).toMatchObject({ status: true, code: 200 })
-  return r.body.data
-}
+const pageOf = (r: ApiResponse) => ok(r, "webChat.history")
 
+/** A web or widget channel: created with its client id and secret. */
 const createChannel = (who: Caller, body: Record<string, unknown>) =>
-  Effect.map(post(who, "/api/user/channels", body), ok)
+  Effect.map(post(who, "/api/user/channels", body), (r) => {
+    const created = ok(r, "channels.create")
+    return { ...created, client_id: created.client_id!, client_secret: created.client_secret! }
+  })
 
 /** An owner with credits, the funnel pipeline ("Inbound" first by order) and a web channel on it. */
 const webChannel = (channel: Record<string, unknown> = {}) =>
@@ -113,14 +124,14 @@ const webChannel = (channel: Record<string, unknown> = {}) =>
 const opportunitiesOf = (who: Caller, pipelineId: number) =>
   Effect.map(
     get(who, `/api/user/opportunities?pipeline_id=${pipelineId}&per_page=100`),
-    (r) => ok(r).data as Array<any>
+    (r) => ok(r, "opportunities.list").data
   )
 
 const opportunityOfContact = (who: Caller, pipelineId: number, contactKey: string) =>
   Effect.map(opportunitiesOf(who, pipelineId), (all) => {
     const mine = all.filter((o) => o.contact_identifier === contactKey)
     expect(mine).toHaveLength(1)
-    return mine[0]
+    return mine[0]!
   })
 
 const file = (bytes: Uint8Array<ArrayBuffer> | string, type: string) => new Blob([bytes], { type })
@@ -162,7 +173,7 @@ layer(TestServerLive())("web chat", (it) => {
         const r = yield* initiate(auth, { contact_id: "visitor-42" })
         expect(r.status).toBe(200)
         expect(r.body).toMatchObject({ status: true, code: 200, validation: [], message: "Conversation initiated." })
-        const session = r.body.data
+        const session = ok(r, "webChat.initiate")
         expect(Object.keys(session).sort()).toEqual(
           ["app_key", "channel", "contact_id", "conversation_id", "event", "messages_webhook", "socket_url", "token"]
         )
@@ -183,25 +194,25 @@ layer(TestServerLive())("web chat", (it) => {
     it.effect("generates a ULID contact_id when none is sent, a new one each time", () =>
       Effect.gen(function*() {
         const { auth } = yield* webChannel()
-        const a = ok(yield* initiate(auth))
-        const b = ok(yield* initiate(auth, {}))
+        const a = ok(yield* initiate(auth), "webChat.initiate")
+        const b = ok(yield* initiate(auth, {}), "webChat.initiate")
         expect(a.contact_id).toMatch(ULID)
         expect(b.contact_id).toMatch(ULID)
         expect(a.contact_id).not.toBe(b.contact_id)
         expect(a.conversation_id).not.toBe(b.conversation_id)
-        const again = ok(yield* initiate(auth, { contact_id: a.contact_id }))
+        const again = ok(yield* initiate(auth, { contact_id: a.contact_id }), "webChat.initiate")
         expect(again.conversation_id).toBe(a.conversation_id)
       }))
 
     it.effect("is idempotent per contact_id and creates one opportunity, in the pipeline's first stage", () =>
       Effect.gen(function*() {
         const { auth, owner, pipeline, inbound } = yield* webChannel()
-        const first = ok(yield* initiate(auth, { contact_id: "same-visitor" }))
-        const second = ok(yield* initiate(auth, { contact_id: "same-visitor" }))
+        const first = ok(yield* initiate(auth, { contact_id: "same-visitor" }), "webChat.initiate")
+        const second = ok(yield* initiate(auth, { contact_id: "same-visitor" }), "webChat.initiate")
         expect(second.conversation_id).toBe(first.conversation_id)
         expect(second.channel).toBe(first.channel)
         received(yield* send(auth, { contact_id: "same-visitor", message: "hi" }))
-        const other = ok(yield* initiate(auth, { contact_id: "other-visitor" }))
+        const other = ok(yield* initiate(auth, { contact_id: "other-visitor" }), "webChat.initiate")
         expect(other.conversation_id).not.toBe(first.conversation_id)
 
         const all = yield* opportunitiesOf(owner, pipeline.id)
@@ -215,18 +226,24 @@ layer(TestServerLive())("web chat", (it) => {
           source: "web",
           source_id: "same-visitor"
         })
-        expect(opportunity.conversations.map((c: any) => c.id)).toEqual([first.conversation_id])
+        expect(opportunity.conversations.map((c) => c.id)).toEqual([first.conversation_id])
       }))
 
     it.effect("name, email and phone fill only the contact's empty fields and never overwrite", () =>
       Effect.gen(function*() {
         const { auth, owner, pipeline } = yield* webChannel()
-        ok(yield* initiate(auth, { contact_id: "ada", name: "Ada Lovelace" }))
+        ok(yield* initiate(auth, { contact_id: "ada", name: "Ada Lovelace" }), "webChat.initiate")
         let o = yield* opportunityOfContact(owner, pipeline.id, "ada")
         expect(o).toMatchObject({ contact_name: "Ada Lovelace", contact_email: null, contact_phone: null })
 
         ok(
-          yield* initiate(auth, { contact_id: "ada", name: "Eve", email: "ada@example.com", phone: "+44 20 7946 0958" })
+          yield* initiate(auth, {
+            contact_id: "ada",
+            name: "Eve",
+            email: "ada@example.com",
+            phone: "+44 20 7946 0958"
+          }),
+          "webChat.initiate"
         )
         o = yield* opportunityOfContact(owner, pipeline.id, "ada")
         expect(o).toMatchObject({
@@ -241,7 +258,8 @@ layer(TestServerLive())("web chat", (it) => {
             name: "Mallory",
             email: "mallory@example.com",
             phone: "+1 202 555 0100"
-          })
+          }),
+          "webChat.initiate"
         )
         o = yield* opportunityOfContact(owner, pipeline.id, "ada")
         expect(o).toMatchObject({
@@ -256,13 +274,13 @@ layer(TestServerLive())("web chat", (it) => {
           contact_name: null,
           contact_email: null
         })
-        ok(yield* initiate(auth, { contact_id: "anon", name: "Grace", email: "grace@example.com" }))
+        ok(yield* initiate(auth, { contact_id: "anon", name: "Grace", email: "grace@example.com" }), "webChat.initiate")
         expect(yield* opportunityOfContact(owner, pipeline.id, "anon")).toMatchObject({
           contact_name: "Grace",
           contact_email: "grace@example.com"
         })
-        const contacts = ok(yield* get(owner, "/api/user/contacts?per_page=100")).data
-        expect(contacts.map((c: any) => c.identifier).sort()).toEqual(["ada", "anon"])
+        const contacts = ok(yield* get(owner, "/api/user/contacts?per_page=100"), "contacts.list").data
+        expect(contacts.map((c) => c.identifier).sort()).toEqual(["ada", "anon"])
       }))
 
     it.effect("401 Invalid client credentials for a wrong secret, an unknown client id, no header and an inactive channel", () =>
@@ -278,7 +296,7 @@ layer(TestServerLive())("web chat", (it) => {
         for (const bad of attempts) {
           expectStatus(yield* initiate(bad, { contact_id: "x" }), 401, "Invalid client credentials")
         }
-        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: false }))
+        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: false }), "channels.update")
         expectStatus(yield* initiate(auth, { contact_id: "x" }), 401, "Invalid client credentials")
         expect(yield* count`select count(*) as n from contacts where workspace_id = ${owner.workspace_id}`).toBe(0)
       }))
@@ -319,7 +337,7 @@ layer(TestServerLive())("web chat", (it) => {
         yield* giveCredits(owner.workspace_id, { is_subscription_active: true })
         expectStatus(yield* initiate(auth, { contact_id: "x" }), 400, "No stages found for this pipeline")
         yield* createStage(owner, pipeline.id, "Inbound", 1)
-        expect(ok(yield* initiate(auth, { contact_id: "x" })).contact_id).toBe("x")
+        expect(ok(yield* initiate(auth, { contact_id: "x" }), "webChat.initiate").contact_id).toBe("x")
       }))
 
     it.effect("422 naming the field for a bad email, a contact_id over 255 characters, a phone over 30 or not a phone", () =>
@@ -332,11 +350,13 @@ layer(TestServerLive())("web chat", (it) => {
         for (const phone of ["1234567890123456", "+44 (0)20 7946-0958 ext 12", "call me"]) {
           const refused = yield* initiate(auth, { contact_id: "x", phone })
           expect422(refused, ["phone"])
-          expect(refused.body.validation[0].message).toContain("must be a valid phone number with country code")
+          expect(failure(refused).validation[0]!.message).toContain("must be a valid phone number with country code")
         }
         expect422(yield* initiate(auth, { contact_id: "x", name: "n".repeat(256) }), ["name"])
         expect(yield* count`select count(*) as n from contacts where workspace_id = ${owner.workspace_id}`).toBe(0)
-        expect(ok(yield* initiate(auth, { contact_id: "c".repeat(255) })).contact_id).toBe("c".repeat(255))
+        expect(ok(yield* initiate(auth, { contact_id: "c".repeat(255) }), "webChat.initiate").contact_id).toBe(
+          "c".repeat(255)
+        )
       }))
   })
 
@@ -344,7 +364,7 @@ layer(TestServerLive())("web chat", (it) => {
     it.effect("stores a JSON message and answers {status, message, data: {message_id}} without code or validation", () =>
       Effect.gen(function*() {
         const { auth } = yield* webChannel()
-        const session = ok(yield* initiate(auth, { contact_id: "json-visitor" }))
+        const session = ok(yield* initiate(auth, { contact_id: "json-visitor" }), "webChat.initiate")
         const r = yield* send(auth, { contact_id: "json-visitor", message: "Hello there" })
         const id = received(r)
         const page = pageOf(yield* history(auth, { conversation_id: session.conversation_id }))
@@ -360,7 +380,7 @@ layer(TestServerLive())("web chat", (it) => {
           sender_id: null,
           external_message_id: null
         })
-        expect(Number.isInteger(page.data[0].opportunity_id)).toBe(true)
+        expect(Number.isInteger(page.data[0]!.opportunity_id)).toBe(true)
       }))
 
     it.effect("the first message without Initiate creates the contact, the conversation and the opportunity", () =>
@@ -371,13 +391,13 @@ layer(TestServerLive())("web chat", (it) => {
         expect(opportunity).toMatchObject({ stage_id: inbound.id, source: "web", source_id: "cold-visitor" })
         expect(opportunity.conversations).toHaveLength(1)
         const page = pageOf(yield* history(auth, { contact_id: "cold-visitor" }))
-        expect(page.data.map((m: any) => m.id)).toEqual([id])
+        expect(page.data.map((m) => m.id)).toEqual([id])
         expect(page.data[0]).toMatchObject({
-          conversation_id: opportunity.conversations[0].id,
+          conversation_id: opportunity.conversations[0]!.id,
           opportunity_id: opportunity.id
         })
         // SPEC.md 2.4's history record: no integer contact id next to the string contact_id of web chat
-        expect(Object.keys(page.data[0]).sort()).toEqual([
+        expect(Object.keys(page.data[0]!).sort()).toEqual([
           "attachments",
           "conversation_id",
           "created_at",
@@ -395,8 +415,8 @@ layer(TestServerLive())("web chat", (it) => {
           "status"
         ])
         // Initiate afterwards resumes the same conversation, and no second opportunity appears
-        expect(ok(yield* initiate(auth, { contact_id: "cold-visitor" })).conversation_id).toBe(
-          opportunity.conversations[0].id
+        expect(ok(yield* initiate(auth, { contact_id: "cold-visitor" }), "webChat.initiate").conversation_id).toBe(
+          opportunity.conversations[0]!.id
         )
         received(yield* send(auth, { contact_id: "cold-visitor", message: "Hello?" }))
         expect(yield* opportunitiesOf(owner, pipeline.id)).toHaveLength(1)
@@ -416,10 +436,10 @@ layer(TestServerLive())("web chat", (it) => {
 
         const page = pageOf(yield* history(auth, { contact_id: "files-visitor" }))
         expect(page.data).toHaveLength(1)
-        const message = page.data[0]
+        const message = page.data[0]!
         expect(message).toMatchObject({ id, message: "Two files", role: "user" })
         expect(message.files).toHaveLength(2)
-        const [image, document] = message.files
+        const [image, document] = [message.files[0]!, message.files[1]!]
         expect(image).toMatchObject({ mimetype: "image/png", type: "image", size: png.length, name: "photo.png" })
         expect(document).toMatchObject({
           mimetype: "application/pdf",
@@ -460,9 +480,9 @@ layer(TestServerLive())("web chat", (it) => {
         ]
         for (const [name, type] of parts) form.append("files", file(`content of ${name}`, type), name)
         received(yield* send(auth, form))
-        const [message] = pageOf(yield* history(auth, { contact_id: "types-visitor" })).data
+        const message = pageOf(yield* history(auth, { contact_id: "types-visitor" })).data[0]!
         expect(message.message).toBe("")
-        expect(message.files.map((f: any) => [f.name, f.type, f.size])).toEqual([
+        expect(message.files.map((f) => [f.name, f.type, f.size])).toEqual([
           ["a.jpg", "image", 16],
           ["b.mp4", "video", 16],
           ["c.mp3", "audio", 16],
@@ -484,8 +504,8 @@ layer(TestServerLive())("web chat", (it) => {
         form.append("files[]", file("first photo", "image/jpeg"), "image.jpg")
         form.append("files[]", file("the second photo", "image/jpeg"), "image.jpg")
         received(yield* send(auth, form))
-        const [message] = pageOf(yield* history(auth, { contact_id: "same-name" })).data
-        expect(message.files.map((f: any) => [f.name, f.size])).toEqual([["image.jpg", 11], ["image.jpg", 16]])
+        const message = pageOf(yield* history(auth, { contact_id: "same-name" })).data[0]!
+        expect(message.files.map((f) => [f.name, f.size])).toEqual([["image.jpg", 11], ["image.jpg", 16]])
         const texts: Array<string> = []
         for (const f of message.files) texts.push(new TextDecoder().decode((yield* download(f.url)).bytes))
         expect(texts).toEqual(["first photo", "the second photo"])
@@ -501,8 +521,8 @@ layer(TestServerLive())("web chat", (it) => {
         form.append("files[]", file("kept", "text/plain"), "kept.txt")
         form.append("upload", file("ignored too", "image/png"), "ignored.png")
         received(yield* send(auth, form))
-        const [message] = pageOf(yield* history(auth, { contact_id: "ignored-parts" })).data
-        expect(message.files.map((f: any) => f.name)).toEqual(["kept.txt"])
+        const message = pageOf(yield* history(auth, { contact_id: "ignored-parts" })).data[0]!
+        expect(message.files.map((f) => f.name)).toEqual(["kept.txt"])
         expect(yield* filesRows(channel.id)).toBe(1)
         expect(yield* storedUnder(channel.client_id)).toHaveLength(1)
 
@@ -518,10 +538,11 @@ layer(TestServerLive())("web chat", (it) => {
     it.effect("an empty message is allowed with files but is 400 without files or attachments", () =>
       Effect.gen(function*() {
         const { auth } = yield* webChannel()
-        const session = ok(yield* initiate(auth, { contact_id: "empty-visitor" }))
+        const session = ok(yield* initiate(auth, { contact_id: "empty-visitor" }), "webChat.initiate")
         const r = yield* send(auth, { contact_id: "empty-visitor", message: "" })
-        refused(r, 400, "The message field is required.")
-        expect(r.body.data.validation.map((v: any) => v.field)).toEqual(["message"])
+        expect(refused(r, 400, "The message field is required.").data!.validation.map((v) => v.field)).toEqual([
+          "message"
+        ])
         refused(yield* send(auth, { contact_id: "empty-visitor", message: "   " }), 400)
         refused(yield* send(auth, { contact_id: "empty-visitor" }), 400)
         const form = new FormData()
@@ -541,7 +562,7 @@ layer(TestServerLive())("web chat", (it) => {
     it.effect("a 6 MB file is 413 and stores nothing", () =>
       Effect.gen(function*() {
         const { auth, channel } = yield* webChannel()
-        const session = ok(yield* initiate(auth, { contact_id: "big-visitor" }))
+        const session = ok(yield* initiate(auth, { contact_id: "big-visitor" }), "webChat.initiate")
         const form = new FormData()
         form.append("contact_id", "big-visitor")
         form.append("message", "too big")
@@ -562,15 +583,15 @@ layer(TestServerLive())("web chat", (it) => {
         limit.append("message", "at the limit")
         limit.append("files[]", file(randomBytes(5 * 1024 * 1024), "video/mp4"), `${"n".repeat(200)}.mp4`)
         received(yield* send(auth, limit))
-        const [message] = pageOf(yield* history(auth, { conversation_id: session.conversation_id })).data
-        expect(message.files[0].size).toBe(5 * 1024 * 1024)
+        const message = pageOf(yield* history(auth, { conversation_id: session.conversation_id })).data[0]!
+        expect(message.files[0]!.size).toBe(5 * 1024 * 1024)
         expect(yield* filesRows(channel.id)).toBe(1)
       }))
 
     it.effect("11 files are 413 and store nothing; 10 are accepted", () =>
       Effect.gen(function*() {
         const { auth, channel } = yield* webChannel()
-        const session = ok(yield* initiate(auth, { contact_id: "many-visitor" }))
+        const session = ok(yield* initiate(auth, { contact_id: "many-visitor" }), "webChat.initiate")
         const form = (n: number) => {
           const f = new FormData()
           f.append("contact_id", "many-visitor")
@@ -583,7 +604,7 @@ layer(TestServerLive())("web chat", (it) => {
         expect(yield* filesRows(channel.id)).toBe(0)
         expect(yield* storedUnder(channel.client_id)).toEqual([])
         received(yield* send(auth, form(10)))
-        const [message] = pageOf(yield* history(auth, { conversation_id: session.conversation_id })).data
+        const message = pageOf(yield* history(auth, { conversation_id: session.conversation_id })).data[0]!
         expect(message.files).toHaveLength(10)
         expect(yield* filesRows(channel.id)).toBe(10)
       }))
@@ -600,7 +621,7 @@ layer(TestServerLive())("web chat", (it) => {
         form.append("attachments", JSON.stringify([two, one]))
         received(yield* send(auth, form))
         const page = pageOf(yield* history(auth, { contact_id: "attach-visitor" }))
-        expect(page.data.map((m: any) => [m.message, m.attachments, m.files])).toEqual([
+        expect(page.data.map((m) => [m.message, m.attachments, m.files])).toEqual([
           ["", [two, one], []],
           ["see link", [one], []]
         ])
@@ -633,7 +654,7 @@ layer(TestServerLive())("web chat", (it) => {
           form.append("files[]", file("stored bytes", "image/png"), "stored.png")
           return Effect.gen(function*() {
             received(yield* send(a, form))
-            return pageOf(yield* history(a, { contact_id: contact })).data[0].files[0]
+            return pageOf(yield* history(a, { contact_id: contact })).data[0]!.files[0]!
           })
         }
         const mine = yield* upload(auth, "path-visitor")
@@ -677,10 +698,10 @@ layer(TestServerLive())("web chat", (it) => {
             files: [{ path: mine.path, name: "renamed.png" }]
           })
         )
-        const [latest] = pageOf(yield* history(auth, { contact_id: "path-visitor" })).data
+        const latest = pageOf(yield* history(auth, { contact_id: "path-visitor" })).data[0]!
         const { url: _u1, ...entry } = mine
         expect(latest.files).toHaveLength(1)
-        const { url, ...again } = latest.files[0]
+        const { url, ...again } = latest.files[0]!
         expect(again).toEqual(entry)
         expect(new TextDecoder().decode((yield* download(url)).bytes)).toBe("stored bytes")
       }))
@@ -700,7 +721,7 @@ layer(TestServerLive())("web chat", (it) => {
             conversation_id: 1
           })
         )
-        const [message] = pageOf(yield* history(auth, { contact_id: "strip-visitor" })).data
+        const message = pageOf(yield* history(auth, { contact_id: "strip-visitor" })).data[0]!
         expect(message).toMatchObject({ role: "user", status: "received", message: "hi" })
         expect(yield* opportunityOfContact(owner, pipeline.id, "strip-visitor")).toMatchObject({
           contact_name: null,
@@ -719,8 +740,7 @@ layer(TestServerLive())("web chat", (it) => {
           }]
         ) {
           const r = yield* send(auth, body)
-          refused(r, 400)
-          expect(r.body.data.validation.map((v: any) => v.field)).toEqual(["contact_id"])
+          expect(refused(r, 400).data!.validation.map((v) => v.field)).toEqual(["contact_id"])
         }
         expect(yield* count`select count(*) as n from messages where workspace_id = ${owner.workspace_id}`).toBe(0)
         received(yield* send(auth, { contact_id: "c".repeat(255), message: "hi" }))
@@ -738,10 +758,10 @@ layer(TestServerLive())("web chat", (it) => {
             { authorization: "Basic !!!not-base64" }
           ]
         ) refused(yield* send(bad, body), 401, "Invalid client credentials")
-        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: false }))
+        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: false }), "channels.update")
         refused(yield* send(auth, body), 401, "Invalid client credentials")
         expect(yield* count`select count(*) as n from messages where workspace_id = ${owner.workspace_id}`).toBe(0)
-        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: true }))
+        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { is_active: true }), "channels.update")
         received(yield* send(auth, body))
       }))
 
@@ -765,7 +785,7 @@ layer(TestServerLive())("web chat", (it) => {
         refused(yield* send(auth, body, { origin: "http://shop.example.com" }), 403)
         expect(yield* count`select count(*) as n from messages where workspace_id = ${owner.workspace_id}`).toBe(0)
         received(yield* send(auth, body, { origin: "https://shop.example.com" }))
-        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { allowed_origins: [] }))
+        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { allowed_origins: [] }), "channels.update")
         received(yield* send(auth, body, { origin: "https://evil.example.com" }))
       }))
 
@@ -775,9 +795,12 @@ layer(TestServerLive())("web chat", (it) => {
         const body = { contact_id: "ip-visitor", message: "hi" }
         refused(yield* send(auth, body), 403)
         expect(yield* count`select count(*) as n from messages where workspace_id = ${owner.workspace_id}`).toBe(0)
-        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { allowed_ips: ["127.0.0.0/8"] }))
+        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { allowed_ips: ["127.0.0.0/8"] }), "channels.update")
         received(yield* send(auth, body))
-        ok(yield* put(owner, `/api/user/channels/${channel.id}`, { allowed_ips: ["127.0.0.1", "2001:db8::/32"] }))
+        ok(
+          yield* put(owner, `/api/user/channels/${channel.id}`, { allowed_ips: ["127.0.0.1", "2001:db8::/32"] }),
+          "channels.update"
+        )
         received(yield* send(auth, body))
       }))
 
@@ -793,7 +816,7 @@ layer(TestServerLive())("web chat", (it) => {
         const fourth = received(yield* send(auth, body))
         const page = pageOf(yield* history(auth, { contact_id: "retry-visitor" }))
         expect(page.total).toBe(3)
-        expect(page.data.map((m: any) => m.id).sort()).toEqual([first, third, fourth].sort())
+        expect(page.data.map((m) => m.id).sort()).toEqual([first, third, fourth].sort())
       }))
 
     it.effect("an empty or over-long Idempotency-Key is 400 and stores nothing, rather than being cut to size", () =>
@@ -838,7 +861,7 @@ layer(TestServerLive())("web chat", (it) => {
         expect(new Set(ids).size).toBe(1)
         const page = pageOf(yield* history(auth, { contact_id: "racing-visitor" }))
         expect(page.total).toBe(1)
-        expect(page.data[0].id).toBe(ids[0])
+        expect(page.data[0]!.id).toBe(ids[0])
         expect(yield* opportunitiesOf(owner, pipeline.id)).toHaveLength(1)
         expect(yield* count`select count(*) as n from conversations where workspace_id = ${owner.workspace_id}`).toBe(1)
       }))
@@ -862,7 +885,7 @@ layer(TestServerLive())("web chat", (it) => {
     it.effect("pages newest first, 10 per page by default, with Laravel pagination fields", () =>
       Effect.gen(function*() {
         const { auth } = yield* webChannel()
-        const session = ok(yield* initiate(auth, { contact_id: "paging-visitor" }))
+        const session = ok(yield* initiate(auth, { contact_id: "paging-visitor" }), "webChat.initiate")
         const ids: Array<string> = []
         for (let i = 1; i <= 12; i++) {
           ids.push(received(yield* send(auth, { contact_id: "paging-visitor", message: `message ${i}` })))
@@ -878,11 +901,12 @@ layer(TestServerLive())("web chat", (it) => {
           to: 10,
           prev_page_url: null
         })
-        expect(first.data.map((m: any) => m.message)).toEqual(Array.from({ length: 10 }, (_, i) => `message ${12 - i}`))
-        expect(first.data.map((m: any) => m.id)).toEqual(ids.slice(2).reverse())
-        expect(new URL(first.next_page_url).searchParams.get("page")).toBe("2")
-        expect(new URL(first.next_page_url).searchParams.get("conversation_id")).toBe(String(session.conversation_id))
-        expect(new URL(first.next_page_url).pathname).toBe("/api/user/messages/webchat")
+        expect(first.data.map((m) => m.message)).toEqual(Array.from({ length: 10 }, (_, i) => `message ${12 - i}`))
+        expect(first.data.map((m) => m.id)).toEqual(ids.slice(2).reverse())
+        expect(first.next_page_url).not.toBeNull()
+        expect(new URL(first.next_page_url!).searchParams.get("page")).toBe("2")
+        expect(new URL(first.next_page_url!).searchParams.get("conversation_id")).toBe(String(session.conversation_id))
+        expect(new URL(first.next_page_url!).pathname).toBe("/api/user/messages/webchat")
 
         const second = pageOf(yield* history(auth, { conversation_id: session.conversation_id, page: 2 }))
         expect(second).toMatchObject({
@@ -894,12 +918,13 @@ layer(TestServerLive())("web chat", (it) => {
           to: 12,
           next_page_url: null
         })
-        expect(second.data.map((m: any) => m.message)).toEqual(["message 2", "message 1"])
-        expect(new URL(second.prev_page_url).searchParams.get("page")).toBe("1")
+        expect(second.data.map((m) => m.message)).toEqual(["message 2", "message 1"])
+        expect(second.prev_page_url).not.toBeNull()
+        expect(new URL(second.prev_page_url!).searchParams.get("page")).toBe("1")
 
         const small = pageOf(yield* history(auth, { contact_id: "paging-visitor", per_page: 5, page: 3 }))
         expect(small).toMatchObject({ current_page: 3, per_page: 5, total: 12, last_page: 3, from: 11, to: 12 })
-        expect(small.data.map((m: any) => m.message)).toEqual(["message 2", "message 1"])
+        expect(small.data.map((m) => m.message)).toEqual(["message 2", "message 1"])
         const beyond = pageOf(yield* history(auth, { contact_id: "paging-visitor", page: 4 }))
         expect(beyond).toMatchObject({ data: [], total: 12, from: null, to: null })
       }))
@@ -907,16 +932,16 @@ layer(TestServerLive())("web chat", (it) => {
     it.effect("finds the conversation by contact_id, which wins over a disagreeing conversation_id", () =>
       Effect.gen(function*() {
         const { auth } = yield* webChannel()
-        const a = ok(yield* initiate(auth, { contact_id: "visitor-a" }))
-        const b = ok(yield* initiate(auth, { contact_id: "visitor-b" }))
+        const a = ok(yield* initiate(auth, { contact_id: "visitor-a" }), "webChat.initiate")
+        const b = ok(yield* initiate(auth, { contact_id: "visitor-b" }), "webChat.initiate")
         received(yield* send(auth, { contact_id: "visitor-a", message: "from a" }))
         received(yield* send(auth, { contact_id: "visitor-b", message: "from b" }))
         const byContact = pageOf(yield* history(auth, { contact_id: "visitor-a" }))
-        expect(byContact.data.map((m: any) => [m.message, m.conversation_id])).toEqual([["from a", a.conversation_id]])
+        expect(byContact.data.map((m) => [m.message, m.conversation_id])).toEqual([["from a", a.conversation_id]])
         const byId = pageOf(yield* history(auth, { conversation_id: b.conversation_id }))
-        expect(byId.data.map((m: any) => m.message)).toEqual(["from b"])
+        expect(byId.data.map((m) => m.message)).toEqual(["from b"])
         const both = pageOf(yield* history(auth, { conversation_id: b.conversation_id, contact_id: "visitor-a" }))
-        expect(both.data.map((m: any) => m.message)).toEqual(["from a"])
+        expect(both.data.map((m) => m.message)).toEqual(["from a"])
         expectStatus(
           yield* history(auth, { conversation_id: a.conversation_id, contact_id: "nobody" }),
           403,
@@ -928,7 +953,7 @@ layer(TestServerLive())("web chat", (it) => {
       Effect.gen(function*() {
         const { auth, owner, pipeline } = yield* webChannel()
         const sibling = yield* createChannel(owner, { kind: "web", pipeline_id: pipeline.id })
-        const theirs = ok(yield* initiate(authOf(sibling), { contact_id: "sibling-visitor" }))
+        const theirs = ok(yield* initiate(authOf(sibling), { contact_id: "sibling-visitor" }), "webChat.initiate")
         received(yield* send(authOf(sibling), { contact_id: "sibling-visitor", message: "secret" }))
         const denied = [
           yield* history(auth, { conversation_id: theirs.conversation_id }),
@@ -974,8 +999,8 @@ layer(TestServerLive())("web chat", (it) => {
       form.append("message", "")
       form.append("files[]", file("signed content", "audio/ogg"), "voice.ogg")
       received(yield* send(auth, form))
-      const [message] = pageOf(yield* history(auth, { contact_id: "signed-visitor" })).data
-      return message.files[0] as { path: string; url: string }
+      const message = pageOf(yield* history(auth, { contact_id: "signed-visitor" })).data[0]!
+      return message.files[0]!
     })
 
     it.effect("a valid URL serves the file with its content type; a tampered signature is 404", () =>
@@ -1063,14 +1088,14 @@ layer(TestServerLive())("web chat", (it) => {
     it.effect("inbound messages update messages_count and last_message_content, [Attachment] for files only", () =>
       Effect.gen(function*() {
         const { auth, owner, pipeline } = yield* webChannel()
-        const session = ok(yield* initiate(auth, { contact_id: "summary-visitor" }))
+        const session = ok(yield* initiate(auth, { contact_id: "summary-visitor" }), "webChat.initiate")
         const opportunity = yield* opportunityOfContact(owner, pipeline.id, "summary-visitor")
         const summary = () =>
           Effect.map(get(owner, `/api/user/opportunities/${opportunity.id}`), (r) => {
-            const conversations = ok(r).conversations
+            const conversations = ok(r, "opportunities.get").conversations
             expect(conversations).toHaveLength(1)
-            expect(conversations[0].id).toBe(session.conversation_id)
-            return conversations[0]
+            expect(conversations[0]!.id).toBe(session.conversation_id)
+            return conversations[0]!
           })
         expect(yield* summary()).toMatchObject({ messages_count: 0, last_message_content: null, last_message_at: null })
 
@@ -1110,8 +1135,8 @@ layer(TestServerLive())("web chat", (it) => {
       Effect.gen(function*() {
         const alice = yield* webChannel()
         const bob = yield* webChannel()
-        const a = ok(yield* initiate(alice.auth, { contact_id: "shared-visitor" }))
-        const b = ok(yield* initiate(bob.auth, { contact_id: "shared-visitor" }))
+        const a = ok(yield* initiate(alice.auth, { contact_id: "shared-visitor" }), "webChat.initiate")
+        const b = ok(yield* initiate(bob.auth, { contact_id: "shared-visitor" }), "webChat.initiate")
         expect(b.conversation_id).not.toBe(a.conversation_id)
         received(yield* send(alice.auth, { contact_id: "shared-visitor", message: "alice's secret" }))
         received(yield* send(bob.auth, { contact_id: "shared-visitor", message: "bob's note" }))
@@ -1119,11 +1144,11 @@ layer(TestServerLive())("web chat", (it) => {
         expectStatus(yield* history(bob.auth, { conversation_id: a.conversation_id }), 403, "Unauthorized")
         expectStatus(yield* history(alice.auth, { conversation_id: b.conversation_id }), 403, "Unauthorized")
         const bobs = pageOf(yield* history(bob.auth, { contact_id: "shared-visitor" }))
-        expect(bobs.data.map((m: any) => [m.message, m.conversation_id])).toEqual([["bob's note", b.conversation_id]])
+        expect(bobs.data.map((m) => [m.message, m.conversation_id])).toEqual([["bob's note", b.conversation_id]])
         const alices = pageOf(
           yield* history(alice.auth, { contact_id: "shared-visitor", conversation_id: b.conversation_id })
         )
-        expect(alices.data.map((m: any) => [m.message, m.conversation_id])).toEqual([[
+        expect(alices.data.map((m) => [m.message, m.conversation_id])).toEqual([[
           "alice's secret",
           a.conversation_id
         ]])
@@ -1134,11 +1159,11 @@ layer(TestServerLive())("web chat", (it) => {
         refused(yield* send(mixed, { contact_id: "shared-visitor", message: "x" }), 401)
         expectStatus(yield* initiate(mixed, { contact_id: "shared-visitor" }), 401, "Invalid client credentials")
 
-        expect((yield* opportunitiesOf(alice.owner, alice.pipeline.id))[0].conversations.map((c: any) => c.id)).toEqual(
+        expect((yield* opportunitiesOf(alice.owner, alice.pipeline.id))[0]!.conversations.map((c) => c.id)).toEqual(
           [a.conversation_id]
         )
         expect(yield* opportunitiesOf(alice.owner, bob.pipeline.id)).toEqual([])
-        expect((yield* opportunitiesOf(bob.owner, bob.pipeline.id))[0].conversations[0].messages_count).toBe(1)
+        expect((yield* opportunitiesOf(bob.owner, bob.pipeline.id))[0]!.conversations[0]!.messages_count).toBe(1)
       }))
   })
 })

@@ -5,9 +5,10 @@
  * the new-session limit, the typing indicator and the signed reply webhook.
  */
 import { expect, layer } from "@effect/vitest"
-import { verifyServiceSignature } from "@parley/domain"
-import { Effect } from "effect"
+import { ReceiverAnswer, verifyServiceSignature } from "@parley/domain"
+import { Effect, Schema } from "effect"
 import { io } from "socket.io-client"
+import { bodyAs, failure } from "./support/Contract.js"
 import { expect422, expectStatus, funnel, ok, post, sqlRows } from "./support/Opportunities.js"
 import { call, fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
@@ -26,9 +27,16 @@ const shop = (extra: Record<string, unknown> = {}) =>
         pipeline_id: pipeline.id,
         allowed_origins: [SHOP],
         ...extra
-      })
+      }),
+      "channels.create"
     )
-    return { owner, pipeline, inbound, widget }
+    // a widget channel is created with its client id and secret
+    return {
+      owner,
+      pipeline,
+      inbound,
+      widget: { ...widget, client_id: widget.client_id!, client_secret: widget.client_secret! }
+    }
   })
 
 /** `origin` null: a request without an Origin header (not from a page). */
@@ -36,7 +44,17 @@ const session = (body: Record<string, unknown>, origin: string | null = SHOP) =>
   call("/api/widget/session", { method: "POST", body, headers: origin === null ? {} : { origin } })
 
 const open = (clientId: string, previous?: string) =>
-  Effect.map(session(previous === undefined ? { client_id: clientId } : { client_id: clientId, session: previous }), ok)
+  Effect.map(
+    session(previous === undefined ? { client_id: clientId } : { client_id: clientId, session: previous }),
+    (r) => ok(r, "widget.session")
+  )
+
+/** The messages a visitor socket's `new_message` event carries first, as far as these tests read them. */
+const SocketMessages = Schema.Array(
+  Schema.Struct({ role: Schema.String, is_manual: Schema.Boolean, message_id: Schema.String })
+)
+/** What `agent_typing` carries. */
+const TypingFlag = Schema.Struct({ typing: Schema.Boolean })
 
 const history = (token: string | undefined, query = "", origin?: string) =>
   call(`/api/widget/messages${query}`, {
@@ -103,21 +121,28 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
         expect(other.headers.get("access-control-allow-origin")).toBe("https://evil.example")
 
         expectStatus(yield* session({ client_id: "wc_unknown" }), 401, "Invalid client credentials")
-        const web = ok(yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: widget.pipeline_id }))
+        const web = ok(
+          yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: widget.pipeline_id }),
+          "channels.create"
+        )
         const notWidget = yield* session({ client_id: web.client_id })
         expect422(notWidget, ["client_id"])
-        expect(notWidget.body.message).toBe("This endpoint is only available for widget channels.")
+        expect(failure(notWidget).message).toBe("This endpoint is only available for widget channels.")
 
         // an empty allowlist allows no site at all
         const nowhere = ok(
-          yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: widget.pipeline_id })
+          yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: widget.pipeline_id }),
+          "channels.create"
         )
         expectStatus(yield* session({ client_id: nowhere.client_id }), 403, "Origin not allowed")
 
-        const unlinked = ok(yield* post(owner, "/api/user/channels", { kind: "widget", allowed_origins: [SHOP] }))
+        const unlinked = ok(
+          yield* post(owner, "/api/user/channels", { kind: "widget", allowed_origins: [SHOP] }),
+          "channels.create"
+        )
         const noPipeline = yield* session({ client_id: unlinked.client_id })
         expect422(noPipeline, ["client_id"])
-        expect(noPipeline.body.message).toBe("Channel is not linked to any pipeline")
+        expect(failure(noPipeline).message).toBe("Channel is not linked to any pipeline")
 
         const live = yield* open(widget.client_id)
         ok(
@@ -125,7 +150,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
             method: "PUT",
             token: owner.token,
             body: { is_active: false }
-          })
+          }),
+          "channels.update"
         )
         expectStatus(yield* session({ client_id: widget.client_id }), 401, "Invalid client credentials")
         expectStatus(yield* history(live.session), 401, "Invalid or expired widget session")
@@ -179,19 +205,29 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
         })
         expect(sent.status).toBe(200)
         expect(sent.headers.get("access-control-allow-origin")).toBe(SHOP)
-        const [stored] =
-          yield* sqlRows`select channel_id, external_chat_id, conversation_id, files from messages where id = ${sent.body.data.message_id}`
+        const [stored] = yield* sqlRows<
+          {
+            channel_id: number
+            external_chat_id: string
+            conversation_id: number
+            files: ReadonlyArray<{ path: string }>
+          }
+        >`select channel_id, external_chat_id, conversation_id, files from messages where id = ${
+          bodyAs(sent, ReceiverAnswer).data!.message_id
+        }`
         expect(stored).toMatchObject({
           channel_id: widget.id,
           external_chat_id: visitor.contact_id,
           conversation_id: visitor.conversation_id
         })
-        expect(stored!.files[0].path).toMatch(new RegExp(`^uploads/${widget.client_id}/`))
+        expect(stored!.files[0]!.path).toMatch(new RegExp(`^uploads/${widget.client_id}/`))
 
         const other = yield* open(widget.client_id)
         const wrongContact = yield* send(visitor, "hi", { contactId: other.contact_id })
         expect(wrongContact.status).toBe(403)
-        expect(wrongContact.body.message).toBe("The contact_id does not belong to this widget session.")
+        expect(bodyAs(wrongContact, ReceiverAnswer).message).toBe(
+          "The contact_id does not belong to this widget session."
+        )
         expect((yield* send(visitor, "hi", { origin: "https://evil.example" })).status).toBe(403)
         // a hex digit of the signature changed to another value ("a" to "A" would be the same byte: hex is
         // read case-insensitively, so one run in sixteen saw its "forgery" accepted)
@@ -200,12 +236,13 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
           visitor.session.slice(at + 1)
         const forged = yield* send(visitor, "hi", { auth: `Bearer ${tampered}` })
         expect(forged.status).toBe(401)
-        expect(forged.body.message).toBe("Invalid or expired widget session")
+        expect(bodyAs(forged, ReceiverAnswer).message).toBe("Invalid or expired widget session")
         expect((yield* send(visitor, "hi", { auth: "Bearer" })).status).toBe(401)
         // none of the refused ones was stored
-        const [{ n }] =
-          (yield* sqlRows`select count(*)::int as n from messages where conversation_id in (${visitor.conversation_id}, ${other.conversation_id}) and role = 'user'`) as any
-        expect(n).toBe(1)
+        const [counted] = yield* sqlRows<
+          { n: number }
+        >`select count(*)::int as n from messages where conversation_id in (${visitor.conversation_id}, ${other.conversation_id}) and role = 'user'`
+        expect(counted!.n).toBe(1)
       }))
 
     it.effect("history shows the visitor's own conversation only, with signed file URLs", () =>
@@ -216,11 +253,11 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
         expect((yield* send(ann, "Ann here", { files: [{ name: "a.txt", type: "text/plain", body: "x" }] })).status)
           .toBe(200)
         expect((yield* send(bob, "Bob here")).status).toBe(200)
-        const annPage = ok(yield* history(ann.session, "?per_page=50", SHOP))
-        const texts = annPage.data.filter((m: any) => m.role === "user").map((m: any) => m.message)
+        const annPage = ok(yield* history(ann.session, "?per_page=50", SHOP), "widget.history")
+        const texts = annPage.data.filter((m) => m.role === "user").map((m) => m.message)
         expect(texts).toEqual(["Ann here"])
-        expect(annPage.data.every((m: any) => m.conversation_id === ann.conversation_id)).toBe(true)
-        const file = annPage.data.find((m: any) => m.files.length > 0).files[0]
+        expect(annPage.data.every((m) => m.conversation_id === ann.conversation_id)).toBe(true)
+        const file = annPage.data.find((m) => m.files.length > 0)!.files[0]!
         const { baseUrl } = yield* TestServer
         expect(file.url.startsWith(baseUrl)).toBe(true)
         expect((yield* Effect.promise(() => fetch(file.url))).status).toBe(200)
@@ -241,8 +278,8 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
         const elsewhere = yield* open(theirs.client_id, visitor.session)
         expect(elsewhere.contact_id).not.toBe(visitor.contact_id)
         expect(elsewhere.conversation_id).not.toBe(visitor.conversation_id)
-        const theirHistory = ok(yield* history(elsewhere.session, "?per_page=50"))
-        expect(theirHistory.data.some((m: any) => m.message === "private question")).toBe(false)
+        const theirHistory = ok(yield* history(elsewhere.session, "?per_page=50"), "widget.history")
+        expect(theirHistory.data.some((m) => m.message === "private question")).toBe(false)
         // the other channel's session does not post into this conversation either
         const cross = yield* send({ ...elsewhere, contact_id: visitor.contact_id }, "hijack")
         expect(cross.status).toBe(403)
@@ -252,11 +289,12 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
       Effect.gen(function*() {
         const { owner, widget } = yield* shop()
         const visitor = yield* open(widget.client_id)
-        const rotated = ok(yield* post(owner, `/api/user/channels/${widget.id}/rotate`, {}))
+        const rotated = ok(yield* post(owner, `/api/user/channels/${widget.id}/rotate`, {}), "channels.rotate")
         expect(rotated.client_id).not.toBe(widget.client_id)
         expectStatus(yield* history(visitor.session), 401)
         expect((yield* send(visitor, "still there?")).status).toBe(401)
-        const fresh = yield* open(rotated.client_id, visitor.session)
+        expect(rotated.client_id).not.toBeNull()
+        const fresh = yield* open(rotated.client_id!, visitor.session)
         expect(fresh.contact_id).not.toBe(visitor.contact_id)
       }))
 
@@ -278,7 +316,9 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
         const { widget } = yield* shop({ callback_url: hook.url })
         expect(widget.client_secret).toMatch(/^wcs_/)
         const visitor = yield* open(widget.client_id)
-        const events: Array<{ name: string; args: Array<any> }> = []
+        const events: Array<{ name: string; args: ReadonlyArray<unknown> }> = []
+        const firstMessage = (e: { args: ReadonlyArray<unknown> }) =>
+          Schema.decodeUnknownSync(SocketMessages)(e.args[0])[0]!
         const socket = yield* Effect.acquireRelease(
           Effect.sync(() =>
             io(visitor.socket_url, {
@@ -290,7 +330,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
           ),
           (s) => Effect.sync(() => s.close())
         )
-        socket.onAny((name: string, ...args: Array<any>) => events.push({ name, args }))
+        socket.onAny((name: string, ...args: Array<unknown>) => events.push({ name, args }))
         const ack = yield* Effect.promise(() =>
           socket.timeout(5_000).emitWithAck("join-channel", {
             channel: visitor.channel,
@@ -306,16 +346,20 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", WIDGET_SESSIONS_PER_HOUR:
         const reply = yield* eventually(
           Effect.sync(() =>
             events.find((e) =>
-              e.name === "new_message" && e.args[0][0].role === "assistant" && e.args[0][0].is_manual === false
+              e.name === "new_message" && firstMessage(e).role === "assistant" && firstMessage(e).is_manual === false
             )
           )
         )
-        const typing = events.findIndex((e) => e.name === "agent_typing" && e.args[0].typing === true)
+        const typing = events.findIndex((e) =>
+          e.name === "agent_typing" && Schema.decodeUnknownSync(TypingFlag)(e.args[0]).typing === true
+        )
         expect(typing).toBeGreaterThanOrEqual(0)
         expect(typing).toBeLessThan(events.indexOf(reply))
 
         const delivered = yield* eventually(
-          Effect.sync(() => hook.received.find((r) => JSON.parse(r.rawBody).message_id === reply.args[0][0].message_id))
+          Effect.sync(() =>
+            hook.received.find((r) => JSON.parse(r.rawBody).message_id === firstMessage(reply).message_id)
+          )
         )
         const body = JSON.parse(delivered.rawBody)
         expect(body).toMatchObject({ event: "message", client_id: widget.client_id, contact_id: visitor.contact_id })

@@ -27,14 +27,15 @@ layer(TestServerLive())("workspace members", (it) => {
       const r = yield* get(owner, members(owner.workspace_id))
       expect(r.status).toBe(200)
       expect(r.body).toMatchObject({ status: true, code: 200, validation: [], message: "OK" })
-      expect(r.body.data).toEqual([
+      const listed = ok(r, "workspaces.members")
+      expect(listed).toEqual([
         { id: owner.user_id, name: "Zoe Owner", email: owner.email, role: "owner" },
         { id: ana.user_id, name: "Ana Manager", email: ana.email, role: "manager" },
         { id: ben.user_id, name: "Ben Manager", email: ben.email, role: "manager" }
       ])
       // a manager reads the managed workspace's members too, and their own workspace's
-      expect(ok(yield* get(ana, members(owner.workspace_id)))).toEqual(r.body.data)
-      expect(ok(yield* get(ana, members(ana.workspace_id)))).toEqual([
+      expect(ok(yield* get(ana, members(owner.workspace_id)), "workspaces.members")).toEqual(listed)
+      expect(ok(yield* get(ana, members(ana.workspace_id)), "workspaces.members")).toEqual([
         { id: ana.user_id, name: "Ana Manager", email: ana.email, role: "owner" }
       ])
     }))
@@ -66,7 +67,7 @@ layer(TestServerLive())("workspace members", (it) => {
         "Missing required scope: conversations:read"
       )
       const reader = yield* tokenFor(alice.email, ["conversations:read"])
-      expect(ok(yield* get({ token: reader.token }, members(alice.workspace_id)))).toHaveLength(1)
+      expect(ok(yield* get({ token: reader.token }, members(alice.workspace_id)), "workspaces.members")).toHaveLength(1)
       expectStatus(yield* call(members(alice.workspace_id)), 401)
       for (const bad of ["abc", "0", "-1", "1.5", "01"]) {
         expect422(yield* get(alice, `/api/user/workspaces/${bad}/members`), ["workspace"])

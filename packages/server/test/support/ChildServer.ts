@@ -14,6 +14,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
 import { embeddedDataPath, openPglite } from "../../src/db/Database.js"
+import type { ApiResponse } from "./Contract.js"
 import { createNativeDatabase, databaseMode, queryUrl } from "./NativeDatabase.js"
 import { freePort } from "./Ports.js"
 
@@ -72,7 +73,7 @@ export interface ChildDatabase {
    */
   readonly env: Record<string, string>
   /** One SQL statement on the server's database. Embedded: only while no server holds the data dir. */
-  readonly query: <A = Record<string, any>>(text: string, params?: ReadonlyArray<unknown>) => Promise<Array<A>>
+  readonly query: <A = Record<string, unknown>>(text: string, params?: ReadonlyArray<unknown>) => Promise<Array<A>>
   /** Removes the Postgres database at the end (the data dir is the test's to remove). */
   readonly drop: () => Promise<void>
 }
@@ -250,11 +251,20 @@ export const until = async <A>(
   throw new Error(`${what}: not within ${timeoutMs} ms`)
 }
 
+/**
+ * What `call` answers: an `ApiResponse` (support/Contract.ts), so `ok(r, "group.endpoint")` and `failure(r)`
+ * read it typed. Its body is still typed `any` for the callers that read `r.body.data` directly
+ * (reply-restart, delivery-restart, console.browser): once they read it through `ok`, this is `ApiResponse`.
+ */
+export interface ChildResponse extends ApiResponse {
+  readonly body: any
+}
+
 /** JSON request with a bearer token or Basic channel credentials. */
 export const call = async (
   url: string,
   init: RequestInit & { token?: string; basic?: readonly [string, string] } = {}
-) => {
+): Promise<ChildResponse> => {
   const { basic, token, ...rest } = init
   const authorization = token !== undefined
     ? `Bearer ${token}`
@@ -263,5 +273,6 @@ export const call = async (
     ...rest,
     headers: { authorization, accept: "application/json", "content-type": "application/json", ...rest.headers }
   })
-  return { status: response.status, body: (await response.json()) as any }
+  const body: unknown = await response.json()
+  return { status: response.status, body, headers: response.headers, method: rest.method ?? "GET", url }
 }

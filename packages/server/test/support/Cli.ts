@@ -6,6 +6,7 @@
  * loads), so a busy machine (another copy of the suite beside this one) gets longer waits, not failures.
  */
 import { expect } from "@effect/vitest"
+import { Schema } from "effect"
 import { execFile, execFileSync } from "node:child_process"
 import * as Path from "node:path"
 
@@ -50,12 +51,34 @@ export const run = (dataDir: string, args: ReadonlyArray<string>, extra: Record<
     )
   })
 
-/** `parley <args> --json`, which must succeed: its answer. */
-export const parley = async (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) => {
+/**
+ * `text` parsed as JSON and decoded with `schema` (the fields the test reads); the test fails on JSON of another
+ * shape. Fields the schema does not name are kept, so `toEqual` and `toMatchObject` still see the whole answer.
+ */
+export const jsonAs = <A, I>(text: string, schema: Schema.Schema<A, I>): A => {
+  const decoded = Schema.decodeUnknownEither(Schema.parseJson(schema), { onExcessProperty: "preserve" })(text.trim())
+  if (decoded._tag === "Left") expect.fail(`JSON of another shape: ${decoded.left.message}\n${text}`)
+  return decoded.right
+}
+
+/** `parley <args> --json`, which must succeed: its answer, decoded with `schema` (see `jsonAs`). */
+export const parleyAs = async <A, I>(
+  schema: Schema.Schema<A, I>,
+  dataDir: string,
+  args: ReadonlyArray<string>,
+  extra: Record<string, string> = {}
+) => {
   const ran = await run(dataDir, [...args, "--json"], extra)
   expect(ran.code, `parley ${args.join(" ")}:\n${ran.stdout}${ran.stderr}`).toBe(0)
-  return JSON.parse(ran.stdout.trim()) as any
+  return jsonAs(ran.stdout, schema)
 }
+
+/** A JSON object whose fields a test only compares whole or reads as `unknown`. */
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** `parley <args> --json`, which must succeed: its answer, a JSON object (`parleyAs` reads typed fields). */
+export const parley = (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
+  parleyAs(JsonObject, dataDir, args, extra)
 
 /** `parley <args>` for people, which must succeed: what it printed. */
 export const parleyText = async (dataDir: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) => {

@@ -46,26 +46,43 @@ export const textOutput = (text: string) => ({
   content: [{ type: "output_text", text, annotations: [] }]
 })
 
+/** An item of a Responses API request's `input`: a role's message, its content a string or parts with text. */
+export interface OpenAiInputItem {
+  readonly role?: string
+  readonly content?: string | ReadonlyArray<{ readonly text?: string }>
+}
+
+/** What the fakes read of a Responses API request's body (the rest is only ever stringified). */
+export interface OpenAiRequestBody {
+  readonly model?: string
+  readonly input?: string | ReadonlyArray<OpenAiInputItem>
+}
+
+/** A request a fake OpenAI server received: its path, JSON body (none when empty) and authorization header. */
+export interface OpenAiRequest {
+  readonly url: string | undefined
+  readonly body: OpenAiRequestBody | undefined
+  readonly authorization: string | undefined
+}
+
 /** What a fake OpenAI server received, and how it answers next. */
 export interface FakeOpenAiState {
-  readonly requests: Array<
-    { readonly url: string | undefined; readonly body: any; readonly authorization: string | undefined }
-  >
+  readonly requests: Array<OpenAiRequest>
   /** 500 with an error body on every `POST /v1/responses` while true */
   failing: boolean
   /** the answer's text from the request's body, when set (else the server's fixed text) */
-  answer?: ((body: any) => string) | undefined
+  answer?: ((body: OpenAiRequestBody | undefined) => string) | undefined
 }
 
 /** The text of a Responses API request's `input` items of `roles` (system and developer: the prompt's instructions). */
-export const inputText = (body: any, roles: ReadonlyArray<string>): Array<string> =>
+export const inputText = (body: OpenAiRequestBody | undefined, roles: ReadonlyArray<string>): Array<string> =>
   (Array.isArray(body?.input) ? body.input : [])
-    .filter((item: any) => roles.includes(item.role))
-    .map((item: any) =>
-      typeof item.content === "string"
-        ? item.content
-        : (item.content ?? []).map((part: any) => part.text ?? "").join("")
-    )
+    .filter((item) => item.role !== undefined && roles.includes(item.role))
+    .map((item) => {
+      if (typeof item.content === "string") return item.content
+      const parts: ReadonlyArray<{ readonly text?: string }> = item.content ?? []
+      return parts.map((part) => part.text ?? "").join("")
+    })
 
 /**
  * A local OpenAI-compatible server (Responses API at `/v1/responses`) on a random port: answers `text` with
@@ -80,7 +97,7 @@ export const fakeOpenAi = (state: FakeOpenAiState, text = "The annual plan is 99
           let raw = ""
           req.on("data", (c) => (raw += c))
           req.on("end", () => {
-            const body = raw ? JSON.parse(raw) : undefined
+            const body: OpenAiRequestBody | undefined = raw ? JSON.parse(raw) : undefined
             state.requests.push({ url: req.url, body, authorization: req.headers.authorization })
             if (req.url !== "/v1/responses") return res.writeHead(404).end()
             if (state.failing) {
@@ -89,7 +106,7 @@ export const fakeOpenAi = (state: FakeOpenAiState, text = "The annual plan is 99
               )
             }
             const said = state.answer?.(body) ?? text
-            const answer = openAiResponse(`resp_${state.requests.length}`, body.model, [textOutput(said)], {
+            const answer = openAiResponse(`resp_${state.requests.length}`, body?.model ?? "", [textOutput(said)], {
               input: 1000,
               output: 500
             })

@@ -31,7 +31,8 @@ export const followupSetup = (
         reply_debounce_ms: 0,
         instructions: "Parley answers customer chats. A demo call takes 30 minutes.",
         ...(options.followupLimit !== undefined ? { followup_limit: options.followupLimit } : {})
-      })
+      }),
+      "pipelines.update"
     )
     const nurture = yield* createStage(owner, pipeline.id, "Nurture", 1)
     const noResponse = ok(
@@ -42,7 +43,8 @@ export const followupSetup = (
         is_opening_message: true,
         opening_message_type: "static",
         static_opening_message: "We will close your request for now; write any time to pick it up again."
-      })
+      }),
+      "pipelines.createStage"
     )
     const followup = ok(
       yield* put(owner, `/api/user/stages/${nurture.id}/followup`, {
@@ -54,10 +56,12 @@ export const followupSetup = (
         instructions: "Ask whether they would like to book a demo call. Keep it short.",
         assets: "Our brochure is at https://example.com/brochure.pdf",
         after_followup_stage_id: noResponse.id
-      })
+      }),
+      "followups.save"
     ).followup
     const channel = ok(
-      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: callbackUrl })
+      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: callbackUrl }),
+      "channels.create"
     )
     return { owner, pipeline, nurture, noResponse, followup, channel }
   })

@@ -3,8 +3,10 @@
  * request for every operation and MCP tool (the cases spoil one thing of it). Destructive requests aim
  * at spare rows so the rest of the run keeps its targets.
  */
+import { ReceiverAnswer } from "@parley/domain"
 import { Effect } from "effect"
-import { freshPhone, funnel, ok, post, put } from "./Opportunities.js"
+import { bodyAs, ok } from "./Contract.js"
+import { freshPhone, fullOpportunity, funnel, post, put } from "./Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer } from "./TestServer.js"
 
 export interface Party {
@@ -51,20 +53,30 @@ const party = (label: string) =>
         name: "Spare stage",
         nature: "neutral",
         order: 9
-      })
+      }),
+      "pipelines.createStage"
     )
-    const channel = ok(yield* post(user, "/api/user/channels", { kind: "web", pipeline_id: f.pipeline.id }))
-    const spareChannel = ok(yield* post(user, "/api/user/channels", { kind: "web", name: "Spare" }))
+    const channel = ok(
+      yield* post(user, "/api/user/channels", { kind: "web", pipeline_id: f.pipeline.id }),
+      "channels.create"
+    )
+    const spareChannel = ok(yield* post(user, "/api/user/channels", { kind: "web", name: "Spare" }), "channels.create")
     const widget = ok(
-      yield* post(user, "/api/user/channels", { kind: "widget", pipeline_id: f.pipeline.id, allowed_origins: [ORIGIN] })
+      yield* post(user, "/api/user/channels", {
+        kind: "widget",
+        pipeline_id: f.pipeline.id,
+        allowed_origins: [ORIGIN]
+      }),
+      "channels.create"
     )
-    const basic = basicOf(channel.client_id, channel.client_secret)
+    const basic = basicOf(channel.client_id!, channel.client_secret!)
     const opportunity = ok(
       yield* post(user, "/api/user/opportunities", {
         pipeline_id: f.pipeline.id,
         tags: ["fuzz"],
         contact: { name: `Fuzz ${label}`, phone: freshPhone() }
-      })
+      }),
+      "opportunities.create"
     )
     const session = yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
       method: "POST",
@@ -88,7 +100,8 @@ const party = (label: string) =>
           { name: "title", data_type: "string", order: 1, is_searchable: true },
           { name: "price", data_type: "number", order: 2, is_filterable: true }
         ]
-      })
+      }),
+      "knowledge.create"
     )
     yield* put(user, `/api/user/knowledge-tables/${table.id}/points`, {
       points: [{ default_id: "p1", title: "Growth plan", price: 49 }]
@@ -101,7 +114,7 @@ const party = (label: string) =>
           type: "fixed",
           is_required: false
         }),
-        ok
+        (r) => ok(r, "automation.createVariable")
       )
     const action = (name: string) =>
       Effect.map(
@@ -113,7 +126,7 @@ const party = (label: string) =>
           fixed_trigger: "stage_started",
           stage_id: f.qualified.id
         }),
-        ok
+        (r) => ok(r, "automation.createAction")
       )
     const crmKey = yield* variable("crm_key")
     const spareVariable = yield* variable("spare_key")
@@ -123,36 +136,38 @@ const party = (label: string) =>
       yield* put(user, `/api/user/stages/${f.qualified.id}/followup`, {
         is_active: false,
         intervals: [{ interval_value: 1, interval_unit: "day" }]
-      })
+      }),
+      "followups.save"
     )
     ok(
       yield* put(user, `/api/user/stages/${spareStage.id}/followup`, {
         is_active: false,
         intervals: [{ interval_value: 1, interval_unit: "day" }]
-      })
+      }),
+      "followups.save"
     )
 
     const p = {
       bearer: `Bearer ${user.token}`,
       basic,
-      widgetClientId: widget.client_id as string,
-      widgetSession: widgetSession.body.data.session as string,
-      pipelineId: f.pipeline.id as number,
-      stageId: f.inbound.id as number,
-      wonStageId: f.won.id as number,
-      spareStageId: spareStage.id as number,
-      channelId: channel.id as number,
-      spareChannelId: spareChannel.id as number,
-      conversationId: session.body.data.conversation_id as number,
-      opportunityId: opportunity.id as number,
-      contactId: opportunity.contact_id as number,
-      tagId: opportunity.tags[0].id as number,
-      tableId: table.id as number,
-      variableId: crmKey.id as number,
-      spareVariableId: spareVariable.id as number,
-      actionId: notify.id as number,
-      spareActionId: spareAction.id as number,
-      messageId: inbound.body.data.message_id as string
+      widgetClientId: widget.client_id!,
+      widgetSession: ok(widgetSession, "widget.session").session,
+      pipelineId: f.pipeline.id,
+      stageId: f.inbound.id,
+      wonStageId: f.won.id,
+      spareStageId: spareStage.id,
+      channelId: channel.id,
+      spareChannelId: spareChannel.id,
+      conversationId: ok(session, "webChat.initiate").conversation_id,
+      opportunityId: opportunity.id,
+      contactId: opportunity.contact_id,
+      tagId: fullOpportunity(opportunity).tags[0]!.id,
+      tableId: table.id,
+      variableId: crmKey.id,
+      spareVariableId: spareVariable.id,
+      actionId: notify.id,
+      spareActionId: spareAction.id,
+      messageId: bodyAs(inbound, ReceiverAnswer).data!.message_id
     }
     const pathValues: Record<string, string> = {
       pipeline: String(p.pipelineId),

@@ -26,12 +26,14 @@ export const knowledgeTable = (
           is_filterable: false,
           is_unique: false
         }]
-      })
-    ) as { id: number }
+      }),
+      "knowledge.create"
+    )
     ok(
       yield* put(owner, `/api/user/knowledge-tables/${table.id}/points`, {
         points: rows.map((answer, i) => ({ default_id: `fact-${i + 1}`, answer }))
-      })
+      }),
+      "knowledge.upsert"
     )
     return table.id
   })
@@ -49,7 +51,8 @@ export const withKnowledge = (
         rag_mode: "hybrid",
         no_of_relevant_points: Math.min(rows.length, 5),
         attach_knowledge_table_ids: [table]
-      })
+      }),
+      "pipelines.update"
     )
     return table
   })

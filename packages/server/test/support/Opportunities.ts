@@ -1,10 +1,14 @@
 /** Helpers shared by the opportunity, contact and conversation suites. */
 import { SqlClient } from "@effect/sql"
 import { expect } from "@effect/vitest"
+import type { Opportunity, OpportunityOnContact } from "@parley/domain"
 import { Effect } from "effect"
+import { type ApiResponse, failure, ok } from "./Contract.js"
 import { call } from "./TestServer.js"
 
-export type Api = ReturnType<typeof call> extends Effect.Effect<infer A, any, any> ? A : never
+export { ok }
+/** @deprecated the response type is `ApiResponse` (support/Contract.ts) */
+export type Api = ApiResponse
 export interface Caller {
   readonly token: string
 }
@@ -17,31 +21,31 @@ export const del = (who: Caller, path: string) => call(path, { method: "DELETE",
 /** ISO 8601 UTC with microseconds (SPEC.md 2.2). */
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
-export const fieldsOf = (r: Api): Array<string> => r.body.validation.map((v: any) => v.field).sort()
+export const fieldsOf = (r: ApiResponse): Array<string> => failure(r).validation.map((v) => v.field).sort()
 
-export const expect422 = (r: Api, fields: ReadonlyArray<string>) => {
+export const expect422 = (r: ApiResponse, fields: ReadonlyArray<string>) => {
   expect(r.status).toBe(422)
   expect(r.body).toMatchObject({ status: false, code: 422, data: null })
   expect(fieldsOf(r)).toEqual([...fields].sort())
 }
 
-export const expectStatus = (r: Api, status: number, message?: string) => {
+export const expectStatus = (r: ApiResponse, status: number, message?: string) => {
   expect(r.status).toBe(status)
   expect(r.body).toMatchObject({ status: false, code: status, data: null })
-  if (message !== undefined) expect(r.body.message).toBe(message)
-}
-
-export const ok = (r: Api) => {
-  if (r.status !== 200) expect(r.body).toBe("a 200 answer")
-  expect(r.body).toMatchObject({ status: true, code: 200 })
-  return r.body.data
+  if (message !== undefined) expect(failure(r).message).toBe(message)
 }
 
 export const createPipeline = (who: Caller, name: string) =>
-  Effect.map(post(who, "/api/user/pipelines", { name, agent_type_id: 1, ai_model_id: 1, language_id: 1 }), ok)
+  Effect.map(
+    post(who, "/api/user/pipelines", { name, agent_type_id: 1, ai_model_id: 1, language_id: 1 }),
+    (r) => ok(r, "pipelines.create")
+  )
 
 export const createStage = (who: Caller, pipelineId: number, name: string, order: number, nature = "neutral") =>
-  Effect.map(post(who, `/api/user/pipelines/${pipelineId}/stages`, { name, nature, order }), ok)
+  Effect.map(
+    post(who, `/api/user/pipelines/${pipelineId}/stages`, { name, nature, order }),
+    (r) => ok(r, "pipelines.createStage")
+  )
 
 /**
  * A pipeline with three stages created so that the first by order ("Inbound") is not the first
@@ -58,10 +62,17 @@ export const funnel = (who: Caller, name = "Sales") =>
 
 /** A web channel linked to the pipeline: the pipeline's channel for conversations. */
 export const linkWebChannel = (who: Caller, pipelineId: number) =>
-  Effect.map(post(who, "/api/user/channels", { kind: "web", pipeline_id: pipelineId }), ok)
+  Effect.map(post(who, "/api/user/channels", { kind: "web", pipeline_id: pipelineId }), (r) => ok(r, "channels.create"))
 
+/** An opportunity created with a `contact` (not a `contact_id`): the full record, tags included. */
 export const createOpportunity = (who: Caller, body: Record<string, unknown>) =>
-  Effect.map(post(who, "/api/user/opportunities", body), ok)
+  Effect.map(post(who, "/api/user/opportunities", body), (r) => fullOpportunity(ok(r, "opportunities.create")))
+
+/** The full record that creating with `contact` answers (SPEC.md 2.2), not the one for `contact_id`. */
+export const fullOpportunity = (o: Opportunity | OpportunityOnContact): Opportunity => {
+  if (!("tags" in o)) return expect.fail(`expected the full opportunity, got ${JSON.stringify(o)}`)
+  return o
+}
 
 const phoneBase = 1000 + Math.floor(Math.random() * 9000)
 let phones = 0
@@ -120,7 +131,10 @@ export const listingFixture = (alice: Caller & { readonly workspace_id: number }
       status: "lost",
       contact: { name: "Cara Diaz", phone: caraPhone }
     })
-    ok(yield* put(alice, `/api/user/opportunities/${o4.id}`, { contact: { name: "Zed Override" } }))
+    ok(
+      yield* put(alice, `/api/user/opportunities/${o4.id}`, { contact: { name: "Zed Override" } }),
+      "opportunities.update"
+    )
     yield* sqlRows`update contacts set identifier = 'ext-777' where id = ${o4.contact_id}`
     const days: Array<[number, string]> = [[o1.id, "2026-01-10"], [o2.id, "2026-01-11"], [o3.id, "2026-01-12"], [
       o4.id,

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { ok } from "./Contract.js"
 import { call, seedUser } from "./TestServer.js"
 
 /** A web channel with a callback URL, and one assistant reply on one of its conversations. */
@@ -11,17 +12,20 @@ export const replyOn = (callbackUrl: string) =>
       token: owner.token,
       body: { name: "Support", agent_type_id: 2, ai_model_id: 1, language_id: 1 }
     })
-    const pipelineId = pipeline.body.data.id
+    const pipelineId = ok(pipeline, "pipelines.create").id
     yield* call(`/api/user/pipelines/${pipelineId}/stages`, {
       method: "POST",
       token: owner.token,
       body: { name: "Open", nature: "neutral", order: 1 }
     })
-    const channel = (yield* call("/api/user/channels", {
-      method: "POST",
-      token: owner.token,
-      body: { kind: "web", pipeline_id: pipelineId, callback_url: callbackUrl }
-    })).body.data
+    const channel = ok(
+      yield* call("/api/user/channels", {
+        method: "POST",
+        token: owner.token,
+        body: { kind: "web", pipeline_id: pipelineId, callback_url: callbackUrl }
+      }),
+      "channels.create"
+    )
     const sql = yield* SqlClient.SqlClient
     const [contact] = yield* sql<{ id: number }>`
       insert into contacts (workspace_id, identifier) values (${owner.workspace_id}, 'visitor-42') returning id`

@@ -20,6 +20,7 @@ import { Readiness } from "../../src/http/Readiness.js"
 import { Identity } from "../../src/identity/Identity.js"
 import { MetricsServerLive } from "../../src/observability/MetricsServer.js"
 import { TelemetryLive } from "../../src/observability/Telemetry.js"
+import type { ApiResponse } from "./Contract.js"
 import { createNativeDatabase, databaseMode } from "./NativeDatabase.js"
 
 export { databaseMode }
@@ -88,11 +89,7 @@ export const TestServerLive = (overrides: Record<string, string> = {}) =>
     Layer.provide(testConfig(overrides))
   )
 
-export interface ApiResponse {
-  readonly status: number
-  readonly body: any
-  readonly headers: Headers
-}
+export type { ApiResponse }
 
 export interface RequestOptions {
   readonly method?: string
@@ -107,13 +104,14 @@ export const fetchJson = (url: string, init: RequestInit = {}) =>
   Effect.promise(async (): Promise<ApiResponse> => {
     const response = await fetch(url, init)
     const text = await response.text()
+    const asked = { method: init.method ?? "GET", url }
     let body: unknown = text
     try {
       body = text.length > 0 ? JSON.parse(text) : null
     } catch {
       // not JSON: keep the text
     }
-    return { status: response.status, body, headers: response.headers }
+    return { status: response.status, body, headers: response.headers, ...asked }
   })
 
 /** `fetch` against the running server; JSON in and out. */

@@ -1,7 +1,8 @@
 /** What the pipeline-version tests share (versions.http.test.ts, versions-drafts.http.test.ts). */
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
-import { type Caller, get, ok, post } from "./Opportunities.js"
+import { type ApiResponse, ok } from "./Contract.js"
+import { type Caller, get, post } from "./Opportunities.js"
 import { call } from "./TestServer.js"
 import { eventually } from "./WebhookReceiver.js"
 
@@ -17,7 +18,7 @@ export const drafts = (who: Caller & { workspace_id: number }, on: boolean) =>
       token: who.token,
       body: { drafts: on }
     }),
-    ok
+    (r) => ok(r, "versions.updateSettings")
   )
 
 /** A pipeline whose instructions say refunds take five days, with a stage "Open" and a web channel. */
@@ -31,26 +32,31 @@ export const refundPipeline = (who: Caller) =>
         language_id: 1,
         instructions: FIVE_DAYS,
         reply_debounce_ms: 0
-      })
+      }),
+      "pipelines.create"
     )
     const open = ok(
-      yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 })
+      yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
+      "pipelines.createStage"
     )
-    const channel = ok(yield* post(who, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }))
+    const channel = ok(
+      yield* post(who, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
+      "channels.create"
+    )
     return { pipeline, open, channel }
   })
 
-/** A 201 answer's data (publish, rollback). */
-export const created = (r: { status: number; body: any }) => {
+/** A 201 answer's data (publish, rollback), checked against the endpoint's contract. */
+export const created = (r: ApiResponse, key: "versions.publish" | "versions.rollback") => {
   expect(r.status).toBe(201)
-  return r.body.data
+  return ok(r, key)
 }
 
 /** An eval run once it finished. */
 export const finished = (who: Caller, runId: number) =>
   eventually(
     Effect.map(get(who, `/api/user/eval-runs/${runId}`), (r) => {
-      const run = ok(r)
+      const run = ok(r, "evals.getRun")
       return run.status === "running" ? undefined : run
     }),
     60_000

@@ -1,6 +1,8 @@
 /** A contact writing through the web-chat receiver, as a chat front end does. */
 import { expect } from "@effect/vitest"
+import { ReceiverAnswer } from "@parley/domain"
 import { Effect } from "effect"
+import { bodyAs } from "./Contract.js"
 import { fetchJson, TestServer } from "./TestServer.js"
 
 /** HTTP Basic credentials of a web channel. */
@@ -16,5 +18,5 @@ export const say = (channel: { client_id: string; client_secret: string }, conta
       body: JSON.stringify({ contact_id: contactId, message })
     })).pipe(Effect.map((r) => {
       expect(r.status).toBe(200)
-      return r.body.data.message_id as string
+      return bodyAs(r, ReceiverAnswer).data!.message_id
     }))
