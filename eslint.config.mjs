@@ -29,5 +29,17 @@ export default tseslint.config(
       // the tests' untyped bodies are issue 37's next step; until then `any` is allowed where it is written
       "@typescript-eslint/no-explicit-any": "off"
     }
+  },
+  {
+    // one writer per table (docs/architecture.md, "Who writes each table"): the SQL that writes these tables is
+    // built only by their `tables/*Writes.ts` module; a repository embeds those fragments in its own statement
+    files: ["packages/server/src/**/*.ts"],
+    ignores: ["packages/server/src/db/migrations/**", "packages/server/src/tables/**"],
+    rules: {
+      "no-restricted-syntax": ["error", {
+        selector: "TemplateElement[value.raw=/\\b(insert\\s+into|update|delete\\s+from)\\s+(messages|conversations|workspaces)\\b/i]",
+        message: "messages, conversations and workspaces are written only by packages/server/src/tables (MessageWrites, ConversationWrites, WorkspaceWrites)."
+      }]
+    }
   }
 )

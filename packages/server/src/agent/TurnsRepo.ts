@@ -5,6 +5,8 @@
  */
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import * as MessageWrites from "../tables/MessageWrites.js"
+import * as WorkspaceWrites from "../tables/WorkspaceWrites.js"
 import { ConversationRow, TurnSnapshot } from "./TurnRows.js"
 
 /** The newest unanswered contact message with its pipeline's debounce, and replies not yet delivered. */
@@ -67,9 +69,11 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
 
     /** Marks a turn's contact messages handled with `reason` (a skip; a reply or failure does it in storeReply). */
     const markHandled = (conversationId: string, upTo: string, reason: string) =>
-      sql`update messages set handled_at = now(), handled_reason = ${reason} where ${
-        unhandledUpTo(conversationId, upTo)
-      }`
+      MessageWrites.update(
+        sql,
+        { handled_at: sql`now()`, handled_reason: reason },
+        sql`where ${unhandledUpTo(conversationId, upTo)}`
+      )
 
     const pendingWorkOf = (conversationId: string) =>
       sql`
@@ -115,25 +119,50 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
           ), paid as (
             select ${r.cost}::numeric <= 0 or coalesce((select covered from funds), false) as ok
           ), stored as (
-            insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
-                                  role, status, message, external_chat_id, call_type, is_manual, cost_for_user, ai_model_id, model,
-                                  input_tokens, output_tokens, in_reply_to, error, followup_sequence_id, followup_step)
-            select ${r.id}, c.workspace_id, c.id, c.opportunity_id, c.contact_id, c.channel_id, c.stage_id,
-                   coalesce(c.opportunity_pipeline_id, c.channel_pipeline_id), 'assistant', ${r.status}, ${r.text},
-                   c.external_chat_id, ${r.callType}, false, ${r.cost}::numeric, ${r.modelId}, ${r.model}, ${r.inputTokens}, ${r.outputTokens},
-                   ${r.inReplyTo}, ${r.error}, ${r.followupSequenceId}, ${r.followupStep}
+            ${
+          MessageWrites.insert(sql, {
+            id: r.id,
+            workspace_id: sql`c.workspace_id`,
+            conversation_id: sql`c.id`,
+            opportunity_id: sql`c.opportunity_id`,
+            contact_id: sql`c.contact_id`,
+            channel_id: sql`c.channel_id`,
+            stage_id: sql`c.stage_id`,
+            pipeline_id: sql`coalesce(c.opportunity_pipeline_id, c.channel_pipeline_id)`,
+            role: "assistant",
+            status: r.status,
+            message: r.text,
+            external_chat_id: sql`c.external_chat_id`,
+            call_type: r.callType,
+            is_manual: false,
+            cost_for_user: sql`${r.cost}::numeric`,
+            ai_model_id: r.modelId,
+            model: r.model,
+            input_tokens: r.inputTokens,
+            output_tokens: r.outputTokens,
+            in_reply_to: r.inReplyTo,
+            error: r.error,
+            followup_sequence_id: r.followupSequenceId,
+            followup_step: r.followupStep
+          })
+        }
             from c where (select ok from paid)
             on conflict (in_reply_to) where in_reply_to is not null do nothing
             returning id, workspace_id
           ), charged as (
             -- atomic: concurrent turns of one workspace each subtract their own cost
-            update workspaces w set credits = w.credits - ${r.cost}::numeric, updated_at = now()
-            from stored where ${r.cost}::numeric > 0 and w.id = stored.workspace_id
+            ${
+          WorkspaceWrites.chargeCredits(sql, sql`(select workspace_id from stored)`, r.cost, { coveredOnly: false })
+        }
           ), handled as (
-            update messages set handled_at = now(),
-              handled_reason = case when (select ok from paid) or exists (select 1 from messages where in_reply_to = ${r.inReplyTo})
-                                    then ${r.reason} else 'no_credits' end
-            where ${r.upTo}::text is not null and ${unhandledUpTo(r.conversationId, r.upTo)}
+            ${
+          MessageWrites.update(sql, {
+            handled_at: sql`now()`,
+            handled_reason:
+              sql`case when (select ok from paid) or exists (select 1 from messages where in_reply_to = ${r.inReplyTo})
+                     then ${r.reason} else 'no_credits' end`
+          }, sql`where ${r.upTo}::text is not null and ${unhandledUpTo(r.conversationId, r.upTo)}`)
+        }
           )
           select (select id from stored) as stored_id, (select id from messages where in_reply_to = ${r.inReplyTo}) as existing_id,
                  (select workspace_id from c) as workspace_id, (select is_eval from c) as is_eval, not (select ok from paid) as unpaid`

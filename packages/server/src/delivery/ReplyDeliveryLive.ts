@@ -4,6 +4,7 @@ import { Effect, Either, Layer, Metric, MetricLabel, Option, Schema } from "effe
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { attemptOutcome, OutboundHttp } from "../outbound/OutboundHttp.js"
+import * as MessageWrites from "../tables/MessageWrites.js"
 
 /**
  * A reply, its channel, and the delivery log's row for the attempt that is about to be made (`log_id`:
@@ -146,11 +147,14 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
         }
             where id = ${target.log_id}
           )
-          update messages
-          set status = case when ${options.markSent}::boolean then 'sent_to_user' else status end,
-              error = case when ${options.markSent}::boolean then null else error end,
-              external_message_id = coalesce(${external}::text, external_message_id), updated_at = now()
-          where id = ${target.id} and (${options.markSent}::boolean or ${external}::text is not null)`
+          ${
+          MessageWrites.update(sql, {
+            status: sql`case when ${options.markSent}::boolean then 'sent_to_user' else status end`,
+            error: sql`case when ${options.markSent}::boolean then null else error end`,
+            external_message_id: sql`coalesce(${external}::text, external_message_id)`,
+            updated_at: sql`now()`
+          }, sql`where id = ${target.id} and (${options.markSent}::boolean or ${external}::text is not null)`)
+        }`
         yield* Metric.increment(
           Metric.taggedWithLabels(webhookDeliveries, [
             MetricLabel.make(

@@ -6,6 +6,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { EvalRecordedAction, EvalTranscriptEntry } from "@parley/domain"
 import { Effect, Schema } from "effect"
+import * as MessageWrites from "../tables/MessageWrites.js"
+import * as WorkspaceWrites from "../tables/WorkspaceWrites.js"
 
 const World = Schema.Struct({ conversationId: Schema.Number, opportunityId: Schema.Number })
 export type World = typeof World.Type
@@ -35,10 +37,23 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
     /** A contact message with the conversation's opportunity, stage and pipeline, as the receiver stores one. */
     const contactMessage = (r: { id: string; conversationId: number; text: string }) =>
       sql`
-        insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
-                              role, status, message, call_type, is_manual)
-        select ${r.id}, c.workspace_id, c.id, o.id, c.contact_id, null, o.stage_id, o.pipeline_id, 'user', 'received', ${r.text},
-               'eval', false
+        ${
+        MessageWrites.insert(sql, {
+          id: r.id,
+          workspace_id: sql`c.workspace_id`,
+          conversation_id: sql`c.id`,
+          opportunity_id: sql`o.id`,
+          contact_id: sql`c.contact_id`,
+          channel_id: null,
+          stage_id: sql`o.stage_id`,
+          pipeline_id: sql`o.pipeline_id`,
+          role: "user",
+          status: "received",
+          message: r.text,
+          call_type: "eval",
+          is_manual: false
+        })
+      }
         from conversations c
         join conversation_opportunity co on co.conversation_id = c.id join opportunities o on o.id = co.opportunity_id
         where c.id = ${r.conversationId} and c.is_eval`
@@ -115,8 +130,7 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
      * concurrent charges, which wait for the row's lock and then see the new balance).
      */
     const charge = (workspaceId: number, cost: number) =>
-      sql`update workspaces set credits = credits - ${cost}::numeric, updated_at = now()
-          where id = ${workspaceId} and ${cost}::numeric > 0 and credits >= ${cost}::numeric returning id`
+      sql`${WorkspaceWrites.chargeCredits(sql, workspaceId, cost, { coveredOnly: true })} returning id`
 
     return {
       contactMessage: (r: { id: string; conversationId: number; text: string }) =>

@@ -4,6 +4,7 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import * as MessageWrites from "../tables/MessageWrites.js"
 import { joinConversationPipeline } from "./ConversationPipeline.js"
 
 /** A handoff event as its dispatch reads it: what it asks for (a bridge, a summary) and whether that is still due. */
@@ -84,12 +85,30 @@ export class BridgeRepo extends Effect.Service<BridgeRepo>()("@parley/server/Bri
       Result: Schema.Struct({ workspace_id: Schema.Number }),
       execute: (b) =>
         sql`
-          insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
-                                role, status, message, external_chat_id, call_type, is_manual, cost_for_user, ai_model_id, model,
-                                input_tokens, output_tokens, handoff_event_id)
-          select ${b.id}, c.workspace_id, c.id, o.id, c.contact_id, c.channel_id, o.stage_id, coalesce(o.pipeline_id, ch.pipeline_id),
-                 'assistant', 'ai_generated', ${b.text}, c.external_chat_id, 'handoff_bridge', false, ${b.cost},
-                 ${b.aiModelId}, ${b.model}, ${b.inputTokens}, ${b.outputTokens}, ${b.eventId}
+          ${
+          MessageWrites.insert(sql, {
+            id: b.id,
+            workspace_id: sql`c.workspace_id`,
+            conversation_id: sql`c.id`,
+            opportunity_id: sql`o.id`,
+            contact_id: sql`c.contact_id`,
+            channel_id: sql`c.channel_id`,
+            stage_id: sql`o.stage_id`,
+            pipeline_id: sql`coalesce(o.pipeline_id, ch.pipeline_id)`,
+            role: "assistant",
+            status: "ai_generated",
+            message: b.text,
+            external_chat_id: sql`c.external_chat_id`,
+            call_type: "handoff_bridge",
+            is_manual: false,
+            cost_for_user: b.cost,
+            ai_model_id: b.aiModelId,
+            model: b.model,
+            input_tokens: b.inputTokens,
+            output_tokens: b.outputTokens,
+            handoff_event_id: b.eventId
+          })
+        }
           from handoff_events e
           join conversations c on c.id = e.conversation_id
           left join channels ch on ch.id = c.channel_id

@@ -16,6 +16,7 @@ import {
   WorkspaceId
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
+import * as ConversationWrites from "../tables/ConversationWrites.js"
 import { joinConversationPipeline } from "./ConversationPipeline.js"
 
 /** A conversation's handoff as a move reads it, with its pipeline's settings. */
@@ -126,29 +127,23 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
     })
 
     const update = (id: number, c: HandoffColumns) => {
-      const at = (v: "now" | null) => (v === null ? sql`null` : sql`now()`)
-      const set = [
-        sql`handoff_state = ${c.state}`,
-        sql`status = ${c.status}`,
-        ...(c.requested_at === undefined ? [] : [sql`handoff_requested_at = ${at(c.requested_at)}`]),
-        ...(c.requested_by === undefined ? [] : [sql`handoff_requested_by = ${c.requested_by}`]),
-        ...(c.reason === undefined ? [] : [sql`handoff_reason = ${c.reason}`]),
-        ...(c.summary === undefined ? [] : [sql`handoff_summary = ${c.summary}`]),
-        ...(c.assignee_id === undefined ? [] : [sql`handoff_assignee_id = ${c.assignee_id}`]),
-        ...(c.taken_at === undefined ? [] : [sql`handoff_taken_at = ${at(c.taken_at)}`]),
-        ...(c.returned_at === undefined ? [] : [sql`handoff_returned_at = ${at(c.returned_at)}`]),
-        ...(c.return_note === undefined ? [] : [sql`handoff_return_note = ${c.return_note}`]),
-        ...(c.returned_upto === undefined ? [] : [sql`handoff_returned_upto = ${c.returned_upto}`]),
-        ...(c.due_in_seconds === undefined
-          ? []
-          : [
-            sql`handoff_due_at = ${
-              c.due_in_seconds === null ? sql`null` : sql`now() + ${c.due_in_seconds}::int * interval '1 second'`
-            }`
-          ]),
-        sql`updated_at = now()`
-      ]
-      return sql`update conversations set ${sql.csv(set)} where id = ${id}`.pipe(Effect.asVoid)
+      const at = (v: "now" | null | undefined) => (v === undefined ? undefined : v === null ? null : sql`now()`)
+      const due = c.due_in_seconds
+      return ConversationWrites.update(sql, {
+        handoff_state: c.state,
+        status: c.status,
+        handoff_requested_at: at(c.requested_at),
+        handoff_requested_by: c.requested_by,
+        handoff_reason: c.reason,
+        handoff_summary: c.summary,
+        handoff_assignee_id: c.assignee_id,
+        handoff_taken_at: at(c.taken_at),
+        handoff_returned_at: at(c.returned_at),
+        handoff_return_note: c.return_note,
+        handoff_returned_upto: c.returned_upto,
+        handoff_due_at: due === undefined || due === null ? due : sql`now() + ${due}::int * interval '1 second'`,
+        updated_at: sql`now()`
+      }, sql`where id = ${id}`).pipe(Effect.asVoid)
     }
 
     const insertEvent = SqlSchema.single({
@@ -217,11 +212,15 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
        * The summary of a request, on the handoff and appended to the notes, once (while no later request replaced it).
        */
       storeSummary: (eventId: number, summary: string) =>
-        sql`
-          update conversations c set handoff_summary = ${summary},
-            notes = c.notes || array[${`Handoff summary: ${summary}`}]::text[], updated_at = now()
-          from handoff_events e
-          where e.id = ${eventId} and c.id = e.conversation_id and c.handoff_summary is null`.pipe(
+        ConversationWrites.update(
+          sql,
+          {
+            handoff_summary: summary,
+            notes: sql`notes || array[${`Handoff summary: ${summary}`}]::text[]`,
+            updated_at: sql`now()`
+          },
+          sql`where handoff_summary is null and id = (select conversation_id from handoff_events where id = ${eventId})`
+        ).pipe(
           Effect.asVoid,
           Effect.orDie
         ),

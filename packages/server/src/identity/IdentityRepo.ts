@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Scope, TokenId, UserId, WorkspaceId } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
+import * as WorkspaceWrites from "../tables/WorkspaceWrites.js"
 
 /** Stored scopes as granted today: one no longer in `Scopes` (a scope retired) grants nothing, and fails no read. */
 export const StoredScopes = Schema.transform(Schema.Array(Schema.String), Schema.Array(Scope), {
@@ -149,21 +150,25 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
     const insertWorkspace = SqlSchema.single({
       Request: NewWorkspace,
       Result: Schema.Struct({ id: WorkspaceId }),
-      execute: (w) => sql`insert into workspaces ${sql.insert(w)} returning id`
+      execute: (w) => sql`${WorkspaceWrites.insert(sql, w)} returning id`
     })
 
     const updateWorkspace = SqlSchema.findOne({
       Request: WorkspaceChanges,
       Result: MembershipRow,
       execute: (set) =>
-        sql`
-          update workspaces set
-            credits = coalesce(${set.credits}::numeric, credits),
-            training_credits = coalesce(${set.training_credits}::numeric, training_credits),
-            is_subscription_active = coalesce(${set.is_subscription_active}::boolean, is_subscription_active),
-            updated_at = now()
-          where id = ${set.id}
-          returning id, name, 'owner' as role, is_subscription_active, credits, training_credits`
+        sql`${
+          WorkspaceWrites.update(
+            sql,
+            {
+              credits: set.credits ?? undefined,
+              training_credits: set.training_credits ?? undefined,
+              is_subscription_active: set.is_subscription_active ?? undefined,
+              updated_at: sql`now()`
+            },
+            sql`where id = ${set.id} returning id, name, 'owner' as role, is_subscription_active, credits, training_credits`
+          )
+        }`
     })
 
     const trainingCredits = SqlSchema.findOne({
@@ -268,7 +273,7 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
        * cover it (the row's lock makes concurrent charges wait for each other): whether it was charged.
        */
       spendCredits: (id: WorkspaceId | number, cost: number) =>
-        sql`update workspaces set credits = credits - ${cost}, updated_at = now() where id = ${id} and credits >= ${cost} returning id`
+        sql`${WorkspaceWrites.chargeCredits(sql, id, cost, { coveredOnly: true })} returning id`
           .pipe(
             Effect.map((rows) => rows.length > 0),
             Effect.orDie
@@ -276,7 +281,7 @@ export class IdentityRepo extends Effect.Service<IdentityRepo>()("@parley/server
 
       /** One credit per point embedded (knowledge upserts), in the caller's transaction. */
       spendTrainingCredits: (id: WorkspaceId | number, credits: number) =>
-        sql`update workspaces set training_credits = training_credits - ${credits}, updated_at = now() where id = ${id}`
+        WorkspaceWrites.spendTrainingCredits(sql, id, credits)
           .pipe(
             Effect.asVoid,
             Effect.orDie

@@ -14,6 +14,7 @@ import {
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, flow, Option, Schema, Struct } from "effect"
+import * as MessageWrites from "../tables/MessageWrites.js"
 
 /** The conversation an operator message goes to: its channel and its newest opportunity's place. */
 export const Target = Schema.Struct({
@@ -166,17 +167,32 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
           .pipe(Effect.asVoid, Effect.orDie),
 
       insertMessage: ({ files, id, senderId, target: t, text }: NewOperatorMessage) =>
-        sql`
-          insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
-                                role, status, message, files, external_chat_id, call_type, is_manual, sender_id)
-          values (${id}, ${t.workspace_id}, ${t.id}, ${t.opportunity_id}, ${t.contact_id}, ${t.channel_id}, ${t.stage_id},
-                  ${t.pipeline_id}, 'assistant', 'created_manually', ${text}, ${JSON.stringify(files)}::jsonb,
-                  ${t.external_chat_id}, 'manual', true, ${senderId})`.pipe(Effect.asVoid, Effect.orDie),
+        MessageWrites.insert(sql, {
+          id,
+          workspace_id: t.workspace_id,
+          conversation_id: t.id,
+          opportunity_id: t.opportunity_id,
+          contact_id: t.contact_id,
+          channel_id: t.channel_id,
+          stage_id: t.stage_id,
+          pipeline_id: t.pipeline_id,
+          role: "assistant",
+          status: "created_manually",
+          message: text,
+          files: sql`${JSON.stringify(files)}::jsonb`,
+          external_chat_id: t.external_chat_id,
+          call_type: "manual",
+          is_manual: true,
+          sender_id: senderId
+        }).pipe(Effect.asVoid, Effect.orDie),
 
       /** Where the hand-off left it: `sent_to_user`, or `failed` with the rejection. */
       setStatus: (id: string, rejection: string | null) =>
-        sql`update messages set status = ${rejection === null ? "sent_to_user" : "failed"}, error = ${rejection},
-                 updated_at = now() where id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+        MessageWrites.update(
+          sql,
+          { status: rejection === null ? "sent_to_user" : "failed", error: rejection, updated_at: sql`now()` },
+          sql`where id = ${id}`
+        ).pipe(Effect.asVoid, Effect.orDie),
 
       /** A conversation's replies stored but not yet handed off, oldest first. */
       undelivered: (conversationId: string) =>
@@ -184,7 +200,7 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
 
       /** An eval's reply: recorded as sent, nobody told (docs/evals.md). */
       markSent: (id: string) =>
-        sql`update messages set status = 'sent_to_user', updated_at = now() where id = ${id}`.pipe(
+        MessageWrites.update(sql, { status: "sent_to_user", updated_at: sql`now()` }, sql`where id = ${id}`).pipe(
           Effect.asVoid,
           Effect.orDie
         ),

@@ -13,6 +13,7 @@ import {
   WorkspaceId
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
+import * as ConversationWrites from "../tables/ConversationWrites.js"
 import {
   ConversationRow,
   IdRow,
@@ -26,8 +27,9 @@ import {
 } from "./OpportunityRows.js"
 
 /**
- * The one writer of opportunities, stage entries, and the contacts, tags and conversations a create or
- * update touches (with the lookups those writes need). Reads of whole opportunities are OpportunityReads'.
+ * The one writer of opportunities, stage entries, and the contacts and tags a create or update touches (with
+ * the lookups those writes need); the conversations it opens or changes are ConversationWrites' statements.
+ * Reads of whole opportunities are OpportunityReads'.
  */
 export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@parley/server/OpportunitiesRepo", {
   effect: Effect.gen(function*() {
@@ -153,11 +155,15 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
       Request: NewConversation,
       Result: ConversationRow,
       execute: (c) =>
-        sql`
-          insert into conversations (workspace_id, contact_id, channel_id, is_test, is_eval)
-          values (${c.workspace_id}, ${c.contact_id}, ${c.channel_id}, ${c.is_test}, ${
-          c.is_eval ?? false
-        }) returning id, status`
+        sql`${
+          ConversationWrites.insert(sql, {
+            workspace_id: c.workspace_id,
+            contact_id: c.contact_id,
+            channel_id: c.channel_id,
+            is_test: c.is_test,
+            is_eval: c.is_eval ?? false
+          })
+        } returning id, status`
     })
 
     const base = SqlSchema.single({
@@ -356,11 +362,11 @@ export class OpportunitiesRepo extends Effect.Service<OpportunitiesRepo>()("@par
         id: ConversationId,
         c: { status?: ConversationStatus | undefined; notes?: ReadonlyArray<string> | null | undefined }
       ) => {
-        const set: Array<Statement.Fragment> = []
-        if (c.status !== undefined) set.push(sql`status = ${c.status}`)
-        if (c.notes !== undefined) set.push(sql`notes = ${c.notes ?? []}::text[]`)
-        return sql<{ id: ConversationId; status: ConversationStatus }>`
-          update conversations set ${sql.csv([...set, sql`updated_at = now()`])} where id = ${id} returning id, status`
+        const notes = c.notes === undefined ? undefined : sql`${c.notes ?? []}::text[]`
+        const set = { status: c.status, notes, updated_at: sql`now()` }
+        return sql<{ id: ConversationId; status: ConversationStatus }>`${
+          ConversationWrites.update(sql, set, sql`where id = ${id} returning id, status`)
+        }`
           .pipe(
             Effect.map((rows) => rows[0]!),
             Effect.orDie

@@ -4,6 +4,7 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import * as WorkspaceWrites from "../tables/WorkspaceWrites.js"
 
 const Ids = Schema.Array(Schema.Number)
 
@@ -194,7 +195,11 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
         }`),
       setDrafts: (workspaceId: number, drafts: boolean) =>
         Effect.orDie(
-          sql`update workspaces set is_drafts_enabled = ${drafts}, updated_at = now() where id = ${workspaceId}`
+          WorkspaceWrites.update(
+            sql,
+            { is_drafts_enabled: drafts, updated_at: sql`now()` },
+            sql`where id = ${workspaceId}`
+          )
         )
     }
   })

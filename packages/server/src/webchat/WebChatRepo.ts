@@ -12,6 +12,8 @@ import {
   WorkspaceId
 } from "@parley/domain"
 import { Effect, flow, Option, Schema, Struct } from "effect"
+import * as ConversationWrites from "../tables/ConversationWrites.js"
+import * as MessageWrites from "../tables/MessageWrites.js"
 
 export const ChannelRow = Schema.Struct({
   id: ChannelId,
@@ -175,11 +177,27 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
       execute: (m) =>
         sql`
           with t as (${threadOf(m.workspace_id, m.channel_id, m.pipeline_id, m.external_chat_id)})
-          insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
-                                role, status, message, files, attachments, external_chat_id, call_type, is_manual, sender_id)
-          select ${m.id}, ${m.workspace_id}, t.conversation_id, t.opportunity_id, t.contact_id, ${m.channel_id}, t.stage_id,
-                 ${m.pipeline_id}, 'user', 'received', ${m.message}, ${JSON.stringify(m.files)}::jsonb,
-                 ${JSON.stringify(m.attachments)}::jsonb, ${m.external_chat_id}, 'web_chat', false, null
+          ${
+          MessageWrites.insert(sql, {
+            id: m.id,
+            workspace_id: m.workspace_id,
+            conversation_id: sql`t.conversation_id`,
+            opportunity_id: sql`t.opportunity_id`,
+            contact_id: sql`t.contact_id`,
+            channel_id: m.channel_id,
+            stage_id: sql`t.stage_id`,
+            pipeline_id: m.pipeline_id,
+            role: "user",
+            status: "received",
+            message: m.message,
+            files: sql`${JSON.stringify(m.files)}::jsonb`,
+            attachments: sql`${JSON.stringify(m.attachments)}::jsonb`,
+            external_chat_id: m.external_chat_id,
+            call_type: "web_chat",
+            is_manual: false,
+            sender_id: null
+          })
+        }
           from t
           where t.complete
           returning conversation_id`
@@ -196,10 +214,7 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
     const insertConversation = SqlSchema.single({
       Request: NewConversation,
       Result: ConversationRow,
-      execute: (c) =>
-        sql`
-          insert into conversations (workspace_id, contact_id, channel_id, external_chat_id)
-          values (${c.workspace_id}, ${c.contact_id}, ${c.channel_id}, ${c.external_chat_id}) returning id`
+      execute: (c) => sql`${ConversationWrites.insert(sql, c)} returning id`
     })
 
     const opportunityStage = SqlSchema.single({
@@ -279,17 +294,11 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
       opportunityStage: flow(opportunityStage, Effect.map((r) => r.stage_id), Effect.orDie),
 
       insertMessage: (m: NewMessage) =>
-        sql`
-          insert into messages (id, workspace_id, conversation_id, opportunity_id, contact_id, channel_id, stage_id, pipeline_id,
-                                role, status, message, files, attachments, external_chat_id, call_type, is_manual, sender_id)
-          values (${m.id}, ${m.workspace_id}, ${m.conversation_id}, ${m.opportunity_id}, ${m.contact_id}, ${m.channel_id},
-                  ${m.stage_id}, ${m.pipeline_id}, ${m.role}, ${m.status}, ${m.message}, ${
-          JSON.stringify(m.files)
-        }::jsonb,
-                  ${
-          JSON.stringify(m.attachments)
-        }::jsonb, ${m.external_chat_id}, ${m.call_type}, ${m.is_manual}, ${m.sender_id})`
-          .pipe(Effect.asVoid, Effect.orDie),
+        MessageWrites.insert(sql, {
+          ...m,
+          files: sql`${JSON.stringify(m.files)}::jsonb`,
+          attachments: sql`${JSON.stringify(m.attachments)}::jsonb`
+        }).pipe(Effect.asVoid, Effect.orDie),
 
       idempotentMessage: (channelId: ChannelId, key: string) =>
         idempotentMessage({ channelId, key }).pipe(

@@ -1,0 +1,44 @@
+/**
+ * The one writer of `messages`: every statement that stores a message or changes one is built here, whichever
+ * repository runs it (docs/architecture.md, "Who writes each table").
+ */
+import { insertInto, updateOf } from "./TableWrites.js"
+
+export type MessageColumn =
+  | "id"
+  | "workspace_id"
+  | "conversation_id"
+  | "opportunity_id"
+  | "contact_id"
+  | "channel_id"
+  | "stage_id"
+  | "pipeline_id"
+  | "role"
+  | "status"
+  | "message"
+  | "files"
+  | "attachments"
+  | "external_chat_id"
+  | "external_message_id"
+  | "call_type"
+  | "is_manual"
+  | "sender_id"
+  | "cost_for_user"
+  | "ai_model_id"
+  | "model"
+  | "input_tokens"
+  | "output_tokens"
+  | "in_reply_to"
+  | "error"
+  | "followup_sequence_id"
+  | "followup_step"
+  | "handoff_event_id"
+  | "handled_at"
+  | "handled_reason"
+  | "updated_at"
+
+/** `insert into messages (...) select ...`: the caller's statement adds `from`, `where`, `on conflict`, `returning`. */
+export const insert = insertInto<MessageColumn>("messages")
+
+/** `update messages set ...` and the caller's `where`. */
+export const update = updateOf<MessageColumn>("messages")
