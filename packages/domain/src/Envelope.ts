@@ -117,6 +117,32 @@ export const ErrorResponse = <Self extends { readonly message: string }, I>(
     })
   }).annotations({ ...HttpApiSchema.annotations({ status }), identifier })
 
+/**
+ * A named error whose message is fixed (the 404s of SPEC.md): the wire is the error envelope with that message,
+ * held as a literal so a client decoding the response learns which error it got.
+ */
+export const FixedErrorResponse = <Self extends { readonly message: string }, I>(
+  cls: Schema.Schema<Self, I, never> & { new(args: void): Self },
+  status: number,
+  identifier: string,
+  message: string
+) =>
+  Schema.transform(
+    Schema.Struct({
+      status: Schema.Literal(false),
+      code: Schema.Literal(status),
+      validation: Schema.Array(ValidationIssue),
+      message: Schema.Literal(message),
+      data: Schema.Null
+    }),
+    Schema.typeSchema(cls),
+    {
+      strict: false,
+      decode: () => new cls(),
+      encode: () => ({ status: false, code: status, validation: [], message, data: null }) as const
+    }
+  ).annotations({ ...HttpApiSchema.annotations({ status }), identifier })
+
 /** `contact.email`; array indices join the same way (`is_model_routing.2.tier`). */
 export const fieldOf = (path: ReadonlyArray<PropertyKey>): string => path.map(String).join(".")
 

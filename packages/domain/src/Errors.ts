@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ErrorResponse, humanise, summarise, ValidationIssue } from "./Envelope.js"
+import { ErrorResponse, FixedErrorResponse, humanise, summarise, ValidationIssue } from "./Envelope.js"
 
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
   message: Schema.String
@@ -54,28 +54,140 @@ export class HandoffConflict extends Schema.TaggedError<HandoffConflict>()("Hand
 export const HandoffConflictResponse = ErrorResponse(HandoffConflict, 409, "HandoffConflict")
 
 /**
- * 404s named for what is missing. Each answers as `NotFound` (the status and envelope every endpoint
- * declares) with SPEC.md's message for it, so the wire does not change; code fails with the name.
+ * 404s named for what is missing: each a tagged error of its own, so `catchTag` and the OpenAPI document see the
+ * name, made without arguments and carrying SPEC.md's message for it. On the wire each is the 404 envelope with
+ * that message; an endpoint declares the ones it can answer.
  */
-const notFound = (message: string) =>
-  class extends NotFound {
-    constructor() {
-      super({ message })
-    }
-  }
-export class ActionNotFound extends notFound("Action not found.") {}
-export class ChannelNotFound extends notFound("Channel not found.") {}
-export class ConversationNotFound extends notFound("Conversation not found.") {}
-export class EvalCaseNotFound extends notFound("Eval case not found.") {}
-export class EvalRunNotFound extends notFound("Eval run not found.") {}
-export class FollowupNotFound extends notFound("This stage has no followup.") {}
-export class KnowledgeTableNotFound extends notFound("Knowledge table not found.") {}
-export class MessageNotFound extends notFound("Message not found on this channel.") {}
-export class OpportunityNotFound extends notFound("Opportunity not found.") {}
-export class PipelineNotFound extends notFound("Pipeline not found.") {}
-export class StageNotFound extends notFound("Stage not found.") {}
-export class VariableNotFound extends notFound("Variable not found.") {}
-export class VersionNotFound extends notFound("Version not found.") {}
-export class WebhookNotFound extends notFound("Webhook not found.") {}
+const fixedMessage = (message: string) => ({
+  message: Schema.optionalWith(Schema.String, { default: () => message })
+})
+export class ActionNotFound
+  extends Schema.TaggedError<ActionNotFound>()("ActionNotFound", fixedMessage("Action not found."))
+{}
+export const ActionNotFoundResponse = FixedErrorResponse(ActionNotFound, 404, "ActionNotFound", "Action not found.")
+export class ChannelNotFound
+  extends Schema.TaggedError<ChannelNotFound>()("ChannelNotFound", fixedMessage("Channel not found."))
+{}
+export const ChannelNotFoundResponse = FixedErrorResponse(ChannelNotFound, 404, "ChannelNotFound", "Channel not found.")
+export class ConversationNotFound
+  extends Schema.TaggedError<ConversationNotFound>()("ConversationNotFound", fixedMessage("Conversation not found."))
+{}
+export const ConversationNotFoundResponse = FixedErrorResponse(
+  ConversationNotFound,
+  404,
+  "ConversationNotFound",
+  "Conversation not found."
+)
+export class EvalCaseNotFound
+  extends Schema.TaggedError<EvalCaseNotFound>()("EvalCaseNotFound", fixedMessage("Eval case not found."))
+{}
+export const EvalCaseNotFoundResponse = FixedErrorResponse(
+  EvalCaseNotFound,
+  404,
+  "EvalCaseNotFound",
+  "Eval case not found."
+)
+export class EvalRunNotFound
+  extends Schema.TaggedError<EvalRunNotFound>()("EvalRunNotFound", fixedMessage("Eval run not found."))
+{}
+export const EvalRunNotFoundResponse = FixedErrorResponse(
+  EvalRunNotFound,
+  404,
+  "EvalRunNotFound",
+  "Eval run not found."
+)
+export class FollowupNotFound
+  extends Schema.TaggedError<FollowupNotFound>()("FollowupNotFound", fixedMessage("This stage has no followup."))
+{}
+export const FollowupNotFoundResponse = FixedErrorResponse(
+  FollowupNotFound,
+  404,
+  "FollowupNotFound",
+  "This stage has no followup."
+)
+export class KnowledgeTableNotFound extends Schema.TaggedError<KnowledgeTableNotFound>()(
+  "KnowledgeTableNotFound",
+  fixedMessage("Knowledge table not found.")
+) {}
+export const KnowledgeTableNotFoundResponse = FixedErrorResponse(
+  KnowledgeTableNotFound,
+  404,
+  "KnowledgeTableNotFound",
+  "Knowledge table not found."
+)
+export class MessageNotFound
+  extends Schema.TaggedError<MessageNotFound>()("MessageNotFound", fixedMessage("Message not found on this channel."))
+{}
+export const MessageNotFoundResponse = FixedErrorResponse(
+  MessageNotFound,
+  404,
+  "MessageNotFound",
+  "Message not found on this channel."
+)
+export class OpportunityNotFound
+  extends Schema.TaggedError<OpportunityNotFound>()("OpportunityNotFound", fixedMessage("Opportunity not found."))
+{}
+export const OpportunityNotFoundResponse = FixedErrorResponse(
+  OpportunityNotFound,
+  404,
+  "OpportunityNotFound",
+  "Opportunity not found."
+)
+export class PipelineNotFound
+  extends Schema.TaggedError<PipelineNotFound>()("PipelineNotFound", fixedMessage("Pipeline not found."))
+{}
+export const PipelineNotFoundResponse = FixedErrorResponse(
+  PipelineNotFound,
+  404,
+  "PipelineNotFound",
+  "Pipeline not found."
+)
+export class StageNotFound
+  extends Schema.TaggedError<StageNotFound>()("StageNotFound", fixedMessage("Stage not found."))
+{}
+export const StageNotFoundResponse = FixedErrorResponse(StageNotFound, 404, "StageNotFound", "Stage not found.")
+export class VariableNotFound
+  extends Schema.TaggedError<VariableNotFound>()("VariableNotFound", fixedMessage("Variable not found."))
+{}
+export const VariableNotFoundResponse = FixedErrorResponse(
+  VariableNotFound,
+  404,
+  "VariableNotFound",
+  "Variable not found."
+)
+export class VersionNotFound
+  extends Schema.TaggedError<VersionNotFound>()("VersionNotFound", fixedMessage("Version not found."))
+{}
+export const VersionNotFoundResponse = FixedErrorResponse(VersionNotFound, 404, "VersionNotFound", "Version not found.")
+export class WebhookNotFound
+  extends Schema.TaggedError<WebhookNotFound>()("WebhookNotFound", fixedMessage("Webhook not found."))
+{}
+export const WebhookNotFoundResponse = FixedErrorResponse(WebhookNotFound, 404, "WebhookNotFound", "Webhook not found.")
 /** Another workspace's id answers like a missing one (docs/api.md), so ids reveal nothing. */
-export class WorkspaceNotFound extends notFound("Workspace not found.") {}
+export class WorkspaceNotFound
+  extends Schema.TaggedError<WorkspaceNotFound>()("WorkspaceNotFound", fixedMessage("Workspace not found."))
+{}
+export const WorkspaceNotFoundResponse = FixedErrorResponse(
+  WorkspaceNotFound,
+  404,
+  "WorkspaceNotFound",
+  "Workspace not found."
+)
+
+/** Any of the named 404s. */
+export type NamedNotFound =
+  | ActionNotFound
+  | ChannelNotFound
+  | ConversationNotFound
+  | EvalCaseNotFound
+  | EvalRunNotFound
+  | FollowupNotFound
+  | KnowledgeTableNotFound
+  | MessageNotFound
+  | OpportunityNotFound
+  | PipelineNotFound
+  | StageNotFound
+  | VariableNotFound
+  | VersionNotFound
+  | WebhookNotFound
+  | WorkspaceNotFound

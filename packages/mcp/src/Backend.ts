@@ -37,6 +37,7 @@ import type {
   MessagesPage,
   MessagingStats,
   MessagingStatsQuery,
+  NamedNotFound,
   NotFound,
   Opportunity,
   OpportunityId,
@@ -73,7 +74,14 @@ import type {
 import { Context, type Effect } from "effect"
 
 /** What a backend call may fail with: the REST errors, each becoming a tool error with its message. */
-export type BackendFailure = NotFound | Unprocessable | BadRequest | Forbidden | HandoffConflict | PublishGated
+export type BackendFailure =
+  | NotFound
+  | NamedNotFound
+  | Unprocessable
+  | BadRequest
+  | Forbidden
+  | HandoffConflict
+  | PublishGated
 
 export type Op<A> = Effect.Effect<A, BackendFailure, CurrentActor>
 

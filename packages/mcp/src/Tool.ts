@@ -52,10 +52,13 @@ const validationError = (tool: string, validation: ReadonlyArray<ValidationIssue
     { error: "validation", message, validation }
   )
 
+/** A named 404 (`PipelineNotFound`) is `NotFound` to a client, as on the REST API's envelope. */
+const wireTag = (failure: BackendFailure): string => failure._tag.endsWith("NotFound") ? "NotFound" : failure._tag
+
 const failureResult = (tool: string, failure: BackendFailure): CallToolResult =>
   failure._tag === "Unprocessable" && failure.validation.length > 0
     ? validationError(tool, failure.validation, failure.message)
-    : toolError(failure.message, { error: failure._tag, message: failure.message })
+    : toolError(failure.message, { error: wireTag(failure), message: failure.message })
 
 export interface ToolDefinition<A, I> {
   readonly name: string

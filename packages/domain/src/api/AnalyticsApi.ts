@@ -11,7 +11,7 @@ import {
   TimeseriesQuery
 } from "../Analytics.js"
 import { Ok } from "../Envelope.js"
-import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import { PipelineNotFoundResponse, UnprocessableResponse, WorkspaceNotFoundResponse } from "../Errors.js"
 import { Authorized } from "./Auth.js"
 
 const scopeNote =
@@ -23,7 +23,7 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
     HttpApiEndpoint.get("summary", "/api/user/analytics/summary")
       .setUrlParams(AnalyticsQuery)
       .addSuccess(Ok(AccountSummary))
-      .addError(NotFoundResponse)
+      .addError(WorkspaceNotFoundResponse)
       .middleware(Authorized["opportunities:read"])
       .annotate(OpenApi.Summary, "Pipelines, opportunities, conversations and messages counted (get_account_summary)")
       .annotate(OpenApi.Description, scopeNote)
@@ -32,7 +32,7 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
     HttpApiEndpoint.get("aiPerformance", "/api/user/analytics/ai-performance")
       .setUrlParams(AnalyticsQuery)
       .addSuccess(Ok(AiPerformance))
-      .addError(NotFoundResponse)
+      .addError(WorkspaceNotFoundResponse)
       .middleware(Authorized["opportunities:read"])
       .annotate(OpenApi.Summary, "AI messages, average response time and total cost (get_ai_performance)")
       .annotate(OpenApi.Description, scopeNote)
@@ -41,7 +41,8 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
     HttpApiEndpoint.get("messagingStats", "/api/user/analytics/messaging-stats")
       .setUrlParams(MessagingStatsQuery)
       .addSuccess(Ok(MessagingStats))
-      .addError(NotFoundResponse)
+      .addError(PipelineNotFoundResponse)
+      .addError(WorkspaceNotFoundResponse)
       .middleware(Authorized["opportunities:read"])
       .annotate(
         OpenApi.Summary,
@@ -56,7 +57,8 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
     HttpApiEndpoint.get("handoffs", "/api/user/analytics/handoffs")
       .setUrlParams(HandoffStatsQuery)
       .addSuccess(Ok(HandoffStats))
-      .addError(NotFoundResponse)
+      .addError(PipelineNotFoundResponse)
+      .addError(WorkspaceNotFoundResponse)
       .middleware(Authorized["opportunities:read"])
       .annotate(OpenApi.Summary, "Handoffs requested, median time to take and the share handed back, by pipeline")
       .annotate(
@@ -68,7 +70,8 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
     HttpApiEndpoint.get("timeseries", "/api/user/analytics/timeseries")
       .setUrlParams(TimeseriesQuery)
       .addSuccess(Ok(Timeseries))
-      .addError(NotFoundResponse)
+      .addError(PipelineNotFoundResponse)
+      .addError(WorkspaceNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["opportunities:read"])
       .annotate(

@@ -10,7 +10,7 @@ import {
   UpdateChannel
 } from "../Channels.js"
 import { Ok } from "../Envelope.js"
-import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import { ChannelNotFoundResponse, MessageNotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { ChannelIdFromString } from "../Ids.js"
 import { maxChars } from "../Schemas.js"
 import { Authorized } from "./Auth.js"
@@ -40,7 +40,7 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
     HttpApiEndpoint.get("get", "/api/user/channels/:channel")
       .setPath(channelPath)
       .addSuccess(Ok(Channel))
-      .addError(NotFoundResponse)
+      .addError(ChannelNotFoundResponse)
       .middleware(Authorized["channels:read"])
       .annotate(OpenApi.Summary, "Retrieve a channel (never its secret)")
   )
@@ -49,7 +49,7 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       .setPath(channelPath)
       .setPayload(UpdateChannel)
       .addSuccess(Ok(Channel, { message: "Channel updated successfully." }))
-      .addError(NotFoundResponse)
+      .addError(ChannelNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["channels:write"])
       .annotate(OpenApi.Summary, "Update callback URL, allowlists, active flag or linked pipeline")
@@ -62,7 +62,7 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
           message: "Credentials rotated. Store the new client secret now: it is not shown again."
         })
       )
-      .addError(NotFoundResponse)
+      .addError(ChannelNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["channels:write"])
       .annotate(OpenApi.Summary, "Regenerate the client id and secret (the old ones stop working at once)")
@@ -72,7 +72,7 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       .setPath(channelPath)
       .setUrlParams(DeliveriesQuery)
       .addSuccess(Ok(Schema.Array(Delivery)))
-      .addError(NotFoundResponse)
+      .addError(ChannelNotFoundResponse)
       .middleware(Authorized["channels:read"])
       .annotate(
         OpenApi.Summary,
@@ -83,7 +83,8 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
     HttpApiEndpoint.post("replay", "/api/user/channels/:channel/deliveries/:message/replay")
       .setPath(Schema.Struct({ channel: ChannelIdFromString, message: Schema.String.pipe(maxChars(64)) }))
       .addSuccess(Ok(Replay, { message: "Delivery replay started." }))
-      .addError(NotFoundResponse)
+      .addError(ChannelNotFoundResponse)
+      .addError(MessageNotFoundResponse)
       .middleware(Authorized["channels:write"])
       .annotate(
         OpenApi.Summary,

@@ -14,7 +14,12 @@ import {
   ReadMarker
 } from "../Conversations.js"
 import { Ok } from "../Envelope.js"
-import { HandoffConflictResponse, NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import {
+  ConversationNotFoundResponse,
+  HandoffConflictResponse,
+  UnprocessableResponse,
+  WorkspaceNotFoundResponse
+} from "../Errors.js"
 import { HandoffCommand } from "../Handoff.js"
 import { ConversationIdFromString, ConversationState, UpdateConversation } from "../Opportunities.js"
 import { Authorized } from "./Auth.js"
@@ -27,7 +32,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     HttpApiEndpoint.get("list", "/api/user/conversations")
       .setUrlParams(ListConversationsQuery)
       .addSuccess(Ok(ConversationsPage))
-      .addError(NotFoundResponse)
+      .addError(WorkspaceNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["conversations:read"])
       .annotate(OpenApi.Summary, "List conversations, newest activity first, with filters (cursor-paginated)")
@@ -40,7 +45,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     HttpApiEndpoint.get("get", "/api/user/conversations/:id")
       .setPath(idPath)
       .addSuccess(Ok(ConversationDetail))
-      .addError(NotFoundResponse)
+      .addError(ConversationNotFoundResponse)
       .middleware(Authorized["conversations:read"])
       .annotate(OpenApi.Summary, "One conversation with its notes and handoff history")
   )
@@ -49,7 +54,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
       .setPath(idPath)
       .setUrlParams(ConversationMessagesQuery)
       .addSuccess(Ok(ConversationMessagesPage))
-      .addError(NotFoundResponse)
+      .addError(ConversationNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["conversations:read"])
       .annotate(
@@ -61,7 +66,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
     HttpApiEndpoint.post("read", "/api/user/conversations/:id/read")
       .setPath(idPath)
       .addSuccess(Ok(ReadMarker, { message: "Conversation marked read." }))
-      .addError(NotFoundResponse)
+      .addError(ConversationNotFoundResponse)
       .middleware(Authorized["conversations:read"])
       .annotate(OpenApi.Summary, "Mark the conversation read up to now, for the caller")
   )
@@ -70,7 +75,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
       .setPath(idPath)
       .setPayload(HandoffCommand)
       .addSuccess(Ok(ConversationDetail, { message: "Handoff updated." }))
-      .addError(NotFoundResponse)
+      .addError(ConversationNotFoundResponse)
       .addError(UnprocessableResponse)
       .addError(HandoffConflictResponse)
       .middleware(Authorized["conversations:write"])
@@ -85,7 +90,7 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
       .setPath(idPath)
       .setPayload(UpdateConversation)
       .addSuccess(Ok(ConversationState, { message: "Conversation updated successfully.", withoutValidation: true }))
-      .addError(NotFoundResponse)
+      .addError(ConversationNotFoundResponse)
       .middleware(Authorized["conversations:write"])
       .annotate(OpenApi.Summary, "Pause or resume a conversation (operator takeover) and replace its notes")
       .annotate(

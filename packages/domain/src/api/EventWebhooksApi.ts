@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Ok } from "../Envelope.js"
-import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import { UnprocessableResponse, WebhookNotFoundResponse } from "../Errors.js"
 import {
   CreateEventWebhook,
   EventDelivery,
@@ -36,7 +36,7 @@ export class EventWebhooksApi extends HttpApiGroup.make("eventWebhooks")
     HttpApiEndpoint.get("get", "/api/user/webhooks/:id")
       .setPath(path)
       .addSuccess(Ok(EventWebhook))
-      .addError(NotFoundResponse)
+      .addError(WebhookNotFoundResponse)
       .middleware(Authorized["channels:read"])
       .annotate(OpenApi.Summary, "One event webhook (never its secret)")
   )
@@ -45,7 +45,7 @@ export class EventWebhooksApi extends HttpApiGroup.make("eventWebhooks")
       .setPath(path)
       .setPayload(UpdateEventWebhook)
       .addSuccess(Ok(EventWebhook, { message: "Webhook updated." }))
-      .addError(NotFoundResponse)
+      .addError(WebhookNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["channels:write"])
       .annotate(OpenApi.Summary, "Change an event webhook's URL, events or state")
@@ -54,7 +54,7 @@ export class EventWebhooksApi extends HttpApiGroup.make("eventWebhooks")
     HttpApiEndpoint.del("delete", "/api/user/webhooks/:id")
       .setPath(path)
       .addSuccess(Ok(Schema.Struct({ id: Schema.Number, deleted: Schema.Boolean }), { message: "Webhook deleted." }))
-      .addError(NotFoundResponse)
+      .addError(WebhookNotFoundResponse)
       .middleware(Authorized["channels:write"])
       .annotate(OpenApi.Summary, "Delete an event webhook and its delivery log")
   )
@@ -62,7 +62,7 @@ export class EventWebhooksApi extends HttpApiGroup.make("eventWebhooks")
     HttpApiEndpoint.get("deliveries", "/api/user/webhooks/:id/deliveries")
       .setPath(path)
       .addSuccess(Ok(Schema.Array(EventDelivery)))
-      .addError(NotFoundResponse)
+      .addError(WebhookNotFoundResponse)
       .middleware(Authorized["channels:read"])
       .annotate(OpenApi.Summary, "The webhook's latest 100 deliveries, newest first, with their status and attempts")
   )

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Ok } from "../Envelope.js"
-import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import { FollowupNotFoundResponse, StageNotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { FollowupDeleted, SaveFollowup, StageFollowup } from "../Followups.js"
 import { StageIdFromString } from "../Ids.js"
 import { Authorized } from "./Auth.js"
@@ -14,7 +14,7 @@ export class FollowupsApi extends HttpApiGroup.make("followups")
     HttpApiEndpoint.get("get", "/api/user/stages/:stage/followup")
       .setPath(stagePath)
       .addSuccess(Ok(StageFollowup))
-      .addError(NotFoundResponse)
+      .addError(StageNotFoundResponse)
       .middleware(Authorized["pipelines:read"])
       .annotate(OpenApi.Summary, "Get a stage's followup")
       .annotate(
@@ -27,7 +27,7 @@ export class FollowupsApi extends HttpApiGroup.make("followups")
       .setPath(stagePath)
       .setPayload(SaveFollowup)
       .addSuccess(Ok(StageFollowup, { message: "Followup saved successfully." }))
-      .addError(NotFoundResponse)
+      .addError(StageNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Create or update a stage's followup")
@@ -42,7 +42,8 @@ export class FollowupsApi extends HttpApiGroup.make("followups")
     HttpApiEndpoint.del("delete", "/api/user/stages/:stage/followup")
       .setPath(stagePath)
       .addSuccess(Ok(FollowupDeleted, { message: "Followup deleted successfully." }))
-      .addError(NotFoundResponse)
+      .addError(FollowupNotFoundResponse)
+      .addError(StageNotFoundResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Delete a stage's followup; its running sequences stop")
   )

@@ -1,7 +1,12 @@
 import { FileSystem, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, Multipart, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Ok, UploadRejectedResponse } from "../Envelope.js"
-import { DeliveryFailedResponse, ForbiddenResponse, NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import {
+  ConversationNotFoundResponse,
+  DeliveryFailedResponse,
+  ForbiddenResponse,
+  UnprocessableResponse
+} from "../Errors.js"
 import { MessageRecord, SendPayload } from "../Messages.js"
 import { ConversationIdFromString } from "../Opportunities.js"
 import { Authorized } from "./Auth.js"
@@ -20,7 +25,7 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       .setPayload(SendPayload)
       .addSuccess(Ok(MessageRecord, { message: "Message sent." }))
       .addError(ForbiddenResponse)
-      .addError(NotFoundResponse)
+      .addError(ConversationNotFoundResponse)
       .addError(UnprocessableResponse)
       .addError(DeliveryFailedResponse)
       // raised while the body is read; the builder encodes it through the union of every endpoint's errors

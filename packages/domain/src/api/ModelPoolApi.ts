@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Ok } from "../Envelope.js"
-import { NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import { PipelineNotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { PipelineIdFromString } from "../Ids.js"
 import { PipelineModelPool, UpdateModelPool } from "../ModelPool.js"
 import { Authorized } from "./Auth.js"
@@ -14,7 +14,7 @@ export class ModelPoolApi extends HttpApiGroup.make("modelPool")
     HttpApiEndpoint.get("get", "/api/user/pipelines/:pipeline/model-pool")
       .setPath(pipelinePath)
       .addSuccess(Ok(PipelineModelPool))
-      .addError(NotFoundResponse)
+      .addError(PipelineNotFoundResponse)
       .middleware(Authorized["pipelines:read"])
       .annotate(OpenApi.Summary, "A pipeline's Smart Routing tiers")
       .annotate(
@@ -27,7 +27,7 @@ export class ModelPoolApi extends HttpApiGroup.make("modelPool")
       .setPath(pipelinePath)
       .setPayload(UpdateModelPool)
       .addSuccess(Ok(PipelineModelPool, { message: "Model pool updated successfully." }))
-      .addError(NotFoundResponse)
+      .addError(PipelineNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Set the four Smart Routing tiers (and optionally turn routing on or off)")

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Ok } from "../Envelope.js"
-import { BadRequestResponse, ForbiddenResponse, NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import { BadRequestResponse, ForbiddenResponse, OpportunityNotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import {
   Contact,
   CreateOpportunity,
@@ -45,7 +45,7 @@ export class OpportunitiesApi extends HttpApiGroup.make("opportunities")
       .setUrlParams(LookupQuery)
       .addSuccess(Ok(Opportunity))
       .addError(ForbiddenResponse)
-      .addError(NotFoundResponse)
+      .addError(OpportunityNotFoundResponse)
       .middleware(Authorized["opportunities:read"])
       .annotate(OpenApi.Summary, "Retrieve by opportunity id, or by contact phone (first match wins)")
       .annotate(
@@ -59,7 +59,7 @@ export class OpportunitiesApi extends HttpApiGroup.make("opportunities")
       .setUrlParams(LookupQuery)
       .setPayload(UpdateOpportunity)
       .addSuccess(Ok(Opportunity, { message: "Opportunity updated successfully." }))
-      .addError(NotFoundResponse)
+      .addError(OpportunityNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["opportunities:write"])
       .annotate(OpenApi.Summary, "Update an opportunity; only the fields sent change")

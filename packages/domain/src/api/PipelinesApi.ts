@@ -2,7 +2,12 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { PipelineOptions, PipelineOptionsQuery } from "../Catalogue.js"
 import { Ok, OkWithWarning } from "../Envelope.js"
-import { BadRequestResponse, NotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import {
+  BadRequestResponse,
+  PipelineNotFoundResponse,
+  StageNotFoundResponse,
+  UnprocessableResponse
+} from "../Errors.js"
 import { PipelineIdFromString, StageId, StageIdFromString } from "../Ids.js"
 import {
   CreatePipeline,
@@ -52,7 +57,7 @@ export class PipelinesApi extends HttpApiGroup.make("pipelines")
     HttpApiEndpoint.get("get", "/api/user/pipelines/:pipeline")
       .setPath(pipelinePath)
       .addSuccess(Ok(PipelineWithStages))
-      .addError(NotFoundResponse)
+      .addError(PipelineNotFoundResponse)
       .middleware(Authorized["pipelines:read"])
       .annotate(OpenApi.Summary, "Retrieve a pipeline with its stages")
   )
@@ -61,7 +66,7 @@ export class PipelinesApi extends HttpApiGroup.make("pipelines")
       .setPath(pipelinePath)
       .setPayload(UpdatePipeline)
       .addSuccess(OkWithWarning(PipelineWithStages, { message: "Pipeline updated successfully." }))
-      .addError(NotFoundResponse)
+      .addError(PipelineNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Update a pipeline (only the fields sent change)")
@@ -71,7 +76,7 @@ export class PipelinesApi extends HttpApiGroup.make("pipelines")
     HttpApiEndpoint.get("listStages", "/api/user/pipelines/:pipeline/stages")
       .setPath(pipelinePath)
       .addSuccess(Ok(Schema.Array(Stage)))
-      .addError(NotFoundResponse)
+      .addError(PipelineNotFoundResponse)
       .middleware(Authorized["pipelines:read"])
       .annotate(OpenApi.Summary, "List a pipeline's stages in stage order")
   )
@@ -80,7 +85,8 @@ export class PipelinesApi extends HttpApiGroup.make("pipelines")
       .setPath(pipelinePath)
       .setPayload(CreateStage)
       .addSuccess(Ok(Stage, { message: "Stage created successfully." }))
-      .addError(NotFoundResponse)
+      .addError(PipelineNotFoundResponse)
+      .addError(StageNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Create a stage; later stages shift down to make room at `order`")
@@ -90,7 +96,7 @@ export class PipelinesApi extends HttpApiGroup.make("pipelines")
       .setPath(stagePath)
       .setPayload(UpdateStage)
       .addSuccess(Ok(Stage, { message: "Stage updated successfully." }))
-      .addError(NotFoundResponse)
+      .addError(StageNotFoundResponse)
       .addError(UnprocessableResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Update a stage; changing `order` re-numbers its siblings")
@@ -101,7 +107,7 @@ export class PipelinesApi extends HttpApiGroup.make("pipelines")
       .addSuccess(
         Ok(Schema.Struct({ id: StageId, deleted: Schema.Boolean }), { message: "Stage deleted successfully." })
       )
-      .addError(NotFoundResponse)
+      .addError(StageNotFoundResponse)
       .addError(BadRequestResponse)
       .middleware(Authorized["pipelines:write"])
       .annotate(OpenApi.Summary, "Delete a stage; the remaining stages are re-numbered")

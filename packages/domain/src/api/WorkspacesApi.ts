@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Ok } from "../Envelope.js"
-import { NotFoundResponse } from "../Errors.js"
+import { WorkspaceNotFoundResponse } from "../Errors.js"
 import { WorkspaceIdFromString, WorkspaceMember } from "../Workspaces.js"
 import { Authorized } from "./Auth.js"
 
@@ -11,7 +11,7 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
     HttpApiEndpoint.get("members", "/api/user/workspaces/:workspace/members")
       .setPath(Schema.Struct({ workspace: WorkspaceIdFromString }))
       .addSuccess(Ok(Schema.Array(WorkspaceMember)))
-      .addError(NotFoundResponse)
+      .addError(WorkspaceNotFoundResponse)
       .middleware(Authorized["conversations:read"])
       .annotate(
         OpenApi.Summary,

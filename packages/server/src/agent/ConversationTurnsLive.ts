@@ -193,7 +193,7 @@ export const ConversationTurnsLive = Layer.effect(
           }).pipe(
             Effect.catchTags({
               HandoffConflict: Effect.logWarning,
-              NotFound: Effect.logWarning,
+              ConversationNotFound: Effect.logWarning,
               Unprocessable: Effect.logWarning
             })
           )

@@ -13,7 +13,6 @@ import {
   MessagingStats,
   type MessagingStatsQuery,
   MessagingTotals,
-  NotFound,
   OpportunityStatusCounts,
   parseIsoDate,
   PipelineHandoffs,
@@ -136,7 +135,7 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
     const repo = yield* AnalyticsRepo
     const timeseriesRepo = yield* TimeseriesRepo
 
-    const scopeOf = (actor: Actor, query: AnalyticsQuery): Effect.Effect<AnalyticsScope, NotFound> => {
+    const scopeOf = (actor: Actor, query: AnalyticsQuery): Effect.Effect<AnalyticsScope, WorkspaceNotFound> => {
       const workspaceId = query.workspace_id as WorkspaceId | undefined
       if (workspaceId === undefined) {
         return Effect.succeed({ workspaceIds: actor.workspaceIds, includeTest: query.include_test })

@@ -14,7 +14,6 @@ import {
   type ListOpportunitiesQuery,
   manyValues,
   normalisePhone,
-  NotFound,
   type Opportunity,
   type OpportunityId,
   OpportunityNotFound,
@@ -207,7 +206,7 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
       actor: Actor,
       identifier: string,
       pipelineId: PipelineId | undefined,
-      foreign: LazyArg<Forbidden | NotFound>
+      foreign: LazyArg<Forbidden | OpportunityNotFound>
     ) =>
       Effect.gen(function*() {
         const id = asId(identifier)

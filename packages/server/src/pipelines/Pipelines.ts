@@ -118,7 +118,7 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
           (e) => isUniqueViolation(e, "pipelines_workspace_name_key") ? Effect.fail(nameTaken) : Effect.die(e)
         )
       )
-      return yield* saved(yield* withStages(actor, id).pipe(Effect.catchTag("NotFound", Effect.die)))
+      return yield* saved(yield* withStages(actor, id).pipe(Effect.catchTag("PipelineNotFound", Effect.die)))
     })
 
     const update = Effect.fn("Pipelines.update")(function*(id: PipelineId, input: UpdatePipeline) {

@@ -64,7 +64,7 @@ export class EventWebhooks extends Effect.Service<EventWebhooks>()("@parley/serv
         is_active: input.is_active ?? true,
         secret_ciphertext: secrets.encrypt(secret)
       })
-      const created = yield* owned(id).pipe(Effect.catchTag("NotFound", Effect.die))
+      const created = yield* owned(id).pipe(Effect.catchTag("WebhookNotFound", Effect.die))
       return new EventWebhookWithSecret({ ...publicFields(created), secret })
     })
 
