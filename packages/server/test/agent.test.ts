@@ -10,18 +10,25 @@ import { Effect } from "effect"
 import { io } from "socket.io-client"
 import { Knowledge } from "../src/knowledge/Knowledge.js"
 import { withKnowledge } from "./support/Knowledge.js"
-import { createPipeline, createStage, expectStatus, get, ok, post, put } from "./support/Opportunities.js"
+import {
+  createOnContact,
+  createPipeline,
+  createStage,
+  expectStatus,
+  get,
+  ok,
+  post,
+  put,
+  sqlRows
+} from "./support/Opportunities.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
-import { basic, say } from "./support/WebChat.js"
+import { basic, say, type WebCredentials, webCredentials } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number }
 
-const sql = <A extends object = Record<string, unknown>>(strings: TemplateStringsArray, ...values: Array<unknown>) =>
-  Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
-
 const credits = (workspaceId: number, amount: number) =>
-  sql`update workspaces set credits = ${amount}, is_subscription_active = true where id = ${workspaceId}`
+  sqlRows`update workspaces set credits = ${amount}, is_subscription_active = true where id = ${workspaceId}`
 
 /** A pipeline with stages, its web channel (callback optional), credits, and the given settings. */
 const agentSetup = (
@@ -55,20 +62,18 @@ const agentSetup = (
       }),
       "pipelines.createStage"
     )
-    const created = ok(
+    const channel = webCredentials(ok(
       yield* post(owner, "/api/user/channels", {
         kind: "web",
         pipeline_id: pipeline.id,
         ...(options.callbackUrl ? { callback_url: options.callbackUrl } : {})
       }),
       "channels.create"
-    )
-    // a web channel is created with its credentials
-    const channel = { ...created, client_id: created.client_id!, client_secret: created.client_secret! }
+    ))
     return { owner, pipeline, open, won, channel }
   })
 
-const initiate = (channel: { client_id: string; client_secret: string }, contactId: string) =>
+const initiate = (channel: WebCredentials, contactId: string) =>
   Effect.flatMap(TestServer, ({ baseUrl }) =>
     fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
       method: "POST",
@@ -77,7 +82,7 @@ const initiate = (channel: { client_id: string; client_secret: string }, contact
     }))
 
 const assistantMessages = (conversationId: number) =>
-  sql<
+  sqlRows<
     {
       id: string
       message: string | null
@@ -111,7 +116,7 @@ const handled = (ids: ReadonlyArray<string>) =>
 /** Sends a message on a fresh contact and returns the conversation it landed in. */
 const conversationOf = (messageId: string) =>
   Effect.map(
-    sql<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId}`,
+    sqlRows<{ conversation_id: number }>`select conversation_id from messages where id = ${messageId}`,
     (rows) => Number(rows[0]!.conversation_id)
   )
 
@@ -196,7 +201,7 @@ layer(
       // the second attempt's row gets its status once the answer is read, just after the receiver saw it
       const attempts = yield* eventually(
         Effect.map(
-          sql<{ attempt: number; status_code: number | null }>`
+          sqlRows<{ attempt: number; status_code: number | null }>`
         select attempt, status_code from webhook_deliveries where message_id = ${reply!.id} order by attempt`.pipe(
             Effect.orDie
           ),
@@ -250,7 +255,7 @@ layer(
       const b1 = yield* say(costly.channel, "dana-5", "Hi")
       yield* handled([b1])
       const conversationId = yield* conversationOf(b1)
-      yield* sql`update conversations set cost_for_user = 0.5 where id = ${conversationId}`
+      yield* sqlRows`update conversations set cost_for_user = 0.5 where id = ${conversationId}`
       const b2 = yield* say(costly.channel, "dana-5", "And the annual plan?")
       expect(yield* handled([b2])).toEqual(["cost_limit"])
       expect(yield* assistantMessages(conversationId)).toHaveLength(1)
@@ -300,7 +305,7 @@ layer(
       const { channel, owner, won } = yield* agentSetup()
       const id = yield* say(channel, "dana-8", "Yes, I confirm: I want to buy the annual plan.")
       yield* handled([id])
-      const [opportunity] = yield* sql<{ id: number; stage_id: number; status: string }>`
+      const [opportunity] = yield* sqlRows<{ id: number; stage_id: number; status: string }>`
         select o.id, o.stage_id, o.status from opportunities o join messages m on m.opportunity_id = o.id where m.id = ${id}`
       expect(Number(opportunity!.stage_id)).toBe(won.id)
       expect(opportunity!.status).toBe("won")
@@ -311,7 +316,7 @@ layer(
       expect(reply!.message).toContain("I've noted that")
       expect(reply!.message).not.toContain("Closed won")
       // the move was recorded once, as a stage entry
-      const entries = yield* sql<{ n: number }>`
+      const entries = yield* sqlRows<{ n: number }>`
         select count(*)::int as n from stage_entries where opportunity_id = ${opportunity!.id} and cause = 'moved'`
       expect(entries[0]!.n).toBe(1)
     }))
@@ -333,7 +338,7 @@ layer(
       const first = yield* say(channel, "dana-9", "Hi")
       yield* handled([first])
       const conversationId = yield* conversationOf(first)
-      const [opportunity] = yield* sql<
+      const [opportunity] = yield* sqlRows<
         { opportunity_id: number }
       >`select opportunity_id from messages where id = ${first}`
       ok(
@@ -372,11 +377,11 @@ layer(
       const first = yield* say(channel, "dana-12", "Hi, how much is the annual plan?")
       yield* handled([first])
       const conversationId = yield* conversationOf(first)
-      const [byMessage] = yield* sql<
+      const [byMessage] = yield* sqlRows<
         { opportunity_id: number }
       >`select opportunity_id from messages where id = ${first}`
       yield* eventually(Effect.map(
-        sql<{ consumed_at: string | null }>`select consumed_at from stage_entries where opportunity_id = ${
+        sqlRows<{ consumed_at: string | null }>`select consumed_at from stage_entries where opportunity_id = ${
           byMessage!.opportunity_id
         }`,
         (rows) => rows[0]?.consumed_at ?? undefined
@@ -385,11 +390,8 @@ layer(
       expect((yield* assistantMessages(conversationId)).map((m) => m.call_type)).toEqual(["ai"])
 
       // SPEC.md 3.1, 4.1 rule 3: a create on that contact runs the stage-start automations, the greeting included
-      const [contact] = yield* sql<{ contact_id: number }>`select contact_id from messages where id = ${first}`
-      const created = ok(
-        yield* post(owner, "/api/user/opportunities", { pipeline_id: pipeline.id, contact_id: contact!.contact_id }),
-        "opportunities.create"
-      )
+      const [contact] = yield* sqlRows<{ contact_id: number }>`select contact_id from messages where id = ${first}`
+      const created = yield* createOnContact(owner, { pipeline_id: pipeline.id, contact_id: contact!.contact_id })
       expect(created).toMatchObject({ stage_id: open.id, conversation: { id: conversationId } })
       // stored as ai_generated, then delivered: on native Postgres a read can fall between the two
       const opening = yield* eventually(
@@ -419,7 +421,7 @@ layer(
         owner: seeded,
         settings: { rag_mode: "hybrid", no_of_relevant_points: 1, instructions: "Help customers choose a shoe." }
       })
-      yield* sql`update workspaces set training_credits = 100 where id = ${owner.workspace_id}`
+      yield* sqlRows`update workspaces set training_credits = 100 where id = ${owner.workspace_id}`
       const knowledge = yield* Knowledge
       const asOwner = Effect.provideService(CurrentActor, {
         userId: seeded.user_id as never,
@@ -476,18 +478,30 @@ layer(
         },
         { default_id: "court", name: "Court Pro", description: "A tennis shoe with lateral support", price: 89 }
       ]))
-      yield* sql`insert into pipeline_knowledge_tables (pipeline_id, knowledge_table_id) values (${pipeline.id}, ${table.id})`
+      yield* sqlRows`insert into pipeline_knowledge_tables (pipeline_id, knowledge_table_id) values (${pipeline.id}, ${table.id})`
       const id = yield* say(channel, "k-1", "Is the Trail Runner X waterproof?")
       expect(yield* handled([id])).toEqual(["replied"])
       const [reply] = yield* assistantMessages(yield* conversationOf(id))
       expect(reply!.message).toContain("waterproof trail shoe")
-      const usage = yield* sql<{ default_id: string; used_count: number; latest_time_used: string | null }>`
-        select default_id, used_count, latest_time_used from knowledge_points where knowledge_table_id = ${table.id} order by default_id`
-      const trail = usage.find((u) => u.default_id === "trail")!
-      expect(trail.used_count).toBe(1)
-      expect(trail.latest_time_used).not.toBeNull()
+      // the listing counts every use at once, folded into the row or not yet
+      const listed = (yield* asOwner(knowledge.points(table.id, 10, undefined))).records
+      const trail = listed.find((p) => p.default_id === "trail")!
+      expect(trail.usage_data.used_count).toBe(1)
+      expect(trail.usage_data.latest_time_used).not.toBeNull()
       // no_of_relevant_points 1: only the best row went into the prompt
-      expect(usage.reduce((n, u) => n + u.used_count, 0)).toBe(1)
+      expect(listed.reduce((n, p) => n + p.usage_data.used_count, 0)).toBe(1)
+      // the fold moves the use into the row's counter, and the listing still says 1
+      const folded = yield* eventually(Effect.map(
+        sqlRows<{ default_id: string; used_count: number; latest_time_used: string | null }>`
+          select default_id, used_count, latest_time_used from knowledge_points
+          where knowledge_table_id = ${table.id} and used_count > 0`,
+        (rows) => (rows.length > 0 ? rows : undefined)
+      ))
+      expect(folded.map((r) => [r.default_id, r.used_count])).toEqual([["trail", 1]])
+      expect(folded[0]!.latest_time_used).toBe(trail.usage_data.latest_time_used)
+      expect(yield* sqlRows`select 1 from knowledge_point_uses where point_id = ${trail.point_id}::uuid`).toEqual([])
+      const again = (yield* asOwner(knowledge.points(table.id, 10, undefined))).records
+      expect(again.find((p) => p.default_id === "trail")!.usage_data.used_count).toBe(1)
     }))
 
   it.effect("a model whose provider is not configured makes no reply and records model_not_configured, before any model call", () =>

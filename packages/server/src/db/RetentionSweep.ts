@@ -1,19 +1,20 @@
 /**
  * A retention: one runner (a cluster singleton) deletes what is past its age in batches, at once again while
  * a batch comes back full, then every `retention` (at most hourly); `deleted` counts the rows it removed.
- * A failed sweep is logged and tried again at the next turn. ClusterRetention.ts and evals' SandboxRetention.ts.
+ * A failed sweep is logged and tried again at the next turn. ClusterRetention.ts, evals' SandboxRetention.ts, and
+ * knowledge/UsageFold.ts (which folds rather than deletes, on the same schedule).
  */
 import { Singleton } from "@effect/cluster"
 import type { SqlClient } from "@effect/sql"
 import { Duration, Effect, Metric, Schedule } from "effect"
 
-export const retentionSweep = <E>(options: {
+export const retentionSweep = <E, R = SqlClient.SqlClient>(options: {
   readonly name: string
   readonly retention: Duration.DurationInput
   readonly batchSize: number
   readonly deleted: Metric.Metric.Counter<number>
   /** Deletes at most `batchSize` rows older than `retentionMs`: how many it deleted. */
-  readonly deleteBatch: (retentionMs: number) => Effect.Effect<number, E, SqlClient.SqlClient>
+  readonly deleteBatch: (retentionMs: number) => Effect.Effect<number, E, R>
 }) =>
   Singleton.make(
     options.name,

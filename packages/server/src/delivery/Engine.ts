@@ -29,6 +29,7 @@ import { HandoffEventsLive } from "../handoff/HandoffEvents.js"
 import { HandoffTurnsLive } from "../handoff/HandoffTurnsLive.js"
 import { KnowledgeGraphLive } from "../knowledge/Graph.js"
 import { ReembedLive } from "../knowledge/Reembed.js"
+import { KnowledgeUsageFoldLive } from "../knowledge/UsageFold.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { progress } from "../StartupProgress.js"
 import { EventSenderLive } from "../webhooks/EventSender.js"
@@ -109,6 +110,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     RetrySweepLive(config.engineSweepMs),
     ClusterRetentionLive(Duration.millis(config.clusterRetentionMs)),
     EvalSandboxRetentionLive(Duration.millis(config.evalSandboxRetentionMs)),
+    KnowledgeUsageFoldLive(Duration.millis(Math.min(5_000, config.engineSweepMs))),
     RunnerReaperLive({ every: shardingConfig.runnerHealthCheckInterval, expiry: shardingConfig.shardLockExpiration }),
     FollowupSequenceLive,
     FollowupSweepLive(Duration.millis(config.engineSweepMs)),

@@ -95,10 +95,15 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
       execute: ({ after, limit, tableId }) =>
         sql`
           select p.id::text as point_id, p.default_id, p.knowledge_table_id as source_id, t.name as source_name, p.text, p.data,
-                 json_build_object('used_count', p.used_count, 'latest_time_used',
-                   to_char(p.latest_time_used at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')) as usage_data,
+                 json_build_object('used_count', p.used_count + u.n, 'latest_time_used',
+                   to_char(greatest(p.latest_time_used, u.at) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+                   as usage_data,
                  p.updated_at as modified_date
           from knowledge_points p join knowledge_tables t on t.id = p.knowledge_table_id
+          -- the uses not folded into the counter yet (knowledge/UsageFold.ts)
+          left join lateral (
+            select count(*)::int as n, max(used_at) as at from knowledge_point_uses where point_id = p.id
+          ) u on true
           where p.knowledge_table_id = ${tableId} ${after === null ? sql`` : sql`and p.id > ${after}::uuid`}
           order by p.id limit ${limit}`
     })
@@ -194,14 +199,31 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
           Effect.orDie
         ),
 
-      /** Counts the rows a reply used. */
+      /** Counts the rows a reply used: one use each, appended (no row is locked; the fold adds them up). */
       recordUsage: (pointIds: ReadonlyArray<string>) =>
-        sql`update knowledge_points set used_count = used_count + 1, latest_time_used = now() where id in ${
-          sql.in(pointIds)
-        }`.pipe(
+        sql`insert into knowledge_point_uses (point_id) select unnest(${pointIds}::uuid[])`.pipe(
           Effect.asVoid,
           Effect.orDie
         ),
+
+      /**
+       * Folds up to `batch` of the oldest uses into their rows' `used_count` and `latest_time_used` (uses of rows
+       * deleted meanwhile are dropped): how many uses it took.
+       */
+      foldUsage: (batch: number) =>
+        sql<{ n: number }>`
+          with taken as (
+            delete from knowledge_point_uses
+            where id in (select id from knowledge_point_uses order by id limit ${batch} for update skip locked)
+            returning point_id, used_at
+          ), counted as (
+            select point_id, count(*)::int as n, max(used_at) as at from taken group by point_id
+          ), folded as (
+            update knowledge_points p set used_count = p.used_count + c.n,
+              latest_time_used = greatest(p.latest_time_used, c.at)
+            from counted c where p.id = c.point_id
+          )
+          select count(*)::int as n from taken`.pipe(Effect.map((rows) => rows[0]?.n ?? 0)),
 
       /** Which of `ids` are tables of the workspace. */
       workspaceTables: (workspaceId: number, ids: ReadonlyArray<number>) =>
