@@ -3,32 +3,17 @@
  * shown once, listed, revoked) and the OAuth applications connected to the account (disconnected).
  * Forms post back with a CSRF token; the session is an httpOnly, SameSite=Lax cookie.
  */
-import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse, UrlParams } from "@effect/platform"
+import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { TokenId } from "@parley/domain"
 import { Effect, Layer, Option, Schema } from "effect"
-import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
+import { formOf, issuerOf, remoteAddress } from "../http/Forms.js"
 import { Identity } from "../identity/Identity.js"
 import { OAuth } from "../oauth/OAuth.js"
 import { accountPage, errorPage, signInPage } from "./Pages.js"
 import { LOGIN_COOKIE, type Session, SESSION_COOKIE, SESSION_TTL_MS, Sessions, TooManyAttempts } from "./Sessions.js"
 
 const FLASH_COOKIE = "parley_new_token"
-
-/** A form body (or query) as first values and lists; an unreadable body reads as empty. */
-export const formOf = (request: HttpServerRequest.HttpServerRequest) =>
-  request.urlParamsBody.pipe(
-    Effect.orElseSucceed(() => UrlParams.empty),
-    Effect.map((params) => ({
-      first: (key: string) => Option.getOrUndefined(UrlParams.getFirst(params, key)),
-      all: (key: string) => UrlParams.getAll(params, key),
-      record: () => {
-        const out: Record<string, string> = {}
-        for (const [k, v] of params) if (!(k in out)) out[k] = v
-        return out
-      }
-    }))
-  )
 
 /** Cookies of the account pages: never readable by scripts, Secure when the public URL is https. */
 export const cookieOptions = (issuer: string, path = "/") => ({
@@ -37,12 +22,6 @@ export const cookieOptions = (issuer: string, path = "/") => ({
   secure: issuer.startsWith("https:"),
   path
 })
-
-export const issuerOf = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.map(AppConfig, (config) => publicBaseUrl(config, request.headers))
-
-export const remoteAddress = (request: HttpServerRequest.HttpServerRequest) =>
-  Option.getOrElse(request.remoteAddress, () => "unknown")
 
 export const currentSession = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.flatMap(Sessions, (sessions) => sessions.current(request.cookies[SESSION_COOKIE]))

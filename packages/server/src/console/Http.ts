@@ -7,8 +7,9 @@
  */
 import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
-import { currentSession, issuerOf, signInRedirect } from "../account/Http.js"
+import { currentSession, signInRedirect } from "../account/Http.js"
 import { Sessions } from "../account/Sessions.js"
+import { issuerOf } from "../http/Forms.js"
 import { escapeHtml as escape } from "../http/PageHeaders.js"
 import { pageHeaders, type PagePolicy } from "../http/PageHeaders.js"
 import { immutable, serveFixed } from "../http/StaticBody.js"

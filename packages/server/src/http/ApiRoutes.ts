@@ -2,6 +2,7 @@ import { HttpLayerRouter, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Api, errorBody } from "@parley/domain"
 import { Effect, Layer } from "effect"
+import { AuthorizeRoutes } from "../account/Authorize.js"
 import { AccountRoutes } from "../account/Http.js"
 import { AutomationHttpLive } from "../actions/Http.js"
 import { AnalyticsHttpLive } from "../analytics/Http.js"
@@ -92,6 +93,7 @@ export const ApiRoutes = Layer.mergeAll(
   McpRoute,
   OAuthRoutes,
   AccountRoutes,
+  AuthorizeRoutes,
   ConsoleRoutes,
   WidgetRoutes,
   DemoPageRoutes,

@@ -1,16 +1,13 @@
 /**
- * The OAuth endpoints (SPEC.md 5.2): discovery documents, `/register`, `/authorize` (sign-in, then the
- * consent page), `/token` and `/revoke`. Plain router routes: form posts, redirects and the exact
- * status codes and bodies of the RFCs.
+ * The OAuth endpoints (SPEC.md 5.2) that take no session: discovery documents, `/register`, `/token` and
+ * `/revoke`. Plain router routes: form posts and the exact status codes and bodies of the RFCs. `/authorize`
+ * (sign-in, then the consent page) is an account page: account/Authorize.ts.
  */
 import { HttpLayerRouter, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Layer, Option } from "effect"
-import { currentSession, formOf, issuerOf, remoteAddress, signInRedirect } from "../account/Http.js"
-import { consentPage, errorPage } from "../account/Pages.js"
-import { Sessions } from "../account/Sessions.js"
+import { Effect } from "effect"
+import { formOf, issuerOf, remoteAddress } from "../http/Forms.js"
 import { OAuth } from "./OAuth.js"
 import type { OAuthFailure } from "./OAuthErrors.js"
-import type { AuthorizeRequest } from "./OAuthRequests.js"
 
 /** Metadata, registration, token and revocation take no cookies, so any origin may call them (browser clients). */
 const CORS = {
@@ -19,7 +16,7 @@ const CORS = {
   "access-control-allow-headers": "authorization, content-type, mcp-protocol-version",
   "access-control-max-age": "600"
 }
-const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" }
+export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" }
 
 const preflight = HttpServerResponse.empty({ status: 204, headers: CORS })
 
@@ -101,63 +98,4 @@ const revoke = json("/revoke", "POST", (request) =>
     )
   }))
 
-/** The request checked; a refused one is an error page (never a redirect), a bad one goes back to the client. */
-const checked = (
-  params: Readonly<Record<string, string | undefined>>,
-  issuer: string,
-  onValid: (request: AuthorizeRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, Sessions | OAuth>,
-  redirectStatus: number
-) =>
-  Effect.flatMap(OAuth, (oauth) => oauth.checkAuthorizeRequest(params, issuer)).pipe(
-    Effect.matchEffect({
-      onFailure: (e) =>
-        e._tag === "AuthorizeRefused"
-          ? errorPage("Cannot authorize this application", e.message, 400)
-          : Effect.succeed(HttpServerResponse.redirect(e.redirectTo, { status: redirectStatus, headers: NO_STORE })),
-      onSuccess: onValid
-    })
-  )
-
-const authorize = HttpLayerRouter.addAll([
-  HttpLayerRouter.route("GET", "/authorize", (request) =>
-    Effect.gen(function*() {
-      const url = new URL(request.url, "http://localhost")
-      const params = Object.fromEntries(url.searchParams)
-      const issuer = yield* issuerOf(request)
-      return yield* checked(params, issuer, (authorizeRequest) =>
-        Effect.gen(function*() {
-          const session = yield* currentSession(request)
-          if (Option.isNone(session)) return signInRedirect(`${url.pathname}${url.search}`)
-          return yield* consentPage(authorizeRequest, session.value)
-        }), 302)
-    })),
-
-  HttpLayerRouter.route("POST", "/authorize", (request) =>
-    Effect.gen(function*() {
-      const form = yield* formOf(request)
-      const params = form.record()
-      const issuer = yield* issuerOf(request)
-      return yield* checked(params, issuer, (authorizeRequest) =>
-        Effect.gen(function*() {
-          const oauth = yield* OAuth
-          const sessions = yield* Sessions
-          const session = yield* currentSession(request)
-          if (Option.isNone(session)) {
-            return signInRedirect(`/authorize?${new URLSearchParams(authorizeRequest.params).toString()}`)
-          }
-          if (!sessions.checkCsrf(session.value, params.csrf)) {
-            return yield* errorPage(
-              "Form expired",
-              "This form expired or did not come from Parley. Start the connection again from your application.",
-              403
-            )
-          }
-          const location = params.decision === "approve"
-            ? yield* oauth.approve(authorizeRequest, session.value.userId, issuer, form.all("grant"))
-            : oauth.deny(authorizeRequest, issuer)
-          return HttpServerResponse.redirect(location, { status: 303, headers: NO_STORE })
-        }), 303)
-    }))
-])
-
-export const OAuthRoutes = Layer.mergeAll(HttpLayerRouter.addAll([...wellKnown, register, token, revoke]), authorize)
+export const OAuthRoutes = HttpLayerRouter.addAll([...wellKnown, register, token, revoke])

@@ -24,11 +24,11 @@ import {
 } from "@parley/domain"
 import { Effect, Option } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { remoteAddress } from "../account/Http.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { HandoffRepo } from "../handoff/HandoffRepo.js"
+import { remoteAddress } from "../http/Forms.js"
 import { RateLimits } from "../limits/RateLimits.js"
 import { WebChat } from "../webchat/WebChat.js"
 
