@@ -33,7 +33,7 @@ import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
 import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
 import { WebChat } from "./webchat/WebChat.js"
 import { EventWebhooks } from "./webhooks/EventWebhooks.js"
-import { Widget } from "./widget/Widget.js"
+import { VisitorSessionsLive, Widget } from "./widget/Widget.js"
 import { Members } from "./workspaces/Members.js"
 
 /** The database after migrations: everything that touches tables is built on this. */
@@ -55,6 +55,7 @@ const Services = Layer.mergeAll(
   EventWebhooks.Default,
   WebChat.Default,
   Widget.Default,
+  VisitorSessionsLive.pipe(Layer.provide(Widget.Default)),
   FileStorage.Default,
   BoundAddresses.Default,
   Readiness.Default,

@@ -25,8 +25,8 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as NodeStreamP from "node:stream/promises"
 import { FileStorage } from "../files/FileStorage.js"
-import { corsFor } from "../widget/Http.js"
-import { Widget } from "../widget/Widget.js"
+import { corsFor } from "../http/Cors.js"
+import { VisitorSessions } from "./VisitorSessions.js"
 import { WebChat } from "./WebChat.js"
 
 const MB = 1024 * 1024
@@ -181,7 +181,7 @@ export const receive = Effect.gen(function*() {
   let visitorKey: string | undefined
   const bearer = /^bearer (.+)$/i.exec(authorization)?.[1]
   if (bearer !== undefined) {
-    const visitor = yield* Effect.flatMap(Widget, (w) => w.authenticate(bearer.trim(), origin)).pipe(
+    const visitor = yield* Effect.flatMap(VisitorSessions, (v) => v.authenticate(bearer.trim(), origin)).pipe(
       Effect.mapError((e) => new Refused({ status: e._tag === "Unauthorized" ? 401 : 403, message: e.message }))
     )
     channel = visitor.channel
@@ -271,7 +271,7 @@ export const receive = Effect.gen(function*() {
   Effect.withSpan("Receiver.message")
 )
 
-/** Browsers post here from widget pages on other origins (CORS: see widget/Http.ts). */
+/** Browsers post here from widget pages on other origins (CORS: see http/Cors.ts). */
 export const ReceiverRoutes = Layer.mergeAll(
   HttpLayerRouter.add("POST", "/web-chat/message", receive),
   corsFor((path) => path === "/web-chat/message")

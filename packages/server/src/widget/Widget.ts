@@ -22,7 +22,7 @@ import {
   type WidgetSessionPayload,
   type WidgetVisitor
 } from "@parley/domain"
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
@@ -30,6 +30,7 @@ import { Handoff } from "../handoff/Handoff.js"
 import { HandoffRepo } from "../handoff/HandoffRepo.js"
 import { remoteAddress } from "../http/Forms.js"
 import { RateLimits } from "../limits/RateLimits.js"
+import { VisitorSessions } from "../webchat/VisitorSessions.js"
 import { WebChat } from "../webchat/WebChat.js"
 
 export const WIDGET_SESSION_TTL_SECONDS = 30 * 24 * 60 * 60
@@ -224,3 +225,9 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
     return { session, authenticate, history, requestPerson }
   })
 }) {}
+
+/** The receiver's port for widget visitors (webchat/VisitorSessions.ts), answered by this service. */
+export const VisitorSessionsLive = Layer.effect(
+  VisitorSessions,
+  Effect.map(Widget, (w) => ({ authenticate: w.authenticate }))
+)
