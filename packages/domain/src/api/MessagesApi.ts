@@ -10,6 +10,7 @@ import {
 import { MessageRecord, SendPayload } from "../Messages.js"
 import { ConversationIdFromString } from "../Opportunities.js"
 import { Authorized } from "./Auth.js"
+import { PublicOrigin } from "./PublicOrigin.js"
 
 /** The 25 MB per-file limit of operator uploads (SPEC.md 8), in force while this endpoint reads its body. */
 export class OperatorUploadLimit
@@ -31,6 +32,7 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       // raised while the body is read; the builder encodes it through the union of every endpoint's errors
       .addError(UploadRejectedResponse)
       .middleware(OperatorUploadLimit)
+      .middleware(PublicOrigin)
       .middleware(Authorized["messages:send"])
       .annotate(OpenApi.Summary, "Send a message into a conversation as an operator (text as JSON, files as multipart)")
       .annotate(

@@ -1,4 +1,4 @@
-import { HttpServerRequest, type Multipart } from "@effect/platform"
+import type { Multipart } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import type { WorkflowEngine } from "@effect/workflow"
 import {
@@ -14,13 +14,13 @@ import {
   MessageRecord,
   type MessagesFilter,
   MessagesPage,
+  PublicBaseUrl,
   storableName,
   ulid,
   Unprocessable
 } from "@parley/domain"
 import { Data, Effect, Option } from "effect"
 import * as Fs from "node:fs"
-import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { Deliveries } from "../delivery/Deliveries.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
@@ -35,14 +35,13 @@ const safeName = (name: string) => name.replace(/[^A-Za-z0-9._-]+/g, "_").replac
 
 /** Operator messages (SPEC.md 4.2): stored, then handed to the conversation's channel. */
 export class Messages extends Effect.Service<Messages>()("@parley/server/Messages", {
-  dependencies: [MessagesRepo.Default, FileStorage.Default, Deliveries.Default, AppConfig.Default, Realtime.Default],
+  dependencies: [MessagesRepo.Default, FileStorage.Default, Deliveries.Default, Realtime.Default],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* MessagesRepo
     const storage = yield* FileStorage
     const deliveries = yield* Deliveries
     const realtime = yield* Realtime
-    const config = yield* AppConfig
 
     const record = (id: string, base: string) =>
       Effect.map(repo.record(id), (row) =>
@@ -135,8 +134,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
         yield* repo.insertMessage({ id, target: t, text, files: stored.map((f) => f.entry), senderId: actor.userId })
       })).pipe(Effect.orDie, Effect.onError(() => Effect.forEach(stored, (f) => storage.remove(f.key))))
 
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const base = publicBaseUrl(config, request.headers)
+      const base = yield* PublicBaseUrl
       const withUrls = stored.map((f) => new FileEntryWithUrl({ ...f.entry, url: base + storage.signedPath(f.key) }))
       const rejection = yield* deliver(t, id, text, withUrls, Option.getOrNull(yield* repo.userName(actor.userId)))
       yield* realtime.toWorkspace(t.workspace_id, NEW_MESSAGE_EVENT, {
