@@ -5,6 +5,7 @@
  */
 import { Context, Schema } from "effect"
 import type { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
+import type { ConversationId } from "./Opportunities.js"
 import { all, maxChars, PageNumber, PerPage } from "./Schemas.js"
 import { WebChatSession } from "./WebChat.js"
 
@@ -49,7 +50,7 @@ export interface WidgetChannel {
 export interface WidgetVisitor {
   readonly channel: WidgetChannel
   readonly contactKey: string
-  readonly conversationId: number
+  readonly conversationId: ConversationId
 }
 export class CurrentVisitor extends Context.Tag("@parley/domain/CurrentVisitor")<CurrentVisitor, WidgetVisitor>() {}
 

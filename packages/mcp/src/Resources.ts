@@ -11,12 +11,12 @@ import type {
 import {
   CurrentActor,
   hasScope,
-  type KnowledgeTableId,
+  KnowledgeTableIdFromString,
   missingScopeMessage,
-  type PipelineId,
+  PipelineIdFromString,
   type Scope
 } from "@parley/domain"
-import { Effect } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { McpBackend } from "./Backend.js"
 import { pipelineDocument } from "./PipelineDocument.js"
 
@@ -98,22 +98,26 @@ export const readResource = (
   const notFound = new ResourceError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`)
   const pipeline = /^parley:\/\/pipelines\/([1-9]\d{0,15})$/.exec(uri)
   if (pipeline !== null) {
-    const id = Number(pipeline[1]) as PipelineId
     return require("pipelines:read").pipe(
-      Effect.zipRight(Effect.mapError(pipelineDocument(id), () => notFound)),
+      Effect.zipRight(
+        Effect.mapError(
+          Effect.flatMap(Schema.decodeUnknown(PipelineIdFromString)(pipeline[1]), pipelineDocument),
+          () => notFound
+        )
+      ),
       Effect.map((doc) => contents(uri, doc))
     )
   }
   const columns = /^parley:\/\/knowledge-tables\/([1-9]\d{0,15})\/columns$/.exec(uri)
   if (columns !== null) {
-    const id = Number(columns[1]) as KnowledgeTableId
+    const id = Schema.decodeUnknownOption(KnowledgeTableIdFromString)(columns[1])
     return require("knowledge:read").pipe(
       Effect.zipRight(Effect.flatMap(McpBackend, (b) => Effect.orElseSucceed(b.listKnowledgeTables(), () => []))),
       Effect.flatMap((tables) => {
-        const table = tables.find((t) => t.id === id)
+        const table = Option.isNone(id) ? undefined : tables.find((t) => t.id === id.value)
         return table === undefined
           ? Effect.fail(notFound)
-          : Effect.succeed(contents(uri, { knowledge_table_id: id, name: table.name, columns: table.columns }))
+          : Effect.succeed(contents(uri, { knowledge_table_id: table.id, name: table.name, columns: table.columns }))
       })
     )
   }

@@ -168,10 +168,16 @@ export class AdminRepo extends Effect.Service<AdminRepo>()("@parley/server/Admin
     })
 
     /** The workspace a row of `table` belongs to. */
-    const workspaceOf = (table: "channels" | "pipelines", id: number) =>
-      sql<{ workspace_id: WorkspaceId }>`select workspace_id from ${sql(table)} where id = ${id}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (r) => Number(r.workspace_id) as WorkspaceId))
-      )
+    const workspaceOf = SqlSchema.findOne({
+      Request: Schema.Struct({ table: Schema.Literal("channels", "pipelines"), id: Schema.Number }),
+      Result: Schema.Struct({ workspace_id: WorkspaceId }),
+      execute: ({ id, table }) => sql`select workspace_id from ${sql(table)} where id = ${id}`
+    })
+    const workspaceIds = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ id: WorkspaceId }),
+      execute: () => sql`select id from workspaces order by id`
+    })
 
     return {
       users: users().pipe(Effect.orDie),
@@ -182,14 +188,12 @@ export class AdminRepo extends Effect.Service<AdminRepo>()("@parley/server/Admin
         }).pipe(Effect.orDie),
       workspaces: workspaces().pipe(Effect.map((rows) => rows.map(workspaceSummary)), Effect.orDie),
       workspace: (id: WorkspaceId) => workspace(id).pipe(Effect.map(Option.map(workspaceSummary)), Effect.orDie),
-      workspaceIds: sql<{ id: WorkspaceId }>`select id from workspaces order by id`.pipe(
-        Effect.map((rows) => rows.map((r) => Number(r.id) as WorkspaceId)),
-        Effect.orDie
-      ),
+      workspaceIds: workspaceIds(undefined).pipe(Effect.map((rows) => rows.map((r) => r.id)), Effect.orDie),
       members: (id: WorkspaceId) => members(id).pipe(Effect.orDie),
       tokens: (userId?: UserId) => tokens(userId === undefined ? {} : { userId }).pipe(Effect.orDie),
       token: (id: TokenId) => token(id).pipe(Effect.orDie),
-      workspaceOf: (table: "channels" | "pipelines", id: number) => workspaceOf(table, id).pipe(Effect.orDie)
+      workspaceOf: (table: "channels" | "pipelines", id: number) =>
+        workspaceOf({ table, id }).pipe(Effect.map(Option.map((r) => r.workspace_id)), Effect.orDie)
     }
   })
 }) {}

@@ -4,18 +4,17 @@
  * the worker engine: they write rows and notify caches, and never send an entity or workflow message, so
  * the CLI runs them without joining the cluster (cli/Direct.ts).
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import {
   type Actor,
   type Channel,
-  type ChannelId,
   CurrentActor,
-  type KnowledgeTableId,
+  KnowledgeTableId,
   Scopes,
   type UserId,
-  type WorkspaceId
+  WorkspaceId
 } from "@parley/domain"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { Channels } from "../channels/Channels.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { BoundAddresses } from "../http/Listener.js"
@@ -61,11 +60,17 @@ const asOwnerOf = (workspaceId: WorkspaceId) =>
 const asOwnerOfTable = (tableId: KnowledgeTableId) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ workspace_id: WorkspaceId; name: string }>`
-      select workspace_id, name from knowledge_tables where id = ${tableId}`.pipe(Effect.orDie)
-    if (rows.length === 0) return yield* new CommandFailed({ message: `No knowledge table with id ${tableId}` })
-    const actor = yield* asOwnerOf(Number(rows[0]!.workspace_id) as WorkspaceId)
-    return { actor, workspaceId: Number(rows[0]!.workspace_id), name: rows[0]!.name }
+    const tableOf = SqlSchema.findOne({
+      Request: KnowledgeTableId,
+      Result: Schema.Struct({ workspace_id: WorkspaceId, name: Schema.String }),
+      execute: (id) =>
+        sql`
+      select workspace_id, name from knowledge_tables where id = ${id}`
+    })
+    const found = yield* tableOf(tableId).pipe(Effect.orDie)
+    if (Option.isNone(found)) return yield* new CommandFailed({ message: `No knowledge table with id ${tableId}` })
+    const actor = yield* asOwnerOf(found.value.workspace_id)
+    return { actor, workspaceId: found.value.workspace_id, name: found.value.name }
   })
 
 /** Turns the REST errors of a service call into a command failure naming the fields. */
@@ -226,7 +231,7 @@ export const runCommand = (command: AdminCommand) =>
       }
       case "channel.show": {
         const workspaceId = yield* workspaceOf("channels", command.id)
-        const channel = yield* explain(channels.get(command.id as ChannelId)).pipe(
+        const channel = yield* explain(channels.get(command.id)).pipe(
           Effect.provideService(CurrentActor, operator([workspaceId]))
         )
         return withUrls(yield* publicBases)(channel)

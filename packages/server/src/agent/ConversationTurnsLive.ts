@@ -5,19 +5,15 @@
  */
 import { SqlClient } from "@effect/sql"
 import {
-  type ConversationId,
   ConversationTurns,
   type FailReason,
   handoffKeywordIn,
   type ModelRef,
-  type OpportunityId,
   type PendingWork,
-  type PipelineId,
   type Prepared,
   type ReplyDraft,
   type SkipReason,
-  type StageId,
-  type WorkspaceId
+  StageId
 } from "@parley/domain"
 import { repliesMade } from "@parley/worker"
 import { Effect, Layer, Metric, Option } from "effect"
@@ -118,7 +114,7 @@ export const ConversationTurnsLive = Layer.effect(
         ? null
         : handoffKeywordIn(p.handoff_keywords, yield* turnTexts(conversationId, upTo))
       if (keyword !== null && context.handoff?.canRequest === true) {
-        yield* handoff.moveAsSystem(Number(c.id) as ConversationId, {
+        yield* handoff.moveAsSystem(c.id, {
           action: "request",
           actor: "rule",
           reason: `The contact wrote "${keyword}"`
@@ -162,17 +158,18 @@ export const ConversationTurnsLive = Layer.effect(
           )
         }
         const nature = stage.value.nature
-        const opportunityId = c.opportunity_id as OpportunityId
-        yield* opportunities.updateOpportunity(opportunityId, {
-          stage_id: stageId as StageId,
+        // the model's stage id, now known to be a stage of the pipeline
+        const stage_id = StageId.make(stageId)
+        yield* opportunities.updateOpportunity(c.opportunity_id, {
+          stage_id,
           ...(nature === "neutral" ? {} : { status: nature })
         })
         yield* opportunities.recordStageEntry({
-          workspace_id: c.workspace_id as WorkspaceId,
-          opportunity_id: opportunityId,
-          pipeline_id: c.opportunity_pipeline_id as PipelineId,
-          stage_id: stageId as StageId,
-          previous_stage_id: c.opportunity_stage_id as StageId | null,
+          workspace_id: c.workspace_id,
+          opportunity_id: c.opportunity_id,
+          pipeline_id: c.opportunity_pipeline_id,
+          stage_id,
+          previous_stage_id: c.opportunity_stage_id,
           cause: "moved"
         })
       }
@@ -186,7 +183,7 @@ export const ConversationTurnsLive = Layer.effect(
         const version = draft.configVersion ?? c.config_version
         if (draft.moveToStageId !== null) yield* moveStage(c, draft.moveToStageId, version)
         if (draft.handoffReason !== undefined && draft.handoffReason !== null) {
-          yield* handoff.moveAsSystem(c.id as ConversationId, {
+          yield* handoff.moveAsSystem(c.id, {
             action: "request",
             actor: "ai",
             reason: draft.handoffReason

@@ -3,7 +3,7 @@
  * OpportunitiesRepo, the one owner of `stage_entries` (recorded with a stage move, consumed once).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { type ConversationId } from "@parley/domain"
+import { ConversationId } from "@parley/domain"
 import { Effect, Schema } from "effect"
 
 /**
@@ -62,7 +62,7 @@ export class StageEntryRepo extends Effect.Service<StageEntryRepo>()("@parley/se
     /** The conversations a won or lost entry resolves: those of its opportunity a person was asked for or has. */
     const resolvedConversations = SqlSchema.findAll({
       Request: Schema.Number,
-      Result: Schema.Struct({ id: Schema.Number }),
+      Result: Schema.Struct({ id: ConversationId }),
       execute: (entryId) =>
         sql`
           select c.id from stage_entries e
@@ -78,7 +78,7 @@ export class StageEntryRepo extends Effect.Service<StageEntryRepo>()("@parley/se
         Effect.map(Effect.orDie(contactWrote(conversationId)), (rows) => rows.length > 0),
       unconsumed: (limit: number) => Effect.orDie(unconsumed(limit)),
       resolvedConversations: (entryId: number) =>
-        Effect.map(Effect.orDie(resolvedConversations(entryId)), (rows) => rows.map((r) => r.id as ConversationId))
+        Effect.map(Effect.orDie(resolvedConversations(entryId)), (rows) => rows.map((r) => r.id))
     }
   })
 }) {}

@@ -4,7 +4,7 @@
  * unhandled messages, so messages handled while waiting are never read again: no loop).
  */
 import {
-  type ConversationId,
+  ConversationId,
   DEFAULT_BRIDGE_TEXT,
   DEFAULT_FALLBACK_MESSAGE,
   type HandoffMove,
@@ -63,7 +63,7 @@ export const makeTurnHandoffRules = Effect.gen(function*() {
         ? { action: "request", actor: "rule", reason: `${rule.limit} replies in a row could not be made` }
         : null
       if (move === null) return
-      yield* handoff.moveAsSystem(Number(conversationId) as ConversationId, move).pipe(
+      yield* handoff.moveAsSystem(ConversationId.make(Number(conversationId)), move).pipe(
         Effect.catchAll((e) => Effect.logWarning("The failure rule could not ask for a person", e))
       )
     })

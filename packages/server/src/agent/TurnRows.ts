@@ -2,6 +2,7 @@
  * The rows a turn reads (TurnsRepo): a conversation as the agent sees it, and its pipeline's whole
  * configuration with the memory window, read in one statement.
  */
+import { ChannelId, ContactId, ConversationId, OpportunityId, PipelineId, StageId, WorkspaceId } from "@parley/domain"
 import { Schema } from "effect"
 
 const NullableString = Schema.NullOr(Schema.String)
@@ -9,10 +10,10 @@ const NullableNumber = Schema.NullOr(Schema.Number)
 
 /** A conversation with its workspace's balance, its newest opportunity and its contact. */
 export const ConversationRow = Schema.Struct({
-  id: Schema.Number,
-  workspace_id: Schema.Number,
-  contact_id: Schema.Number,
-  channel_id: NullableNumber,
+  id: ConversationId,
+  workspace_id: WorkspaceId,
+  contact_id: ContactId,
+  channel_id: Schema.NullOr(ChannelId),
   external_chat_id: NullableString,
   status: Schema.String,
   cost: Schema.Number,
@@ -22,11 +23,11 @@ export const ConversationRow = Schema.Struct({
   is_subscription_active: Schema.Boolean,
   /** an eval's sandbox (docs/evals.md): its turns are left out of the reply metrics */
   is_eval: Schema.Boolean,
-  channel_pipeline_id: NullableNumber,
-  opportunity_id: NullableNumber,
+  channel_pipeline_id: Schema.NullOr(PipelineId),
+  opportunity_id: Schema.NullOr(OpportunityId),
   opportunity_status: NullableString,
-  opportunity_stage_id: NullableNumber,
-  opportunity_pipeline_id: NullableNumber,
+  opportunity_stage_id: Schema.NullOr(StageId),
+  opportunity_pipeline_id: Schema.NullOr(PipelineId),
   opportunity_context: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   contact_name: NullableString,
   contact_email: NullableString,

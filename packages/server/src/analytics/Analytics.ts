@@ -21,7 +21,6 @@ import {
   TimeseriesDay,
   type TimeseriesQuery,
   Unprocessable,
-  type WorkspaceId,
   WorkspaceNotFound
 } from "@parley/domain"
 import { Clock, Effect } from "effect"
@@ -136,7 +135,7 @@ export class Analytics extends Effect.Service<Analytics>()("@parley/server/Analy
     const timeseriesRepo = yield* TimeseriesRepo
 
     const scopeOf = (actor: Actor, query: AnalyticsQuery): Effect.Effect<AnalyticsScope, WorkspaceNotFound> => {
-      const workspaceId = query.workspace_id as WorkspaceId | undefined
+      const workspaceId = query.workspace_id
       if (workspaceId === undefined) {
         return Effect.succeed({ workspaceIds: actor.workspaceIds, includeTest: query.include_test })
       }

@@ -11,10 +11,8 @@
 import { SqlClient } from "@effect/sql"
 import {
   caseMessages,
-  type ContactId,
   type EvalOutcome,
   type EvalVerdict,
-  type OpportunityId,
   phrases,
   type PipelineId,
   type StageId,
@@ -37,8 +35,8 @@ export class CaseTimedOut extends Data.TaggedError("CaseTimedOut")<{ readonly me
 
 /** What a run's cases share: the pipeline, its stages and its model. */
 export interface RunTarget {
-  readonly workspaceId: number
-  readonly pipelineId: number
+  readonly workspaceId: WorkspaceId
+  readonly pipelineId: PipelineId
   /** what the case's opportunity runs (`opportunities.config_version_id`): 0 the draft, else a version id */
   readonly configVersion: number
   readonly stages: ReadonlyArray<Stage>
@@ -67,10 +65,10 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
       name: string,
       contactName: string | undefined,
       context: unknown,
-      stageId: number
+      stageId: StageId
     ) =>
       sql.withTransaction(Effect.gen(function*() {
-        const workspace_id = target.workspaceId as WorkspaceId
+        const workspace_id = target.workspaceId
         const contact = yield* opportunities.insertContact({
           workspace_id,
           name: contactName ?? null,
@@ -79,11 +77,11 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
           priority: "medium",
           is_eval: true
         })
-        const contact_id = Option.getOrThrow(contact) as ContactId
+        const contact_id = Option.getOrThrow(contact)
         const opportunityId = yield* opportunities.insertOpportunity({
           workspace_id,
-          pipeline_id: target.pipelineId as PipelineId,
-          stage_id: stageId as StageId,
+          pipeline_id: target.pipelineId,
+          stage_id: stageId,
           contact_id,
           status: "active",
           name: `Eval: ${name}`.slice(0, 255),
@@ -106,12 +104,12 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
         yield* opportunities.recordStageEntry({
           workspace_id,
           opportunity_id: opportunityId,
-          pipeline_id: target.pipelineId as PipelineId,
-          stage_id: stageId as StageId,
+          pipeline_id: target.pipelineId,
+          stage_id: stageId,
           previous_stage_id: null,
           cause: "created"
         })
-        return { conversationId: Number(conversation.id), opportunityId: Number(opportunityId) } satisfies World
+        return { conversationId: conversation.id, opportunityId } satisfies World
       })).pipe(Effect.orDie)
 
     /** Until the engine has nothing left to do for the conversation. */
@@ -133,7 +131,6 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
         const state = yield* sandbox.state(world)
         return {
           ...state,
-          stage_id: state.stage_id as StageId,
           ai_messages: transcript.filter((e) => e.role === "agent" && e.status !== "failed").length,
           cost: transcript.reduce((sum, e) => sum + e.cost, 0),
           transcript,
@@ -159,7 +156,7 @@ export class CasePlayer extends Effect.Service<CasePlayer>()("@parley/server/Cas
         Effect.zipRight(
           repo.finishResult(result.id, { status, outcome, verdicts: checks, cost, error }),
           // nothing more happens to a played case: its followups and late timers find it paused
-          opportunities.updateOpportunity(world.opportunityId as OpportunityId, { status: "paused" })
+          opportunities.updateOpportunity(world.opportunityId, { status: "paused" })
         )
       const played = Effect.gen(function*() {
         yield* settle(world, target, "the case's start (opening message, stage-start actions)")

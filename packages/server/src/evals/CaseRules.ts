@@ -2,10 +2,10 @@
  * What a case must satisfy beyond its schema, against the pipeline it runs on: its stages exist, its
  * regular expressions compile. Pure: each problem is a field path and a message (a 422's `validation`).
  */
-import { caseMessages, type EvalCaseSpec, phrases } from "@parley/domain"
+import { caseMessages, type EvalCaseSpec, phrases, type StageId } from "@parley/domain"
 
 export interface Stage {
-  readonly id: number
+  readonly id: StageId
   readonly name: string
 }
 

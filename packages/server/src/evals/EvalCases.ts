@@ -28,13 +28,7 @@ import { type CaseRow, EvalsRepo } from "./EvalsRepo.js"
 
 const nameTaken = Unprocessable.of([{ field: "name", message: "is the name of another eval case of this pipeline" }])
 
-const toCase = (r: CaseRow) =>
-  new EvalCase({
-    ...r,
-    id: r.id as EvalCaseId,
-    pipeline_id: r.pipeline_id as PipelineId,
-    source_conversation_id: r.source_conversation_id as ConversationId | null
-  })
+const toCase = (r: CaseRow) => new EvalCase(r)
 
 export class EvalCases extends Effect.Service<EvalCases>()("@parley/server/EvalCases", {
   dependencies: [EvalsRepo.Default, ConversationCaseRepo.Default],

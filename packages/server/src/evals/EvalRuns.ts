@@ -101,7 +101,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
         const before = new Map((yield* repo.statuses(previous.value.id)).map((r) => [r.name, r.status]))
         const finished = current.filter((r) => r.status !== "pending" && r.status !== "running")
         return new EvalComparison({
-          previous_run_id: previous.value.id as EvalRunId,
+          previous_run_id: previous.value.id,
           previous_passed: previous.value.passed,
           previous_failed: previous.value.failed,
           previous_cost: previous.value.cost,
@@ -120,8 +120,8 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
       results: ReadonlyArray<{ readonly name: string; readonly status: string; readonly cost: number }>
     ) =>
       Effect.map(comparison(run, results), (compared) => ({
-        id: run.id as EvalRunId,
-        pipeline_id: run.pipeline_id as PipelineId,
+        id: run.id,
+        pipeline_id: run.pipeline_id,
         version: /^[0-9]+$/.test(run.version) ? Number(run.version) : run.version as "live" | "draft",
         version_number: run.version_number,
         status: run.status,
@@ -137,13 +137,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
         finished_at: run.finished_at
       }))
 
-    const toResult = (r: ResultRow) =>
-      new EvalResult({
-        ...r,
-        case_id: r.case_id as never,
-        conversation_id: r.conversation_id as never,
-        opportunity_id: r.opportunity_id as never
-      })
+    const toResult = (r: ResultRow) => new EvalResult(r)
 
     const get = Effect.fn("EvalRuns.get")(function*(runId: EvalRunId) {
       const actor = yield* CurrentActor
@@ -205,7 +199,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
         settleMs: model.debounce_ms + SETTLE_MARGIN_MS
       }
       yield* FiberSet.run(running, play(runId, target, concurrency))
-      return yield* get(runId as EvalRunId)
+      return yield* get(runId)
     })
 
     return { start, get, list }

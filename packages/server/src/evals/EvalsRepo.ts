@@ -4,32 +4,38 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import {
+  ConversationId,
+  EvalCaseId,
   EvalCaseSpec,
   type EvalCaseSpec as Spec,
   EvalOutcome,
   EvalResultStatus,
+  EvalRunId,
   EvalVerdict,
-  type WorkspaceId
+  OpportunityId,
+  PipelineId,
+  StageId,
+  WorkspaceId
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 
 export const CaseRow = Schema.Struct({
-  id: Schema.Number,
-  workspace_id: Schema.Number,
-  pipeline_id: Schema.Number,
+  id: EvalCaseId,
+  workspace_id: WorkspaceId,
+  pipeline_id: PipelineId,
   name: Schema.String,
   definition: EvalCaseSpec,
   source: Schema.Literal("api", "conversation"),
-  source_conversation_id: Schema.NullOr(Schema.Number),
+  source_conversation_id: Schema.NullOr(ConversationId),
   created_at: Schema.String,
   updated_at: Schema.String
 })
 export type CaseRow = typeof CaseRow.Type
 
 export const RunRow = Schema.Struct({
-  id: Schema.Number,
-  workspace_id: Schema.Number,
-  pipeline_id: Schema.Number,
+  id: EvalRunId,
+  workspace_id: WorkspaceId,
+  pipeline_id: PipelineId,
   version: Schema.String,
   version_number: Schema.NullOr(Schema.Number),
   status: Schema.Literal("running", "passed", "failed", "interrupted"),
@@ -38,7 +44,7 @@ export const RunRow = Schema.Struct({
   passed: Schema.Number,
   failed: Schema.Number,
   cost: Schema.Number,
-  previous_run_id: Schema.NullOr(Schema.Number),
+  previous_run_id: Schema.NullOr(EvalRunId),
   created_at: Schema.String,
   finished_at: Schema.NullOr(Schema.String)
 })
@@ -46,13 +52,13 @@ export type RunRow = typeof RunRow.Type
 
 export const ResultRow = Schema.Struct({
   id: Schema.Number,
-  run_id: Schema.Number,
+  run_id: EvalRunId,
   position: Schema.Number,
   name: Schema.String,
-  case_id: Schema.NullOr(Schema.Number),
+  case_id: Schema.NullOr(EvalCaseId),
   status: EvalResultStatus,
-  conversation_id: Schema.NullOr(Schema.Number),
-  opportunity_id: Schema.NullOr(Schema.Number),
+  conversation_id: Schema.NullOr(ConversationId),
+  opportunity_id: Schema.NullOr(OpportunityId),
   cost: Schema.Number,
   error: Schema.NullOr(Schema.String),
   verdicts: Schema.Array(EvalVerdict),
@@ -83,7 +89,7 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
 
     const pipeline = SqlSchema.findOne({
       Request: Schema.Struct({ workspaceIds: Schema.Array(Schema.Number), id: Schema.Number }),
-      Result: Schema.Struct({ id: Schema.Number, workspace_id: Schema.Number }),
+      Result: Schema.Struct({ id: PipelineId, workspace_id: WorkspaceId }),
       execute: ({ id, workspaceIds }) =>
         sql`select id, workspace_id from pipelines where id = ${id} and ${
           inWorkspaces("workspace_id", workspaceIds as never)
@@ -93,7 +99,7 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
     /** The stages of what a run plays (`override`: 0 the draft, else a version id). */
     const stages = SqlSchema.findAll({
       Request: Schema.Struct({ pipelineId: Schema.Number, override: Schema.Number }),
-      Result: Schema.Struct({ id: Schema.Number, name: Schema.String }),
+      Result: Schema.Struct({ id: StageId, name: Schema.String }),
       execute: ({ override, pipelineId }) =>
         sql`select id, name from parley_live_stages(${pipelineId}, ${override}) order by sort_order, id`
     })
@@ -192,7 +198,7 @@ export class EvalsRepo extends Effect.Service<EvalsRepo>()("@parley/server/Evals
         casesTotal: Schema.Number,
         createdBy: Schema.Number
       }),
-      Result: IdRow,
+      Result: Schema.Struct({ id: EvalRunId }),
       execute: (r) =>
         sql`
           insert into eval_runs (workspace_id, pipeline_id, version, version_id, config_hash, concurrency, cases_total, created_by, previous_run_id)

@@ -4,18 +4,18 @@
  * conversation came to. The contact, opportunity and conversation themselves are OpportunitiesRepo's.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { EvalRecordedAction, EvalTranscriptEntry } from "@parley/domain"
+import { ConversationId, EvalRecordedAction, EvalTranscriptEntry, OpportunityId, StageId } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import * as MessageWrites from "../tables/MessageWrites.js"
 import * as WorkspaceWrites from "../tables/WorkspaceWrites.js"
 
-const World = Schema.Struct({ conversationId: Schema.Number, opportunityId: Schema.Number })
+const World = Schema.Struct({ conversationId: ConversationId, opportunityId: OpportunityId })
 export type World = typeof World.Type
 
 export const TranscriptRow = Schema.Struct({ ...EvalTranscriptEntry.fields, id: Schema.String })
 
 export const StateRow = Schema.Struct({
-  stage_id: Schema.Number,
+  stage_id: StageId,
   stage_name: Schema.String,
   status: Schema.String,
   handoff_requested: Schema.Boolean

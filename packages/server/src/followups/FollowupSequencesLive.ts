@@ -6,16 +6,7 @@
  * automations run). Times come from the application's `Clock`, the one durable waits use.
  */
 import { SqlClient } from "@effect/sql"
-import {
-  type FollowupEnd,
-  FollowupPlan,
-  FollowupSequences,
-  intervalMillis,
-  type OpportunityId,
-  type PipelineId,
-  type StageId,
-  type WorkspaceId
-} from "@parley/domain"
+import { type FollowupEnd, FollowupPlan, FollowupSequences, intervalMillis } from "@parley/domain"
 import { Clock, Effect, Layer, Option } from "effect"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { blocker, FollowupsRepo, type SequencePlan } from "./FollowupsRepo.js"
@@ -89,16 +80,16 @@ export const FollowupSequencesLive = Layer.effect(
           return "completed" as FollowupEnd
         }
         // the move as a REST move writes it: the opportunity (a won or lost stage sets its status) and a stage entry
-        yield* opportunities.updateOpportunity(s.opportunity_id as OpportunityId, {
-          stage_id: target as StageId,
+        yield* opportunities.updateOpportunity(s.opportunity_id, {
+          stage_id: target,
           ...(nature.value === "won" || nature.value === "lost" ? { status: nature.value } : {})
         })
         yield* opportunities.recordStageEntry({
-          workspace_id: s.workspace_id as WorkspaceId,
-          opportunity_id: s.opportunity_id as OpportunityId,
-          pipeline_id: s.pipeline_id as PipelineId,
-          stage_id: target as StageId,
-          previous_stage_id: s.current_stage_id as StageId,
+          workspace_id: s.workspace_id,
+          opportunity_id: s.opportunity_id,
+          pipeline_id: s.pipeline_id,
+          stage_id: target,
+          previous_stage_id: s.current_stage_id,
           cause: "moved"
         })
         yield* repo.endSequence(sequenceId, "completed", "moved")

@@ -1,5 +1,13 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Followup, FollowupInterval, type StageId, type WorkspaceId } from "@parley/domain"
+import {
+  ConversationId,
+  Followup,
+  FollowupInterval,
+  OpportunityId,
+  PipelineId,
+  StageId,
+  WorkspaceId
+} from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 
 export const StageRef = Schema.Struct({ id: Schema.Number, workspace_id: Schema.Number, pipeline_id: Schema.Number })
@@ -8,20 +16,20 @@ export type StageRef = typeof StageRef.Type
 /** Everything that decides whether a sequence goes on, read in one query. */
 export const SequenceState = Schema.Struct({
   id: Schema.Number,
-  workspace_id: Schema.Number,
+  workspace_id: WorkspaceId,
   status: Schema.Literal("running", "completed", "cancelled"),
-  opportunity_id: Schema.Number,
-  pipeline_id: Schema.Number,
-  stage_id: Schema.Number,
-  current_stage_id: Schema.Number,
+  opportunity_id: OpportunityId,
+  pipeline_id: PipelineId,
+  stage_id: StageId,
+  current_stage_id: StageId,
   /** a later stage entry of the opportunity exists (it left the stage, or entered it again) */
   superseded: Schema.Boolean,
-  conversation_id: Schema.NullOr(Schema.Number),
+  conversation_id: Schema.NullOr(ConversationId),
   steps: Schema.Number,
   followup_active: Schema.Boolean,
   instructions: Schema.NullOr(Schema.String),
   assets: Schema.NullOr(Schema.String),
-  after_followup_stage_id: Schema.NullOr(Schema.Number),
+  after_followup_stage_id: Schema.NullOr(StageId),
   /** a contact message came after the sequence's anchor (by message order, not wall time) */
   contact_wrote: Schema.Boolean,
   followup_limit: Schema.Number,
@@ -266,7 +274,7 @@ export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/serv
           .pipe(Effect.asVoid, Effect.orDie),
 
       /** The stage's nature, when the stage belongs to the pipeline. */
-      stageNature: (id: number, pipelineId: number) =>
+      stageNature: (id: StageId, pipelineId: PipelineId) =>
         stageNature({ id, pipelineId }).pipe(Effect.map(Option.map((s) => s.nature)), Effect.orDie),
 
       /** The entries of running sequences due before the given time, the most overdue first. */

@@ -10,7 +10,6 @@
  */
 import { Singleton } from "@effect/cluster"
 import { PgClient } from "@effect/sql-pg"
-import type { ConversationId } from "@parley/domain"
 import { Conversation } from "@parley/worker"
 import { Duration, Effect, Layer, Schedule, Stream } from "effect"
 import { HANDOFF_EVENT, Realtime } from "../realtime/Realtime.js"
@@ -62,10 +61,9 @@ const HandoffTimer = (every: Duration.DurationInput) =>
       const handoff = yield* Handoff
       const fire = repo.dueTimeouts.pipe(
         Effect.flatMap(Effect.forEach(({ action, id }) =>
-          handoff.moveAsSystem(id as ConversationId, { action: "timeout", then: action }).pipe(
+          handoff.moveAsSystem(id, { action: "timeout", then: action }).pipe(
             // an operator took it (or it was handed back) in the meantime: nothing to do
-            Effect.catchTag("HandoffConflict", () =>
-              Effect.void)
+            Effect.catchTag("HandoffConflict", () => Effect.void)
           ), { discard: true })),
         Effect.catchAllCause(Effect.logWarning)
       )

@@ -5,7 +5,7 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import {
-  type ConversationId,
+  ConversationId,
   HandoffActor,
   HandoffEvent,
   HandoffEventAction,
@@ -178,7 +178,7 @@ export class HandoffRepo extends Effect.Service<HandoffRepo>()("@parley/server/H
 
     const dueTimeouts = SqlSchema.findAll({
       Request: Schema.Void,
-      Result: Schema.Struct({ id: Schema.Number, action: HandoffTimeoutAction }),
+      Result: Schema.Struct({ id: ConversationId, action: HandoffTimeoutAction }),
       execute: () =>
         sql`
           select c.id, coalesce(p.handoff_timeout_action, 'return') as action

@@ -73,7 +73,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
         return yield* Unprocessable.of([{ field: "workspace_id", message: "The selected workspace id is invalid." }])
       }
       const id = yield* sql.withTransaction(Effect.gen(function*() {
-        if (yield* repo.nameTaken(workspaceId, input.name)) return Option.none<number>()
+        if (yield* repo.nameTaken(workspaceId, input.name)) return Option.none<KnowledgeTableId>()
         const tableId = yield* repo.insertTable(workspaceId, input.name, input.description ?? null)
         for (const c of input.columns) yield* repo.insertColumn(workspaceId, tableId, c)
         return Option.some(tableId)
@@ -81,7 +81,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
       if (Option.isNone(id)) {
         return yield* Unprocessable.of([{ field: "name", message: "The name has already been taken." }])
       }
-      return yield* ownTable(id.value as KnowledgeTableId).pipe(Effect.orDie)
+      return yield* ownTable(id.value).pipe(Effect.orDie)
     })
 
     const columns = Effect.fn("Knowledge.columns")(function*(id: KnowledgeTableId) {

@@ -5,7 +5,7 @@
  * SearchRepo.ts. Database failures are defects here.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { KnowledgeColumn, KnowledgePoint, KnowledgeTableWithColumns } from "@parley/domain"
+import { KnowledgeColumn, KnowledgePoint, KnowledgeTableId, KnowledgeTableWithColumns } from "@parley/domain"
 import { Effect, Schema } from "effect"
 
 const Ids = Schema.Array(Schema.Number)
@@ -82,7 +82,7 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
         name: Schema.String,
         description: Schema.NullOr(Schema.String)
       }),
-      Result: Schema.Struct({ id: Schema.Number }),
+      Result: Schema.Struct({ id: KnowledgeTableId }),
       execute: ({ description, name, workspaceId }) =>
         sql`insert into knowledge_tables (workspace_id, name, description) values (${workspaceId}, ${name}, ${description})
             returning id`

@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import {
   type Actor,
   BadRequest,
-  type ContactId,
+  ContactId,
   type ConversationId,
   ConversationNotFound,
   type CreateOpportunity,
@@ -15,7 +15,7 @@ import {
   manyValues,
   normalisePhone,
   type Opportunity,
-  type OpportunityId,
+  OpportunityId,
   OpportunityNotFound,
   OpportunityOnContact,
   type PipelineId,
@@ -25,7 +25,7 @@ import {
   type UpdateOpportunity,
   type WorkspaceId
 } from "@parley/domain"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { LazyArg } from "effect/Function"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { someOrFail } from "../util/Effects.js"
@@ -36,8 +36,8 @@ const createAStageFirst = new BadRequest({ message: "Create a stage first" })
 const notYours = new Forbidden({ message: "This action is unauthorized." })
 
 /** Ids beyond 2^53 cannot be ours; such digits can only be a phone. */
-const asId = (identifier: string) =>
-  isAllDigits(identifier) && identifier.length <= 15 ? Option.some(Number(identifier)) : Option.none()
+const asId = <A>(id: Schema.Schema<A, number>, identifier: string): Option.Option<A> =>
+  isAllDigits(identifier) && identifier.length <= 15 ? Schema.decodeOption(id)(Number(identifier)) : Option.none()
 
 /** `2026-11-21` covers that whole day as an end date; a full timestamp is taken as it is. */
 const dateBound = (value: string | undefined, end: boolean) => {
@@ -209,9 +209,9 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
       foreign: LazyArg<Forbidden | OpportunityNotFound>
     ) =>
       Effect.gen(function*() {
-        const id = asId(identifier)
+        const id = asId(OpportunityId, identifier)
         if (Option.isSome(id)) {
-          const found = yield* reads.byIdInAnyWorkspace(id.value as OpportunityId)
+          const found = yield* reads.byIdInAnyWorkspace(id.value)
           if (Option.isSome(found)) {
             if (!actor.workspaceIds.includes(found.value.workspace_id)) return yield* Effect.fail(foreign())
             return found.value
@@ -273,9 +273,9 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
     const ofContact = Effect.fn("Opportunities.ofContact")(
       function*(identifier: string, pipelineId: PipelineId | undefined) {
         const actor = yield* CurrentActor
-        const id = asId(identifier)
+        const id = asId(ContactId, identifier)
         if (Option.isSome(id)) {
-          const byId = yield* reads.ofContact(actor.workspaceIds, { id: id.value as ContactId }, pipelineId)
+          const byId = yield* reads.ofContact(actor.workspaceIds, { id: id.value }, pipelineId)
           if (byId.length > 0) return byId
         }
         const phone = normalisePhone(identifier)

@@ -45,7 +45,7 @@ export class Versions extends Effect.Service<Versions>()("@parley/server/Version
       const actor = yield* CurrentActor
       const [row] = yield* repo.settings(actor.workspaceIds, workspaceId)
       if (row === undefined) return yield* new WorkspaceNotFound()
-      return new WorkspaceSettings({ workspace_id: row.workspace_id as WorkspaceId, drafts: row.drafts })
+      return new WorkspaceSettings(row)
     })
 
     const updateSettings = Effect.fn("Versions.updateSettings")(

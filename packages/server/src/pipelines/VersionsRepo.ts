@@ -3,6 +3,7 @@
  * workspace's `is_drafts_enabled`, and what publish checks (stranded opportunities, the eval gate).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
+import { WorkspaceId } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import * as WorkspaceWrites from "../tables/WorkspaceWrites.js"
 
@@ -175,6 +176,16 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
           select inserted.*, true as is_live from inserted`
     })
 
+    const settings = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceIds: Ids, workspaceId: Schema.Number }),
+      Result: Schema.Struct({ workspace_id: WorkspaceId, drafts: Schema.Boolean }),
+      execute: ({ workspaceId, workspaceIds }) =>
+        sql`
+          select id as workspace_id, is_drafts_enabled as drafts from workspaces where id = ${workspaceId} and id in ${
+          sql.in(workspaceIds)
+        }`
+    })
+
     return {
       pipeline: (workspaceIds: ReadonlyArray<number>, id: number) => Effect.orDie(pipeline({ workspaceIds, id })),
       versions: (pipelineId: number) => Effect.orDie(versions(pipelineId)),
@@ -188,11 +199,8 @@ export class VersionsRepo extends Effect.Service<VersionsRepo>()("@parley/server
       insert: (n: typeof NewVersion.Type) => Effect.orDie(insert(n)),
       setGate: (pipelineId: number, gated: boolean) =>
         Effect.orDie(sql`update pipelines set is_publish_gated = ${gated} where id = ${pipelineId}`),
-      settings: (workspaceIds: ReadonlyArray<number>, workspaceId: number) =>
-        Effect.orDie(sql<{ workspace_id: number; drafts: boolean }>`
-          select id as workspace_id, is_drafts_enabled as drafts from workspaces where id = ${workspaceId} and id in ${
-          sql.in(workspaceIds)
-        }`),
+      settings: (workspaceIds: ReadonlyArray<WorkspaceId>, workspaceId: WorkspaceId) =>
+        Effect.orDie(settings({ workspaceIds, workspaceId })),
       setDrafts: (workspaceId: number, drafts: boolean) =>
         Effect.orDie(
           WorkspaceWrites.update(

@@ -2,18 +2,18 @@
  * First run on an empty embedded database: a demo workspace to try everything with one curl. The
  * credentials are kept in `<data dir>/demo-credentials.json` (mode 0600) so later starts can print them.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import {
   type Actor,
   type ChannelId,
   CurrentActor,
   type PipelineId,
   Scopes,
-  type TokenId,
-  type UserId,
+  TokenId,
+  UserId,
   type WorkspaceId
 } from "@parley/domain"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Channels } from "../channels/Channels.js"
@@ -30,11 +30,11 @@ export interface DemoCredentials {
   readonly token: string
   readonly workspace_id: WorkspaceId
   readonly pipeline_id: PipelineId
-  readonly channel: { readonly id: number; readonly client_id: string; readonly client_secret: string }
+  readonly channel: { readonly id: ChannelId; readonly client_id: string; readonly client_secret: string }
   /**
    * The website widget channel the demo page at `/` embeds; its secret signs the replies' webhooks to `/demo/webhook`.
    */
-  readonly widget?: { readonly id: number; readonly client_id: string; readonly client_secret: string }
+  readonly widget?: { readonly id: ChannelId; readonly client_id: string; readonly client_secret: string }
 }
 
 export const demoCredentialsPath = (dataDir: string) => Path.join(dataDir, "demo-credentials.json")
@@ -65,22 +65,29 @@ const demoWidget = (credentials: DemoCredentials, api: string | undefined) =>
     const config = yield* AppConfig
     const channels = yield* Channels
     const sql = yield* SqlClient.SqlClient
-    const owner = yield* sql<{ user_id: number; token_id: number }>`
+    const ownerOf = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ user_id: UserId, token_id: TokenId }),
+      execute: (email) =>
+        sql`
       select u.id as user_id, t.id as token_id from users u join access_tokens t on t.user_id = u.id
-      where u.email = ${credentials.email} order by t.id limit 1`.pipe(Effect.orDie)
+      where u.email = ${email} order by t.id limit 1`
+    })
+    const found = yield* ownerOf(credentials.email).pipe(Effect.orDie)
     // the demo user gone or without a token: leave the demo as it is
-    if (owner[0] === undefined) return credentials
+    if (Option.isNone(found)) return credentials
+    const owner = found.value
     const actor: Actor = {
-      userId: owner[0].user_id as UserId,
-      authenticatedUserId: owner[0].user_id as UserId,
-      tokenId: owner[0].token_id as TokenId,
+      userId: owner.user_id,
+      authenticatedUserId: owner.user_id,
+      tokenId: owner.token_id,
       scopes: Scopes,
       workspaceIds: [credentials.workspace_id],
       defaultWorkspaceId: credentials.workspace_id
     }
     const settings = demoWidgetSettings(api, Option.getOrUndefined(config.publicUrl))
     if (credentials.widget !== undefined) {
-      yield* channels.update(credentials.widget.id as ChannelId, settings).pipe(
+      yield* channels.update(credentials.widget.id, settings).pipe(
         Effect.provideService(CurrentActor, actor),
         Effect.catchAll(() => Effect.void)
       )

@@ -7,7 +7,7 @@
  */
 import { HttpServerRequest } from "@effect/platform"
 import {
-  type ConversationId,
+  ConversationId,
   Forbidden,
   ipAllowed,
   normaliseOrigin,
@@ -22,7 +22,7 @@ import {
   type WidgetSessionPayload,
   type WidgetVisitor
 } from "@parley/domain"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
@@ -51,7 +51,7 @@ interface Claims {
   readonly channelId: number
   readonly clientId: string
   readonly contactKey: string
-  readonly conversationId: number
+  readonly conversationId: ConversationId
   readonly expires: number
 }
 
@@ -74,8 +74,9 @@ const verify = (key: Uint8Array, token: string, nowSeconds: number): Claims | un
     const [channelId, clientId, contactKey, conversationId, expires] = JSON.parse(
       Buffer.from(body, "base64url").toString("utf8")
     )
-    if (typeof expires !== "number" || expires < nowSeconds) return undefined
-    return { channelId, clientId, contactKey, conversationId, expires }
+    const conversation = Schema.decodeUnknownOption(ConversationId)(conversationId)
+    if (typeof expires !== "number" || expires < nowSeconds || Option.isNone(conversation)) return undefined
+    return { channelId, clientId, contactKey, conversationId: conversation.value, expires }
   } catch {
     return undefined
   }
@@ -184,7 +185,7 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
           expires: now() + WIDGET_SESSION_TTL_SECONDS
         }),
         messages_url: `${fields.messages_webhook}/web-chat/message`,
-        handoff_state: yield* handoffs.stateOf(thread.conversationId as ConversationId).pipe(Effect.orDie)
+        handoff_state: yield* handoffs.stateOf(thread.conversationId).pipe(Effect.orDie)
       })
     })
 
@@ -194,7 +195,7 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
      * business's, not the visitor's); a reply that could not be made at all (no text) is left out.
      */
     const history = (visitor: WidgetVisitor, query: WidgetHistoryQuery) =>
-      webChat.historyOf(visitor.conversationId as ConversationId, query.page, query.per_page).pipe(
+      webChat.historyOf(visitor.conversationId, query.page, query.per_page).pipe(
         Effect.map((page) => ({
           ...page,
           data: page.data
@@ -209,7 +210,7 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
 
     /** The visitor's "Talk to a person": a request by the contact; asked already, the state as it is. */
     const requestPerson = Effect.fn("Widget.requestPerson")(function*(visitor: WidgetVisitor) {
-      const id = visitor.conversationId as ConversationId
+      const id = visitor.conversationId
       const moved = yield* handoff.moveAsSystem(id, {
         action: "request",
         actor: "contact",
