@@ -1,4 +1,5 @@
 import { Context, Schema, Struct } from "effect"
+import { ValidationIssue } from "./Envelope.js"
 import { Attachment, FileEntryWithUrl } from "./Files.js"
 import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
 import { NoReplyReasonField } from "./NoReply.js"
@@ -119,5 +120,16 @@ export const ReceiverAnswer = Schema.Struct({
   data: Schema.NullOr(Schema.Struct({ message_id: Schema.String }))
 })
 export type ReceiverAnswer = typeof ReceiverAnswer.Type
+
+/**
+ * The receiver's refusal (SPEC.md 4.4), its 4xx: `{status: false, message, data}`, `data` naming the refused
+ * fields when the refusal is about them (a 400 of validation), null otherwise.
+ */
+export const ReceiverRefusal = Schema.Struct({
+  status: Schema.Literal(false),
+  message: Schema.String,
+  data: Schema.NullOr(Schema.Struct({ validation: Schema.Array(ValidationIssue) }))
+})
+export type ReceiverRefusal = typeof ReceiverRefusal.Type
 
 export { ChannelId }

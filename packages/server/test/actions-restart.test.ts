@@ -8,23 +8,18 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { childDatabase, crash, type Running, serve, sleep, startReceiver, stop, until } from "./support/ChildServer.js"
-import { type ApiResponse, type EndpointKey, ok } from "./support/Contract.js"
-
-/** A JSON request to the child server with a bearer token, answered as an `ApiResponse` (what `ok` reads). */
-const request = async (
-  url: string,
-  token: string,
-  init: { readonly method?: string; readonly body?: unknown } = {}
-): Promise<ApiResponse> => {
-  const method = init.method ?? "GET"
-  const response = await fetch(url, {
-    method,
-    headers: { authorization: `Bearer ${token}`, accept: "application/json", "content-type": "application/json" },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
-  })
-  return { status: response.status, body: (await response.json()) as unknown, headers: response.headers, method, url }
-}
+import {
+  call,
+  childDatabase,
+  crash,
+  type Running,
+  serve,
+  sleep,
+  startReceiver,
+  stop,
+  until
+} from "./support/ChildServer.js"
+import { type EndpointKey, ok } from "./support/Contract.js"
 
 /** Attempt 2 is due 8 s (±20 %) after attempt 1: long enough for the kill to land inside the wait. */
 const BASE_MS = 8_000
@@ -47,7 +42,7 @@ describe("action runs across a process restart", () => {
           token: string
         }
         const post = async <K extends EndpointKey>(api: string, path: string, key: K, body: unknown) => {
-          const r = await request(`${api}${path}`, token, { method: "POST", body })
+          const r = await call(`${api}${path}`, { token, method: "POST", json: body })
           expect(r.status).toBe(200)
           return ok(r, key)
         }
@@ -77,7 +72,7 @@ describe("action runs across a process restart", () => {
         })
 
         const runs = async (api: string) => {
-          const r = await request(`${api}/api/user/pipelines/${pipeline.id}/action-results`, token)
+          const r = await call(`${api}/api/user/pipelines/${pipeline.id}/action-results`, { token })
           expect(r.status).toBe(200)
           return ok(r, "automation.actionResults")
         }

@@ -21,12 +21,14 @@ import {
   expectStatus,
   freshPhone,
   get,
+  linkWebChannel,
   ok,
   post,
   put,
   sqlRows
 } from "./support/Opportunities.js"
 import { fetchJson, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { basic } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 interface Hit {
@@ -111,13 +113,6 @@ const moveTo = (who: Caller, opportunityId: number, stageId: number) =>
     put(who, `/api/user/opportunities/${opportunityId}`, { stage_id: stageId }),
     (r) => ok(r, "opportunities.update")
   )
-
-/** HTTP Basic credentials of a web channel as create answers it (a web channel has both). */
-const basic = (c: { readonly client_id: string | null; readonly client_secret: string | null }) => {
-  expect(c.client_id).not.toBeNull()
-  expect(c.client_secret).not.toBeNull()
-  return `Basic ${Buffer.from(`${c.client_id!}:${c.client_secret!}`).toString("base64")}`
-}
 
 layer(
   TestServerLive({
@@ -607,10 +602,7 @@ layer(
         "pipelines.update"
       )
       yield* createStage(alice, pipeline.id, "Open", 1)
-      const channel = ok(
-        yield* post(alice, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-        "channels.create"
-      )
+      const channel = yield* linkWebChannel(alice, pipeline.id)
       yield* variable(alice, pipeline.id, { name: "email", value: "The contact's e-mail address", type: "from_ai" })
       yield* variable(alice, pipeline.id, { name: "what", value: "message.message", type: "from_system" })
       const demo = yield* action(alice, pipeline.id, {

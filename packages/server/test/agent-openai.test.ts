@@ -5,16 +5,14 @@
  * failing is retried with backoff
  * and then recorded on the message as failed (the contact's message: `provider_error`).
  */
-import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
-import { ReceiverAnswer } from "@parley/domain"
 import { Effect, Layer } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { bodyAs } from "./support/Contract.js"
 import { type OpenAiRequest, type OpenAiRequestBody, openAiResponse, textOutput } from "./support/FakeOpenAi.js"
-import { createPipeline, createStage, ok, post, put } from "./support/Opportunities.js"
-import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { createPipeline, createStage, linkWebChannel, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import { seedUser, TestServerLive } from "./support/TestServer.js"
+import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 /** What the fake server received, and how it answers next. */
@@ -62,12 +60,9 @@ const FakeOpenAi = Layer.unwrapScoped(Effect.gen(function*() {
   return TestServerLive({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: url, ENGINE_SWEEP_INTERVAL_MS: "1000" })
 }))
 
-const sql = <A extends object = Record<string, unknown>>(strings: TemplateStringsArray, ...values: Array<unknown>) =>
-  Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
-
 const setup = Effect.gen(function*() {
   const owner = yield* seedUser()
-  yield* sql`update workspaces set credits = 10, is_subscription_active = true where id = ${owner.workspace_id}`
+  yield* sqlRows`update workspaces set credits = 10, is_subscription_active = true where id = ${owner.workspace_id}`
   const pipeline = yield* createPipeline(owner, "Sales")
   // GPT-4.1 mini: 0.40 USD per million input tokens, 1.60 per million output tokens
   ok(
@@ -75,30 +70,14 @@ const setup = Effect.gen(function*() {
     "pipelines.update"
   )
   yield* createStage(owner, pipeline.id, "Open", 1)
-  const created = ok(
-    yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-    "channels.create"
-  )
-  // a web channel is created with its credentials
-  const channel = { client_id: created.client_id!, client_secret: created.client_secret! }
+  const channel = yield* linkWebChannel(owner, pipeline.id)
   return { owner, channel, pipeline }
 })
-
-const say = (channel: { client_id: string; client_secret: string }, contactId: string, message: string) =>
-  Effect.flatMap(TestServer, ({ receiverUrl }) =>
-    fetchJson(`${receiverUrl}/web-chat/message`, {
-      method: "POST",
-      headers: {
-        authorization: `Basic ${Buffer.from(`${channel.client_id}:${channel.client_secret}`).toString("base64")}`,
-        "content-type": "application/json"
-      },
-      body: JSON.stringify({ contact_id: contactId, message })
-    })).pipe(Effect.map((r) => bodyAs(r, ReceiverAnswer).data!.message_id))
 
 const replyTo = (id: string) =>
   eventually(
     Effect.map(
-      sql<
+      sqlRows<
         {
           message: string | null
           status: string
@@ -134,11 +113,11 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       })
       // (1000 × 0.40 + 500 × 1.60) / 1,000,000
       expect(reply!.cost).toBeCloseTo(0.0012, 10)
-      const [conversation] = yield* sql<
+      const [conversation] = yield* sqlRows<
         { cost: number }
       >`select cost_for_user::float8 as cost from conversations where id = ${reply!.conversation_id}`
       expect(conversation!.cost).toBeCloseTo(0.0012, 10)
-      const [workspace] = yield* sql<
+      const [workspace] = yield* sqlRows<
         { credits: number }
       >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(10 - 0.0012, 6)
@@ -201,7 +180,7 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       )
       const bridge = yield* eventually(
         Effect.map(
-          sql<{ cost: number; model: string | null }>`
+          sqlRows<{ cost: number; model: string | null }>`
             select cost_for_user::float8 as cost, model from messages
             where conversation_id = ${reply!.conversation_id} and call_type = 'handoff_bridge'`,
           (rows) => rows[0]
@@ -210,7 +189,7 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       )
       expect(bridge).toMatchObject({ model: "gpt-4.1-mini" })
       expect(bridge!.cost).toBeCloseTo(0.0012, 10)
-      const [workspace] = yield* sql<
+      const [workspace] = yield* sqlRows<
         { credits: number }
       >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(10 - 0.0012 - 0.0012, 6)
@@ -221,14 +200,14 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       fake.mode = "ok"
       const { channel, owner } = yield* setup
       // four replies of 0.0012 fit, a fifth does not
-      yield* sql`update workspaces set credits = 0.005 where id = ${owner.workspace_id}`
+      yield* sqlRows`update workspaces set credits = 0.005 where id = ${owner.workspace_id}`
       const ids = yield* Effect.all(
         Array.from({ length: 8 }, (_, i) => say(channel, `boundary-${i}`, "How much is the annual plan?")),
         { concurrency: "unbounded" }
       )
       const handled = yield* eventually(
         Effect.map(
-          sql<{ id: string; reason: string | null }>`
+          sqlRows<{ id: string; reason: string | null }>`
             select id, handled_reason as reason from messages where id = any(${`{${
             ids.join(",")
           }}`}::text[]) and handled_at is not null`,
@@ -236,13 +215,13 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
         ),
         30_000
       )
-      const replies = yield* sql<{ cost: number }>`
+      const replies = yield* sqlRows<{ cost: number }>`
         select cost_for_user::float8 as cost from messages where in_reply_to = any(${`{${
         ids.join(",")
       }}`}::text[]) and status <> 'failed'`
       expect(replies).toHaveLength(4)
       expect(handled.filter((m) => m.reason === "no_credits")).toHaveLength(4)
-      const [workspace] = yield* sql<
+      const [workspace] = yield* sqlRows<
         { credits: number }
       >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(0.005 - 4 * 0.0012, 10)
@@ -258,7 +237,7 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
         "pipelines.update"
       )
       const reply = yield* replyTo(yield* say(channel, "c-5", "How much is the annual plan?"))
-      yield* sql`update workspaces set credits = 0.001 where id = ${owner.workspace_id}`
+      yield* sqlRows`update workspaces set credits = 0.001 where id = ${owner.workspace_id}`
       ok(
         yield* post(owner, `/api/user/conversations/${reply!.conversation_id}/handoff`, {
           action: "request",
@@ -268,7 +247,7 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       )
       const bridge = yield* eventually(
         Effect.map(
-          sql<{ cost: number; model: string | null; message: string }>`
+          sqlRows<{ cost: number; model: string | null; message: string }>`
             select cost_for_user::float8 as cost, model, message from messages
             where conversation_id = ${reply!.conversation_id} and call_type = 'handoff_bridge'`,
           (rows) => rows[0]
@@ -277,7 +256,7 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       )
       expect(bridge).toMatchObject({ cost: 0, model: null })
       expect(bridge!.message).not.toBe("The annual plan is 990 euros per year.")
-      const [workspace] = yield* sql<
+      const [workspace] = yield* sqlRows<
         { credits: number }
       >`select credits::float8 as credits from workspaces where id = ${owner.workspace_id}`
       expect(workspace!.credits).toBeCloseTo(0.001, 10)
@@ -293,7 +272,7 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       expect(reply).toMatchObject({ status: "failed", model: "gpt-4.1-mini", cost: 0 })
       expect(reply!.error).toBeTruthy()
       expect(fake.requests.filter((r) => r.url === "/v1/responses")).toHaveLength(3)
-      const [handled] = yield* sql<{ handled_reason: string }>`select handled_reason from messages where id = ${id}`
+      const [handled] = yield* sqlRows<{ handled_reason: string }>`select handled_reason from messages where id = ${id}`
       expect(handled!.handled_reason).toBe("provider_error")
     }))
 })

@@ -12,6 +12,7 @@ import {
   expect422,
   freshPhone,
   get,
+  linkWebChannel,
   ok,
   post,
   put,
@@ -45,12 +46,7 @@ const agent = (owner: Caller, name: string) =>
     const open = yield* createStage(owner, pipeline.id, "Open", 1)
     const won = yield* createStage(owner, pipeline.id, "Closed won", 2, "won")
     const lost = yield* createStage(owner, pipeline.id, "Closed lost", 3, "lost")
-    const created = ok(
-      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-      "channels.create"
-    )
-    // a web channel has its credentials
-    const channel: Channel = { id: created.id, client_id: created.client_id!, client_secret: created.client_secret! }
+    const channel: Channel = yield* linkWebChannel(owner, pipeline.id)
     return { pipeline: pipeline as { id: number; name: string }, open, won, lost, channel }
   })
 type Agent = Effect.Effect.Success<ReturnType<typeof agent>>

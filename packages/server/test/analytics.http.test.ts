@@ -6,6 +6,7 @@ import { Identity } from "../src/identity/Identity.js"
 import { failure } from "./support/Contract.js"
 import {
   type Caller,
+  createOnContact,
   createOpportunity,
   expect422,
   expectStatus,
@@ -418,15 +419,12 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const { pipeline } = yield* funnel(dana, "Mixed")
       const web = yield* channel(dana, "web", pipeline.id)
       const real = yield* createOpportunity(dana, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
-      // with contact_id: the record without the contact's details (createOpportunity wants the full one)
-      const test = ok(
-        yield* post(dana, "/api/user/opportunities", {
-          pipeline_id: pipeline.id,
-          contact_id: real.contact_id,
-          is_test: true
-        }),
-        "opportunities.create"
-      )
+      // with contact_id: the record without the contact's details
+      const test = yield* createOnContact(dana, {
+        pipeline_id: pipeline.id,
+        contact_id: real.contact_id,
+        is_test: true
+      })
       const c = yield* conversation(dana, real.contact_id, web.id, pipeline.id)
       yield* message(c, "user", "2026-05-01T10:00:00Z", { opportunityId: real.id })
       yield* message(c, "user", "2026-05-01T10:01:00Z", { opportunityId: test.id })

@@ -5,14 +5,13 @@
  */
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { ReceiverAnswer, ValidationIssue } from "@parley/domain"
+import { ReceiverAnswer, ReceiverRefusal } from "@parley/domain"
 import { Cause, Effect, Layer, Logger, Schema } from "effect"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import { bodyAs, failure } from "./support/Contract.js"
 import { ToolError } from "./support/McpClient.js"
 import {
-  type Caller,
   count,
   createPipeline,
   createStage,
@@ -25,7 +24,7 @@ import {
   put
 } from "./support/Opportunities.js"
 import { call, fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
-import { basic } from "./support/WebChat.js"
+import { basic, type WebCredentials } from "./support/WebChat.js"
 
 const receive = (auth: string, body: string | FormData, contentType: string | undefined = "application/json") =>
   Effect.flatMap(TestServer, ({ receiverUrl }) =>
@@ -38,36 +37,22 @@ const receive = (auth: string, body: string | FormData, contentType: string | un
       body
     }))
 
-/** The receiver's refusal of a message it could not take (SPEC.md 4.4): the fields named in `data.validation`. */
-const ReceiverRefusal = Schema.Struct({
-  status: Schema.Literal(false),
-  message: Schema.String,
-  data: Schema.Struct({ validation: Schema.Array(ValidationIssue) })
-})
-
 /** An MCP `tools/call` answered over JSON-RPC with a refused call's result. */
 const RefusedToolCall = Schema.Struct({
   result: Schema.Struct({ isError: Schema.Boolean, structuredContent: ToolError })
 })
-
-/** A web channel on the pipeline, with the credentials create always sets for the web kind. */
-const webChannel = (who: Caller, pipelineId: number) =>
-  Effect.map(
-    linkWebChannel(who, pipelineId),
-    (c) => ({ ...c, client_id: c.client_id!, client_secret: c.client_secret! })
-  )
 
 /** A user with credits, a pipeline with stages and a web channel on it. */
 const webAgent = Effect.gen(function*() {
   const owner = yield* seedUser()
   yield* giveCredits(owner.workspace_id)
   const { pipeline } = yield* funnel(owner)
-  const channel = yield* webChannel(owner, pipeline.id)
+  const channel = yield* linkWebChannel(owner, pipeline.id)
   return { owner, pipeline, channel }
 })
 
 /** The conversation a contact's first message opens on `channel`. */
-const conversationOf = (channel: { client_id: string; client_secret: string }, contactId: string) =>
+const conversationOf = (channel: WebCredentials, contactId: string) =>
   Effect.gen(function*() {
     const said = yield* receive(basic(channel), JSON.stringify({ contact_id: contactId, message: "hello" }))
     const sql = yield* SqlClient.SqlClient
@@ -149,14 +134,14 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const f = yield* funnel(owner, "Receiver NUL")
-        const channel = yield* webChannel(owner, f.pipeline.id)
+        const channel = yield* linkWebChannel(owner, f.pipeline.id)
         const auth = basic(channel)
         const before = yield* count`select count(*) as n from messages where channel_id = ${channel.id}`
         for (const body of [{ contact_id: "a\u0000", message: "x" }, { contact_id: "a", message: "hello\u0000" }]) {
           const r = yield* receive(auth, JSON.stringify(body))
           expect(r.status).toBe(400)
           expect(Object.keys(bodyAs(r, Schema.Object)).sort()).toEqual(["data", "message", "status"])
-          expect(bodyAs(r, ReceiverRefusal).data.validation[0]!.field).toBe(
+          expect(bodyAs(r, ReceiverRefusal).data!.validation[0]!.field).toBe(
             body.contact_id === "a" ? "message" : "contact_id"
           )
         }
@@ -165,7 +150,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         form.set("message", "multi\u0000part")
         const multipart = yield* receive(auth, form)
         expect(multipart.status).toBe(400)
-        expect(bodyAs(multipart, ReceiverRefusal).data.validation).toEqual([{
+        expect(bodyAs(multipart, ReceiverRefusal).data!.validation).toEqual([{
           field: "message",
           message: "The message field must not contain NUL characters."
         }])
@@ -176,7 +161,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const f = yield* funnel(owner, "Receiver file names")
-        const channel = yield* webChannel(owner, f.pipeline.id)
+        const channel = yield* linkWebChannel(owner, f.pipeline.id)
         // browsers cannot send this, a hand-written client can: the parser decodes %00 and %07 into the name
         const body = [
           "--XYZ",
@@ -218,7 +203,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const f = yield* funnel(owner, "Operator NUL")
-        const channel = yield* webChannel(owner, f.pipeline.id)
+        const channel = yield* linkWebChannel(owner, f.pipeline.id)
         const inbound = yield* receive(basic(channel), JSON.stringify({ contact_id: "visitor", message: "hi" }))
         const [row] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
           sql<
@@ -364,7 +349,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         expect(r.body).toMatchObject({ status: false, code: 400, data: null })
         expect(failure(r).message).toMatch(/boundary/)
         const f = yield* funnel(owner, "No boundary")
-        const channel = yield* webChannel(owner, f.pipeline.id)
+        const channel = yield* linkWebChannel(owner, f.pipeline.id)
         const received = yield* receive(basic(channel), "x", "multipart/form-data")
         expect(received.status).toBe(400)
         expect(received.body).toEqual({ status: false, message: bodyAs(received, ReceiverAnswer).message, data: null })
@@ -405,7 +390,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
         )
         expect(asked).toEqual({ status: 413, continued: false })
         const f = yield* funnel(owner, "Big bodies")
-        const channel = yield* webChannel(owner, f.pipeline.id)
+        const channel = yield* linkWebChannel(owner, f.pipeline.id)
         const receiverBig = yield* Effect.promise(() =>
           postChunked(`${receiverUrl}/web-chat/message`, big, { authorization: basic(channel) })
         )
@@ -450,7 +435,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
       Effect.gen(function*() {
         const owner = yield* seedUser()
         const f = yield* funnel(owner, "Flood")
-        const channel = yield* webChannel(owner, f.pipeline.id)
+        const channel = yield* linkWebChannel(owner, f.pipeline.id)
         const { baseUrl, receiverUrl } = yield* TestServer
         const targets = [
           { url: `${baseUrl}/api/user/pipelines`, headers: { authorization: `Bearer ${owner.token}` } },
@@ -489,7 +474,7 @@ layer(TestServerLive().pipe(Layer.provide(CaptureLogs)), { timeout: 120_000 })("
           tags: "The tags field must be a list of strings.",
           context: "The context field must be an object or null."
         })
-        const conversation = yield* conversationOf(yield* webChannel(owner, pipeline.id), "types-visitor")
+        const conversation = yield* conversationOf(yield* linkWebChannel(owner, pipeline.id), "types-visitor")
         const notes = yield* put(owner, `/api/user/conversations/${conversation}`, { notes: "a string" })
         expect422(notes, ["notes"])
         expect(failure(notes).validation[0]!.message).toBe("The notes field must be a list of strings or null.")

@@ -26,6 +26,7 @@ import { funnel, linkWebChannel, ok, put } from "./support/Opportunities.js"
 import { freePort as freePortNow } from "./support/Ports.js"
 import { attempts, replyOn } from "./support/Replies.js"
 import { fetchJson, seedUser, testConfig, TestServer } from "./support/TestServer.js"
+import { basic } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const freePort = () => Effect.promise(freePortNow)
@@ -92,7 +93,7 @@ it.live("a worker runner executes what an api/receiver client process hands over
       const sent = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
         method: "POST",
         headers: {
-          authorization: `Basic ${Buffer.from(`${channel.client_id}:${channel.client_secret}`).toString("base64")}`,
+          authorization: basic(channel),
           "content-type": "application/json"
         },
         body: JSON.stringify({ contact_id: "visitor-1", message: "Hello from the front" })

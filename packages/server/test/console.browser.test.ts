@@ -16,6 +16,7 @@ import * as Zlib from "node:zlib"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { launchBrowser } from "./support/Browser.js"
 import { call, type Running, serve, stop, until } from "./support/ChildServer.js"
+import { ok } from "./support/Contract.js"
 
 const root = Path.resolve(__dirname, "../../..")
 const artifacts = Path.join(root, "test-results")
@@ -251,17 +252,16 @@ describe("the operator console in a browser", () => {
     await widgetReply(visitor, "30 minutes").waitFor(WAIT)
     await transcript.locator(".msg.from-ai", { hasText: "30 minutes" }).waitFor(WAIT)
     expect(await transcript.locator(".msg.from-ai", { hasText: "BIKE10" }).count()).toBe(0)
-    const conversation = (await rest(`conversations/${conversationId}`)).body.data
+    const conversation = ok(await rest(`conversations/${conversationId}`), "conversations.get")
     expect(conversation.handoff).toMatchObject({
       state: "ai",
       return_note: "Replacement approved. Offer the voucher code BIKE10 for the trouble."
     })
-    const opportunityId = conversation.opportunity.id as number
+    expect(conversation.opportunity).not.toBeNull()
+    const opportunityId = conversation.opportunity!.id
 
     // the board: drag the card to the won stage, which now has an opening message
-    const stages = (await rest(`pipelines/${demo.pipeline_id}/stages`)).body.data as Array<
-      { id: number; nature: string; name: string }
-    >
+    const stages = ok(await rest(`pipelines/${demo.pipeline_id}/stages`), "pipelines.listStages")
     const won = stages.find((s) => s.nature === "won")!
     expect(
       (await rest(`stages/${won.id}`, {
@@ -281,7 +281,7 @@ describe("the operator console in a browser", () => {
     await card.dragTo(wonColumn)
     await wonColumn.locator(`li.card[data-id="${opportunityId}"]`).waitFor(WAIT)
     expect(await wonColumn.locator(".total").innerText()).toBe("1")
-    expect((await rest(`opportunities/${opportunityId}`)).body.data).toMatchObject({
+    expect(ok(await rest(`opportunities/${opportunityId}`), "opportunities.get")).toMatchObject({
       stage_id: won.id,
       stage_nature: "won"
     })
@@ -329,7 +329,7 @@ describe("the operator console in a browser", () => {
     await operator.keyboard.press("e")
     await until(
       "e handed back",
-      async () => (await rest(`conversations/${opened}`)).body.data.handoff.state === "ai" || undefined,
+      async () => ok(await rest(`conversations/${opened}`), "conversations.get").handoff.state === "ai" || undefined,
       WAIT.timeout
     )
 

@@ -2,7 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { ApiResponse } from "./support/Contract.js"
 import {
-  type Caller,
+  createOnContact,
   createOpportunity,
   expect422,
   freshPhone,
@@ -10,19 +10,10 @@ import {
   get,
   listingFixture,
   ok,
-  post,
   sqlRows,
   TIMESTAMP
 } from "./support/Opportunities.js"
 import { seedUser, TestServerLive } from "./support/TestServer.js"
-
-/** An opportunity created with `contact_id`: base fields and the conversation it joined (SPEC.md 2.2). */
-const createOnContact = (who: Caller, body: Record<string, unknown>) =>
-  Effect.map(post(who, "/api/user/opportunities", body), (r) => {
-    const o = ok(r, "opportunities.create")
-    if (!("conversation" in o)) return expect.fail(`expected the opportunity on a contact, got ${JSON.stringify(o)}`)
-    return o
-  })
 
 const ofContact = (who: { token: string }, identifier: string | number, query = "") =>
   Effect.map(get(who, `/api/user/contacts/${identifier}/opportunities${query}`), (r) => {

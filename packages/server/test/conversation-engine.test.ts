@@ -20,9 +20,7 @@ const webChat = (debounceMs: number) =>
     const owner = yield* seedUser()
     const { pipeline } = yield* funnel(owner)
     ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: debounceMs }), "pipelines.update")
-    const created = yield* linkWebChannel(owner, pipeline.id)
-    // a web channel is created with its credentials
-    const channel = { ...created, client_id: created.client_id!, client_secret: created.client_secret! }
+    const channel = yield* linkWebChannel(owner, pipeline.id)
     return { owner, pipeline, channel }
   })
 

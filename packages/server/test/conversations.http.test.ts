@@ -4,6 +4,7 @@ import { Identity } from "../src/identity/Identity.js"
 import { type ApiResponse, bodyAs, failure, type Success } from "./support/Contract.js"
 import {
   type Caller,
+  createOnContact,
   createOpportunity,
   expect422,
   expectStatus,
@@ -19,14 +20,6 @@ import {
 } from "./support/Opportunities.js"
 import { seedUser, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
-
-/** An opportunity created with `contact_id`: base fields and the joined conversation (SPEC.md 2.2). */
-const createOnContact = (who: Caller, body: Record<string, unknown>) =>
-  Effect.map(post(who, "/api/user/opportunities", body), (r) => {
-    const o = ok(r, "opportunities.create")
-    if (!("conversation" in o)) return expect.fail(`expected the opportunity on a contact, got ${JSON.stringify(o)}`)
-    return o
-  })
 
 /**
  * An opportunity created on an existing contact, which joins (here: opens) a conversation on the pipeline's channel.

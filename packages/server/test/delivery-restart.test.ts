@@ -24,6 +24,7 @@ import {
   stop,
   until
 } from "./support/ChildServer.js"
+import { ok } from "./support/Contract.js"
 
 /** Long enough that the kill surely lands inside the wait, and that a restarted-from-zero timer shows. */
 const RETRY_DELAY_MS = 12_000
@@ -71,7 +72,7 @@ describe("reply webhook across a process restart", () => {
           body: JSON.stringify({ callback_url: receiver.url })
         })
         expect(updated.status).toBe(200)
-        expect(updated.body.data.callback_url).toBe(receiver.url)
+        expect(ok(updated, "channels.update").callback_url).toBe(receiver.url)
 
         const session = await call(`${first.api}/api/user/web-chat/initiate`, {
           method: "POST",
@@ -79,7 +80,7 @@ describe("reply webhook across a process restart", () => {
           body: JSON.stringify({ contact_id: "visitor-restart" })
         })
         expect(session.status).toBe(200)
-        const conversationId = session.body.data.conversation_id as number
+        const conversationId = ok(session, "webChat.initiate").conversation_id
 
         const sent = await call(`${first.api}/api/user/${conversationId}/messages`, {
           method: "POST",
@@ -87,16 +88,16 @@ describe("reply webhook across a process restart", () => {
           body: JSON.stringify({ message: OPERATOR_TEXT })
         })
         expect(sent.status).toBe(200)
-        const messageId = sent.body.data._id as string
-        expect(sent.body.data.status).toBe("sent_to_user")
+        const message = ok(sent, "messages.send")
+        const messageId = message._id
+        expect(message.status).toBe("sent_to_user")
 
         const deliveries = async (api: string) => {
           const r = await call(`${api}/api/user/channels/${channel.id}/deliveries?message_id=${messageId}`, { token })
           expect(r.status).toBe(200)
           // the attempts with their outcome (one is logged "In progress" before it is sent)
-          return (r.body.data as Array<any>).filter((d) => !(d.status_code === null && d.error === "In progress")).sort(
-            (a, b) => a.attempt - b.attempt
-          )
+          return ok(r, "channels.deliveries").filter((d) => !(d.status_code === null && d.error === "In progress"))
+            .sort((a, b) => a.attempt - b.attempt)
         }
 
         // attempt 1 fails with a 503 and is recorded; the workflow is now in its durable wait
@@ -171,7 +172,7 @@ describe("reply webhook across a process restart", () => {
           [0, 1, 503, "HTTP 503"],
           [0, 2, 200, null]
         ])
-        expect(log[1].response_excerpt).toBe(JSON.stringify({ message_id: "ext-after-restart" }))
+        expect(log[1]!.response_excerpt).toBe(JSON.stringify({ message_id: "ext-after-restart" }))
 
         // the schedule is over: no third attempt
         await sleep(3_000)

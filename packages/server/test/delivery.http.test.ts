@@ -48,8 +48,7 @@ layer(
       behaviour = "ok"
       const receiver = yield* webhookReceiver(() => behaviour)
       const { channel, messageId } = yield* replyOn(receiver.url)
-      // a web channel is created with its secret
-      const secret = channel.client_secret!
+      const secret = channel.client_secret
       yield* (yield* Deliveries).start(messageId)
 
       yield* eventually(Effect.sync(() => receiver.received.length === 1))

@@ -9,7 +9,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { run, testTimeout } from "./support/Cli.js"
-import { ok, post, put } from "./support/Opportunities.js"
+import { createStage, ok, post, put } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const YAML_CASES = `# two cases in one file, as a list
@@ -50,14 +50,7 @@ layer(TestServerLive(), { excludeTestServices: true })("parley eval run", (it) =
           }),
           "pipelines.create"
         )
-        ok(
-          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
-            name: "Open",
-            nature: "neutral",
-            order: 1
-          }),
-          "pipelines.createStage"
-        )
+        yield* createStage(owner, pipeline.id, "Open", 1)
         const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-evals-"))
         Fs.mkdirSync(Path.join(dir, "evals"))
         Fs.writeFileSync(Path.join(dir, "evals", "support.yaml"), YAML_CASES)

@@ -10,7 +10,7 @@
 import { expect, layer } from "@effect/vitest"
 import { repliesMade, replyLatency } from "@parley/worker"
 import { Effect, Metric } from "effect"
-import { type Caller, count, get, ok, post, sqlRows } from "./support/Opportunities.js"
+import { type Caller, count, createOpportunity, createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
@@ -51,10 +51,7 @@ const agentPipeline = Effect.gen(function*() {
     }),
     "pipelines.create"
   )
-  ok(
-    yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
-    "pipelines.createStage"
-  )
+  yield* createStage(owner, pipeline.id, "Open", 1)
   return { owner, pipeline }
 })
 
@@ -73,13 +70,7 @@ layer(TestServerLive({ EVAL_SANDBOX_RETENTION_MS: "3000", ENGINE_SWEEP_INTERVAL_
       Effect.gen(function*() {
         const { owner, pipeline } = yield* agentPipeline
         // a contact of the workspace's own, older than the retention: never an eval's to delete
-        const own = ok(
-          yield* post(owner, "/api/user/opportunities", {
-            pipeline_id: pipeline.id,
-            contact: { phone: "4915100000777" }
-          }),
-          "opportunities.create"
-        )
+        const own = yield* createOpportunity(owner, { pipeline_id: pipeline.id, contact: { phone: "4915100000777" } })
         yield* sqlRows`update contacts set created_at = now() - interval '40 days' where id = ${own.contact_id}`
 
         // a case that finishes: its sandbox goes, the run still reads whole; its reply is no reply to a contact

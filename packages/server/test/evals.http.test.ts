@@ -6,13 +6,25 @@
  * lists and analytics; stored cases, "save as eval case", and another workspace's ids.
  */
 import { expect, layer } from "@effect/vitest"
-import { type ChannelWithSecret, EvalRun } from "@parley/domain"
+import { EvalRun } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { io } from "socket.io-client"
 import { mcpSession, textOf } from "./support/McpClient.js"
-import { type Caller, del, expect422, expectStatus, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import {
+  type Caller,
+  createStage,
+  del,
+  expect422,
+  expectStatus,
+  get,
+  linkWebChannel,
+  ok,
+  post,
+  put,
+  sqlRows
+} from "./support/Opportunities.js"
 import { call, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -43,12 +55,6 @@ const receiver = Effect.acquireRelease(
 /** What run_evals and get_eval_run answer (packages/mcp tools/Evals.ts): the run, and what to do next. */
 const EvalRunResult = Schema.Struct({ ...EvalRun.fields, next_steps: Schema.Array(Schema.String) })
 
-/** A web channel's credentials, as the web-chat receiver takes them (a web channel has both). */
-const credentials = (channel: ChannelWithSecret) => ({
-  client_id: channel.client_id!,
-  client_secret: channel.client_secret!
-})
-
 /** The conversation an operator's socket event is about, if it names one. */
 const conversationIdOf = (payload: unknown): unknown =>
   typeof payload === "object" && payload !== null && "conversation_id" in payload ? payload.conversation_id : undefined
@@ -70,10 +76,7 @@ const supportPipeline = (who: Caller, targetUrl: string) =>
       }),
       "pipelines.create"
     )
-    const open = ok(
-      yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
-      "pipelines.createStage"
-    )
+    const open = yield* createStage(who, pipeline.id, "Open", 1)
     const refund = ok(
       yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, {
         name: "Refund requested",
@@ -314,12 +317,9 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS:
 
       // a real conversation over web chat, saved as a case: e-mail addresses and numbers taken out, what happened
       // expected
-      const channel = ok(
-        yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-        "channels.create"
-      )
+      const channel = yield* linkWebChannel(owner, pipeline.id)
       const messageId = yield* say(
-        credentials(channel),
+        channel,
         "visitor-7",
         "Hi, jane@example.com here, call 4917612345678. I request a refund of my order"
       )

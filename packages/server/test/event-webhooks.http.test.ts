@@ -9,7 +9,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createHmac } from "node:crypto"
 import { failure } from "./support/Contract.js"
-import { createStage, del, get, ok, post, put } from "./support/Opportunities.js"
+import { createStage, del, get, linkWebChannel, ok, post, put } from "./support/Opportunities.js"
 import { giveCredits, seedUser } from "./support/TestServer.js"
 import { TestServerLive } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
@@ -31,13 +31,7 @@ const agent = (owner: Caller) =>
       "pipelines.create"
     )
     yield* createStage(owner, pipeline.id, "Open", 1)
-    const channel = ok(
-      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-      "channels.create"
-    )
-    expect(channel.client_id).not.toBeNull()
-    expect(channel.client_secret).not.toBeNull()
-    return { client_id: channel.client_id!, client_secret: channel.client_secret! }
+    return yield* linkWebChannel(owner, pipeline.id)
   })
 
 /** Standard Webhooks: HMAC-SHA256 of "<id>.<timestamp>.<body>" keyed with the base64 bytes after `whsec_`. */

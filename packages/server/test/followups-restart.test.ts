@@ -24,19 +24,6 @@ import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const clock = makeOffsetClock()
 
-/** A web channel as create answers it, its credentials checked set: create gives a web channel both. */
-const withCredentials = <C extends { readonly client_id: string | null; readonly client_secret: string | null }>(
-  channel: C
-) => {
-  expect(channel.client_id).not.toBeNull()
-  expect(channel.client_secret).not.toBeNull()
-  return { ...channel, client_id: channel.client_id!, client_secret: channel.client_secret! }
-}
-
-/** `followupSetup`, its web channel's credentials checked set. */
-const webFollowupSetup = (...args: Parameters<typeof followupSetup>) =>
-  Effect.map(followupSetup(...args), (setup) => ({ ...setup, channel: withCredentials(setup.channel) }))
-
 /** The server on `database`, on the offset clock (carried over restarts, as wall time would be). */
 const FileServer = (database: FileDatabase) => FileServerLive(database, { OUTBOUND_ALLOW_PRIVATE: "true" }, clock.layer)
 
@@ -50,7 +37,7 @@ describe("followup sequences across restarts", () => {
 
         const first = yield* boot(FileServer(database))
         const { channel, conversationId, noResponse, opportunityId } = yield* first.run(Effect.gen(function*() {
-          const setup = yield* webFollowupSetup(receiver.url, { intervals: 3 })
+          const setup = yield* followupSetup(receiver.url, { intervals: 3 })
           const ids = yield* started(setup.channel, "rey-1", receiver.received)
           yield* clock.advance(MINUTE)
           yield* eventually(Effect.map(sequenceOf(ids.opportunityId), (s) => s!.steps_done === 1 ? true : undefined))
@@ -111,7 +98,7 @@ describe("followup sequences across restarts", () => {
         const receiver = yield* webhookReceiver(() => "ok")
         const server = yield* boot(FileServer(database))
         yield* server.run(Effect.gen(function*() {
-          const setup = yield* webFollowupSetup(receiver.url, { intervals: 1 })
+          const setup = yield* followupSetup(receiver.url, { intervals: 1 })
           const { conversationId, opportunityId } = yield* started(setup.channel, "rey-2", receiver.received)
           const sql = yield* SqlClient.SqlClient
           // the wake-up of the first interval disappears (what the engine's race does to it)

@@ -5,7 +5,6 @@
  * moves after the last interval and that move runs the new stage's automations (its opening message),
  * and the pipeline's followup_limit caps the followups of a conversation but not the move.
  */
-import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import {
@@ -21,28 +20,12 @@ import {
   started
 } from "./support/Followups.js"
 import { makeOffsetClock } from "./support/OffsetClock.js"
-import { createStage, get, ok, post, put } from "./support/Opportunities.js"
+import { createStage, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { TestServerLive } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const clock = makeOffsetClock()
-
-/** A web channel as create answers it, its credentials checked set: create gives a web channel both. */
-const withCredentials = <C extends { readonly client_id: string | null; readonly client_secret: string | null }>(
-  channel: C
-) => {
-  expect(channel.client_id).not.toBeNull()
-  expect(channel.client_secret).not.toBeNull()
-  return { ...channel, client_id: channel.client_id!, client_secret: channel.client_secret! }
-}
-
-/** `followupSetup`, its web channel's credentials checked set. */
-const webFollowupSetup = (...args: Parameters<typeof followupSetup>) =>
-  Effect.map(followupSetup(...args), (setup) => ({ ...setup, channel: withCredentials(setup.channel) }))
-
-const sql = <A extends object = Record<string, unknown>>(strings: TemplateStringsArray, ...values: Array<unknown>) =>
-  Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
 
 layer(
   TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true", ENGINE_SWEEP_INTERVAL_MS: "1000" }).pipe(Layer.provide(clock.layer)),
@@ -51,7 +34,7 @@ layer(
   it.effect("sends the followups in order after each interval, then moves the stage, whose opening message goes out", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const { channel, noResponse, nurture, owner } = yield* webFollowupSetup(receiver.url, { intervals: 2 })
+      const { channel, noResponse, nurture, owner } = yield* followupSetup(receiver.url, { intervals: 2 })
       const { conversationId, opportunityId } = yield* started(channel, "lee-1", receiver.received)
       expect(yield* stageOf(opportunityId)).toBe(nurture.id)
 
@@ -102,7 +85,7 @@ layer(
       expect(ok(yield* get(owner, `/api/user/opportunities/${opportunityId}`), "opportunities.get").stage_id).toBe(
         noResponse.id
       )
-      const entries = yield* sql<{ stage_id: number; previous_stage_id: number; cause: string }>`
+      const entries = yield* sqlRows<{ stage_id: number; previous_stage_id: number; cause: string }>`
         select stage_id, previous_stage_id, cause from stage_entries where opportunity_id = ${opportunityId} order by id`
       expect(entries.map((e) => [Number(e.stage_id), e.cause])).toEqual([[nurture.id, "inbound"], [
         noResponse.id,
@@ -125,7 +108,7 @@ layer(
   it.effect("a contact message ends the sequence: no more followups and no move", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const { channel, nurture } = yield* webFollowupSetup(receiver.url, { intervals: 3 })
+      const { channel, nurture } = yield* followupSetup(receiver.url, { intervals: 3 })
       const { conversationId, opportunityId } = yield* started(channel, "lee-2", receiver.received)
       yield* clock.advance(MINUTE)
       yield* eventually(Effect.map(followupsIn(conversationId), (rows) => rows.length === 1 ? true : undefined))
@@ -148,7 +131,7 @@ layer(
   it.effect("while a person is asked for, and without a subscription, a step that comes due sends nothing", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const { channel, owner } = yield* webFollowupSetup(receiver.url, { intervals: 3 })
+      const { channel, owner } = yield* followupSetup(receiver.url, { intervals: 3 })
       const { conversationId, opportunityId } = yield* started(channel, "lee-4", receiver.received)
       ok(
         yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "request", reason: "VIP" }),
@@ -168,7 +151,7 @@ layer(
         "conversations.handoff"
       )
       // step 2 comes due without a subscription
-      yield* sql`update workspaces set is_subscription_active = false where id = ${owner.workspace_id}`
+      yield* sqlRows`update workspaces set is_subscription_active = false where id = ${owner.workspace_id}`
       yield* awaitingInterval(opportunityId, 2)
       yield* clock.advance(2 * MINUTE)
       yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => (s?.steps_done ?? 0) >= 2 || undefined))
@@ -178,7 +161,7 @@ layer(
   it.effect("followup_limit caps the followups of a conversation; the move after the last interval still happens", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const { channel, noResponse, nurture, owner } = yield* webFollowupSetup(receiver.url, {
+      const { channel, noResponse, nurture, owner } = yield* followupSetup(receiver.url, {
         intervals: 3,
         followupLimit: 1
       })
@@ -219,7 +202,7 @@ layer(
   it.effect("a draft followup starts nothing; an opportunity that leaves the stage ends its sequence", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
-      const draft = yield* webFollowupSetup(receiver.url, { intervals: 1 })
+      const draft = yield* followupSetup(receiver.url, { intervals: 1 })
       ok(
         yield* put(draft.owner, `/api/user/stages/${draft.nurture.id}/followup`, { is_active: false }),
         "followups.save"
@@ -231,7 +214,7 @@ layer(
       expect(yield* sequenceOf(opportunityId)).toBeUndefined()
 
       const otherReceiver = yield* webhookReceiver(() => "ok")
-      const other = yield* webFollowupSetup(otherReceiver.url, { intervals: 1 })
+      const other = yield* followupSetup(otherReceiver.url, { intervals: 1 })
       const moved = yield* started(other.channel, "lee-5", otherReceiver.received)
       const elsewhere = yield* createStage(other.owner, other.pipeline.id, "Qualified", 3)
       ok(

@@ -6,7 +6,17 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { failure } from "./support/Contract.js"
-import { createStage, expect422, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import {
+  createOnContact,
+  createStage,
+  expect422,
+  get,
+  linkWebChannel,
+  ok,
+  post,
+  put,
+  sqlRows
+} from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -36,12 +46,7 @@ const agent = (owner: Caller, name: string, settings: Record<string, unknown> = 
     )
     yield* createStage(owner, pipeline.id, "Open", 1)
     const won = yield* createStage(owner, pipeline.id, "Closed won", 2, "won")
-    const created = ok(
-      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-      "channels.create"
-    )
-    // a web channel is created with its credentials
-    const channel: Channel = { id: created.id, client_id: created.client_id!, client_secret: created.client_secret! }
+    const channel: Channel = yield* linkWebChannel(owner, pipeline.id)
     return { pipeline, won, channel }
   })
 
@@ -157,10 +162,7 @@ const build = Effect.gen(function*() {
   const first = yield* conversation(alice, moved)
   yield* sqlRows`update opportunities set created_at = '2026-01-01T00:00:00Z' where id = ${first.opportunity!.id}`
   // on an existing contact (contact_id): the create answers the short record, whose id is all that is needed here
-  const newer = ok(
-    yield* post(alice, "/api/user/opportunities", { pipeline_id: support.pipeline.id, contact_id: first.contact.id }),
-    "opportunities.create"
-  )
+  const newer = yield* createOnContact(alice, { pipeline_id: support.pipeline.id, contact_id: first.contact.id })
   yield* sqlRows`insert into conversation_opportunity (opportunity_id, conversation_id) values (${newer.id}, ${moved}) on conflict do nothing`
   expect((yield* conversation(alice, moved)).opportunity!.pipeline_id).toBe(support.pipeline.id)
   yield* handoff(alice, moved, "request")

@@ -7,7 +7,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { fakeOpenAi, type FakeOpenAiState } from "./support/FakeOpenAi.js"
-import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
+import { createStage, get, linkWebChannel, ok, post, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -39,12 +39,7 @@ layer(FailingOpenAiServer, { excludeTestServices: true })("handing off after fai
         "pipelines.create"
       )
       yield* createStage(owner, pipeline.id, "Open", 1)
-      const created = ok(
-        yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-        "channels.create"
-      )
-      // a web channel is created with its credentials
-      const channel = { client_id: created.client_id!, client_secret: created.client_secret! }
+      const channel = yield* linkWebChannel(owner, pipeline.id)
       const reasonOf = (messageId: string) =>
         Effect.map(
           sqlRows<{ r: string | null }>`select handled_reason as r from messages where id = ${messageId}`,

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { boot, FileServerLive, freshDatabase } from "./support/FileServer.js"
-import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
+import { createStage, get, linkWebChannel, ok, post, sqlRows } from "./support/Opportunities.js"
 import { giveCredits, seedUser } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -33,12 +33,8 @@ describe("handoff timeouts across restarts", () => {
           "pipelines.create"
         )
         yield* createStage(owner, pipeline.id, "Open", 1)
-        const channel = ok(
-          yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-          "channels.create"
-        )
-        // a web channel is created with its credentials
-        yield* say({ client_id: channel.client_id!, client_secret: channel.client_secret! }, "restart-1", "Hello")
+        const channel = yield* linkWebChannel(owner, pipeline.id)
+        yield* say(channel, "restart-1", "Hello")
         const id = (yield* sqlRows<
           { id: number }
         >`select conversation_id as id from messages where external_chat_id = 'restart-1'`)[0]!.id

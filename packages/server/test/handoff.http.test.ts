@@ -13,7 +13,7 @@ import { failure } from "./support/Contract.js"
 import { withKnowledge } from "./support/Knowledge.js"
 import { createStage, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
-import { basic, say } from "./support/WebChat.js"
+import { basic, say, webCredentials } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 type Caller = {
@@ -47,21 +47,15 @@ const agent = (owner: Caller, callbackUrl: string | null, settings: Record<strin
     ])
     const stage = yield* createStage(owner, pipeline.id, "Open", 1)
     const won = yield* createStage(owner, pipeline.id, "Closed won", 2, "won")
-    const channel = ok(
+    const channel = webCredentials(ok(
       yield* post(owner, "/api/user/channels", {
         kind: "web",
         pipeline_id: pipeline.id,
         ...(callbackUrl === null ? {} : { callback_url: callbackUrl })
       }),
       "channels.create"
-    )
-    // a web channel is created with its credentials
-    return {
-      pipeline,
-      stage,
-      won,
-      channel: { id: channel.id, client_id: channel.client_id!, client_secret: channel.client_secret! }
-    }
+    ))
+    return { pipeline, stage, won, channel }
   })
 
 const conversationOf = (contactKey: string) =>

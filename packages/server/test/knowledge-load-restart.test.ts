@@ -10,23 +10,8 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { promisify } from "node:util"
 import { GRAPH_INDEX } from "../src/knowledge/Graph.js"
-import { childDatabase, crash, type Running, serve, stop, until } from "./support/ChildServer.js"
-import { type ApiResponse, ok } from "./support/Contract.js"
-
-/** A JSON request to the child server with a bearer token, answered as an `ApiResponse` (what `ok` reads). */
-const request = async (
-  url: string,
-  token: string,
-  init: { readonly method?: string; readonly body?: unknown } = {}
-): Promise<ApiResponse> => {
-  const method = init.method ?? "GET"
-  const response = await fetch(url, {
-    method,
-    headers: { authorization: `Bearer ${token}`, accept: "application/json", "content-type": "application/json" },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
-  })
-  return { status: response.status, body: (await response.json()) as unknown, headers: response.headers, method, url }
-}
+import { call, childDatabase, crash, type Running, serve, stop, until } from "./support/ChildServer.js"
+import { ok } from "./support/Contract.js"
 
 const run = promisify(execFile)
 const root = Path.resolve(__dirname, "../../..")
@@ -70,9 +55,10 @@ describe("a large knowledge load across a crash", () => {
         env: { ...process.env, PARLEY_DATA_DIR: dataDir, ...database.env }
       })
       const api = server.api
-      const table = await request(`${api}/api/user/knowledge-tables`, demo.token, {
+      const table = await call(`${api}/api/user/knowledge-tables`, {
+        token: demo.token,
         method: "POST",
-        body: {
+        json: {
           name: "Shelves",
           columns: [
             { name: "name", data_type: "string", order: 1, is_searchable: true },
@@ -83,7 +69,11 @@ describe("a large knowledge load across a crash", () => {
       expect(table.status).toBe(200)
       const tableId = ok(table, "knowledge.create").id
       const upsert = (points: Array<Record<string, unknown>>) =>
-        request(`${api}/api/user/knowledge-tables/${tableId}/points`, demo.token, { method: "PUT", body: { points } })
+        call(`${api}/api/user/knowledge-tables/${tableId}/points`, {
+          token: demo.token,
+          method: "PUT",
+          json: { points }
+        })
       for (let b = 0; b < 3; b++) {
         const r = await upsert(batch(b * 500, 500))
         expect(r.status).toBe(200)
@@ -105,13 +95,14 @@ describe("a large knowledge load across a crash", () => {
           ? true
           : undefined
       }, 120_000)
-      const tables = await request(`${server.api}/api/user/knowledge-tables`, demo.token)
+      const tables = await call(`${server.api}/api/user/knowledge-tables`, { token: demo.token })
       const points = ok(tables, "knowledge.list").find((t) => t.id === tableId)!.points_count
       // the three answered batches, and the fourth if it committed before the kill
       expect([1500, 2000]).toContain(points)
-      const found = await request(`${server.api}/api/user/knowledge-tables/${tableId}/search`, demo.token, {
+      const found = await call(`${server.api}/api/user/knowledge-tables/${tableId}/search`, {
+        token: demo.token,
         method: "POST",
-        body: { query: "walnut shelf 1234", limit: 5, use_hybrid: true }
+        json: { query: "walnut shelf 1234", limit: 5, use_hybrid: true }
       })
       expect(found.status).toBe(200)
       expect(ok(found, "knowledge.search").results[0]!.default_id).toBe("r1234")

@@ -8,6 +8,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import {
+  call,
   type ChildDatabase,
   childDatabase,
   type Running,
@@ -16,22 +17,7 @@ import {
   stop,
   until
 } from "./support/ChildServer.js"
-import { type ApiResponse, ok } from "./support/Contract.js"
-
-/** A JSON request to the child server with a bearer token, answered as an `ApiResponse` (what `ok` reads). */
-const request = async (
-  url: string,
-  token: string,
-  init: { readonly method?: string; readonly body?: unknown } = {}
-): Promise<ApiResponse> => {
-  const method = init.method ?? "GET"
-  const response = await fetch(url, {
-    method,
-    headers: { authorization: `Bearer ${token}`, accept: "application/json", "content-type": "application/json" },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
-  })
-  return { status: response.status, body: (await response.json()) as unknown, headers: response.headers, method, url }
-}
+import { ok } from "./support/Contract.js"
 
 /** One-hot by a word the text contains ("alpha" → 0, "beta" → 1, ...): exact and easy to tell apart. */
 const words = ["alpha", "beta", "gamma", "delta"]
@@ -86,22 +72,24 @@ describe("re-embedding after an embedding model change", () => {
         const { token, workspace_id } = JSON.parse(
           Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")
         ) as { token: string; workspace_id: number }
-        const table = await request(`${server.api}/api/user/knowledge-tables`, token, {
+        const table = await call(`${server.api}/api/user/knowledge-tables`, {
+          token,
           method: "POST",
-          body: {
+          json: {
             name: "Greek",
             columns: [{ name: "word", data_type: "string", order: 1, is_searchable: true }]
           }
         })
         expect(table.status).toBe(200)
         const tableId = ok(table, "knowledge.create").id
-        const upsert = await request(`${server.api}/api/user/knowledge-tables/${tableId}/points`, token, {
+        const upsert = await call(`${server.api}/api/user/knowledge-tables/${tableId}/points`, {
+          token,
           method: "PUT",
-          body: { points: words.map((word, i) => ({ default_id: i + 1, word })) }
+          json: { points: words.map((word, i) => ({ default_id: i + 1, word })) }
         })
         expect(ok(upsert, "knowledge.upsert")).toEqual({ upserted: 4 })
         const credits = async (s: Running) =>
-          ok(await request(`${s.api}/api/user/me`, token), "account.me").workspaces.find((w) => w.id === workspace_id)!
+          ok(await call(`${s.api}/api/user/me`, { token }), "account.me").workspaces.find((w) => w.id === workspace_id)!
             .training_credits
         const creditsBefore = await credits(server)
         await stop(server)
@@ -122,9 +110,10 @@ describe("re-embedding after an embedding model change", () => {
         )
         expect(inputs).toHaveLength(local.points.length)
         expect(inputs.filter((i) => i.startsWith("word: ")).sort()).toEqual(words.map((w) => `word: ${w}`).sort())
-        const search = await request(`${server.api}/api/user/knowledge-tables/${tableId}/search`, token, {
+        const search = await call(`${server.api}/api/user/knowledge-tables/${tableId}/search`, {
+          token,
           method: "POST",
-          body: { query: "gamma", use_hybrid: false, limit: 2 }
+          json: { query: "gamma", use_hybrid: false, limit: 2 }
         })
         expect(search.status).toBe(200)
         expect(ok(search, "knowledge.search").results[0]).toMatchObject({ default_id: "3", score: 1 })

@@ -10,9 +10,9 @@ import { expect, layer } from "@effect/vitest"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
 import { mcpClient, textOf, toolError, type ToolName, toolResult } from "./support/McpClient.js"
-import { createStage, get, ok, post, sqlRows } from "./support/Opportunities.js"
+import { createStage, get, linkWebChannel, ok, post, sqlRows } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
-import { say } from "./support/WebChat.js"
+import { say, type WebCredentials } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 type Caller = {
@@ -38,21 +38,13 @@ const agent = (owner: Caller) =>
       "pipelines.create"
     )
     const stage = yield* createStage(owner, pipeline.id, "Open", 1)
-    const channel = ok(
-      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-      "channels.create"
-    )
-    // a web channel has its credentials
-    return {
-      pipeline,
-      stage,
-      channel: { id: channel.id, client_id: channel.client_id!, client_secret: channel.client_secret! }
-    }
+    const channel = yield* linkWebChannel(owner, pipeline.id)
+    return { pipeline, stage, channel }
   })
 
 /** The contact says something and the agent answers: the conversation's id. */
 const answeredConversation = (
-  channel: { client_id: string; client_secret: string },
+  channel: WebCredentials,
   contactKey: string,
   text: string
 ) =>

@@ -16,7 +16,7 @@ import { Effect, Schema } from "effect"
 import { type McpSession, mcpSession, toolResult } from "./support/McpClient.js"
 import { ok, post } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
-import { say } from "./support/WebChat.js"
+import { say, webCredentials } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 type Json = Record<string, unknown>
@@ -199,12 +199,10 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const owner = yield* seedUser()
         yield* giveCredits(owner.workspace_id, { credits: 100, training_credits: 100 })
         const crm = yield* webhookReceiver(() => "ok")
-        const channel = ok(
+        const channel = webCredentials(ok(
           yield* post(owner, "/api/user/channels", { kind: "web", name: "Shop chat" }),
           "channels.create"
-        )
-        // a web channel has its credentials
-        const credentials = { client_id: channel.client_id!, client_secret: channel.client_secret! }
+        ))
         const mcp = yield* mcpSession(owner.token)
         const { tools } = yield* Effect.promise(() => mcp.client.listTools())
         const model = planner(mcp, tools)
@@ -272,7 +270,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
 
         // the user tries it as a contact; then the model reads what happened
         const visitor = `rider-${Date.now()}`
-        yield* say(credentials, visitor, "Hello! Do you rent a gravel bike for dirt roads?")
+        yield* say(channel, visitor, "Hello! Do you rent a gravel bike for dirt roads?")
         const listed = yield* eventually(
           Effect.delay(model.ask("Show the conversations of the pipeline"), "250 millis").pipe(
             Effect.map((r) => toolResult("list_conversations", r)),
@@ -289,7 +287,7 @@ layer(TestServerLive({ OUTBOUND_ALLOW_PRIVATE: "true" }), { excludeTestServices:
         const reply = read.messages.find((m) => m.sender === "ai" && /gravel/i.test(m.message ?? ""))
         expect(reply, JSON.stringify(read.messages.map((m) => [m.sender, m.message]))).toBeDefined()
         // agreeing to book enters the Won stage, whose action (made by the model) tells the CRM
-        yield* say(credentials, visitor, "Great, I have agreed to book the gravel bike, please sign me up.")
+        yield* say(channel, visitor, "Great, I have agreed to book the gravel bike, please sign me up.")
         yield* eventually(Effect.sync(() => crm.received.length > 0 || undefined), 20_000)
         // the plan's payload, its variables filled from the opportunity
         expect(Object.keys(JSON.parse(crm.received[0]!.rawBody)).sort()).toEqual(["email", "name"])

@@ -6,7 +6,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { mcpSession } from "./support/McpClient.js"
-import { ok, post } from "./support/Opportunities.js"
+import { createPipeline, createStage, ok, post } from "./support/Opportunities.js"
 import { seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
 /** A request's JSON-RPC error, as the client throws it. */
@@ -22,19 +22,8 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP resources and prompt
   it.scoped("a pipeline's configuration and a knowledge table's columns are resources, the same JSON as the tools answer", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
-      const pipeline = ok(
-        yield* post(owner, "/api/user/pipelines", {
-          name: "Resourced",
-          agent_type_id: 1,
-          ai_model_id: 1,
-          language_id: 1
-        }),
-        "pipelines.create"
-      )
-      ok(
-        yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
-        "pipelines.createStage"
-      )
+      const pipeline = yield* createPipeline(owner, "Resourced")
+      yield* createStage(owner, pipeline.id, "Open", 1)
       const table = ok(
         yield* post(owner, "/api/user/knowledge-tables", {
           name: "Products",

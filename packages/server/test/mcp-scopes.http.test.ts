@@ -7,21 +7,15 @@ import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { failure } from "./support/Contract.js"
 import { mcpSession, textOf } from "./support/McpClient.js"
-import { get, ok, post, put } from "./support/Opportunities.js"
+import { createPipeline, createStage, get, ok, post, put } from "./support/Opportunities.js"
 import { seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
 layer(TestServerLive(), { excludeTestServices: true })("MCP tools and REST share one scope rule", (it) => {
   it.scoped("mcp:use alone reads pipeline configuration on both surfaces and changes nothing on either", () =>
     Effect.gen(function*() {
       const owner = yield* seedUser()
-      const pipeline = ok(
-        yield* post(owner, "/api/user/pipelines", { name: "Scoped", agent_type_id: 1, ai_model_id: 1, language_id: 1 }),
-        "pipelines.create"
-      )
-      const stage = ok(
-        yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
-        "pipelines.createStage"
-      )
+      const pipeline = yield* createPipeline(owner, "Scoped")
+      const stage = yield* createStage(owner, pipeline.id, "Open", 1)
       const table = ok(
         yield* post(owner, "/api/user/knowledge-tables", {
           name: "Scoped facts",
@@ -131,10 +125,7 @@ layer(TestServerLive(), { excludeTestServices: true })("MCP tools and REST share
         order: 1
       })
       expect(
-        ok(
-          yield* post(builder, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Won", nature: "won", order: 2 }),
-          "pipelines.createStage"
-        ).order
+        (yield* createStage(builder, pipeline.id, "Won", 2, "won")).order
       ).toBe(2)
       expect((yield* mcp.ok("list_pipeline_stages", { pipeline_id: pipeline.id })).stages.map((s) => s.id)[0])
         .toBe(stage.id)

@@ -4,7 +4,6 @@
  * inheritance, bearer authentication, argument validation, the Origin allowlist and the HTTP methods.
  */
 import { expect, layer } from "@effect/vitest"
-import type { ChannelWithSecret } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -19,8 +18,18 @@ import {
   type ToolName,
   validationOf
 } from "./support/McpClient.js"
-import { createOpportunity, get, ok, post, sqlRows } from "./support/Opportunities.js"
+import {
+  createOpportunity,
+  createPipeline,
+  createStage,
+  get,
+  linkWebChannel,
+  ok,
+  post,
+  sqlRows
+} from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { basic, webCredentials } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const TOOL_NAMES = [
@@ -119,15 +128,6 @@ const target = Effect.acquireRelease(
       })
     )
 )
-
-const basic = (c: { client_id: string; client_secret: string }) =>
-  `Basic ${Buffer.from(`${c.client_id}:${c.client_secret}`).toString("base64")}`
-
-/** A web channel's credentials (a web channel has both). */
-const credentials = (channel: ChannelWithSecret) => ({
-  client_id: channel.client_id!,
-  client_secret: channel.client_secret!
-})
 
 /** Any other keys of a JSON object, kept as they are. */
 const Rest = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -382,16 +382,13 @@ layer(
         contact: { name: "Bob", email: "bob@example.com" },
         tags: ["vip"]
       })
-      const channel = ok(
-        yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-        "channels.create"
-      )
+      const channel = yield* linkWebChannel(owner, pipeline.id)
       const { baseUrl } = yield* TestServer
       const session = ok(
         yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
           method: "POST",
           headers: {
-            authorization: basic(credentials(channel)),
+            authorization: basic(channel),
             "content-type": "application/json",
             accept: "application/json"
           },
@@ -554,20 +551,9 @@ layer(
       const owner = yield* seedUser()
       yield* giveCredits(owner.workspace_id)
       const receiver = yield* webhookReceiver(() => "ok")
-      const pipeline = ok(
-        yield* post(owner, "/api/user/pipelines", {
-          name: "Replies",
-          agent_type_id: 1,
-          ai_model_id: 1,
-          language_id: 1
-        }),
-        "pipelines.create"
-      )
-      ok(
-        yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
-        "pipelines.createStage"
-      )
-      const channel = credentials(ok(
+      const pipeline = yield* createPipeline(owner, "Replies")
+      yield* createStage(owner, pipeline.id, "Open", 1)
+      const channel = webCredentials(ok(
         yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: receiver.url }),
         "channels.create"
       ))

@@ -27,6 +27,7 @@ import {
   TIMESTAMP
 } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
+import { basic, webCredentials } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/
@@ -81,8 +82,6 @@ const bytesOf = (n: number, seed = 1) => {
   return bytes
 }
 
-const basic = (clientId: string, secret: string) => `Basic ${Buffer.from(`${clientId}:${secret}`).toString("base64")}`
-
 /**
  * An owner with credits, a pipeline ("Inbound" first by order), a web channel on it and one web-chat
  * conversation opened through Initiate (which also gives the socket token).
@@ -92,18 +91,16 @@ const webConversation = (channel: Record<string, unknown> = {}) =>
     const user = yield* seedUser()
     yield* giveCredits(user.workspace_id)
     const { pipeline, inbound } = yield* funnel(user)
-    const web = ok(
+    const created = webCredentials(ok(
       yield* post(user, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, ...channel }),
       "channels.create"
-    )
-    // a web channel is created with its credentials
-    const created = { ...web, client_id: web.client_id!, client_secret: web.client_secret! }
+    ))
     const { baseUrl } = yield* TestServer
     const contactKey = `visitor-${Date.now()}-${Math.floor(Math.random() * 1e6)}`
     const session = yield* fetchReply(`${baseUrl}/api/user/web-chat/initiate`, {
       method: "POST",
       headers: {
-        authorization: basic(created.client_id, created.client_secret),
+        authorization: basic(created),
         "content-type": "application/json",
         accept: "application/json"
       },

@@ -14,7 +14,7 @@ import { Effect, Layer, Metric, Schema } from "effect"
 import { type ApiResponse, bodyAs } from "./support/Contract.js"
 import { fakeOpenAi, type FakeOpenAiState } from "./support/FakeOpenAi.js"
 import { mcpClient, textOf } from "./support/McpClient.js"
-import { createStage, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import { createStage, linkWebChannel, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { call, fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { captureWarnings } from "./support/Warnings.js"
 import { basic, say } from "./support/WebChat.js"
@@ -50,12 +50,7 @@ const agent = (owner: Caller, settings: Record<string, unknown> = {}) =>
       "pipelines.update"
     )
     yield* createStage(owner, pipeline.id, "Open", 1)
-    const created = ok(
-      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-      "channels.create"
-    )
-    // a web channel is created with its credentials
-    const channel: Channel = { id: created.id, client_id: created.client_id!, client_secret: created.client_secret! }
+    const channel: Channel = yield* linkWebChannel(owner, pipeline.id)
     return { pipeline, channel }
   })
 

@@ -15,6 +15,7 @@ interface JsonSchemaNode {
   readonly allOf?: ReadonlyArray<JsonSchemaNode> | undefined
   readonly minimum?: number | undefined
   readonly maximum?: number | undefined
+  readonly enum?: ReadonlyArray<unknown> | undefined
 }
 const JsonSchemaNode: Schema.Schema<JsonSchemaNode> = Schema.Struct({
   $ref: Schema.optional(Schema.String),
@@ -26,7 +27,8 @@ const JsonSchemaNode: Schema.Schema<JsonSchemaNode> = Schema.Struct({
   oneOf: Schema.optional(Schema.Array(Schema.suspend(() => JsonSchemaNode))),
   allOf: Schema.optional(Schema.Array(Schema.suspend(() => JsonSchemaNode))),
   minimum: Schema.optional(Schema.Number),
-  maximum: Schema.optional(Schema.Number)
+  maximum: Schema.optional(Schema.Number),
+  enum: Schema.optional(Schema.Array(Schema.Unknown))
 })
 
 const Content = Schema.Record({ key: Schema.String, value: Schema.Struct({ schema: JsonSchemaNode }) })
@@ -234,21 +236,28 @@ layer(TestServerLive())("OpenAPI document and docs page", (it) => {
       expect(body.required).toEqual(expect.arrayContaining(["name", "agent_type_id", "ai_model_id", "language_id"]))
     }))
 
-  it.effect("the 404 of a pipeline or channel is documented where a path id is looked up", () =>
+  it.effect("a 404 is documented by name where a path id is looked up, with SPEC.md's message", () =>
     Effect.gen(function*() {
       const doc = yield* openapi
-      for (
-        const [path, method] of [
-          ["/api/user/pipelines/{pipeline}", "get"],
-          ["/api/user/pipelines/{pipeline}", "put"],
-          ["/api/user/pipelines/{pipeline}/stages", "post"],
-          ["/api/user/stages/{stage}", "delete"],
-          ["/api/user/channels/{channel}/rotate", "post"]
-        ] as const
-      ) {
-        expect(jsonSchema(operation(doc, path, method).responses["404"]).$ref).toBe("#/components/schemas/NotFound")
+      const named = (path: string, method: string) => {
+        const schema = jsonSchema(operation(doc, path, method).responses["404"])
+        return (schema.anyOf ?? [schema]).map((s) => s.$ref).sort()
       }
+      const ref = (name: string) => `#/components/schemas/${name}`
+      expect(named("/api/user/pipelines/{pipeline}", "get")).toEqual([ref("PipelineNotFound")])
+      expect(named("/api/user/pipelines/{pipeline}", "put")).toEqual([ref("PipelineNotFound")])
+      expect(named("/api/user/pipelines/{pipeline}/stages", "post")).toEqual([
+        ref("PipelineNotFound"),
+        ref("StageNotFound")
+      ])
+      expect(named("/api/user/stages/{stage}", "delete")).toEqual([ref("StageNotFound")])
+      expect(named("/api/user/channels/{channel}/rotate", "post")).toEqual([ref("ChannelNotFound")])
       expect(operation(doc, "/api/user/pipelines", "get").responses).not.toHaveProperty("404")
+      // on the wire a named 404 is the error envelope with its fixed message
+      const pipelineNotFound = resolve(doc, { $ref: ref("PipelineNotFound") })
+      expectEnvelope(pipelineNotFound)
+      expect(propertiesOf(pipelineNotFound).message?.enum).toEqual(["Pipeline not found."])
+      expect(propertiesOf(pipelineNotFound).code?.enum).toEqual([404])
     }))
 
   it.effect("success responses are envelopes whose data is the resource, not the envelope again", () =>

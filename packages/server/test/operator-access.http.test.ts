@@ -15,15 +15,10 @@ import { CONSOLE_SCOPES } from "../src/console/ConsoleScopes.js"
 import { Identity } from "../src/identity/Identity.js"
 import { Realtime } from "../src/realtime/Realtime.js"
 import { sqlRows } from "./support/Opportunities.js"
+import { fieldOf } from "./support/SocketEvents.js"
 import { seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const WAIT_MS = 10_000
-
-/** A field of an event's payload, when the payload is an object (or array) that has it. */
-const fieldOf = (payload: unknown, name: string): unknown =>
-  typeof payload === "object" && payload !== null
-    ? Object.entries(payload).find(([key]) => key === name)?.[1]
-    : undefined
 
 /** An operator's socket recording every event, with a wait for the first event that `check` picks. */
 const operator = Effect.gen(function*() {

@@ -1,10 +1,10 @@
 import { expect, layer } from "@effect/vitest"
-import { type Opportunity, type OpportunityOnContact, type Scope, Scopes } from "@parley/domain"
+import { type Scope, Scopes } from "@parley/domain"
 import { Effect } from "effect"
 import { type ApiResponse, failure } from "./support/Contract.js"
 import {
-  type Caller,
   count,
+  createOnContact,
   createOpportunity,
   createPipeline,
   del,
@@ -17,6 +17,7 @@ import {
   linkWebChannel,
   listingFixture,
   ok,
+  opportunityOnContact,
   post,
   put,
   sqlRows,
@@ -38,16 +39,6 @@ const SPEC_BASE_FIELDS = [
   "source",
   "source_id"
 ]
-
-/** The record that creating with `contact_id` answers (SPEC.md 2.2): base fields and the joined conversation. */
-const opportunityOnContact = (o: Opportunity | OpportunityOnContact): OpportunityOnContact => {
-  if (!("conversation" in o)) return expect.fail(`expected the opportunity on a contact, got ${JSON.stringify(o)}`)
-  return o
-}
-
-/** An opportunity created with `contact_id` (not a `contact`): base fields and the conversation it joined. */
-const createOnContact = (who: Caller, body: Record<string, unknown>) =>
-  Effect.map(post(who, "/api/user/opportunities", body), (r) => opportunityOnContact(ok(r, "opportunities.create")))
 
 interface StageEntryRow {
   readonly stage_id: number

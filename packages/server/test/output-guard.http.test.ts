@@ -11,7 +11,7 @@ import { repliesGuarded } from "@parley/worker"
 import { Effect, Layer, Metric } from "effect"
 import { fakeOpenAi, type FakeOpenAiState, inputText, type OpenAiRequestBody } from "./support/FakeOpenAi.js"
 import { withKnowledge } from "./support/Knowledge.js"
-import { type Caller, ok, post, sqlRows } from "./support/Opportunities.js"
+import { type Caller, createStage, linkWebChannel, ok, post, sqlRows } from "./support/Opportunities.js"
 import { call, giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
 import { captureWarnings } from "./support/Warnings.js"
 import { say } from "./support/WebChat.js"
@@ -44,14 +44,7 @@ const demoLike = (owner: Caller & { workspace_id: number }, aiModelId: number) =
       "The Growth plan costs 199 euros per month and adds Smart Routing and knowledge tables.",
       "A demo call takes 30 minutes and can be booked on any weekday."
     ])
-    ok(
-      yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
-        name: "New lead",
-        nature: "neutral",
-        order: 1
-      }),
-      "pipelines.createStage"
-    )
+    yield* createStage(owner, pipeline.id, "New lead", 1)
     ok(
       yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
         name: "Demo booked",
@@ -61,15 +54,8 @@ const demoLike = (owner: Caller & { workspace_id: number }, aiModelId: number) =
       }),
       "pipelines.createStage"
     )
-    const channel = ok(
-      yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-      "channels.create"
-    )
-    // a web channel is created with its credentials
-    return {
-      pipeline,
-      channel: { id: channel.id, client_id: channel.client_id!, client_secret: channel.client_secret! }
-    }
+    const channel = yield* linkWebChannel(owner, pipeline.id)
+    return { pipeline, channel }
   })
 
 const conversationOf = (messageId: string) =>

@@ -8,7 +8,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { funnel, ok, post } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
-import { basic } from "./support/WebChat.js"
+import { basic, type WebCredentials, webCredentials } from "./support/WebChat.js"
 
 const SHOP = "https://shop.example.com"
 
@@ -29,14 +29,11 @@ const channels = Effect.gen(function*() {
     yield* post(owner, "/api/user/channels", { kind: "widget", pipeline_id: pipeline.id, allowed_origins: [SHOP] }),
     "channels.create"
   )
-  return {
-    web: { client_id: web.client_id!, client_secret: web.client_secret! },
-    widget: { client_id: widget.client_id! }
-  }
+  return { web: webCredentials(web), widget: { client_id: widget.client_id! } }
 })
 
 /** The receiver's answer to one message sent with `forwardedFor` (none: no header). */
-const sendFrom = (channel: { client_id: string; client_secret: string }, forwardedFor?: string) =>
+const sendFrom = (channel: WebCredentials, forwardedFor?: string) =>
   Effect.flatMap(TestServer, ({ receiverUrl }) =>
     fetchJson(`${receiverUrl}/web-chat/message`, {
       method: "POST",

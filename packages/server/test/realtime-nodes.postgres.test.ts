@@ -19,6 +19,7 @@ import { ApiListener, listen } from "../src/http/Listener.js"
 import { Identity } from "../src/identity/Identity.js"
 import { Realtime, RealtimeLive } from "../src/realtime/Realtime.js"
 import { createNativeDatabase, queryUrl } from "./support/NativeDatabase.js"
+import { fieldOf } from "./support/SocketEvents.js"
 import { seedUser, testConfig } from "./support/TestServer.js"
 
 /** How long a probe may take before the next is sent; probes go on for at most LISTEN_WAIT_MS. */
@@ -77,12 +78,6 @@ const client = (url: string) =>
       )
     return { socket: socket as Socket, messages, until }
   })
-
-/** A field of an event's payload, when the payload is an object (or array) that has it. */
-const fieldOf = (payload: unknown, name: string): unknown =>
-  typeof payload === "object" && payload !== null
-    ? Object.entries(payload).find(([key]) => key === name)?.[1]
-    : undefined
 
 const isProbe = (payload: unknown) => Array.isArray(payload) && typeof payload[0]?.probe === "number"
 

@@ -8,7 +8,7 @@
  * channel's webhook once, and nothing more may arrive afterwards.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { verifyServiceSignature } from "@parley/domain"
+import { ReceiverAnswer, verifyServiceSignature } from "@parley/domain"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -24,6 +24,7 @@ import {
   stop,
   until
 } from "./support/ChildServer.js"
+import { bodyAs, ok } from "./support/Contract.js"
 
 const MODEL_LATENCY_MS = 4_000
 const KILL_AFTER_MS = 1_500
@@ -64,14 +65,14 @@ describe("a reply across a process restart", () => {
           body: JSON.stringify({ reply_debounce_ms: 0 })
         })
         expect(pipeline.status).toBe(200)
-        expect(pipeline.body.data.reply_debounce_ms).toBe(0)
+        expect(ok(pipeline, "pipelines.update").reply_debounce_ms).toBe(0)
         const updated = await call(`${first.api}/api/user/channels/${channel.id}`, {
           method: "PUT",
           token,
           body: JSON.stringify({ callback_url: receiver.url })
         })
         expect(updated.status).toBe(200)
-        expect(updated.body.data.callback_url).toBe(receiver.url)
+        expect(ok(updated, "channels.update").callback_url).toBe(receiver.url)
         const me = await call(`${first.api}/api/user/me`, { token })
         expect(me.status).toBe(200)
 
@@ -81,7 +82,7 @@ describe("a reply across a process restart", () => {
             basic: client
           })
           expect(r.status).toBe(200)
-          return r.body.data.data as Array<{ id: string; role: string; status: string; message: string | null }>
+          return ok(r, "webChat.history").data
         }
 
         const t0 = Date.now()
@@ -94,7 +95,9 @@ describe("a reply across a process restart", () => {
           })
         })
         expect(sent.status).toBe(200)
-        const messageId = sent.body.data.message_id as string
+        const answer = bodyAs(sent, ReceiverAnswer).data
+        expect(answer).not.toBeNull()
+        const messageId = answer!.message_id
         const storedAt = Date.now()
 
         // inside the 4 s model call: the turn has begun but stored nothing yet

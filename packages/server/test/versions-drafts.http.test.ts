@@ -6,7 +6,6 @@
  * knowledge tables run as published.
  */
 import { expect, layer } from "@effect/vitest"
-import type { ChannelWithSecret } from "@parley/domain"
 import { Effect } from "effect"
 import { failure } from "./support/Contract.js"
 import { del, expect422, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
@@ -14,12 +13,6 @@ import { giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
 import { created, drafts, finished, FIVE_DAYS, refundPipeline, TWO_WEEKS } from "./support/Versions.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
-
-/** A web channel's credentials, as the web-chat receiver takes them (a web channel has both). */
-const credentials = (channel: ChannelWithSecret) => ({
-  client_id: channel.client_id!,
-  client_secret: channel.client_secret!
-})
 
 /** The agent's reply to a contact message (waits until it is stored). */
 const replyTo = (messageId: string) =>
@@ -51,8 +44,7 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions with d
       yield* giveCredits(owner.workspace_id)
       const { channel, pipeline } = yield* refundPipeline(owner)
       const base = `/api/user/pipelines/${pipeline.id}`
-      const ask = (contact: string) =>
-        Effect.flatMap(say(credentials(channel), contact, "How long do refunds take?"), replyTo)
+      const ask = (contact: string) => Effect.flatMap(say(channel, contact, "How long do refunds take?"), replyTo)
 
       // drafts off (the default): an edit is live at once
       expect(yield* ask("off-1")).toContain("5 business days")
@@ -105,7 +97,7 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions with d
       )
       created(yield* post(owner, `${base}/publish`, {}), "versions.publish")
 
-      yield* replyTo(yield* say(credentials(channel), "strand-1", "I request a refund of my order"))
+      yield* replyTo(yield* say(channel, "strand-1", "I request a refund of my order"))
       expect((yield* opportunityOf(pipeline.id, "strand-1")).stage_id).toBe(refund.id)
       const refused = yield* post(owner, `${base}/rollback`, { version: 1 })
       expect422(refused, ["stages"])
@@ -113,13 +105,13 @@ layer(TestServerLive(), { excludeTestServices: true })("pipeline versions with d
       expect(ok(yield* get(owner, `${base}/versions`), "versions.list")).toMatchObject({ live_version: 2 })
 
       // the move into "Cancelled" works while its row exists ...
-      yield* replyTo(yield* say(credentials(channel), "strand-2", "Please cancel my subscription"))
+      yield* replyTo(yield* say(channel, "strand-2", "Please cancel my subscription"))
       const moved = yield* opportunityOf(pipeline.id, "strand-2")
       expect(moved.stage_id).toBe(cancel.id)
       ok(yield* put(owner, `/api/user/opportunities/${moved.id}`, { stage_id: open.id }), "opportunities.update")
       // ... and is ignored once the draft deleted it (version 2, still live, has it): the turn still replies
       ok(yield* del(owner, `/api/user/stages/${cancel.id}`), "pipelines.deleteStage")
-      const reply = yield* replyTo(yield* say(credentials(channel), "strand-1", "Please cancel my subscription"))
+      const reply = yield* replyTo(yield* say(channel, "strand-1", "Please cancel my subscription"))
       expect(reply).not.toBe("")
       expect((yield* opportunityOf(pipeline.id, "strand-1")).stage_id).toBe(refund.id)
     }))

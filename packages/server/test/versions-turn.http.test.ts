@@ -6,10 +6,9 @@
  * with the turn's version too.
  */
 import { expect, layer } from "@effect/vitest"
-import type { ChannelWithSecret } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import { io, type Socket } from "socket.io-client"
-import { type Caller, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import { type Caller, createStage, linkWebChannel, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { call, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { say } from "./support/WebChat.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -38,12 +37,6 @@ const operatorSocket = (token: string, workspaceId: number) =>
 
 /** An `agent_typing` event's payload that says the agent is typing. */
 const typing = Schema.is(Schema.Struct({ typing: Schema.Literal(true) }))
-
-/** A web channel's credentials, as the web-chat receiver takes them (a web channel has both). */
-const credentials = (channel: ChannelWithSecret) => ({
-  client_id: channel.client_id!,
-  client_secret: channel.client_secret!
-})
 
 const replyRow = (messageId: string) =>
   Effect.map(
@@ -77,18 +70,8 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
           }),
           "pipelines.create"
         )
-        ok(
-          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
-            name: "Open",
-            nature: "neutral",
-            order: 1
-          }),
-          "pipelines.createStage"
-        )
-        const channel = credentials(ok(
-          yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-          "channels.create"
-        ))
+        yield* createStage(owner, pipeline.id, "Open", 1)
+        const channel = yield* linkWebChannel(owner, pipeline.id)
         expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
         ok(
           yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
@@ -135,14 +118,7 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
           }),
           "pipelines.create"
         )
-        ok(
-          yield* post(owner, `/api/user/pipelines/${pipeline.id}/stages`, {
-            name: "Open",
-            nature: "neutral",
-            order: 1
-          }),
-          "pipelines.createStage"
-        )
+        yield* createStage(owner, pipeline.id, "Open", 1)
         const action = ok(
           yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, {
             name: "create_ticket",
@@ -154,10 +130,7 @@ layer(TestServerLive({ LOCAL_MODEL_LATENCY_MS: String(LATENCY_MS) }), { excludeT
           }),
           "automation.createAction"
         )
-        const channel = credentials(ok(
-          yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-          "channels.create"
-        ))
+        const channel = yield* linkWebChannel(owner, pipeline.id)
         expect((yield* post(owner as Caller, `/api/user/pipelines/${pipeline.id}/publish`, {})).status).toBe(201)
         ok(
           yield* put(owner, `/api/user/actions/${action.id}`, { url: "https://tickets.example.com/v2" }),

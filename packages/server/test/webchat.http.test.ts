@@ -4,7 +4,7 @@
  * credentials and real multipart bodies.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { conversationChannel, ReceiverAnswer, ValidationIssue, verifySocketToken } from "@parley/domain"
+import { conversationChannel, ReceiverAnswer, ReceiverRefusal, verifySocketToken } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
@@ -26,18 +26,13 @@ import {
   put
 } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { basic, basicAuth, type WebCredentials, webCredentials } from "./support/WebChat.js"
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/
 
 const fetchReply = fetchJson
 
-interface WebCredentials {
-  readonly client_id: string
-  readonly client_secret: string | null
-}
-
-const basic = (clientId: string, secret: string) => `Basic ${Buffer.from(`${clientId}:${secret}`).toString("base64")}`
-const authOf = (c: WebCredentials) => ({ authorization: basic(c.client_id, c.client_secret ?? "") })
+const authOf = (c: WebCredentials) => ({ authorization: basic(c) })
 type Auth = Record<string, string>
 
 const initiate = (auth: Auth, body: Record<string, unknown> = {}) =>
@@ -71,16 +66,6 @@ const history = (auth: Auth, query: Record<string, string | number>) =>
 /** A JSON object with all its keys, as sent (a decoded struct keeps only the fields it names). */
 const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
-/**
- * The receiver's refusal: `{status: false, message, data}`, `data` naming the fields of a 400 that is about
- * them (`ReceiverAnswer` describes only the success's `data`).
- */
-const Refusal = Schema.Struct({
-  status: Schema.Boolean,
-  message: Schema.String,
-  data: Schema.NullOr(Schema.Struct({ validation: Schema.Array(ValidationIssue) }))
-})
-
 /** The receiver's own envelope: exactly `{status, message, data}`. */
 const received = (r: ApiResponse): string => {
   if (r.status !== 200) expect(r.body).toBe("a 200 answer")
@@ -95,7 +80,7 @@ const received = (r: ApiResponse): string => {
 
 const refused = (r: ApiResponse, status: number, message?: string) => {
   expect(r.status).toBe(status)
-  const refusal = bodyAs(r, Refusal)
+  const refusal = bodyAs(r, ReceiverRefusal)
   expect(refusal.status).toBe(false)
   expect(r.body).not.toHaveProperty("code")
   if (message !== undefined) expect(refusal.message).toBe(message)
@@ -106,10 +91,7 @@ const pageOf = (r: ApiResponse) => ok(r, "webChat.history")
 
 /** A web or widget channel: created with its client id and secret. */
 const createChannel = (who: Caller, body: Record<string, unknown>) =>
-  Effect.map(post(who, "/api/user/channels", body), (r) => {
-    const created = ok(r, "channels.create")
-    return { ...created, client_id: created.client_id!, client_secret: created.client_secret! }
-  })
+  Effect.map(post(who, "/api/user/channels", body), (r) => webCredentials(ok(r, "channels.create")))
 
 /** An owner with credits, the funnel pipeline ("Inbound" first by order) and a web channel on it. */
 const webChannel = (channel: Record<string, unknown> = {}) =>
@@ -287,9 +269,9 @@ layer(TestServerLive())("web chat", (it) => {
       Effect.gen(function*() {
         const { owner, channel, auth } = yield* webChannel()
         const attempts: Array<Auth> = [
-          { authorization: basic(channel.client_id, `${channel.client_secret}x`) },
-          { authorization: basic(channel.client_id, "") },
-          { authorization: basic("wc_unknownclientid000000000000000000", channel.client_secret) },
+          { authorization: basicAuth(channel.client_id, `${channel.client_secret}x`) },
+          { authorization: basicAuth(channel.client_id, "") },
+          { authorization: basicAuth("wc_unknownclientid000000000000000000", channel.client_secret) },
           {},
           { authorization: `Bearer ${owner.token}` }
         ]
@@ -309,7 +291,9 @@ layer(TestServerLive())("web chat", (it) => {
         yield* createStage(owner, pipeline.id, "Inbound", 1)
         const widget = yield* createChannel(owner, { kind: "widget", pipeline_id: pipeline.id })
         // its secret signs webhooks; it never authenticates web-chat calls (browsers use /api/widget/session)
-        const r = yield* initiate({ authorization: basic(widget.client_id, widget.client_secret) }, { contact_id: "x" })
+        const r = yield* initiate({ authorization: basicAuth(widget.client_id, widget.client_secret) }, {
+          contact_id: "x"
+        })
         expectStatus(r, 422, "This endpoint is only available for web channels.")
       }))
 
@@ -752,8 +736,8 @@ layer(TestServerLive())("web chat", (it) => {
         const body = { contact_id: "locked-out", message: "hi" }
         for (
           const bad of [
-            { authorization: basic(channel.client_id, "wrong") },
-            { authorization: basic("wc_nobody", channel.client_secret) },
+            { authorization: basicAuth(channel.client_id, "wrong") },
+            { authorization: basicAuth("wc_nobody", channel.client_secret) },
             {},
             { authorization: "Basic !!!not-base64" }
           ]
@@ -770,7 +754,7 @@ layer(TestServerLive())("web chat", (it) => {
         const owner = yield* seedUser()
         const widget = yield* createChannel(owner, { kind: "widget" })
         refused(
-          yield* send({ authorization: basic(widget.client_id, "x") }, { contact_id: "w", message: "hi" }),
+          yield* send({ authorization: basicAuth(widget.client_id, "x") }, { contact_id: "w", message: "hi" }),
           422,
           "This endpoint is only available for web channels."
         )
@@ -976,14 +960,14 @@ layer(TestServerLive())("web chat", (it) => {
         expect422(yield* history(auth, { per_page: 20 }), ["contact_id", "conversation_id"])
         const widget = yield* createChannel(owner, { kind: "widget" })
         expectStatus(
-          yield* history({ authorization: basic(widget.client_id, "whatever") }, { contact_id: "x" }),
+          yield* history({ authorization: basicAuth(widget.client_id, "whatever") }, { contact_id: "x" }),
           422,
           "This endpoint is only available for web channels."
         )
         for (
           const bad of [
-            { authorization: basic(channel.client_id, "wrong") },
-            { authorization: basic("wc_nobody", "x") },
+            { authorization: basicAuth(channel.client_id, "wrong") },
+            { authorization: basicAuth("wc_nobody", "x") },
             {},
             { authorization: `Bearer ${owner.token}` }
           ]
@@ -1154,7 +1138,7 @@ layer(TestServerLive())("web chat", (it) => {
         ]])
 
         // mixed credentials (alice's id, bob's secret) are refused everywhere
-        const mixed = { authorization: basic(alice.channel.client_id, bob.channel.client_secret) }
+        const mixed = { authorization: basicAuth(alice.channel.client_id, bob.channel.client_secret) }
         expectStatus(yield* history(mixed, { conversation_id: a.conversation_id }), 401, "Invalid client credentials")
         refused(yield* send(mixed, { contact_id: "shared-visitor", message: "x" }), 401)
         expectStatus(yield* initiate(mixed, { contact_id: "shared-visitor" }), 401, "Invalid client credentials")

@@ -11,6 +11,7 @@ import { io } from "socket.io-client"
 import { bodyAs, failure } from "./support/Contract.js"
 import { expect422, expectStatus, funnel, ok, post, sqlRows } from "./support/Opportunities.js"
 import { call, fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { webCredentials } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 const SHOP = "https://shop.example"
@@ -30,13 +31,7 @@ const shop = (extra: Record<string, unknown> = {}) =>
       }),
       "channels.create"
     )
-    // a widget channel is created with its client id and secret
-    return {
-      owner,
-      pipeline,
-      inbound,
-      widget: { ...widget, client_id: widget.client_id!, client_secret: widget.client_secret! }
-    }
+    return { owner, pipeline, inbound, widget: webCredentials(widget) }
   })
 
 /** `origin` null: a request without an Origin header (not from a page). */

@@ -252,25 +252,21 @@ export const until = async <A>(
 }
 
 /**
- * What `call` answers: an `ApiResponse` (support/Contract.ts), so `ok(r, "group.endpoint")` and `failure(r)`
- * read it typed. Its body is still typed `any` for the callers that read `r.body.data` directly
- * (reply-restart, delivery-restart, console.browser): once they read it through `ok`, this is `ApiResponse`.
+ * A JSON request with a bearer token or Basic channel credentials, answered as an `ApiResponse`
+ * (support/Contract.ts) that `ok(r, "group.endpoint")` and `failure(r)` read typed. The body is `body` as
+ * given (a string the caller encoded), or `json` encoded here.
  */
-export interface ChildResponse extends ApiResponse {
-  readonly body: any
-}
-
-/** JSON request with a bearer token or Basic channel credentials. */
 export const call = async (
   url: string,
-  init: RequestInit & { token?: string; basic?: readonly [string, string] } = {}
-): Promise<ChildResponse> => {
-  const { basic, token, ...rest } = init
+  init: RequestInit & { token?: string; basic?: readonly [string, string]; json?: unknown } = {}
+): Promise<ApiResponse> => {
+  const { basic, json, token, ...rest } = init
   const authorization = token !== undefined
     ? `Bearer ${token}`
     : `Basic ${Buffer.from(`${basic![0]}:${basic![1]}`).toString("base64")}`
   const response = await fetch(url, {
     ...rest,
+    ...(json !== undefined ? { body: JSON.stringify(json) } : {}),
     headers: { authorization, accept: "application/json", "content-type": "application/json", ...rest.headers }
   })
   const body: unknown = await response.json()

@@ -57,12 +57,12 @@ export const freshDatabase = (prefix: string) =>
   })
 
 /** Builds the server; `run` provides it to an effect, `close` tears it all down (listeners, runner, database). */
-export const boot = <E>(server: Layer.Layer<any, E>) =>
+export const boot = <ROut, E>(server: Layer.Layer<ROut, E>) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const context = yield* Layer.buildWithScope(server, scope)
     return {
-      run: <A, E2>(effect: Effect.Effect<A, E2, any>) => Effect.provide(effect, context) as Effect.Effect<A, E2>,
+      run: <A, E2>(effect: Effect.Effect<A, E2, ROut>): Effect.Effect<A, E2> => Effect.provide(effect, context),
       close: Scope.close(scope, Exit.void)
     }
   })

@@ -1,18 +1,14 @@
 /** Helpers of the followup suites: a pipeline with an active followup, a contact who wrote, and what came of it. */
-import { SqlClient } from "@effect/sql"
 import { expect } from "@effect/vitest"
 import { verifyServiceSignature } from "@parley/domain"
 import { FollowupSequence } from "@parley/worker"
 import { Effect } from "effect"
-import { createPipeline, createStage, ok, post, put } from "./Opportunities.js"
+import { createPipeline, createStage, ok, post, put, sqlRows } from "./Opportunities.js"
 import { seedUser } from "./TestServer.js"
-import { say } from "./WebChat.js"
+import { say, webCredentials } from "./WebChat.js"
 import { eventually, type Received } from "./WebhookReceiver.js"
 
 export const MINUTE = 60_000
-
-const sql = <A extends object = Record<string, any>>(strings: TemplateStringsArray, ...values: Array<any>) =>
-  Effect.flatMap(SqlClient.SqlClient, (s) => s<A>(strings, ...values)).pipe(Effect.orDie)
 
 /**
  * A pipeline whose first stage, Nurture, has an active followup moving to "No response", which sends a
@@ -24,7 +20,7 @@ export const followupSetup = (
 ) =>
   Effect.gen(function*() {
     const owner = yield* seedUser()
-    yield* sql`update workspaces set credits = 100, is_subscription_active = true where id = ${owner.workspace_id}`
+    yield* sqlRows`update workspaces set credits = 100, is_subscription_active = true where id = ${owner.workspace_id}`
     const pipeline = yield* createPipeline(owner, "Sales")
     ok(
       yield* put(owner, `/api/user/pipelines/${pipeline.id}`, {
@@ -59,23 +55,23 @@ export const followupSetup = (
       }),
       "followups.save"
     ).followup
-    const channel = ok(
+    const channel = webCredentials(ok(
       yield* post(owner, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id, callback_url: callbackUrl }),
       "channels.create"
-    )
+    ))
     return { owner, pipeline, nurture, noResponse, followup, channel }
   })
 
 export const conversationOf = (messageId: string) =>
   Effect.map(
-    sql<
+    sqlRows<
       { conversation_id: number; opportunity_id: number }
     >`select conversation_id, opportunity_id from messages where id = ${messageId}`,
     (rows) => ({ conversationId: Number(rows[0]!.conversation_id), opportunityId: Number(rows[0]!.opportunity_id) })
   )
 
 export const assistantMessages = (conversationId: number) =>
-  sql<
+  sqlRows<
     { id: string; message: string; status: string; call_type: string; followup_step: number | null; stage_id: number }
   >`
     select id, message, status, call_type, followup_step, stage_id from messages
@@ -83,14 +79,14 @@ export const assistantMessages = (conversationId: number) =>
 
 export const sequenceOf = (opportunityId: number) =>
   Effect.map(
-    sql<{ id: number; status: string; end_reason: string | null; steps_done: number; next_due_at: string | null }>`
+    sqlRows<{ id: number; status: string; end_reason: string | null; steps_done: number; next_due_at: string | null }>`
       select id, status, end_reason, steps_done, next_due_at from followup_sequences where opportunity_id = ${opportunityId} order by id`,
     (rows) => rows[0]
   )
 
 export const stageOf = (opportunityId: number) =>
   Effect.map(
-    sql<{ stage_id: number }>`select stage_id from opportunities where id = ${opportunityId}`,
+    sqlRows<{ stage_id: number }>`select stage_id from opportunities where id = ${opportunityId}`,
     (rows) => Number(rows[0]!.stage_id)
   )
 
@@ -132,12 +128,12 @@ export const started = (
  */
 export const awaitingInterval = (opportunityId: number, step: number) =>
   Effect.gen(function*() {
-    const entry = yield* sql<
+    const entry = yield* sqlRows<
       { stage_entry_id: number }
     >`select stage_entry_id from followup_sequences where opportunity_id = ${opportunityId}`
     const executionId = yield* FollowupSequence.executionId({ entryId: Number(entry[0]!.stage_entry_id) })
     const messageId = `Workflow/-/DurableClock/${executionId}/run/interval-${step}`
-    yield* eventually(Effect.map(sql`select 1 from cluster_messages where message_id = ${messageId}`, (rows) =>
+    yield* eventually(Effect.map(sqlRows`select 1 from cluster_messages where message_id = ${messageId}`, (rows) =>
       rows.length > 0 || undefined))
   })
 

@@ -147,6 +147,7 @@ export const badBodies: ReadonlyArray<{ readonly contentType: string | undefined
 export type Path = ReadonlyArray<string | number>
 
 /** A JSON Schema, as the OpenAPI document and `tools/list` give them. */
+// any: the walkers read arbitrary keywords ($ref, items, properties...) of schemas of any shape
 export type JsonSchema = Record<string, any>
 
 /** Every property path a schema describes (objects, array items as index 0), `$ref`s resolved. */
@@ -192,6 +193,7 @@ const clone = <A>(value: A): A => structuredClone(value)
 /** A copy of `value` with `path` set (missing containers created) or removed. */
 export const setAt = (value: unknown, path: Path, replacement: unknown, remove = false): unknown => {
   if (path.length === 0) return replacement
+  // any: builds malformed requests, walking and writing containers of any shape along `path`
   const root: any = typeof value === "object" && value !== null ? clone(value) : {}
   let node = root
   for (let i = 0; i < path.length - 1; i++) {

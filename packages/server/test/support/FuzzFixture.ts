@@ -6,8 +6,9 @@
 import { ReceiverAnswer } from "@parley/domain"
 import { Effect } from "effect"
 import { bodyAs, ok } from "./Contract.js"
-import { freshPhone, fullOpportunity, funnel, post, put } from "./Opportunities.js"
+import { createStage, freshPhone, fullOpportunity, funnel, linkWebChannel, post, put } from "./Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer } from "./TestServer.js"
+import { basic } from "./WebChat.js"
 
 export interface Party {
   readonly bearer: string
@@ -40,7 +41,6 @@ export interface Fixture {
 }
 
 const ORIGIN = "https://shop.example.com"
-const basicOf = (clientId: string, secret: string) => `Basic ${Buffer.from(`${clientId}:${secret}`).toString("base64")}`
 
 const party = (label: string) =>
   Effect.gen(function*() {
@@ -48,18 +48,8 @@ const party = (label: string) =>
     const user = yield* seedUser()
     yield* giveCredits(user.workspace_id, { credits: 100, is_subscription_active: true })
     const f = yield* funnel(user, `Fuzz ${label}`)
-    const spareStage = ok(
-      yield* post(user, `/api/user/pipelines/${f.pipeline.id}/stages`, {
-        name: "Spare stage",
-        nature: "neutral",
-        order: 9
-      }),
-      "pipelines.createStage"
-    )
-    const channel = ok(
-      yield* post(user, "/api/user/channels", { kind: "web", pipeline_id: f.pipeline.id }),
-      "channels.create"
-    )
+    const spareStage = yield* createStage(user, f.pipeline.id, "Spare stage", 9)
+    const channel = yield* linkWebChannel(user, f.pipeline.id)
     const spareChannel = ok(yield* post(user, "/api/user/channels", { kind: "web", name: "Spare" }), "channels.create")
     const widget = ok(
       yield* post(user, "/api/user/channels", {
@@ -69,7 +59,7 @@ const party = (label: string) =>
       }),
       "channels.create"
     )
-    const basic = basicOf(channel.client_id!, channel.client_secret!)
+    const channelAuth = basic(channel)
     const opportunity = ok(
       yield* post(user, "/api/user/opportunities", {
         pipeline_id: f.pipeline.id,
@@ -80,12 +70,12 @@ const party = (label: string) =>
     )
     const session = yield* fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
       method: "POST",
-      headers: { authorization: basic, "content-type": "application/json" },
+      headers: { authorization: channelAuth, "content-type": "application/json" },
       body: JSON.stringify({ contact_id: `fuzz-${label}` })
     })
     const inbound = yield* fetchJson(`${receiverUrl}/web-chat/message`, {
       method: "POST",
-      headers: { authorization: basic, "content-type": "application/json" },
+      headers: { authorization: channelAuth, "content-type": "application/json" },
       body: JSON.stringify({ contact_id: `fuzz-${label}`, message: "Hello, what does the Growth plan cost?" })
     })
     const widgetSession = yield* fetchJson(`${baseUrl}/api/widget/session`, {
@@ -149,7 +139,7 @@ const party = (label: string) =>
 
     const p = {
       bearer: `Bearer ${user.token}`,
-      basic,
+      basic: channelAuth,
       widgetClientId: widget.client_id!,
       widgetSession: ok(widgetSession, "widget.session").session,
       pipelineId: f.pipeline.id,

@@ -16,7 +16,7 @@ export const databaseMode: "embedded" | "postgres" = process.env.PARLEY_TEST_DAT
   : "embedded"
 
 /** Runs `text` on the database at `url` with a connection of its own; rows parsed as the app parses them. */
-export const queryUrl = async <A = Record<string, any>>(
+export const queryUrl = async <A = Record<string, unknown>>(
   url: string,
   text: string,
   params: ReadonlyArray<unknown> = []

@@ -5,6 +5,7 @@ import type { Opportunity, OpportunityOnContact } from "@parley/domain"
 import { Effect } from "effect"
 import { type ApiResponse, failure, ok } from "./Contract.js"
 import { call } from "./TestServer.js"
+import { webCredentials } from "./WebChat.js"
 
 export { ok }
 /** @deprecated the response type is `ApiResponse` (support/Contract.ts) */
@@ -60,9 +61,12 @@ export const funnel = (who: Caller, name = "Sales") =>
     return { pipeline, inbound, qualified, won }
   })
 
-/** A web channel linked to the pipeline: the pipeline's channel for conversations. */
+/** A web channel linked to the pipeline: the pipeline's channel for conversations, with its credentials. */
 export const linkWebChannel = (who: Caller, pipelineId: number) =>
-  Effect.map(post(who, "/api/user/channels", { kind: "web", pipeline_id: pipelineId }), (r) => ok(r, "channels.create"))
+  Effect.map(
+    post(who, "/api/user/channels", { kind: "web", pipeline_id: pipelineId }),
+    (r) => webCredentials(ok(r, "channels.create"))
+  )
 
 /** An opportunity created with a `contact` (not a `contact_id`): the full record, tags included. */
 export const createOpportunity = (who: Caller, body: Record<string, unknown>) =>
@@ -74,17 +78,27 @@ export const fullOpportunity = (o: Opportunity | OpportunityOnContact): Opportun
   return o
 }
 
+/** The record that creating with `contact_id` answers (SPEC.md 2.2): base fields and the joined conversation. */
+export const opportunityOnContact = (o: Opportunity | OpportunityOnContact): OpportunityOnContact => {
+  if (!("conversation" in o)) return expect.fail(`expected the opportunity on a contact, got ${JSON.stringify(o)}`)
+  return o
+}
+
+/** An opportunity created with `contact_id` (not a `contact`): base fields and the conversation it joined. */
+export const createOnContact = (who: Caller, body: Record<string, unknown>) =>
+  Effect.map(post(who, "/api/user/opportunities", body), (r) => opportunityOnContact(ok(r, "opportunities.create")))
+
 const phoneBase = 1000 + Math.floor(Math.random() * 9000)
 let phones = 0
 /** A fresh phone number: digits with country code, unique within the run. */
 export const freshPhone = () => `4917${phoneBase}${String(++phones).padStart(5, "0")}`
 
-export const sqlRows = <A extends object = Record<string, any>>(
+export const sqlRows = <A extends object = Record<string, unknown>>(
   strings: TemplateStringsArray,
-  ...values: Array<any>
+  ...values: ReadonlyArray<unknown>
 ) => Effect.flatMap(SqlClient.SqlClient, (sql) => sql<A>(strings, ...values)).pipe(Effect.orDie)
 
-export const count = (strings: TemplateStringsArray, ...values: Array<any>) =>
+export const count = (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>) =>
   Effect.map(sqlRows<{ n: number }>(strings, ...values), (rows) => Number(rows[0]!.n))
 
 /**

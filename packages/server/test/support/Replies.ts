@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { ok } from "./Contract.js"
 import { call, seedUser } from "./TestServer.js"
+import { webCredentials } from "./WebChat.js"
 
 /** A web channel with a callback URL, and one assistant reply on one of its conversations. */
 export const replyOn = (callbackUrl: string) =>
@@ -18,14 +19,14 @@ export const replyOn = (callbackUrl: string) =>
       token: owner.token,
       body: { name: "Open", nature: "neutral", order: 1 }
     })
-    const channel = ok(
+    const channel = webCredentials(ok(
       yield* call("/api/user/channels", {
         method: "POST",
         token: owner.token,
         body: { kind: "web", pipeline_id: pipelineId, callback_url: callbackUrl }
       }),
       "channels.create"
-    )
+    ))
     const sql = yield* SqlClient.SqlClient
     const [contact] = yield* sql<{ id: number }>`
       insert into contacts (workspace_id, identifier) values (${owner.workspace_id}, 'visitor-42') returning id`

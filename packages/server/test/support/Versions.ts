@@ -2,7 +2,7 @@
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import { type ApiResponse, ok } from "./Contract.js"
-import { type Caller, get, post } from "./Opportunities.js"
+import { type Caller, createStage, get, linkWebChannel, post } from "./Opportunities.js"
 import { call } from "./TestServer.js"
 import { eventually } from "./WebhookReceiver.js"
 
@@ -35,14 +35,8 @@ export const refundPipeline = (who: Caller) =>
       }),
       "pipelines.create"
     )
-    const open = ok(
-      yield* post(who, `/api/user/pipelines/${pipeline.id}/stages`, { name: "Open", nature: "neutral", order: 1 }),
-      "pipelines.createStage"
-    )
-    const channel = ok(
-      yield* post(who, "/api/user/channels", { kind: "web", pipeline_id: pipeline.id }),
-      "channels.create"
-    )
+    const open = yield* createStage(who, pipeline.id, "Open", 1)
+    const channel = yield* linkWebChannel(who, pipeline.id)
     return { pipeline, open, channel }
   })
 
