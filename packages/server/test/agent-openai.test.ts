@@ -271,7 +271,11 @@ layer(FakeOpenAi, { excludeTestServices: true })("the agent on the openai provid
       const reply = yield* replyTo(id)
       expect(reply).toMatchObject({ status: "failed", model: "gpt-4.1-mini", cost: 0 })
       expect(reply!.error).toBeTruthy()
-      expect(fake.requests.filter((r) => r.url === "/v1/responses")).toHaveLength(3)
+      // the reply's three attempts (the failure then asks for a person, whose summary calls the model too)
+      const replyCalls = fake.requests.filter((r) =>
+        r.url === "/v1/responses" && JSON.stringify(r.body ?? {}).includes("[task: reply]")
+      )
+      expect(replyCalls).toHaveLength(3)
       const [handled] = yield* sqlRows<{ handled_reason: string }>`select handled_reason from messages where id = ${id}`
       expect(handled!.handled_reason).toBe("provider_error")
     }))
