@@ -30,6 +30,7 @@ import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Versions } from "./pipelines/Versions.js"
 import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
+import { WebChatInbound } from "./webchat/Inbound.js"
 import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
 import { WebChat } from "./webchat/WebChat.js"
 import { EventWebhooks } from "./webhooks/EventWebhooks.js"
@@ -56,6 +57,7 @@ const Services = Layer.mergeAll(
   WebChat.Default,
   Widget.Default,
   VisitorSessionsLive.pipe(Layer.provide(Widget.Default)),
+  WebChatInbound.Default.pipe(Layer.provide(VisitorSessionsLive.pipe(Layer.provide(Widget.Default)))),
   FileStorage.Default,
   BoundAddresses.Default,
   Readiness.Default,

@@ -15,6 +15,7 @@ import {
 } from "../Opportunities.js"
 import { Paginated } from "../Pagination.js"
 import { Authorized } from "./Auth.js"
+import { PageLinks } from "./PublicOrigin.js"
 
 const identifierPath = Schema.Struct({ identifier: Identifier })
 
@@ -37,6 +38,7 @@ export class OpportunitiesApi extends HttpApiGroup.make("opportunities")
       .setUrlParams(ListOpportunitiesQuery)
       .addSuccess(Ok(Paginated(Opportunity)))
       .middleware(Authorized["opportunities:read"])
+      .middleware(PageLinks)
       .annotate(OpenApi.Summary, "List opportunities, newest first, with the filters of list_opportunities")
   )
   .add(
@@ -73,6 +75,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
       .setUrlParams(ListContactsQuery)
       .addSuccess(Ok(Paginated(Contact)))
       .middleware(Authorized["opportunities:read"])
+      .middleware(PageLinks)
       .annotate(OpenApi.Summary, "List contacts, newest first, with the filters of list_contacts")
   )
   .add(

@@ -10,6 +10,7 @@ import { Ok } from "../Envelope.js"
 import { BadRequestResponse, ForbiddenResponse, UnauthorizedResponse, UnprocessableResponse } from "../Errors.js"
 import { Paginated } from "../Pagination.js"
 import { CurrentChannel, HistoryMessage, HistoryQuery, InitiatePayload, WebChatSession } from "../WebChat.js"
+import { PageLinks, PublicOrigin } from "./PublicOrigin.js"
 
 export const basic = HttpApiSecurity.basic.pipe(
   HttpApiSecurity.annotate(OpenApi.Description, "The web channel's `client_id` (wc_...) and `client_secret`.")
@@ -40,6 +41,7 @@ export class WebChatApi extends HttpApiGroup.make("webChat")
       .setUrlParams(HistoryQuery)
       .addSuccess(Ok(Paginated(HistoryMessage)))
       .addError(ForbiddenResponse)
+      .middleware(PageLinks)
       .annotate(OpenApi.Summary, "Message history of one conversation of this channel, newest first")
       .annotate(
         OpenApi.Description,
@@ -47,5 +49,6 @@ export class WebChatApi extends HttpApiGroup.make("webChat")
       )
   )
   .middleware(WebChatAuth)
+  .middleware(PublicOrigin)
   .annotate(OpenApi.Title, "Web chat")
 {}

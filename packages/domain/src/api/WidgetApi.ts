@@ -17,6 +17,7 @@ import {
 import { Paginated } from "../Pagination.js"
 import { VisitorMessage } from "../WebChat.js"
 import { CurrentVisitor, WidgetHandoff, WidgetHistoryQuery, WidgetSession, WidgetSessionPayload } from "../Widget.js"
+import { PageLinks, PublicOrigin } from "./PublicOrigin.js"
 
 export const widgetSession = HttpApiSecurity.bearer.pipe(
   HttpApiSecurity.annotate(OpenApi.Description, "The visitor's `session` from `POST /api/widget/session`.")
@@ -53,6 +54,7 @@ export class WidgetApi extends HttpApiGroup.make("widget")
       .setUrlParams(WidgetHistoryQuery)
       .addSuccess(Ok(Paginated(VisitorMessage)))
       .middleware(WidgetAuth)
+      .middleware(PageLinks)
       .annotate(OpenApi.Summary, "The visitor's own conversation, newest first")
   )
   .add(
@@ -68,5 +70,6 @@ export class WidgetApi extends HttpApiGroup.make("widget")
         "The conversation waits for an operator (docs/handoff.md): the visitor gets the bridge message, the agent stops replying. Asking again while waiting or while an operator has it changes nothing and answers the current state."
       )
   )
+  .middleware(PublicOrigin)
   .annotate(OpenApi.Title, "Website widget")
 {}

@@ -27,7 +27,7 @@ import { EventWebhooksHttpLive } from "../webhooks/Http.js"
 import { WidgetAuthLive, WidgetHttpLive, WidgetRoutes } from "../widget/Http.js"
 import { WorkspacesHttpLive } from "../workspaces/Http.js"
 import { DocsRoutes } from "./Docs.js"
-import { PublicOriginLive } from "./PublicOrigin.js"
+import { PageLinksLive, PublicOriginLive } from "./PublicOrigin.js"
 import { Readiness } from "./Readiness.js"
 
 const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json" }).pipe(
@@ -51,7 +51,7 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     EvalsHttpLive,
     VersionsHttpLive
   ]),
-  Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive, PublicOriginLive])
+  Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive, PublicOriginLive, PageLinksLive])
 )
 
 /**

@@ -1,5 +1,5 @@
 import { HttpServerRequest } from "@effect/platform"
-import { PublicOrigin } from "@parley/domain"
+import { PageLinks, PublicOrigin } from "@parley/domain"
 import { Effect, Layer } from "effect"
 import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 
@@ -9,5 +9,18 @@ export const PublicOriginLive = Layer.effect(
   Effect.map(
     AppConfig,
     (config) => Effect.map(HttpServerRequest.HttpServerRequest, (request) => publicBaseUrl(config, request.headers))
+  )
+)
+
+/** `RequestUrl` for each request: its path and query under the public base URL. */
+export const PageLinksLive = Layer.effect(
+  PageLinks,
+  Effect.map(
+    AppConfig,
+    (config) =>
+      Effect.map(
+        HttpServerRequest.HttpServerRequest,
+        (request) => new URL(request.url, publicBaseUrl(config, request.headers))
+      )
   )
 )

@@ -1,5 +1,5 @@
 import { HttpServerRequest } from "@effect/platform"
-import { CurrentActor, PublicBaseUrl } from "@parley/domain"
+import { CurrentActor, PublicBaseUrl, RequestUrl } from "@parley/domain"
 import { McpBackend } from "@parley/mcp"
 import { Effect } from "effect"
 import { Automation } from "../actions/Automation.js"
@@ -32,8 +32,9 @@ export const makeMcpBackend = Effect.gen(function*() {
   const pipelines = yield* Pipelines
   const versions = yield* Versions
   const request = yield* HttpServerRequest.HttpServerRequest
-  const withRequest = Effect.provideService(HttpServerRequest.HttpServerRequest, request)
-  const withBaseUrl = Effect.provideService(PublicBaseUrl, publicBaseUrl(yield* AppConfig, request.headers))
+  const base = publicBaseUrl(yield* AppConfig, request.headers)
+  const withRequest = Effect.provideService(RequestUrl, new URL(request.url, base))
+  const withBaseUrl = Effect.provideService(PublicBaseUrl, base)
   const everyWorkspace = { include_test: false }
 
   return McpBackend.of({

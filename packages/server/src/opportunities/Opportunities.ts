@@ -1,4 +1,3 @@
-import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import {
   type Actor,
@@ -19,6 +18,7 @@ import {
   OpportunityNotFound,
   OpportunityOnContact,
   type PipelineId,
+  RequestUrl,
   toPage,
   Unprocessable,
   type UpdateConversation,
@@ -27,7 +27,6 @@ import {
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 import type { LazyArg } from "effect/Function"
-import { AppConfig, publicBaseUrl } from "../config/AppConfig.js"
 import { someOrFail } from "../util/Effects.js"
 import { OpportunitiesRepo } from "./OpportunitiesRepo.js"
 import { type OpportunityFilter, OpportunityReads } from "./OpportunityReads.js"
@@ -48,12 +47,11 @@ const dateBound = (value: string | undefined, end: boolean) => {
 
 /** Opportunities, their contacts and tags, and conversation updates (SPEC.md 3.1, 3.2, 4.1, 4.2). */
 export class Opportunities extends Effect.Service<Opportunities>()("@parley/server/Opportunities", {
-  dependencies: [OpportunitiesRepo.Default, OpportunityReads.Default, AppConfig.Default],
+  dependencies: [OpportunitiesRepo.Default, OpportunityReads.Default],
   effect: Effect.gen(function*() {
     const repo = yield* OpportunitiesRepo
     const reads = yield* OpportunityReads
     const sql = yield* SqlClient.SqlClient
-    const config = yield* AppConfig
 
     const fullById = (actor: Actor, id: OpportunityId) =>
       reads.byId(actor.workspaceIds, id).pipe(Effect.flatMap(Option.match({
@@ -296,23 +294,16 @@ export class Opportunities extends Effect.Service<Opportunities>()("@parley/serv
       end: dateBound(q.end_date, true)
     })
 
-    /** The request URL as clients reached it, for the paginator's page links. */
-    const requestUrl = Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const base = publicBaseUrl(config, request.headers)
-      return new URL(request.url, base)
-    })
-
     const list = Effect.fn("Opportunities.list")(function*(query: ListOpportunitiesQuery) {
       const actor = yield* CurrentActor
       const [rows, total] = yield* reads.list(filterOf(actor, query), query.page, query.per_page)
-      return toPage<Opportunity>(rows, total, query.page, query.per_page, yield* requestUrl)
+      return toPage<Opportunity>(rows, total, query.page, query.per_page, yield* RequestUrl)
     })
 
     const listContacts = Effect.fn("Opportunities.listContacts")(function*(query: ListContactsQuery) {
       const actor = yield* CurrentActor
       const [rows, total] = yield* reads.listContacts(filterOf(actor, query), query.page, query.per_page)
-      return toPage(rows, total, query.page, query.per_page, yield* requestUrl)
+      return toPage(rows, total, query.page, query.per_page, yield* RequestUrl)
     })
 
     const updateConversation = Effect.fn("Opportunities.updateConversation")(function*(

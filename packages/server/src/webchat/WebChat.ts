@@ -1,4 +1,3 @@
-import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import {
   type ChannelId,
@@ -11,6 +10,8 @@ import {
   Forbidden,
   type HistoryQuery,
   type InitiatePayload,
+  PublicBaseUrl,
+  RequestUrl,
   signSocketToken,
   toPage,
   ulid,
@@ -23,7 +24,7 @@ import { Conversation } from "@parley/worker"
 import { Effect, FiberSet, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { ChannelCache } from "../channels/ChannelCache.js"
-import { AppConfig, publicBaseUrl, receiverBaseUrl } from "../config/AppConfig.js"
+import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
 import { FileStorage } from "../files/FileStorage.js"
@@ -117,19 +118,17 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
       }
     )
 
-    const publicUrl = (request: HttpServerRequest.HttpServerRequest) => publicBaseUrl(config, request.headers)
-
     /** The session fields of SPEC.md 2.8 for one conversation: receiver, socket channel, join token. */
     const sessionFields = (contactKey: string, conversationId: ConversationId) =>
       Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
+        const base = yield* PublicBaseUrl
         return {
           contact_id: contactKey,
           conversation_id: conversationId,
           messages_webhook: yield* receiverUrl,
           channel: conversationChannel(conversationId),
           token: signSocketToken(secrets.socketKey, conversationId, Math.floor(Date.now() / 1000)),
-          socket_url: publicUrl(request),
+          socket_url: base,
           app_key: secrets.socketAppKey,
           event: "new_message" as const
         }
@@ -249,10 +248,9 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const historyOf = (conversationId: ConversationId, page: number, perPage: number) =>
       Effect.gen(function*() {
         const [rows, total] = yield* repo.history(conversationId, page, perPage)
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const base = publicUrl(request)
+        const base = yield* PublicBaseUrl
         const messages = rows.map((m) => ({ ...m, files: withUrls(base, m.files) }))
-        return toPage(messages, total, page, perPage, new URL(request.url, base))
+        return toPage(messages, total, page, perPage, yield* RequestUrl)
       })
 
     const history = Effect.fn("WebChat.history")(function*(query: HistoryQuery) {

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto"
 import * as Zlib from "node:zlib"
 import { readAsset } from "../Assets.js"
 import { corsFor } from "../http/Cors.js"
+import { remoteAddress } from "../http/Forms.js"
 import { Widget } from "./Widget.js"
 
 export const WidgetAuthLive = Layer.effect(
@@ -22,9 +23,11 @@ export const WidgetHttpLive = HttpApiBuilder.group(Api, "widget", (handlers) =>
   Effect.gen(function*() {
     const widget = yield* Widget
     return handlers
-      .handle("session", ({ payload }) => widget.session(payload))
+      .handle("session", ({ payload, request }) =>
+        widget.session(payload, { origin: request.headers["origin"], address: remoteAddress(request) }))
       .handle("history", ({ urlParams }) =>
-        Effect.flatMap(CurrentVisitor, (visitor) => widget.history(visitor, urlParams)))
+        Effect.flatMap(CurrentVisitor, (visitor) =>
+          widget.history(visitor, urlParams)))
       .handle("handoff", () =>
         Effect.flatMap(CurrentVisitor, widget.requestPerson))
   }))

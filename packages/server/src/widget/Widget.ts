@@ -5,7 +5,6 @@
  * history and live stream afterwards. The visitor's contact id is always chosen by the server, so a page
  * can never attach itself to an existing contact.
  */
-import { HttpServerRequest } from "@effect/platform"
 import {
   ConversationId,
   Forbidden,
@@ -28,10 +27,15 @@ import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { HandoffRepo } from "../handoff/HandoffRepo.js"
-import { remoteAddress } from "../http/Forms.js"
 import { RateLimits } from "../limits/RateLimits.js"
 import { VisitorSessions } from "../webchat/VisitorSessions.js"
 import { WebChat } from "../webchat/WebChat.js"
+
+/** Where a session request came from, as the handler read it off the request. */
+export interface WidgetClient {
+  readonly origin: string | undefined
+  readonly address: string
+}
 
 export const WIDGET_SESSION_TTL_SECONDS = 30 * 24 * 60 * 60
 
@@ -146,8 +150,8 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
       return visitor.value
     })
 
-    const session = Effect.fn("Widget.session")(function*(input: WidgetSessionPayload) {
-      const request = yield* HttpServerRequest.HttpServerRequest
+    /** `client` is where the request came from: the page's `Origin` and the peer's address. */
+    const session = Effect.fn("Widget.session")(function*(input: WidgetSessionPayload, client: WidgetClient) {
       const found = yield* channelOf(input.client_id)
       if (Option.isNone(found)) return yield* invalidClient
       if (found.value.kind !== "widget") {
@@ -157,8 +161,8 @@ export class Widget extends Effect.Service<Widget>()("@parley/server/Widget", {
         }])
       }
       const channel = found.value.channel
-      if (!widgetOriginAllowed(request.headers["origin"], channel.allowed_origins, true)) return yield* originRefused
-      const address = remoteAddress(request)
+      if (!widgetOriginAllowed(client.origin, channel.allowed_origins, true)) return yield* originRefused
+      const address = client.address
       if (!ipAllowed(address, channel.allowed_ips)) return yield* new Forbidden({ message: "IP address not allowed" })
 
       const resumed = input.session === undefined ? Option.none() : yield* visitorOf(input.session).pipe(
