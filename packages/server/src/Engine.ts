@@ -28,7 +28,7 @@ import { RetrySweepLive } from "./delivery/RetrySweep.js"
 import { RunnerReaperLive } from "./delivery/RunnerReaper.js"
 import { EvalSandboxRetentionLive } from "./evals/SandboxRetention.js"
 import { FollowupSequencesLive } from "./followups/FollowupSequencesLive.js"
-import { FollowupsRepo } from "./followups/FollowupsRepo.js"
+import { SequencesRepo } from "./followups/SequencesRepo.js"
 import { HandoffEventsLive } from "./handoff/HandoffEvents.js"
 import { HandoffTurnsLive } from "./handoff/HandoffTurnsLive.js"
 import { KnowledgeGraphLive } from "./knowledge/Graph.js"
@@ -130,7 +130,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     Layer.provide(HandoffTurnsLive),
     Layer.provide([ConversationTurnsLive, ModelRegistryLive, ActionRunsLive]),
     Layer.provide(FollowupSequencesLive),
-    Layer.provide(FollowupsRepo.Default),
+    Layer.provide(SequencesRepo.Default),
     Layer.provide(ReplyDeliveryLive),
     Layer.provide([OutboundHttp.Default, AppSecret.Default])
   )

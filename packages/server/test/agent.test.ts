@@ -22,7 +22,7 @@ import {
   sqlRows
 } from "./support/Opportunities.js"
 import { fetchJson, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
-import { basic, say, type WebCredentials, webCredentials } from "./support/WebChat.js"
+import { basic, initiate, say, webCredentials } from "./support/WebChat.js"
 import { eventually, webhookReceiver } from "./support/WebhookReceiver.js"
 
 type Caller = { readonly token: string; readonly workspace_id: number }
@@ -72,14 +72,6 @@ const agentSetup = (
     ))
     return { owner, pipeline, open, won, channel }
   })
-
-const initiate = (channel: WebCredentials, contactId: string) =>
-  Effect.flatMap(TestServer, ({ baseUrl }) =>
-    fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
-      method: "POST",
-      headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
-      body: JSON.stringify({ contact_id: contactId, name: "Dana" })
-    }))
 
 const assistantMessages = (conversationId: number) =>
   sqlRows<

@@ -1,7 +1,7 @@
 /**
  * Followup sequences end to end, with minute intervals driven by a controllable clock (real time plus an
  * offset the test moves forward; see support/OffsetClock.ts) instead of waiting: the followups go out in
- * order (stored and at the signed reply webhook), a contact message ends the sequence, the opportunity
+ * order (stored and at the signed reply webhook), a contact's answer and the agent's reply re-arm the step, the opportunity
  * moves after the last interval and that move runs the new stage's automations (its opening message),
  * and the pipeline's followup_limit caps the followups of a conversation but not the move.
  */
@@ -15,6 +15,7 @@ import {
   followupsIn,
   hooks,
   MINUTE,
+  passInterval,
   sequenceOf,
   stageOf,
   started
@@ -42,7 +43,7 @@ layer(
       yield* Effect.sleep("1200 millis")
       expect(yield* followupsIn(conversationId)).toHaveLength(0)
 
-      yield* clock.advance(MINUTE)
+      yield* passInterval(clock, opportunityId, 1, MINUTE)
       const [first] = yield* eventually(
         Effect.map(
           followupsIn(conversationId),
@@ -105,27 +106,31 @@ layer(
         .toEqual(messages.map((m) => [m.id, m.message, "lee-1"]))
     })))
 
-  it.effect("a contact message ends the sequence: no more followups and no move", () =>
+  it.effect("a contact's answer does not end the sequence: the agent's reply re-arms the step, counted from that reply", () =>
     Effect.scoped(Effect.gen(function*() {
       const receiver = yield* webhookReceiver(() => "ok")
       const { channel, nurture } = yield* followupSetup(receiver.url, { intervals: 3 })
       const { conversationId, opportunityId } = yield* started(channel, "lee-2", receiver.received)
-      yield* clock.advance(MINUTE)
+      yield* passInterval(clock, opportunityId, 1, MINUTE)
       yield* eventually(Effect.map(followupsIn(conversationId), (rows) => rows.length === 1 ? true : undefined))
-
-      const answer = yield* say(channel, "lee-2", "Thanks, not right now.")
-      yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.length === 3 ? true : undefined))
       yield* awaitingInterval(opportunityId, 2)
+
+      yield* say(channel, "lee-2", "Thanks, not right now.")
+      yield* eventually(Effect.map(assistantMessages(conversationId), (rows) => rows.length === 3 ? true : undefined))
+      // the second step's two minutes count from the agent's reply, not from the first followup
       yield* clock.advance(2 * MINUTE)
-      const sequence = yield* eventually(
-        Effect.map(sequenceOf(opportunityId), (s) => s?.status === "cancelled" ? s : undefined)
-      )
-      expect(sequence).toMatchObject({ end_reason: "contact_replied", steps_done: 1, next_due_at: null })
-      yield* clock.advance(3 * MINUTE)
-      yield* Effect.sleep("1500 millis")
-      expect((yield* assistantMessages(conversationId)).map((m) => m.call_type)).toEqual(["ai", "followup", "ai"])
+      yield* awaitingInterval(opportunityId, "2-1")
+      expect(yield* followupsIn(conversationId)).toHaveLength(1)
+      expect(yield* sequenceOf(opportunityId)).toMatchObject({ status: "running", steps_done: 1 })
+      yield* clock.advance(2 * MINUTE)
+      yield* eventually(Effect.map(followupsIn(conversationId), (rows) => rows.length === 2 ? true : undefined))
+      expect((yield* assistantMessages(conversationId)).map((m) => [m.call_type, m.followup_step])).toEqual([
+        ["ai", null],
+        ["followup", 1],
+        ["ai", null],
+        ["followup", 2]
+      ])
       expect(yield* stageOf(opportunityId)).toBe(nurture.id)
-      expect(answer).toBeTruthy()
     })))
 
   it.effect("while a person is asked for, and without a subscription, a step that comes due sends nothing", () =>
@@ -144,8 +149,7 @@ layer(
           (rows) => rows.some((r) => r.call_type === "handoff_bridge") || undefined
         )
       )
-      yield* clock.advance(MINUTE)
-      yield* eventually(Effect.map(sequenceOf(opportunityId), (s) => (s?.steps_done ?? 0) >= 1 || undefined))
+      yield* passInterval(clock, opportunityId, 1, MINUTE)
       ok(
         yield* post(owner, `/api/user/conversations/${conversationId}/handoff`, { action: "return" }),
         "conversations.handoff"
@@ -171,13 +175,7 @@ layer(
       // the three intervals: 1, 2 and 3 minutes, each counted from the end of the one before
       for (const step of [1, 2, 3]) {
         yield* awaitingInterval(opportunityId, step)
-        yield* clock.advance(step * MINUTE)
-        yield* eventually(
-          Effect.map(
-            sequenceOf(opportunityId),
-            (s) => s!.steps_done === step || s!.status !== "running" ? true : undefined
-          )
-        )
+        yield* passInterval(clock, opportunityId, step, step * MINUTE)
       }
       yield* eventually(Effect.map(stageOf(opportunityId), (stage) => stage === noResponse.id ? true : undefined))
       yield* eventually(

@@ -59,9 +59,11 @@ export const Conversation = Entity.make("Conversation", [
     primaryKey: ({ entryId }) => `stage-entry:${entryId}`
   }).annotate(ClusterSchema.Persisted, true),
   Rpc.make("Followup", {
-    payload: { sequenceId: Schema.Number, step: Schema.Number },
+    // a step asked again after it re-armed or paused is a request of its own (`round`)
+    payload: { sequenceId: Schema.Number, step: Schema.Number, round: Schema.optional(Schema.Number) },
     success: FollowupOutcome,
-    primaryKey: ({ sequenceId, step }) => `followup:${sequenceId}:${step}`
+    primaryKey: ({ round, sequenceId, step }) =>
+      round === undefined || round === 0 ? `followup:${sequenceId}:${step}` : `followup:${sequenceId}:${step}:${round}`
   }).annotate(ClusterSchema.Persisted, true),
   /** A handoff event (docs/handoff.md): the contact's bridge message and the operator's summary, once. */
   Rpc.make("Handoff", {

@@ -1,8 +1,10 @@
 /**
  * A stage's followup sequence (SPEC.md 4.5 `create_followup`) for one stage entry: for each interval in
- * order, a durable wait, then the conversation entity writes and sends a followup if the contact has not
- * written since the sequence started (checked there, in order with replies, by message order). A contact
- * message, a stage change or a deactivated followup ends the sequence; the pipeline's `followup_limit`
+ * order, a durable wait, then the conversation entity writes and sends a followup if the contact has been silent
+ * for the interval since the last message sent to them (checked there, in order with replies, by message order).
+ * A message sent since the wait began re-arms it (the step waits the rest of the interval from that message); a
+ * contact's message after it pauses the step until the next message is sent to them (a durable deferred, which the
+ * sweep completes). A stage change or a deactivated followup ends the sequence; the pipeline's `followup_limit`
  * stops further followups but not the sequence. After the last interval the opportunity moves to
  * `after_followup_stage_id`.
  *
@@ -12,9 +14,9 @@
  * sequence whose wake-up the cluster lost (see delivery/RetrySweep.ts in the server for that race).
  */
 import { Singleton } from "@effect/cluster"
-import { Activity, DurableClock } from "@effect/workflow"
+import { Activity, DurableClock, DurableDeferred } from "@effect/workflow"
 import { endsSequence, FollowupEnd, FollowupOutcome, FollowupPlan, FollowupSequences } from "@parley/domain"
-import { Duration, Effect, Schedule, Schema } from "effect"
+import { Duration, Effect, Exit, Schedule, Schema } from "effect"
 import { Conversation } from "./Conversation.js"
 import { FollowupSequence } from "./FollowupWorkflow.js"
 
@@ -33,22 +35,42 @@ export const FollowupSequenceLive = FollowupSequence.toLayer(
     const { conversationId, delaysMs, sequenceId } = plan
     for (let i = 0; i < delaysMs.length; i++) {
       const step = i + 1
-      // `inMemoryThreshold` must be Duration.zero: shorter waits would otherwise not be persisted
-      yield* DurableClock.sleep({
-        name: `interval-${step}`,
-        duration: Duration.millis(delaysMs[i]!),
-        inMemoryThreshold: Duration.zero
-      })
-      const outcome = yield* Activity.make({
-        name: `step-${step}`,
-        success: FollowupOutcome,
-        execute: conversationId === null
-          ? sequences.check(sequenceId)
-          : client(conversationId).Followup({ sequenceId, step }).pipe(
-            Effect.retry({ schedule: handOver, while: (e) => e._tag !== "AlreadyProcessingMessage" }),
-            Effect.orDie
-          )
-      })
+      let wait = delaysMs[i]!
+      let outcome: FollowupOutcome
+      // a step waits again while messages are sent to the contact (`rearmed`), or until one is (`paused`)
+      for (let round = 0;; round++) {
+        const suffix = round === 0 ? `${step}` : `${step}-${round}`
+        // `inMemoryThreshold` must be Duration.zero: shorter waits would otherwise not be persisted
+        if (wait > 0) {
+          yield* DurableClock.sleep({
+            name: `interval-${suffix}`,
+            duration: Duration.millis(wait),
+            inMemoryThreshold: Duration.zero
+          })
+        }
+        outcome = yield* Activity.make({
+          name: `step-${suffix}`,
+          success: FollowupOutcome,
+          execute: conversationId === null
+            ? sequences.check(sequenceId)
+            : client(conversationId).Followup({ sequenceId, step, round }).pipe(
+              Effect.retry({ schedule: handOver, while: (e) => e._tag !== "AlreadyProcessingMessage" }),
+              Effect.orDie
+            )
+        })
+        if (outcome === "paused") {
+          const resume = DurableDeferred.make(`resume-${suffix}`)
+          yield* Activity.make({ name: `pause-${suffix}`, execute: sequences.pause(sequenceId, resume.name) })
+          yield* DurableDeferred.await(resume)
+          wait = 0
+        } else if (outcome === "rearmed") {
+          wait = yield* Activity.make({
+            name: `rearm-${suffix}`,
+            success: Schema.Number,
+            execute: sequences.remaining(sequenceId)
+          })
+        } else break
+      }
       if (endsSequence(outcome)) {
         yield* Activity.make({ name: `cancel-${step}`, execute: sequences.cancel(sequenceId, outcome) })
         return
@@ -76,6 +98,14 @@ export const FollowupSweepLive = (every: Duration.DurationInput) =>
         for (const entryId of yield* sequences.overdue(Duration.toMillis(every))) {
           yield* Effect.logWarning("Resuming an overdue followup sequence").pipe(Effect.annotateLogs({ entryId }))
           yield* FollowupSequence.resume(yield* FollowupSequence.executionId({ entryId }))
+        }
+        // paused sequences to which a message was sent again: their step waits from that message
+        for (const { deferred, entryId } of yield* sequences.resumable) {
+          const executionId = yield* FollowupSequence.executionId({ entryId })
+          const resume = DurableDeferred.make(deferred)
+          const token = DurableDeferred.tokenFromExecutionId(resume, { workflow: FollowupSequence, executionId })
+          yield* DurableDeferred.done(resume, { token, exit: Exit.void })
+          yield* sequences.resumed(entryId)
         }
       }).pipe(Effect.catchAllCause(Effect.logWarning))
       yield* Effect.repeat(sweep, Schedule.spaced(every))

@@ -2,7 +2,8 @@ import { Context, type Effect, type Option, Schema } from "effect"
 
 /**
  * What one step of a followup sequence came to. The first three let the sequence go on (to its next
- * interval, and after the last to the move); the others end it: no more followups and no move.
+ * interval, and after the last to the move); `rearmed` and `paused` keep it at the same step; the others end it:
+ * no more followups and no move.
  */
 export const FollowupOutcome = Schema.Literal(
   /** the followup was written, stored and delivered */
@@ -11,7 +12,11 @@ export const FollowupOutcome = Schema.Literal(
   "limit_reached",
   /** nothing could be sent now (no conversation, conversation or opportunity paused, no agent, no credits) */
   "skipped",
-  /** the contact wrote after the sequence started */
+  /** a message was sent to the contact since the step's wait began: the wait counts again from it (`next_due_at`) */
+  "rearmed",
+  /** the contact wrote after the last message sent to them: the step waits until the next one is sent */
+  "paused",
+  /** the contact wrote after the sequence started (sequences started before followups counted silence) */
   "contact_replied",
   /** the opportunity left the stage (or entered it again, which starts a sequence of its own) */
   "stage_left",
@@ -23,7 +28,8 @@ export const FollowupOutcome = Schema.Literal(
 export type FollowupOutcome = typeof FollowupOutcome.Type
 
 export const endsSequence = (outcome: FollowupOutcome) =>
-  outcome !== "sent" && outcome !== "limit_reached" && outcome !== "skipped"
+  outcome !== "sent" && outcome !== "limit_reached" && outcome !== "skipped" && outcome !== "rearmed" &&
+  outcome !== "paused"
 
 /** A started sequence: its waits in order (a copy of the followup's intervals when it started). */
 export class FollowupPlan extends Schema.Class<FollowupPlan>("FollowupPlan")({
@@ -60,6 +66,16 @@ export interface FollowupSequencesPort {
   readonly check: (sequenceId: number) => Effect.Effect<FollowupOutcome>
   /** `step` is done; the next is due in `nextDelayMs`. */
   readonly advance: (sequenceId: number, step: number, nextDelayMs: number) => Effect.Effect<void>
+  /** How long the current step still waits: until `next_due_at`, never less than 0. */
+  readonly remaining: (sequenceId: number) => Effect.Effect<number>
+  /** The step's workflow waits on the durable deferred `deferred` until a message is sent to the contact. */
+  readonly pause: (sequenceId: number, deferred: string) => Effect.Effect<void>
+  /**
+   * Paused sequences to which a message has been sent since the contact wrote: their stage entry and the deferred
+   * to complete. `resumed` forgets the deferred once it is completed.
+   */
+  readonly resumable: Effect.Effect<ReadonlyArray<{ readonly entryId: number; readonly deferred: string }>>
+  readonly resumed: (entryId: number) => Effect.Effect<void>
   /** Ends the sequence early, and why. */
   readonly cancel: (sequenceId: number, reason: FollowupOutcome) => Effect.Effect<void>
   /**

@@ -1,11 +1,12 @@
 /**
  * The conversation engine's side of a followup sequence step (the `ConversationTurns` port): whether the
- * step sends (the sequence still running, under the pipeline's followup_limit, the agent in charge and
- * the workspace in good standing) with the turn context to write it, and storing it once per step.
+ * step sends (the sequence still running, the contact silent for the step's interval since the last message sent
+ * to them, under the pipeline's followup_limit, the agent in charge and the workspace in good standing) with the
+ * turn context to write it, and storing it once per step.
  */
-import { type FollowupDue, type ReplyDraft } from "@parley/domain"
-import { Effect, Option } from "effect"
-import { blocker, FollowupsRepo } from "../followups/FollowupsRepo.js"
+import { type FollowupDue, intervalMillis, type ReplyDraft } from "@parley/domain"
+import { Clock, Effect, Option } from "effect"
+import { blocker, SequencesRepo } from "../followups/SequencesRepo.js"
 import type { SnapshotContext } from "./TurnContextFrom.js"
 import { draftColumns, followupKey, storedId } from "./TurnDrafts.js"
 import { TurnsRepo } from "./TurnsRepo.js"
@@ -16,7 +17,7 @@ const skip = (outcome: Skip): FollowupDue => ({ _tag: "Skip", outcome })
 export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
   Effect.gen(function*() {
     const repo = yield* TurnsRepo
-    const followups = yield* FollowupsRepo
+    const followups = yield* SequencesRepo
 
     const followup = Effect.fn("ConversationTurns.followup")(function*(sequenceId: number, step: number) {
       yield* Effect.annotateCurrentSpan({ sequenceId, step })
@@ -25,8 +26,16 @@ export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
       const found = yield* followups.sequenceState(sequenceId)
       if (Option.isNone(found)) return skip("ended")
       const s = found.value
-      const stop = blocker(s)
+      const stop = blocker({ ...s, contact_wrote: false })
       if (stop !== null) return skip(stop)
+      // silence counts from the last message sent to the contact; their message pauses the step until the next one
+      if (s.sent_since_id !== null) {
+        if (s.contact_wrote_since) return skip("paused")
+        const left = (s.current_interval === null ? 0 : intervalMillis(s.current_interval)) - s.sent_since_age_ms!
+        const now = yield* Clock.currentTimeMillis
+        yield* followups.rearmSequence(sequenceId, s.sent_since_id, new Date(now + Math.max(left, 0)).toISOString())
+        if (left > 0) return skip("rearmed")
+      } else if (s.contact_wrote) return skip("paused")
       if (s.followups_sent >= s.followup_limit) return skip("limit_reached")
       if (s.conversation_id === null) return skip("skipped")
       const current = yield* snapshotContext(String(s.conversation_id), null)

@@ -9,7 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { type FollowupEnd, FollowupPlan, FollowupSequences, intervalMillis } from "@parley/domain"
 import { Clock, Effect, Layer, Option } from "effect"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
-import { blocker, FollowupsRepo, type SequencePlan } from "./FollowupsRepo.js"
+import { blocker, type SequencePlan, SequencesRepo } from "./SequencesRepo.js"
 
 const at = (ms: number) => new Date(ms).toISOString()
 
@@ -24,7 +24,7 @@ export const FollowupSequencesLive = Layer.effect(
   FollowupSequences,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const repo = yield* FollowupsRepo
+    const repo = yield* SequencesRepo
     const opportunities = yield* OpportunitiesRepo
 
     const starts = (entryId: number) => repo.startsSequence(entryId)
@@ -60,6 +60,20 @@ export const FollowupSequencesLive = Layer.effect(
       Effect.flatMap(Clock.currentTimeMillis, (now) => repo.advanceSequence(sequenceId, step, at(now + nextDelayMs)))
 
     const cancel = (sequenceId: number, reason: string) => repo.endSequence(sequenceId, "cancelled", reason)
+
+    const remaining = (sequenceId: number) =>
+      Effect.zipWith(
+        repo.nextDueAt(sequenceId),
+        Clock.currentTimeMillis,
+        (due, now) => due === null ? 0 : Math.max(0, due - now)
+      )
+
+    const pause = (sequenceId: number, deferred: string) => repo.pauseSequence(sequenceId, deferred)
+
+    const resumable = Effect.map(
+      repo.resumable,
+      (rows) => rows.map((r) => ({ entryId: r.stage_entry_id, deferred: r.resume_deferred }))
+    )
 
     const finish = (sequenceId: number) =>
       sql.withTransaction(Effect.gen(function*() {
@@ -99,6 +113,18 @@ export const FollowupSequencesLive = Layer.effect(
     const overdue = (graceMs: number) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => repo.overdueEntries(at(now - graceMs)))
 
-    return FollowupSequences.of({ starts, plan, check, advance, cancel, finish, overdue })
+    return FollowupSequences.of({
+      starts,
+      plan,
+      check,
+      advance,
+      remaining,
+      pause,
+      resumable,
+      resumed: repo.resumed,
+      cancel,
+      finish,
+      overdue
+    })
   })
 ).pipe(Layer.provide(OpportunitiesRepo.Default))

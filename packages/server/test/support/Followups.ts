@@ -3,6 +3,7 @@ import { expect } from "@effect/vitest"
 import { verifyServiceSignature } from "@parley/domain"
 import { FollowupSequence } from "@parley/worker"
 import { Effect } from "effect"
+import type { OffsetClock } from "./OffsetClock.js"
 import { createPipeline, createStage, ok, post, put, sqlRows } from "./Opportunities.js"
 import { seedUser } from "./TestServer.js"
 import { say, webCredentials } from "./WebChat.js"
@@ -84,6 +85,14 @@ export const sequenceOf = (opportunityId: number) =>
     (rows) => rows[0]
   )
 
+/** The durable deferred a paused sequence waits on, or null. */
+export const pausedOn = (opportunityId: number) =>
+  Effect.map(
+    sqlRows<{ resume_deferred: string | null }>`
+      select resume_deferred from followup_sequences where opportunity_id = ${opportunityId}`,
+    (rows) => rows[0]?.resume_deferred ?? null
+  )
+
 export const stageOf = (opportunityId: number) =>
   Effect.map(
     sqlRows<{ stage_id: number }>`select stage_id from opportunities where id = ${opportunityId}`,
@@ -126,15 +135,39 @@ export const started = (
  * interval past the moved clock, and the step would not come due (the sequence row counts a step a moment
  * before the workflow stores its next wait, which a busy machine or native Postgres can stretch).
  */
-export const awaitingInterval = (opportunityId: number, step: number) =>
+export const awaitingInterval = (opportunityId: number, step: number | string) =>
+  eventually(Effect.map(waitStored(opportunityId, step), (stored) => stored || undefined))
+
+/** Whether the sequence's workflow has stored the wake-up named `interval-<step>`. */
+const waitStored = (opportunityId: number, step: number | string) =>
   Effect.gen(function*() {
     const entry = yield* sqlRows<
       { stage_entry_id: number }
     >`select stage_entry_id from followup_sequences where opportunity_id = ${opportunityId}`
+    if (entry.length === 0) return false
     const executionId = yield* FollowupSequence.executionId({ entryId: Number(entry[0]!.stage_entry_id) })
     const messageId = `Workflow/-/DurableClock/${executionId}/run/interval-${step}`
-    yield* eventually(Effect.map(sqlRows`select 1 from cluster_messages where message_id = ${messageId}`, (rows) =>
-      rows.length > 0 || undefined))
+    return (yield* sqlRows`select 1 from cluster_messages where message_id = ${messageId}`).length > 0
+  })
+
+/**
+ * Moves the clock past the wait of `step` (`ms`) and waits until the step has run. Silence counts from the last
+ * message sent to the contact: when the agent's reply came after the sequence started (a race with the stage
+ * entry), the step re-arms and waits the rest of the interval from that reply, and the clock is moved again.
+ */
+export const passInterval = (clock: OffsetClock, opportunityId: number, step: number, ms: number) =>
+  Effect.gen(function*() {
+    yield* clock.advance(ms)
+    for (let round = 1;; round++) {
+      const next = yield* eventually(Effect.gen(function*() {
+        const s = yield* sequenceOf(opportunityId)
+        if (s === undefined) return undefined
+        if (s.steps_done >= step || s.status !== "running") return "ran" as const
+        return (yield* waitStored(opportunityId, `${step}-${round}`)) ? "rearmed" as const : undefined
+      }))
+      if (next === "ran") return
+      yield* clock.advance(ms)
+    }
   })
 
 export const followupsIn = (conversationId: number) =>

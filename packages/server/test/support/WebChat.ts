@@ -41,3 +41,12 @@ export const say = (channel: WebCredentials, contactId: string, message: string)
       expect(r.status).toBe(200)
       return bodyAs(r, ReceiverAnswer).data!.message_id
     }))
+
+/** `POST /api/user/web-chat/initiate` for `contactId` (named Dana) with the channel's Basic credentials. */
+export const initiate = (channel: WebCredentials, contactId: string) =>
+  Effect.flatMap(TestServer, ({ baseUrl }) =>
+    fetchJson(`${baseUrl}/api/user/web-chat/initiate`, {
+      method: "POST",
+      headers: { authorization: basic(channel), "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ contact_id: contactId, name: "Dana" })
+    }))
