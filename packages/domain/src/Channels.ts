@@ -9,6 +9,13 @@ export type ChannelKind = typeof ChannelKind.Type
 /** Kinds authenticated with a `wc_` client id (and, for web, a secret that signs reply webhooks). */
 export const hasClientCredentials = (kind: ChannelKind) => kind === "web" || kind === "widget"
 
+/** The kinds with an adapter (docs/channels.md): only these can be created or activated. */
+export const ConnectableKinds: ReadonlyArray<ChannelKind> = ["web", "widget"]
+
+/** The 422 message for a kind without an adapter; `linkedin` stays valid for statistics filters. */
+export const notConnectable = (kind: ChannelKind) =>
+  `The ${kind} channel kind cannot be connected yet; the kinds that work are ${ConnectableKinds.join(" and ")}.`
+
 export const CallbackUrl = Schema.String.pipe(
   maxChars(2048),
   Schema.filter((s) => isHttpUrl(s) || "must be an http or https URL")

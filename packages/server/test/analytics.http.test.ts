@@ -15,7 +15,8 @@ import {
   get,
   ok,
   post,
-  sqlRows
+  sqlRows,
+  storedChannel
 } from "./support/Opportunities.js"
 import { call, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
@@ -96,7 +97,7 @@ const fixture = Effect.gen(function*() {
   const sales = yield* funnel(alice, "Sales")
   const support = yield* funnel(alice, "Support")
   const web = yield* channel(alice, "web", sales.pipeline.id)
-  const whatsapp = yield* channel(alice, "whatsapp", support.pipeline.id)
+  const whatsapp = yield* storedChannel(alice.workspace_id, "whatsapp", { pipelineId: support.pipeline.id })
   const o1 = yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, contact: { phone: freshPhone() } })
   yield* createOpportunity(alice, { pipeline_id: sales.pipeline.id, status: "won", contact: { phone: freshPhone() } })
   const o3 = yield* createOpportunity(alice, {

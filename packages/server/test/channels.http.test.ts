@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { AppSecret } from "../src/config/AppSecret.js"
 import { Identity } from "../src/identity/Identity.js"
 import { type ApiResponse, failure, ok } from "./support/Contract.js"
+import { storedChannel } from "./support/Opportunities.js"
 import { call, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 
 type Caller = { readonly token: string }
@@ -153,16 +154,33 @@ layer(TestServerLive())("channels over REST", (it) => {
         expect(ok(rotated, "channels.rotate").client_secret).not.toBe(created.client_secret)
       }))
 
-    it.effect("a whatsapp channel has no client id and rotating it is 422", () =>
+    it.effect("a kind without an adapter is refused with 422 naming kind; a stored one cannot be activated", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
-        const created = yield* createChannel(alice, { kind: "whatsapp" })
-        expect(created).toMatchObject({ kind: "whatsapp", name: "WhatsApp", client_id: null, client_secret: null })
-        const r = yield* post(alice, `/api/user/channels/${created.id}/rotate`)
+        for (const kind of ["whatsapp", "messenger", "instagram", "linkedin"]) {
+          const r = yield* post(alice, "/api/user/channels", { kind, is_active: false })
+          expect422(r, ["kind"])
+          expect(failure(r).message).toBe(
+            `The ${kind} channel kind cannot be connected yet; the kinds that work are web and widget.`
+          )
+        }
+        expect(ok(yield* get(alice, "/api/user/channels"), "channels.list")).toEqual([])
+
+        // a row a database from before holds: it may be renamed, never activated, and has no client id to rotate
+        const stored = yield* storedChannel(alice.workspace_id, "whatsapp", { name: "WhatsApp", isActive: false })
+        const path = `/api/user/channels/${stored.id}`
+        expect(ok(yield* put(alice, path, { name: "Old number" }), "channels.update")).toMatchObject({
+          kind: "whatsapp",
+          name: "Old number",
+          client_id: null,
+          is_active: false
+        })
+        const activate = yield* put(alice, path, { is_active: true })
+        expect422(activate, ["kind"])
+        expect(ok(yield* get(alice, path), "channels.get").is_active).toBe(false)
+        const r = yield* post(alice, `${path}/rotate`)
         expect422(r, ["kind"])
         expect(failure(r).message).toContain("whatsapp")
-        const got = yield* get(alice, `/api/user/channels/${created.id}`)
-        expect(ok(got, "channels.get").client_id).toBeNull()
       }))
   })
 

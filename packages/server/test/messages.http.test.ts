@@ -24,6 +24,7 @@ import {
   post,
   put,
   sqlRows,
+  storedChannel,
   TIMESTAMP
 } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive, tokenFor } from "./support/TestServer.js"
@@ -669,7 +670,7 @@ layer(
     it.effect("a conversation on a non-web channel: 500 naming the channel kind, status failed with the error", () =>
       Effect.gen(function*() {
         const owner = yield* seedUser()
-        const whatsapp = ok(yield* post(owner, "/api/user/channels", { kind: "whatsapp" }), "channels.create")
+        const whatsapp = yield* storedChannel(owner.workspace_id, "whatsapp")
         const sql = yield* SqlClient.SqlClient
         const [contact] = yield* sql<{ id: number }>`
           insert into contacts (workspace_id, phone) values (${owner.workspace_id}, '4915550001111') returning id`

@@ -21,6 +21,7 @@ import {
   post,
   put,
   sqlRows,
+  storedChannel,
   TIMESTAMP
 } from "./support/Opportunities.js"
 import { seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
@@ -527,13 +528,11 @@ layer(TestServerLive())("creating an opportunity on an existing contact (contact
     Effect.gen(function*() {
       const alice = yield* seedUser()
       const { pipeline } = yield* funnel(alice)
-      const other = yield* post(alice, "/api/user/channels", { kind: "whatsapp" })
+      const other = yield* storedChannel(alice.workspace_id, "whatsapp")
       const channel = yield* linkWebChannel(alice, pipeline.id)
       const first = yield* createOpportunity(alice, { pipeline_id: pipeline.id, contact: { phone: freshPhone() } })
       const [elsewhere] = yield* sqlRows<{ id: number }>`
-        insert into conversations (workspace_id, contact_id, channel_id) values (${alice.workspace_id}, ${first.contact_id}, ${
-        ok(other, "channels.create").id
-      })
+        insert into conversations (workspace_id, contact_id, channel_id) values (${alice.workspace_id}, ${first.contact_id}, ${other.id})
         returning id`
       const [existing] = yield* sqlRows<{ id: number }>`
         insert into conversations (workspace_id, contact_id, channel_id, status)

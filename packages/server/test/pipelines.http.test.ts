@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { type ApiResponse, failure, ok } from "./support/Contract.js"
+import { storedChannel } from "./support/Opportunities.js"
 import { call, seedUser, TestServerLive } from "./support/TestServer.js"
 
 const validPipeline = (name: string) => ({ name, agent_type_id: 1, ai_model_id: 1, language_id: 1 })
@@ -884,12 +885,12 @@ layer(TestServerLive())("pipeline options over REST", (it) => {
       const bob = yield* seedUser()
       expect(ok(yield* get(alice, "/api/user/pipeline-options"), "pipelines.options").channels).toEqual([])
       const web = yield* post(alice, "/api/user/channels", { kind: "web", name: "Site chat" })
-      const wa = yield* post(alice, "/api/user/channels", { kind: "whatsapp", is_active: false })
+      const wa = yield* storedChannel(alice.workspace_id, "whatsapp", { name: "WhatsApp", isActive: false })
       yield* post(bob, "/api/user/channels", { kind: "web", name: "Bob chat" })
       const r = yield* get(alice, "/api/user/pipeline-options")
       expect(ok(r, "pipelines.options").channels).toEqual([
         { id: ok(web, "channels.create").id, kind: "web", name: "Site chat", pipeline_id: null, is_active: true },
-        { id: ok(wa, "channels.create").id, kind: "whatsapp", name: "WhatsApp", pipeline_id: null, is_active: false }
+        { id: wa.id, kind: "whatsapp", name: "WhatsApp", pipeline_id: null, is_active: false }
       ])
       expect(ok(yield* get(bob, "/api/user/pipeline-options"), "pipelines.options").channels.map((c) => c.name))
         .toEqual([

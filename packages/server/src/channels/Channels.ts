@@ -5,10 +5,12 @@ import {
   type ChannelKind,
   ChannelNotFound,
   ChannelWithSecret,
+  ConnectableKinds,
   type CreateChannel,
   CurrentActor,
   hasClientCredentials,
   normaliseOrigin,
+  notConnectable,
   type PipelineId,
   Unprocessable,
   type UpdateChannel,
@@ -77,6 +79,12 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       return yield* repo.list((yield* CurrentActor).workspaceIds)
     })
 
+    /** A kind without an adapter cannot be created or activated: it would take messages nobody answers. */
+    const checkConnectable = (kind: ChannelKind) =>
+      ConnectableKinds.includes(kind)
+        ? Effect.void
+        : Unprocessable.of([{ field: "kind", message: notConnectable(kind) }])
+
     const get = Effect.fn("Channels.get")(function*(id: ChannelId) {
       return yield* find(yield* CurrentActor, id)
     })
@@ -87,6 +95,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       if (!actor.workspaceIds.includes(workspaceId)) {
         return yield* Unprocessable.of([{ field: "workspace_id", message: "The selected workspace is invalid." }])
       }
+      yield* checkConnectable(input.kind)
       yield* checkPipeline(workspaceId, input.pipeline_id)
       yield* checkCallback(input.callback_url)
       const credentials = hasClientCredentials(input.kind) ? newCredentials() : null
@@ -109,6 +118,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
     const update = Effect.fn("Channels.update")(function*(id: ChannelId, input: UpdateChannel) {
       const actor = yield* CurrentActor
       const channel = yield* find(actor, id)
+      if (input.is_active === true) yield* checkConnectable(channel.kind)
       yield* checkPipeline(channel.workspace_id, input.pipeline_id)
       yield* checkCallback(input.callback_url)
       yield* repo.update(id, { ...input, allowed_origins: origins(input.allowed_origins) })

@@ -21,7 +21,7 @@ export const USAGE = `Usage: pnpm parley <command> [options] [--json]
   token show --id N
   token revoke --id N
 
-  channel create --workspace-id N --kind web|widget|whatsapp|messenger|instagram|linkedin
+  channel create --workspace-id N --kind web|widget
                  [--pipeline-id N] [--name N] [--callback-url U] [--allowed-origins a,b] [--allowed-ips a,b]
   channel list [--workspace-id N]
   channel show --id N
