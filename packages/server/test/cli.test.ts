@@ -5,7 +5,7 @@
  * never opened twice). The CLI with DATABASE_URL: cli-database-url.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { ChannelKind } from "@parley/domain"
+import { ConnectableKinds } from "@parley/domain"
 import { Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
@@ -548,11 +548,11 @@ describe("parley CLI on the embedded database", () => {
 })
 
 describe("parley CLI usage", () => {
-  it("--help lists every command and every kind of channel, widget too", async () => {
+  it("--help lists every command and every kind of channel that can be connected, widget too", async () => {
     const help = await run(Os.tmpdir(), ["--help"])
     expect(help.code).toBe(0)
     const kinds = /channel create .*--kind ([a-z|]+)/.exec(help.stdout)?.[1]?.split("|")
-    expect(kinds).toEqual([...ChannelKind.literals])
+    expect(kinds).toEqual([...ConnectableKinds])
     expect(kinds).toContain("widget")
     for (const noun of ["user", "workspace", "token", "channel", "pipeline"]) {
       expect(help.stdout).toContain(`${noun} list`)
