@@ -13,11 +13,13 @@ export const EventTypes = [
   "message.created",
   "conversation.handoff_requested",
   "conversation.taken",
-  "conversation.returned"
+  "conversation.returned",
+  "message.status",
+  "channel.disconnected"
 ] as const
 export const EventType = Schema.Literal(...EventTypes).annotations({
   description:
-    "`message.created` (every message: contact, agent, operator), `conversation.handoff_requested`, `conversation.taken` (taken or assigned), `conversation.returned` (to the agent: handed back, resolved or timed out)"
+    "`message.created` (every message: contact, agent, operator), `conversation.handoff_requested`, `conversation.taken` (taken or assigned), `conversation.returned` (to the agent: handed back, resolved or timed out), `message.status` (a provider's receipt moved a sent message's `delivery_status`), `channel.disconnected` (a provider revoked a channel's token)"
 })
 export type EventType = typeof EventType.Type
 

@@ -10,6 +10,7 @@ export const NoReplyReasons = [
   "no_agent",
   "paused",
   "waiting_for_person",
+  "outside_service_window",
   "no_subscription",
   "no_credits",
   "message_limit",
@@ -27,6 +28,8 @@ export const noReplySentence: { readonly [R in NoReplyReason]: string } = {
   paused: "The conversation or its opportunity is paused (an operator has it).",
   waiting_for_person:
     "A person was asked for (docs/handoff.md); the agent is silent until an operator takes over or hands back.",
+  outside_service_window:
+    "The channel's provider allows free-form messages only within its service window (WhatsApp: 24 hours after the contact's latest message, by the provider's clock), and it has closed.",
   no_subscription: "The workspace has no active subscription.",
   no_credits: "The workspace has no credits left.",
   message_limit: "The conversation reached its pipeline's max_conversation_messages.",

@@ -7,6 +7,9 @@ import { ModelKeysCheckLive } from "./agent/ModelKeys.js"
 import { Analytics } from "./analytics/Analytics.js"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
+import { ProviderInbound } from "./channels/ProviderInbound.js"
+import { ChannelProviders } from "./channels/Providers.js"
+import { ChannelWebhookRoutes } from "./channels/Webhook.js"
 import { AppConfig, type Role } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
 import { Conversations } from "./conversations/Conversations.js"
@@ -55,6 +58,8 @@ const Services = Layer.mergeAll(
   Handoff.Default,
   EventWebhooks.Default,
   WebChat.Default,
+  ProviderInbound.Default,
+  ChannelProviders.Default,
   Widget.Default,
   VisitorSessionsLive.pipe(Layer.provide(Widget.Default)),
   WebChatInbound.Default.pipe(Layer.provide(VisitorSessionsLive.pipe(Layer.provide(Widget.Default)))),
@@ -100,8 +105,8 @@ export const ApiServerLive = RealtimeLive.pipe(Layer.provideMerge(Layer.unwrapEf
   Layer.tap((context) => Effect.flatMap(BoundAddresses, (b) => b.setApi(Context.get(context, ApiListener).url)))
 )
 
-/** The receiver's own host: `POST /web-chat/message`, health, and the 404 envelope. */
-const ReceiverRoutes = Layer.mergeAll(WebChatReceiverRoutes, HealthRoutes, NotFoundRoute)
+/** The receiver's own host: `POST /web-chat/message`, provider webhooks, health, and the 404 envelope. */
+const ReceiverRoutes = Layer.mergeAll(WebChatReceiverRoutes, ChannelWebhookRoutes, HealthRoutes, NotFoundRoute)
 export const ReceiverServerLive = Layer.unwrapEffect(
   Effect.map(
     AppConfig,

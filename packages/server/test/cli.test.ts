@@ -539,6 +539,28 @@ describe("parley CLI on the embedded database", () => {
     expect(rotated.client_id).not.toBe(web.client_id)
     // no server: the addresses follow HOST, PORT and RECEIVER_PORT (0 here: unknown)
     expect(rotated).toMatchObject({ initiate_url: null, messages_url: null })
+    // a WhatsApp channel: its credentials from flags, checked and stored encrypted, never shown; the webhook URL
+    // and the verify token to paste into Meta's dashboard
+    const whatsappArgs = ["channel", "create", "--workspace-id", "1", "--kind", "whatsapp", "--phone-number-id"]
+    const whatsapp = await run(dataDir, [
+      ...whatsappArgs,
+      "106540352242922",
+      "--access-token",
+      "EAAG-cli-token",
+      "--app-secret",
+      "cli-app-secret",
+      "--json"
+    ])
+    expect(whatsapp.code).toBe(0)
+    expect(JSON.parse(whatsapp.stdout)).toMatchObject({
+      kind: "whatsapp",
+      webhook_url: expect.stringMatching(/\/channels\/wh_[A-Za-z0-9]+\/webhook$/),
+      verify_token: expect.stringMatching(/^pvt_/)
+    })
+    expect(whatsapp.stdout).not.toContain("EAAG-cli-token")
+    const missing = await run(dataDir, [...whatsappArgs, "abc", "--json"])
+    expect(missing.code).toBe(1)
+    expect(missing.stdout + missing.stderr).toContain("credentials.access_token")
     // the drafts setting, on the data dir opened here
     expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "on"])).toMatchObject({
       id: 4,

@@ -15,32 +15,36 @@ export const DeliverReply = Workflow.make({
     run: Schema.Int,
     retryDelayMs: Schema.Int,
     /** attempt 1 was already made by the caller (the conversation entity, inline): only the retry is left */
-    retryOnly: Schema.optional(Schema.Boolean)
+    retryOnly: Schema.optional(Schema.Boolean),
+    /** attempts in all (2 unless given: a provider channel retries rate limits longer), each wait twice the last */
+    attempts: Schema.optional(Schema.Int)
   },
   idempotencyKey: ({ messageId, run }) => `${messageId}:${run}`
 })
 
 export const DeliverReplyLive = DeliverReply.toLayer(
-  Effect.fn("DeliverReply")(function*({ messageId, retryDelayMs, retryOnly, run }) {
+  Effect.fn("DeliverReply")(function*({ attempts, messageId, retryDelayMs, retryOnly, run }) {
     const delivery = yield* ReplyDelivery
-    if (!retryOnly) {
-      const first = yield* Activity.make({
-        name: "attempt-1",
+    const total = Math.max(2, attempts ?? 2)
+    const attempt = (n: number) =>
+      Activity.make({
+        name: `attempt-${n}`,
         success: DeliveryOutcome,
-        execute: delivery.attempt(messageId, run, 1)
+        execute: delivery.attempt(messageId, run, n, n === total)
       })
+    if (!retryOnly) {
+      const first = yield* attempt(1)
       if (first.delivered || !first.retryable) return
     }
-    // `inMemoryThreshold` must be Duration.zero, not 0: short sleeps are otherwise not persisted
-    yield* DurableClock.sleep({
-      name: "before-attempt-2",
-      duration: Duration.millis(retryDelayMs),
-      inMemoryThreshold: Duration.zero
-    })
-    yield* Activity.make({
-      name: "attempt-2",
-      success: DeliveryOutcome,
-      execute: delivery.attempt(messageId, run, 2)
-    })
+    for (let n = 2; n <= total; n++) {
+      // `inMemoryThreshold` must be Duration.zero, not 0: short sleeps are otherwise not persisted
+      yield* DurableClock.sleep({
+        name: `before-attempt-${n}`,
+        duration: Duration.millis(retryDelayMs * 2 ** (n - 2)),
+        inMemoryThreshold: Duration.zero
+      })
+      const outcome = yield* attempt(n)
+      if (outcome.delivered || !outcome.retryable) return
+    }
   })
 )

@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import {
   Channel,
+  ChannelCheck,
   ChannelWithSecret,
   CreateChannel,
   DeliveriesQuery,
@@ -34,7 +35,10 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       )
       .addError(UnprocessableResponse)
       .middleware(Authorized["channels:write"])
-      .annotate(OpenApi.Summary, "Create a channel; web channels get a `wc_` client id and a secret, shown once")
+      .annotate(
+        OpenApi.Summary,
+        "Create a channel; web channels get a `wc_` client id and a secret, provider channels a webhook URL and verify token"
+      )
   )
   .add(
     HttpApiEndpoint.get("get", "/api/user/channels/:channel")
@@ -66,6 +70,18 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       .addError(UnprocessableResponse)
       .middleware(Authorized["channels:write"])
       .annotate(OpenApi.Summary, "Regenerate the client id and secret (the old ones stop working at once)")
+  )
+  .add(
+    HttpApiEndpoint.post("check", "/api/user/channels/:channel/check")
+      .setPath(channelPath)
+      .addSuccess(Ok(ChannelCheck))
+      .addError(ChannelNotFoundResponse)
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["channels:write"])
+      .annotate(
+        OpenApi.Summary,
+        "Ask a provider channel's provider whether its credentials work (`ok`), and say plainly what is wrong"
+      )
   )
   .add(
     HttpApiEndpoint.get("deliveries", "/api/user/channels/:channel/deliveries")

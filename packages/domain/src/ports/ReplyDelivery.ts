@@ -6,8 +6,11 @@ export class DeliveryOutcome extends Schema.Class<DeliveryOutcome>("DeliveryOutc
   retryable: Schema.Boolean
 }) {}
 
-/** Implemented by the server: one signed POST of a reply to its channel's callback URL, recorded. */
+/**
+ * Implemented by the server: one attempt to deliver a message through its channel (the signed POST of a reply
+ * webhook, or a provider adapter's send), recorded. `final`: no attempt follows.
+ */
 export interface ReplyDeliveryPort {
-  readonly attempt: (messageId: string, run: number, attempt: number) => Effect.Effect<DeliveryOutcome>
+  readonly attempt: (messageId: string, run: number, attempt: number, final: boolean) => Effect.Effect<DeliveryOutcome>
 }
 export class ReplyDelivery extends Context.Tag("@parley/domain/ReplyDelivery")<ReplyDelivery, ReplyDeliveryPort>() {}

@@ -218,7 +218,8 @@ export const runCommand = (command: AdminCommand) =>
           ...(command.name !== undefined ? { name: command.name } : {}),
           ...(command.callbackUrl !== undefined ? { callback_url: command.callbackUrl } : {}),
           ...(command.allowedOrigins !== undefined ? { allowed_origins: command.allowedOrigins } : {}),
-          ...(command.allowedIps !== undefined ? { allowed_ips: command.allowedIps } : {})
+          ...(command.allowedIps !== undefined ? { allowed_ips: command.allowedIps } : {}),
+          ...(command.credentials !== undefined ? { credentials: command.credentials } : {})
         })).pipe(Effect.map(withUrls(yield* publicBases)), Effect.provideService(CurrentActor, actor))
       }
       case "channel.list": {

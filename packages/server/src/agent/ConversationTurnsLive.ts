@@ -16,8 +16,9 @@ import {
   StageId
 } from "@parley/domain"
 import { repliesMade } from "@parley/worker"
-import { Effect, Layer, Metric, Option } from "effect"
+import { Clock, Effect, Layer, Metric, Option } from "effect"
 import { enqueueToolCalls } from "../actions/ActionRunsEnqueue.js"
+import { ChannelProviders } from "../channels/Providers.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { MessagesRepo } from "../messages/MessagesRepo.js"
@@ -44,6 +45,7 @@ export const ConversationTurnsLive = Layer.effect(
     const repo = yield* TurnsRepo
     const knowledge = yield* Knowledge
     const modelKeys = yield* ModelKeys
+    const providers = yield* ChannelProviders
     const handoff = yield* Handoff
     const { failureRule, turnHandoff, turnTexts } = yield* makeTurnHandoffRules
     const { deliver, undelivered } = yield* makeTurnDelivery
@@ -122,6 +124,15 @@ export const ConversationTurnsLive = Layer.effect(
           .pipe(Effect.catchAll((e) => Effect.logWarning("The keyword rule could not ask for a person", e)))
         return skipTurn("waiting_for_person", `keyword rule: "${keyword}"`)
       }
+      // a provider that allows free-form messages only within a window after the contact's latest message
+      const windowMs = Option.flatMap(
+        providers.forKind(c.channel_kind ?? ""),
+        (entry) => Option.fromNullable(entry.provider.rules.serviceWindowMs)
+      )
+      if (
+        Option.isSome(windowMs) && c.contact_sent_at_ms !== null &&
+        (yield* Clock.currentTimeMillis) - c.contact_sent_at_ms > windowMs.value
+      ) return skipTurn("outside_service_window")
       // the rule Initiate refuses a conversation by (SPEC.md 4.4), applied to each reply
       if (!c.is_subscription_active) return skipTurn("no_subscription")
       if (!(c.credits > 0)) return skipTurn("no_credits")

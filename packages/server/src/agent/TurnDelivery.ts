@@ -4,7 +4,9 @@
  * durable workflow, the message's status, and the operators' `new_message`.
  */
 import type { WorkflowEngine } from "@effect/workflow"
+import { type ChannelKind, isProviderKind } from "@parley/domain"
 import { Effect, Option } from "effect"
+import { PROVIDER_ATTEMPTS, ProviderDelivery } from "../channels/ProviderDelivery.js"
 import { Deliveries } from "../delivery/Deliveries.js"
 import { ReplyAttempts } from "../delivery/ReplyDeliveryLive.js"
 import { MessagesRepo } from "../messages/MessagesRepo.js"
@@ -15,6 +17,7 @@ export const makeTurnDelivery = Effect.gen(function*() {
   const realtime = yield* Realtime
   const deliveries = yield* Deliveries
   const attempts = yield* ReplyAttempts
+  const providers = yield* ProviderDelivery
   const engine = yield* Effect.context<WorkflowEngine.WorkflowEngine>()
 
   const undelivered = messages.undelivered
@@ -35,9 +38,8 @@ export const makeTurnDelivery = Effect.gen(function*() {
         ? "The conversation has no channel to send through."
         : m.is_active !== true
         ? "The conversation's channel is inactive."
-        : m.kind !== "web" && m.kind !== "widget"
-        ? `Sending on ${m.kind} channels is not supported by this server.`
         : null
+      const provider = rejection === null && isProviderKind(m.kind as ChannelKind)
       if (rejection === null) {
         yield* realtime.publish(m.conversation_id, [{
           message: m.message ?? "",
@@ -49,8 +51,16 @@ export const makeTurnDelivery = Effect.gen(function*() {
           sender_name: null
         }])
       }
-      // a signed webhook's attempt (logged by `begin`) marks the reply sent itself
-      if (m.log_id !== null) {
+      if (provider) {
+        // the adapter's send, attempt 1 inline (this turn is itself durable), the retries as a durable workflow
+        const outcome = yield* providers.attempt(messageId, 0, 1, false)
+        if (Option.isNone(outcome)) {
+          yield* messages.setStatus(messageId, `Sending on ${m.kind} channels is not supported by this server.`)
+        } else if (!outcome.value.delivered && outcome.value.retryable) {
+          yield* deliveries.startRetry(messageId, PROVIDER_ATTEMPTS).pipe(Effect.provide(engine))
+        }
+      } else if (m.log_id !== null) {
+        // a signed webhook's attempt (logged by `begin`) marks the reply sent itself
         // attempt 1 inline (this turn is itself durable: a crash repeats it), the retry as a durable workflow
         const outcome = yield* attempts.send({ ...m, log_id: m.log_id }, 0, 1, { markSent: true })
         if (!outcome.delivered && outcome.retryable) {

@@ -24,6 +24,9 @@ export const ConversationRow = Schema.Struct({
   /** an eval's sandbox (docs/evals.md): its turns are left out of the reply metrics */
   is_eval: Schema.Boolean,
   channel_pipeline_id: Schema.NullOr(PipelineId),
+  channel_kind: NullableString,
+  /** when the contact's latest message was sent, by the provider's clock (ms): a service window counts from it */
+  contact_sent_at_ms: NullableNumber,
   opportunity_id: Schema.NullOr(OpportunityId),
   opportunity_status: NullableString,
   opportunity_stage_id: Schema.NullOr(StageId),

@@ -180,6 +180,10 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
          and lp.max_conversation_messages is not null
       )::int as ai_replies,
       w.credits::float8 as credits, w.is_subscription_active, c.is_eval, ch.pipeline_id as channel_pipeline_id,
+      ch.kind as channel_kind,
+      case when ch.credentials_ciphertext is not null then
+        (select extract(epoch from max(m.provider_sent_at)) * 1000 from messages m
+         where m.conversation_id = c.id and m.role = 'user')::float8 end as contact_sent_at_ms,
       o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
       o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
       coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,

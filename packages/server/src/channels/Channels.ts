@@ -1,6 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import {
   type Actor,
+  Channel,
+  ChannelCheck,
   type ChannelId,
   type ChannelKind,
   ChannelNotFound,
@@ -9,6 +11,8 @@ import {
   type CreateChannel,
   CurrentActor,
   hasClientCredentials,
+  isProviderKind,
+  issuesToValidation,
   normaliseOrigin,
   notConnectable,
   type PipelineId,
@@ -16,13 +20,16 @@ import {
   type UpdateChannel,
   type WorkspaceId
 } from "@parley/domain"
-import { Effect, Option } from "effect"
+import { Effect, Either, Option, ParseResult, Schema } from "effect"
+import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
+import { BoundAddresses } from "../http/Listener.js"
 import { randomBase62 } from "../identity/Secrets.js"
 import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { someOrFail } from "../util/Effects.js"
 import { ChannelCache } from "./ChannelCache.js"
-import { ChannelsRepo } from "./ChannelsRepo.js"
+import { type ChannelRow, ChannelsRepo } from "./ChannelsRepo.js"
+import { ChannelProviders } from "./Providers.js"
 
 /**
  * `wc_` client ids identify web and widget channels. Both get a secret that signs their reply webhooks; a
@@ -44,16 +51,62 @@ const kindLabel: Record<ChannelKind, string> = {
 }
 
 export class Channels extends Effect.Service<Channels>()("@parley/server/Channels", {
-  dependencies: [ChannelsRepo.Default, AppSecret.Default, ChannelCache.Default, OutboundTargets.Default],
+  dependencies: [
+    ChannelsRepo.Default,
+    AppSecret.Default,
+    AppConfig.Default,
+    ChannelCache.Default,
+    OutboundTargets.Default,
+    BoundAddresses.Default,
+    ChannelProviders.Default
+  ],
   effect: Effect.gen(function*() {
     const repo = yield* ChannelsRepo
+    const config = yield* AppConfig
+    const bound = yield* BoundAddresses
+    const providers = yield* ChannelProviders
     const targets = yield* OutboundTargets
     const secrets = yield* AppSecret
     const channelCache = yield* ChannelCache
     const sql = yield* SqlClient.SqlClient
 
-    const find = (actor: Actor, id: ChannelId) =>
+    /** A provider channel's webhook on the receiver (RECEIVER_URL, else where the receiver bound). */
+    const withUrl = (row: ChannelRow) =>
+      Effect.map(bound.receiver, (receiver) =>
+        new Channel({
+          ...row,
+          webhook_url: row.webhook_key === null
+            ? null
+            : `${receiverBaseUrl(config, receiver)}/channels/${row.webhook_key}/webhook`
+        }))
+
+    const findRow = (actor: Actor, id: ChannelId) =>
       repo.find(actor.workspaceIds, id).pipe(someOrFail(() => new ChannelNotFound()))
+    const find = (actor: Actor, id: ChannelId) => Effect.flatMap(findRow(actor, id), withUrl)
+
+    /** A provider kind's credentials, checked by its adapter's schema (422 naming `credentials.<field>`). */
+    const providerCredentials = (kind: ChannelKind, given: unknown) =>
+      Effect.gen(function*() {
+        const entry = Option.getOrThrow(providers.forKind(kind))
+        if (given === undefined) {
+          return yield* Unprocessable.of([{
+            field: "credentials",
+            message: `A ${kind} channel needs its credentials.`
+          }])
+        }
+        const decoded = Schema.decodeUnknownEither(entry.input, { errors: "all", onExcessProperty: "error" })(given)
+        if (Either.isLeft(decoded)) {
+          return yield* Unprocessable.of(
+            issuesToValidation(ParseResult.ArrayFormatter.formatErrorSync(decoded.left)).map((v) => ({
+              field: v.field === "" ? "credentials" : `credentials.${v.field}`,
+              message: v.message
+            }))
+          )
+        }
+        const input: unknown = decoded.right
+        const stored = entry.complete(input)
+        return { stored, shown: entry.shown(stored), ciphertext: secrets.encrypt(JSON.stringify(stored)) }
+      })
 
     /** A pipeline may only be linked within the channel's own workspace. */
     const checkPipeline = (workspaceId: WorkspaceId, pipelineId: PipelineId | null | undefined) =>
@@ -98,6 +151,13 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       yield* checkConnectable(input.kind)
       yield* checkPipeline(workspaceId, input.pipeline_id)
       yield* checkCallback(input.callback_url)
+      const provider = isProviderKind(input.kind) ? yield* providerCredentials(input.kind, input.credentials) : null
+      if (provider === null && input.credentials !== undefined) {
+        return yield* Unprocessable.of([{
+          field: "credentials",
+          message: `A ${input.kind} channel has no provider credentials.`
+        }])
+      }
       const credentials = hasClientCredentials(input.kind) ? newCredentials() : null
       const id = yield* repo.insert({
         workspace_id: workspaceId,
@@ -109,10 +169,17 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
         secret_ciphertext: credentials === null ? null : secrets.encrypt(credentials.secret),
         callback_url: input.callback_url ?? null,
         allowed_origins: origins(input.allowed_origins) ?? [],
-        allowed_ips: input.allowed_ips ?? []
+        allowed_ips: input.allowed_ips ?? [],
+        credentials_ciphertext: provider?.ciphertext ?? null,
+        webhook_key: provider === null ? null : `wh_${randomBase62(32)}`,
+        rate_per_second: input.rate_per_second ?? null
       })
       const channel = yield* find(actor, id).pipe(Effect.orDie)
-      return new ChannelWithSecret({ ...channel, client_secret: credentials?.secret ?? null })
+      return new ChannelWithSecret({
+        ...channel,
+        client_secret: credentials?.secret ?? null,
+        ...(provider === null ? {} : { verify_token: provider.shown.verify_token ?? null })
+      })
     })
 
     const update = Effect.fn("Channels.update")(function*(id: ChannelId, input: UpdateChannel) {
@@ -121,7 +188,19 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       if (input.is_active === true) yield* checkConnectable(channel.kind)
       yield* checkPipeline(channel.workspace_id, input.pipeline_id)
       yield* checkCallback(input.callback_url)
-      yield* repo.update(id, { ...input, allowed_origins: origins(input.allowed_origins) })
+      const replaced = input.credentials === undefined
+        ? undefined
+        : isProviderKind(channel.kind)
+        ? (yield* providerCredentials(channel.kind, input.credentials)).ciphertext
+        : yield* Unprocessable.of([{
+          field: "credentials",
+          message: `A ${channel.kind} channel has no provider credentials.`
+        }])
+      yield* repo.update(id, {
+        ...input,
+        allowed_origins: origins(input.allowed_origins),
+        credentials_ciphertext: replaced
+      })
       yield* changed
       return yield* find(actor, id)
     })
@@ -145,6 +224,48 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       return new ChannelWithSecret({ ...rotated, client_secret: credentials.secret })
     })
 
-    return { list, get, create, update, rotate }
+    /** Asks the provider who the channel is: `ok`, or what is wrong in plain words. */
+    const check = Effect.fn("Channels.check")(function*(id: ChannelId) {
+      const channel = yield* findRow(yield* CurrentActor, id)
+      const entry = providers.forKind(channel.kind)
+      const stored = yield* repo.credentialsOf(id)
+      if (Option.isNone(entry) || Option.isNone(stored)) {
+        return yield* Unprocessable.of([{
+          field: "kind",
+          message: `A ${channel.kind} channel has no provider to ask.`
+        }])
+      }
+      const credentials = yield* Schema.decodeUnknown(Schema.parseJson(entry.value.provider.credentials))(
+        secrets.decrypt(stored.value.credentials_ciphertext)
+      ).pipe(Effect.orDie)
+      return yield* entry.value.provider.check(credentials).pipe(
+        Effect.map((account) =>
+          new ChannelCheck({ ok: true, message: "The provider accepts the channel's credentials.", account })
+        ),
+        Effect.catchTag("SendFailure", (failure) =>
+          Effect.succeed(
+            new ChannelCheck({
+              ok: false,
+              message: failure.kind === "auth_revoked"
+                ? `The provider refused the access token: ${failure.message}`
+                : failure.kind === "transient"
+                ? `The provider could not be reached or failed: ${failure.message}`
+                : `The provider refused the request: ${failure.message}`,
+              account: null
+            })
+          ))
+      )
+    })
+
+    return {
+      list: Effect.fn("Channels.list")(function*() {
+        return yield* Effect.forEach(yield* list(), withUrl)
+      }),
+      get,
+      create,
+      update,
+      rotate,
+      check
+    }
   })
 }) {}

@@ -47,6 +47,12 @@ export const options = {
   "callback-url": { type: "string" },
   "allowed-origins": { type: "string" },
   "allowed-ips": { type: "string" },
+  "phone-number-id": { type: "string" },
+  "access-token": { type: "string" },
+  "app-secret": { type: "string" },
+  "business-account-id": { type: "string" },
+  "verify-token": { type: "string" },
+  "api-version": { type: "string" },
   "table-id": { type: "string" },
   file: { type: "string" },
   "batch-size": { type: "string" }
@@ -59,6 +65,20 @@ export type Flags = {
 const list = (value: string | undefined) => value?.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
 const drop = <A extends Record<string, unknown>>(record: A) =>
   Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as A
+
+/** A provider channel's credential flags (`--phone-number-id` and the rest), as `credentials` names them. */
+const CREDENTIAL_FLAGS = [
+  "phone-number-id",
+  "access-token",
+  "app-secret",
+  "business-account-id",
+  "verify-token",
+  "api-version"
+] as const
+const credentialsOf = (f: Flags) => {
+  const given = CREDENTIAL_FLAGS.filter((flag) => f[flag] !== undefined)
+  return given.length === 0 ? undefined : Object.fromEntries(given.map((flag) => [flag.replaceAll("-", "_"), f[flag]!]))
+}
 
 /** The command line as an AdminCommand (decoded, so numbers and kinds are checked here). */
 const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
@@ -128,7 +148,8 @@ const toCommand = (words: ReadonlyArray<string>, f: Flags) => {
           name: f.name,
           callbackUrl: f["callback-url"],
           allowedOrigins: list(f["allowed-origins"]),
-          allowedIps: list(f["allowed-ips"])
+          allowedIps: list(f["allowed-ips"]),
+          credentials: credentialsOf(f)
         }
       case "channel list":
         return { _tag: "channel.list", workspaceId: num(f["workspace-id"]) }

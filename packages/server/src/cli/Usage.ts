@@ -21,8 +21,10 @@ export const USAGE = `Usage: pnpm parley <command> [options] [--json]
   token show --id N
   token revoke --id N
 
-  channel create --workspace-id N --kind web|widget
+  channel create --workspace-id N --kind web|widget|whatsapp
                  [--pipeline-id N] [--name N] [--callback-url U] [--allowed-origins a,b] [--allowed-ips a,b]
+                 whatsapp: --phone-number-id N --access-token T --app-secret S
+                           [--business-account-id N] [--verify-token T] [--api-version v23.0]
   channel list [--workspace-id N]
   channel show --id N
   channel rotate --id N

@@ -72,6 +72,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       Config.validate({ message: "Expected a port between 0 and 65535", validation: (n) => n >= 0 && n <= 65535 }),
       Config.option
     )
+    const metaGraphApiUrl = yield* Config.string("META_GRAPH_API_URL").pipe(
+      Config.withDefault("https://graph.facebook.com")
+    )
     const logFormat = yield* Config.literal("text", "json")("LOG_FORMAT").pipe(Config.withDefault("text" as const))
     return {
       host,
@@ -90,6 +93,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       outboundAllowPrivate,
       webhookTimeoutMs,
       webhookRetryDelayMs,
+      /** Meta's Graph API (WhatsApp): operator configuration, so not subject to OUTBOUND_ALLOW_PRIVATE. */
+      metaGraphApiUrl: trimSlash(metaGraphApiUrl),
       /**
        * `single`: one process runs every entity and workflow (the embedded database allows no other).
        * `socket`: runners (roles all and worker) share shards through SQL runner storage and reach each

@@ -21,11 +21,18 @@ export class Deliveries extends Effect.Service<Deliveries>()("@parley/server/Del
         Effect.withSpan("Deliveries.start", { attributes: { messageId, run } })
       )
 
-    /** Only the second attempt, durably, after the first was made inline and failed in a way worth retrying. */
-    const startRetry = (messageId: string): Effect.Effect<void, never, WorkflowEngine.WorkflowEngine> =>
-      DeliverReply.execute({ messageId, run: 0, retryDelayMs: config.webhookRetryDelayMs, retryOnly: true }, {
-        discard: true
-      }).pipe(
+    /**
+     * The attempts after the first, durably, once the first was made inline and failed in a way worth retrying
+     * (`attempts` in all: 2 for a reply webhook, more for a provider's rate limits).
+     */
+    const startRetry = (messageId: string, attempts = 2): Effect.Effect<void, never, WorkflowEngine.WorkflowEngine> =>
+      DeliverReply.execute({
+        messageId,
+        run: 0,
+        retryDelayMs: config.webhookRetryDelayMs,
+        retryOnly: true,
+        attempts
+      }, { discard: true }).pipe(
         Effect.asVoid,
         Effect.withSpan("Deliveries.startRetry", { attributes: { messageId } })
       )

@@ -1,10 +1,12 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { DeliveryOutcome, ReplyDelivery, webhookHeaders } from "@parley/domain"
 import { Effect, Either, Layer, Metric, MetricLabel, Option, Schema } from "effect"
+import { ProviderDelivery } from "../channels/ProviderDelivery.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { attemptOutcome, OutboundHttp } from "../outbound/OutboundHttp.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
+import { IN_PROGRESS, INTERRUPTED } from "./AttemptLog.js"
 
 /**
  * A reply, its channel, and the delivery log's row for the attempt that is about to be made (`log_id`:
@@ -51,10 +53,7 @@ const webhookDeliveries = Metric.counter("parley_webhook_deliveries_total", {
   incremental: true
 })
 
-/** The delivery log's `error` while an attempt awaits its answer, and once a crash cut it short. */
-export const IN_PROGRESS = "In progress"
-export const INTERRUPTED =
-  "Interrupted: the process stopped before the answer was recorded (the receiver may have got it)"
+export { IN_PROGRESS, INTERRUPTED } from "./AttemptLog.js"
 
 /**
  * One attempt of SPEC.md 6.2: the signed POST, its record in the delivery log, and `external_message_id`.
@@ -190,12 +189,28 @@ export class ReplyAttempts extends Effect.Service<ReplyAttempts>()("@parley/serv
   })
 }) {}
 
-/** The domain's port (the DeliverReply workflow's attempts), with ReplyAttempts for the turn's first one. */
+/**
+ * The domain's port (the DeliverReply workflow's attempts): a provider channel's message through its adapter, else
+ * the reply webhook (ReplyAttempts, which also makes a turn's first attempt).
+ */
 export const ReplyDeliveryLive = Layer.effect(
   ReplyDelivery,
-  Effect.map(ReplyAttempts, (attempts) => ({ attempt: attempts.attempt }))
+  Effect.gen(function*() {
+    const attempts = yield* ReplyAttempts
+    const providers = yield* ProviderDelivery
+    return {
+      attempt: (messageId: string, run: number, n: number, final: boolean) =>
+        providers.attempt(messageId, run, n, final).pipe(
+          Effect.flatMap(Option.match({
+            onSome: Effect.succeed,
+            onNone: () => attempts.attempt(messageId, run, n)
+          }))
+        )
+    }
+  })
 ).pipe(
-  Layer.provideMerge(ReplyAttempts.Default)
+  Layer.provideMerge(ReplyAttempts.Default),
+  Layer.provideMerge(ProviderDelivery.Default)
 )
 
 /** SPEC.md 6.2: a top-level `message_id` in the receiver's JSON answer is kept. */

@@ -38,6 +38,16 @@ export class FileStorage extends Effect.Service<FileStorage>()("@parley/server/F
         })
       }).pipe(Effect.withSpan("FileStorage.put"))
 
+    /** Writes bytes fetched from a provider (a contact's media) into storage under `key`. */
+    const putBytes = (key: string, bytes: Uint8Array) =>
+      Effect.gen(function*() {
+        const target = Option.getOrThrowWith(resolve(key), () => new Error(`unsafe storage key ${key}`))
+        yield* Effect.promise(async () => {
+          await Fs.promises.mkdir(Path.dirname(target), { recursive: true })
+          await Fs.promises.writeFile(target, bytes)
+        })
+      }).pipe(Effect.withSpan("FileStorage.putBytes"))
+
     const remove = (key: string) =>
       Option.match(resolve(key), {
         onNone: () => Effect.void,
@@ -78,6 +88,6 @@ export class FileStorage extends Effect.Service<FileStorage>()("@parley/server/F
         Effect.orDie
       )
 
-    return { putFromPath, remove, signedPath, verify, describe, root }
+    return { putFromPath, putBytes, remove, signedPath, verify, describe, root }
   })
 }) {}

@@ -5,6 +5,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { errorBody, MAX_OPERATOR_FILE_BYTES, MAX_OPERATOR_FILES, ValidationIssue } from "@parley/domain"
+import { isWebhookPath } from "../channels/Webhook.js"
 import type { ListenerPolicy } from "./RequestGuard.js"
 
 const KB = 1024
@@ -69,7 +70,8 @@ export const ReceiverPolicy: ListenerPolicy = {
       status
     }),
   invalidTextStatus: () => 400,
-  checksBodyText: () => true
+  // a provider's webhook is checked by its signature over the raw bytes; its adapter keeps text storable
+  checksBodyText: (path) => !isWebhookPath(path)
 }
 
 /** The CLI's loopback listener: knowledge imports send their batches here while a server holds the data dir. */

@@ -2,6 +2,7 @@ import type { Multipart } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import type { WorkflowEngine } from "@effect/workflow"
 import {
+  type ChannelKind,
   classifyFile,
   type ConversationId,
   ConversationNotFound,
@@ -9,6 +10,7 @@ import {
   encodeMessagesCursor,
   FileEntryWithUrl,
   Forbidden,
+  isProviderKind,
   MAX_OPERATOR_FILE_BYTES,
   MAX_OPERATOR_FILES,
   MessageRecord,
@@ -21,6 +23,8 @@ import {
 } from "@parley/domain"
 import { Data, Effect, Option } from "effect"
 import * as Fs from "node:fs"
+import { PROVIDER_ATTEMPTS, ProviderDelivery } from "../channels/ProviderDelivery.js"
+import { ChannelProviders } from "../channels/Providers.js"
 import { Deliveries } from "../delivery/Deliveries.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
@@ -35,13 +39,22 @@ const safeName = (name: string) => name.replace(/[^A-Za-z0-9._-]+/g, "_").replac
 
 /** Operator messages (SPEC.md 4.2): stored, then handed to the conversation's channel. */
 export class Messages extends Effect.Service<Messages>()("@parley/server/Messages", {
-  dependencies: [MessagesRepo.Default, FileStorage.Default, Deliveries.Default, Realtime.Default],
+  dependencies: [
+    MessagesRepo.Default,
+    FileStorage.Default,
+    Deliveries.Default,
+    Realtime.Default,
+    ProviderDelivery.Default,
+    ChannelProviders.Default
+  ],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* MessagesRepo
     const storage = yield* FileStorage
     const deliveries = yield* Deliveries
     const realtime = yield* Realtime
+    const providers = yield* ProviderDelivery
+    const channelProviders = yield* ChannelProviders
 
     const record = (id: string, base: string) =>
       Effect.map(repo.record(id), (row) =>
@@ -50,20 +63,24 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
           files: row.files.map((f) => new FileEntryWithUrl({ ...f, url: base + storage.signedPath(f.path) }))
         }))
 
-    /** Hand-off through the channel; what a channel kind cannot carry is a rejection, recorded on the message. */
+    /**
+     * Hand-off through the channel: the socket and the reply webhook for web and widget, the adapter's first attempt
+     * for a provider channel (which records the outcome itself: `recorded`); what a channel cannot carry is a
+     * rejection, recorded on the message.
+     */
     const deliver = (
       t: Target,
       messageId: string,
       text: string | null,
       files: ReadonlyArray<FileEntryWithUrl>,
       senderName: string | null
-    ): Effect.Effect<string | null, never, WorkflowEngine.WorkflowEngine> =>
+    ): Effect.Effect<{ rejection: string | null; recorded: boolean }, never, WorkflowEngine.WorkflowEngine> =>
       Effect.gen(function*() {
-        if (t.channel_id === null || t.kind === null) return "The conversation has no channel to send through."
-        if (t.is_active !== true) return "The conversation's channel is inactive."
-        if (
-          t.kind !== "web" && t.kind !== "widget"
-        ) return `Sending on ${t.kind} channels is not supported by this server.`
+        const rejected = (rejection: string) => ({ rejection, recorded: false })
+        if (t.channel_id === null || t.kind === null) {
+          return rejected("The conversation has no channel to send through.")
+        }
+        if (t.is_active !== true) return rejected("The conversation's channel is inactive.")
         // the files with their signed links, so the contact sees them live, not only in the history
         yield* realtime.publish(t.id, [{
           message: text ?? "",
@@ -75,9 +92,33 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
           sender_name: senderName,
           files
         }])
+        if (isProviderKind(t.kind as ChannelKind)) {
+          const outcome = yield* providers.attempt(messageId, 0, 1, false)
+          if (Option.isNone(outcome)) return rejected(`Sending on ${t.kind} channels is not supported by this server.`)
+          if (!outcome.value.delivered && outcome.value.retryable) {
+            yield* deliveries.startRetry(messageId, PROVIDER_ATTEMPTS)
+          }
+          return { rejection: null, recorded: true }
+        }
         if (t.callback_url !== null) yield* deliveries.start(messageId)
-        return null
+        return { rejection: null, recorded: false }
       })
+
+    /** A provider's service window (WhatsApp: 24 hours after the contact's latest message): 422 once it closed. */
+    const checkWindow = (t: Target) => {
+      const windowMs = Option.flatMap(
+        channelProviders.forKind(t.kind ?? ""),
+        (entry) => Option.fromNullable(entry.provider.rules.serviceWindowMs)
+      )
+      if (Option.isNone(windowMs) || t.contact_sent_at_ms === null) return Effect.void
+      const closedAt = t.contact_sent_at_ms + windowMs.value
+      return closedAt >= Date.now() ? Effect.void : Unprocessable.of([{
+        field: "message",
+        message: `The ${t.kind} service window closed at ${
+          new Date(closedAt).toISOString()
+        } (24 hours after the contact's latest message): only an approved template can be sent until the contact writes again.`
+      }])
+    }
 
     const send = Effect.fn("Messages.send")(function*(
       conversationId: ConversationId,
@@ -90,6 +131,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       if (!actor.workspaceIds.includes(t.workspace_id as never)) {
         return yield* new Forbidden({ message: "This action is unauthorized." })
       }
+      yield* checkWindow(t)
       const text = input.message === null || input.message === "" ? null : input.message
       if (text === null && input.files.length === 0) {
         return yield* Unprocessable.of([{ field: "message", message: "is required when files is not present" }])
@@ -136,7 +178,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
 
       const base = yield* PublicBaseUrl
       const withUrls = stored.map((f) => new FileEntryWithUrl({ ...f.entry, url: base + storage.signedPath(f.key) }))
-      const rejection = yield* deliver(t, id, text, withUrls, Option.getOrNull(yield* repo.userName(actor.userId)))
+      const handed = yield* deliver(t, id, text, withUrls, Option.getOrNull(yield* repo.userName(actor.userId)))
       yield* realtime.toWorkspace(t.workspace_id, NEW_MESSAGE_EVENT, {
         conversation_id: t.id,
         message_id: id,
@@ -145,9 +187,14 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
         sender_id: actor.userId,
         message: text
       })
-      yield* repo.setStatus(id, rejection)
+      if (!handed.recorded) yield* repo.setStatus(id, handed.rejection)
       const result = yield* record(id, base)
-      if (rejection !== null) return yield* new ChannelRejected({ message: rejection, record: result })
+      if (result.status === "failed") {
+        return yield* new ChannelRejected({
+          message: result.error ?? "The channel refused the message.",
+          record: result
+        })
+      }
       return result
     })
 

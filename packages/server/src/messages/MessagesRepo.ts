@@ -28,7 +28,9 @@ export const Target = Schema.Struct({
   callback_url: Schema.NullOr(Schema.String),
   opportunity_id: Schema.NullOr(Schema.Number),
   stage_id: Schema.NullOr(Schema.Number),
-  pipeline_id: Schema.NullOr(Schema.Number)
+  pipeline_id: Schema.NullOr(Schema.Number),
+  /** when the contact's latest message was sent, by the provider's clock (ms; provider channels only) */
+  contact_sent_at_ms: Schema.NullOr(Schema.Number)
 })
 export type Target = typeof Target.Type
 
@@ -92,7 +94,10 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
       execute: (id) =>
         sql`
         select c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, ch.kind, ch.is_active, ch.callback_url,
-               o.id as opportunity_id, o.stage_id, o.pipeline_id
+               o.id as opportunity_id, o.stage_id, o.pipeline_id,
+               case when ch.credentials_ciphertext is not null then
+                 (select extract(epoch from max(m.provider_sent_at)) * 1000 from messages m
+                  where m.conversation_id = c.id and m.role = 'user')::float8 end as contact_sent_at_ms
         from conversations c
         left join channels ch on ch.id = c.channel_id
         left join lateral (

@@ -22,6 +22,10 @@ import { Identity } from "../identity/Identity.js"
 import type { Grant } from "../identity/TokenAuth.js"
 
 export const NEW_MESSAGE_EVENT = "new_message"
+/** A provider's receipt moved a sent message's `delivery_status` (to the workspace's operators). */
+export const MESSAGE_STATUS_EVENT = "message_status"
+/** A provider channel was disconnected (its token revoked) or reconnected (to the workspace's operators). */
+export const CHANNEL_STATUS_EVENT = "channel_status"
 export const JOIN_CHANNEL_EVENT = "join-channel"
 export const JOIN_WORKSPACE_EVENT = "join-workspace"
 export const HANDOFF_EVENT = "handoff"

@@ -36,6 +36,12 @@ export type MessageColumn =
   | "handled_at"
   | "handled_reason"
   | "updated_at"
+  | "delivery_status"
+  | "sent_at"
+  | "delivered_at"
+  | "read_at"
+  | "failed_at"
+  | "provider_sent_at"
 
 /** `insert into messages (...) select ...`: the caller's statement adds `from`, `where`, `on conflict`, `returning`. */
 export const insert = insertInto<MessageColumn>("messages")

@@ -20,10 +20,10 @@ import {
   type WebChannel,
   WebChatSession
 } from "@parley/domain"
-import { Conversation } from "@parley/worker"
-import { Effect, FiberSet, Option, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { ChannelCache } from "../channels/ChannelCache.js"
+import { HandOvers } from "../channels/HandOvers.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
@@ -63,7 +63,8 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     AppConfig.Default,
     FileStorage.Default,
     BoundAddresses.Default,
-    Realtime.Default
+    Realtime.Default,
+    HandOvers.Default
   ],
   scoped: Effect.gen(function*() {
     const repo = yield* WebChatRepo
@@ -74,11 +75,8 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const files = yield* FileStorage
     const sql = yield* SqlClient.SqlClient
     const bound = yield* BoundAddresses
-    const conversations = yield* Conversation.client
     const realtime = yield* Realtime
-    // hand-overs run beside the request, not before its answer: a plain cluster message to a remote
-    // runner waits for the entity's reply (the debounce window and the turn); they end with the service
-    const handOvers = yield* FiberSet.make()
+    const handOvers = yield* HandOvers
 
     /** The receiver's public base: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT. */
     const receiverUrl = Effect.map(bound.receiver, (url) => receiverBaseUrl(config, url))
@@ -225,17 +223,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
           message: inbound.message
         })
       }
-      // handed to the conversation's entity without waiting for it (not persisted: the message is
-      // committed already, and should the hand-over fail or its runner die, the hand-over sweep makes it
-      // again within seconds; a turn repeated finds the message handled and never makes a second reply)
-      yield* FiberSet.run(
-        handOvers,
-        conversations(String(result.conversationId)).Inbound({ messageId: result.messageId }, { discard: true }).pipe(
-          Effect.catchAllCause((cause) =>
-            Effect.logWarning("Hand-over to the conversation entity failed; the orphan sweep will retry it", cause)
-          )
-        )
-      )
+      yield* handOvers.handOver(result.conversationId, result.messageId)
       return result.messageId
     })
 

@@ -22,7 +22,14 @@ export interface Thread {
 }
 
 /** What opening a thread and storing a message need of a channel (web or widget). */
-export type ThreadChannel = Pick<WebChannel, "id" | "workspace_id" | "pipeline_id" | "client_id">
+export type ThreadChannel = Pick<WebChannel, "id" | "workspace_id" | "pipeline_id">
+
+/** Where a thread comes from: the opportunity's `source`, and the phone a provider gives for the contact. */
+export interface ThreadOrigin {
+  readonly source: string
+  readonly phone?: string | undefined
+}
+const webOrigin: ThreadOrigin = { source: "web" }
 
 /** The identity fields Initiate may carry for a contact. */
 export interface ThreadIdentity {
@@ -61,11 +68,21 @@ export class WebChatThreads extends Effect.Service<WebChatThreads>()("@parley/se
      * the channel's pipeline (created in the first stage when the pipeline takes unknown contacts). Runs
      * inside the caller's transaction; concurrent first messages meet on the unique identifier.
      */
-    const resolve = Effect.fn("WebChatThreads.resolve")(function*(channel: ThreadChannel, contactKey: string) {
+    const resolve = Effect.fn("WebChatThreads.resolve")(function*(
+      channel: ThreadChannel,
+      contactKey: string,
+      origin: ThreadOrigin = webOrigin
+    ) {
       // nothing to create or lock
       const existing = yield* existingThread(channel, contactKey)
       if (Option.isSome(existing)) return existing.value
-      const found = yield* opportunities.contactByIdentifier(channel.workspace_id, contactKey)
+      // a provider's phone (SPEC.md 4.1 rule 2): the contact found on another channel is the same contact
+      const byPhone = origin.phone === undefined
+        ? Option.none()
+        : yield* opportunities.contactByPhone(channel.workspace_id, origin.phone)
+      const found = Option.isSome(byPhone)
+        ? byPhone
+        : yield* opportunities.contactByIdentifier(channel.workspace_id, contactKey)
       const contactId = Option.isSome(found)
         ? found.value
         : yield* opportunities.insertContactWithIdentifier(channel.workspace_id, contactKey).pipe(
@@ -110,7 +127,7 @@ export class WebChatThreads extends Effect.Service<WebChatThreads>()("@parley/se
         notes: null,
         context: null,
         is_test: false,
-        source: "web",
+        source: origin.source,
         source_id: contactKey
       })
       yield* opportunities.recordStageEntry({

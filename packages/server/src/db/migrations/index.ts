@@ -29,6 +29,7 @@ import rateLimits from "./0027_rate_limits.js"
 import replyFallback from "./0028_reply_fallback.js"
 import knowledgePointUses from "./0029_knowledge_point_uses.js"
 import followupSilence from "./0030_followup_silence.js"
+import channelAdapters from "./0031_channel_adapters.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -61,5 +62,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0027_rate_limits": rateLimits,
   "0028_reply_fallback": replyFallback,
   "0029_knowledge_point_uses": knowledgePointUses,
-  "0030_followup_silence": followupSilence
+  "0030_followup_silence": followupSilence,
+  "0031_channel_adapters": channelAdapters
 }

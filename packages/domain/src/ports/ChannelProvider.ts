@@ -1,0 +1,164 @@
+/**
+ * The port every messaging provider is an adapter behind (docs/channels.md, "The channel layer"): verify and
+ * parse what the provider posts into normalised events, send a message, mark read and show typing, fetch a
+ * contact's media, and say the provider's rules. The server holds one adapter per kind; everything outside
+ * an adapter (storing, answering, delivering, receipts) is the same for every provider.
+ */
+import { Data, type Effect, type Option, Schema } from "effect"
+
+/** A file the contact sent, still at the provider: fetched into our storage while the message is stored. */
+export interface InboundMedia {
+  readonly providerId: string
+  readonly mimetype: string | undefined
+  readonly name: string | undefined
+  readonly caption: string | undefined
+}
+
+/** A contact's message, whatever the provider: its text is what the agent reads. */
+export interface ContactMessageEvent {
+  readonly _tag: "ContactMessage"
+  /** The provider's id of the message: the key that makes a retried webhook store nothing twice. */
+  readonly providerMessageId: string
+  /** The provider's thread id (a WhatsApp number, a page-scoped id, a chat id): `source_id`, `external_chat_id`. */
+  readonly thread: string
+  /** Identity the provider gives: a phone (digits only, country code) matches the contact by phone. */
+  readonly phone: string | undefined
+  readonly profileName: string | undefined
+  /** When the contact sent it, by the provider's clock: a service window counts from here, never from our receipt. */
+  readonly sentAt: Date
+  /** The provider's type (`text`, `image`, `location`, ...). */
+  readonly type: string
+  readonly text: string
+  readonly media: ReadonlyArray<InboundMedia>
+  /** Structured parts (location, contact cards, interactive replies, reactions), kept as the message's attachments. */
+  readonly attachments: ReadonlyArray<Record<string, unknown>>
+  /** The provider's id of the message this one quotes or reacts to. */
+  readonly quotedId: string | undefined
+}
+
+export const ReceiptStatuses = ["sent", "delivered", "read", "failed"] as const
+export type ReceiptStatus = typeof ReceiptStatuses[number]
+
+/** The provider's word on a message we sent. */
+export interface ReceiptEvent {
+  readonly _tag: "Receipt"
+  readonly providerMessageId: string
+  readonly status: ReceiptStatus
+  readonly at: Date
+  readonly error: string | undefined
+}
+
+/** Something the provider posted that carries no message we can use: recorded, never dropped in silence. */
+export interface UnusableEvent {
+  readonly _tag: "Unusable"
+  readonly reason: string
+  readonly detail: unknown
+}
+
+export type InboundEvent = ContactMessageEvent | ReceiptEvent | UnusableEvent
+
+/** What a send may carry: text, files by signed link, a template, and the contact's message it answers. */
+export interface OutboundFile {
+  readonly url: string
+  readonly mimetype: string
+  readonly name: string
+  readonly type: string
+}
+
+export interface TemplateSend {
+  readonly name: string
+  readonly language: string
+  readonly parameters: ReadonlyArray<string>
+}
+
+export interface OutboundMessage {
+  /** The provider's thread id (the conversation's `external_chat_id`). */
+  readonly to: string
+  readonly text: string | null
+  readonly files: ReadonlyArray<OutboundFile>
+  readonly template: TemplateSend | undefined
+  /** The provider's id of the contact message this answers (quoted where the provider can). */
+  readonly quotedId: string | undefined
+}
+
+/**
+ * Why a send failed, by meaning: `window_closed` (only a template may go), `rate_limited` and `transient`
+ * (retried durably), `undeliverable` (failed with the provider's error), `auth_revoked` (the channel is
+ * disconnected until its credentials are replaced).
+ */
+export const SendFailureKinds = ["window_closed", "rate_limited", "undeliverable", "auth_revoked", "transient"] as const
+export type SendFailureKind = typeof SendFailureKinds[number]
+
+export class SendFailure extends Data.TaggedError("SendFailure")<{
+  readonly kind: SendFailureKind
+  readonly message: string
+  readonly status: number | null
+  readonly code: number | null
+  /** The provider's answer, cut short, for the delivery log. */
+  readonly excerpt: string | null
+}> {}
+
+/** A send the provider took: its ids (one per part when the text was split), the call's status and answer. */
+export interface Sent {
+  readonly providerMessageIds: ReadonlyArray<string>
+  readonly status: number
+  readonly excerpt: string
+}
+
+/** The provider's rules, which the channel layer applies the same way for every kind. */
+export interface ProviderRules {
+  /** How long after the contact's latest message free-form messages may be sent; null: no window. */
+  readonly serviceWindowMs: number | null
+  /** Messages a second per sending account, unless the channel sets its own. */
+  readonly defaultRatePerSecond: number
+  readonly maxTextChars: number
+  readonly maxFileBytes: number
+}
+
+/** A request as an adapter sees it: the raw body (signatures are over its bytes), headers, query. */
+export interface ProviderRequest {
+  readonly method: string
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly query: Readonly<Record<string, string | undefined>>
+  readonly body: Uint8Array
+}
+
+/** The verify handshake's answer: the challenge to echo, or none when the token does not match. */
+export type Handshake = Option.Option<string>
+
+/** A media file fetched from the provider, streamed by the caller into storage. */
+export interface FetchedMedia {
+  readonly mimetype: string
+  readonly name: string | undefined
+  readonly bytes: Uint8Array
+}
+
+/**
+ * One provider. `Credentials` is the decrypted secret part of the channel (never logged); every call takes it,
+ * so one adapter serves every channel of its kind.
+ */
+export interface ChannelProvider<Credentials> {
+  readonly kind: string
+  readonly rules: ProviderRules
+  readonly credentials: Schema.Schema<Credentials, any, never>
+  /** GET on the webhook URL (Meta's `hub.challenge`). */
+  readonly handshake: (credentials: Credentials, request: ProviderRequest) => Handshake
+  /** Whether the request is the provider's (its signature over the raw body). */
+  readonly verify: (credentials: Credentials, request: ProviderRequest) => boolean
+  /** Every event of a verified body; a body we cannot use is an `Unusable` event, never a failure. */
+  readonly parse: (credentials: Credentials, body: Uint8Array) => ReadonlyArray<InboundEvent>
+  readonly send: (credentials: Credentials, message: OutboundMessage) => Effect.Effect<Sent, SendFailure>
+  readonly markRead: (credentials: Credentials, providerMessageId: string) => Effect.Effect<void, SendFailure>
+  readonly fetchMedia: (
+    credentials: Credentials,
+    media: InboundMedia,
+    maxBytes: number
+  ) => Effect.Effect<FetchedMedia, SendFailure>
+  /** Asks the provider who the channel is (the "check connection" call); a failure says plainly what is wrong. */
+  readonly check: (credentials: Credentials) => Effect.Effect<Record<string, unknown>, SendFailure>
+}
+
+/** A delivery status never moves backwards: providers send receipts out of order and may skip one. */
+export const receiptRank: { readonly [S in ReceiptStatus]: number } = { sent: 1, delivered: 2, read: 3, failed: 4 }
+
+export const DeliveryStatus = Schema.Literal(...ReceiptStatuses)

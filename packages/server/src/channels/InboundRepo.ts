@@ -1,0 +1,192 @@
+/**
+ * The SQL of a provider channel's inbound path (docs/channels.md): a returning contact's thread by the provider's
+ * thread id, a contact message stored once per provider id, receipts that never move a delivery status
+ * backwards, and what a provider posted that we could not use.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import {
+  ChannelId,
+  ContactId,
+  ConversationId,
+  type FileEntry,
+  OpportunityId,
+  PipelineId,
+  type ReceiptStatus,
+  StageId,
+  WorkspaceId
+} from "@parley/domain"
+import { Effect, flow, Option, Schema } from "effect"
+import * as MessageWrites from "../tables/MessageWrites.js"
+
+const ThreadRow = Schema.Struct({
+  contact_id: ContactId,
+  conversation_id: ConversationId,
+  opportunity_id: Schema.NullOr(OpportunityId),
+  stage_id: Schema.NullOr(StageId),
+  complete: Schema.Boolean
+})
+
+export interface ProviderMessage {
+  readonly id: string
+  readonly workspace_id: WorkspaceId
+  readonly conversation_id: ConversationId
+  readonly opportunity_id: OpportunityId | null
+  readonly contact_id: ContactId
+  readonly channel_id: ChannelId
+  readonly stage_id: StageId | null
+  readonly pipeline_id: PipelineId | null
+  readonly message: string
+  readonly files: ReadonlyArray<FileEntry>
+  readonly attachments: ReadonlyArray<unknown>
+  readonly external_chat_id: string
+  readonly external_message_id: string
+  readonly provider_sent_at: Date
+  readonly call_type: string
+}
+
+/** A receipt applied: the message it moved, for the operators' socket. */
+const ReceiptApplied = Schema.Struct({
+  id: Schema.String,
+  conversation_id: ConversationId,
+  workspace_id: WorkspaceId,
+  delivery_status: Schema.String
+})
+
+/** What a provider posted, as JSON of bounded size (an excerpt when it is too long). */
+const detailJson = (detail: unknown) => {
+  if (detail === undefined || detail === null) return null
+  const json = JSON.stringify(detail)
+  return json.length <= 20_000 ? json : JSON.stringify({ excerpt: json.slice(0, 20_000) })
+}
+
+export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/InboundRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /**
+     * A returning contact's thread in one statement: its conversation on the channel by the provider's thread id,
+     * the contact, and its current opportunity in the pipeline; `complete` when nothing is to be created or linked.
+     */
+    const threadByChat = SqlSchema.findOne({
+      Request: Schema.Struct({ channelId: ChannelId, pipelineId: Schema.NullOr(PipelineId), chat: Schema.String }),
+      Result: ThreadRow,
+      execute: ({ channelId, chat, pipelineId }) =>
+        sql`
+          select cv.contact_id, cv.id as conversation_id, o.id as opportunity_id, o.stage_id,
+                 ${pipelineId}::int8 is null or (o.id is not null and exists (
+                   select 1 from conversation_opportunity co where co.opportunity_id = o.id and co.conversation_id = cv.id
+                 )) as complete
+          from conversations cv
+          left join lateral (select id, stage_id from opportunities
+                             where contact_id = cv.contact_id and pipeline_id = ${pipelineId}
+                             order by created_at desc, id desc limit 1) o on true
+          where cv.channel_id = ${channelId} and cv.external_chat_id = ${chat}
+          order by cv.id limit 1`
+    })
+
+    const seen = SqlSchema.findOne({
+      Request: Schema.Struct({ channelId: ChannelId, providerId: Schema.String }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ channelId, providerId }) =>
+        sql`
+          select id from messages
+          where channel_id = ${channelId} and external_message_id = ${providerId} and role = 'user'`
+    })
+
+    /** The contact's message, unless the provider's id is stored already (then nothing is returned). */
+    const insertMessage = SqlSchema.findOne({
+      Request: Schema.Any,
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: (m: ProviderMessage) =>
+        sql`
+          ${
+          MessageWrites.insert(sql, {
+            ...m,
+            role: "user",
+            status: "received",
+            files: sql`${JSON.stringify(m.files)}::jsonb`,
+            attachments: sql`${JSON.stringify(m.attachments)}::jsonb`,
+            provider_sent_at: m.provider_sent_at,
+            is_manual: false,
+            sender_id: null
+          })
+        }
+          on conflict (channel_id, external_message_id) where role = 'user' and external_message_id is not null
+          do nothing
+          returning id`
+    })
+
+    /**
+     * A receipt moves `delivery_status` forwards only (sent, delivered, read; failed only from nothing or sent),
+     * and fills its own timestamp once; a failure marks the message failed with the provider's error. The
+     * workspace's event webhooks get `message.status`.
+     */
+    const applyReceipt = SqlSchema.findOne({
+      Request: Schema.Struct({
+        channelId: ChannelId,
+        providerId: Schema.String,
+        status: Schema.String,
+        at: Schema.DateFromSelf,
+        error: Schema.NullOr(Schema.String)
+      }),
+      Result: ReceiptApplied,
+      execute: ({ at, channelId, error, providerId, status }) => {
+        const rank = (s: unknown) => sql`coalesce(array_position(array['sent', 'delivered', 'read'], ${s}::text), 0)`
+        const fails = sql`(${status} = 'failed' and (delivery_status is null or delivery_status = 'sent'))`
+        return sql`
+          with moved as (
+            ${
+          MessageWrites.update(sql, {
+            delivery_status: sql`case when ${fails} then 'failed'
+                                 when delivery_status = 'failed' then delivery_status
+                                 when ${rank(status)} > ${rank(sql`delivery_status`)} then ${status}
+                                 else delivery_status end`,
+            sent_at: sql`case when ${status} = 'sent' then coalesce(sent_at, ${at}) else sent_at end`,
+            delivered_at:
+              sql`case when ${status} = 'delivered' then coalesce(delivered_at, ${at}) else delivered_at end`,
+            read_at: sql`case when ${status} = 'read' then coalesce(read_at, ${at}) else read_at end`,
+            failed_at: sql`case when ${fails} then ${at} else failed_at end`,
+            status: sql`case when ${fails} then 'failed' else status end`,
+            error:
+              sql`case when ${fails} then coalesce(${error}::text, 'The provider could not deliver the message.') else error end`,
+            updated_at: sql`now()`
+          }, sql`where channel_id = ${channelId} and external_message_id = ${providerId} and role = 'assistant'`)
+        }
+            returning id, conversation_id, workspace_id, delivery_status, sent_at, delivered_at, read_at, failed_at
+          ), told as (
+            select workspace_event(workspace_id, 'message.status', jsonb_build_object(
+              'message_id', id, 'conversation_id', conversation_id, 'delivery_status', delivery_status,
+              'sent_at', iso_utc(sent_at), 'delivered_at', iso_utc(delivered_at), 'read_at', iso_utc(read_at),
+              'failed_at', iso_utc(failed_at))) from moved
+          )
+          select id, conversation_id, workspace_id, delivery_status from moved, (select count(*) from told) t`
+      }
+    })
+
+    const recordEvent = (
+      e: { workspaceId: WorkspaceId; channelId: ChannelId; kind: string; reason: string; detail: unknown }
+    ) =>
+      sql`
+        insert into channel_events (workspace_id, channel_id, kind, reason, detail)
+        values (${e.workspaceId}, ${e.channelId}, ${e.kind}, ${e.reason.slice(0, 1000)},
+                ${detailJson(e.detail)}::jsonb)`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
+
+    return {
+      threadByChat: (channelId: ChannelId, pipelineId: PipelineId | null, chat: string) =>
+        threadByChat({ channelId, pipelineId, chat }).pipe(Effect.orDie),
+      seen: (channelId: ChannelId, providerId: string) =>
+        seen({ channelId, providerId }).pipe(Effect.map(Option.isSome), Effect.orDie),
+      insertMessage: flow(insertMessage, Effect.map(Option.map((r) => r.id)), Effect.orDie),
+      applyReceipt: (
+        channelId: ChannelId,
+        r: { providerMessageId: string; status: ReceiptStatus; at: Date; error: string | undefined }
+      ) =>
+        applyReceipt({ channelId, providerId: r.providerMessageId, status: r.status, at: r.at, error: r.error ?? null })
+          .pipe(Effect.orDie),
+      recordEvent
+    }
+  })
+}) {}

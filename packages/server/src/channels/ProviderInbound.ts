@@ -1,0 +1,262 @@
+/**
+ * A provider's webhook, the same way for every kind (docs/channels.md, "Inbound"): find the channel by its
+ * webhook key, let its adapter verify and parse the request, store each contact message (contact, conversation,
+ * current opportunity and message in one transaction, once per provider id) before answering, apply receipts,
+ * record what cannot be used; then hand each new message to its conversation's entity.
+ */
+import { SqlClient } from "@effect/sql"
+import {
+  type ChannelId,
+  classifyFile,
+  type ContactMessageEvent,
+  type FileEntry,
+  type ProviderRequest,
+  ulid
+} from "@parley/domain"
+import { Data, Effect, Option, Schema } from "effect"
+import { AppSecret } from "../config/AppSecret.js"
+import { FileStorage } from "../files/FileStorage.js"
+import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
+import { MESSAGE_STATUS_EVENT, NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
+import { WebChatThreads } from "../webchat/WebChatThreads.js"
+import { ChannelsRepo, type ProviderChannelRow } from "./ChannelsRepo.js"
+import { HandOvers } from "./HandOvers.js"
+import { InboundRepo } from "./InboundRepo.js"
+import { ChannelProviders, type ProviderEntry } from "./Providers.js"
+
+/** How the webhook is answered: 404 unknown, 401 not the provider's (nothing stored), 200 otherwise. */
+export class WebhookRefused extends Data.TaggedError("WebhookRefused")<{
+  readonly status: 401 | 403 | 404
+  readonly message: string
+}> {}
+
+const unknownWebhook = new WebhookRefused({ status: 404, message: "No channel has this webhook." })
+
+/** A stored message lost to a concurrent retry of the same webhook: the transaction is rolled back. */
+class AlreadyStored extends Data.TaggedError("AlreadyStored") {}
+
+const safeName = (name: string) => name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(-100) || "file"
+
+const extension = (mimetype: string) => {
+  const sub = mimetype.split("/")[1]?.split(";")[0] ?? "bin"
+  return sub.replace(/[^a-z0-9]+/gi, "").slice(0, 10) || "bin"
+}
+
+export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/server/ProviderInbound", {
+  dependencies: [
+    ChannelsRepo.Default,
+    ChannelProviders.Default,
+    InboundRepo.Default,
+    AppSecret.Default,
+    FileStorage.Default,
+    WebChatThreads.Default,
+    OpportunitiesRepo.Default,
+    Realtime.Default,
+    HandOvers.Default
+  ],
+  effect: Effect.gen(function*() {
+    const channels = yield* ChannelsRepo
+    const providers = yield* ChannelProviders
+    const repo = yield* InboundRepo
+    const secrets = yield* AppSecret
+    const storage = yield* FileStorage
+    const threads = yield* WebChatThreads
+    const opportunities = yield* OpportunitiesRepo
+    const realtime = yield* Realtime
+    const handOvers = yield* HandOvers
+    const sql = yield* SqlClient.SqlClient
+
+    /** Decrypted credentials by ciphertext: a webhook's hot path decrypts nothing twice. */
+    const decrypted = new Map<string, unknown>()
+    const credentialsOf = (entry: ProviderEntry, ciphertext: string) =>
+      Effect.gen(function*() {
+        const cached = decrypted.get(ciphertext)
+        if (cached !== undefined) return cached
+        const value = yield* Schema.decodeUnknown(Schema.parseJson(entry.provider.credentials))(
+          secrets.decrypt(ciphertext)
+        ).pipe(Effect.orDie)
+        if (decrypted.size >= 10_000) decrypted.clear()
+        decrypted.set(ciphertext, value)
+        return value
+      })
+
+    const channelOf = (key: string) =>
+      Effect.gen(function*() {
+        const row = yield* channels.byWebhookKey(key)
+        if (Option.isNone(row)) return yield* unknownWebhook
+        const entry = providers.forKind(row.value.kind)
+        if (Option.isNone(entry)) return yield* unknownWebhook
+        const credentials = yield* credentialsOf(entry.value, row.value.credentials_ciphertext)
+        return { channel: row.value, entry: entry.value, credentials }
+      })
+
+    /** The verify handshake: the challenge to echo, or 403. */
+    const handshake = Effect.fn("ProviderInbound.handshake")(function*(key: string, request: ProviderRequest) {
+      const { credentials, entry } = yield* channelOf(key)
+      const challenge = entry.provider.handshake(credentials, request)
+      if (Option.isNone(challenge)) {
+        return yield* new WebhookRefused({ status: 403, message: "The verify token does not match." })
+      }
+      return challenge.value
+    })
+
+    /** Each file of the message fetched into storage; one that fails is said in the text, not lost. */
+    const fetchFiles = (
+      channel: ProviderChannelRow,
+      entry: ProviderEntry,
+      credentials: unknown,
+      event: ContactMessageEvent
+    ) =>
+      Effect.forEach(
+        event.media,
+        (media) =>
+          entry.provider.fetchMedia(credentials, media, entry.provider.rules.maxFileBytes).pipe(
+            Effect.flatMap((fetched) => {
+              const month = new Date().toISOString().slice(0, 7).replace("-", "/")
+              const name = media.name ?? `${event.type}.${extension(fetched.mimetype)}`
+              const key = `channels/${channel.id}/${month}/${ulid()}/${safeName(name)}`
+              return Effect.as(storage.putBytes(key, fetched.bytes), {
+                key,
+                entry: {
+                  path: key,
+                  mimetype: fetched.mimetype,
+                  type: classifyFile(fetched.mimetype),
+                  size: fetched.bytes.byteLength,
+                  name
+                } satisfies FileEntry
+              })
+            }),
+            Effect.map((stored) => ({ stored, error: null })),
+            Effect.catchTag(
+              "SendFailure",
+              (failure) =>
+                Effect.succeed({ stored: null, error: `[${event.type} could not be downloaded: ${failure.message}]` })
+            )
+          )
+      )
+
+    /** One contact message stored (after its files) in one transaction; a repeated provider id stores nothing. */
+    const storeMessage = (
+      channel: ProviderChannelRow,
+      entry: ProviderEntry,
+      credentials: unknown,
+      event: ContactMessageEvent
+    ) =>
+      Effect.gen(function*() {
+        if (yield* repo.seen(channel.id, event.providerMessageId)) return Option.none()
+        const files = yield* fetchFiles(channel, entry, credentials, event)
+        const stored = files.flatMap((f) => f.stored === null ? [] : [f.stored])
+        const problems = files.flatMap((f) => f.error === null ? [] : [f.error])
+        const text = [event.text, ...problems].filter((t) => t !== "").join("\n")
+        const messageId = ulid()
+        const transaction = sql.withTransaction(Effect.gen(function*() {
+          const fast = yield* repo.threadByChat(channel.id, channel.pipeline_id, event.thread)
+          const resolved = Option.isSome(fast) && fast.value.complete
+            ? {
+              contactId: fast.value.contact_id,
+              conversationId: fast.value.conversation_id,
+              opportunityId: channel.pipeline_id === null ? null : fast.value.opportunity_id,
+              stageId: channel.pipeline_id === null ? null : fast.value.stage_id
+            }
+            : yield* threads.resolve(channel, event.thread, { source: channel.kind, phone: event.phone })
+          if (Option.isNone(fast)) {
+            // a new thread: the provider's profile name and phone fill what the contact lacks
+            yield* opportunities.fillContact(resolved.contactId, channel.workspace_id, {
+              name: event.profileName ?? null,
+              email: null,
+              phone: event.phone ?? null
+            })
+          }
+          for (const f of stored) {
+            yield* sql`insert into files (key, workspace_id, channel_id, name, mimetype, size)
+              values (${f.key}, ${channel.workspace_id}, ${channel.id}, ${f.entry.name}, ${f.entry.mimetype}, ${f.entry.size})`
+          }
+          const inserted = yield* repo.insertMessage({
+            id: messageId,
+            workspace_id: channel.workspace_id,
+            conversation_id: resolved.conversationId,
+            opportunity_id: resolved.opportunityId,
+            contact_id: resolved.contactId,
+            channel_id: channel.id,
+            stage_id: resolved.stageId,
+            pipeline_id: channel.pipeline_id,
+            message: text,
+            files: stored.map((f) => f.entry),
+            attachments: event.attachments,
+            external_chat_id: event.thread,
+            external_message_id: event.providerMessageId,
+            provider_sent_at: event.sentAt,
+            call_type: channel.kind
+          })
+          if (Option.isNone(inserted)) return yield* new AlreadyStored()
+          return { messageId, conversationId: resolved.conversationId, text }
+        }))
+        return yield* transaction.pipe(
+          Effect.map(Option.some),
+          Effect.catchTag("AlreadyStored", () => Effect.succeed(Option.none())),
+          Effect.tapErrorCause(() => Effect.forEach(stored, (f) => storage.remove(f.key))),
+          Effect.tap((result) =>
+            Option.isNone(result) ? Effect.forEach(stored, (f) => storage.remove(f.key)) : Effect.void
+          ),
+          Effect.orDie
+        )
+      })
+
+    /**
+     * A POST from the provider: 401 with nothing stored unless its signature holds; otherwise every event is
+     * stored, applied or recorded before the answer, and nothing the provider sent ever answers a 500.
+     */
+    const receive = Effect.fn("ProviderInbound.receive")(function*(key: string, request: ProviderRequest) {
+      const { channel, credentials, entry } = yield* channelOf(key)
+      if (!entry.provider.verify(credentials, request)) {
+        yield* Effect.logWarning("A provider webhook with a missing or wrong signature was refused").pipe(
+          Effect.annotateLogs({ channel_id: channel.id, kind: channel.kind })
+        )
+        return yield* new WebhookRefused({ status: 401, message: "Invalid signature." })
+      }
+      const record = (kind: string, reason: string, detail: unknown) =>
+        repo.recordEvent({ workspaceId: channel.workspace_id, channelId: channel.id, kind, reason, detail })
+      for (const event of entry.provider.parse(credentials, request.body)) {
+        if (event._tag === "Unusable") {
+          yield* record("unusable", event.reason, event.detail)
+        } else if (event._tag === "Receipt") {
+          const applied = yield* repo.applyReceipt(channel.id, event)
+          if (Option.isSome(applied)) {
+            yield* realtime.toWorkspace(channel.workspace_id, MESSAGE_STATUS_EVENT, {
+              conversation_id: applied.value.conversation_id,
+              message_id: applied.value.id,
+              delivery_status: applied.value.delivery_status
+            })
+          }
+        } else if (!channel.is_active) {
+          yield* record("unusable", "The channel is inactive: the message was not stored.", {
+            provider_message_id: event.providerMessageId,
+            thread: event.thread
+          })
+        } else {
+          const stored = yield* storeMessage(channel, entry, credentials, event)
+          if (Option.isNone(stored)) continue
+          yield* realtime.toWorkspace(channel.workspace_id, NEW_MESSAGE_EVENT, {
+            conversation_id: stored.value.conversationId,
+            message_id: stored.value.messageId,
+            role: "user",
+            sender: "contact",
+            sender_id: null,
+            message: stored.value.text
+          })
+          yield* handOvers.handOver(stored.value.conversationId, stored.value.messageId)
+          if (channel.pipeline_id !== null) {
+            yield* handOvers.beside(
+              entry.provider.markRead(credentials, event.providerMessageId),
+              "Marking a contact's message read failed"
+            )
+          }
+        }
+      }
+    })
+
+    return { handshake, receive }
+  })
+}) {}
+
+export type { ChannelId }

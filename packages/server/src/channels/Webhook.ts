@@ -1,0 +1,49 @@
+/**
+ * `GET` and `POST {receiver_url}/channels/{webhook_key}/webhook` (docs/channels.md): a provider channel's webhook on
+ * the receiver listener. The route reads the transport; the channel layer (ProviderInbound.ts) does the rest.
+ */
+import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { ProviderRequest } from "@parley/domain"
+import { Effect, Layer } from "effect"
+import { ProviderInbound } from "./ProviderInbound.js"
+
+const PATH = "/channels/:key/webhook"
+
+const providerRequest = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const search = yield* HttpServerRequest.ParsedSearchParams
+  const { key } = yield* HttpLayerRouter.params
+  const body = request.method === "POST" ? new Uint8Array(yield* request.arrayBuffer) : new Uint8Array()
+  const query: Record<string, string | undefined> = {}
+  for (const [name, value] of Object.entries(search)) query[name] = Array.isArray(value) ? value[0] : value
+  const provider: ProviderRequest = { method: request.method, headers: request.headers, query, body }
+  return { key: key ?? "", provider }
+})
+
+const refused = (e: { readonly status: number; readonly message: string }) =>
+  HttpServerResponse.unsafeJson({ status: false, message: e.message, data: null }, { status: e.status })
+
+const handshake = Effect.gen(function*() {
+  const { key, provider } = yield* providerRequest
+  const challenge = yield* (yield* ProviderInbound).handshake(key, provider)
+  return HttpServerResponse.text(challenge)
+}).pipe(
+  Effect.catchTag("WebhookRefused", (e) => Effect.succeed(refused(e))),
+  Effect.withSpan("ChannelWebhook.handshake")
+)
+
+const receive = Effect.gen(function*() {
+  const { key, provider } = yield* providerRequest
+  yield* (yield* ProviderInbound).receive(key, provider)
+  return HttpServerResponse.unsafeJson({ status: true, message: "Received.", data: null })
+}).pipe(
+  Effect.catchTag("WebhookRefused", (e) => Effect.succeed(refused(e))),
+  Effect.withSpan("ChannelWebhook.receive")
+)
+
+export const isWebhookPath = (path: string) => /^\/channels\/[^/]+\/webhook$/.test(path)
+
+export const ChannelWebhookRoutes = Layer.mergeAll(
+  HttpLayerRouter.add("GET", PATH, handshake),
+  HttpLayerRouter.add("POST", PATH, receive)
+)

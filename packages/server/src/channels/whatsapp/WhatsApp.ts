@@ -1,0 +1,82 @@
+/**
+ * The WhatsApp Cloud API adapter (docs/channels.md, "WhatsApp"): the channel layer's port for `kind: "whatsapp"`.
+ * Parsing and signatures are in WhatsAppWebhook.ts, the Graph API calls in WhatsAppGraph.ts.
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import type { ChannelProvider } from "@parley/domain"
+import { Effect, Schema } from "effect"
+import { AppConfig } from "../../config/AppConfig.js"
+import { makeGraph, MAX_TEXT_CHARS } from "./WhatsAppGraph.js"
+import { handshake, parse, verify } from "./WhatsAppWebhook.js"
+
+/** The Graph API version used when a channel does not name one. */
+export const DEFAULT_API_VERSION = "v23.0"
+
+const Required = (what: string) =>
+  Schema.String.pipe(
+    Schema.filter((s) => s.trim().length > 0 || `${what} is required`),
+    Schema.maxLength(1024, { message: () => "may not be longer than 1024 characters" })
+  )
+
+/** What `credentials` holds for a WhatsApp channel, as given on create (and replaced whole by update). */
+export const WhatsAppCredentialsInput = Schema.Struct({
+  phone_number_id: Required("The phone number id").pipe(
+    Schema.filter((s) => /^\d{1,30}$/.test(s) || "must be the phone number's id from Meta (digits)")
+  ),
+  access_token: Required("The access token"),
+  app_secret: Required("The app secret"),
+  business_account_id: Schema.optional(
+    Schema.String.pipe(Schema.filter((s) => /^\d{1,30}$/.test(s) || "must be the business account's id (digits)"))
+  ),
+  verify_token: Schema.optional(
+    Schema.String.pipe(Schema.filter((s) => /^[\x21-\x7e]{8,128}$/.test(s) || "must be 8 to 128 visible characters"))
+  ),
+  api_version: Schema.optional(
+    Schema.String.pipe(
+      Schema.filter((s) => /^v\d{1,3}\.\d{1,3}$/.test(s) || "must be a Graph API version such as v23.0")
+    )
+  )
+})
+
+/** As stored (encrypted): the verify token and API version always set. */
+export const WhatsAppCredentials = Schema.Struct({
+  phone_number_id: Schema.String,
+  access_token: Schema.String,
+  app_secret: Schema.String,
+  business_account_id: Schema.optional(Schema.String),
+  verify_token: Schema.String,
+  api_version: Schema.String
+})
+export type WhatsAppCredentials = typeof WhatsAppCredentials.Type
+
+/** Meta's limit for documents is 100 MB; Parley keeps files it stores within 25 MB, like operator files. */
+const MAX_FILE_BYTES = 25 * 1024 * 1024
+
+export class WhatsApp extends Effect.Service<WhatsApp>()("@parley/server/WhatsApp", {
+  dependencies: [AppConfig.Default, NodeHttpClient.layerUndici],
+  effect: Effect.gen(function*() {
+    const config = yield* AppConfig
+    const graph = yield* makeGraph
+    const base = config.metaGraphApiUrl
+    const provider: ChannelProvider<WhatsAppCredentials> = {
+      kind: "whatsapp",
+      rules: {
+        serviceWindowMs: 24 * 3_600_000,
+        defaultRatePerSecond: 80,
+        maxTextChars: MAX_TEXT_CHARS,
+        maxFileBytes: MAX_FILE_BYTES
+      },
+      credentials: WhatsAppCredentials,
+      handshake,
+      verify,
+      parse,
+      send: (c, m) => graph.send(base, c, m),
+      markRead: (c, id) => graph.markRead(base, c, id),
+      fetchMedia: (c, media, maxBytes) => graph.fetchMedia(base, c, media, maxBytes),
+      check: (c) => graph.check(base, c)
+    }
+    /** The endpoint a send goes to, for the delivery log (never with the token). */
+    const endpoint = (c: WhatsAppCredentials) => `${base}/${c.api_version}/${c.phone_number_id}/messages`
+    return { provider, endpoint }
+  })
+}) {}

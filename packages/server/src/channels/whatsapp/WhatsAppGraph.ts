@@ -1,0 +1,215 @@
+/**
+ * The WhatsApp Cloud API calls Parley makes (docs/channels.md, "WhatsApp"): messages, read receipts with the
+ * typing indicator, media downloads and the phone number's details, at `{META_GRAPH_API_URL}/{api_version}/...`
+ * with the channel's bearer token. Meta's error codes are read by meaning (`SendFailure`).
+ */
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { type FetchedMedia, type InboundMedia, type OutboundMessage, SendFailure, type Sent } from "@parley/domain"
+import { Duration, Effect } from "effect"
+
+export interface GraphCredentials {
+  readonly phone_number_id: string
+  readonly access_token: string
+  readonly api_version: string
+}
+
+/** WhatsApp's limit on one text message. */
+export const MAX_TEXT_CHARS = 4096
+const TIMEOUT = Duration.seconds(20)
+
+/** Codes Meta documents for the Cloud API, by what Parley does about them. */
+const WINDOW_CLOSED = new Set([131047])
+const RATE_LIMITED = new Set([4, 80007, 130429, 131056])
+const AUTH_REVOKED = new Set([190, 0, 10, 200])
+const TRANSIENT = new Set([1, 2, 131000, 131016])
+
+/** Meta's error body `{error: {message, type, code, error_data: {details}, fbtrace_id}}` as a `SendFailure`. */
+export const failureOf = (status: number, body: string): SendFailure => {
+  let code: number | null = null
+  let message = `HTTP ${status}`
+  try {
+    const error = (JSON.parse(body) as { error?: { code?: unknown; message?: unknown; error_data?: unknown } }).error
+    if (typeof error?.code === "number") code = error.code
+    const details = (error?.error_data as { details?: unknown } | undefined)?.details
+    if (typeof error?.message === "string") {
+      message = `${error.message}${typeof details === "string" && details !== "" ? `: ${details}` : ""}`
+    }
+  } catch {
+    // not Meta's JSON: the status decides
+  }
+  const kind = code !== null && WINDOW_CLOSED.has(code)
+    ? "window_closed"
+    : (code !== null && RATE_LIMITED.has(code)) || status === 429
+    ? "rate_limited"
+    : (code !== null && AUTH_REVOKED.has(code)) || status === 401
+    ? "auth_revoked"
+    : (code !== null && TRANSIENT.has(code)) || status >= 500
+    ? "transient"
+    : "undeliverable"
+  const text = code === null || message.startsWith(`(#${code})`) ? message : `(#${code}) ${message}`
+  return new SendFailure({ kind, message: text, status, code, excerpt: body.slice(0, 1000) })
+}
+
+const unreachable = (cause: unknown) =>
+  new SendFailure({
+    kind: "transient",
+    message: `The Graph API could not be reached: ${cause instanceof Error ? cause.message : String(cause)}`,
+    status: null,
+    code: null,
+    excerpt: null
+  })
+
+/** Text cut into WhatsApp-sized parts, at a paragraph, line or word break where there is one. */
+export const splitText = (text: string, max = MAX_TEXT_CHARS): ReadonlyArray<string> => {
+  const parts: Array<string> = []
+  let rest = text
+  while (rest.length > max) {
+    const window = rest.slice(0, max)
+    const cut = Math.max(window.lastIndexOf("\n\n"), window.lastIndexOf("\n"), window.lastIndexOf(" "))
+    const at = cut > max / 2 ? cut : max
+    parts.push(rest.slice(0, at).trimEnd())
+    rest = rest.slice(at).trimStart()
+  }
+  if (rest.length > 0 || parts.length === 0) parts.push(rest)
+  return parts
+}
+
+const mediaType = (type: string, mimetype: string) =>
+  type === "image" || mimetype.startsWith("image/")
+    ? "image"
+    : type === "video" || mimetype.startsWith("video/")
+    ? "video"
+    : type === "audio" || mimetype.startsWith("audio/")
+    ? "audio"
+    : "document"
+
+export const makeGraph = Effect.gen(function*() {
+  const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerPropagation(false))
+
+  const call = (request: HttpClientRequest.HttpClientRequest, token: string) =>
+    client.execute(HttpClientRequest.bearerToken(request, token)).pipe(
+      Effect.flatMap((response) => Effect.map(response.text, (body) => ({ status: response.status, body }))),
+      Effect.timeout(TIMEOUT),
+      Effect.mapError(unreachable),
+      Effect.flatMap((r) =>
+        r.status >= 200 && r.status < 300 ? Effect.succeed(r) : Effect.fail(failureOf(r.status, r.body))
+      ),
+      Effect.scoped
+    )
+
+  const url = (base: string, c: GraphCredentials, path: string) => `${base}/${c.api_version}/${path}`
+
+  const post = (base: string, c: GraphCredentials, payload: Record<string, unknown>) =>
+    call(
+      HttpClientRequest.post(url(base, c, `${c.phone_number_id}/messages`)).pipe(
+        HttpClientRequest.bodyUnsafeJson({ messaging_product: "whatsapp", ...payload })
+      ),
+      c.access_token
+    )
+
+  const messageId = (body: string) => {
+    try {
+      const id = (JSON.parse(body) as { messages?: Array<{ id?: unknown }> }).messages?.[0]?.id
+      return typeof id === "string" ? id : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Each part as its own message (text split at 4,096 characters, files by signed link, or one template). */
+  const send = (base: string, c: GraphCredentials, m: OutboundMessage) =>
+    Effect.gen(function*() {
+      const target = { recipient_type: "individual", to: m.to }
+      const payloads: Array<Record<string, unknown>> = []
+      if (m.template !== undefined) {
+        const parameters = m.template.parameters.map((text) => ({ type: "text", text }))
+        payloads.push({
+          type: "template",
+          template: {
+            name: m.template.name,
+            language: { code: m.template.language },
+            ...(parameters.length > 0 ? { components: [{ type: "body", parameters }] } : {})
+          }
+        })
+      } else {
+        const texts = m.text === null || m.text === "" ? [] : splitText(m.text)
+        for (const body of texts) payloads.push({ type: "text", text: { body, preview_url: false } })
+        for (const f of m.files) {
+          const type = mediaType(f.type, f.mimetype)
+          payloads.push({ type, [type]: { link: f.url, ...(type === "document" ? { filename: f.name } : {}) } })
+        }
+      }
+      const ids: Array<string> = []
+      let last = { status: 200, body: "" }
+      for (const [i, payload] of payloads.entries()) {
+        const context = i === 0 && m.quotedId !== undefined ? { context: { message_id: m.quotedId } } : {}
+        last = yield* post(base, c, { ...target, ...context, ...payload })
+        const id = messageId(last.body)
+        if (id !== undefined) ids.push(id)
+      }
+      return { providerMessageIds: ids, status: last.status, excerpt: last.body.slice(0, 1000) } satisfies Sent
+    })
+
+  /** Blue ticks on the contact's message, and "typing…" until the reply or 25 seconds. */
+  const markRead = (base: string, c: GraphCredentials, providerMessageId: string) =>
+    post(base, c, { status: "read", message_id: providerMessageId, typing_indicator: { type: "text" } }).pipe(
+      Effect.asVoid
+    )
+
+  /** `GET /{media_id}` for the media's URL, then that URL with the same token, within `maxBytes`. */
+  const fetchMedia = (base: string, c: GraphCredentials, media: InboundMedia, maxBytes: number) =>
+    Effect.gen(function*() {
+      const meta = yield* call(HttpClientRequest.get(url(base, c, media.providerId)), c.access_token)
+      const info = JSON.parse(meta.body) as { url?: unknown; mime_type?: unknown; file_size?: unknown }
+      if (typeof info.url !== "string") {
+        return yield* new SendFailure({
+          kind: "undeliverable",
+          message: "The media has no URL.",
+          status: meta.status,
+          code: null,
+          excerpt: meta.body.slice(0, 1000)
+        })
+      }
+      if (typeof info.file_size === "number" && info.file_size > maxBytes) {
+        return yield* tooLarge(info.file_size, maxBytes)
+      }
+      const bytes = yield* client.execute(
+        HttpClientRequest.bearerToken(HttpClientRequest.get(info.url), c.access_token)
+      )
+        .pipe(
+          Effect.flatMap((r) =>
+            r.status >= 200 && r.status < 300
+              ? r.arrayBuffer
+              : Effect.flatMap(r.text, (body) => Effect.fail(failureOf(r.status, body)))
+          ),
+          Effect.timeout(TIMEOUT),
+          Effect.mapError((e) => e instanceof SendFailure ? e : unreachable(e)),
+          Effect.scoped
+        )
+      if (bytes.byteLength > maxBytes) return yield* tooLarge(bytes.byteLength, maxBytes)
+      const mimetype = typeof info.mime_type === "string"
+        ? info.mime_type
+        : media.mimetype ?? "application/octet-stream"
+      return { mimetype, name: media.name, bytes: new Uint8Array(bytes) } satisfies FetchedMedia
+    })
+
+  /** The phone number's own record: who the channel is, or what is wrong. */
+  const check = (base: string, c: GraphCredentials) =>
+    call(
+      HttpClientRequest.get(url(base, c, c.phone_number_id)).pipe(
+        HttpClientRequest.setUrlParam("fields", "display_phone_number,verified_name,quality_rating")
+      ),
+      c.access_token
+    ).pipe(Effect.map((r) => JSON.parse(r.body) as Record<string, unknown>))
+
+  return { send, markRead, fetchMedia, check }
+})
+
+const tooLarge = (size: number, maxBytes: number) =>
+  new SendFailure({
+    kind: "undeliverable",
+    message: `The media is ${size} bytes, over the channel's limit of ${maxBytes}.`,
+    status: null,
+    code: null,
+    excerpt: null
+  })
