@@ -43,6 +43,11 @@ export class Channel extends Schema.Class<Channel>("Channel")({
   allowed_ips: Schema.Array(Schema.String),
   /** A provider channel's webhook (docs/channels.md): paste it into the provider's dashboard; null for web and widget. */
   webhook_url: Schema.NullOr(Schema.String),
+  /**
+   * A simulated provider channel's phone (docs/channels.md, "Try it without an account"): a page that plays the
+   * contact, sending correctly signed webhooks and showing what Parley sent back. Null for real channels.
+   */
+  simulator_url: Schema.NullOr(Schema.String),
   /** `disconnected` once the provider revoked its token: sends stop until the credentials are replaced. */
   status: Schema.Literal("connected", "disconnected"),
   status_reason: Schema.NullOr(Schema.String),

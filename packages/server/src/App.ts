@@ -33,6 +33,7 @@ import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Versions } from "./pipelines/Versions.js"
 import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
+import { WhatsAppSimulator } from "./simulator/WhatsAppSimulator.js"
 import { WebChatInbound } from "./webchat/Inbound.js"
 import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
 import { WebChat } from "./webchat/WebChat.js"
@@ -60,6 +61,7 @@ const Services = Layer.mergeAll(
   WebChat.Default,
   ProviderInbound.Default,
   ChannelProviders.Default,
+  WhatsAppSimulator.Default,
   Widget.Default,
   VisitorSessionsLive.pipe(Layer.provide(Widget.Default)),
   WebChatInbound.Default.pipe(Layer.provide(VisitorSessionsLive.pipe(Layer.provide(Widget.Default)))),

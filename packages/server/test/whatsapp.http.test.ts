@@ -396,6 +396,27 @@ layer(FakeMeta, { excludeTestServices: true })("WhatsApp Cloud API channel", (it
         )
     }))
 
+  it.effect("paces sends to the channel's rate, however many are made at once", () =>
+    Effect.gen(function*() {
+      const { channel, owner } = yield* connect
+      const waId = freshPhone()
+      yield* deliver(channel, [{
+        messages: [inbound(waId, `wamid.${waId}.1`, Date.now(), { type: "text", text: { body: "Hi" } })]
+      }])
+      const reply = yield* replyTo(`wamid.${waId}.1`)
+      ok(yield* put(owner, `/api/user/channels/${channel.id}`, { rate_per_second: 5 }), "channels.update")
+      const texts = ["one", "two", "three", "four", "five", "six"].map((t) => `Paced ${t}`)
+      yield* Effect.forEach(
+        texts,
+        (message) => post(owner, `/api/user/${reply.conversation_id}/messages`, { message }),
+        { concurrency: "unbounded" }
+      )
+      const arrivals = sends(graph).filter((r) => texts.includes(r.body.text?.body)).map((r) => r.at).sort()
+      expect(arrivals).toHaveLength(6)
+      // 5 a second: six sends span at least five gaps of 200 ms (a busy machine only makes them slower)
+      expect(arrivals[5]! - arrivals[0]!).toBeGreaterThanOrEqual(5 * 200 - 20)
+    }))
+
   it.effect("the same phone on web chat and on WhatsApp is one contact", () =>
     Effect.gen(function*() {
       const { channel, owner, pipeline } = yield* connect

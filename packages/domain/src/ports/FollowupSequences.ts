@@ -16,6 +16,8 @@ export const FollowupOutcome = Schema.Literal(
   "rearmed",
   /** the contact wrote after the last message sent to them: the step waits until the next one is sent */
   "paused",
+  /** the channel's provider window has closed (WhatsApp: 24 hours): this step is skipped, the sequence goes on */
+  "outside_service_window",
   /** the contact wrote after the sequence started (sequences started before followups counted silence) */
   "contact_replied",
   /** the opportunity left the stage (or entered it again, which starts a sequence of its own) */
@@ -29,7 +31,7 @@ export type FollowupOutcome = typeof FollowupOutcome.Type
 
 export const endsSequence = (outcome: FollowupOutcome) =>
   outcome !== "sent" && outcome !== "limit_reached" && outcome !== "skipped" && outcome !== "rearmed" &&
-  outcome !== "paused"
+  outcome !== "paused" && outcome !== "outside_service_window"
 
 /** A started sequence: its waits in order (a copy of the followup's intervals when it started). */
 export class FollowupPlan extends Schema.Class<FollowupPlan>("FollowupPlan")({

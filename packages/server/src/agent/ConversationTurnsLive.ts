@@ -19,6 +19,7 @@ import { repliesMade } from "@parley/worker"
 import { Clock, Effect, Layer, Metric, Option } from "effect"
 import { enqueueToolCalls } from "../actions/ActionRunsEnqueue.js"
 import { ChannelProviders } from "../channels/Providers.js"
+import { windowClosed } from "../channels/ServiceWindow.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { MessagesRepo } from "../messages/MessagesRepo.js"
@@ -125,14 +126,9 @@ export const ConversationTurnsLive = Layer.effect(
         return skipTurn("waiting_for_person", `keyword rule: "${keyword}"`)
       }
       // a provider that allows free-form messages only within a window after the contact's latest message
-      const windowMs = Option.flatMap(
-        providers.forKind(c.channel_kind ?? ""),
-        (entry) => Option.fromNullable(entry.provider.rules.serviceWindowMs)
-      )
-      if (
-        Option.isSome(windowMs) && c.contact_sent_at_ms !== null &&
-        (yield* Clock.currentTimeMillis) - c.contact_sent_at_ms > windowMs.value
-      ) return skipTurn("outside_service_window")
+      if (windowClosed(providers, c.channel_kind, c.contact_sent_at_ms, yield* Clock.currentTimeMillis)) {
+        return skipTurn("outside_service_window")
+      }
       // the rule Initiate refuses a conversation by (SPEC.md 4.4), applied to each reply
       if (!c.is_subscription_active) return skipTurn("no_subscription")
       if (!(c.credits > 0)) return skipTurn("no_credits")

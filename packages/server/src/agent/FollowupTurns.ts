@@ -6,6 +6,8 @@
  */
 import { type FollowupDue, intervalMillis, type ReplyDraft } from "@parley/domain"
 import { Clock, Effect, Option } from "effect"
+import { ChannelProviders } from "../channels/Providers.js"
+import { windowClosed } from "../channels/ServiceWindow.js"
 import { blocker, SequencesRepo } from "../followups/SequencesRepo.js"
 import type { SnapshotContext } from "./TurnContextFrom.js"
 import { draftColumns, followupKey, storedId } from "./TurnDrafts.js"
@@ -18,6 +20,7 @@ export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
   Effect.gen(function*() {
     const repo = yield* TurnsRepo
     const followups = yield* SequencesRepo
+    const providers = yield* ChannelProviders
 
     const followup = Effect.fn("ConversationTurns.followup")(function*(sequenceId: number, step: number) {
       yield* Effect.annotateCurrentSpan({ sequenceId, step })
@@ -52,6 +55,10 @@ export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
       if (Option.isNone(ready)) return skip("skipped")
       const p = ready.value.pipeline
       if (p.status !== "active" || p.is_archived) return skip("skipped")
+      // a provider's window closed: this step is skipped, the sequence goes on
+      if (windowClosed(providers, c.channel_kind, c.contact_sent_at_ms, yield* Clock.currentTimeMillis)) {
+        return skip("outside_service_window")
+      }
       return {
         _tag: "Send",
         followup: {

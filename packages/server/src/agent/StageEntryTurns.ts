@@ -6,8 +6,10 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { type OpeningContext, type ReplyDraft } from "@parley/domain"
-import { Effect, Option, Stream } from "effect"
+import { Clock, Effect, Option, Stream } from "effect"
 import { enqueueStageStarted } from "../actions/ActionRunsEnqueue.js"
+import { ChannelProviders } from "../channels/Providers.js"
+import { windowClosed } from "../channels/ServiceWindow.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { StageEntryRepo } from "./StageEntryRepo.js"
@@ -23,6 +25,7 @@ export const makeStageEntryTurns = (snapshotContext: SnapshotContext) =>
     const entries = yield* StageEntryRepo
     const opportunities = yield* OpportunitiesRepo
     const handoff = yield* Handoff
+    const providers = yield* ChannelProviders
 
     const opening = Effect.fn("ConversationTurns.opening")(function*(entryId: number) {
       const found = yield* entries.openingEntry(entryId)
@@ -38,8 +41,17 @@ export const makeStageEntryTurns = (snapshotContext: SnapshotContext) =>
       if (e.cause === "inbound" && (yield* entries.contactWrote(e.conversation_id))) {
         return Option.none<OpeningContext>()
       }
-      const ready = Option.flatMap(yield* snapshotContext(String(e.conversation_id), null), (found) => found.ready)
-      return Option.map(ready, (r): OpeningContext => ({
+      const current = yield* snapshotContext(String(e.conversation_id), null)
+      if (Option.isNone(current)) return Option.none<OpeningContext>()
+      const c = current.value.snap
+      // a provider's window closed (or the contact never wrote there): no free-form greeting may go
+      if (windowClosed(providers, c.channel_kind, c.contact_sent_at_ms, yield* Clock.currentTimeMillis)) {
+        yield* Effect.logInfo("An opening message was skipped: outside_service_window").pipe(
+          Effect.annotateLogs({ conversation_id: e.conversation_id, stage_id: e.stage_id })
+        )
+        return Option.none<OpeningContext>()
+      }
+      return Option.map(current.value.ready, (r): OpeningContext => ({
         entryId,
         kind: e.opening_message_type!,
         staticText: e.static_opening_message,

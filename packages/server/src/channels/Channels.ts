@@ -71,13 +71,18 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
     const sql = yield* SqlClient.SqlClient
 
     /** A provider channel's webhook on the receiver (RECEIVER_URL, else where the receiver bound). */
-    const withUrl = (row: ChannelRow) =>
+    const withUrl = ({ is_simulated, ...row }: ChannelRow) =>
       Effect.map(bound.receiver, (receiver) =>
         new Channel({
           ...row,
           webhook_url: row.webhook_key === null
             ? null
-            : `${receiverBaseUrl(config, receiver)}/channels/${row.webhook_key}/webhook`
+            : `${receiverBaseUrl(config, receiver)}/channels/${row.webhook_key}/webhook`,
+          simulator_url: is_simulated && row.webhook_key !== null
+            ? `${
+              Option.getOrElse(config.publicUrl, () => bound.apiNow() ?? `http://${config.host}:${config.port}`)
+            }/simulator/${row.kind}/${row.webhook_key}`
+            : null
         }))
 
     const findRow = (actor: Actor, id: ChannelId) =>
@@ -94,7 +99,9 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
             message: `A ${kind} channel needs its credentials.`
           }])
         }
-        const decoded = Schema.decodeUnknownEither(entry.input, { errors: "all", onExcessProperty: "error" })(given)
+        const decoded = Schema.decodeUnknownEither(entry.inputFor(given), { errors: "all", onExcessProperty: "error" })(
+          given
+        )
         if (Either.isLeft(decoded)) {
           return yield* Unprocessable.of(
             issuesToValidation(ParseResult.ArrayFormatter.formatErrorSync(decoded.left)).map((v) => ({
@@ -105,7 +112,12 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
         }
         const input: unknown = decoded.right
         const stored = entry.complete(input)
-        return { stored, shown: entry.shown(stored), ciphertext: secrets.encrypt(JSON.stringify(stored)) }
+        return {
+          stored,
+          shown: entry.shown(stored),
+          simulated: entry.simulated(stored),
+          ciphertext: secrets.encrypt(JSON.stringify(stored))
+        }
       })
 
     /** A pipeline may only be linked within the channel's own workspace. */
@@ -172,7 +184,8 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
         allowed_ips: input.allowed_ips ?? [],
         credentials_ciphertext: provider?.ciphertext ?? null,
         webhook_key: provider === null ? null : `wh_${randomBase62(32)}`,
-        rate_per_second: input.rate_per_second ?? null
+        rate_per_second: input.rate_per_second ?? null,
+        is_simulated: provider?.simulated ?? false
       })
       const channel = yield* find(actor, id).pipe(Effect.orDie)
       return new ChannelWithSecret({

@@ -13,12 +13,14 @@ export interface ChannelWrite {
   readonly rate_per_second?: number | null | undefined
   /** New credentials reconnect a channel the provider had disconnected. */
   readonly credentials_ciphertext?: string | undefined
+  readonly is_simulated?: boolean | undefined
 }
 
 /** A channel as stored: its webhook key, from which the service makes `webhook_url`. */
 export const ChannelRow = Schema.Struct({
-  ...Struct.omit(Channel.fields, "webhook_url"),
-  webhook_key: Schema.NullOr(Schema.String)
+  ...Struct.omit(Channel.fields, "webhook_url", "simulator_url"),
+  webhook_key: Schema.NullOr(Schema.String),
+  is_simulated: Schema.Boolean
 })
 export type ChannelRow = typeof ChannelRow.Type
 
@@ -48,7 +50,8 @@ const NewChannel = Schema.Struct({
   allowed_ips: Schema.Array(Schema.String),
   credentials_ciphertext: Schema.NullOr(Schema.String),
   webhook_key: Schema.NullOr(Schema.String),
-  rate_per_second: Schema.NullOr(Schema.Number)
+  rate_per_second: Schema.NullOr(Schema.Number),
+  is_simulated: Schema.Boolean
 })
 
 export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server/ChannelsRepo", {
@@ -56,7 +59,7 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
     const sql = yield* SqlClient.SqlClient
     const select = sql`
       select id, workspace_id, kind, name, pipeline_id, is_active, client_id, callback_url, allowed_origins,
-             allowed_ips, webhook_key, status, status_reason, rate_per_second, created_at, updated_at
+             allowed_ips, webhook_key, is_simulated, status, status_reason, rate_per_second, created_at, updated_at
       from channels`
 
     const set = (w: ChannelWrite) => {
@@ -72,6 +75,7 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
         entries.push(sql`credentials_ciphertext = ${w.credentials_ciphertext}`)
         entries.push(sql`status = 'connected'`, sql`status_reason = null`)
       }
+      if (w.is_simulated !== undefined) entries.push(sql`is_simulated = ${w.is_simulated}`)
       return sql.csv([...entries, sql`updated_at = now()`])
     }
 
@@ -94,10 +98,10 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
         sql`
           insert into channels (workspace_id, kind, name, pipeline_id, is_active, client_id, secret_ciphertext,
                                 callback_url, allowed_origins, allowed_ips, credentials_ciphertext, webhook_key,
-                                rate_per_second)
+                                rate_per_second, is_simulated)
           values (${row.workspace_id}, ${row.kind}, ${row.name}, ${row.pipeline_id}, ${row.is_active}, ${row.client_id},
                   ${row.secret_ciphertext}, ${row.callback_url}, ${row.allowed_origins}::text[], ${row.allowed_ips}::text[],
-                  ${row.credentials_ciphertext}, ${row.webhook_key}, ${row.rate_per_second})
+                  ${row.credentials_ciphertext}, ${row.webhook_key}, ${row.rate_per_second}, ${row.is_simulated})
           returning id`
     })
 

@@ -14,7 +14,7 @@ import {
   type SendFailure,
   WorkspaceId
 } from "@parley/domain"
-import { Effect, Option, Schema } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { IN_PROGRESS, INTERRUPTED } from "../delivery/AttemptLog.js"
@@ -39,6 +39,7 @@ const Target = Schema.Struct({
   kind: Schema.String,
   is_active: Schema.Boolean,
   channel_status: Schema.String,
+  rate_per_second: Schema.NullOr(Schema.Number),
   credentials_ciphertext: Schema.String
 })
 
@@ -79,10 +80,26 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
                  (select q.external_message_id from messages q where q.id = m.in_reply_to and exists (
                     select 1 from messages later where later.conversation_id = q.conversation_id and later.role = 'user'
                       and (later.created_at, later.id) > (q.created_at, q.id))) as quoted_id,
-                 ch.kind, ch.is_active, ch.status as channel_status, ch.credentials_ciphertext
+                 ch.kind, ch.is_active, ch.status as channel_status, ch.rate_per_second, ch.credentials_ciphertext
           from messages m join conversations cv on cv.id = m.conversation_id join channels ch on ch.id = m.channel_id
           where m.id = ${messageId} and ch.credentials_ciphertext is not null`
     })
+
+    /**
+     * The channel's next send slot, reserved in the database so every process of a cluster keeps to one rate: how
+     * long to wait for it (0 when the channel has been idle).
+     */
+    const reserveSlot = (channelId: number, perSecond: number) => {
+      const gap = 1 / perSecond
+      return sql<{ wait_ms: number }>`
+        insert into channel_send_pace (channel_id, next_at) values (${channelId}, clock_timestamp() + make_interval(secs => ${gap}))
+        on conflict (channel_id) do update
+          set next_at = greatest(channel_send_pace.next_at, clock_timestamp()) + make_interval(secs => ${gap})
+        returning greatest(0, extract(epoch from (next_at - clock_timestamp())) * 1000 - ${
+        gap * 1000
+      })::float8 as wait_ms`
+        .pipe(Effect.flatMap((rows) => Effect.sleep(Duration.millis(rows[0]?.wait_ms ?? 0))))
+    }
 
     const publicBase = () =>
       Option.getOrElse(config.publicUrl, () => bound.apiNow() ?? `http://${config.host}:${config.port}`)
@@ -191,6 +208,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
           name: f.name,
           type: f.type
         }))
+        yield* reserveSlot(t.channel_id, t.rate_per_second ?? entry.value.provider.rules.defaultRatePerSecond)
         const started = Date.now()
         const result = yield* entry.value.provider.send(credentials, {
           to: t.thread!,

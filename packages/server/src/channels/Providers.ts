@@ -5,14 +5,19 @@
  */
 import type { ChannelProvider } from "@parley/domain"
 import { Effect, Option, type Schema } from "effect"
+import { randomInt } from "node:crypto"
 import { randomBase62 } from "../identity/Secrets.js"
-import { DEFAULT_API_VERSION, WhatsApp, WhatsAppCredentialsInput } from "./whatsapp/WhatsApp.js"
+import { DEFAULT_API_VERSION, SimulatedInput, WhatsApp, WhatsAppCredentialsInput } from "./whatsapp/WhatsApp.js"
+
+const randomDigits = (n: number) => Array.from({ length: n }, () => randomInt(10)).join("")
 
 /** One provider kind as the channel layer sees it. `any`: each entry keeps its own credentials' type. */
 export interface ProviderEntry {
   readonly provider: ChannelProvider<any>
   /** What `credentials` must hold on create and update (422 naming `credentials.<field>` otherwise). */
-  readonly input: Schema.Schema<any, any, never>
+  readonly inputFor: (given: unknown) => Schema.Schema<any, any, never>
+  /** Whether checked credentials ask for the simulator Parley ships instead of the provider. */
+  readonly simulated: (stored: any) => boolean
   /** The stored credentials for a checked input: generated and default fields filled. */
   readonly complete: (input: any) => Record<string, unknown>
   /** What the create answer shows once besides the webhook URL (never a token or secret). */
@@ -28,12 +33,26 @@ export class ChannelProviders extends Effect.Service<ChannelProviders>()("@parle
     const entries: Record<string, ProviderEntry> = {
       whatsapp: {
         provider: whatsapp.provider,
-        input: WhatsAppCredentialsInput,
-        complete: (input: typeof WhatsAppCredentialsInput.Type) => ({
-          ...input,
-          verify_token: input.verify_token ?? `pvt_${randomBase62(32)}`,
-          api_version: input.api_version ?? DEFAULT_API_VERSION
-        }),
+        inputFor: (given) =>
+          typeof given === "object" && given !== null && "simulator" in given
+            ? SimulatedInput
+            : WhatsAppCredentialsInput,
+        simulated: (stored: { simulator?: boolean }) => stored.simulator === true,
+        complete: (input: typeof WhatsAppCredentialsInput.Type | typeof SimulatedInput.Type) =>
+          "simulator" in input
+            ? {
+              phone_number_id: `1${randomDigits(14)}`,
+              access_token: `sim_${randomBase62(40)}`,
+              app_secret: randomBase62(32),
+              verify_token: `pvt_${randomBase62(32)}`,
+              api_version: DEFAULT_API_VERSION,
+              simulator: true
+            }
+            : {
+              ...input,
+              verify_token: input.verify_token ?? `pvt_${randomBase62(32)}`,
+              api_version: input.api_version ?? DEFAULT_API_VERSION
+            },
         shown: (stored: { verify_token: string }) => ({ verify_token: stored.verify_token }),
         endpoint: whatsapp.endpoint
       }

@@ -6,8 +6,7 @@ import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/
 import type { ProviderRequest } from "@parley/domain"
 import { Effect, Layer } from "effect"
 import { ProviderInbound } from "./ProviderInbound.js"
-
-const PATH = "/channels/:key/webhook"
+import { WEBHOOK_ROUTE } from "./WebhookPath.js"
 
 const providerRequest = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -41,9 +40,7 @@ const receive = Effect.gen(function*() {
   Effect.withSpan("ChannelWebhook.receive")
 )
 
-export const isWebhookPath = (path: string) => /^\/channels\/[^/]+\/webhook$/.test(path)
-
 export const ChannelWebhookRoutes = Layer.mergeAll(
-  HttpLayerRouter.add("GET", PATH, handshake),
-  HttpLayerRouter.add("POST", PATH, receive)
+  HttpLayerRouter.add("GET", WEBHOOK_ROUTE, handshake),
+  HttpLayerRouter.add("POST", WEBHOOK_ROUTE, receive)
 )

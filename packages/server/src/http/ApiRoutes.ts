@@ -22,6 +22,7 @@ import { ContactsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.j
 import { ModelPoolHttpLive, PipelinesHttpLive } from "../pipelines/Http.js"
 import { VersionsHttpLive } from "../pipelines/VersionsHttp.js"
 import { DemoPageRoutes } from "../seed/DemoPage.js"
+import { SimulatorRoutes } from "../simulator/Routes.js"
 import { WebChatAuthLive, WebChatHttpLive } from "../webchat/Http.js"
 import { EventWebhooksHttpLive } from "../webhooks/Http.js"
 import { WidgetAuthLive, WidgetHttpLive, WidgetRoutes } from "../widget/Http.js"
@@ -97,5 +98,6 @@ export const ApiRoutes = Layer.mergeAll(
   ConsoleRoutes,
   WidgetRoutes,
   DemoPageRoutes,
+  SimulatorRoutes,
   NotFoundRoute
 )

@@ -5,7 +5,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { errorBody, MAX_OPERATOR_FILE_BYTES, MAX_OPERATOR_FILES, ValidationIssue } from "@parley/domain"
-import { isWebhookPath } from "../channels/Webhook.js"
+import { isWebhookPath } from "../channels/WebhookPath.js"
 import type { ListenerPolicy } from "./RequestGuard.js"
 
 const KB = 1024

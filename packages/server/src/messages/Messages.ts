@@ -25,6 +25,7 @@ import { Data, Effect, Option } from "effect"
 import * as Fs from "node:fs"
 import { PROVIDER_ATTEMPTS, ProviderDelivery } from "../channels/ProviderDelivery.js"
 import { ChannelProviders } from "../channels/Providers.js"
+import { windowClosesAt } from "../channels/ServiceWindow.js"
 import { Deliveries } from "../delivery/Deliveries.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
@@ -105,20 +106,19 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       })
 
     /** A provider's service window (WhatsApp: 24 hours after the contact's latest message): 422 once it closed. */
-    const checkWindow = (t: Target) => {
-      const windowMs = Option.flatMap(
-        channelProviders.forKind(t.kind ?? ""),
-        (entry) => Option.fromNullable(entry.provider.rules.serviceWindowMs)
-      )
-      if (Option.isNone(windowMs) || t.contact_sent_at_ms === null) return Effect.void
-      const closedAt = t.contact_sent_at_ms + windowMs.value
-      return closedAt >= Date.now() ? Effect.void : Unprocessable.of([{
-        field: "message",
-        message: `The ${t.kind} service window closed at ${
-          new Date(closedAt).toISOString()
-        } (24 hours after the contact's latest message): only an approved template can be sent until the contact writes again.`
-      }])
-    }
+    const checkWindow = (t: Target) =>
+      Option.match(windowClosesAt(channelProviders, t.kind, t.contact_sent_at_ms), {
+        onNone: () => Effect.void,
+        onSome: (closedAt) =>
+          closedAt >= Date.now() ? Effect.void : Unprocessable.of([{
+            field: "message",
+            message: closedAt === 0
+              ? `The contact has not written on this ${t.kind} channel yet: only an approved template can be sent.`
+              : `The ${t.kind} service window closed at ${
+                new Date(closedAt).toISOString()
+              } (24 hours after the contact's latest message): only an approved template can be sent until the contact writes again.`
+          }])
+      })
 
     const send = Effect.fn("Messages.send")(function*(
       conversationId: ConversationId,

@@ -35,6 +35,8 @@ export interface DemoCredentials {
    * The website widget channel the demo page at `/` embeds; its secret signs the replies' webhooks to `/demo/webhook`.
    */
   readonly widget?: { readonly id: ChannelId; readonly client_id: string; readonly client_secret: string }
+  /** The simulated WhatsApp channel (docs/channels.md): the demo page links to its phone, `simulator_path`. */
+  readonly whatsapp?: { readonly id: ChannelId; readonly simulator_path: string }
 }
 
 export const demoCredentialsPath = (dataDir: string) => Path.join(dataDir, "demo-credentials.json")
@@ -86,27 +88,40 @@ const demoWidget = (credentials: DemoCredentials, api: string | undefined) =>
       defaultWorkspaceId: credentials.workspace_id
     }
     const settings = demoWidgetSettings(api, Option.getOrUndefined(config.publicUrl))
+    let updated = credentials
     if (credentials.widget !== undefined) {
       yield* channels.update(credentials.widget.id, settings).pipe(
         Effect.provideService(CurrentActor, actor),
         Effect.catchAll(() => Effect.void)
       )
-      return credentials
+    } else {
+      const widget = yield* channels.create({
+        kind: "widget",
+        name: "Demo website widget",
+        pipeline_id: credentials.pipeline_id,
+        ...settings
+      }).pipe(Effect.provideService(CurrentActor, actor), Effect.orDie)
+      updated = {
+        ...updated,
+        widget: { id: widget.id, client_id: widget.client_id!, client_secret: widget.client_secret! }
+      }
     }
-    const widget = yield* channels.create({
-      kind: "widget",
-      name: "Demo website widget",
-      pipeline_id: credentials.pipeline_id,
-      ...settings
-    }).pipe(
-      Effect.provideService(CurrentActor, actor),
-      Effect.orDie
-    )
-    const updated: DemoCredentials = {
-      ...credentials,
-      widget: { id: widget.id, client_id: widget.client_id!, client_secret: widget.client_secret! }
+    if (credentials.whatsapp === undefined) {
+      // a WhatsApp number played by the simulator, so the demo shows a messaging channel with no Meta account
+      const whatsapp = yield* channels.create({
+        kind: "whatsapp",
+        name: "Demo WhatsApp (simulator)",
+        pipeline_id: credentials.pipeline_id,
+        credentials: { simulator: true }
+      }).pipe(Effect.provideService(CurrentActor, actor), Effect.orDie)
+      updated = {
+        ...updated,
+        whatsapp: { id: whatsapp.id, simulator_path: new URL(whatsapp.simulator_url!).pathname }
+      }
     }
-    Fs.writeFileSync(demoCredentialsPath(config.dataDir), JSON.stringify(updated, null, 2), { mode: 0o600 })
+    if (updated !== credentials) {
+      Fs.writeFileSync(demoCredentialsPath(config.dataDir), JSON.stringify(updated, null, 2), { mode: 0o600 })
+    }
     return updated
   })
 

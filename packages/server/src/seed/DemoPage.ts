@@ -63,7 +63,7 @@ const demoOf = Effect.map(AppConfig, (config) => {
   const kept = withWidget.get(config.dataDir)
   if (kept !== undefined) return kept
   const demo = readDemoCredentials(config.dataDir)
-  if (demo?.widget !== undefined) withWidget.set(config.dataDir, demo)
+  if (demo?.widget !== undefined && demo.whatsapp !== undefined) withWidget.set(config.dataDir, demo)
   return demo
 })
 
@@ -77,7 +77,7 @@ const page = Effect.gen(function*() {
   const nonce = scriptNonce()
   return html(
     template.replaceAll("__CLIENT_ID__", escapeHtml(demo.widget.client_id)).replaceAll("__API__", escapeHtml(api))
-      .replaceAll("__NONCE__", nonce),
+      .replaceAll("__NONCE__", nonce).replaceAll("__WHATSAPP__", escapeHtml(demo.whatsapp?.simulator_path ?? "")),
     demoPolicy(nonce, api, receiver)
   )
 })

@@ -17,6 +17,8 @@ export interface GraphRequest {
   readonly path: string
   readonly body: any
   readonly token: string | undefined
+  /** When it arrived (real ms). */
+  readonly at: number
 }
 
 /** Meta's error body for `code` (the shapes the Cloud API documents). */
@@ -114,7 +116,7 @@ export const fakeGraph = (state: FakeGraphState) =>
               body = raw
             }
             const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1]
-            state.requests.push({ method: req.method ?? "GET", path: url.pathname, body, token })
+            state.requests.push({ method: req.method ?? "GET", path: url.pathname, body, token, at: Date.now() })
             const json = (status: number, payload: unknown) =>
               res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(payload))
             if (token !== state.token) return json(401, expiredToken)

@@ -6,8 +6,12 @@ import { NodeHttpClient } from "@effect/platform-node"
 import type { ChannelProvider } from "@parley/domain"
 import { Effect, Schema } from "effect"
 import { AppConfig } from "../../config/AppConfig.js"
+import { BoundAddresses } from "../../http/Listener.js"
 import { makeGraph, MAX_TEXT_CHARS } from "./WhatsAppGraph.js"
 import { handshake, parse, verify } from "./WhatsAppWebhook.js"
+
+/** Where this server's WhatsApp simulator answers as the Graph API (simulator/WhatsAppSimulator.ts). */
+export const SIMULATOR_GRAPH_PATH = "/simulator/graph"
 
 /** The Graph API version used when a channel does not name one. */
 export const DEFAULT_API_VERSION = "v23.0"
@@ -38,6 +42,9 @@ export const WhatsAppCredentialsInput = Schema.Struct({
   )
 })
 
+/** A channel that talks to the simulator Parley ships (docs/channels.md): everything else is generated. */
+export const SimulatedInput = Schema.Struct({ simulator: Schema.Literal(true) })
+
 /** As stored (encrypted): the verify token and API version always set. */
 export const WhatsAppCredentials = Schema.Struct({
   phone_number_id: Schema.String,
@@ -45,7 +52,9 @@ export const WhatsAppCredentials = Schema.Struct({
   app_secret: Schema.String,
   business_account_id: Schema.optional(Schema.String),
   verify_token: Schema.String,
-  api_version: Schema.String
+  api_version: Schema.String,
+  /** Sends go to this server's own simulator (`/simulator/graph`), never to Meta. */
+  simulator: Schema.optional(Schema.Boolean)
 })
 export type WhatsAppCredentials = typeof WhatsAppCredentials.Type
 
@@ -53,11 +62,16 @@ export type WhatsAppCredentials = typeof WhatsAppCredentials.Type
 const MAX_FILE_BYTES = 25 * 1024 * 1024
 
 export class WhatsApp extends Effect.Service<WhatsApp>()("@parley/server/WhatsApp", {
-  dependencies: [AppConfig.Default, NodeHttpClient.layerUndici],
+  dependencies: [AppConfig.Default, NodeHttpClient.layerUndici, BoundAddresses.Default],
   effect: Effect.gen(function*() {
     const config = yield* AppConfig
+    const bound = yield* BoundAddresses
     const graph = yield* makeGraph
-    const base = config.metaGraphApiUrl
+    /** Meta's Graph API, or for a simulated channel this process's own simulator. */
+    const baseOf = (c: WhatsAppCredentials) =>
+      c.simulator === true
+        ? `${bound.apiNow() ?? `http://${config.host}:${config.port}`}${SIMULATOR_GRAPH_PATH}`
+        : config.metaGraphApiUrl
     const provider: ChannelProvider<WhatsAppCredentials> = {
       kind: "whatsapp",
       rules: {
@@ -70,13 +84,13 @@ export class WhatsApp extends Effect.Service<WhatsApp>()("@parley/server/WhatsAp
       handshake,
       verify,
       parse,
-      send: (c, m) => graph.send(base, c, m),
-      markRead: (c, id) => graph.markRead(base, c, id),
-      fetchMedia: (c, media, maxBytes) => graph.fetchMedia(base, c, media, maxBytes),
-      check: (c) => graph.check(base, c)
+      send: (c, m) => graph.send(baseOf(c), c, m),
+      markRead: (c, id) => graph.markRead(baseOf(c), c, id),
+      fetchMedia: (c, media, maxBytes) => graph.fetchMedia(baseOf(c), c, media, maxBytes),
+      check: (c) => graph.check(baseOf(c), c)
     }
     /** The endpoint a send goes to, for the delivery log (never with the token). */
-    const endpoint = (c: WhatsAppCredentials) => `${base}/${c.api_version}/${c.phone_number_id}/messages`
+    const endpoint = (c: WhatsAppCredentials) => `${baseOf(c)}/${c.api_version}/${c.phone_number_id}/messages`
     return { provider, endpoint }
   })
 }) {}

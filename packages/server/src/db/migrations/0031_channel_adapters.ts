@@ -7,7 +7,8 @@ import { Effect } from "effect"
  * it until its credentials are replaced. Messages keep the provider's receipts (`delivery_status` and a timestamp
  * per step, never moving backwards) and, for a contact's message, when the provider says it was sent: a service
  * window counts from there. A provider's message id is stored once per channel, however often the webhook is
- * retried. What a provider posted that we could not use is recorded in `channel_events`.
+ * retried. What a provider posted that we could not use is recorded in `channel_events`. A simulated channel talks to
+ * the provider simulator Parley ships (docs/channels.md, "Try it without an account").
  */
 export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql.unsafe(`
@@ -16,7 +17,8 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
       add column webhook_key text,
       add column status text not null default 'connected' check (status in ('connected', 'disconnected')),
       add column status_reason text,
-      add column rate_per_second integer check (rate_per_second > 0);
+      add column rate_per_second integer check (rate_per_second > 0),
+      add column is_simulated boolean not null default false;
     create unique index channels_webhook_key on channels (webhook_key) where webhook_key is not null;
 
     alter table messages
@@ -30,6 +32,12 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
       where role = 'user' and external_message_id is not null;
     create index messages_provider_outbound on messages (channel_id, external_message_id)
       where role = 'assistant' and external_message_id is not null;
+
+    -- the next free send slot of a channel: every process of a cluster reserves its sends here (its rate)
+    create table channel_send_pace (
+      channel_id bigint primary key references channels (id) on delete cascade,
+      next_at timestamptz not null
+    );
 
     create table channel_events (
       id bigint generated always as identity primary key,

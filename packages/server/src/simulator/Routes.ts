@@ -1,0 +1,78 @@
+/**
+ * The simulator's routes on the api listener (WhatsAppSimulator.ts): Meta's Graph API as a simulated channel's
+ * adapter calls it, and the contact's phone: a page, its thread, and the contact's messages.
+ */
+import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer, Option, Schema } from "effect"
+import { SIMULATOR_GRAPH_PATH } from "../channels/whatsapp/WhatsApp.js"
+import { htmlResponse, scriptNonce } from "../http/PageHeaders.js"
+import { phonePage } from "./PhonePage.js"
+import { WhatsAppSimulator } from "./WhatsAppSimulator.js"
+
+const json = (status: number, body: unknown) => HttpServerResponse.unsafeJson(body, { status })
+const notFound = json(404, { message: "No simulated channel has this address." })
+
+const bearer = Effect.map(
+  HttpServerRequest.HttpServerRequest,
+  (request) => /^Bearer (.+)$/i.exec(request.headers["authorization"] ?? "")?.[1]
+)
+
+const graphSend = Effect.gen(function*() {
+  const { phone } = yield* HttpLayerRouter.params
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const body = yield* Effect.orElseSucceed(request.json, () => undefined)
+  const answer = yield* (yield* WhatsAppSimulator).graphSend(phone ?? "", yield* bearer, body)
+  return json(answer.status, answer.body)
+})
+
+const graphPhone = Effect.gen(function*() {
+  const { phone } = yield* HttpLayerRouter.params
+  const answer = yield* (yield* WhatsAppSimulator).graphPhone(phone ?? "", yield* bearer)
+  return json(answer.status, answer.body)
+})
+
+const Say = Schema.Struct({
+  wa_id: Schema.String.pipe(
+    Schema.pattern(/^[1-9]\d{6,14}$/, { message: () => "must be a phone: digits, country code" })
+  ),
+  name: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "Simulated contact" }),
+  text: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(4096))
+})
+
+const say = Effect.gen(function*() {
+  const { key } = yield* HttpLayerRouter.params
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const input = yield* Effect.either(Effect.flatMap(request.json, Schema.decodeUnknown(Say)))
+  if (input._tag === "Left") {
+    return json(422, { message: "Expected {wa_id, name?, text}: a phone of digits and 1 to 4096 characters." })
+  }
+  const sent = yield* (yield* WhatsAppSimulator).contactSays(key ?? "", input.right)
+  return Option.match(sent, { onNone: () => notFound, onSome: (s) => json(200, s) })
+})
+
+const thread = Effect.gen(function*() {
+  const { key } = yield* HttpLayerRouter.params
+  const search = yield* HttpServerRequest.ParsedSearchParams
+  const simulator = yield* WhatsAppSimulator
+  if (Option.isNone(yield* simulator.simulated("key", key ?? ""))) return notFound
+  const waId = typeof search.wa_id === "string" ? search.wa_id : ""
+  return json(200, { wa_id: waId, messages: simulator.thread(key ?? "", waId) })
+})
+
+const page = Effect.gen(function*() {
+  const { key } = yield* HttpLayerRouter.params
+  if (Option.isNone(yield* (yield* WhatsAppSimulator).simulated("key", key ?? ""))) return notFound
+  const nonce = scriptNonce()
+  const policy = { "script-src": [`'nonce-${nonce}'`], "style-src": ["'unsafe-inline'"], "connect-src": ["'self'"] }
+  return htmlResponse(phonePage(nonce), policy, {
+    cache: "no-store"
+  })
+})
+
+export const SimulatorRoutes = Layer.mergeAll(
+  HttpLayerRouter.add("POST", `${SIMULATOR_GRAPH_PATH}/:version/:phone/messages`, graphSend),
+  HttpLayerRouter.add("GET", `${SIMULATOR_GRAPH_PATH}/:version/:phone`, graphPhone),
+  HttpLayerRouter.add("GET", "/simulator/whatsapp/:key", page),
+  HttpLayerRouter.add("GET", "/simulator/whatsapp/:key/thread", thread),
+  HttpLayerRouter.add("POST", "/simulator/whatsapp/:key/messages", say)
+)
