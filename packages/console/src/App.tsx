@@ -6,6 +6,7 @@ import { useEffect } from "preact/hooks"
 import { Analytics } from "./Analytics.js"
 import { api, type ChannelRecord, type MeInfo, type Member, type PipelineRecord } from "./api.js"
 import { Board } from "./Board.js"
+import { Channels } from "./Channels.js"
 import { ConversationView } from "./Conversation.js"
 import { Inbox } from "./Inbox.js"
 import { filters } from "./inboxStore.js"
@@ -20,7 +21,7 @@ const csrf = () => document.querySelector<HTMLMetaElement>("meta[name=parley-csr
 
 const Nav = () => {
   const page = route.value.page
-  const link = (target: "inbox" | "board" | "analytics", text: string) => (
+  const link = (target: "inbox" | "board" | "analytics" | "channels", text: string) => (
     <a
       href={target === "inbox" ? "/console" : `/console/${target}`}
       aria-current={page === target ? "page" : undefined}
@@ -30,7 +31,12 @@ const Nav = () => {
     </a>
   )
   return (
-    <nav aria-label="Console">{link("inbox", "Inbox")}{link("board", "Board")}{link("analytics", "Analytics")}</nav>
+    <nav aria-label="Console">
+      {link("inbox", "Inbox")}
+      {link("board", "Board")}
+      {link("analytics", "Analytics")}
+      {link("channels", "Channels")}
+    </nav>
   )
 }
 
@@ -114,6 +120,8 @@ export const App = () => {
           )
           : r.page === "board"
           ? <Board />
+          : r.page === "channels"
+          ? <Channels />
           : <Analytics />}
       </main>
       <div

@@ -6,12 +6,28 @@ import { useSignal } from "@preact/signals"
 import { useEffect, useRef } from "preact/hooks"
 import { api, type ConversationFull, type Message, type MessagesPage } from "./api.js"
 import { Composer } from "./Composer.js"
-import { contactName, since } from "./format.js"
+import { contactName, duration, kindLabel, now, since } from "./format.js"
 import { refreshOne, typing } from "./inboxStore.js"
 import { listen } from "./live.js"
 import { OpportunityPanel } from "./OpportunityPanel.js"
 import { fail, memberName, members, navigate, say, userId } from "./state.js"
 import { Transcript } from "./Transcript.js"
+
+/** The provider's window (WhatsApp: 24 hours after the contact's last message): time left, or closed. */
+const ServiceWindow = ({ closesAt }: { closesAt: string }) => {
+  const left = (Date.parse(closesAt) - now.value) / 1000
+  return left > 0
+    ? (
+      <span class="window" data-open="true" title={`Free-form messages until ${new Date(closesAt).toLocaleString()}`}>
+        Window: {duration(left)} left
+      </span>
+    )
+    : (
+      <span class="window" data-open="false" title="Only an approved template may be sent until the contact writes">
+        Window closed
+      </span>
+    )
+}
 
 const merge = (known: ReadonlyArray<Message>, fresh: ReadonlyArray<Message>) => {
   const byId = new Map(known.map((m) => [m.id, m]))
@@ -156,7 +172,9 @@ export const ConversationView = ({ id }: { id: number }) => {
         void loadNewest().catch(fail)
         if (e.sender === "contact") void api("POST", `conversations/${id}/read`).catch(() => undefined)
       },
-      handoff: (e) => void (e.conversation_id === id && loadDetail().catch(fail))
+      handoff: (e) => void (e.conversation_id === id && loadDetail().catch(fail)),
+      // a receipt: the newest page again, with the message's ticks
+      status: (e) => void (e.conversation_id === id && loadNewest().catch(fail))
     })
   }, [id])
 
@@ -193,7 +211,10 @@ export const ConversationView = ({ id }: { id: number }) => {
                   ? `With ${memberName(c.handoff.assignee_id)}`
                   : "The AI has it"}
               </span>
-              {c.channel_kind !== null && <span class="channel">{c.channel_kind}</span>}
+              {c.channel_kind !== null && (
+                <span class="channel" data-kind={c.channel_kind}>{kindLabel(c.channel_kind)}</span>
+              )}
+              {c.service_window_closes_at !== null && <ServiceWindow closesAt={c.service_window_closes_at} />}
             </p>
           </div>
           <Moves c={c} reload={reload} />
@@ -210,6 +231,7 @@ export const ConversationView = ({ id }: { id: number }) => {
             <button type="button" class="link" onClick={() => void loadOlder().catch(fail)}>Load older messages</button>
           )}
           <Transcript
+            kind={c.channel_kind}
             messages={messages.value}
             moves={c.handoff_events}
             complete={older.value === null}

@@ -7,7 +7,7 @@ import { useSignal } from "@preact/signals"
 import { useEffect, useRef } from "preact/hooks"
 import type { Conversation, StageRecord } from "./api.js"
 import { api } from "./api.js"
-import { clock, contactName, since } from "./format.js"
+import { clock, contactName, kindLabel, since } from "./format.js"
 import { filters, loading, loadMore, nextCursor, reload, rows, selected, typing } from "./inboxStore.js"
 import { fail, memberName, navigate, route, workspaceChannels, workspaceId, workspacePipelines } from "./state.js"
 
@@ -42,6 +42,11 @@ const Row = ({ c, index, active, open }: { c: Conversation; index: number; activ
   >
     <div class="row-top">
       <strong class="name">{contactName(c.contact)}</strong>
+      {c.channel_kind !== null && (
+        <span class="kind" data-kind={c.channel_kind} title={kindLabel(c.channel_kind)}>
+          {kindLabel(c.channel_kind)}
+        </span>
+      )}
       <span class={`badge state-${c.handoff.state}`}>{stateLabel(c)}</span>
     </div>
     <div class="row-bottom">

@@ -4,7 +4,7 @@
  * assigned, handed back with what note), which the contact never sees.
  */
 import type { ConversationFull, Message } from "./api.js"
-import { bytes, clock } from "./format.js"
+import { bytes, clock, kindLabel } from "./format.js"
 import { memberName } from "./state.js"
 
 const NO_REPLY: Record<string, string> = {
@@ -17,8 +17,23 @@ const NO_REPLY: Record<string, string> = {
   model_not_configured: "No reply: the pipeline's model is not configured",
   provider_error: "No reply: the model provider failed",
   reply_withheld: "No reply: the output guard withheld it (it repeated the agent's instructions)",
-  no_agent: "No reply: no agent handles this channel"
+  no_agent: "No reply: no agent handles this channel",
+  outside_service_window:
+    "No reply: the channel's service window has closed (24 hours after the contact's last message)"
 }
+
+/** A provider's receipts as WhatsApp shows them: one tick sent, two delivered, two blue read. */
+const RECEIPT: Record<string, string> = { sent: "✓ Sent", delivered: "✓✓ Delivered", read: "✓✓ Read", failed: "Failed" }
+const Receipt = ({ m }: { m: Message }) =>
+  m.delivery_status === null ? null : (
+    <span
+      class="receipt"
+      data-status={m.delivery_status}
+      title={m.read_at ?? m.delivered_at ?? undefined}
+    >
+      {RECEIPT[m.delivery_status] ?? m.delivery_status}
+    </span>
+  )
 
 const author = (m: Message) =>
   m.sender === "contact"
@@ -27,16 +42,17 @@ const author = (m: Message) =>
     ? (m.call_type === "handoff_bridge" ? "AI (bridge)" : "AI")
     : `Operator (${memberName(m.sender_id)})`
 
-const delivery = (m: Message) => {
+/** The reply webhook's attempts (web and widget), or a provider channel's sends ("WhatsApp"). */
+const delivery = (m: Message, via: string) => {
   if (m.role !== "assistant" || m.deliveries.length === 0) return null
   const last = m.deliveries[m.deliveries.length - 1]!
   const ok = last.status_code !== null && last.status_code >= 200 && last.status_code < 300
   // the log records an attempt before it is sent (error "In progress" until the answer)
   const text = ok
-    ? `Webhook delivered (${last.status_code})`
+    ? `${via === "Webhook" ? "Webhook delivered" : `Sent to ${via}`} (${last.status_code})`
     : last.status_code === null && last.error === "In progress"
-    ? "Webhook sending"
-    : `Webhook ${last.status_code ?? "failed"}${last.error === null ? "" : `: ${last.error}`}`
+    ? `${via} sending`
+    : `${via} ${last.status_code ?? "failed"}${last.error === null ? "" : `: ${last.error}`}`
   return (
     <span class="delivery" data-ok={ok} title={`${m.deliveries.length} attempt(s), last to ${last.url}`}>{text}</span>
   )
@@ -116,11 +132,12 @@ const lines = (
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : "move" in a ? 1 : -1))
 }
 
-const MessageLine = ({ m }: { m: Message }) => (
+const MessageLine = ({ m, via }: { m: Message; via: string }) => (
   <li class={`msg from-${m.sender}`} data-sender={m.sender} data-id={m.id}>
     <div class="msg-head">
       <span class="author">{author(m)}</span>
       <time dateTime={m.created_at}>{clock(m.created_at)}</time>
+      <Receipt m={m} />
     </div>
     {m.message !== null && m.message !== "" && <p class="text">{m.message}</p>}
     {m.files.length > 0 && <Files files={m.files} />}
@@ -128,12 +145,14 @@ const MessageLine = ({ m }: { m: Message }) => (
     {m.no_reply_reason !== null && (
       <p class="no-reply">{NO_REPLY[m.no_reply_reason] ?? `No reply: ${m.no_reply_reason}`}</p>
     )}
-    {delivery(m)}
+    {delivery(m, via)}
   </li>
 )
 
-export const Transcript = ({ messages, moves = [], complete = true, typing }: {
+export const Transcript = ({ messages, moves = [], complete = true, typing, kind = null }: {
   messages: ReadonlyArray<Message>
+  /** the conversation's channel kind: a provider's sends are named after it */
+  kind?: string | null
   moves?: ReadonlyArray<Move>
   /** every earlier message is loaded: moves before the oldest one show too */
   complete?: boolean
@@ -144,7 +163,13 @@ export const Transcript = ({ messages, moves = [], complete = true, typing }: {
       {lines(messages, moves, complete).map((line) =>
         "move" in line
           ? <Activity key={`move-${line.move.id}`} e={line.move} />
-          : <MessageLine key={line.message.id} m={line.message} />
+          : (
+            <MessageLine
+              key={line.message.id}
+              m={line.message}
+              via={kind === null || kind === "web" || kind === "widget" ? "Webhook" : kindLabel(kind)}
+            />
+          )
       )}
       {typing && <li class="typing">AI is typing…</li>}
     </ol>

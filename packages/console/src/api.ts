@@ -5,6 +5,8 @@
  */
 import type {
   Channel,
+  ChannelCheck,
+  ChannelWithSecret,
   ConversationDetail,
   ConversationListItem,
   ConversationMessage,
@@ -22,6 +24,8 @@ import type {
 type Wire<S extends { readonly Encoded: unknown }> = S["Encoded"]
 
 export type ChannelRecord = Wire<typeof Channel>
+export type ChannelCreated = Wire<typeof ChannelWithSecret>
+export type ChannelCheckResult = Wire<typeof ChannelCheck>
 export type Conversation = Wire<typeof ConversationListItem>
 export type ConversationFull = Wire<typeof ConversationDetail>
 export type Message = Wire<typeof ConversationMessage>

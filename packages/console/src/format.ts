@@ -41,3 +41,14 @@ export const bytes = (
 
 /** Days as `YYYY-MM-DD` in UTC (the analytics endpoints' calendar). */
 export const isoDay = (d: Date) => d.toISOString().slice(0, 10)
+
+/** A channel kind as operators name it. */
+export const KIND_LABEL: Readonly<Record<string, string>> = {
+  web: "Web chat",
+  widget: "Website widget",
+  whatsapp: "WhatsApp",
+  messenger: "Messenger",
+  instagram: "Instagram",
+  linkedin: "LinkedIn"
+}
+export const kindLabel = (kind: string) => KIND_LABEL[kind] ?? kind

@@ -1,6 +1,6 @@
 /**
  * The operators' socket (docs/handoff.md, "The operators' socket"): joins `workspace.<id>` with the
- * console's token and hands `new_message`, `handoff` and `agent_typing` to whoever listens. Re-joins
+ * console's token and hands `new_message`, `handoff`, `agent_typing` and `message_status` to whoever listens. Re-joins
  * after a reconnect, with each renewed token, and when the server ends the access of the token it used.
  */
 import { io, type Socket } from "socket.io-client"
@@ -19,6 +19,12 @@ export interface HandoffEvent {
   readonly conversation_id: number
   readonly event: { readonly action: string; readonly to_state: string; readonly assignee_id: number | null }
 }
+/** A provider's receipt moved a sent message's `delivery_status`. */
+export interface StatusEvent {
+  readonly conversation_id: number
+  readonly message_id: string
+  readonly delivery_status: string
+}
 export interface TypingEvent {
   readonly conversation_id: number
   readonly typing: boolean
@@ -28,6 +34,7 @@ type Listener = {
   readonly message?: (e: NewMessageEvent) => void
   readonly handoff?: (e: HandoffEvent) => void
   readonly typing?: (e: TypingEvent) => void
+  readonly status?: (e: StatusEvent) => void
 }
 const listeners = new Set<Listener>()
 export const listen = (listener: Listener) => {
@@ -54,6 +61,7 @@ export const connect = () => {
   socket.on("new_message", (e: NewMessageEvent) => listeners.forEach((l) => l.message?.(e)))
   socket.on("handoff", (e: HandoffEvent) => listeners.forEach((l) => l.handoff?.(e)))
   socket.on("agent_typing", (e: TypingEvent) => listeners.forEach((l) => l.typing?.(e)))
+  socket.on("message_status", (e: StatusEvent) => listeners.forEach((l) => l.status?.(e)))
   // the token it joined with was revoked or expired: join again with the current one (signed out: offline)
   socket.on("access_ended", () => {
     connection.value = "connecting"

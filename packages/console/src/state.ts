@@ -25,17 +25,22 @@ export const memberName = (id: number | null | undefined) => {
   return m === undefined ? `user ${id}` : (m.name ?? m.email)
 }
 
-/** Routes: `/console` (inbox), `/console/c/<id>` (a conversation), `/console/board`, `/console/analytics`. */
+/**
+ * Routes: `/console` (inbox), `/console/c/<id>` (a conversation), `/console/board`, `/console/analytics`,
+ * `/console/channels`.
+ */
 export type Route =
   | { readonly page: "inbox"; readonly conversationId?: number }
   | { readonly page: "board" }
   | { readonly page: "analytics" }
+  | { readonly page: "channels" }
 
 export const parseRoute = (pathname: string): Route => {
   const conversation = /^\/console\/c\/(\d+)$/.exec(pathname)
   if (conversation !== null) return { page: "inbox", conversationId: Number(conversation[1]) }
   if (pathname === "/console/board") return { page: "board" }
   if (pathname === "/console/analytics") return { page: "analytics" }
+  if (pathname === "/console/channels") return { page: "channels" }
   return { page: "inbox" }
 }
 

@@ -8,6 +8,7 @@ import { Handoff, HandoffEvent, HandoffState } from "./Handoff.js"
 import { ChannelId, IdFromString, PipelineId, StageId, UserId, WorkspaceId } from "./Ids.js"
 import { NoReplyReasonField } from "./NoReply.js"
 import { ContactId, ConversationId, ConversationStatus, OpportunityId } from "./Opportunities.js"
+import { DeliveryStatus } from "./ports/ChannelProvider.js"
 import { all, maxChars, PerPage, Timestamp } from "./Schemas.js"
 
 /** `true`/`false` (also `1`/`0`) in a query string. */
@@ -113,7 +114,11 @@ export class ConversationDetail extends ConversationListItem.extend<Conversation
   notes: Schema.Array(Schema.String),
   cost_for_user: Schema.Number,
   avg_response_time: Schema.Number,
-  handoff_events: Schema.Array(HandoffEvent)
+  handoff_events: Schema.Array(HandoffEvent),
+  service_window_closes_at: Schema.NullOr(Timestamp).annotations({
+    description:
+      "On a channel whose provider allows free-form messages only for a while after the contact's latest message (WhatsApp: 24 hours): when that ends (in the past once closed: only a template may be sent). Null on other channels"
+  })
 }) {}
 
 /** One attempt of the signed reply webhook for a message. */
@@ -144,6 +149,12 @@ export class ConversationMessage extends Schema.Class<ConversationMessage>("Conv
   no_reply_reason: NoReplyReasonField,
   external_message_id: Schema.NullOr(Schema.String),
   cost_for_user: Schema.Number,
+  delivery_status: Schema.NullOr(DeliveryStatus).annotations({
+    description:
+      "A provider channel's receipts (docs/channels.md): `sent`, `delivered`, `read`, or `failed`; null before the first and on web channels"
+  }),
+  delivered_at: Schema.NullOr(Timestamp),
+  read_at: Schema.NullOr(Timestamp),
   deliveries: Schema.Array(DeliveryAttempt).annotations({ description: "Reply-webhook attempts, oldest first" }),
   created_at: Timestamp
 }) {}

@@ -20,6 +20,7 @@ import { Duration, Effect, Layer, Option } from "effect"
 import { ActionRunsLive } from "./actions/ActionRunsLive.js"
 import { ConversationTurnsLive } from "./agent/ConversationTurnsLive.js"
 import { ModelRegistryLive } from "./agent/ModelRegistryLive.js"
+import { ProviderTyping } from "./channels/ProviderTyping.js"
 import { AppConfig, type Role } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
 import { ClusterRetentionLive } from "./delivery/ClusterRetention.js"
@@ -132,5 +133,6 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
     Layer.provide(FollowupSequencesLive),
     Layer.provide(SequencesRepo.Default),
     Layer.provide(ReplyDeliveryLive),
+    Layer.provide(ProviderTyping.Default),
     Layer.provide([OutboundHttp.Default, AppSecret.Default])
   )

@@ -307,6 +307,43 @@ describe("the operator console in a browser", () => {
     await shot(operator, "analytics")
     expect(await unlabelled(operator)).toEqual([])
 
+    // channels: the demo's simulated WhatsApp number, its check, and connecting another
+    await operator.getByRole("link", { name: "Channels" }).click()
+    await operator.waitForURL("**/console/channels")
+    const simulated = operator.locator("li.channel-row", { hasText: "Demo WhatsApp (simulator)" })
+    await simulated.waitFor(WAIT)
+    await simulated.getByRole("button", { name: "Check connection" }).click()
+    await simulated.locator("p.check[data-ok=true]").waitFor(WAIT)
+    const simulatorUrl = await simulated.getByRole("link", { name: "Open the simulated phone" }).getAttribute("href")
+    await operator.getByLabel("Name", { exact: true }).fill("Second number")
+    await operator.getByLabel("Use the simulator instead of Meta").check()
+    await operator.getByRole("button", { name: "Connect", exact: true }).click()
+    await operator.locator("aside.created").getByLabel("Verify token").waitFor(WAIT)
+    expect(await operator.locator("aside.created").getByLabel("Callback URL").inputValue()).toMatch(
+      /\/channels\/wh_\w+\/webhook$/
+    )
+    await operator.locator("li.channel-row", { hasText: "Second number" }).waitFor(WAIT)
+    await shot(operator, "channels")
+    expect(await unlabelled(operator)).toEqual([])
+
+    // a contact writes on the simulated WhatsApp: the inbox shows the kind, the reply its receipts and the window
+    const said = await fetch(`${simulatorUrl}/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ wa_id: "4915100000042", name: "Wanda WhatsApp", text: "What does the Growth plan cost?" })
+    })
+    expect(said.status).toBe(200)
+    await operator.getByRole("link", { name: "Inbox" }).click()
+    const whatsappRow = operator.locator("ul.rows li.row", { hasText: "Wanda WhatsApp" })
+    await whatsappRow.waitFor(WAIT)
+    expect(await whatsappRow.locator(".kind").innerText()).toBe("WhatsApp")
+    await whatsappRow.click()
+    await operator.locator(".receipt[data-status=read]").first().waitFor(WAIT)
+    expect(await operator.locator(".conv-head .window[data-open=true]").innerText()).toMatch(
+      /^Window: 23 h \d+ min left$/
+    )
+    await shot(operator, "whatsapp-conversation")
+
     // the keys: k/j move through the inbox, Enter opens, e hands back
     await operator.getByRole("link", { name: "Inbox" }).click()
     await operator.waitForURL(/\/console$/)

@@ -42,6 +42,8 @@ const skipped: Record<string, string> = {
     "benchmark runs on the embedded database and throwaway Postgres clusters, minutes long",
   "docs/benchmarks.md: BENCH_PG=throwaway BENCH_TOPOLOGY=split npx tsx bench/handover.ts   # and without BENCH_TOPOLOGY, and without BENCH_PG":
     "a benchmark run on a throwaway Postgres cluster and several server processes",
+  "docs/benchmarks.md: npx tsx bench/whatsapp.ts           # 10 s per row and 2,000 replies; `npx tsx bench/whatsapp.ts 5 1000` for less":
+    "a benchmark run, minutes long",
   "docs/benchmarks.md: pnpm bench:receiver      # 10 s per row and 5,000 sockets; `npx tsx bench/receiver.ts 5 1000` for less":
     "a benchmark run, minutes long",
   "docs/benchmarks.md: pnpm bench:reply         # 10 s per row, 64 conversations; `npx tsx bench/reply.ts 5 32` for less":

@@ -19,6 +19,7 @@ import { repliesMade } from "@parley/worker"
 import { Clock, Effect, Layer, Metric, Option } from "effect"
 import { enqueueToolCalls } from "../actions/ActionRunsEnqueue.js"
 import { ChannelProviders } from "../channels/Providers.js"
+import { ProviderTyping } from "../channels/ProviderTyping.js"
 import { windowClosed } from "../channels/ServiceWindow.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
@@ -47,6 +48,7 @@ export const ConversationTurnsLive = Layer.effect(
     const knowledge = yield* Knowledge
     const modelKeys = yield* ModelKeys
     const providers = yield* ChannelProviders
+    const typing = yield* ProviderTyping
     const handoff = yield* Handoff
     const { failureRule, turnHandoff, turnTexts } = yield* makeTurnHandoffRules
     const { deliver, undelivered } = yield* makeTurnDelivery
@@ -143,7 +145,10 @@ export const ConversationTurnsLive = Layer.effect(
       if (unusable.length > 0) return skipTurn("model_not_configured", [...new Set(unusable)].join("; "))
       // the visitor's chat shows that an answer is coming; the reply's new_message ends it. An eval's sandbox
       // tells nobody (docs/evals.md): the operators' socket hears nothing of it
-      if (!c.is_eval) yield* realtime.typing(Number(c.id), c.workspace_id, true)
+      if (!c.is_eval) {
+        yield* realtime.typing(Number(c.id), c.workspace_id, true)
+        if (c.contact_sent_at_ms !== null) yield* typing.composing(upTo)
+      }
       return { _tag: "Ready", context } satisfies Prepared
     })
 

@@ -29,6 +29,7 @@ import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { someOrFail } from "../util/Effects.js"
 import { ChannelCache } from "./ChannelCache.js"
 import { type ChannelRow, ChannelsRepo } from "./ChannelsRepo.js"
+import { ProviderCredentials } from "./ProviderCredentials.js"
 import { ChannelProviders } from "./Providers.js"
 
 /**
@@ -58,13 +59,15 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
     ChannelCache.Default,
     OutboundTargets.Default,
     BoundAddresses.Default,
-    ChannelProviders.Default
+    ChannelProviders.Default,
+    ProviderCredentials.Default
   ],
   effect: Effect.gen(function*() {
     const repo = yield* ChannelsRepo
     const config = yield* AppConfig
     const bound = yield* BoundAddresses
     const providers = yield* ChannelProviders
+    const providerCredentials = yield* ProviderCredentials
     const targets = yield* OutboundTargets
     const secrets = yield* AppSecret
     const channelCache = yield* ChannelCache
@@ -90,7 +93,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
     const find = (actor: Actor, id: ChannelId) => Effect.flatMap(findRow(actor, id), withUrl)
 
     /** A provider kind's credentials, checked by its adapter's schema (422 naming `credentials.<field>`). */
-    const providerCredentials = (kind: ChannelKind, given: unknown) =>
+    const checkedCredentials = (kind: ChannelKind, given: unknown) =>
       Effect.gen(function*() {
         const entry = Option.getOrThrow(providers.forKind(kind))
         if (given === undefined) {
@@ -163,7 +166,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       yield* checkConnectable(input.kind)
       yield* checkPipeline(workspaceId, input.pipeline_id)
       yield* checkCallback(input.callback_url)
-      const provider = isProviderKind(input.kind) ? yield* providerCredentials(input.kind, input.credentials) : null
+      const provider = isProviderKind(input.kind) ? yield* checkedCredentials(input.kind, input.credentials) : null
       if (provider === null && input.credentials !== undefined) {
         return yield* Unprocessable.of([{
           field: "credentials",
@@ -204,7 +207,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       const replaced = input.credentials === undefined
         ? undefined
         : isProviderKind(channel.kind)
-        ? (yield* providerCredentials(channel.kind, input.credentials)).ciphertext
+        ? (yield* checkedCredentials(channel.kind, input.credentials)).ciphertext
         : yield* Unprocessable.of([{
           field: "credentials",
           message: `A ${channel.kind} channel has no provider credentials.`
@@ -248,9 +251,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
           message: `A ${channel.kind} channel has no provider to ask.`
         }])
       }
-      const credentials = yield* Schema.decodeUnknown(Schema.parseJson(entry.value.provider.credentials))(
-        secrets.decrypt(stored.value.credentials_ciphertext)
-      ).pipe(Effect.orDie)
+      const credentials = yield* providerCredentials.of(entry.value, stored.value.credentials_ciphertext)
       return yield* entry.value.provider.check(credentials).pipe(
         Effect.map((account) =>
           new ChannelCheck({ ok: true, message: "The provider accepts the channel's credentials.", account })

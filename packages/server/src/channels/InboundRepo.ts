@@ -64,24 +64,70 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
     const sql = yield* SqlClient.SqlClient
 
     /**
+     * A returning contact's thread: its conversation on the channel by the provider's thread id, the contact, and its
+     * current opportunity in the pipeline; `complete` when nothing is to be created or linked.
+     */
+    const threadSql = (channelId: number, pipelineId: number | null, chat: string) =>
+      sql`
+        select cv.contact_id, cv.id as conversation_id, o.id as opportunity_id, o.stage_id,
+               ${pipelineId}::int8 is null or (o.id is not null and exists (
+                 select 1 from conversation_opportunity co where co.opportunity_id = o.id and co.conversation_id = cv.id
+               )) as complete
+        from conversations cv
+        left join lateral (select id, stage_id from opportunities
+                           where contact_id = cv.contact_id and pipeline_id = ${pipelineId}
+                           order by created_at desc, id desc limit 1) o on true
+        where cv.channel_id = ${channelId} and cv.external_chat_id = ${chat}
+        order by cv.id limit 1`
+
+    /**
      * A returning contact's thread in one statement: its conversation on the channel by the provider's thread id,
      * the contact, and its current opportunity in the pipeline; `complete` when nothing is to be created or linked.
      */
     const threadByChat = SqlSchema.findOne({
       Request: Schema.Struct({ channelId: ChannelId, pipelineId: Schema.NullOr(PipelineId), chat: Schema.String }),
       Result: ThreadRow,
-      execute: ({ channelId, chat, pipelineId }) =>
+      execute: ({ channelId, chat, pipelineId }) => threadSql(channelId, pipelineId, chat)
+    })
+
+    /**
+     * A returning contact's message in one statement, atomic by itself: stored on its thread (as `threadByChat`
+     * reads it) when the thread is complete and the provider id is new; else nothing is stored (a new thread, or a
+     * retried webhook) and the caller finds out which.
+     */
+    const insertOnKnownThread = SqlSchema.findOne({
+      Request: Schema.Any,
+      Result: Schema.Struct({ conversation_id: ConversationId }),
+      execute: (m: Omit<ProviderMessage, "conversation_id" | "opportunity_id" | "contact_id" | "stage_id">) =>
         sql`
-          select cv.contact_id, cv.id as conversation_id, o.id as opportunity_id, o.stage_id,
-                 ${pipelineId}::int8 is null or (o.id is not null and exists (
-                   select 1 from conversation_opportunity co where co.opportunity_id = o.id and co.conversation_id = cv.id
-                 )) as complete
-          from conversations cv
-          left join lateral (select id, stage_id from opportunities
-                             where contact_id = cv.contact_id and pipeline_id = ${pipelineId}
-                             order by created_at desc, id desc limit 1) o on true
-          where cv.channel_id = ${channelId} and cv.external_chat_id = ${chat}
-          order by cv.id limit 1`
+          with t as (${threadSql(m.channel_id, m.pipeline_id, m.external_chat_id)})
+          ${
+          MessageWrites.insert(sql, {
+            id: m.id,
+            workspace_id: m.workspace_id,
+            conversation_id: sql`t.conversation_id`,
+            opportunity_id: sql`case when ${m.pipeline_id}::int8 is null then null else t.opportunity_id end`,
+            contact_id: sql`t.contact_id`,
+            channel_id: m.channel_id,
+            stage_id: sql`case when ${m.pipeline_id}::int8 is null then null else t.stage_id end`,
+            pipeline_id: m.pipeline_id,
+            role: "user",
+            status: "received",
+            message: m.message,
+            files: sql`${JSON.stringify(m.files)}::jsonb`,
+            attachments: sql`${JSON.stringify(m.attachments)}::jsonb`,
+            external_chat_id: m.external_chat_id,
+            external_message_id: m.external_message_id,
+            provider_sent_at: m.provider_sent_at,
+            call_type: m.call_type,
+            is_manual: false,
+            sender_id: null
+          })
+        }
+          from t where t.complete
+          on conflict (channel_id, external_message_id) where role = 'user' and external_message_id is not null
+          do nothing
+          returning conversation_id`
     })
 
     const seen = SqlSchema.findOne({
@@ -180,6 +226,7 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
       seen: (channelId: ChannelId, providerId: string) =>
         seen({ channelId, providerId }).pipe(Effect.map(Option.isSome), Effect.orDie),
       insertMessage: flow(insertMessage, Effect.map(Option.map((r) => r.id)), Effect.orDie),
+      insertOnKnownThread: flow(insertOnKnownThread, Effect.map(Option.map((r) => r.conversation_id)), Effect.orDie),
       applyReceipt: (
         channelId: ChannelId,
         r: { providerMessageId: string; status: ReceiptStatus; at: Date; error: string | undefined }

@@ -5,7 +5,7 @@
  * transient failure is retried by the DeliverReply workflow, a closed window or an undeliverable message fails
  * with the provider's error, a revoked token disconnects the channel.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, type SqlError, SqlSchema } from "@effect/sql"
 import {
   ChannelId,
   ConversationId,
@@ -16,13 +16,13 @@ import {
 } from "@parley/domain"
 import { Duration, Effect, Option, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
-import { AppSecret } from "../config/AppSecret.js"
 import { IN_PROGRESS, INTERRUPTED } from "../delivery/AttemptLog.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { BoundAddresses } from "../http/Listener.js"
 import { CHANNEL_STATUS_EVENT, Realtime } from "../realtime/Realtime.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 import { ChannelsRepo } from "./ChannelsRepo.js"
+import { ProviderCredentials } from "./ProviderCredentials.js"
 import { ChannelProviders } from "./Providers.js"
 
 const Target = Schema.Struct({
@@ -46,6 +46,8 @@ const Target = Schema.Struct({
 /** A provider channel's message is tried this often in all, each wait twice the last (rate limits pass). */
 export const PROVIDER_ATTEMPTS = 6
 
+const PACE_MARGIN = 0.9
+
 const done = new DeliveryOutcome({ delivered: true, retryable: false })
 const failed = new DeliveryOutcome({ delivered: false, retryable: false })
 
@@ -53,7 +55,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
   dependencies: [
     ChannelProviders.Default,
     ChannelsRepo.Default,
-    AppSecret.Default,
+    ProviderCredentials.Default,
     AppConfig.Default,
     FileStorage.Default,
     BoundAddresses.Default,
@@ -63,7 +65,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
     const sql = yield* SqlClient.SqlClient
     const providers = yield* ChannelProviders
     const channels = yield* ChannelsRepo
-    const secrets = yield* AppSecret
+    const providerCredentials = yield* ProviderCredentials
     const config = yield* AppConfig
     const storage = yield* FileStorage
     const bound = yield* BoundAddresses
@@ -86,19 +88,43 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
     })
 
     /**
-     * The channel's next send slot, reserved in the database so every process of a cluster keeps to one rate: how
-     * long to wait for it (0 when the channel has been idle).
+     * A channel's pace, shared by every process of a cluster through its row: a send reserves the next slot (in
+     * order), sleeps until it by its time (the machines' clocks agree as NTP keeps them), then claims the send: no
+     * two sends closer than a slot, however late a busy process wakes. Slots are 10% under the rate, so no second
+     * sees more sends than the rate.
      */
     const reserveSlot = (channelId: number, perSecond: number) => {
-      const gap = 1 / perSecond
-      return sql<{ wait_ms: number }>`
+      const gap = 1 / (perSecond * PACE_MARGIN)
+      const reserve = sql<{ slot_ms: number }>`
         insert into channel_send_pace (channel_id, next_at) values (${channelId}, clock_timestamp() + make_interval(secs => ${gap}))
         on conflict (channel_id) do update
           set next_at = greatest(channel_send_pace.next_at, clock_timestamp()) + make_interval(secs => ${gap})
-        returning greatest(0, extract(epoch from (next_at - clock_timestamp())) * 1000 - ${
-        gap * 1000
-      })::float8 as wait_ms`
-        .pipe(Effect.flatMap((rows) => Effect.sleep(Duration.millis(rows[0]?.wait_ms ?? 0))))
+        returning (extract(epoch from next_at) * 1000 - ${gap * 1000})::float8 as slot_ms`.pipe(
+        Effect.map((rows) => rows[0]!.slot_ms)
+      )
+      // granted (0), or how long until the last send is a slot old
+      const claim = sql<{ wait_ms: number }>`
+        with pace as (select last_sent_at from channel_send_pace where channel_id = ${channelId} for update),
+        granted as (
+          update channel_send_pace set last_sent_at = clock_timestamp()
+          where channel_id = ${channelId}
+            and (last_sent_at is null or last_sent_at <= clock_timestamp() - make_interval(secs => ${gap}))
+          returning 0::float8 as wait_ms
+        )
+        select wait_ms from granted
+        union all
+        select greatest(1, extract(epoch from (last_sent_at + make_interval(secs => ${gap}) - clock_timestamp())) * 1000)::float8
+        from pace where not exists (select 1 from granted)`.pipe(Effect.map((rows) => rows[0]?.wait_ms ?? 0))
+      const claimed = (tries: number): Effect.Effect<void, SqlError.SqlError> =>
+        Effect.flatMap(claim, (wait) =>
+          wait === 0 || tries >= 100
+            ? Effect.void
+            : Effect.zipRight(Effect.sleep(Duration.millis(wait)), claimed(tries + 1)))
+      return Effect.gen(function*() {
+        const slot = yield* reserve
+        yield* Effect.sleep(Duration.millis(Math.max(0, slot - Date.now())))
+        yield* claimed(1)
+      })
     }
 
     const publicBase = () =>
@@ -179,9 +205,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
         if (t.status === "sent_to_user" && t.external_message_id !== null && run === 0) return Option.some(done)
         const entry = providers.forKind(t.kind)
         if (Option.isNone(entry)) return Option.some(failed)
-        const credentials = yield* Schema.decodeUnknown(Schema.parseJson(entry.value.provider.credentials))(
-          secrets.decrypt(t.credentials_ciphertext)
-        )
+        const credentials = yield* providerCredentials.of(entry.value, t.credentials_ciphertext)
         const logId = yield* logAttempt(t, run, n, entry.value.endpoint(credentials))
         const refusal = !t.is_active
           ? "The conversation's channel is inactive."

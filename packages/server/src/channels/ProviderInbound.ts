@@ -13,15 +13,16 @@ import {
   type ProviderRequest,
   ulid
 } from "@parley/domain"
-import { Data, Effect, Option, Schema } from "effect"
-import { AppSecret } from "../config/AppSecret.js"
+import { Data, Effect, Option } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { MESSAGE_STATUS_EVENT, NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 import { WebChatThreads } from "../webchat/WebChatThreads.js"
+import { ChannelCache } from "./ChannelCache.js"
 import { ChannelsRepo, type ProviderChannelRow } from "./ChannelsRepo.js"
 import { HandOvers } from "./HandOvers.js"
 import { InboundRepo } from "./InboundRepo.js"
+import { ProviderCredentials } from "./ProviderCredentials.js"
 import { ChannelProviders, type ProviderEntry } from "./Providers.js"
 
 /** How the webhook is answered: 404 unknown, 401 not the provider's (nothing stored), 200 otherwise. */
@@ -47,46 +48,34 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
     ChannelsRepo.Default,
     ChannelProviders.Default,
     InboundRepo.Default,
-    AppSecret.Default,
     FileStorage.Default,
     WebChatThreads.Default,
     OpportunitiesRepo.Default,
     Realtime.Default,
-    HandOvers.Default
+    HandOvers.Default,
+    ChannelCache.Default,
+    ProviderCredentials.Default
   ],
   effect: Effect.gen(function*() {
     const channels = yield* ChannelsRepo
     const providers = yield* ChannelProviders
     const repo = yield* InboundRepo
-    const secrets = yield* AppSecret
     const storage = yield* FileStorage
     const threads = yield* WebChatThreads
     const opportunities = yield* OpportunitiesRepo
     const realtime = yield* Realtime
     const handOvers = yield* HandOvers
+    const channelCache = yield* ChannelCache
+    const providerCredentials = yield* ProviderCredentials
     const sql = yield* SqlClient.SqlClient
-
-    /** Decrypted credentials by ciphertext: a webhook's hot path decrypts nothing twice. */
-    const decrypted = new Map<string, unknown>()
-    const credentialsOf = (entry: ProviderEntry, ciphertext: string) =>
-      Effect.gen(function*() {
-        const cached = decrypted.get(ciphertext)
-        if (cached !== undefined) return cached
-        const value = yield* Schema.decodeUnknown(Schema.parseJson(entry.provider.credentials))(
-          secrets.decrypt(ciphertext)
-        ).pipe(Effect.orDie)
-        if (decrypted.size >= 10_000) decrypted.clear()
-        decrypted.set(ciphertext, value)
-        return value
-      })
 
     const channelOf = (key: string) =>
       Effect.gen(function*() {
-        const row = yield* channels.byWebhookKey(key)
+        const row = yield* channelCache.get(`webhook:${key}`, channels.byWebhookKey(key))
         if (Option.isNone(row)) return yield* unknownWebhook
         const entry = providers.forKind(row.value.kind)
         if (Option.isNone(entry)) return yield* unknownWebhook
-        const credentials = yield* credentialsOf(entry.value, row.value.credentials_ciphertext)
+        const credentials = yield* providerCredentials.of(entry.value, row.value.credentials_ciphertext)
         return { channel: row.value, entry: entry.value, credentials }
       })
 
@@ -135,7 +124,10 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
           )
       )
 
-    /** One contact message stored (after its files) in one transaction; a repeated provider id stores nothing. */
+    /**
+     * One contact message stored once per provider id. A returning contact's text is one statement on its thread; a
+     * new thread, or a message with files (fetched first, unless the id is stored already), takes the transaction.
+     */
     const storeMessage = (
       channel: ProviderChannelRow,
       entry: ProviderEntry,
@@ -143,12 +135,27 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
       event: ContactMessageEvent
     ) =>
       Effect.gen(function*() {
+        const messageId = ulid()
+        const columns = {
+          id: messageId,
+          workspace_id: channel.workspace_id,
+          channel_id: channel.id,
+          pipeline_id: channel.pipeline_id,
+          attachments: event.attachments,
+          external_chat_id: event.thread,
+          external_message_id: event.providerMessageId,
+          provider_sent_at: event.sentAt,
+          call_type: channel.kind
+        }
+        if (event.media.length === 0) {
+          const known = yield* repo.insertOnKnownThread({ ...columns, message: event.text, files: [] })
+          if (Option.isSome(known)) return Option.some({ messageId, conversationId: known.value, text: event.text })
+        }
         if (yield* repo.seen(channel.id, event.providerMessageId)) return Option.none()
         const files = yield* fetchFiles(channel, entry, credentials, event)
         const stored = files.flatMap((f) => f.stored === null ? [] : [f.stored])
         const problems = files.flatMap((f) => f.error === null ? [] : [f.error])
         const text = [event.text, ...problems].filter((t) => t !== "").join("\n")
-        const messageId = ulid()
         const transaction = sql.withTransaction(Effect.gen(function*() {
           const fast = yield* repo.threadByChat(channel.id, channel.pipeline_id, event.thread)
           const resolved = Option.isSome(fast) && fast.value.complete
@@ -172,34 +179,25 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
               values (${f.key}, ${channel.workspace_id}, ${channel.id}, ${f.entry.name}, ${f.entry.mimetype}, ${f.entry.size})`
           }
           const inserted = yield* repo.insertMessage({
-            id: messageId,
-            workspace_id: channel.workspace_id,
+            ...columns,
             conversation_id: resolved.conversationId,
             opportunity_id: resolved.opportunityId,
             contact_id: resolved.contactId,
-            channel_id: channel.id,
             stage_id: resolved.stageId,
-            pipeline_id: channel.pipeline_id,
             message: text,
-            files: stored.map((f) => f.entry),
-            attachments: event.attachments,
-            external_chat_id: event.thread,
-            external_message_id: event.providerMessageId,
-            provider_sent_at: event.sentAt,
-            call_type: channel.kind
+            files: stored.map((f) => f.entry)
           })
           if (Option.isNone(inserted)) return yield* new AlreadyStored()
           return { messageId, conversationId: resolved.conversationId, text }
         }))
-        return yield* transaction.pipe(
+        const result = yield* transaction.pipe(
           Effect.map(Option.some),
           Effect.catchTag("AlreadyStored", () => Effect.succeed(Option.none())),
           Effect.tapErrorCause(() => Effect.forEach(stored, (f) => storage.remove(f.key))),
-          Effect.tap((result) =>
-            Option.isNone(result) ? Effect.forEach(stored, (f) => storage.remove(f.key)) : Effect.void
-          ),
           Effect.orDie
         )
+        if (Option.isNone(result)) yield* Effect.forEach(stored, (f) => storage.remove(f.key))
+        return result
       })
 
     /**
@@ -245,12 +243,6 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
             message: stored.value.text
           })
           yield* handOvers.handOver(stored.value.conversationId, stored.value.messageId)
-          if (channel.pipeline_id !== null) {
-            yield* handOvers.beside(
-              entry.provider.markRead(credentials, event.providerMessageId),
-              "Marking a contact's message read failed"
-            )
-          }
         }
       }
     })

@@ -1,7 +1,8 @@
 import type { Scope } from "@parley/domain"
 
 /**
- * What the console's token may do: read and work conversations, send, move opportunities; read pipelines and channels.
+ * What the console's token may do: read and work conversations, send, move opportunities; read pipelines; see and
+ * connect channels.
  */
 export const CONSOLE_SCOPES: ReadonlyArray<Scope> = [
   "conversations:read",
@@ -10,7 +11,8 @@ export const CONSOLE_SCOPES: ReadonlyArray<Scope> = [
   "opportunities:read",
   "opportunities:write",
   "pipelines:read",
-  "channels:read"
+  "channels:read",
+  "channels:write"
 ]
 
 /** A console token lives 15 minutes; the page renews it at two thirds of that. */

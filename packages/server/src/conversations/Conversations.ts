@@ -28,7 +28,9 @@ import {
   type UpdateConversation,
   WorkspaceNotFound
 } from "@parley/domain"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { ChannelProviders } from "../channels/Providers.js"
+import { windowClosesAt } from "../channels/ServiceWindow.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
@@ -125,10 +127,17 @@ const moveOf = (command: HandoffCommand, userId: number) => {
 }
 
 export class Conversations extends Effect.Service<Conversations>()("@parley/server/Conversations", {
-  dependencies: [ConversationsRepo.Default, Handoff.Default, FileStorage.Default, OpportunitiesRepo.Default],
+  dependencies: [
+    ConversationsRepo.Default,
+    Handoff.Default,
+    FileStorage.Default,
+    OpportunitiesRepo.Default,
+    ChannelProviders.Default
+  ],
   effect: Effect.gen(function*() {
     const repo = yield* ConversationsRepo
     const handoff = yield* Handoff
+    const providers = yield* ChannelProviders
     const storage = yield* FileStorage
     const opportunities = yield* OpportunitiesRepo
 
@@ -176,12 +185,20 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
     const get = Effect.fn("Conversations.get")(function*(id: ConversationId) {
       const row = yield* owned(id)
       const events = yield* handoff.events(row.id)
+      // a provider channel with a window: one more read, of the contact's latest message time
+      const windowEnd = Option.isNone(windowClosesAt(providers, row.channel_kind, null))
+        ? Option.none<number>()
+        : windowClosesAt(providers, row.channel_kind, yield* repo.contactSentAt(row.id))
       return yield* Effect.orDie(decodeDetail({
         ...listItem(row),
         notes: row.notes,
         cost_for_user: row.cost_for_user,
         avg_response_time: row.avg_response_time,
-        handoff_events: events
+        handoff_events: events,
+        service_window_closes_at: Option.match(windowEnd, {
+          onNone: () => null,
+          onSome: (ms) => new Date(ms).toISOString().replace(/Z$/, "000Z")
+        })
       }))
     })
 
@@ -213,6 +230,9 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
             no_reply_reason: noReplyReasonOf(m.role, m.handled_reason),
             external_message_id: m.external_message_id,
             cost_for_user: m.cost_for_user,
+            delivery_status: m.delivery_status,
+            delivered_at: m.delivered_at,
+            read_at: m.read_at,
             deliveries: attempts.filter((a) => a.message_id === m.id).map(({ message_id: _, ...a }) => a),
             created_at: m.created_at
           })))

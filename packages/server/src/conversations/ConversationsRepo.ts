@@ -9,6 +9,7 @@ import {
   type ConversationId,
   ConversationsOrder,
   ConversationStatus,
+  DeliveryStatus,
   FileEntry,
   HandoffRequester,
   HandoffState,
@@ -114,6 +115,9 @@ export const MessageRow = Schema.Struct({
   handled_reason: Schema.NullOr(Schema.String),
   external_message_id: Schema.NullOr(Schema.String),
   cost_for_user: Schema.Number,
+  delivery_status: Schema.NullOr(DeliveryStatus),
+  delivered_at: Schema.NullOr(Schema.String),
+  read_at: Schema.NullOr(Schema.String),
   created_at: Schema.String
 })
 export type MessageRow = typeof MessageRow.Type
@@ -256,11 +260,22 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
           : sql`(created_at, id) > (${page.after.createdAt}::timestamptz, ${page.after.id})`
         return sql`
           select id, conversation_id, role, is_manual, sender_id, message, files, status, call_type, error, handled_reason,
-                 external_message_id, cost_for_user::float8 as cost_for_user, created_at
+                 external_message_id, cost_for_user::float8 as cost_for_user, delivery_status, delivered_at, read_at,
+                 created_at
           from messages where conversation_id = ${conversationId} and ${cursor}
           order by ${older ? sql`created_at desc, id desc` : sql`created_at, id`}
           limit ${page.limit}`
       }
+    })
+
+    /** When the contact's latest message was sent by the provider's clock (ms), on a provider channel. */
+    const contactSentAt = SqlSchema.single({
+      Request: Schema.Number,
+      Result: Schema.Struct({ ms: Schema.NullOr(Schema.Number) }),
+      execute: (conversationId) =>
+        sql`
+          select (extract(epoch from max(provider_sent_at)) * 1000)::float8 as ms
+          from messages where conversation_id = ${conversationId} and role = 'user'`
     })
 
     const deliveries = SqlSchema.findAll({
@@ -288,6 +303,7 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
         Effect.orDie(find({ workspaceIds, userId, id })),
       messages: (conversationId: number, page: typeof MessagesPage.Type) =>
         Effect.orDie(messages({ conversationId, page })),
+      contactSentAt: (conversationId: number) => Effect.map(Effect.orDie(contactSentAt(conversationId)), (r) => r.ms),
       deliveries: (messageIds: ReadonlyArray<string>) =>
         messageIds.length === 0 ? Effect.succeed<ReadonlyArray<DeliveryRow>>([]) : Effect.orDie(deliveries(messageIds)),
       markRead: (userId: UserId, conversationId: number) =>

@@ -55,6 +55,12 @@ export interface FakeGraphState {
   readonly media: Map<string, { readonly bytes: Buffer; readonly mimetype: string }>
   /** The fake's clock (ms); tests may move it. */
   now: () => number
+  /** While true, message sends are taken and never answered (a process killed mid-send). */
+  hang: boolean
+  /** Every n-th message send answers 130429 (Meta's throughput limit); 0: never. */
+  rateLimitEvery: number
+  /** The message sends answered 200, in order, with when they arrived. */
+  readonly accepted: Array<{ readonly at: number; readonly body: any }>
 }
 
 export const graphState = (phoneNumberId: string, token: string): FakeGraphState => ({
@@ -64,7 +70,10 @@ export const graphState = (phoneNumberId: string, token: string): FakeGraphState
   failures: [],
   lastInbound: new Map(),
   media: new Map(),
-  now: () => Date.now()
+  now: () => Date.now(),
+  hang: false,
+  rateLimitEvery: 0,
+  accepted: []
 })
 
 /** The message sends the fake accepted (`POST /{phone}/messages` that are not read receipts). */
@@ -103,6 +112,7 @@ export const fakeGraph = (state: FakeGraphState) =>
     Effect.promise(() =>
       new Promise<Http.Server>((resolve) => {
         let ids = 0
+        let calls = 0
         const server = Http.createServer((req, res) => {
           const chunks: Array<Buffer> = []
           req.on("data", (c: Buffer) => chunks.push(c))
@@ -131,6 +141,11 @@ export const fakeGraph = (state: FakeGraphState) =>
               const invalid = invalidSend(body)
               if (invalid !== null) return json(400, graphError(100, "Invalid parameter", invalid))
               if (body.status === "read") return json(200, { success: true })
+              if (state.hang) return
+              calls++
+              if (state.rateLimitEvery > 0 && calls % state.rateLimitEvery === 0) {
+                return json(400, graphError(130429, "Rate limit hit", "Cloud API message throughput has been reached."))
+              }
               const failure = state.failures.shift()
               if (failure !== undefined) return json(failure.status, failure.body)
               const opened = state.lastInbound.get(body.to)
@@ -144,6 +159,7 @@ export const fakeGraph = (state: FakeGraphState) =>
                   )
                 )
               }
+              state.accepted.push({ at: Date.now(), body })
               return json(200, {
                 messaging_product: "whatsapp",
                 contacts: [{ input: body.to, wa_id: body.to }],

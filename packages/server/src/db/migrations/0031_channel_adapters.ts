@@ -33,10 +33,12 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
     create index messages_provider_outbound on messages (channel_id, external_message_id)
       where role = 'assistant' and external_message_id is not null;
 
-    -- the next free send slot of a channel: every process of a cluster reserves its sends here (its rate)
+    -- a channel's sending pace, shared by every process of a cluster: the next free slot (reserved in order) and
+    -- when the last send went out (no two closer than the rate allows)
     create table channel_send_pace (
       channel_id bigint primary key references channels (id) on delete cascade,
-      next_at timestamptz not null
+      next_at timestamptz not null,
+      last_sent_at timestamptz
     );
 
     create table channel_events (
