@@ -95,7 +95,13 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
         }])
         if (isProviderKind(t.kind as ChannelKind)) {
           const outcome = yield* providers.attempt(messageId, 0, 1, false)
-          if (Option.isNone(outcome)) return rejected(`Sending on ${t.kind} channels is not supported by this server.`)
+          if (Option.isNone(outcome)) {
+            return rejected(
+              Option.isSome(channelProviders.forKind(t.kind!))
+                ? `The ${t.kind} channel has no credentials to send with: replace them with PUT /api/user/channels/${t.channel_id}.`
+                : `Sending on ${t.kind} channels is not supported by this server.`
+            )
+          }
           if (!outcome.value.delivered && outcome.value.retryable) {
             yield* deliveries.startRetry(messageId, PROVIDER_ATTEMPTS)
           }
@@ -107,7 +113,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
 
     /** A provider's service window (WhatsApp: 24 hours after the contact's latest message): 422 once it closed. */
     const checkWindow = (t: Target) =>
-      Option.match(windowClosesAt(channelProviders, t.kind, t.contact_sent_at_ms), {
+      Option.match(t.has_credentials ? windowClosesAt(channelProviders, t.kind, t.contact_sent_at_ms) : Option.none(), {
         onNone: () => Effect.void,
         onSome: (closedAt) =>
           closedAt >= Date.now() ? Effect.void : Unprocessable.of([{

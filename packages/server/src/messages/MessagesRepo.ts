@@ -29,6 +29,8 @@ export const Target = Schema.Struct({
   opportunity_id: Schema.NullOr(Schema.Number),
   stage_id: Schema.NullOr(Schema.Number),
   pipeline_id: Schema.NullOr(Schema.Number),
+  /** a provider channel with its credentials (the adapter sends, within the provider's rules) */
+  has_credentials: Schema.Boolean,
   /** when the contact's latest message was sent, by the provider's clock (ms; provider channels only) */
   contact_sent_at_ms: Schema.NullOr(Schema.Number)
 })
@@ -95,6 +97,7 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
         sql`
         select c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, ch.kind, ch.is_active, ch.callback_url,
                o.id as opportunity_id, o.stage_id, o.pipeline_id,
+               coalesce(ch.credentials_ciphertext is not null, false) as has_credentials,
                case when ch.credentials_ciphertext is not null then
                  (select extract(epoch from max(m.provider_sent_at)) * 1000 from messages m
                   where m.conversation_id = c.id and m.role = 'user')::float8 end as contact_sent_at_ms
