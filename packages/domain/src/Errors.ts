@@ -41,6 +41,12 @@ export class DeliveryFailed extends Schema.TaggedError<DeliveryFailed>()("Delive
 }) {}
 export const DeliveryFailedResponse = ErrorResponse(DeliveryFailed, 500, "DeliveryFailed")
 
+/** 502: a channel's provider failed or could not be reached for a read (the templates of a WhatsApp account). */
+export class ProviderFailed extends Schema.TaggedError<ProviderFailed>()("ProviderFailed", {
+  message: Schema.String
+}) {}
+export const ProviderFailedResponse = ErrorResponse(ProviderFailed, 502, "ProviderFailed")
+
 /** 429: too many attempts from one address; `retry_after` seconds until the window resets. */
 export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", {
   message: Schema.String

@@ -13,6 +13,7 @@
 import { Schema } from "effect"
 import { Id, PipelineId, StageId } from "./Ids.js"
 import { all, IntBetween, Text, Timestamp } from "./Schemas.js"
+import { MessageTemplate } from "./Templates.js"
 
 export const FollowupId = Id("FollowupId")
 export type FollowupId = typeof FollowupId.Type
@@ -55,6 +56,7 @@ export class Followup extends Schema.Class<Followup>("Followup")({
   instructions: Schema.NullOr(Schema.String),
   assets: Schema.NullOr(Schema.String),
   after_followup_stage_id: Schema.NullOr(StageId),
+  template: Schema.NullOr(MessageTemplate),
   max_messages: Schema.Int.annotations({
     description:
       "The most followup messages one run of this sequence can send: min(intervals, the pipeline's followup_limit)"
@@ -86,6 +88,10 @@ export const SaveFollowup = Schema.Struct({
   }),
   after_followup_stage_id: Schema.optional(Schema.NullOr(StageId)).annotations({
     description: "Another stage of the same pipeline, entered once the intervals are exhausted"
+  }),
+  template: Schema.optional(Schema.NullOr(MessageTemplate)).annotations({
+    description:
+      "The approved template sent at a step that falls after a channel's service window closed (WhatsApp); null: such a step is skipped"
   })
 }).annotations({ ...all, identifier: "SaveFollowup" })
 export type SaveFollowup = typeof SaveFollowup.Type

@@ -6,6 +6,7 @@ import { NoReplyReasonField } from "./NoReply.js"
 import { ContactId, ConversationId, OpportunityId } from "./Opportunities.js"
 import { all, maxChars, Timestamp } from "./Schemas.js"
 import { StorableString } from "./StorableText.js"
+import { MessageTemplate } from "./Templates.js"
 
 export const MAX_OPERATOR_FILES = 10
 export const MAX_OPERATOR_FILE_BYTES = 25 * 1024 * 1024
@@ -38,6 +39,10 @@ const Text = StorableString.pipe(maxChars(10_000, { message: () => "may not be g
 /** Text only, as JSON. */
 export const SendJson = Schema.Struct({
   message: Schema.optional(Schema.NullOr(Text)),
+  template: Schema.optional(MessageTemplate).annotations({
+    description:
+      "An approved template instead of `message` (WhatsApp, required once the service window closed): name, language, body parameters"
+  }),
   files: Schema.optional(Schema.Null.annotations({ description: "Files need multipart/form-data" }))
 }).annotations({ ...all, identifier: "SendMessage" })
 
@@ -46,7 +51,9 @@ export const SendMultipart = HttpApiSchema.Multipart(
   Schema.Struct({
     message: Schema.optional(Text),
     "files[]": Schema.optional(Multipart.FilesSchema),
-    files: Schema.optional(Multipart.FilesSchema)
+    files: Schema.optional(Multipart.FilesSchema),
+    // a template is sent as JSON (SendJson): a JSON body with one must not match this member, which ignores extras
+    template: Schema.optional(Schema.Undefined).annotations({ description: "Templates need application/json" })
   }).annotations({ ...all, identifier: "SendMessageWithFiles" })
 )
 

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { HandoffBridgeMode, HandoffTimeoutAction } from "./Handoff.js"
 import { AgentTypeId, AiModelId, ChannelId, DialectId, LanguageId, PipelineId, StageId, WorkspaceId } from "./Ids.js"
 import { all, FiniteNumber, IntAtLeast, IntBetween, MinLength, NonEmptyString, Text, Timestamp } from "./Schemas.js"
+import { MessageTemplate } from "./Templates.js"
 
 export const RagMode = Schema.Literal("none", "vector", "hybrid")
 export const PipelineStatus = Schema.Literal("active", "inactive")
@@ -47,6 +48,7 @@ export class Stage extends Schema.Class<Stage>("Stage")({
   is_opening_message: Schema.Boolean,
   opening_message_type: Schema.NullOr(OpeningMessageType),
   static_opening_message: Schema.NullOr(Schema.String),
+  opening_template: Schema.NullOr(MessageTemplate),
   handoff_instructions: Schema.NullOr(Schema.String),
   created_at: Timestamp,
   updated_at: Timestamp
@@ -81,6 +83,7 @@ export class Pipeline extends Schema.Class<Pipeline>("Pipeline")({
   handoff_instructions: Schema.NullOr(Schema.String),
   handoff_bridge_mode: HandoffBridgeMode,
   handoff_bridge_text: Schema.NullOr(Schema.String),
+  handoff_bridge_template: Schema.NullOr(MessageTemplate),
   handoff_timeout_seconds: Schema.NullOr(Schema.Int),
   handoff_timeout_action: HandoffTimeoutAction,
   handoff_keywords: Schema.Array(Schema.String),
@@ -111,6 +114,10 @@ export const handoffFields = {
   }),
   handoff_bridge_text: Schema.optional(Schema.NullOr(Text(2_000))).annotations({
     description: "The bridge message; null: the default text"
+  }),
+  handoff_bridge_template: Schema.optional(Schema.NullOr(MessageTemplate)).annotations({
+    description:
+      "The approved template sent as the bridge on a channel whose service window closed (WhatsApp); null: no bridge there"
   }),
   handoff_timeout_seconds: Schema.optional(Schema.NullOr(IntBetween(30, 7 * 24 * 3600))).annotations({
     description: "How long a conversation may wait for a person before handoff_timeout_action; null: no limit"
@@ -277,6 +284,10 @@ const stageFields = {
   }),
   static_opening_message: Schema.optional(Schema.NullOr(Text(10_000))).annotations({
     description: "The text of a static opening message"
+  }),
+  opening_template: Schema.optional(Schema.NullOr(MessageTemplate)).annotations({
+    description:
+      "The approved template sent instead on a channel whose service window closed (WhatsApp); null: no opening there"
   }),
   handoff_instructions: OptionalText.annotations({
     description: "When the agent should ask for a person in this stage (docs/handoff.md)"

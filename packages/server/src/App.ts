@@ -9,6 +9,7 @@ import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
 import { ProviderInbound } from "./channels/ProviderInbound.js"
 import { ChannelProviders } from "./channels/Providers.js"
+import { ChannelTemplates } from "./channels/Templates.js"
 import { ChannelWebhookRoutes } from "./channels/Webhook.js"
 import { AppConfig, type Role } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
@@ -61,6 +62,7 @@ const Services = Layer.mergeAll(
   WebChat.Default,
   ProviderInbound.Default,
   ChannelProviders.Default,
+  ChannelTemplates.Default,
   WhatsAppSimulator.Default,
   Widget.Default,
   VisitorSessionsLive.pipe(Layer.provide(Widget.Default)),

@@ -6,7 +6,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { createStage, expect422, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import { createStage, expect422, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
@@ -90,5 +90,30 @@ layer(TestServerLive(), { excludeTestServices: true })("the WhatsApp simulator",
         "4915112345678"
       ]])
       expect(rows[1]!.message).toBe(reply.text)
+
+      // the simulated account's templates: listed as Meta lists them, and one sent shows on the phone as its body
+      const templates = ok(yield* get(owner, `/api/user/channels/${channel.id}/templates`), "channels.templates")
+      expect(templates.filter((t) => t.status === "APPROVED").map((t) => [t.name, t.language, t.parameters])).toEqual([
+        ["hello_world", "en_US", 0],
+        ["checking_in", "en", 1],
+        ["we_are_on_it", "en", 1]
+      ])
+      const conversation = yield* sqlRows<{ id: number }>`
+        select conversation_id::int as id from messages where channel_id = ${channel.id} limit 1`
+      const sent = ok(
+        yield* post(owner, `/api/user/${conversation[0]!.id}/messages`, {
+          template: { name: "checking_in", language: "en", parameters: ["Jane"] }
+        }),
+        "messages.send"
+      )
+      const text = "Hi Jane, just checking in: is there anything else I can help you with?"
+      expect(sent).toMatchObject({ status: "sent_to_user", message: text })
+      yield* eventually(
+        Effect.map(
+          fetchJson(`${channel.simulator_url}/thread?wa_id=4915112345678`),
+          (r) => (r.body as { messages: Array<{ text: string }> }).messages.some((m) => m.text === text) || undefined
+        ),
+        20_000
+      )
     }))
 })

@@ -25,7 +25,8 @@ import {
   HandoffTurns,
   type NoReplyReason,
   noReplySentence,
-  type ReplyDraft
+  type ReplyDraft,
+  type TemplateSend
 } from "@parley/domain"
 import {
   Cause,
@@ -173,6 +174,19 @@ export const ConversationLive = Conversation.toLayer(
       }
     })
 
+    /** A text that costs nothing: an operator's static opening or bridge, or an approved template's body. */
+    const staticDraft = (text: string, template?: TemplateSend): ReplyDraft => ({
+      text,
+      model: null,
+      inputTokens: 0,
+      outputTokens: 0,
+      cost: 0,
+      tier: null,
+      moveToStageId: null,
+      knowledgePointIds: [],
+      ...(template === undefined ? {} : { template })
+    })
+
     const stageEntered = (entryId: number) =>
       Effect.gen(function*() {
         yield* deliverLeftovers
@@ -180,16 +194,7 @@ export const ConversationLive = Conversation.toLayer(
         if (Option.isNone(due)) return
         const o = due.value
         const draft: ReplyDraft | undefined = o.kind === "static"
-          ? {
-            text: o.staticText ?? "",
-            model: null,
-            inputTokens: 0,
-            outputTokens: 0,
-            cost: 0,
-            tier: null,
-            moveToStageId: null,
-            knowledgePointIds: []
-          }
+          ? staticDraft(o.staticText ?? "", o.template)
           : yield* Agent.opening(o.context).pipe(
             Effect.tapError((e) => Effect.logWarning("The opening message could not be produced", e)),
             Effect.orElseSucceed(() => undefined)
@@ -204,7 +209,9 @@ export const ConversationLive = Conversation.toLayer(
         yield* deliverLeftovers
         const due = yield* turns.followup(sequenceId, step)
         if (due._tag === "Skip") return due.outcome
-        const draft = yield* Agent.followup(due.followup).pipe(
+        const draft = due._tag === "Template" ? staticDraft(due.text, due.template) : yield* Agent.followup(
+          due.followup
+        ).pipe(
           Effect.tapError((e) => Effect.logWarning("The followup could not be produced", e)),
           Effect.orElseSucceed(() => undefined)
         )
@@ -215,17 +222,6 @@ export const ConversationLive = Conversation.toLayer(
         return "sent" as const
       })
 
-    const staticDraft = (text: string): ReplyDraft => ({
-      text,
-      model: null,
-      inputTokens: 0,
-      outputTokens: 0,
-      cost: 0,
-      tier: null,
-      moveToStageId: null,
-      knowledgePointIds: []
-    })
-
     const handoff = (eventId: number) =>
       Effect.gen(function*() {
         yield* deliverLeftovers
@@ -234,7 +230,7 @@ export const ConversationLive = Conversation.toLayer(
         const { bridge, summary } = due.value
         if (bridge !== null) {
           const draft = bridge.kind === "static"
-            ? staticDraft(bridge.text)
+            ? staticDraft(bridge.text, bridge.template)
             : yield* Agent.bridge(bridge.context, bridge.second).pipe(
               Effect.filterOrFail((d) => d.text.trim() !== ""),
               Effect.tapError((e) =>

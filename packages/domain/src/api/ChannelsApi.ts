@@ -11,9 +11,15 @@ import {
   UpdateChannel
 } from "../Channels.js"
 import { Ok } from "../Envelope.js"
-import { ChannelNotFoundResponse, MessageNotFoundResponse, UnprocessableResponse } from "../Errors.js"
+import {
+  ChannelNotFoundResponse,
+  MessageNotFoundResponse,
+  ProviderFailedResponse,
+  UnprocessableResponse
+} from "../Errors.js"
 import { ChannelIdFromString } from "../Ids.js"
 import { maxChars } from "../Schemas.js"
+import { ChannelTemplate } from "../Templates.js"
 import { Authorized } from "./Auth.js"
 
 const channelPath = Schema.Struct({ channel: ChannelIdFromString })
@@ -81,6 +87,19 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       .annotate(
         OpenApi.Summary,
         "Ask a provider channel's provider whether its credentials work (`ok`), and say plainly what is wrong"
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("templates", "/api/user/channels/:channel/templates")
+      .setPath(channelPath)
+      .addSuccess(Ok(Schema.Array(ChannelTemplate)))
+      .addError(ChannelNotFoundResponse)
+      .addError(UnprocessableResponse)
+      .addError(ProviderFailedResponse)
+      .middleware(Authorized["channels:read"])
+      .annotate(
+        OpenApi.Summary,
+        "The message templates of a WhatsApp channel's business account (cached five minutes): only APPROVED ones can be sent"
       )
   )
   .add(

@@ -5,6 +5,7 @@
  * an adapter (storing, answering, delivering, receipts) is the same for every provider.
  */
 import { Data, type Effect, type Option, Schema } from "effect"
+import type { ChannelTemplate } from "../Templates.js"
 
 /** A file the contact sent, still at the provider: fetched into our storage while the message is stored. */
 export interface InboundMedia {
@@ -156,6 +157,8 @@ export interface ChannelProvider<Credentials> {
   ) => Effect.Effect<FetchedMedia, SendFailure>
   /** Asks the provider who the channel is (the "check connection" call); a failure says plainly what is wrong. */
   readonly check: (credentials: Credentials) => Effect.Effect<Record<string, unknown>, SendFailure>
+  /** The approved-message templates the provider has for the account (WhatsApp); absent: the provider has none. */
+  readonly templates?: (credentials: Credentials) => Effect.Effect<ReadonlyArray<ChannelTemplate>, SendFailure>
 }
 
 /** A delivery status never moves backwards: providers send receipts out of order and may skip one. */

@@ -1,6 +1,7 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
 import type { NoReplyReason } from "../NoReply.js"
 import type { RoutingTier } from "../Pipelines.js"
+import type { TemplateSend } from "./ChannelProvider.js"
 import type { FollowupOutcome } from "./FollowupSequences.js"
 
 /** The newest unanswered contact message of a conversation, and how long to wait for more. */
@@ -156,6 +157,8 @@ export interface ReplyDraft {
   readonly handoffReason?: string | null
   /** the turn's configuration (`TurnContext.configVersion`); absent: what runs when the reply is stored */
   readonly configVersion?: number
+  /** sent as this approved template (a provider's service window closed); `text` is its body as the contact sees it */
+  readonly template?: TemplateSend
 }
 
 /** An opening message for a stage an opportunity entered. */
@@ -164,6 +167,8 @@ export interface OpeningContext {
   /** the stage, and how its opening message is made */
   readonly kind: "static" | "ai_generated"
   readonly staticText: string | null
+  /** a provider's window closed: the stage's template goes (kind `static`, `staticText` its body) */
+  readonly template?: TemplateSend
   /** for an AI-generated opening: the turn context (history may be empty) */
   readonly context: TurnContext
 }
@@ -183,6 +188,8 @@ export interface FollowupContext {
 /** Whether to write the followup of a step, or what the step came to without one. */
 export type FollowupDue =
   | { readonly _tag: "Send"; readonly followup: FollowupContext }
+  /** a provider's window closed: the followup's approved template goes instead, `text` its body */
+  | { readonly _tag: "Template"; readonly template: TemplateSend; readonly text: string }
   | { readonly _tag: "Skip"; readonly outcome: FollowupOutcome }
 
 /**

@@ -1,12 +1,16 @@
 import { Context, type Effect, type Option } from "effect"
+import type { TemplateSend } from "./ChannelProvider.js"
 import type { ReplyDraft, TurnContext } from "./ConversationTurns.js"
 
 /** What a handoff event asks of the conversation's entity (docs/handoff.md): a bridge message, a summary. */
 export interface HandoffDue {
   readonly conversationId: string
-  /** the contact's bridge message: a static text, or written by the agent from the context; null when none is due */
+  /**
+   * the contact's bridge message: a static text (the pipeline's approved template, once a provider's window closed),
+   * or written by the agent from the context; null when none is due
+   */
   readonly bridge:
-    | { readonly kind: "static"; readonly text: string }
+    | { readonly kind: "static"; readonly text: string; readonly template?: TemplateSend }
     | {
       readonly kind: "ai_generated"
       readonly second: boolean

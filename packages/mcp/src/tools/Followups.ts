@@ -30,7 +30,7 @@ export const followupTools: ReadonlyArray<Tool> = [
       stage_id: stageId,
       is_active: required(Schema.Boolean, "true runs it, false keeps it a draft"),
       intervals: required(FollowupIntervals, "The waits in sequence order, 1 to 100 of them"),
-      ...Struct.pick(SaveFollowup.fields, "instructions", "after_followup_stage_id", "assets")
+      ...Struct.pick(SaveFollowup.fields, "instructions", "after_followup_stage_id", "assets", "template")
     }),
     output: saved,
     run: ({ stage_id, ...input }) =>

@@ -8,6 +8,7 @@ import { type FollowupDue, intervalMillis, type ReplyDraft } from "@parley/domai
 import { Clock, Effect, Option } from "effect"
 import { ChannelProviders } from "../channels/Providers.js"
 import { windowClosed } from "../channels/ServiceWindow.js"
+import { ChannelTemplates } from "../channels/Templates.js"
 import { blocker, SequencesRepo } from "../followups/SequencesRepo.js"
 import type { SnapshotContext } from "./TurnContextFrom.js"
 import { draftColumns, followupKey, storedId } from "./TurnDrafts.js"
@@ -21,6 +22,7 @@ export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
     const repo = yield* TurnsRepo
     const followups = yield* SequencesRepo
     const providers = yield* ChannelProviders
+    const templates = yield* ChannelTemplates
 
     const followup = Effect.fn("ConversationTurns.followup")(function*(sequenceId: number, step: number) {
       yield* Effect.annotateCurrentSpan({ sequenceId, step })
@@ -55,9 +57,14 @@ export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
       if (Option.isNone(ready)) return skip("skipped")
       const p = ready.value.pipeline
       if (p.status !== "active" || p.is_archived) return skip("skipped")
-      // a provider's window closed: this step is skipped, the sequence goes on
+      // a provider's window closed: the followup's template goes, or the step is skipped; the sequence goes on
       if (windowClosed(providers, c.channel_kind, c.contact_sent_at_ms, yield* Clock.currentTimeMillis)) {
-        return skip("outside_service_window")
+        if (s.template === null) return skip("outside_service_window")
+        const template = yield* templates.resolveForSend(String(s.conversation_id), s.template, "A followup step")
+        return Option.match(template, {
+          onNone: () => skip("outside_service_window"),
+          onSome: (t): FollowupDue => ({ _tag: "Template", template: t.send, text: t.text })
+        })
       }
       return {
         _tag: "Send",

@@ -3,7 +3,7 @@
  * OpportunitiesRepo, the one owner of `stage_entries` (recorded with a stage move, consumed once).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { ConversationId } from "@parley/domain"
+import { ConversationId, MessageTemplate } from "@parley/domain"
 import { Effect, Schema } from "effect"
 
 /**
@@ -16,6 +16,7 @@ export const OpeningEntryRow = Schema.Struct({
   is_opening_message: Schema.Boolean,
   opening_message_type: Schema.NullOr(Schema.Literal("static", "ai_generated")),
   static_opening_message: Schema.NullOr(Schema.String),
+  opening_template: Schema.NullOr(MessageTemplate),
   current_stage_id: Schema.Number,
   conversation_id: Schema.NullOr(Schema.Number)
 })
@@ -37,7 +38,7 @@ export class StageEntryRepo extends Effect.Service<StageEntryRepo>()("@parley/se
       execute: (entryId) =>
         sql`
           select e.stage_id, e.cause, s.is_opening_message, s.opening_message_type, s.static_opening_message,
-                 o.stage_id as current_stage_id, ${latestConversation(sql, "")} as conversation_id
+                 s.opening_template, o.stage_id as current_stage_id, ${latestConversation(sql, "")} as conversation_id
           from stage_entries e join opportunities o on o.id = e.opportunity_id
           join lateral parley_live_stages(e.pipeline_id, o.config_version_id) s on s.id = e.stage_id
           where e.id = ${entryId}`

@@ -10,6 +10,7 @@ import { Clock, Effect, Option, Stream } from "effect"
 import { enqueueStageStarted } from "../actions/ActionRunsEnqueue.js"
 import { ChannelProviders } from "../channels/Providers.js"
 import { windowClosed } from "../channels/ServiceWindow.js"
+import { ChannelTemplates } from "../channels/Templates.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { StageEntryRepo } from "./StageEntryRepo.js"
@@ -26,6 +27,7 @@ export const makeStageEntryTurns = (snapshotContext: SnapshotContext) =>
     const opportunities = yield* OpportunitiesRepo
     const handoff = yield* Handoff
     const providers = yield* ChannelProviders
+    const templates = yield* ChannelTemplates
 
     const opening = Effect.fn("ConversationTurns.opening")(function*(entryId: number) {
       const found = yield* entries.openingEntry(entryId)
@@ -44,12 +46,24 @@ export const makeStageEntryTurns = (snapshotContext: SnapshotContext) =>
       const current = yield* snapshotContext(String(e.conversation_id), null)
       if (Option.isNone(current)) return Option.none<OpeningContext>()
       const c = current.value.snap
-      // a provider's window closed (or the contact never wrote there): no free-form greeting may go
+      // a provider's window closed (or the contact never wrote there): only the stage's template may go
       if (windowClosed(providers, c.channel_kind, c.contact_sent_at_ms, yield* Clock.currentTimeMillis)) {
-        yield* Effect.logInfo("An opening message was skipped: outside_service_window").pipe(
-          Effect.annotateLogs({ conversation_id: e.conversation_id, stage_id: e.stage_id })
-        )
-        return Option.none<OpeningContext>()
+        const template = e.opening_template === null
+          ? Option.none()
+          : yield* templates.resolveForSend(String(e.conversation_id), e.opening_template, "A stage's opening")
+        if (Option.isNone(template)) {
+          yield* Effect.logInfo("An opening message was skipped: outside_service_window").pipe(
+            Effect.annotateLogs({ conversation_id: e.conversation_id, stage_id: e.stage_id })
+          )
+          return Option.none<OpeningContext>()
+        }
+        return Option.map(current.value.ready, (r): OpeningContext => ({
+          entryId,
+          kind: "static",
+          staticText: template.value.text,
+          template: template.value.send,
+          context: r.context
+        }))
       }
       return Option.map(current.value.ready, (r): OpeningContext => ({
         entryId,

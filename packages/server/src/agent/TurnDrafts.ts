@@ -25,7 +25,8 @@ export const draftColumns = (
   error: null,
   callType,
   followupSequenceId: null,
-  followupStep: null
+  followupStep: null,
+  template: draft.template ?? null
 })
 
 /** The stored message's id: this run's, or the one an earlier run stored. */

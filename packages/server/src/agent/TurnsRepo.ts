@@ -5,6 +5,7 @@
  */
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { contactSentAtMs } from "../channels/ServiceWindow.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 import * as WorkspaceWrites from "../tables/WorkspaceWrites.js"
 import { ConversationRow, TurnSnapshot } from "./TurnRows.js"
@@ -40,7 +41,9 @@ export const StoreReply = Schema.Struct({
   callType: Schema.String,
   /** a followup's sequence and step */
   followupSequenceId: Schema.NullOr(Schema.Number),
-  followupStep: Schema.NullOr(Schema.Number)
+  followupStep: Schema.NullOr(Schema.Number),
+  /** sent as this template (a provider's window closed): name, language, resolved parameters */
+  template: Schema.optional(Schema.NullOr(Schema.Unknown))
 })
 export type StoreReply = typeof StoreReply.Type
 
@@ -143,7 +146,8 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
             in_reply_to: r.inReplyTo,
             error: r.error,
             followup_sequence_id: r.followupSequenceId,
-            followup_step: r.followupStep
+            followup_step: r.followupStep,
+            template: r.template === undefined || r.template === null ? null : sql`${JSON.stringify(r.template)}::jsonb`
           })
         }
             from c where (select ok from paid)
@@ -181,9 +185,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
       )::int as ai_replies,
       w.credits::float8 as credits, w.is_subscription_active, c.is_eval, ch.pipeline_id as channel_pipeline_id,
       ch.kind as channel_kind,
-      case when ch.credentials_ciphertext is not null then
-        (select extract(epoch from max(m.provider_sent_at)) * 1000 from messages m
-         where m.conversation_id = c.id and m.role = 'user')::float8 end as contact_sent_at_ms,
+      ${contactSentAtMs(sql)} as contact_sent_at_ms,
       o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
       o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
       coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,

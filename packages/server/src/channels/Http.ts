@@ -3,11 +3,13 @@ import { Api } from "@parley/domain"
 import { Effect } from "effect"
 import { Deliveries } from "../delivery/Deliveries.js"
 import { Channels } from "./Channels.js"
+import { ChannelTemplates } from "./Templates.js"
 
 export const ChannelsHttpLive = HttpApiBuilder.group(Api, "channels", (handlers) =>
   Effect.gen(function*() {
     const channels = yield* Channels
     const deliveries = yield* Deliveries
+    const templates = yield* ChannelTemplates
     return handlers
       .handle("list", () => channels.list())
       .handle("create", ({ payload }) => channels.create(payload))
@@ -15,6 +17,7 @@ export const ChannelsHttpLive = HttpApiBuilder.group(Api, "channels", (handlers)
       .handle("update", ({ path, payload }) => channels.update(path.channel, payload))
       .handle("rotate", ({ path }) => channels.rotate(path.channel))
       .handle("check", ({ path }) => channels.check(path.channel))
+      .handle("templates", ({ path }) => templates.list(path.channel))
       .handle("deliveries", ({ path, urlParams }) => deliveries.list(path.channel, urlParams))
       .handle("replay", ({ path }) => deliveries.replay(path.channel, path.message))
   }))

@@ -40,7 +40,13 @@ const Target = Schema.Struct({
   is_active: Schema.Boolean,
   channel_status: Schema.String,
   rate_per_second: Schema.NullOr(Schema.Number),
-  credentials_ciphertext: Schema.String
+  credentials_ciphertext: Schema.String,
+  /** sent as this approved template (a provider's window closed), resolved when the message was stored */
+  template: Schema.NullOr(Schema.Struct({
+    name: Schema.String,
+    language: Schema.String,
+    parameters: Schema.Array(Schema.String)
+  }))
 })
 
 /** A provider channel's message is tried this often in all, each wait twice the last (rate limits pass). */
@@ -78,6 +84,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
       execute: (messageId) =>
         sql`
           select m.id, m.workspace_id, m.conversation_id, m.channel_id, m.message, m.files, m.status, m.external_message_id,
+                 m.template,
                  coalesce(cv.external_chat_id, m.external_chat_id) as thread,
                  (select q.external_message_id from messages q where q.id = m.in_reply_to and exists (
                     select 1 from messages later where later.conversation_id = q.conversation_id and later.role = 'user'
@@ -238,7 +245,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
           to: t.thread!,
           text: t.message,
           files,
-          template: undefined,
+          template: t.template ?? undefined,
           quotedId: t.quoted_id ?? undefined
         }).pipe(Effect.either)
         const durationMs = Date.now() - started

@@ -3,6 +3,7 @@
  * contact's latest message, by the provider's clock. One rule for the AI's replies, openings, followups and operator
  * sends, whatever the provider.
  */
+import type { SqlClient } from "@effect/sql"
 import { Option } from "effect"
 import type { ChannelProviders } from "./Providers.js"
 
@@ -21,6 +22,10 @@ export const windowClosesAt = (
       (windowMs) => contactSentAtMs === null ? 0 : contactSentAtMs + windowMs
     ))
 
+/** Whether the channel kind's provider has a service window at all. */
+export const hasWindow = (providers: ChannelProviders, kind: string | null) =>
+  Option.isSome(windowClosesAt(providers, kind, null))
+
 /** Whether only a template may be sent now. */
 export const windowClosed = (
   providers: ChannelProviders,
@@ -28,3 +33,13 @@ export const windowClosed = (
   contactSentAtMs: number | null,
   now: number
 ) => Option.match(windowClosesAt(providers, kind, contactSentAtMs), { onNone: () => false, onSome: (at) => at < now })
+
+/**
+ * SQL: when the contact's latest message on conversation `c` was sent by the provider's clock (ms since the epoch,
+ * float8), when its channel `ch` is a provider channel with credentials; else null. `c` and `ch` are the aliases of
+ * the statement's `conversations` and `channels`.
+ */
+export const contactSentAtMs = (sql: SqlClient.SqlClient, c = "c", ch = "ch") =>
+  sql.literal(`case when ${ch}.credentials_ciphertext is not null then
+    (select extract(epoch from max(m.provider_sent_at)) * 1000 from messages m
+     where m.conversation_id = ${c}.id and m.role = 'user')::float8 end`)

@@ -30,7 +30,7 @@ import {
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 import { ChannelProviders } from "../channels/Providers.js"
-import { windowClosesAt } from "../channels/ServiceWindow.js"
+import { hasWindow, windowClosesAt } from "../channels/ServiceWindow.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
@@ -186,7 +186,7 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
       const row = yield* owned(id)
       const events = yield* handoff.events(row.id)
       // a provider channel with a window: one more read, of the contact's latest message time
-      const windowEnd = Option.isNone(windowClosesAt(providers, row.channel_kind, null))
+      const windowEnd = !hasWindow(providers, row.channel_kind)
         ? Option.none<number>()
         : windowClosesAt(providers, row.channel_kind, yield* repo.contactSentAt(row.id))
       return yield* Effect.orDie(decodeDetail({

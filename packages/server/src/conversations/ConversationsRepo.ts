@@ -18,6 +18,7 @@ import {
   WorkspaceId
 } from "@parley/domain"
 import { Effect, Schema } from "effect"
+import { contactSentAtMs } from "../channels/ServiceWindow.js"
 
 /** A conversation row as selected: flat columns, assembled into ConversationListItem by the service. */
 export const ConversationRow = Schema.Struct({
@@ -274,8 +275,8 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
       Result: Schema.Struct({ ms: Schema.NullOr(Schema.Number) }),
       execute: (conversationId) =>
         sql`
-          select (extract(epoch from max(provider_sent_at)) * 1000)::float8 as ms
-          from messages where conversation_id = ${conversationId} and role = 'user'`
+          select ${contactSentAtMs(sql)} as ms
+          from conversations c left join channels ch on ch.id = c.channel_id where c.id = ${conversationId}`
     })
 
     const deliveries = SqlSchema.findAll({

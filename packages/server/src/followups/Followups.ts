@@ -72,11 +72,21 @@ export class Followups extends Effect.Service<Followups>()("@parley/server/Follo
             intervals: input.intervals!,
             instructions: input.instructions ?? null,
             assets: input.assets ?? null,
-            after_followup_stage_id: after ?? null
+            after_followup_stage_id: after ?? null,
+            template: input.template ?? null
           })
         } else {
           const set: Record<string, unknown> = {}
-          for (const key of ["is_active", "intervals", "instructions", "assets", "after_followup_stage_id"] as const) {
+          for (
+            const key of [
+              "is_active",
+              "intervals",
+              "instructions",
+              "assets",
+              "after_followup_stage_id",
+              "template"
+            ] as const
+          ) {
             if (input[key] !== undefined) set[key] = input[key]
           }
           yield* repo.update(stageId, set)

@@ -1,9 +1,12 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Followup, type FollowupInterval, type StageId, type WorkspaceId } from "@parley/domain"
+import { Followup, type FollowupInterval, type MessageTemplate, type StageId, type WorkspaceId } from "@parley/domain"
 import { Effect, Schema } from "effect"
 
 export const StageRef = Schema.Struct({ id: Schema.Number, workspace_id: Schema.Number, pipeline_id: Schema.Number })
 export type StageRef = typeof StageRef.Type
+
+/** A jsonb column's value: JSON text, or null. */
+const jsonOrNull = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value))
 
 /** Followups (one per stage): SQL only. The sequences they start are SequencesRepo's. */
 export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/server/FollowupsRepo", {
@@ -11,7 +14,7 @@ export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/serv
     const sql = yield* SqlClient.SqlClient
 
     const selectFollowup = sql`
-      select f.id, f.stage_id, f.pipeline_id, f.is_active, f.intervals, f.instructions, f.assets, f.after_followup_stage_id,
+      select f.id, f.stage_id, f.pipeline_id, f.is_active, f.intervals, f.instructions, f.assets, f.after_followup_stage_id, f.template,
              least(jsonb_array_length(f.intervals), p.followup_limit)::int as max_messages, f.created_at, f.updated_at
       from followups f join pipelines p on p.id = f.pipeline_id`
 
@@ -52,20 +55,26 @@ export class FollowupsRepo extends Effect.Service<FollowupsRepo>()("@parley/serv
         readonly instructions: string | null
         readonly assets: string | null
         readonly after_followup_stage_id: number | null
+        readonly template: MessageTemplate | null
       }) =>
         sql`
-          insert into followups (workspace_id, pipeline_id, stage_id, is_active, intervals, instructions, assets, after_followup_stage_id)
+          insert into followups (workspace_id, pipeline_id, stage_id, is_active, intervals, instructions, assets, after_followup_stage_id, template)
           values (${stage.workspace_id}, ${stage.pipeline_id}, ${stage.id}, ${f.is_active}, ${
           JSON.stringify(f.intervals)
         }::jsonb,
-                  ${f.instructions}, ${f.assets}, ${f.after_followup_stage_id})`.pipe(Effect.asVoid, Effect.orDie),
+                  ${f.instructions}, ${f.assets}, ${f.after_followup_stage_id}, ${jsonOrNull(f.template)}::jsonb)`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
 
       /** Only the fields sent change. */
       update: (stageId: StageId, set: Record<string, unknown>) =>
         sql`update followups set ${
           sql.csv([
             ...Object.entries(set).map(([k, v]) =>
-              k === "intervals" ? sql`intervals = ${JSON.stringify(v)}::jsonb` : sql`${sql(k)} = ${v as never}`
+              k === "intervals" || k === "template"
+                ? sql`${sql(k)} = ${jsonOrNull(v)}::jsonb`
+                : sql`${sql(k)} = ${v as never}`
             ),
             sql`updated_at = now()`
           ])

@@ -1,5 +1,13 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
-import { ConversationId, FollowupInterval, OpportunityId, PipelineId, StageId, WorkspaceId } from "@parley/domain"
+import {
+  ConversationId,
+  FollowupInterval,
+  MessageTemplate,
+  OpportunityId,
+  PipelineId,
+  StageId,
+  WorkspaceId
+} from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 
 /** Everything that decides whether a sequence goes on, read in one query. */
@@ -18,6 +26,8 @@ export const SequenceState = Schema.Struct({
   followup_active: Schema.Boolean,
   instructions: Schema.NullOr(Schema.String),
   assets: Schema.NullOr(Schema.String),
+  /** the followup's template, for a step after a provider's window closed */
+  template: Schema.NullOr(MessageTemplate),
   after_followup_stage_id: Schema.NullOr(StageId),
   /** a contact message came after the sequence's anchor (by message order, not wall time) */
   contact_wrote: Schema.Boolean,
@@ -104,7 +114,7 @@ export class SequencesRepo extends Effect.Service<SequencesRepo>()("@parley/serv
           select s.id, s.workspace_id, s.status, s.opportunity_id, o.pipeline_id, s.stage_id, o.stage_id as current_stage_id,
                  exists (select 1 from stage_entries e where e.opportunity_id = s.opportunity_id and e.id > s.stage_entry_id) as superseded,
                  s.conversation_id, jsonb_array_length(s.intervals)::int as steps,
-                 coalesce(f.is_active, false) as followup_active, f.instructions, f.assets, f.after_followup_stage_id,
+                 coalesce(f.is_active, false) as followup_active, f.instructions, f.assets, f.template, f.after_followup_stage_id,
                  case
                    when s.conversation_id is null then false
                    when s.anchor_message_id is null then exists (

@@ -3,7 +3,9 @@
  * bridge message, stored once per event (`messages.handoff_event_id` is unique).
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
+import { MessageTemplate, type TemplateSend } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
+import { contactSentAtMs } from "../channels/ServiceWindow.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 import { joinConversationPipeline } from "./ConversationPipeline.js"
 
@@ -17,6 +19,10 @@ export const DueEvent = Schema.Struct({
   bridge_mode: Schema.NullOr(Schema.Literal("static", "ai_generated")),
   bridge_text: Schema.NullOr(Schema.String),
   bridge_message: Schema.NullOr(Schema.String),
+  /** the pipeline's template for a bridge after a provider's window closed */
+  bridge_template: Schema.NullOr(MessageTemplate),
+  channel_kind: Schema.NullOr(Schema.String),
+  contact_sent_at_ms: Schema.NullOr(Schema.Number),
   latest: Schema.Boolean,
   summary_due: Schema.Boolean
 })
@@ -32,6 +38,7 @@ export interface BridgeMessage {
   readonly model: string | null
   readonly inputTokens: number
   readonly outputTokens: number
+  readonly template: TemplateSend | null
 }
 
 export class BridgeRepo extends Effect.Service<BridgeRepo>()("@parley/server/BridgeRepo", {
@@ -49,6 +56,8 @@ export class BridgeRepo extends Effect.Service<BridgeRepo>()("@parley/server/Bri
                  case when e.bridge_text is null then p.handoff_bridge_mode else 'static' end as bridge_mode,
                  coalesce(e.bridge_text, p.handoff_bridge_text) as bridge_text,
                  (select m.id from messages m where m.handoff_event_id = e.id) as bridge_message,
+                 p.handoff_bridge_template as bridge_template, ch.kind as channel_kind,
+                 ${contactSentAtMs(sql)} as contact_sent_at_ms,
                  -- a bridge for a wait that is over (taken, handed back) would tell the contact the wrong thing
                  not exists (select 1 from handoff_events later where later.conversation_id = e.conversation_id
                              and later.id > e.id) as latest,
@@ -80,7 +89,8 @@ export class BridgeRepo extends Effect.Service<BridgeRepo>()("@parley/server/Bri
         aiModelId: Schema.NullOr(Schema.Number),
         model: Schema.NullOr(Schema.String),
         inputTokens: Schema.Number,
-        outputTokens: Schema.Number
+        outputTokens: Schema.Number,
+        template: Schema.NullOr(Schema.Unknown)
       }),
       Result: Schema.Struct({ workspace_id: Schema.Number }),
       execute: (b) =>
@@ -106,7 +116,8 @@ export class BridgeRepo extends Effect.Service<BridgeRepo>()("@parley/server/Bri
             model: b.model,
             input_tokens: b.inputTokens,
             output_tokens: b.outputTokens,
-            handoff_event_id: b.eventId
+            handoff_event_id: b.eventId,
+            template: b.template === null ? null : sql`${JSON.stringify(b.template)}::jsonb`
           })
         }
           from handoff_events e

@@ -13,7 +13,10 @@ import {
   type ReplyDraft,
   ulid
 } from "@parley/domain"
-import { Data, Effect, Layer, Option } from "effect"
+import { Clock, Data, Effect, Layer, Option } from "effect"
+import { ChannelProviders } from "../channels/Providers.js"
+import { windowClosed } from "../channels/ServiceWindow.js"
+import { ChannelTemplates } from "../channels/Templates.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { BridgeRepo } from "./BridgeRepo.js"
 import { HandoffRepo } from "./HandoffRepo.js"
@@ -28,6 +31,8 @@ export const HandoffTurnsLive = Layer.effect(
     const repo = yield* HandoffRepo
     const identity = yield* IdentityRepo
     const bridges = yield* BridgeRepo
+    const providers = yield* ChannelProviders
+    const templates = yield* ChannelTemplates
 
     const due = (eventId: number) =>
       Effect.gen(function*() {
@@ -38,8 +43,19 @@ export const HandoffTurnsLive = Layer.effect(
         const bridgeDue = e.bridge !== null && e.bridge_message === null && e.latest
         const context = bridgeDue || e.summary_due ? yield* turns.context(conversationId) : Option.none()
         const fallback = e.bridge === "second" ? DEFAULT_SECOND_BRIDGE_TEXT : e.bridge_text ?? DEFAULT_BRIDGE_TEXT
+        // a provider's window closed: only the pipeline's approved template may tell the contact to wait
+        const closed = bridgeDue &&
+          windowClosed(providers, e.channel_kind, e.contact_sent_at_ms, yield* Clock.currentTimeMillis)
+        const template = closed && e.bridge_template !== null
+          ? yield* templates.resolveForSend(conversationId, e.bridge_template, "The handoff bridge")
+          : Option.none()
         const bridge: HandoffDue["bridge"] = !bridgeDue
           ? null
+          : closed
+          ? Option.match(template, {
+            onNone: () => null,
+            onSome: (t) => ({ kind: "static", text: t.text, template: t.send })
+          })
           : e.bridge_mode === "ai_generated" && Option.isSome(context)
           ? { kind: "ai_generated", second: e.bridge === "second", fallback, context: context.value }
           : { kind: "static", text: fallback }
@@ -64,7 +80,8 @@ export const HandoffTurnsLive = Layer.effect(
           aiModelId: draft.model?.id ?? null,
           model: draft.model?.model ?? null,
           inputTokens: draft.inputTokens,
-          outputTokens: draft.outputTokens
+          outputTokens: draft.outputTokens,
+          template: draft.template ?? null
         })
         // rolled back when the credits do not cover it
         if (Option.isSome(charged) && draft.cost > 0 && !(yield* identity.spendCredits(charged.value, draft.cost))) {

@@ -27,9 +27,14 @@ const normalise = (payload: SendPayload) =>
       files: [
         ...((payload as { "files[]"?: ReadonlyArray<never> })["files[]"] ?? []),
         ...((payload.files as ReadonlyArray<never> | null | undefined) ?? [])
-      ]
+      ],
+      template: null
     }
-    : { message: (payload.message as string | null | undefined) ?? null, files: [] }
+    : {
+      message: (payload.message as string | null | undefined) ?? null,
+      files: [],
+      template: ("template" in payload ? payload.template : undefined) ?? null
+    }
 
 export const MessagesHttpLive = HttpApiBuilder.group(Api, "messages", (handlers) =>
   Effect.gen(function*() {

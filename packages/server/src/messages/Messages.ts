@@ -16,6 +16,7 @@ import {
   MessageRecord,
   type MessagesFilter,
   MessagesPage,
+  type MessageTemplate,
   PublicBaseUrl,
   storableName,
   ulid,
@@ -26,6 +27,7 @@ import * as Fs from "node:fs"
 import { PROVIDER_ATTEMPTS, ProviderDelivery } from "../channels/ProviderDelivery.js"
 import { ChannelProviders } from "../channels/Providers.js"
 import { windowClosesAt } from "../channels/ServiceWindow.js"
+import { ChannelTemplates } from "../channels/Templates.js"
 import { Deliveries } from "../delivery/Deliveries.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
@@ -46,7 +48,8 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
     Deliveries.Default,
     Realtime.Default,
     ProviderDelivery.Default,
-    ChannelProviders.Default
+    ChannelProviders.Default,
+    ChannelTemplates.Default
   ],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -56,6 +59,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
     const realtime = yield* Realtime
     const providers = yield* ProviderDelivery
     const channelProviders = yield* ChannelProviders
+    const templates = yield* ChannelTemplates
 
     const record = (id: string, base: string) =>
       Effect.map(repo.record(id), (row) =>
@@ -126,9 +130,22 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
           }])
       })
 
+    /** A template instead of a message: alone, on a provider channel, resolved (422 naming what is wrong). */
+    const templateOf = (
+      t: Target,
+      input: { readonly message: string | null; readonly template: MessageTemplate | null }
+    ) =>
+      input.message !== null && input.message !== ""
+        ? Unprocessable.of([{ field: "message", message: "may not be given with template" }])
+        : templates.resolve(String(t.id), input.template!)
+
     const send = Effect.fn("Messages.send")(function*(
       conversationId: ConversationId,
-      input: { readonly message: string | null; readonly files: ReadonlyArray<Multipart.PersistedFile> }
+      input: {
+        readonly message: string | null
+        readonly files: ReadonlyArray<Multipart.PersistedFile>
+        readonly template: MessageTemplate | null
+      }
     ) {
       const actor = yield* CurrentActor
       const found = yield* repo.target(conversationId)
@@ -137,8 +154,9 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
       if (!actor.workspaceIds.includes(t.workspace_id as never)) {
         return yield* new Forbidden({ message: "This action is unauthorized." })
       }
-      yield* checkWindow(t)
-      const text = input.message === null || input.message === "" ? null : input.message
+      const template = input.template === null ? null : yield* templateOf(t, input)
+      if (template === null) yield* checkWindow(t)
+      const text = template?.text ?? (input.message === null || input.message === "" ? null : input.message)
       if (text === null && input.files.length === 0) {
         return yield* Unprocessable.of([{ field: "message", message: "is required when files is not present" }])
       }
@@ -179,7 +197,14 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
             size: f.size
           })
         }
-        yield* repo.insertMessage({ id, target: t, text, files: stored.map((f) => f.entry), senderId: actor.userId })
+        yield* repo.insertMessage({
+          id,
+          target: t,
+          text,
+          files: stored.map((f) => f.entry),
+          senderId: actor.userId,
+          template: template?.send ?? null
+        })
       })).pipe(Effect.orDie, Effect.onError(() => Effect.forEach(stored, (f) => storage.remove(f.key))))
 
       const base = yield* PublicBaseUrl

@@ -10,10 +10,12 @@ import {
   MessageEntry,
   MessageRecord,
   type MessagesFilter,
+  type TemplateSend,
   withNoReplyReason,
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, flow, Option, Schema, Struct } from "effect"
+import { contactSentAtMs } from "../channels/ServiceWindow.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 
 /** The conversation an operator message goes to: its channel and its newest opportunity's place. */
@@ -84,6 +86,8 @@ export interface NewOperatorMessage {
   readonly text: string | null
   readonly files: ReadonlyArray<typeof FileEntry.Encoded>
   readonly senderId: number
+  /** sent as this approved template (resolved parameters) */
+  readonly template: TemplateSend | null
 }
 
 export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server/MessagesRepo", {
@@ -98,9 +102,7 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
         select c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, ch.kind, ch.is_active, ch.callback_url,
                o.id as opportunity_id, o.stage_id, o.pipeline_id,
                coalesce(ch.credentials_ciphertext is not null, false) as has_credentials,
-               case when ch.credentials_ciphertext is not null then
-                 (select extract(epoch from max(m.provider_sent_at)) * 1000 from messages m
-                  where m.conversation_id = c.id and m.role = 'user')::float8 end as contact_sent_at_ms
+               ${contactSentAtMs(sql)} as contact_sent_at_ms
         from conversations c
         left join channels ch on ch.id = c.channel_id
         left join lateral (
@@ -174,7 +176,7 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
                      values (${f.key}, ${f.workspace_id}, ${f.channel_id}, ${f.name}, ${f.mimetype}, ${f.size})`
           .pipe(Effect.asVoid, Effect.orDie),
 
-      insertMessage: ({ files, id, senderId, target: t, text }: NewOperatorMessage) =>
+      insertMessage: ({ files, id, senderId, target: t, template, text }: NewOperatorMessage) =>
         MessageWrites.insert(sql, {
           id,
           workspace_id: t.workspace_id,
@@ -191,7 +193,8 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
           external_chat_id: t.external_chat_id,
           call_type: "manual",
           is_manual: true,
-          sender_id: senderId
+          sender_id: senderId,
+          template: template === null ? null : sql`${JSON.stringify(template)}::jsonb`
         }).pipe(Effect.asVoid, Effect.orDie),
 
       /** Where the hand-off left it: `sent_to_user`, or `failed` with the rejection. */

@@ -47,6 +47,7 @@ const settingColumns = [
   "handoff_instructions",
   "handoff_bridge_mode",
   "handoff_bridge_text",
+  "handoff_bridge_template",
   "handoff_timeout_seconds",
   "handoff_timeout_action",
   "handoff_keywords",
@@ -67,12 +68,19 @@ const stageColumns = [
   "is_opening_message",
   "opening_message_type",
   "static_opening_message",
+  "opening_template",
   "handoff_instructions"
 ] as const
 
+/** Columns that hold JSON documents (a template): written as JSON text. */
+const jsonColumns: ReadonlySet<string> = new Set(["handoff_bridge_template", "opening_template"])
+
 const pick = <K extends string>(source: Partial<Record<K, unknown>>, keys: ReadonlyArray<K>) => {
   const out: Record<string, unknown> = {}
-  for (const k of keys) if (source[k] !== undefined) out[k] = source[k]
+  for (const k of keys) {
+    const v = source[k]
+    if (v !== undefined) out[k] = jsonColumns.has(k) && v !== null ? JSON.stringify(v) : v
+  }
   return out
 }
 
@@ -87,15 +95,15 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
              p.rag_mode, p.model_temperature, p.no_of_relevant_points, p.agent_memory_window, p.context_message_count,
              p.max_conversation_cost, p.max_conversation_messages, p.reply_debounce_ms, p.followup_limit, p.is_unknown_contacts_enabled,
              p.is_model_routing_enabled, p.model_pool as is_model_routing, p.handoff_instructions, p.handoff_bridge_mode,
-             p.handoff_bridge_text, p.handoff_timeout_seconds, p.handoff_timeout_action, p.handoff_keywords, p.handoff_after_failures,
+             p.handoff_bridge_text, p.handoff_bridge_template, p.handoff_timeout_seconds, p.handoff_timeout_action, p.handoff_keywords, p.handoff_after_failures,
              p.fallback_message, p.handoff_on_failure,
              (select count(*) from stages s where s.pipeline_id = p.id)::int as stages_count,
              p.created_at, p.updated_at
       from pipelines p`
     const selectStage = sql`
       select id, pipeline_id, name, nature, sort_order as "order", description, ai_persona, instructions, notes,
-             enter_condition, parent_id, is_opening_message, opening_message_type, static_opening_message, handoff_instructions,
-             created_at, updated_at
+             enter_condition, parent_id, is_opening_message, opening_message_type, static_opening_message, opening_template,
+             handoff_instructions, created_at, updated_at
       from stages`
 
     /** `a = $1, b = $2, updated_at = now()`: only the columns sent change. */

@@ -25,11 +25,12 @@ const graphSend = Effect.gen(function*() {
   return json(answer.status, answer.body)
 })
 
-const graphPhone = Effect.gen(function*() {
-  const { phone } = yield* HttpLayerRouter.params
-  const answer = yield* (yield* WhatsAppSimulator).graphPhone(phone ?? "", yield* bearer)
-  return json(answer.status, answer.body)
-})
+const graphPhone = (templates: boolean) =>
+  Effect.gen(function*() {
+    const { phone } = yield* HttpLayerRouter.params
+    const answer = yield* (yield* WhatsAppSimulator).graphPhone(phone ?? "", yield* bearer, templates)
+    return json(answer.status, answer.body)
+  })
 
 const Say = Schema.Struct({
   wa_id: Schema.String.pipe(
@@ -71,7 +72,8 @@ const page = Effect.gen(function*() {
 
 export const SimulatorRoutes = Layer.mergeAll(
   HttpLayerRouter.add("POST", `${SIMULATOR_GRAPH_PATH}/:version/:phone/messages`, graphSend),
-  HttpLayerRouter.add("GET", `${SIMULATOR_GRAPH_PATH}/:version/:phone`, graphPhone),
+  HttpLayerRouter.add("GET", `${SIMULATOR_GRAPH_PATH}/:version/:phone`, graphPhone(false)),
+  HttpLayerRouter.add("GET", `${SIMULATOR_GRAPH_PATH}/:version/:phone/message_templates`, graphPhone(true)),
   HttpLayerRouter.add("GET", "/simulator/whatsapp/:key", page),
   HttpLayerRouter.add("GET", "/simulator/whatsapp/:key/thread", thread),
   HttpLayerRouter.add("POST", "/simulator/whatsapp/:key/messages", say)

@@ -14,6 +14,7 @@ import { WhatsAppCredentials } from "../channels/whatsapp/WhatsApp.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { BoundAddresses } from "../http/Listener.js"
+import { templateListing, templateSent } from "./SimulatedTemplates.js"
 
 export interface SimulatedMessage {
   readonly id: string
@@ -211,10 +212,14 @@ export class WhatsAppSimulator extends Effect.Service<WhatsAppSimulator>()("@par
             )
           }
         }
-        const text = body.type === "text"
+        const template = body.type === "template" ? templateSent(body.template) : undefined
+        if (template !== undefined && "code" in template) {
+          return { status: 400, body: metaError(template.code, template.message, template.details) }
+        }
+        const text = template !== undefined
+          ? template.text
+          : body.type === "text"
           ? String(body.text?.body ?? "")
-          : body.type === "template"
-          ? `[template ${body.template?.name}]`
           : `[${body.type}] ${body[body.type]?.link ?? ""}`
         const message: SimulatedMessage = {
           id: `wamid.sim${ulid()}`,
@@ -236,13 +241,17 @@ export class WhatsAppSimulator extends Effect.Service<WhatsAppSimulator>()("@par
       }
     )
 
-    /** `GET /simulator/graph/{version}/{phone_number_id}`: the phone number's record. */
+    /**
+     * `GET /simulator/graph/{version}/{phone_number_id}`: the phone number's record; with `/message_templates`, the
+     * account's templates (a simulated channel's account id is its phone number id).
+     */
     const graphPhone = Effect.fn("WhatsAppSimulator.graphPhone")(
-      function*(phoneNumberId: string, token: string | undefined) {
+      function*(phoneNumberId: string, token: string | undefined, templates = false) {
         const channel = yield* simulated("phone", phoneNumberId)
         if (Option.isNone(channel) || token !== channel.value.credentials.access_token) {
           return { status: 401, body: expiredToken }
         }
+        if (templates) return { status: 200, body: templateListing() }
         return {
           status: 200,
           body: {

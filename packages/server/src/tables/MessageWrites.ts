@@ -42,6 +42,7 @@ export type MessageColumn =
   | "read_at"
   | "failed_at"
   | "provider_sent_at"
+  | "template"
 
 /** `insert into messages (...) select ...`: the caller's statement adds `from`, `where`, `on conflict`, `returning`. */
 export const insert = insertInto<MessageColumn>("messages")

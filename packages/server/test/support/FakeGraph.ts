@@ -61,7 +61,55 @@ export interface FakeGraphState {
   rateLimitEvery: number
   /** The message sends answered 200, in order, with when they arrived. */
   readonly accepted: Array<{ readonly at: number; readonly body: any }>
+  /** The business account whose templates the fake lists (`GET /{id}/message_templates`). */
+  readonly businessAccountId: string
+  /** The account's templates as Meta lists them (name, language, status, category, components). */
+  readonly templates: Array<GraphTemplate>
 }
+
+export interface GraphTemplate {
+  readonly id: string
+  readonly name: string
+  readonly language: string
+  readonly status: "APPROVED" | "PENDING" | "REJECTED" | "PAUSED" | "DISABLED"
+  readonly category: "MARKETING" | "UTILITY" | "AUTHENTICATION"
+  readonly components: ReadonlyArray<{ readonly type: string; readonly text?: string; readonly format?: string }>
+}
+
+/** The account's templates unless a test sets its own: one without parameters, one with two, one still in review. */
+export const defaultTemplates = (): Array<GraphTemplate> => [
+  {
+    id: "1001",
+    name: "hello_world",
+    language: "en_US",
+    status: "APPROVED",
+    category: "UTILITY",
+    components: [{ type: "HEADER", format: "TEXT", text: "Hello World" }, {
+      type: "BODY",
+      text:
+        "Welcome and congratulations!! This message demonstrates your ability to send a WhatsApp message notification."
+    }]
+  },
+  {
+    id: "1002",
+    name: "order_followup",
+    language: "en",
+    status: "APPROVED",
+    category: "UTILITY",
+    components: [{ type: "BODY", text: "Hi {{1}}, your order {{2}} is waiting. Reply here to finish it." }, {
+      type: "FOOTER",
+      text: "Acme"
+    }]
+  },
+  {
+    id: "1003",
+    name: "spring_sale",
+    language: "en",
+    status: "PENDING",
+    category: "MARKETING",
+    components: [{ type: "BODY", text: "Our spring sale starts today, {{1}}!" }]
+  }
+]
 
 export const graphState = (phoneNumberId: string, token: string): FakeGraphState => ({
   phoneNumberId,
@@ -73,7 +121,9 @@ export const graphState = (phoneNumberId: string, token: string): FakeGraphState
   now: () => Date.now(),
   hang: false,
   rateLimitEvery: 0,
-  accepted: []
+  accepted: [],
+  businessAccountId: "2000000000001",
+  templates: defaultTemplates()
 })
 
 /** The message sends the fake accepted (`POST /{phone}/messages` that are not read receipts). */
@@ -99,11 +149,37 @@ const invalidSend = (body: any): string | null => {
     return typeof part?.link === "string" || typeof part?.id === "string" ? null : `${body.type}.link or id is required`
   }
   if (body.type === "template") {
-    return typeof body.template?.name === "string" && typeof body.template?.language?.code === "string"
+    if (typeof body.template?.name !== "string" || typeof body.template?.language?.code !== "string") {
+      return "template.name and template.language.code are required"
+    }
+    const parameters = body.template.components?.find((c: any) => c?.type === "body")?.parameters ?? []
+    return Array.isArray(parameters) && parameters.every((p: any) => p?.type === "text" && typeof p.text === "string")
       ? null
-      : "template.name and template.language.code are required"
+      : "template body parameters must be {type: text, text}"
   }
   return `type ${String(body.type)} is not supported`
+}
+
+/** Meta's refusal of a template send: unknown in that language (132001), not approved, or the wrong parameter count. */
+const templateRefusal = (state: FakeGraphState, template: any) => {
+  const found = state.templates.find((t) => t.name === template.name && t.language === template.language.code)
+  if (found === undefined || found.status !== "APPROVED") {
+    return graphError(
+      132001,
+      "Template name does not exist in the translation",
+      `template name (${template.name}) does not exist in ${template.language.code}`
+    )
+  }
+  const body = found.components.find((c) => c.type === "BODY")?.text ?? ""
+  const wanted = Math.max(0, ...[...body.matchAll(/\{\{(\d+)\}\}/g)].map((m) => Number(m[1])))
+  const given = template.components?.find((c: any) => c?.type === "body")?.parameters?.length ?? 0
+  return wanted === given
+    ? null
+    : graphError(
+      132000,
+      "Number of parameters does not match the expected number of params",
+      `body: number of localizable_params (${given}) does not match the expected number of params (${wanted})`
+    )
 }
 
 /** The fake Graph API; its base URL (for META_GRAPH_API_URL), closed with the scope. */
@@ -148,6 +224,10 @@ export const fakeGraph = (state: FakeGraphState) =>
               }
               const failure = state.failures.shift()
               if (failure !== undefined) return json(failure.status, failure.body)
+              if (body.type === "template") {
+                const refused = templateRefusal(state, body.template)
+                if (refused !== null) return json(400, refused)
+              }
               const opened = state.lastInbound.get(body.to)
               if (body.type !== "template" && (opened === undefined || state.now() - opened > DAY)) {
                 return json(
@@ -164,6 +244,25 @@ export const fakeGraph = (state: FakeGraphState) =>
                 messaging_product: "whatsapp",
                 contacts: [{ input: body.to, wa_id: body.to }],
                 messages: [{ id: `wamid.fake${++ids}` }]
+              })
+            }
+            if (req.method === "GET" && first === state.businessAccountId && second === "message_templates") {
+              // Meta's cursor paging: `limit` per page, `after` the last id of the page before
+              const limit = Math.min(Number(url.searchParams.get("limit") ?? "25") || 25, 100)
+              const after = url.searchParams.get("after")
+              const from = after === null ? 0 : state.templates.findIndex((t) => t.id === after) + 1
+              const page = state.templates.slice(from, from + limit)
+              const more = from + limit < state.templates.length
+              const next = new URL(
+                url.toString().replace("http://fake", `http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+              )
+              next.searchParams.set("after", page.at(-1)?.id ?? "")
+              return json(200, {
+                data: page,
+                paging: {
+                  cursors: { before: page[0]?.id ?? "", after: page.at(-1)?.id ?? "" },
+                  ...(more ? { next: next.toString() } : {})
+                }
               })
             }
             if (req.method === "GET" && first === state.phoneNumberId && second === undefined) {

@@ -87,7 +87,10 @@ export class WhatsApp extends Effect.Service<WhatsApp>()("@parley/server/WhatsAp
       send: (c, m) => graph.send(baseOf(c), c, m),
       markRead: (c, id) => graph.markRead(baseOf(c), c, id),
       fetchMedia: (c, media, maxBytes) => graph.fetchMedia(baseOf(c), c, media, maxBytes),
-      check: (c) => graph.check(baseOf(c), c)
+      check: (c) => graph.check(baseOf(c), c),
+      // a simulated channel's account is its phone number
+      templates: (c) =>
+        graph.templates(baseOf(c), c.simulator === true ? { ...c, business_account_id: c.phone_number_id } : c)
     }
     /** The endpoint a send goes to, for the delivery log (never with the token). */
     const endpoint = (c: WhatsAppCredentials) => `${baseOf(c)}/${c.api_version}/${c.phone_number_id}/messages`

@@ -4,7 +4,15 @@
  * with the channel's bearer token. Meta's error codes are read by meaning (`SendFailure`).
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { type FetchedMedia, type InboundMedia, type OutboundMessage, SendFailure, type Sent } from "@parley/domain"
+import {
+  ChannelTemplate,
+  type FetchedMedia,
+  type InboundMedia,
+  type OutboundMessage,
+  SendFailure,
+  type Sent,
+  templateParameterCount
+} from "@parley/domain"
 import { Duration, Effect } from "effect"
 
 export interface GraphCredentials {
@@ -202,8 +210,60 @@ export const makeGraph = Effect.gen(function*() {
       c.access_token
     ).pipe(Effect.map((r) => JSON.parse(r.body) as Record<string, unknown>))
 
-  return { send, markRead, fetchMedia, check }
+  /**
+   * The business account's message templates (`GET /{business_account_id}/message_templates`), every page up to
+   * `MAX_TEMPLATE_PAGES`: name, language, status, category and the body's text with its `{{n}}` placeholders.
+   */
+  const templates = (base: string, c: GraphCredentials & { readonly business_account_id?: string | undefined }) =>
+    Effect.gen(function*() {
+      if (c.business_account_id === undefined) {
+        return yield* new SendFailure({
+          kind: "undeliverable",
+          message:
+            "The channel has no business_account_id: add it to the credentials (PUT) to list the account's templates.",
+          status: null,
+          code: null,
+          excerpt: null
+        })
+      }
+      const out: Array<ChannelTemplate> = []
+      let next: string | undefined = url(base, c, `${c.business_account_id}/message_templates`) +
+        "?fields=name,language,status,category,components&limit=100"
+      for (let page = 0; next !== undefined && page < MAX_TEMPLATE_PAGES; page++) {
+        const r = yield* call(HttpClientRequest.get(next), c.access_token)
+        const body = JSON.parse(r.body) as { data?: Array<GraphTemplate>; paging?: { next?: unknown } }
+        for (const t of body.data ?? []) {
+          const text = t.components?.find((p) => p.type === "BODY")?.text
+          const bodyText = typeof text === "string" ? text : null
+          out.push(
+            new ChannelTemplate({
+              name: String(t.name),
+              language: String(t.language),
+              status: String(t.status ?? "UNKNOWN"),
+              category: typeof t.category === "string" ? t.category : null,
+              body: bodyText,
+              parameters: templateParameterCount(bodyText)
+            })
+          )
+        }
+        next = typeof body.paging?.next === "string" ? body.paging.next : undefined
+      }
+      return out
+    })
+
+  return { send, markRead, fetchMedia, check, templates }
 })
+
+/** At most this many pages of 100 templates are read (Meta allows 250 templates per account by default). */
+const MAX_TEMPLATE_PAGES = 10
+
+interface GraphTemplate {
+  readonly name?: unknown
+  readonly language?: unknown
+  readonly status?: unknown
+  readonly category?: unknown
+  readonly components?: ReadonlyArray<{ readonly type?: unknown; readonly text?: unknown }>
+}
 
 const tooLarge = (size: number, maxBytes: number) =>
   new SendFailure({

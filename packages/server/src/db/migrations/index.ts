@@ -30,6 +30,7 @@ import replyFallback from "./0028_reply_fallback.js"
 import knowledgePointUses from "./0029_knowledge_point_uses.js"
 import followupSilence from "./0030_followup_silence.js"
 import channelAdapters from "./0031_channel_adapters.js"
+import messageTemplates from "./0032_message_templates.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -63,5 +64,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0028_reply_fallback": replyFallback,
   "0029_knowledge_point_uses": knowledgePointUses,
   "0030_followup_silence": followupSilence,
-  "0031_channel_adapters": channelAdapters
+  "0031_channel_adapters": channelAdapters,
+  "0032_message_templates": messageTemplates
 }
