@@ -1,3 +1,4 @@
+import { HttpMiddleware } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -11,6 +12,7 @@ import { ProviderInbound } from "./channels/ProviderInbound.js"
 import { ChannelProviders } from "./channels/Providers.js"
 import { ChannelTemplates } from "./channels/Templates.js"
 import { ChannelWebhookRoutes } from "./channels/Webhook.js"
+import { isWebhookPath } from "./channels/WebhookPath.js"
 import { AppConfig, type Role } from "./config/AppConfig.js"
 import { AppSecret } from "./config/AppSecret.js"
 import { Conversations } from "./conversations/Conversations.js"
@@ -118,6 +120,10 @@ export const ReceiverServerLive = Layer.unwrapEffect(
       listen(ReceiverListener, ReceiverRoutes, { host: config.host, port: config.receiverPort, policy: ReceiverPolicy })
   )
 ).pipe(
+  // a provider's verify handshake carries its verify token in the query string, which a request span records
+  HttpMiddleware.withTracerDisabledWhen((request) =>
+    request.method === "GET" && isWebhookPath(request.url.split("?")[0]!)
+  ),
   // clients are told this address when RECEIVER_URL is not set (port 0 binds a free one)
   Layer.tap((context) =>
     Effect.flatMap(BoundAddresses, (b) => b.setReceiver(Context.get(context, ReceiverListener).url))

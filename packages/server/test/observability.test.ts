@@ -112,6 +112,31 @@ describe("observability of a running server", () => {
     300_000
   )
 
+  it("a provider's verify handshake is not traced: its query string carries the channel's verify token", async () => {
+    const listed = await fetch(`${server.api}/api/user/channels`, {
+      headers: { authorization: `Bearer ${demo.token}` }
+    })
+    const channels = (await listed.json() as { data: Array<{ kind: string; webhook_url: string | null }> }).data
+    const whatsapp = channels.find((c) => c.kind === "whatsapp")!
+    const token = "pvt_ObservabilityVerifyTokenMustNotLeak"
+    const handshake = await fetch(
+      `${whatsapp.webhook_url}?hub.mode=subscribe&hub.verify_token=${token}&hub.challenge=8675309`
+    )
+    expect(handshake.status).toBe(403)
+    // a request after it, traced: once its span is exported, the handshake's would have been too
+    const marker = await fetch(`${server.api}/api/user/channels?after=handshake`, {
+      headers: { authorization: `Bearer ${demo.token}` }
+    })
+    expect(marker.status).toBe(200)
+    await until(
+      "the marker request's span",
+      () => otlp.spans.find((s) => String(s.attributes["url.query"] ?? "").includes("after=handshake")),
+      60_000
+    )
+    expect(otlp.spans.filter((s) => JSON.stringify(s.attributes).includes(token)).map((s) => s.name)).toEqual([])
+    expect(otlp.spans.filter((s) => String(s.attributes["url.path"] ?? "").endsWith("/webhook"))).toEqual([])
+  }, 120_000)
+
   it("/metrics answers Prometheus' text format with the requests, replies, deliveries and model use so far", async () => {
     const response = await fetch(metricsUrl)
     expect(response.status).toBe(200)
