@@ -1,6 +1,7 @@
 /**
  * One conversation: the handoff summary, the transcript (live), the operator's moves (take over, assign,
- * hand back with a note for the AI), the composer (text and files, drag and drop) and internal notes.
+ * hand back with a note for the AI), the composer (text and files, drag and drop; approved templates once the
+ * provider's window has closed) and internal notes.
  */
 import { useSignal } from "@preact/signals"
 import { useEffect, useRef } from "preact/hooks"
@@ -11,6 +12,7 @@ import { refreshOne, typing } from "./inboxStore.js"
 import { listen } from "./live.js"
 import { OpportunityPanel } from "./OpportunityPanel.js"
 import { fail, memberName, members, navigate, say, userId } from "./state.js"
+import { TemplatePicker } from "./TemplatePicker.js"
 import { Transcript } from "./Transcript.js"
 
 /** The provider's window (WhatsApp: 24 hours after the contact's last message): time left, or closed. */
@@ -170,7 +172,11 @@ export const ConversationView = ({ id }: { id: number }) => {
       message: (e) => {
         if (e.conversation_id !== id) return
         void loadNewest().catch(fail)
-        if (e.sender === "contact") void api("POST", `conversations/${id}/read`).catch(() => undefined)
+        if (e.sender === "contact") {
+          void api("POST", `conversations/${id}/read`).catch(() => undefined)
+          // the contact's message opens the window again: free text instead of templates
+          void loadDetail().catch(fail)
+        }
       },
       handoff: (e) => void (e.conversation_id === id && loadDetail().catch(fail)),
       // a receipt: the newest page again, with the message's ticks
@@ -196,6 +202,7 @@ export const ConversationView = ({ id }: { id: number }) => {
     messages.value = merge(messages.value, page.messages)
     older.value = page.next_cursor
   }
+  const windowClosed = c.service_window_closes_at !== null && Date.parse(c.service_window_closes_at) <= now.value
   return (
     <div class="conversation-layout">
       <section class="conversation" aria-labelledby="conversation-title">
@@ -239,7 +246,16 @@ export const ConversationView = ({ id }: { id: number }) => {
           />
           <div ref={bottom} />
         </div>
-        <Composer conversationId={id} onSent={() => void loadNewest().catch(fail)} />
+        {windowClosed && c.channel_id !== null
+          ? (
+            <TemplatePicker
+              key={id}
+              channelId={c.channel_id}
+              conversationId={id}
+              onSent={() => void loadNewest().catch(fail)}
+            />
+          )
+          : <Composer conversationId={id} onSent={() => void loadNewest().catch(fail)} />}
         <Notes c={c} onChange={(next) => (detail.value = next)} />
       </section>
       {c.opportunity !== null && <OpportunityPanel opportunityId={c.opportunity.id} onChange={reload} />}

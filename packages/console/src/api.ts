@@ -6,6 +6,7 @@
 import type {
   Channel,
   ChannelCheck,
+  ChannelTemplate,
   ChannelWithSecret,
   ConversationDetail,
   ConversationListItem,
@@ -35,6 +36,7 @@ export type MeInfo = Wire<typeof Me>
 export type OpportunityRecord = Wire<typeof Opportunity>
 export type PipelineRecord = Wire<typeof Pipeline>
 export type StageRecord = Wire<typeof Stage>
+export type Template = Wire<typeof ChannelTemplate>
 export type Series = Wire<typeof Timeseries>
 export type Handoffs = Wire<typeof HandoffStats>
 export interface Member {

@@ -5,8 +5,10 @@
  * replies with a file, which the visitor sees live; hands back with a note that the agent's next reply
  * follows; drags the opportunity's card on the board to the won stage (checked over REST, and the
  * stage's opening message reaches the visitor); the analytics page draws charts. At 390 px the inbox and
- * the conversation fit the screen. Signing out ends the console's token. Screenshots of each screen are
- * kept in test-results/console-*.png.
+ * the conversation fit the screen. Signing out ends the console's token. Once a WhatsApp contact's window has
+ * closed (her message aged by 25 hours while the server is stopped), the composer offers the approved templates
+ * instead of free text, and the one sent reaches the simulated phone. Screenshots of each screen are kept in
+ * test-results/console-*.png.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
@@ -15,7 +17,7 @@ import * as Path from "node:path"
 import * as Zlib from "node:zlib"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { launchBrowser } from "./support/Browser.js"
-import { call, type Running, serve, stop, until } from "./support/ChildServer.js"
+import { call, childDatabase, type Running, serve, stop, until } from "./support/ChildServer.js"
 import { ok } from "./support/Contract.js"
 
 const root = Path.resolve(__dirname, "../../..")
@@ -120,8 +122,9 @@ const widgetSay = async (page: Page, text: string) => {
 const widgetReply = (page: Page, text: string) =>
   page.getByRole("log", { name: "Messages" }).locator("li[data-role=assistant]", { hasText: text }).first()
 
-describe("the operator console in a browser", () => {
-  it("takes a handoff from the inbox to a reply with a file and back to the agent; moves a card on the board; draws analytics", async () => {
+// a restart of the server (to age a message in its embedded database) on top of the console's tour
+describe("the operator console in a browser", { timeout: 240_000 }, () => {
+  it("takes a handoff from the inbox to a reply with a file and back to the agent; moves a card on the board; draws analytics; offers templates once a WhatsApp window has closed", async () => {
     const errors: Array<string> = []
     const operatorContext = await browser!.newContext({ viewport: { width: 1280, height: 800 } })
     const visitorContext = await browser!.newContext({ viewport: { width: 1100, height: 800 } })
@@ -338,6 +341,8 @@ describe("the operator console in a browser", () => {
     await whatsappRow.waitFor(WAIT)
     expect(await whatsappRow.locator(".kind").innerText()).toBe("WhatsApp")
     await whatsappRow.click()
+    await operator.waitForURL(/\/console\/c\/\d+$/)
+    const wandaId = Number(/\/c\/(\d+)$/.exec(operator.url())![1])
     await operator.locator(".receipt[data-status=read]").first().waitFor(WAIT)
     expect(await operator.locator(".conv-head .window[data-open=true]").innerText()).toMatch(
       /^Window: 23 h \d+ min left$/
@@ -401,8 +406,52 @@ describe("the operator console in a browser", () => {
     await operator.waitForURL("**/account/sign-in")
     expect((await rest("me", { token })).status).toBe(401)
 
+    // Wanda's window closes: Meta's clock says she wrote 25 hours ago (set while the server is stopped, as the
+    // embedded database is the server's alone while it runs)
+    await phone.close()
+    await visitorContext.close()
+    await stop(server)
+    const aged = await (await childDatabase(dataDir)).query(
+      `update messages set provider_sent_at = now() - interval '25 hours'
+       where conversation_id = $1 and role = 'user' returning id`,
+      [wandaId]
+    )
+    expect(aged.length).toBeGreaterThan(0)
+    server = await serve(dataDir, {})
+    await signIn(operator, `/console/c/${wandaId}`)
+
+    // no free text now: the composer offers the channel's approved templates, filled in and previewed
+    const picker = operator.getByRole("form", { name: "Send a template" })
+    await picker.waitFor(WAIT)
+    expect(await operator.locator(".conv-head .window[data-open=false]").innerText()).toBe("Window closed")
+    expect(await operator.getByRole("textbox", { name: "Message to the contact" }).count()).toBe(0)
+    const checkingIn = picker.getByRole("radio", { name: "checking_in (en)", exact: true })
+    await checkingIn.waitFor(WAIT)
+    expect(await picker.getByRole("radio", { name: "hello_world (en_US)", exact: true }).count()).toBe(1)
+    // still under Meta's review: not offered
+    expect(await picker.getByRole("radio", { name: /^summer_sale/ }).count()).toBe(0)
+    expect(
+      await picker.locator(".template-option", { hasText: "checking_in (en)" }).locator(".template-body").innerText()
+    ).toBe(
+      "Hi {{1}}, just checking in: is there anything else I can help you with?"
+    )
+    await checkingIn.check()
+    await picker.getByLabel("Parameter 1", { exact: true }).fill("Wanda")
+    expect(await picker.getByLabel("Parameter 2", { exact: true }).count()).toBe(0)
+    expect(await picker.locator(".template-parameters .hint").innerText()).toContain("{{variable}}")
+    const checkIn = "Hi Wanda, just checking in: is there anything else I can help you with?"
+    expect(await picker.locator(".template-preview p").innerText()).toBe(checkIn)
+    expect(await unlabelled(operator)).toEqual([])
+    await shot(operator, "whatsapp-template")
+    await picker.getByRole("button", { name: "Send template", exact: true }).click()
+    await operator.getByRole("log", { name: "Messages" }).locator(".msg.from-operator", { hasText: checkIn })
+      .waitFor(WAIT)
+    // and the simulated phone got it
+    const thread = await (await fetch(`${server.api}${new URL(simulatorUrl!).pathname}/thread?wa_id=4915100000042`))
+      .json() as { messages: ReadonlyArray<{ direction: string; text: string }> }
+    expect(thread.messages.filter((m) => m.direction === "out").map((m) => m.text)).toContain(checkIn)
+
     expect(errors).toEqual([])
     await operatorContext.close()
-    await visitorContext.close()
   })
 })
