@@ -127,11 +127,27 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
           wait === 0 || tries >= 100
             ? Effect.void
             : Effect.zipRight(Effect.sleep(Duration.millis(wait)), claimed(tries + 1)))
+      // one claimant per channel in this process at a time: late senders queue here, not on the database
+      const gate = gateOf(channelId)
       return Effect.gen(function*() {
         const slot = yield* reserve
         yield* Effect.sleep(Duration.millis(Math.max(0, slot - Date.now())))
-        yield* claimed(1)
+        yield* gate.semaphore.withPermits(1)(Effect.gen(function*() {
+          yield* Effect.sleep(Duration.millis(Math.max(0, gate.last + gap * 1000 - Date.now())))
+          yield* claimed(1)
+          gate.last = Date.now()
+        }))
       })
+    }
+
+    const gates = new Map<number, { readonly semaphore: Effect.Semaphore; last: number }>()
+    const gateOf = (channelId: number) => {
+      let gate = gates.get(channelId)
+      if (gate === undefined) {
+        gate = { semaphore: Effect.unsafeMakeSemaphore(1), last: 0 }
+        gates.set(channelId, gate)
+      }
+      return gate
     }
 
     const publicBase = () =>

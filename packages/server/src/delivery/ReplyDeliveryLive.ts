@@ -1,6 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { DeliveryOutcome, ReplyDelivery, webhookHeaders } from "@parley/domain"
-import { Effect, Either, Layer, Metric, MetricLabel, Option, Schema } from "effect"
+import { Deferred, Effect, Either, FiberId, Layer, Metric, MetricLabel, Option, Schema } from "effect"
 import { ProviderDelivery } from "../channels/ProviderDelivery.js"
 import { AppConfig } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
@@ -198,14 +198,31 @@ export const ReplyDeliveryLive = Layer.effect(
   Effect.gen(function*() {
     const attempts = yield* ReplyAttempts
     const providers = yield* ProviderDelivery
+    const send = (messageId: string, run: number, n: number, final: boolean) =>
+      providers.attempt(messageId, run, n, final).pipe(
+        Effect.flatMap(Option.match({
+          onSome: Effect.succeed,
+          onNone: () => attempts.attempt(messageId, run, n)
+        }))
+      )
+    /**
+     * A workflow whose durable clock fires late can be resumed by its clock and by RetrySweep at once, and run the
+     * same attempt twice at the same time: the second waits for the first and takes its outcome, so the message is
+     * sent once. (The workflow's executions are on the runner that owns it, so one process sees both.)
+     */
+    const inFlight = new Map<string, Deferred.Deferred<DeliveryOutcome>>()
     return {
       attempt: (messageId: string, run: number, n: number, final: boolean) =>
-        providers.attempt(messageId, run, n, final).pipe(
-          Effect.flatMap(Option.match({
-            onSome: Effect.succeed,
-            onNone: () => attempts.attempt(messageId, run, n)
-          }))
-        )
+        Effect.suspend(() => {
+          const key = `${messageId}:${run}:${n}`
+          const running = inFlight.get(key)
+          if (running !== undefined) return Deferred.await(running)
+          const done = Deferred.unsafeMake<DeliveryOutcome>(FiberId.none)
+          inFlight.set(key, done)
+          return send(messageId, run, n, final).pipe(
+            Effect.onExit((exit) => Effect.zipRight(Deferred.done(done, exit), Effect.sync(() => inFlight.delete(key))))
+          )
+        })
     }
   })
 ).pipe(
