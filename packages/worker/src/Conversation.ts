@@ -22,11 +22,14 @@ import { Rpc } from "@effect/rpc"
 import {
   ConversationTurns,
   FollowupOutcome,
+  FollowupTurns,
   HandoffTurns,
   type NoReplyReason,
   noReplySentence,
+  OpeningTurns,
   type ReplyDraft,
-  type TemplateSend
+  type TemplateSend,
+  TurnDeliveries
 } from "@parley/domain"
 import {
   Cause,
@@ -117,13 +120,16 @@ const describe = (error: unknown) =>
 export const ConversationLive = Conversation.toLayer(
   Effect.gen(function*() {
     const turns = yield* ConversationTurns
+    const deliveries = yield* TurnDeliveries
+    const openings = yield* OpeningTurns
+    const followups = yield* FollowupTurns
     const handoffs = yield* HandoffTurns
     const context = yield* Effect.context<ModelRegistry>()
     const conversationId = (yield* Entity.CurrentAddress).entityId
 
     /** Replies stored by an earlier, interrupted run of this entity go out first. */
-    const deliverLeftovers = turns.undelivered(conversationId).pipe(
-      Effect.flatMap(Effect.forEach(turns.deliver, { discard: true }))
+    const deliverLeftovers = deliveries.undelivered(conversationId).pipe(
+      Effect.flatMap(Effect.forEach(deliveries.deliver, { discard: true }))
     )
 
     const turn = (upTo: string, arrivedAt: Date) =>
@@ -155,14 +161,14 @@ export const ConversationLive = Conversation.toLayer(
         if (Option.isNone(id)) return yield* noReply(conversationId, prepared.context.isEval, "no_credits")
         const now = yield* Clock.currentTimeMillis
         if (!prepared.context.isEval) yield* Metric.update(replyLatency, Math.max(0, now - arrivedAt.getTime()) / 1000)
-        yield* turns.deliver(id.value)
+        yield* deliveries.deliver(id.value)
       })
 
     const inbound = Effect.gen(function*() {
       while (true) {
         const pending = yield* turns.pending(conversationId)
         // replies stored by an earlier, interrupted run go out first
-        yield* Effect.forEach(pending.undelivered, turns.deliver, { discard: true })
+        yield* Effect.forEach(pending.undelivered, deliveries.deliver, { discard: true })
         // an earlier message's turn already answered this one
         if (Option.isNone(pending.turn)) return
         const { debounceMs, latestAt, latestMessageId } = pending.turn.value
@@ -190,7 +196,7 @@ export const ConversationLive = Conversation.toLayer(
     const stageEntered = (entryId: number) =>
       Effect.gen(function*() {
         yield* deliverLeftovers
-        const due = yield* turns.opening(entryId)
+        const due = yield* openings.opening(entryId)
         if (Option.isNone(due)) return
         const o = due.value
         const draft: ReplyDraft | undefined = o.kind === "static"
@@ -200,14 +206,14 @@ export const ConversationLive = Conversation.toLayer(
             Effect.orElseSucceed(() => undefined)
           )
         if (draft === undefined || draft.text.trim() === "") return
-        const id = yield* turns.commitOpening(conversationId, entryId, draft)
-        if (Option.isSome(id)) yield* turns.deliver(id.value)
+        const id = yield* openings.commitOpening(conversationId, entryId, draft)
+        if (Option.isSome(id)) yield* deliveries.deliver(id.value)
       })
 
     const followup = (sequenceId: number, step: number) =>
       Effect.gen(function*() {
         yield* deliverLeftovers
-        const due = yield* turns.followup(sequenceId, step)
+        const due = yield* followups.followup(sequenceId, step)
         if (due._tag === "Skip") return due.outcome
         const draft = due._tag === "Template" ? staticDraft(due.text, due.template) : yield* Agent.followup(
           due.followup
@@ -216,9 +222,9 @@ export const ConversationLive = Conversation.toLayer(
           Effect.orElseSucceed(() => undefined)
         )
         if (draft === undefined || draft.text.trim() === "") return "skipped" as const
-        const id = yield* turns.commitFollowup(conversationId, sequenceId, step, draft)
+        const id = yield* followups.commitFollowup(conversationId, sequenceId, step, draft)
         if (Option.isNone(id)) return "skipped" as const
-        yield* turns.deliver(id.value)
+        yield* deliveries.deliver(id.value)
         return "sent" as const
       })
 
@@ -246,7 +252,7 @@ export const ConversationLive = Conversation.toLayer(
                 ? Effect.succeed(id)
                 : handoffs.commitBridge(eventId, staticDraft(bridge.kind === "static" ? bridge.text : bridge.fallback))
           )
-          if (Option.isSome(id)) yield* turns.deliver(id.value)
+          if (Option.isSome(id)) yield* deliveries.deliver(id.value)
         }
         if (summary !== null) {
           const text = yield* Agent.summarise(summary).pipe(
@@ -320,19 +326,19 @@ export const StageEntriesLive = (every: Duration.DurationInput) =>
   Singleton.make(
     "Conversation/stage-entries",
     Effect.gen(function*() {
-      const turns = yield* ConversationTurns
+      const openings = yield* OpeningTurns
       const client = yield* Conversation.client
-      const drain = turns.stageEntries(100).pipe(
+      const drain = openings.stageEntries(100).pipe(
         Effect.flatMap(Effect.forEach(({ conversationId, entryId }) =>
           Effect.gen(function*() {
             if (conversationId !== null) yield* client(conversationId).StageEntered({ entryId }, { discard: true })
             yield* startFollowups(entryId)
-            yield* turns.consumeStageEntry(entryId)
+            yield* openings.consumeStageEntry(entryId)
           }), { discard: true })),
         Effect.catchAllCause(Effect.logWarning)
       )
       // at once when the database says entries were written, and every `every` in case a notification was missed
-      yield* Stream.merge(turns.stageEntriesWritten, Stream.tick(every)).pipe(
+      yield* Stream.merge(openings.stageEntriesWritten, Stream.tick(every)).pipe(
         Stream.buffer({ capacity: 1, strategy: "sliding" }),
         Stream.runForEach(() => drain)
       )

@@ -1,4 +1,4 @@
-import { Context, type Effect, type Option, type Stream } from "effect"
+import { Context, type Effect, type Option } from "effect"
 import type { NoReplyReason } from "../NoReply.js"
 import type { RoutingTier } from "../Pipelines.js"
 import type { TemplateSend } from "./ChannelProvider.js"
@@ -193,9 +193,9 @@ export type FollowupDue =
   | { readonly _tag: "Skip"; readonly outcome: FollowupOutcome }
 
 /**
- * Implemented by the server: what the conversation entity reads and does. Every write is idempotent
- * (a turn repeated after a crash finds its reply stored and only delivers it) and failures are
- * recorded, never raised.
+ * Implemented by the server: a conversation's replies, as its entity reads and makes them (delivery, openings and
+ * followups are the ports of EngineTurns.ts). Every write is idempotent (a turn repeated after a crash finds its reply
+ * stored and only delivers it) and failures are recorded, never raised.
  */
 export interface ConversationTurnsPort {
   /** The turn waiting, if any, and replies an interrupted run stored but did not deliver (in one read). */
@@ -235,41 +235,6 @@ export interface ConversationTurnsPort {
     error: string,
     model: ModelRef | null
   ) => Effect.Effect<void>
-  /** Replies stored but not yet delivered (a crash between storing and delivering). */
-  readonly undelivered: (conversationId: string) => Effect.Effect<ReadonlyArray<string>>
-  /** Socket event and signed webhook for a stored reply; marks it sent. */
-  readonly deliver: (messageId: string) => Effect.Effect<void>
-  /** The opening message due for a stage entry, if the stage has one and the opportunity a conversation. */
-  readonly opening: (entryId: number) => Effect.Effect<Option.Option<OpeningContext>>
-  /**
-   * Stores an opening message (once per stage entry), not yet delivered; returns its id (none: the credits do not cover
-   * it).
-   */
-  readonly commitOpening: (
-    conversationId: string,
-    entryId: number,
-    draft: ReplyDraft
-  ) => Effect.Effect<Option.Option<string>>
-  /**
-   * The followup due at `step` of a sequence, checked in the entity (so in order with replies): or why none is sent.
-   */
-  readonly followup: (sequenceId: number, step: number) => Effect.Effect<FollowupDue>
-  /**
-   * Stores a followup (once per sequence step), not yet delivered; returns its id (none: the credits do not cover it).
-   */
-  readonly commitFollowup: (
-    conversationId: string,
-    sequenceId: number,
-    step: number,
-    draft: ReplyDraft
-  ) => Effect.Effect<Option.Option<string>>
-  /** Stage entries not yet consumed, oldest first, with the conversation of their opportunity (if any). */
-  readonly stageEntries: (
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<{ readonly entryId: number; readonly conversationId: string | null }>>
-  readonly consumeStageEntry: (entryId: number) => Effect.Effect<void>
-  /** Emits when stage entries were written (a database notification); may miss some, so consumers also poll. */
-  readonly stageEntriesWritten: Stream.Stream<void>
 }
 export class ConversationTurns
   extends Context.Tag("@parley/domain/ConversationTurns")<ConversationTurns, ConversationTurnsPort>()

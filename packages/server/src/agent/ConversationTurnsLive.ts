@@ -7,16 +7,19 @@ import { SqlClient } from "@effect/sql"
 import {
   ConversationTurns,
   type FailReason,
+  FollowupTurns,
   handoffKeywordIn,
   type ModelRef,
+  OpeningTurns,
   type PendingWork,
   type Prepared,
   type ReplyDraft,
   type SkipReason,
-  StageId
+  StageId,
+  TurnDeliveries
 } from "@parley/domain"
 import { repliesMade } from "@parley/worker"
-import { Clock, Effect, Layer, Metric, Option } from "effect"
+import { Clock, Context, Effect, Layer, Metric, Option } from "effect"
 import { enqueueToolCalls } from "../actions/ActionRunsEnqueue.js"
 import { ChannelProviders } from "../channels/Providers.js"
 import { ProviderTyping } from "../channels/ProviderTyping.js"
@@ -38,8 +41,7 @@ import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
 import { type ConversationRow, type TurnSnapshot } from "./TurnRows.js"
 import { TurnsRepo } from "./TurnsRepo.js"
 
-export const ConversationTurnsLive = Layer.effect(
-  ConversationTurns,
+export const ConversationTurnsLive = Layer.effectContext(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const realtime = yield* Realtime
@@ -280,24 +282,12 @@ export const ConversationTurnsLive = Layer.effect(
         (found) => Option.flatMap(found, ({ ready }) => Option.map(ready, (r) => r.context))
       )
 
-    return ConversationTurns.of({
-      stageEntriesWritten: stageEntries.stageEntriesWritten,
-      context,
-      pending,
-      orphaned,
-      prepare,
-      skip,
-      commit,
-      fail,
-      undelivered,
-      deliver,
-      opening: stageEntries.opening,
-      commitOpening: stageEntries.commitOpening,
-      followup: followups.followup,
-      commitFollowup: followups.commitFollowup,
-      stageEntries: stageEntries.stageEntries,
-      consumeStageEntry: stageEntries.consumeStageEntry
-    })
+    // one engine, four ports by job: replies, their delivery, openings and followup steps
+    return Context.make(ConversationTurns, { context, pending, orphaned, prepare, skip, commit, fail }).pipe(
+      Context.add(TurnDeliveries, { undelivered, deliver }),
+      Context.add(OpeningTurns, stageEntries),
+      Context.add(FollowupTurns, followups)
+    )
   })
 ).pipe(
   Layer.provide([
