@@ -394,6 +394,28 @@ layer(FakeMeta, { excludeTestServices: true })("WhatsApp Cloud API channel", (it
         20_000
       )
 
+      // a text in two parts whose second is answered 130429: the retry sends only the second, the first keeps its id
+      const long = `${"Part one. ".repeat(400).trimEnd()}\n\n${"Part two. ".repeat(100).trimEnd()}`
+      graph.failures.push(null, {
+        status: 400,
+        body: graphError(130429, "Rate limit hit", "Cloud API message throughput has been reached.")
+      })
+      const split = ok(yield* post(owner, `/api/user/${conversation}/messages`, { message: long }), "messages.send")
+      const stored = yield* eventually(
+        Effect.map(
+          sqlRows<{ status: string; external_message_id: string }>`
+            select status, external_message_id from messages where id = ${split._id}`,
+          (rows) => rows[0]?.status === "sent_to_user" ? rows[0] : undefined
+        ),
+        20_000
+      )
+      const parts = sends(graph).filter((r) => r.body.text?.body?.startsWith("Part "))
+      // three calls: part one (accepted), part two (130429), part two again (accepted)
+      expect(parts.map((r) => r.body.text.body.slice(0, 9))).toEqual(["Part one.", "Part two.", "Part two."])
+      const accepted = graph.accepted.filter((a) => a.body.text?.body?.startsWith("Part "))
+      expect(accepted.map((a) => a.body.text.body.slice(0, 9))).toEqual(["Part one.", "Part two."])
+      expect(stored.external_message_id).toMatch(/^wamid\.fake/)
+
       // 190: the channel is disconnected, operators are told, and nothing more is sent until new credentials
       graph.failures.push({ status: 401, body: expiredToken })
       const revoked = yield* post(owner, `/api/user/${conversation}/messages`, { message: "Three" })

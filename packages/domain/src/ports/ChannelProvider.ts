@@ -80,6 +80,8 @@ export interface OutboundMessage {
   readonly template: TemplateSend | undefined
   /** The provider's id of the contact message this answers (quoted where the provider can). */
   readonly quotedId: string | undefined
+  /** Parts an earlier attempt sent already (a text split in several messages): the send starts after them. */
+  readonly fromPart: number
 }
 
 /**
@@ -97,6 +99,8 @@ export class SendFailure extends Data.TaggedError("SendFailure")<{
   readonly code: number | null
   /** The provider's answer, cut short, for the delivery log. */
   readonly excerpt: string | null
+  /** Of a message sent in parts, those this attempt sent before it failed, and the first one's id: kept, not resent. */
+  readonly sent?: { readonly parts: number; readonly firstId: string | undefined }
 }> {}
 
 /** A send the provider took: its ids (one per part when the text was split), the call's status and answer. */

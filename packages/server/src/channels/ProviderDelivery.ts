@@ -41,6 +41,8 @@ const Target = Schema.Struct({
   channel_status: Schema.String,
   rate_per_second: Schema.NullOr(Schema.Number),
   credentials_ciphertext: Schema.String,
+  /** parts of a split message an earlier attempt sent */
+  provider_parts_sent: Schema.Number,
   /** sent as this approved template (a provider's window closed), resolved when the message was stored */
   template: Schema.NullOr(Schema.Struct({
     name: Schema.String,
@@ -84,7 +86,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
       execute: (messageId) =>
         sql`
           select m.id, m.workspace_id, m.conversation_id, m.channel_id, m.message, m.files, m.status, m.external_message_id,
-                 m.template,
+                 m.template, m.provider_parts_sent,
                  coalesce(cv.external_chat_id, m.external_chat_id) as thread,
                  (select q.external_message_id from messages q where q.id = m.in_reply_to and exists (
                     select 1 from messages later where later.conversation_id = q.conversation_id and later.role = 'user'
@@ -175,7 +177,14 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
         error: string | null
         excerpt: string | null
         retryInMs: number | null
-        message: { status: string; error: string | null; providerId: string | null; keepManual?: boolean } | null
+        message: {
+          status: string
+          error: string | null
+          providerId: string | null
+          keepManual?: boolean
+          /** parts of a split message sent so far, when some were */
+          partsSent?: number
+        } | null
       }
     ) =>
       sql`
@@ -195,6 +204,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
               : r.message.status,
             error: r.message.error,
             external_message_id: sql`coalesce(${r.message.providerId}::text, external_message_id)`,
+            ...(r.message.partsSent === undefined ? {} : { provider_parts_sent: r.message.partsSent }),
             updated_at: sql`now()`
           }, sql`where id = ${messageId}`)
       }`
@@ -262,7 +272,8 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
           text: t.message,
           files,
           template: t.template ?? undefined,
-          quotedId: t.quoted_id ?? undefined
+          quotedId: t.quoted_id ?? undefined,
+          fromPart: t.provider_parts_sent
         }).pipe(Effect.either)
         const durationMs = Date.now() - started
         if (result._tag === "Right") {
@@ -272,12 +283,21 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
             error: null,
             excerpt: result.right.excerpt,
             retryInMs: null,
-            message: { status: "sent_to_user", error: null, providerId: result.right.providerMessageIds[0] ?? null }
+            message: {
+              status: "sent_to_user",
+              error: null,
+              // a split message an earlier attempt began keeps its first part's id (receipts come for it)
+              providerId: t.provider_parts_sent > 0 ? null : result.right.providerMessageIds[0] ?? null
+            }
           })
           return Option.some(done)
         }
         const failure = result.left
         const retryable = (failure.kind === "rate_limited" || failure.kind === "transient") && !final
+        // the parts this attempt got out stay sent: the retry sends the rest
+        const sent = failure.sent === undefined
+          ? {}
+          : { partsSent: t.provider_parts_sent + failure.sent.parts, providerId: failure.sent.firstId ?? null }
         if (failure.kind === "auth_revoked") yield* disconnect(t, failure)
         yield* record(logId, messageId, {
           status: failure.status,
@@ -287,8 +307,8 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
           retryInMs: retryable && n === 1 ? config.webhookRetryDelayMs : null,
           // while a retry is due an agent's reply is `sending`: no later turn hands it off again
           message: retryable
-            ? { status: "sending", error: null, providerId: null, keepManual: true }
-            : { status: "failed", error: failure.message, providerId: null }
+            ? { status: "sending", error: null, providerId: null, keepManual: true, ...sent }
+            : { status: "failed", error: failure.message, providerId: null, ...sent }
         })
         return Option.some(new DeliveryOutcome({ delivered: false, retryable }))
       }).pipe(

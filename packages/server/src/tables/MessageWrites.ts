@@ -43,6 +43,7 @@ export type MessageColumn =
   | "failed_at"
   | "provider_sent_at"
   | "template"
+  | "provider_parts_sent"
 
 /** `insert into messages (...) select ...`: the caller's statement adds `from`, `where`, `on conflict`, `returning`. */
 export const insert = insertInto<MessageColumn>("messages")

@@ -47,8 +47,8 @@ export interface FakeGraphState {
   /** The token the fake accepts; set it to something else to revoke the channel's. */
   token: string
   readonly requests: Array<GraphRequest>
-  /** Answers for the next message sends, in order (then the normal answer). */
-  readonly failures: Array<{ readonly status: number; readonly body: unknown }>
+  /** Answers for the next message sends, in order (then the normal answer); null: that send is answered normally. */
+  readonly failures: Array<{ readonly status: number; readonly body: unknown } | null>
   /** Each contact's latest inbound message time (ms), as Meta keeps the window: set by `webhookFor`. */
   readonly lastInbound: Map<string, number>
   /** Media the fake serves: id → bytes and MIME type. */
@@ -223,7 +223,7 @@ export const fakeGraph = (state: FakeGraphState) =>
                 return json(400, graphError(130429, "Rate limit hit", "Cloud API message throughput has been reached."))
               }
               const failure = state.failures.shift()
-              if (failure !== undefined) return json(failure.status, failure.body)
+              if (failure !== undefined && failure !== null) return json(failure.status, failure.body)
               if (body.type === "template") {
                 const refused = templateRefusal(state, body.template)
                 if (refused !== null) return json(400, refused)

@@ -73,8 +73,10 @@ export const splitText = (text: string, max = MAX_TEXT_CHARS): ReadonlyArray<str
   let rest = text
   while (rest.length > max) {
     const window = rest.slice(0, max)
-    const cut = Math.max(window.lastIndexOf("\n\n"), window.lastIndexOf("\n"), window.lastIndexOf(" "))
-    const at = cut > max / 2 ? cut : max
+    // a paragraph break in the second half, else a line break, else a word break, else the limit itself
+    const at = [window.lastIndexOf("\n\n"), window.lastIndexOf("\n"), window.lastIndexOf(" ")].find((cut) =>
+      cut > max / 2
+    ) ?? max
     parts.push(rest.slice(0, at).trimEnd())
     rest = rest.slice(at).trimStart()
   }
@@ -149,9 +151,22 @@ export const makeGraph = Effect.gen(function*() {
       }
       const ids: Array<string> = []
       let last = { status: 200, body: "" }
+      // parts an earlier attempt sent are not sent again; a failure says how many of this attempt's went out
       for (const [i, payload] of payloads.entries()) {
+        if (i < m.fromPart) continue
         const context = i === 0 && m.quotedId !== undefined ? { context: { message_id: m.quotedId } } : {}
-        last = yield* post(base, c, { ...target, ...context, ...payload })
+        last = yield* post(base, c, { ...target, ...context, ...payload }).pipe(
+          Effect.mapError((failure) =>
+            i === m.fromPart ? failure : new SendFailure({
+              kind: failure.kind,
+              message: failure.message,
+              status: failure.status,
+              code: failure.code,
+              excerpt: failure.excerpt,
+              sent: { parts: i - m.fromPart, firstId: ids[0] }
+            })
+          )
+        )
         const id = messageId(last.body)
         if (id !== undefined) ids.push(id)
       }
