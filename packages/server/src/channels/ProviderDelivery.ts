@@ -5,7 +5,7 @@
  * transient failure is retried by the DeliverReply workflow, a closed window or an undeliverable message fails
  * with the provider's error, a revoked token disconnects the channel.
  */
-import { SqlClient, type SqlError, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import {
   ChannelId,
   ConversationId,
@@ -14,7 +14,7 @@ import {
   type SendFailure,
   WorkspaceId
 } from "@parley/domain"
-import { Duration, Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
 import { IN_PROGRESS, INTERRUPTED } from "../delivery/AttemptLog.js"
 import { FileStorage } from "../files/FileStorage.js"
@@ -24,6 +24,7 @@ import * as MessageWrites from "../tables/MessageWrites.js"
 import { ChannelsRepo } from "./ChannelsRepo.js"
 import { ProviderCredentials } from "./ProviderCredentials.js"
 import { ChannelProviders } from "./Providers.js"
+import { SendPace } from "./SendPace.js"
 
 const Target = Schema.Struct({
   id: Schema.String,
@@ -54,8 +55,6 @@ const Target = Schema.Struct({
 /** A provider channel's message is tried this often in all, each wait twice the last (rate limits pass). */
 export const PROVIDER_ATTEMPTS = 6
 
-const PACE_MARGIN = 0.9
-
 const done = new DeliveryOutcome({ delivered: true, retryable: false })
 const failed = new DeliveryOutcome({ delivered: false, retryable: false })
 
@@ -67,7 +66,8 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
     AppConfig.Default,
     FileStorage.Default,
     BoundAddresses.Default,
-    Realtime.Default
+    Realtime.Default,
+    SendPace.Default
   ],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -78,6 +78,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
     const storage = yield* FileStorage
     const bound = yield* BoundAddresses
     const realtime = yield* Realtime
+    const pace = yield* SendPace
 
     /** The message, its thread at the provider, and the contact message it quotes when the talk moved on since. */
     const target = SqlSchema.findOne({
@@ -95,62 +96,6 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
           from messages m join conversations cv on cv.id = m.conversation_id join channels ch on ch.id = m.channel_id
           where m.id = ${messageId} and ch.credentials_ciphertext is not null`
     })
-
-    /**
-     * A channel's pace, shared by every process of a cluster through its row: a send reserves the next slot (in
-     * order), sleeps until it by its time (the machines' clocks agree as NTP keeps them), then claims the send: no
-     * two sends closer than a slot, however late a busy process wakes. Slots are 10% under the rate, so no second
-     * sees more sends than the rate.
-     */
-    const reserveSlot = (channelId: number, perSecond: number) => {
-      const gap = 1 / (perSecond * PACE_MARGIN)
-      const reserve = sql<{ slot_ms: number }>`
-        insert into channel_send_pace (channel_id, next_at) values (${channelId}, clock_timestamp() + make_interval(secs => ${gap}))
-        on conflict (channel_id) do update
-          set next_at = greatest(channel_send_pace.next_at, clock_timestamp()) + make_interval(secs => ${gap})
-        returning (extract(epoch from next_at) * 1000 - ${gap * 1000})::float8 as slot_ms`.pipe(
-        Effect.map((rows) => rows[0]!.slot_ms)
-      )
-      // granted (0), or how long until the last send is a slot old
-      const claim = sql<{ wait_ms: number }>`
-        with pace as (select last_sent_at from channel_send_pace where channel_id = ${channelId} for update),
-        granted as (
-          update channel_send_pace set last_sent_at = clock_timestamp()
-          where channel_id = ${channelId}
-            and (last_sent_at is null or last_sent_at <= clock_timestamp() - make_interval(secs => ${gap}))
-          returning 0::float8 as wait_ms
-        )
-        select wait_ms from granted
-        union all
-        select greatest(1, extract(epoch from (last_sent_at + make_interval(secs => ${gap}) - clock_timestamp())) * 1000)::float8
-        from pace where not exists (select 1 from granted)`.pipe(Effect.map((rows) => rows[0]?.wait_ms ?? 0))
-      const claimed = (tries: number): Effect.Effect<void, SqlError.SqlError> =>
-        Effect.flatMap(claim, (wait) =>
-          wait === 0 || tries >= 100
-            ? Effect.void
-            : Effect.zipRight(Effect.sleep(Duration.millis(wait)), claimed(tries + 1)))
-      // one claimant per channel in this process at a time: late senders queue here, not on the database
-      const gate = gateOf(channelId)
-      return Effect.gen(function*() {
-        const slot = yield* reserve
-        yield* Effect.sleep(Duration.millis(Math.max(0, slot - Date.now())))
-        yield* gate.semaphore.withPermits(1)(Effect.gen(function*() {
-          yield* Effect.sleep(Duration.millis(Math.max(0, gate.last + gap * 1000 - Date.now())))
-          yield* claimed(1)
-          gate.last = Date.now()
-        }))
-      })
-    }
-
-    const gates = new Map<number, { readonly semaphore: Effect.Semaphore; last: number }>()
-    const gateOf = (channelId: number) => {
-      let gate = gates.get(channelId)
-      if (gate === undefined) {
-        gate = { semaphore: Effect.unsafeMakeSemaphore(1), last: 0 }
-        gates.set(channelId, gate)
-      }
-      return gate
-    }
 
     const publicBase = () =>
       Option.getOrElse(config.publicUrl, () => bound.apiNow() ?? `http://${config.host}:${config.port}`)
@@ -265,7 +210,7 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
           name: f.name,
           type: f.type
         }))
-        yield* reserveSlot(t.channel_id, t.rate_per_second ?? entry.value.provider.rules.defaultRatePerSecond)
+        yield* pace.reserve(t.channel_id, t.rate_per_second ?? entry.value.provider.rules.defaultRatePerSecond)
         const started = Date.now()
         const result = yield* entry.value.provider.send(credentials, {
           to: t.thread!,
