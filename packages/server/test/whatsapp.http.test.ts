@@ -433,6 +433,43 @@ layer(FakeMeta, { excludeTestServices: true })("WhatsApp Cloud API channel", (it
         )
     }))
 
+  it.effect("an app's other number posting to this channel's URL is stored on that number's channel", () =>
+    Effect.gen(function*() {
+      const { channel, owner, pipeline } = yield* connect
+      // the same Meta app (its secret signs every number's webhooks), a second number of the workspace
+      const second = ok(
+        yield* post(owner, "/api/user/channels", {
+          kind: "whatsapp",
+          name: "Second line",
+          pipeline_id: pipeline.id,
+          credentials: credentials({ phone_number_id: "106540352249999" })
+        }),
+        "channels.create"
+      ) as unknown as WhatsAppChannel
+      const forNumber = (number: string, waId: string) => {
+        const body = webhookFor(graph, [{
+          messages: [inbound(waId, `wamid.${waId}.1`, Date.now(), { type: "text", text: { body: "Hi there" } })]
+        }])
+        body.entry[0]!.changes[0]!.value.metadata.phone_number_id = number
+        return body
+      }
+      const waId = freshPhone()
+      expect((yield* postWebhook(channel.webhook_url, APP_SECRET, forNumber("106540352249999", waId))).status).toBe(200)
+      const [row] = yield* sqlRows<{ channel_id: number; external_chat_id: string }>`
+        select channel_id::int, external_chat_id from messages where external_message_id = ${`wamid.${waId}.1`}`
+      expect(row).toEqual({ channel_id: second.id, external_chat_id: waId })
+
+      // a number no channel of the workspace has: recorded, not stored
+      const stray = freshPhone()
+      expect((yield* postWebhook(channel.webhook_url, APP_SECRET, forNumber("106540352240000", stray))).status).toBe(
+        200
+      )
+      expect(yield* sqlRows`select 1 from messages where external_message_id = ${`wamid.${stray}.1`}`).toEqual([])
+      const [event] = yield* sqlRows<{ reason: string }>`
+        select reason from channel_events where channel_id = ${channel.id} order by id desc limit 1`
+      expect(event!.reason).toBe("For another account (106540352240000): no channel of this workspace and app has it.")
+    }))
+
   it.effect("paces sends to the channel's rate, however many are made at once", () =>
     Effect.gen(function*() {
       const { channel, owner } = yield* connect

@@ -56,7 +56,21 @@ export interface UnusableEvent {
   readonly detail: unknown
 }
 
-export type InboundEvent = ContactMessageEvent | ReceiptEvent | UnusableEvent
+/** An event of one account: a contact's message, a receipt, or what we cannot use. */
+export type AccountEvent = ContactMessageEvent | ReceiptEvent | UnusableEvent
+
+/**
+ * Events for another account of the provider that posts to the same webhook (Meta posts every number of an app to
+ * the one callback URL the app has): they belong to the channel of that account, if the workspace has one.
+ */
+export interface ForAccountEvent {
+  readonly _tag: "ForAccount"
+  /** The provider's id of the account (WhatsApp: the phone number id). */
+  readonly account: string
+  readonly events: ReadonlyArray<AccountEvent>
+}
+
+export type InboundEvent = AccountEvent | ForAccountEvent
 
 /** What a send may carry: text, files by signed link, a template, and the contact's message it answers. */
 export interface OutboundFile {
@@ -161,6 +175,10 @@ export interface ChannelProvider<Credentials> {
   ) => Effect.Effect<FetchedMedia, SendFailure>
   /** Asks the provider who the channel is (the "check connection" call); a failure says plainly what is wrong. */
   readonly check: (credentials: Credentials) => Effect.Effect<Record<string, unknown>, SendFailure>
+  /** The provider's id of the channel's account (WhatsApp: the phone number id), which `ForAccount` events name. */
+  readonly account: (credentials: Credentials) => string
+  /** Whether a request verified with `a`'s credentials may carry `b`'s events (WhatsApp: the same Meta app). */
+  readonly sharesWebhook: (a: Credentials, b: Credentials) => boolean
   /** The approved-message templates the provider has for the account (WhatsApp); absent: the provider has none. */
   readonly templates?: (credentials: Credentials) => Effect.Effect<ReadonlyArray<ChannelTemplate>, SendFailure>
 }

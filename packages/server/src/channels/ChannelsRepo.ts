@@ -120,6 +120,17 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
           from channels where webhook_key = ${key} and credentials_ciphertext is not null`
     })
 
+    /** A workspace's provider channels of one kind (those a shared webhook may carry events for). */
+    const providerChannels = SqlSchema.findAll({
+      Request: Schema.Struct({ workspaceId: WorkspaceId, kind: Schema.String }),
+      Result: ProviderChannelRow,
+      execute: ({ kind, workspaceId }) =>
+        sql`
+          select id, workspace_id, kind, pipeline_id, is_active, credentials_ciphertext
+          from channels where workspace_id = ${workspaceId} and kind = ${kind} and credentials_ciphertext is not null
+          order by id`
+    })
+
     const credentialsOf = SqlSchema.findOne({
       Request: ChannelId,
       Result: Schema.Struct({ kind: Schema.String, credentials_ciphertext: Schema.String }),
@@ -130,6 +141,8 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
     return {
       list: flow(list, Effect.orDie),
       byWebhookKey: flow(byWebhookKey, Effect.orDie),
+      providerChannels: (workspaceId: WorkspaceId, kind: string) =>
+        providerChannels({ workspaceId, kind }).pipe(Effect.orDie),
       credentialsOf: flow(credentialsOf, Effect.orDie),
 
       /** The provider revoked the channel's token: its sends stop until new credentials reconnect it. */

@@ -10,6 +10,7 @@ import {
   classifyFile,
   type ContactMessageEvent,
   type FileEntry,
+  type InboundEvent,
   type ProviderRequest,
   ulid
 } from "@parley/domain"
@@ -212,40 +213,83 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
         )
         return yield* new WebhookRefused({ status: 401, message: "Invalid signature." })
       }
-      const record = (kind: string, reason: string, detail: unknown) =>
-        repo.recordEvent({ workspaceId: channel.workspace_id, channelId: channel.id, kind, reason, detail })
-      for (const event of entry.provider.parse(credentials, request.body)) {
-        if (event._tag === "Unusable") {
-          yield* record("unusable", event.reason, event.detail)
-        } else if (event._tag === "Receipt") {
-          const applied = yield* repo.applyReceipt(channel.id, event)
-          if (Option.isSome(applied)) {
-            yield* realtime.toWorkspace(channel.workspace_id, MESSAGE_STATUS_EVENT, {
-              conversation_id: applied.value.conversation_id,
-              message_id: applied.value.id,
-              delivery_status: applied.value.delivery_status
-            })
-          }
-        } else if (!channel.is_active) {
-          yield* record("unusable", "The channel is inactive: the message was not stored.", {
-            provider_message_id: event.providerMessageId,
-            thread: event.thread
-          })
-        } else {
-          const stored = yield* storeMessage(channel, entry, credentials, event)
-          if (Option.isNone(stored)) continue
-          yield* realtime.toWorkspace(channel.workspace_id, NEW_MESSAGE_EVENT, {
-            conversation_id: stored.value.conversationId,
-            message_id: stored.value.messageId,
-            role: "user",
-            sender: "contact",
-            sender_id: null,
-            message: stored.value.text
-          })
-          yield* handOvers.handOver(stored.value.conversationId, stored.value.messageId)
-        }
-      }
+      yield* apply({ channel, credentials, entry }, entry.provider.parse(credentials, request.body))
     })
+
+    interface Receiving {
+      readonly channel: ProviderChannelRow
+      readonly credentials: unknown
+      readonly entry: ProviderEntry
+    }
+
+    /**
+     * The channel of the workspace whose account `account` is, when the webhook that carried its events could carry
+     * them (WhatsApp: the same Meta app, whose secret signed the request).
+     */
+    const channelOfAccount = (by: Receiving, account: string) =>
+      Effect.gen(function*() {
+        const rows = yield* channelCache.get(
+          `accounts:${by.channel.workspace_id}:${by.channel.kind}`,
+          channels.providerChannels(by.channel.workspace_id, by.channel.kind)
+        )
+        for (const row of rows) {
+          const credentials = yield* providerCredentials.of(by.entry, row.credentials_ciphertext)
+          if (
+            by.entry.provider.account(credentials) === account &&
+            by.entry.provider.sharesWebhook(by.credentials, credentials)
+          ) return Option.some<Receiving>({ channel: row, credentials, entry: by.entry })
+        }
+        return Option.none<Receiving>()
+      })
+
+    /** Every event stored, applied or recorded for the channel it belongs to. */
+    const apply = (to: Receiving, events: ReadonlyArray<InboundEvent>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const { channel, credentials, entry } = to
+        const record = (kind: string, reason: string, detail: unknown) =>
+          repo.recordEvent({ workspaceId: channel.workspace_id, channelId: channel.id, kind, reason, detail })
+        for (const event of events) {
+          if (event._tag === "ForAccount") {
+            const other = yield* channelOfAccount(to, event.account)
+            if (Option.isSome(other)) yield* apply(other.value, event.events)
+            else {
+              yield* record(
+                "unusable",
+                `For another account (${event.account}): no channel of this workspace and app has it.`,
+                { events: event.events.length }
+              )
+            }
+          } else if (event._tag === "Unusable") {
+            yield* record("unusable", event.reason, event.detail)
+          } else if (event._tag === "Receipt") {
+            const applied = yield* repo.applyReceipt(channel.id, event)
+            if (Option.isSome(applied)) {
+              yield* realtime.toWorkspace(channel.workspace_id, MESSAGE_STATUS_EVENT, {
+                conversation_id: applied.value.conversation_id,
+                message_id: applied.value.id,
+                delivery_status: applied.value.delivery_status
+              })
+            }
+          } else if (!channel.is_active) {
+            yield* record("unusable", "The channel is inactive: the message was not stored.", {
+              provider_message_id: event.providerMessageId,
+              thread: event.thread
+            })
+          } else {
+            const stored = yield* storeMessage(channel, entry, credentials, event)
+            if (Option.isNone(stored)) continue
+            yield* realtime.toWorkspace(channel.workspace_id, NEW_MESSAGE_EVENT, {
+              conversation_id: stored.value.conversationId,
+              message_id: stored.value.messageId,
+              role: "user",
+              sender: "contact",
+              sender_id: null,
+              message: stored.value.text
+            })
+            yield* handOvers.handOver(stored.value.conversationId, stored.value.messageId)
+          }
+        }
+      })
 
     return { handshake, receive }
   })

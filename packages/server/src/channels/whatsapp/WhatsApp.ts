@@ -88,6 +88,9 @@ export class WhatsApp extends Effect.Service<WhatsApp>()("@parley/server/WhatsAp
       markRead: (c, id) => graph.markRead(baseOf(c), c, id),
       fetchMedia: (c, media, maxBytes) => graph.fetchMedia(baseOf(c), c, media, maxBytes),
       check: (c) => graph.check(baseOf(c), c),
+      account: (c) => c.phone_number_id,
+      // a webhook signed with one app's secret carries the events of every number of that app
+      sharesWebhook: (a, b) => a.app_secret === b.app_secret,
       // a simulated channel's account is its phone number
       templates: (c) =>
         graph.templates(baseOf(c), c.simulator === true ? { ...c, business_account_id: c.phone_number_id } : c)

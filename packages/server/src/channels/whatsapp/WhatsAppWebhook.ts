@@ -3,7 +3,14 @@
  * `X-Hub-Signature-256` check over the raw body, and every entry and change of a batch turned into normalised
  * events. Pure: no I/O here.
  */
-import type { ContactMessageEvent, InboundEvent, InboundMedia, ProviderRequest, ReceiptStatus } from "@parley/domain"
+import type {
+  AccountEvent,
+  ContactMessageEvent,
+  InboundEvent,
+  InboundMedia,
+  ProviderRequest,
+  ReceiptStatus
+} from "@parley/domain"
 import { normalisePhone } from "@parley/domain"
 import { Option } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
@@ -143,29 +150,30 @@ export const parse = (secrets: WhatsAppSecrets, body: Uint8Array): ReadonlyArray
         events.push({ _tag: "Unusable", reason: `Unsupported field ${String(change.field)}.`, detail: change })
         continue
       }
-      const number = str(obj(value.metadata).phone_number_id)
-      if (number !== undefined && number !== secrets.phone_number_id) {
-        events.push({ _tag: "Unusable", reason: `For another phone number (${number}).`, detail: null })
-        continue
-      }
       const profiles = new Map(
         arr(value.contacts).map(obj).map((c) => [str(c.wa_id) ?? "", str(obj(c.profile).name)] as const)
       )
-      for (const m of arr(value.messages).map(obj)) events.push(messageEvent(m, profiles))
-      for (const s of arr(value.statuses).map(obj)) events.push(receiptEvent(s))
+      const changed: Array<AccountEvent> = []
+      for (const m of arr(value.messages).map(obj)) changed.push(messageEvent(m, profiles))
+      for (const s of arr(value.statuses).map(obj)) changed.push(receiptEvent(s))
       for (const e of arr(value.errors).map(obj)) {
-        events.push({
+        changed.push({
           _tag: "Unusable",
           reason: `Provider error ${str(e.code) ?? "?"}: ${str(e.title) ?? ""}`,
           detail: e
         })
       }
+      // another number of the same Meta app: Meta posts every number of an app to its one callback URL
+      const number = str(obj(value.metadata).phone_number_id)
+      if (number !== undefined && number !== secrets.phone_number_id) {
+        events.push({ _tag: "ForAccount", account: number, events: changed })
+      } else events.push(...changed)
     }
   }
   return events
 }
 
-const messageEvent = (m: Json, profiles: ReadonlyMap<string, string | undefined>): InboundEvent => {
+const messageEvent = (m: Json, profiles: ReadonlyMap<string, string | undefined>): AccountEvent => {
   const id = str(m.id)
   const from = str(m.from)
   const sentAt = seconds(m.timestamp)
@@ -189,7 +197,7 @@ const messageEvent = (m: Json, profiles: ReadonlyMap<string, string | undefined>
   }
 }
 
-const receiptEvent = (s: Json): InboundEvent => {
+const receiptEvent = (s: Json): AccountEvent => {
   const id = str(s.id)
   const status = STATUS[str(s.status) ?? ""]
   const at = seconds(s.timestamp)
