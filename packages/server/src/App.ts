@@ -4,7 +4,6 @@ import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
 import { Sessions } from "./account/Sessions.js"
 import { Automation } from "./actions/Automation.js"
-import { ModelKeysCheckLive } from "./agent/ModelKeys.js"
 import { Analytics } from "./analytics/Analytics.js"
 import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
@@ -18,7 +17,8 @@ import { AppSecret } from "./config/AppSecret.js"
 import { Conversations } from "./conversations/Conversations.js"
 import { MigrationsLive, SqlLive } from "./db/Database.js"
 import { Deliveries } from "./delivery/Deliveries.js"
-import { EngineLive, HandlersLive } from "./Engine.js"
+import { EngineLive, HandlersLive } from "./engine/Engine.js"
+import { ModelKeysCheckLive } from "./engine/ModelKeys.js"
 import { EvalCases } from "./evals/EvalCases.js"
 import { EvalRuns } from "./evals/EvalRuns.js"
 import { FileStorage } from "./files/FileStorage.js"
@@ -88,7 +88,7 @@ const Services = Layer.mergeAll(
 )
 
 /**
- * Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use
+ * engine/Engine at the bottom (services send to it), services, and the entity and workflow handlers on top (they use
  * services).
  * Processes that make replies name each active pipeline whose model they cannot call.
  */

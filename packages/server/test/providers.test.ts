@@ -10,7 +10,7 @@ import { Cause, ConfigProvider, Effect, Exit, Layer, Option, Schema } from "effe
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll } from "vitest"
-import { RemoteModels } from "../src/agent/Providers.js"
+import { RemoteModels } from "../src/engine/Providers.js"
 import { openAiResponse, textOutput } from "./support/FakeOpenAi.js"
 
 // ---------------------------------------------------------------- fake servers

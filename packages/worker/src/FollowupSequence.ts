@@ -11,7 +11,7 @@
  * Each wait is a DurableClock and each step an activity, so a restart resumes where it stopped and never
  * repeats a finished step; the followup itself is a persisted entity request with a primary key per step,
  * sent once. Every step records when the next is due (`next_due_at`), so the sweep below can resume a
- * sequence whose wake-up the cluster lost (see delivery/RetrySweep.ts in the server for that race).
+ * sequence whose wake-up the cluster lost (see engine/RetrySweep.ts in the server for that race).
  */
 import { Singleton } from "@effect/cluster"
 import { Activity, DurableClock, DurableDeferred } from "@effect/workflow"

@@ -16,7 +16,7 @@ import {
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 import { AppConfig } from "../config/AppConfig.js"
-import { IN_PROGRESS, INTERRUPTED } from "../delivery/AttemptLog.js"
+import { IN_PROGRESS, INTERRUPTED } from "../engine/AttemptLog.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { BoundAddresses } from "../http/Listener.js"
 import { CHANNEL_STATUS_EVENT, Realtime } from "../realtime/Realtime.js"

@@ -21,7 +21,7 @@ import {
 } from "@parley/domain"
 import { Conversation, type ModelRef, type ModelRegistry } from "@parley/worker"
 import { Data, Duration, Effect, FiberSet, Option, Schedule } from "effect"
-import { ModelRegistryLive } from "../agent/ModelRegistryLive.js"
+import { ModelRegistryLive } from "../engine/ModelRegistryLive.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
 import { findStage, type Stage } from "./CaseRules.js"
 import type { ResultRow } from "./EvalsRepo.js"

@@ -23,9 +23,9 @@ import {
   type WorkspaceId
 } from "@parley/domain"
 import { Effect } from "effect"
-import { ModelKeys, pipelineModelIds } from "../agent/ModelKeys.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import { isUniqueViolation } from "../db/SqlErrors.js"
+import { ModelKeys, pipelineModelIds } from "../engine/ModelKeys.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
 import { someOrFail } from "../util/Effects.js"
 import { PipelinesRepo } from "./PipelinesRepo.js"

@@ -6,8 +6,8 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { MessageTemplate, type TemplateSend } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 import { contactSentAtMs } from "../channels/ServiceWindow.js"
+import { joinConversationPipeline } from "../handoff/ConversationPipeline.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
-import { joinConversationPipeline } from "./ConversationPipeline.js"
 
 /** A handoff event as its dispatch reads it: what it asks for (a bridge, a summary) and whether that is still due. */
 export const DueEvent = Schema.Struct({

@@ -17,9 +17,9 @@ import { Clock, Data, Effect, Layer, Option } from "effect"
 import { ChannelProviders } from "../channels/Providers.js"
 import { windowClosed } from "../channels/ServiceWindow.js"
 import { ChannelTemplates } from "../channels/Templates.js"
+import { HandoffRepo } from "../handoff/HandoffRepo.js"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { BridgeRepo } from "./BridgeRepo.js"
-import { HandoffRepo } from "./HandoffRepo.js"
 
 class Unpaid extends Data.TaggedError("Unpaid") {}
 

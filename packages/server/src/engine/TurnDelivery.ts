@@ -8,9 +8,9 @@ import { type ChannelKind, isProviderKind } from "@parley/domain"
 import { Effect, Option } from "effect"
 import { PROVIDER_ATTEMPTS, ProviderDelivery } from "../channels/ProviderDelivery.js"
 import { Deliveries } from "../delivery/Deliveries.js"
-import { ReplyAttempts } from "../delivery/ReplyDeliveryLive.js"
 import { MessagesRepo } from "../messages/MessagesRepo.js"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
+import { ReplyAttempts } from "./ReplyDeliveryLive.js"
 
 export const makeTurnDelivery = Effect.gen(function*() {
   const messages = yield* MessagesRepo
