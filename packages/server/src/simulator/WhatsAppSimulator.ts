@@ -8,11 +8,12 @@
  */
 import { SqlClient } from "@effect/sql"
 import { ulid } from "@parley/domain"
-import { Duration, Effect, FiberSet, Option, Schema } from "effect"
+import { Duration, Effect, FiberSet, Option } from "effect"
 import { createHmac } from "node:crypto"
-import { WhatsAppCredentials } from "../channels/whatsapp/WhatsApp.js"
+import { ProviderCredentials } from "../channels/ProviderCredentials.js"
+import { ChannelProviders } from "../channels/Providers.js"
+import type { WhatsAppCredentials } from "../channels/whatsapp/WhatsApp.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
-import { AppSecret } from "../config/AppSecret.js"
 import { BoundAddresses } from "../http/Listener.js"
 import { templateListing, templateSent } from "./SimulatedTemplates.js"
 
@@ -50,13 +51,12 @@ const expiredToken = {
   }
 }
 
-const decodeCredentials = Schema.decodeUnknown(Schema.parseJson(WhatsAppCredentials))
-
 export class WhatsAppSimulator extends Effect.Service<WhatsAppSimulator>()("@parley/server/WhatsAppSimulator", {
-  dependencies: [AppConfig.Default, AppSecret.Default, BoundAddresses.Default],
+  dependencies: [AppConfig.Default, BoundAddresses.Default, ChannelProviders.Default, ProviderCredentials.Default],
   scoped: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const secrets = yield* AppSecret
+    const providerCredentials = yield* ProviderCredentials
+    const whatsapp = Option.getOrThrow((yield* ChannelProviders).forKind("whatsapp"))
     const config = yield* AppConfig
     const bound = yield* BoundAddresses
     const receipts = yield* FiberSet.make()
@@ -71,7 +71,8 @@ export class WhatsAppSimulator extends Effect.Service<WhatsAppSimulator>()("@par
           where is_simulated and kind = 'whatsapp' and credentials_ciphertext is not null
             ${where === "key" ? sql`and webhook_key = ${value}` : sql``}`
         for (const row of rows) {
-          const credentials = yield* decodeCredentials(secrets.decrypt(row.credentials_ciphertext))
+          // decrypted once per set of credentials, as a webhook or a send decrypts them
+          const credentials: WhatsAppCredentials = yield* providerCredentials.of(whatsapp, row.credentials_ciphertext)
           if (where === "key" || credentials.phone_number_id === value) {
             return Option.some<SimulatedChannel>({ key: row.webhook_key, credentials })
           }
