@@ -343,6 +343,27 @@ layer(FakeMeta, { excludeTestServices: true })("WhatsApp Cloud API channel", (it
       expect(sent).toMatchObject({ status: "sent_to_user", external_message_id: expect.stringMatching(/^wamid\.fake/) })
       expect(sends(graph).some((r) => r.body.to === waId && r.body.text?.body === "Ana from support here.")).toBe(true)
 
+      // a file with a short text: one document message by signed link, the text its caption
+      const { baseUrl } = yield* TestServer
+      const form = new FormData()
+      form.append("message", "The quote, as promised")
+      form.append("files[]", new Blob(["%PDF-1.4 quote"], { type: "application/pdf" }), "quote.pdf")
+      const withFile = yield* Effect.promise(() =>
+        fetch(`${baseUrl}/api/user/${reply.conversation_id}/messages`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${owner.token}` },
+          body: form
+        }).then((r) => r.status)
+      )
+      expect(withFile).toBe(200)
+      const document = sends(graph).filter((r) => r.body.to === waId && r.body.type === "document").at(-1)!
+      expect(document.body.document).toMatchObject({ filename: "quote.pdf", caption: "The quote, as promised" })
+      expect(sends(graph).some((r) => r.body.to === waId && r.body.text?.body === "The quote, as promised")).toBe(false)
+      const fetched = yield* Effect.promise(() =>
+        fetch(document.body.document.link).then(async (r) => ({ status: r.status, text: await r.text() }))
+      )
+      expect(fetched).toEqual({ status: 200, text: "%PDF-1.4 quote" })
+
       // a contact whose latest message was sent 25 hours ago (a webhook Meta delivered late)
       const late = freshPhone()
       const then = Date.now() - 25 * 3_600_000

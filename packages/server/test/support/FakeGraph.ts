@@ -146,6 +146,11 @@ const invalidSend = (body: any): string | null => {
   }
   if (MEDIA_TYPES.includes(body.type)) {
     const part = body[body.type]
+    if (
+      part?.caption !== undefined && (["audio", "sticker"].includes(body.type) || String(part.caption).length > 1024)
+    ) {
+      return `${body.type}.caption is not allowed or longer than 1024 characters`
+    }
     return typeof part?.link === "string" || typeof part?.id === "string" ? null : `${body.type}.link or id is required`
   }
   if (body.type === "template") {

@@ -23,6 +23,8 @@ export interface GraphCredentials {
 
 /** WhatsApp's limit on one text message. */
 export const MAX_TEXT_CHARS = 4096
+/** WhatsApp's limit on a media message's caption. */
+const MAX_CAPTION_CHARS = 1024
 const TIMEOUT = Duration.seconds(20)
 
 /** Codes Meta documents for the Cloud API, by what Parley does about them. */
@@ -142,11 +144,24 @@ export const makeGraph = Effect.gen(function*() {
           }
         })
       } else {
-        const texts = m.text === null || m.text === "" ? [] : splitText(m.text)
+        const types = m.files.map((f) => mediaType(f.type, f.mimetype))
+        // a short text goes as the caption of the first file, when that file can carry one: one message, as people send
+        const caption = m.text !== null && m.text !== "" && m.text.length <= MAX_CAPTION_CHARS &&
+            types[0] !== undefined && types[0] !== "audio"
+          ? m.text
+          : undefined
+        const texts = m.text === null || m.text === "" || caption !== undefined ? [] : splitText(m.text)
         for (const body of texts) payloads.push({ type: "text", text: { body, preview_url: false } })
-        for (const f of m.files) {
-          const type = mediaType(f.type, f.mimetype)
-          payloads.push({ type, [type]: { link: f.url, ...(type === "document" ? { filename: f.name } : {}) } })
+        for (const [i, f] of m.files.entries()) {
+          const type = types[i]!
+          payloads.push({
+            type,
+            [type]: {
+              link: f.url,
+              ...(type === "document" ? { filename: f.name } : {}),
+              ...(i === 0 && caption !== undefined ? { caption } : {})
+            }
+          })
         }
       }
       const ids: Array<string> = []
