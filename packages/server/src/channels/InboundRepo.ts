@@ -8,7 +8,6 @@ import {
   ChannelId,
   ContactId,
   ConversationId,
-  type FileEntry,
   OpportunityId,
   PipelineId,
   type ReceiptStatus,
@@ -26,22 +25,10 @@ const ThreadRow = Schema.Struct({
   complete: Schema.Boolean
 })
 
-export interface ProviderMessage {
-  readonly id: string
-  readonly workspace_id: WorkspaceId
-  readonly conversation_id: ConversationId
-  readonly opportunity_id: OpportunityId | null
-  readonly contact_id: ContactId
-  readonly channel_id: ChannelId
-  readonly stage_id: StageId | null
-  readonly pipeline_id: PipelineId | null
+export interface ProviderMessage extends MessageWrites.ThreadMessage {
   readonly message: string
-  readonly files: ReadonlyArray<FileEntry>
-  readonly attachments: ReadonlyArray<unknown>
-  readonly external_chat_id: string
   readonly external_message_id: string
   readonly provider_sent_at: Date
-  readonly call_type: string
 }
 
 /** A receipt applied: the message it moved, for the operators' socket. */

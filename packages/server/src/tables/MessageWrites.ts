@@ -2,7 +2,33 @@
  * The one writer of `messages`: every statement that stores a message or changes one is built here, whichever
  * repository runs it (docs/architecture.md, "Who writes each table").
  */
+import type {
+  ChannelId,
+  ContactId,
+  ConversationId,
+  FileEntry,
+  OpportunityId,
+  PipelineId,
+  StageId,
+  WorkspaceId
+} from "@parley/domain"
 import { insertInto, updateOf } from "./TableWrites.js"
+
+/** A message's place on its thread, as an inbound path stores it: what the web chat's and a provider's share. */
+export interface ThreadMessage {
+  readonly id: string
+  readonly workspace_id: WorkspaceId
+  readonly conversation_id: ConversationId
+  readonly opportunity_id: OpportunityId | null
+  readonly contact_id: ContactId
+  readonly channel_id: ChannelId
+  readonly stage_id: StageId | null
+  readonly pipeline_id: PipelineId | null
+  readonly files: ReadonlyArray<FileEntry>
+  readonly attachments: ReadonlyArray<unknown>
+  readonly external_chat_id: string
+  readonly call_type: string
+}
 
 export type MessageColumn =
   | "id"

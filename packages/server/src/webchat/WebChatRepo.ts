@@ -3,7 +3,6 @@ import {
   ChannelId,
   ContactId,
   ConversationId,
-  type FileEntry,
   HistoryMessage,
   OpportunityId,
   PipelineId,
@@ -28,22 +27,10 @@ export const ChannelRow = Schema.Struct({
 })
 export type ChannelRow = typeof ChannelRow.Type
 
-export interface NewMessage {
-  readonly id: string
-  readonly workspace_id: WorkspaceId
-  readonly conversation_id: ConversationId
-  readonly opportunity_id: OpportunityId | null
-  readonly contact_id: ContactId
-  readonly channel_id: ChannelId
-  readonly stage_id: StageId | null
-  readonly pipeline_id: PipelineId | null
+export interface NewMessage extends MessageWrites.ThreadMessage {
   readonly role: "user" | "assistant"
   readonly status: string
   readonly message: string | null
-  readonly files: ReadonlyArray<FileEntry>
-  readonly attachments: ReadonlyArray<unknown>
-  readonly external_chat_id: string
-  readonly call_type: string
   readonly is_manual: boolean
   readonly sender_id: number | null
 }
