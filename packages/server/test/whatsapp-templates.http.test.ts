@@ -148,6 +148,32 @@ layer(Server, { excludeTestServices: true })("WhatsApp templates", (it) => {
       ok(yield* get(owner, `/api/user/channels/${channel.id}/templates`), "channels.templates")
       expect(listings()).toBe(before + 1)
 
+      // every page is read (Meta's paging link carries the token; Parley sends it as the bearer header only)
+      graph.templates.push(...Array.from({ length: 120 }, (_, i) => ({
+        id: String(5000 + i),
+        name: `bulk_${i}`,
+        language: "en",
+        status: "APPROVED" as const,
+        category: "UTILITY" as const,
+        components: [{ type: "BODY", text: "Hello" }]
+      })))
+      const other = ok(
+        yield* post(owner, "/api/user/channels", {
+          kind: "whatsapp",
+          pipeline_id: pipeline.id,
+          credentials: credentials({ verify_token: "another-verify-token" })
+        }),
+        "channels.create"
+      ) as unknown as WhatsAppChannel
+      const paged = ok(yield* get(owner, `/api/user/channels/${other.id}/templates`), "channels.templates")
+      expect(paged).toHaveLength(123)
+      const pages = graph.requests.filter((r) => r.path.endsWith("/message_templates")).slice(-2)
+      expect(pages).toHaveLength(2)
+      expect(pages.every((r) => r.token === graph.token)).toBe(true)
+      expect(pages[1]!.query).toMatch(/after=/)
+      expect(pages[1]!.query).not.toMatch(/access_token/)
+      graph.templates.splice(3)
+
       // another workspace cannot read them
       const stranger: Owner = yield* seedUser()
       expect((yield* get(stranger, `/api/user/channels/${channel.id}/templates`)).status).toBe(404)

@@ -17,6 +17,8 @@ export interface GraphRequest {
   readonly path: string
   readonly body: any
   readonly token: string | undefined
+  /** The query string, `?` included ("" when none). */
+  readonly query: string
   /** When it arrived (real ms). */
   readonly at: number
 }
@@ -207,7 +209,14 @@ export const fakeGraph = (state: FakeGraphState) =>
               body = raw
             }
             const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1]
-            state.requests.push({ method: req.method ?? "GET", path: url.pathname, body, token, at: Date.now() })
+            state.requests.push({
+              method: req.method ?? "GET",
+              path: url.pathname,
+              query: url.search,
+              body,
+              token,
+              at: Date.now()
+            })
             const json = (status: number, payload: unknown) =>
               res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(payload))
             if (token !== state.token) return json(401, expiredToken)
@@ -262,6 +271,8 @@ export const fakeGraph = (state: FakeGraphState) =>
                 url.toString().replace("http://fake", `http://127.0.0.1:${(server.address() as AddressInfo).port}`)
               )
               next.searchParams.set("after", page.at(-1)?.id ?? "")
+              // as Meta's paging links do
+              next.searchParams.set("access_token", token ?? "")
               return json(200, {
                 data: page,
                 paging: {

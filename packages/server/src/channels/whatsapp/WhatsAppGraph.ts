@@ -276,13 +276,21 @@ export const makeGraph = Effect.gen(function*() {
             })
           )
         }
-        next = typeof body.paging?.next === "string" ? body.paging.next : undefined
+        // Meta's `next` link carries the access token in its query string: sent as the bearer header instead, so the
+        // URL a client span records (url.full, url.query) holds no token
+        next = typeof body.paging?.next === "string" ? withoutToken(body.paging.next) : undefined
       }
       return out
     })
 
   return { send, markRead, fetchMedia, check, templates }
 })
+
+const withoutToken = (link: string) => {
+  const url = new URL(link)
+  url.searchParams.delete("access_token")
+  return url.toString()
+}
 
 /** At most this many pages of 100 templates are read (Meta allows 250 templates per account by default). */
 const MAX_TEMPLATE_PAGES = 10
