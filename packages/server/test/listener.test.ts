@@ -69,3 +69,26 @@ describe("a listener that is bound but not yet serving", () => {
   it.effect("receiver: answers 503 with Retry-After in the receiver's envelope until its routes are served, then only the routes answer", () =>
     holdsBack(ReceiverListener, ReceiverPolicy, "/web-chat/message", { status: false, message: STARTING, data: null }))
 })
+
+describe("a listener that is closing", () => {
+  it.effect("cuts a connection whose request is still unanswered after the grace, so that closing never waits on it", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(freePort)
+      const asked = yield* Deferred.make<void>()
+      const routes = HttpLayerRouter.add(
+        "GET",
+        "/forever",
+        Effect.zipRight(Deferred.succeed(asked, undefined), Effect.never)
+      )
+      const scope = yield* Scope.make()
+      yield* Layer.buildWithScope(
+        listen(ApiListener, routes, { host: "127.0.0.1", port, policy: ApiPolicy, closeGraceMs: 200 }),
+        scope
+      )
+      const pending = fetch(`http://127.0.0.1:${port}/forever`).then(() => "answered", () => "cut")
+      yield* Deferred.await(asked)
+      // without the grace, node's close waits for this connection, which never ends
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* Effect.promise(() => pending)).toBe("cut")
+    }))
+})

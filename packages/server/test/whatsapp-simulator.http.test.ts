@@ -111,7 +111,11 @@ layer(TestServerLive(), { excludeTestServices: true })("the WhatsApp simulator",
       yield* eventually(
         Effect.map(
           fetchJson(`${channel.simulator_url}/thread?wa_id=4915112345678`),
-          (r) => (r.body as { messages: Array<{ text: string }> }).messages.some((m) => m.text === text) || undefined
+          // read on the phone: no receipt is still on its way when the suite stops the server
+          (r) =>
+            (r.body as { messages: Array<{ text: string; status: string }> }).messages.some((m) =>
+              m.text === text && m.status === "read"
+            ) || undefined
         ),
         20_000
       )

@@ -29,15 +29,24 @@ export class AdminListener extends Context.Tag("@parley/server/AdminListener")<A
 export const listen = <I, E, R>(
   tag: Context.Tag<I, BoundListener>,
   routes: Layer.Layer<never, E, R>,
-  options: { readonly host: string; readonly port: number; readonly policy: ListenerPolicy }
+  options: {
+    readonly host: string
+    readonly port: number
+    readonly policy: ListenerPolicy
+    /** How long a closing listener lets the requests it is answering finish (default 10 s). */
+    readonly closeGraceMs?: number
+  }
 ) => {
   const server = Http.createServer()
   answerUntilServed(server, options.policy)
   // Node would answer "100 Continue" at once; the guard does, once the body's size is known to be allowed
   server.on("checkContinue", (request, response) => server.emit("request", request, response))
-  const bound = Layer.effect(
+  const bound = Layer.scoped(
     tag,
-    Effect.map(HttpServer.HttpServer, () => {
+    Effect.gen(function*() {
+      yield* HttpServer.HttpServer
+      // runs before the server's own close, which waits for every open connection to end
+      yield* Effect.addFinalizer(() => Effect.sync(() => closeWithin(server, options.closeGraceMs ?? CLOSE_GRACE_MS)))
       const address = server.address() as AddressInfo
       const host = address.family === "IPv6" ? `[${address.address}]` : address.address
       return { server, host: address.address, port: address.port, url: `http://${host}:${address.port}` }
@@ -50,6 +59,21 @@ export const listen = <I, E, R>(
   return Layer.merge(serve, bound).pipe(
     Layer.provide(NodeHttpServer.layer(() => server, { host: options.host, port: options.port }))
   )
+}
+
+/** How long a closing listener lets the requests it is answering finish before it cuts their connections. */
+const CLOSE_GRACE_MS = 10_000
+
+/**
+ * On shutdown: idle keep-alive connections are closed at once; a connection still busy after `graceMs`
+ * (a client that never reads its answer, a stream left open) is cut, so that a shutdown never waits on a
+ * client.
+ */
+const closeWithin = (server: Http.Server, graceMs: number) => {
+  server.closeIdleConnections()
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs)
+  timer.unref()
+  server.once("close", () => clearTimeout(timer))
 }
 
 /**

@@ -101,11 +101,13 @@ export class WhatsAppSimulator extends Effect.Service<WhatsAppSimulator>()("@par
         const receiver = receiverBaseUrl(config, yield* bound.receiver)
         const raw = JSON.stringify(body)
         const signature = createHmac("sha256", channel.credentials.app_secret).update(raw).digest("hex")
-        return yield* Effect.promise(() =>
+        // aborted when the fiber is interrupted (a receipt still on its way when the server stops)
+        return yield* Effect.promise((signal) =>
           fetch(`${receiver}/channels/${channel.key}/webhook`, {
             method: "POST",
             headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${signature}` },
-            body: raw
+            body: raw,
+            signal
           }).then(async (r) => ({ status: r.status, body: await r.text() }))
         )
       })
