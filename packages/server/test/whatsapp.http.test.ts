@@ -275,6 +275,12 @@ layer(FakeMeta, { excludeTestServices: true })("WhatsApp Cloud API channel", (it
       const waId = freshPhone()
       const png = Buffer.from("\x89PNG fake image bytes")
       graph.media.set("media-1", { bytes: png, mimetype: "image/png" })
+      // over WhatsApp's 25 MB, with no size in Meta's record: the download stops at the limit
+      graph.media.set("media-huge", {
+        bytes: Buffer.alloc(25 * 1024 * 1024 + 1),
+        mimetype: "video/mp4",
+        file_size: null
+      })
       const t = Date.now()
       yield* deliver(channel, [{
         messages: [
@@ -305,7 +311,8 @@ layer(FakeMeta, { excludeTestServices: true })("WhatsApp Cloud API channel", (it
           inbound(waId, `wamid.${waId}.lost`, t, {
             type: "document",
             document: { id: "media-missing", filename: "a.pdf" }
-          })
+          }),
+          inbound(waId, `wamid.${waId}.huge`, t, { type: "video", video: { id: "media-huge", mime_type: "video/mp4" } })
         ]
       }])
       const rows = (yield* messagesOf(waId)).filter((r) => r.role === "user")
@@ -326,6 +333,10 @@ layer(FakeMeta, { excludeTestServices: true })("WhatsApp Cloud API channel", (it
       )
       // a media download that fails is said on the message, not lost
       expect(byId.get(`wamid.${waId}.lost`)!.message).toMatch(/^\[document could not be downloaded: /)
+      expect(byId.get(`wamid.${waId}.huge`)!).toMatchObject({
+        message: "[video could not be downloaded: The media is over the channel's limit of 26214400 bytes.]",
+        files: []
+      })
     }))
 
   it.effect("an operator's message reaches the Graph API; outside the window it is refused with 422 naming message", () =>

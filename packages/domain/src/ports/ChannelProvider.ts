@@ -4,7 +4,7 @@
  * contact's media, and say the provider's rules. The server holds one adapter per kind; everything outside
  * an adapter (storing, answering, delivering, receipts) is the same for every provider.
  */
-import { Data, type Effect, type Option, Schema } from "effect"
+import { Data, type Effect, type Option, Schema, type Scope, type Stream } from "effect"
 import type { ChannelTemplate } from "../Templates.js"
 
 /** A file the contact sent, still at the provider: fetched into our storage while the message is stored. */
@@ -145,11 +145,14 @@ export interface ProviderRequest {
 /** The verify handshake's answer: the challenge to echo, or none when the token does not match. */
 export type Handshake = Option.Option<string>
 
-/** A media file fetched from the provider, streamed by the caller into storage. */
+/**
+ * A media file as the provider sends it: its bytes stream into storage, never held whole in memory; the stream
+ * fails once it passes the size the caller allowed.
+ */
 export interface FetchedMedia {
   readonly mimetype: string
   readonly name: string | undefined
-  readonly bytes: Uint8Array
+  readonly body: Stream.Stream<Uint8Array, SendFailure>
 }
 
 /**
@@ -172,7 +175,8 @@ export interface ChannelProvider<Credentials> {
     credentials: Credentials,
     media: InboundMedia,
     maxBytes: number
-  ) => Effect.Effect<FetchedMedia, SendFailure>
+    /** the download is open until the scope closes */
+  ) => Effect.Effect<FetchedMedia, SendFailure, Scope.Scope>
   /** Asks the provider who the channel is (the "check connection" call); a failure says plainly what is wrong. */
   readonly check: (credentials: Credentials) => Effect.Effect<Record<string, unknown>, SendFailure>
   /** The provider's id of the channel's account (WhatsApp: the phone number id), which `ForAccount` events name. */

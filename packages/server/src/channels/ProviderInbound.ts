@@ -105,17 +105,18 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
               const month = new Date().toISOString().slice(0, 7).replace("-", "/")
               const name = media.name ?? `${event.type}.${extension(fetched.mimetype)}`
               const key = `channels/${channel.id}/${month}/${ulid()}/${safeName(name)}`
-              return Effect.as(storage.putBytes(key, fetched.bytes), {
+              return Effect.map(storage.putStream(key, fetched.body), (size) => ({
                 key,
                 entry: {
                   path: key,
                   mimetype: fetched.mimetype,
                   type: classifyFile(fetched.mimetype),
-                  size: fetched.bytes.byteLength,
+                  size,
                   name
                 } satisfies FileEntry
-              })
+              }))
             }),
+            Effect.scoped,
             Effect.map((stored) => ({ stored, error: null })),
             Effect.catchTag(
               "SendFailure",

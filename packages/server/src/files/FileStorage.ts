@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { isSafeStorageKey } from "@parley/domain"
-import { Effect, Option } from "effect"
+import { Effect, Option, Stream } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -38,15 +38,37 @@ export class FileStorage extends Effect.Service<FileStorage>()("@parley/server/F
         })
       }).pipe(Effect.withSpan("FileStorage.put"))
 
-    /** Writes bytes fetched from a provider (a contact's media) into storage under `key`. */
-    const putBytes = (key: string, bytes: Uint8Array) =>
+    /**
+     * Writes a download (a contact's media from a provider) into storage under `key` as it arrives, and answers
+     * its size. The file appears under its key only once whole: a stream that fails leaves nothing behind.
+     */
+    const putStream = <E, R>(key: string, body: Stream.Stream<Uint8Array, E, R>) =>
       Effect.gen(function*() {
         const target = Option.getOrThrowWith(resolve(key), () => new Error(`unsafe storage key ${key}`))
-        yield* Effect.promise(async () => {
-          await Fs.promises.mkdir(Path.dirname(target), { recursive: true })
-          await Fs.promises.writeFile(target, bytes)
-        })
-      }).pipe(Effect.withSpan("FileStorage.putBytes"))
+        const partial = `${target}.part`
+        yield* Effect.promise(() => Fs.promises.mkdir(Path.dirname(target), { recursive: true }))
+        const file = yield* Effect.acquireRelease(
+          Effect.promise(() => Fs.promises.open(partial, "w")),
+          (handle) => Effect.promise(() => handle.close())
+        )
+        const size = yield* Stream.runFoldEffect(
+          body,
+          0,
+          (written, chunk) => Effect.as(Effect.promise(() => file.write(chunk)), written + chunk.byteLength)
+        )
+        yield* Effect.promise(() => file.sync())
+        yield* Effect.promise(() => Fs.promises.rename(partial, target))
+        return size
+      }).pipe(
+        Effect.scoped,
+        Effect.tapErrorCause(() =>
+          Option.match(resolve(key), {
+            onNone: () => Effect.void,
+            onSome: (target) => Effect.promise(() => Fs.promises.rm(`${target}.part`, { force: true }))
+          })
+        ),
+        Effect.withSpan("FileStorage.putStream")
+      )
 
     const remove = (key: string) =>
       Option.match(resolve(key), {
@@ -88,6 +110,6 @@ export class FileStorage extends Effect.Service<FileStorage>()("@parley/server/F
         Effect.orDie
       )
 
-    return { putFromPath, putBytes, remove, signedPath, verify, describe, root }
+    return { putFromPath, putStream, remove, signedPath, verify, describe, root }
   })
 }) {}

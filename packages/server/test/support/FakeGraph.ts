@@ -53,8 +53,14 @@ export interface FakeGraphState {
   readonly failures: Array<{ readonly status: number; readonly body: unknown } | null>
   /** Each contact's latest inbound message time (ms), as Meta keeps the window: set by `webhookFor`. */
   readonly lastInbound: Map<string, number>
-  /** Media the fake serves: id → bytes and MIME type. */
-  readonly media: Map<string, { readonly bytes: Buffer; readonly mimetype: string }>
+  /**
+   * Media the fake serves: id → bytes and MIME type; `file_size` is the size its record states (default: the
+   * bytes' length; null: none stated, as Meta's record may lack it).
+   */
+  readonly media: Map<
+    string,
+    { readonly bytes: Buffer; readonly mimetype: string; readonly file_size?: number | null }
+  >
   /** The fake's clock (ms); tests may move it. */
   now: () => number
   /** While true, message sends are taken and never answered (a process killed mid-send). */
@@ -297,7 +303,7 @@ export const fakeGraph = (state: FakeGraphState) =>
                 url: `http://127.0.0.1:${address.port}/media-download/${first}`,
                 mime_type: media.mimetype,
                 sha256: "0".repeat(64),
-                file_size: media.bytes.length,
+                ...(media.file_size === null ? {} : { file_size: media.file_size ?? media.bytes.length }),
                 id: first
               })
             }

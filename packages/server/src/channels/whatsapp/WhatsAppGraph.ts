@@ -13,7 +13,8 @@ import {
   type Sent,
   templateParameterCount
 } from "@parley/domain"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Stream } from "effect"
+import { limitBytes } from "../../files/ByteLimit.js"
 
 export interface GraphCredentials {
   readonly phone_number_id: string
@@ -211,24 +212,23 @@ export const makeGraph = Effect.gen(function*() {
       if (typeof info.file_size === "number" && info.file_size > maxBytes) {
         return yield* tooLarge(info.file_size, maxBytes)
       }
-      const bytes = yield* client.execute(
+      const response = yield* HttpClient.withScope(client).execute(
         HttpClientRequest.bearerToken(HttpClientRequest.get(info.url), c.access_token)
-      )
-        .pipe(
-          Effect.flatMap((r) =>
-            r.status >= 200 && r.status < 300
-              ? r.arrayBuffer
-              : Effect.flatMap(r.text, (body) => Effect.fail(failureOf(r.status, body)))
-          ),
-          Effect.timeout(TIMEOUT),
-          Effect.mapError((e) => e instanceof SendFailure ? e : unreachable(e)),
-          Effect.scoped
-        )
-      if (bytes.byteLength > maxBytes) return yield* tooLarge(bytes.byteLength, maxBytes)
+      ).pipe(Effect.timeout(TIMEOUT), Effect.mapError(unreachable))
+      if (response.status < 200 || response.status >= 300) {
+        const body = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
+        return yield* Effect.fail(failureOf(response.status, body))
+      }
       const mimetype = typeof info.mime_type === "string"
         ? info.mime_type
         : media.mimetype ?? "application/octet-stream"
-      return { mimetype, name: media.name, bytes: new Uint8Array(bytes) } satisfies FetchedMedia
+      const body = response.stream.pipe(
+        Stream.mapError(unreachable),
+        // a download that stalls is cut, however long the file
+        Stream.timeoutFail(() => unreachable(new Error("the download stalled")), TIMEOUT),
+        limitBytes(maxBytes, () => tooLarge(undefined, maxBytes))
+      )
+      return { mimetype, name: media.name, body } satisfies FetchedMedia
     })
 
   /** The phone number's own record: who the channel is, or what is wrong. */
@@ -303,10 +303,13 @@ interface GraphTemplate {
   readonly components?: ReadonlyArray<{ readonly type?: unknown; readonly text?: unknown }>
 }
 
-const tooLarge = (size: number, maxBytes: number) =>
+/** `size`: as the provider stated it, when it did (else the download passed the limit). */
+const tooLarge = (size: number | undefined, maxBytes: number) =>
   new SendFailure({
     kind: "undeliverable",
-    message: `The media is ${size} bytes, over the channel's limit of ${maxBytes}.`,
+    message: size === undefined
+      ? `The media is over the channel's limit of ${maxBytes} bytes.`
+      : `The media is ${size} bytes, over the channel's limit of ${maxBytes}.`,
     status: null,
     code: null,
     excerpt: null
