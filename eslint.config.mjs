@@ -37,8 +37,8 @@ export default tseslint.config(
     ignores: ["packages/server/src/db/migrations/**", "packages/server/src/tables/**"],
     rules: {
       "no-restricted-syntax": ["error", {
-        selector: "TemplateElement[value.raw=/\\b(insert\\s+into|update|delete\\s+from)\\s+(messages|conversations|workspaces)\\b/i]",
-        message: "messages, conversations and workspaces are written only by packages/server/src/tables (MessageWrites, ConversationWrites, WorkspaceWrites)."
+        selector: "TemplateElement[value.raw=/\\b(insert\\s+into|update|delete\\s+from)\\s+(messages|message_parts|conversations|workspaces)\\b/i]",
+        message: "messages, message_parts, conversations and workspaces are written only by packages/server/src/tables (MessageWrites, MessagePartWrites, ConversationWrites, WorkspaceWrites)."
       }]
     }
   }

@@ -447,6 +447,35 @@ layer(FakeMeta, { excludeTestServices: true })("WhatsApp Cloud API channel", (it
       const accepted = graph.accepted.filter((a) => a.body.text?.body?.startsWith("Part "))
       expect(accepted.map((a) => a.body.text.body.slice(0, 9))).toEqual(["Part one.", "Part two."])
       expect(stored.external_message_id).toMatch(/^wamid\.fake/)
+      expect(stored.external_message_id).toBe(accepted[0]!.id)
+      // receipts for either part count: the message is delivered, then read, once both parts are
+      const [first, second] = accepted.map((a) => a.id)
+      const statusOf = Effect.map(
+        sqlRows<{ delivery_status: string | null; status: string }>`
+          select delivery_status, status from messages where id = ${split._id}`,
+        (rows) => rows[0]!
+      )
+      const at = Date.now()
+      yield* deliver(channel, [{ statuses: [receipt(first!, "read", at, waId)] }])
+      expect((yield* statusOf).delivery_status).toBeNull()
+      yield* deliver(channel, [{ statuses: [receipt(second!, "delivered", at + 1000, waId)] }])
+      expect((yield* statusOf).delivery_status).toBe("delivered")
+      yield* deliver(channel, [{ statuses: [receipt(second!, "read", at + 2000, waId)] }])
+      expect((yield* statusOf).delivery_status).toBe("read")
+      // one part that fails fails the message, with Meta's error
+      const again = ok(yield* post(owner, `/api/user/${conversation}/messages`, { message: long }), "messages.send")
+      expect(again.status).toBe("sent_to_user")
+      const later = graph.accepted.filter((a) => a.body.text?.body?.startsWith("Part ")).slice(-2).map((a) => a.id)
+      yield* deliver(channel, [{
+        statuses: [
+          receipt(later[0]!, "delivered", at, waId),
+          receipt(later[1]!, "failed", at, waId, [{ code: 131026, title: "Message undeliverable" }])
+        ]
+      }])
+      const [failedRow] = yield* sqlRows<{ delivery_status: string; status: string; error: string }>`
+        select delivery_status, status, error from messages where id = ${again._id}`
+      expect(failedRow).toMatchObject({ delivery_status: "failed", status: "failed" })
+      expect(failedRow!.error).toContain("131026")
 
       // 190: the channel is disconnected, operators are told, and nothing more is sent until new credentials
       graph.failures.push({ status: 401, body: expiredToken })

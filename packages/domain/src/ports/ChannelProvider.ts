@@ -113,8 +113,8 @@ export class SendFailure extends Data.TaggedError("SendFailure")<{
   readonly code: number | null
   /** The provider's answer, cut short, for the delivery log. */
   readonly excerpt: string | null
-  /** Of a message sent in parts, those this attempt sent before it failed, and the first one's id: kept, not resent. */
-  readonly sent?: { readonly parts: number; readonly firstId: string | undefined }
+  /** Of a message sent in parts, how many this attempt sent before it failed, and their ids: kept, not resent. */
+  readonly sent?: { readonly parts: number; readonly ids: ReadonlyArray<string> }
 }> {}
 
 /** A send the provider took: its ids (one per part when the text was split), the call's status and answer. */

@@ -15,6 +15,7 @@ import {
   WorkspaceId
 } from "@parley/domain"
 import { Effect, flow, Option, Schema } from "effect"
+import * as MessagePartWrites from "../tables/MessagePartWrites.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 
 const ThreadRow = Schema.Struct({
@@ -157,33 +158,43 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
     const applyReceipt = SqlSchema.findOne({
       Request: Schema.Struct({
         channelId: ChannelId,
-        providerId: Schema.String,
+        /** the message: by the provider's id of it, or (a message of several parts) by ours */
+        match: Schema.Union(
+          Schema.TaggedStruct("ProviderId", { id: Schema.String }),
+          Schema.TaggedStruct("MessageId", { id: Schema.String })
+        ),
         status: Schema.String,
         at: Schema.DateFromSelf,
         error: Schema.NullOr(Schema.String)
       }),
       Result: ReceiptApplied,
-      execute: ({ at, channelId, error, providerId, status }) => {
+      execute: ({ at, channelId, error, match, status }) => {
         const rank = (s: unknown) => sql`coalesce(array_position(array['sent', 'delivered', 'read'], ${s}::text), 0)`
         const fails = sql`(${status} = 'failed' and (delivery_status is null or delivery_status = 'sent'))`
         return sql`
           with moved as (
             ${
-          MessageWrites.update(sql, {
-            delivery_status: sql`case when ${fails} then 'failed'
+          MessageWrites.update(
+            sql,
+            {
+              delivery_status: sql`case when ${fails} then 'failed'
                                  when delivery_status = 'failed' then delivery_status
                                  when ${rank(status)} > ${rank(sql`delivery_status`)} then ${status}
                                  else delivery_status end`,
-            sent_at: sql`case when ${status} = 'sent' then coalesce(sent_at, ${at}) else sent_at end`,
-            delivered_at:
-              sql`case when ${status} = 'delivered' then coalesce(delivered_at, ${at}) else delivered_at end`,
-            read_at: sql`case when ${status} = 'read' then coalesce(read_at, ${at}) else read_at end`,
-            failed_at: sql`case when ${fails} then ${at} else failed_at end`,
-            status: sql`case when ${fails} then 'failed' else status end`,
-            error:
-              sql`case when ${fails} then coalesce(${error}::text, 'The provider could not deliver the message.') else error end`,
-            updated_at: sql`now()`
-          }, sql`where channel_id = ${channelId} and external_message_id = ${providerId} and role = 'assistant'`)
+              sent_at: sql`case when ${status} = 'sent' then coalesce(sent_at, ${at}) else sent_at end`,
+              delivered_at:
+                sql`case when ${status} = 'delivered' then coalesce(delivered_at, ${at}) else delivered_at end`,
+              read_at: sql`case when ${status} = 'read' then coalesce(read_at, ${at}) else read_at end`,
+              failed_at: sql`case when ${fails} then ${at} else failed_at end`,
+              status: sql`case when ${fails} then 'failed' else status end`,
+              error:
+                sql`case when ${fails} then coalesce(${error}::text, 'The provider could not deliver the message.') else error end`,
+              updated_at: sql`now()`
+            },
+            sql`where channel_id = ${channelId} and role = 'assistant' and ${
+              match._tag === "ProviderId" ? sql`external_message_id = ${match.id}` : sql`id = ${match.id}`
+            }`
+          )
         }
             returning id, conversation_id, workspace_id, delivery_status, sent_at, delivered_at, read_at, failed_at
           ), told as (
@@ -214,12 +225,25 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
         seen({ channelId, providerId }).pipe(Effect.map(Option.isSome), Effect.orDie),
       insertMessage: flow(insertMessage, Effect.map(Option.map((r) => r.id)), Effect.orDie),
       insertOnKnownThread: flow(insertOnKnownThread, Effect.map(Option.map((r) => r.conversation_id)), Effect.orDie),
+      /**
+       * A receipt for a message, or for one part of a message sent in parts: that part's status moves, and the
+       * message's moves to where every part stands (failed as soon as one part failed).
+       */
       applyReceipt: (
         channelId: ChannelId,
         r: { providerMessageId: string; status: ReceiptStatus; at: Date; error: string | undefined }
       ) =>
-        applyReceipt({ channelId, providerId: r.providerMessageId, status: r.status, at: r.at, error: r.error ?? null })
-          .pipe(Effect.orDie),
+        Effect.gen(function*() {
+          const receipt = { channelId, status: r.status, at: r.at, error: r.error ?? null }
+          const part = yield* MessagePartWrites.partReceipt(sql, { ...receipt, providerId: r.providerMessageId })
+          if (part.length === 0) {
+            return yield* applyReceipt({ ...receipt, match: { _tag: "ProviderId", id: r.providerMessageId } })
+          }
+          const messageId = part[0]!.message_id
+          const status = (yield* MessagePartWrites.messageStatus(sql, messageId))[0]?.status ?? null
+          if (status === null) return Option.none()
+          return yield* applyReceipt({ ...receipt, status, match: { _tag: "MessageId", id: messageId } })
+        }).pipe(sql.withTransaction, Effect.orDie),
       recordEvent
     }
   })

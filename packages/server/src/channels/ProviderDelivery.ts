@@ -20,6 +20,7 @@ import { IN_PROGRESS, INTERRUPTED } from "../engine/AttemptLog.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { BoundAddresses } from "../http/Listener.js"
 import { CHANNEL_STATUS_EVENT, Realtime } from "../realtime/Realtime.js"
+import * as MessagePartWrites from "../tables/MessagePartWrites.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 import { ChannelsRepo } from "./ChannelsRepo.js"
 import { ProviderCredentials } from "./ProviderCredentials.js"
@@ -129,6 +130,8 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
           keepManual?: boolean
           /** parts of a split message sent so far, when some were */
           partsSent?: number
+          /** the ids of the parts this attempt sent, the first being part `from` */
+          parts?: { readonly channelId: ChannelId; readonly from: number; readonly ids: ReadonlyArray<string> }
         } | null
       }
     ) =>
@@ -138,6 +141,12 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
           set status_code = ${r.status}, duration_ms = ${r.durationMs}, error = ${r.error}, response_excerpt = ${r.excerpt},
               retry_at = ${r.retryInMs === null ? null : sql`now() + make_interval(secs => ${r.retryInMs / 1000})`}
           where id = ${logId}
+        ), parts as (
+          ${
+        r.message?.parts === undefined
+          ? sql`select 1`
+          : MessagePartWrites.insertParts(sql, { messageId, ...r.message.parts })
+      }
         )
         ${
         r.message === null
@@ -231,8 +240,13 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
             message: {
               status: "sent_to_user",
               error: null,
-              // a split message an earlier attempt began keeps its first part's id (receipts come for it)
-              providerId: t.provider_parts_sent > 0 ? null : result.right.providerMessageIds[0] ?? null
+              // a split message an earlier attempt began keeps its first part's id
+              providerId: t.provider_parts_sent > 0 ? null : result.right.providerMessageIds[0] ?? null,
+              ...(t.provider_parts_sent > 0 || result.right.providerMessageIds.length > 1
+                ? {
+                  parts: { channelId: t.channel_id, from: t.provider_parts_sent, ids: result.right.providerMessageIds }
+                }
+                : {})
             }
           })
           return Option.some(done)
@@ -242,7 +256,11 @@ export class ProviderDelivery extends Effect.Service<ProviderDelivery>()("@parle
         // the parts this attempt got out stay sent: the retry sends the rest
         const sent = failure.sent === undefined
           ? {}
-          : { partsSent: t.provider_parts_sent + failure.sent.parts, providerId: failure.sent.firstId ?? null }
+          : {
+            partsSent: t.provider_parts_sent + failure.sent.parts,
+            providerId: failure.sent.ids[0] ?? null,
+            parts: { channelId: t.channel_id, from: t.provider_parts_sent, ids: failure.sent.ids }
+          }
         if (failure.kind === "auth_revoked") yield* disconnect(t, failure)
         yield* record(logId, messageId, {
           status: failure.status,

@@ -68,7 +68,7 @@ export interface FakeGraphState {
   /** Every n-th message send answers 130429 (Meta's throughput limit); 0: never. */
   rateLimitEvery: number
   /** The message sends answered 200, in order, with when they arrived. */
-  readonly accepted: Array<{ readonly at: number; readonly body: any }>
+  readonly accepted: Array<{ readonly at: number; readonly body: any; readonly id: string }>
   /** The business account whose templates the fake lists (`GET /{id}/message_templates`). */
   readonly businessAccountId: string
   /** The account's templates as Meta lists them (name, language, status, category, components). */
@@ -259,11 +259,12 @@ export const fakeGraph = (state: FakeGraphState) =>
                   )
                 )
               }
-              state.accepted.push({ at: Date.now(), body })
+              const id = `wamid.fake${++ids}`
+              state.accepted.push({ at: Date.now(), body, id })
               return json(200, {
                 messaging_product: "whatsapp",
                 contacts: [{ input: body.to, wa_id: body.to }],
-                messages: [{ id: `wamid.fake${++ids}` }]
+                messages: [{ id }]
               })
             }
             if (req.method === "GET" && first === state.businessAccountId && second === "message_templates") {

@@ -179,7 +179,7 @@ export const makeGraph = Effect.gen(function*() {
               status: failure.status,
               code: failure.code,
               excerpt: failure.excerpt,
-              sent: { parts: i - m.fromPart, firstId: ids[0] }
+              sent: { parts: i - m.fromPart, ids: [...ids] }
             })
           )
         )

@@ -31,6 +31,7 @@ import knowledgePointUses from "./0029_knowledge_point_uses.js"
 import followupSilence from "./0030_followup_silence.js"
 import channelAdapters from "./0031_channel_adapters.js"
 import messageTemplates from "./0032_message_templates.js"
+import messageParts from "./0033_message_parts.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -65,5 +66,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0029_knowledge_point_uses": knowledgePointUses,
   "0030_followup_silence": followupSilence,
   "0031_channel_adapters": channelAdapters,
-  "0032_message_templates": messageTemplates
+  "0032_message_templates": messageTemplates,
+  "0033_message_parts": messageParts
 }
