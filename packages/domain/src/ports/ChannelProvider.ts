@@ -101,9 +101,17 @@ export interface OutboundMessage {
 /**
  * Why a send failed, by meaning: `window_closed` (only a template may go), `rate_limited` and `transient`
  * (retried durably), `undeliverable` (failed with the provider's error), `auth_revoked` (the channel is
- * disconnected until its credentials are replaced).
+ * disconnected until its credentials are replaced), `misconfigured` (the channel's credentials lack what the call
+ * needs: no call was made; the operator's to fix).
  */
-export const SendFailureKinds = ["window_closed", "rate_limited", "undeliverable", "auth_revoked", "transient"] as const
+export const SendFailureKinds = [
+  "window_closed",
+  "rate_limited",
+  "undeliverable",
+  "auth_revoked",
+  "transient",
+  "misconfigured"
+] as const
 export type SendFailureKind = typeof SendFailureKinds[number]
 
 export class SendFailure extends Data.TaggedError("SendFailure")<{

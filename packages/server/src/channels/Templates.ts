@@ -78,7 +78,7 @@ export class ChannelTemplates extends Effect.Service<ChannelTemplates>()("@parle
         : yield* fetch(stored.value.kind, stored.value.credentials_ciphertext).pipe(
           Effect.catchTag("SendFailure", (f): Effect.Effect<never, Unprocessable | ProviderFailed> =>
             // no call was made: the credentials lack what listing needs (WhatsApp: the business account's id)
-            f.status === null && f.kind === "undeliverable"
+            f.kind === "misconfigured"
               ? Unprocessable.of([{ field: "credentials", message: f.message }])
               : Effect.fail(new ProviderFailed({ message: `The provider could not list the templates: ${f.message}` })))
         )

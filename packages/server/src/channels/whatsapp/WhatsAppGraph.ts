@@ -248,7 +248,7 @@ export const makeGraph = Effect.gen(function*() {
     Effect.gen(function*() {
       if (c.business_account_id === undefined) {
         return yield* new SendFailure({
-          kind: "undeliverable",
+          kind: "misconfigured",
           message:
             "The channel has no business_account_id: add it to the credentials (PUT) to list the account's templates.",
           status: null,
