@@ -3,6 +3,7 @@
  * approved template may be sent until the contact writes again. The channel's approved templates, one input per body
  * parameter, the text the contact will read, sent as the operator.
  */
+import { templateText } from "@parley/domain/TemplateText"
 import { useSignal } from "@preact/signals"
 import { useEffect } from "preact/hooks"
 import { api, ApiError, type Template } from "./api.js"
@@ -10,11 +11,12 @@ import { say } from "./state.js"
 
 type Problem = { readonly field: string; readonly message: string }
 
-/** The body as the contact will read it: each `{{n}}` replaced by its input, kept while the input is empty. */
+/** The body as the contact will read it (as the server stores it): each `{{n}}` kept while its input is empty. */
 const preview = (template: Template, parameters: ReadonlyArray<string>) =>
-  template.body === null
-    ? `[template ${template.name}${parameters.length > 0 ? `: ${parameters.join(" | ")}` : ""}]`
-    : template.body.replace(/\{\{\s*(\d+)\s*\}\}/g, (whole, n: string) => parameters[Number(n) - 1] || whole)
+  templateText(
+    { name: template.name, parameters: parameters.map((p, i) => p === "" ? `{{${i + 1}}}` : p) },
+    template.body
+  )
 
 const keyOf = (t: Template) => `${t.name}/${t.language}`
 
