@@ -27,6 +27,7 @@ import {
   type NoReplyReason,
   noReplySentence,
   OpeningTurns,
+  type Prepared,
   type ReplyDraft,
   type TemplateSend,
   TurnDeliveries
@@ -132,9 +133,10 @@ export const ConversationLive = Conversation.toLayer(
       Effect.flatMap(Effect.forEach(deliveries.deliver, { discard: true }))
     )
 
-    const turn = (upTo: string, arrivedAt: Date) =>
+    /** The turn answering every contact message up to `upTo`: decided already with the read that found it, or now. */
+    const turn = (upTo: string, arrivedAt: Date, decided: Option.Option<Prepared>) =>
       Effect.gen(function*() {
-        const prepared = yield* turns.prepare(conversationId, upTo)
+        const prepared = Option.isSome(decided) ? decided.value : yield* turns.prepare(conversationId, upTo)
         if (prepared._tag === "Skip") {
           yield* turns.skip(conversationId, upTo, prepared.reason)
           // a conversation that is gone has no messages left to explain anything to
@@ -171,11 +173,13 @@ export const ConversationLive = Conversation.toLayer(
         yield* Effect.forEach(pending.undelivered, deliveries.deliver, { discard: true })
         // an earlier message's turn already answered this one
         if (Option.isNone(pending.turn)) return
-        const { debounceMs, latestAt, latestMessageId } = pending.turn.value
+        const { debounceMs, latestAt, latestMessageId, prepared } = pending.turn.value
+        // due by the database's clock: decided with the read that found it
+        if (Option.isSome(prepared)) return yield* turn(latestMessageId, latestAt, prepared)
         const now = yield* Clock.currentTimeMillis
         // capped at the window itself, so a clock skew between database and runner cannot stall a reply
         const wait = Math.min(latestAt.getTime() + debounceMs - now, debounceMs)
-        if (wait <= 0) return yield* turn(latestMessageId, latestAt)
+        if (wait <= 0) return yield* turn(latestMessageId, latestAt, Option.none())
         yield* Effect.sleep(Duration.millis(wait))
       }
     })

@@ -11,6 +11,11 @@ export interface PendingTurn {
   readonly latestAt: Date
   /** The pipeline's debounce window: a burst of messages within it gets one reply. */
   readonly debounceMs: number
+  /**
+   * The turn decided with the same read, when it was due by the database's clock and no reply was left to deliver
+   * first: the entity takes it as it is. None: the entity waits out the window, or asks `prepare`.
+   */
+  readonly prepared: Option.Option<Prepared>
 }
 
 /** What a conversation has waiting when its entity gets an `Inbound`. */

@@ -34,11 +34,11 @@ import { HandoffRulesRepo } from "./HandoffRulesRepo.js"
 import { ModelKeys } from "./ModelKeys.js"
 import { StageEntryRepo } from "./StageEntryRepo.js"
 import { makeStageEntryTurns } from "./StageEntryTurns.js"
-import { makeContextFrom, makeSnapshotContext } from "./TurnContextFrom.js"
+import { makeContextFrom, makeSnapshotContext, type SnapshotWithContext } from "./TurnContextFrom.js"
 import { makeTurnDelivery } from "./TurnDelivery.js"
 import { draftColumns, hasEffects, storedId } from "./TurnDrafts.js"
 import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
-import { type ConversationRow, type TurnSnapshot } from "./TurnRows.js"
+import type { ConversationRow } from "./TurnRows.js"
 import { TurnsRepo } from "./TurnsRepo.js"
 
 export const ConversationTurnsLive = Layer.effectContext(
@@ -54,41 +54,10 @@ export const ConversationTurnsLive = Layer.effectContext(
     const handoff = yield* Handoff
     const { failureRule, turnHandoff, turnTexts } = yield* makeTurnHandoffRules
     const { deliver, undelivered } = yield* makeTurnDelivery
-    /**
-     * The snapshot `pending` read along with a turn that was due, for that turn's `prepare` (the entity's
-     * next step): taken once, by the conversation's one entity, else read anew.
-     */
-    const prefetched = new Map<string, { readonly upTo: string; readonly snap: TurnSnapshot }>()
-    const snapshot = (conversationId: string, upTo: string | null) =>
-      Effect.suspend(() => {
-        const hit = prefetched.get(conversationId)
-        prefetched.delete(conversationId)
-        return hit !== undefined && hit.upTo === upTo
-          ? Effect.succeedSome(hit.snap)
-          : repo.snapshot(conversationId, upTo)
-      })
-    const snapshotContext = makeSnapshotContext(snapshot, makeContextFrom(knowledge, turnHandoff))
+    const contextFrom = makeContextFrom(knowledge, turnHandoff)
+    const snapshotContext = makeSnapshotContext(repo.snapshot, contextFrom)
     const stageEntries = yield* makeStageEntryTurns(snapshotContext)
     const followups = yield* makeFollowupTurns(snapshotContext)
-
-    const pending = (conversationId: string) =>
-      Effect.map(repo.pendingTurn(conversationId), ({ pending: row, snapshot: snap }): PendingWork => {
-        // bounded: an entry outlives its turn only when the turn was interrupted before `prepare`
-        if (prefetched.size >= 10_000) prefetched.clear()
-        if (Option.isSome(snap) && row.latest_id !== null) {
-          prefetched.set(conversationId, { upTo: row.latest_id, snap: snap.value })
-        } else prefetched.delete(conversationId)
-        return {
-          turn: row.latest_id === null
-            ? Option.none()
-            : Option.some({
-              latestMessageId: row.latest_id,
-              latestAt: new Date(row.latest_at!),
-              debounceMs: row.debounce_ms ?? 0
-            }),
-          undelivered: row.undelivered
-        }
-      })
 
     const orphaned = (graceMs: number) =>
       Effect.map(
@@ -103,9 +72,12 @@ export const ConversationTurnsLive = Layer.effectContext(
       ...(detail === undefined ? {} : { detail })
     })
 
-    /** Whether the agent answers this turn (and with what context), or the reason it does not. */
-    const prepare = Effect.fn("ConversationTurns.prepare")(function*(conversationId: string, upTo: string) {
-      const found = yield* snapshotContext(conversationId, upTo)
+    /** Whether the agent answers this turn (and with what context), or the reason it does not, from its snapshot. */
+    const decide = Effect.fn("ConversationTurns.prepare")(function*(
+      conversationId: string,
+      upTo: string,
+      found: Option.Option<SnapshotWithContext>
+    ) {
       if (Option.isNone(found)) return skipped(false)("closed")
       const { ready, snap: c } = found.value
       const skipTurn = skipped(c.is_eval)
@@ -152,6 +124,37 @@ export const ConversationTurnsLive = Layer.effectContext(
         if (c.contact_sent_at_ms !== null) yield* typing.composing(upTo)
       }
       return { _tag: "Ready", context } satisfies Prepared
+    })
+
+    const prepare = (conversationId: string, upTo: string) =>
+      Effect.flatMap(snapshotContext(conversationId, upTo), (found) => decide(conversationId, upTo, found))
+
+    /**
+     * What the conversation has waiting, in one read: when its newest contact message is due by the database's clock
+     * (and no reply is left to deliver first), the turn is decided from the snapshot read with it.
+     */
+    const pending = Effect.fn("ConversationTurns.pending")(function*(conversationId: string) {
+      const { pending: row, snapshot: snap } = yield* repo.pendingTurn(conversationId)
+      if (row.latest_id === null) return { turn: Option.none(), undelivered: row.undelivered } satisfies PendingWork
+      const upTo = row.latest_id
+      const prepared = Option.isSome(snap) && row.undelivered.length === 0
+        ? Option.some(
+          yield* decide(
+            conversationId,
+            upTo,
+            Option.some({ snap: snap.value, ready: yield* contextFrom(snap.value, upTo, true) })
+          )
+        )
+        : Option.none<Prepared>()
+      return {
+        turn: Option.some({
+          latestMessageId: upTo,
+          latestAt: new Date(row.latest_at!),
+          debounceMs: row.debounce_ms ?? 0,
+          prepared
+        }),
+        undelivered: row.undelivered
+      } satisfies PendingWork
     })
 
     const skip = (conversationId: string, upTo: string, reason: SkipReason) =>

@@ -107,11 +107,16 @@ export const makeContextFrom = (
   })
 
 /** A conversation's snapshot with its turn context (`ready`: none without an agent to answer). */
-export type SnapshotContext = (conversationId: string, upTo: string | null, withKnowledge?: boolean) => Effect.Effect<
-  Option.Option<
-    { readonly snap: TurnSnapshot; readonly ready: Option.Option<{ context: TurnContext; pipeline: PipelineConfig }> }
-  >
->
+export interface SnapshotWithContext {
+  readonly snap: TurnSnapshot
+  readonly ready: Option.Option<{ context: TurnContext; pipeline: PipelineConfig }>
+}
+
+export type SnapshotContext = (
+  conversationId: string,
+  upTo: string | null,
+  withKnowledge?: boolean
+) => Effect.Effect<Option.Option<SnapshotWithContext>>
 
 /** The snapshot of a conversation (TurnsRepo.snapshot) and its turn context, for a turn up to `upTo`. */
 export const makeSnapshotContext = (
