@@ -58,16 +58,16 @@ const connect = (pipelineSettings: Record<string, unknown> = {}) =>
       "pipelines.update"
     )
     yield* createStage(owner, pipeline.id, "New", 1)
-    const channel = ok(
-      yield* post(owner, "/api/user/channels", {
-        kind: "whatsapp",
-        pipeline_id: pipeline.id,
-        credentials: credentials()
-      }),
-      "channels.create"
-    ) as unknown as WhatsAppChannel
+    const channel = yield* whatsappChannel(owner, pipeline.id)
     return { owner, pipeline, channel }
   })
+
+/** A WhatsApp channel of `owner`'s on the fake, its credentials changed by `extra`. */
+const whatsappChannel = (owner: Owner, pipelineId: number, extra: Record<string, unknown> = {}) =>
+  Effect.map(
+    post(owner, "/api/user/channels", { kind: "whatsapp", pipeline_id: pipelineId, credentials: credentials(extra) }),
+    (created) => ok(created, "channels.create") as unknown as WhatsAppChannel
+  )
 
 /**
  * A contact whose latest message Meta sent 25 hours ago (delivered late): the window has closed. Waits for the turn to
@@ -157,14 +157,7 @@ layer(Server, { excludeTestServices: true })("WhatsApp templates", (it) => {
         category: "UTILITY" as const,
         components: [{ type: "BODY", text: "Hello" }]
       })))
-      const other = ok(
-        yield* post(owner, "/api/user/channels", {
-          kind: "whatsapp",
-          pipeline_id: pipeline.id,
-          credentials: credentials({ verify_token: "another-verify-token" })
-        }),
-        "channels.create"
-      ) as unknown as WhatsAppChannel
+      const other = yield* whatsappChannel(owner, pipeline.id, { verify_token: "another-verify-token" })
       const paged = ok(yield* get(owner, `/api/user/channels/${other.id}/templates`), "channels.templates")
       expect(paged).toHaveLength(123)
       const pages = graph.requests.filter((r) => r.path.endsWith("/message_templates")).slice(-2)
@@ -179,14 +172,7 @@ layer(Server, { excludeTestServices: true })("WhatsApp templates", (it) => {
       expect((yield* get(stranger, `/api/user/channels/${channel.id}/templates`)).status).toBe(404)
 
       // a channel without the business account's id, a web channel, a token Meta refuses
-      const noAccount = ok(
-        yield* post(owner, "/api/user/channels", {
-          kind: "whatsapp",
-          pipeline_id: pipeline.id,
-          credentials: credentials({ business_account_id: undefined })
-        }),
-        "channels.create"
-      ) as unknown as WhatsAppChannel
+      const noAccount = yield* whatsappChannel(owner, pipeline.id, { business_account_id: undefined })
       const missing = yield* get(owner, `/api/user/channels/${noAccount.id}/templates`)
       expect422(missing, ["credentials"])
       expect(JSON.stringify(missing.body)).toMatch(/business_account_id/)
@@ -195,14 +181,7 @@ layer(Server, { excludeTestServices: true })("WhatsApp templates", (it) => {
         "channels.create"
       )
       expect422(yield* get(owner, `/api/user/channels/${web.id}/templates`), ["kind"])
-      const refused = ok(
-        yield* post(owner, "/api/user/channels", {
-          kind: "whatsapp",
-          pipeline_id: pipeline.id,
-          credentials: credentials({ access_token: "EAAG-revoked" })
-        }),
-        "channels.create"
-      ) as unknown as WhatsAppChannel
+      const refused = yield* whatsappChannel(owner, pipeline.id, { access_token: "EAAG-revoked" })
       const failed = yield* get(owner, `/api/user/channels/${refused.id}/templates`)
       expect(failed.status).toBe(502)
       expect(JSON.stringify(failed.body)).toMatch(/could not list the templates: .*access token/)
