@@ -15,7 +15,6 @@ import {
   type Prepared,
   type ReplyDraft,
   type SkipReason,
-  StageId,
   TurnDeliveries
 } from "@parley/domain"
 import { repliesMade } from "@parley/worker"
@@ -38,14 +37,13 @@ import { makeContextFrom, makeSnapshotContext, type SnapshotWithContext } from "
 import { makeTurnDelivery } from "./TurnDelivery.js"
 import { draftColumns, hasEffects, storedId } from "./TurnDrafts.js"
 import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
-import type { ConversationRow } from "./TurnRows.js"
 import { TurnsRepo } from "./TurnsRepo.js"
+import { makeStageMove } from "./TurnStageMove.js"
 
 export const ConversationTurnsLive = Layer.effectContext(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const realtime = yield* Realtime
-    const opportunities = yield* OpportunitiesRepo
     const repo = yield* TurnsRepo
     const knowledge = yield* Knowledge
     const modelKeys = yield* ModelKeys
@@ -54,16 +52,11 @@ export const ConversationTurnsLive = Layer.effectContext(
     const handoff = yield* Handoff
     const { failureRule, turnHandoff, turnTexts } = yield* makeTurnHandoffRules
     const { deliver, undelivered } = yield* makeTurnDelivery
+    const moveStage = yield* makeStageMove
     const contextFrom = makeContextFrom(knowledge, turnHandoff)
     const snapshotContext = makeSnapshotContext(repo.snapshot, contextFrom)
     const stageEntries = yield* makeStageEntryTurns(snapshotContext)
     const followups = yield* makeFollowupTurns(snapshotContext)
-
-    const orphaned = (graceMs: number) =>
-      Effect.map(
-        repo.orphaned(graceMs),
-        (rows) => rows.map((r) => ({ conversationId: r.conversation_id, messageId: r.message_id }))
-      )
 
     const skipped = (isEval: boolean) => (reason: SkipReason, detail?: string): Prepared => ({
       _tag: "Skip",
@@ -156,41 +149,6 @@ export const ConversationTurnsLive = Layer.effectContext(
         undelivered: row.undelivered
       } satisfies PendingWork
     })
-
-    const skip = (conversationId: string, upTo: string, reason: SkipReason) =>
-      repo.markHandled(conversationId, upTo, reason)
-
-    /** The stage move the model asked for, through OpportunitiesRepo (a won or lost stage sets the status). */
-    const moveStage = Effect.fn("ConversationTurns.moveStage")(
-      function*(c: ConversationRow, stageId: number, version: number) {
-        if (c.opportunity_id === null || c.opportunity_pipeline_id === null || c.opportunity_stage_id === stageId) {
-          return
-        }
-        const stage = yield* repo.stageNature(stageId, c.opportunity_pipeline_id, version)
-        if (Option.isNone(stage)) {
-          return yield* Effect.logWarning(
-            "A stage move was ignored: the stage is not in the pipeline as it runs, or was deleted from its draft"
-          ).pipe(
-            Effect.annotateLogs({ stage_id: stageId, opportunity_id: c.opportunity_id })
-          )
-        }
-        const nature = stage.value.nature
-        // the model's stage id, now known to be a stage of the pipeline
-        const stage_id = StageId.make(stageId)
-        yield* opportunities.updateOpportunity(c.opportunity_id, {
-          stage_id,
-          ...(nature === "neutral" ? {} : { status: nature })
-        })
-        yield* opportunities.recordStageEntry({
-          workspace_id: c.workspace_id,
-          opportunity_id: c.opportunity_id,
-          pipeline_id: c.opportunity_pipeline_id,
-          stage_id,
-          previous_stage_id: c.opportunity_stage_id,
-          cause: "moved"
-        })
-      }
-    )
 
     /** A stored reply's effects: a stage move, a handoff, action calls, knowledge use (in the reply's transaction). */
     const applyEffects = Effect.fn("ConversationTurns.applyEffects")(
@@ -286,7 +244,15 @@ export const ConversationTurnsLive = Layer.effectContext(
       )
 
     // one engine, four ports by job: replies, their delivery, openings and followup steps
-    return Context.make(ConversationTurns, { context, pending, orphaned, prepare, skip, commit, fail }).pipe(
+    return Context.make(ConversationTurns, {
+      context,
+      pending,
+      orphaned: repo.orphaned,
+      prepare,
+      skip: repo.markHandled,
+      commit,
+      fail
+    }).pipe(
       Context.add(TurnDeliveries, { undelivered, deliver }),
       Context.add(OpeningTurns, stageEntries),
       Context.add(FollowupTurns, followups)
