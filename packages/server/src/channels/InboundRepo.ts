@@ -192,7 +192,10 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
               updated_at: sql`now()`
             },
             sql`where channel_id = ${channelId} and role = 'assistant' and ${
-              match._tag === "ProviderId" ? sql`external_message_id = ${match.id}` : sql`id = ${match.id}`
+              match._tag === "ProviderId"
+                // a message sent in parts moves with its parts' receipts only (MessagePartWrites)
+                ? sql`external_message_id = ${match.id} and not exists (select 1 from message_parts p where p.message_id = messages.id)`
+                : sql`id = ${match.id}`
             }`
           )
         }
@@ -235,15 +238,20 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
       ) =>
         Effect.gen(function*() {
           const receipt = { channelId, status: r.status, at: r.at, error: r.error ?? null }
+          // a message sent as one: one statement, as before parts were kept
+          const direct = yield* applyReceipt({ ...receipt, match: { _tag: "ProviderId", id: r.providerMessageId } })
+          if (Option.isSome(direct)) return direct
           const part = yield* MessagePartWrites.partReceipt(sql, { ...receipt, providerId: r.providerMessageId })
-          if (part.length === 0) {
-            return yield* applyReceipt({ ...receipt, match: { _tag: "ProviderId", id: r.providerMessageId } })
-          }
+          if (part.length === 0) return Option.none()
           const messageId = part[0]!.message_id
-          const status = (yield* MessagePartWrites.messageStatus(sql, messageId))[0]?.status ?? null
-          if (status === null) return Option.none()
-          return yield* applyReceipt({ ...receipt, status, match: { _tag: "MessageId", id: messageId } })
-        }).pipe(sql.withTransaction, Effect.orDie),
+          // the part's receipt is committed before the message's standing is read: of two parts' receipts at once, the
+          // later read sees both parts; the message's row is locked while it moves
+          return yield* Effect.gen(function*() {
+            const status = (yield* MessagePartWrites.messageStatus(sql, messageId))[0]?.status ?? null
+            if (status === null) return Option.none()
+            return yield* applyReceipt({ ...receipt, status, match: { _tag: "MessageId", id: messageId } })
+          }).pipe(sql.withTransaction)
+        }).pipe(Effect.orDie),
       recordEvent
     }
   })

@@ -44,13 +44,15 @@ export const partReceipt = (
 
 /**
  * Where a message of several parts stands: failed once a part failed, else the status every part has reached (none
- * while a part has had no receipt).
+ * while a part has had no receipt). Locks the message's row (run it in the transaction that moves the message), so
+ * one part's receipt at a time moves it.
  */
 export const messageStatus = (sql: SqlClient.SqlClient, messageId: string) =>
   sql<{ status: ReceiptStatus | null }>`
+    with locked as (select id from messages where id = ${messageId} for update)
     select case
       when bool_or(delivery_status = 'failed') then 'failed'
       when bool_and(delivery_status is not null)
         then (${sql.literal(RANKED)})[min(array_position(${sql.literal(RANKED)}, delivery_status))]
       end as status
-    from message_parts where message_id = ${messageId}`
+    from message_parts where message_id = (select id from locked)`
