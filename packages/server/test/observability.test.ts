@@ -88,13 +88,13 @@ describe("observability of a running server", () => {
       await until("the reply webhook", () => webhook.hits.length > 0 ? true : undefined, 120_000)
       const delivery = await until(
         "the delivery span",
-        () => otlp.spans.find((s) => s.name === "ReplyDelivery.attempt"),
+        () => otlp.spans.find((s) => s.name === "ChannelDelivery.attempt"),
         60_000
       )
       const trace = otlp.spans.filter((s) => s.traceId === delivery.traceId)
       const chain = ancestry(delivery, trace)
       // the delivery descends from the conversation entity's handling, which descends from the receiver
-      expect(chain[0]).toBe("ReplyDelivery.attempt")
+      expect(chain[0]).toBe("ChannelDelivery.attempt")
       expect(chain).toContain("Receiver.message")
       expect(chain.some((name) => name.startsWith("Conversation.Inbound"))).toBe(true)
       expect(chain.at(-1)).toMatch(/^http\.server POST/)

@@ -87,8 +87,15 @@ export interface TemplateSend {
 }
 
 export interface OutboundMessage {
-  /** The provider's thread id (the conversation's `external_chat_id`). */
-  readonly to: string
+  /** Our id of the message (the reply webhook's `message_id`, stable across attempts). */
+  readonly id: string
+  /** The provider's thread id (the conversation's `external_chat_id`); null when the contact never wrote. */
+  readonly to: string | null
+  /** Who wrote it: the agent, or an operator (with their display name). */
+  readonly sender: "ai" | "operator"
+  readonly senderName: string | null
+  /** Which attempt of the message's delivery this is (1 for the first). */
+  readonly attempt: number
   readonly text: string | null
   readonly files: ReadonlyArray<OutboundFile>
   readonly template: TemplateSend | undefined
@@ -132,12 +139,25 @@ export interface Sent {
   readonly excerpt: string
 }
 
+/**
+ * How the channel layer delivers through a provider (docs/channels.md, "Outbound"). `handOff`: when a message
+ * counts as sent to the contact. `"provider"`: once the provider took it; a refusal fails the message with the
+ * provider's error. `"socket"` (the web chat): once the chat's socket has it; the send that follows (the signed
+ * reply webhook, SPEC.md 6.2) is logged, and a refusal never fails the message.
+ */
+export interface DeliveryRules {
+  readonly handOff: "provider" | "socket"
+  /** Attempts in all, each wait twice the last, for a failure worth retrying (a timeout, a 5xx, a rate limit). */
+  readonly attempts: number
+}
+
 /** The provider's rules, which the channel layer applies the same way for every kind. */
 export interface ProviderRules {
   /** How long after the contact's latest message free-form messages may be sent; null: no window. */
   readonly serviceWindowMs: number | null
-  /** Messages a second per sending account, unless the channel sets its own. */
-  readonly defaultRatePerSecond: number
+  /** Messages a second per sending account, unless the channel sets its own; null: not paced. */
+  readonly defaultRatePerSecond: number | null
+  readonly delivery: DeliveryRules
   readonly maxTextChars: number
   readonly maxFileBytes: number
 }

@@ -95,7 +95,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
     /** A provider kind's credentials, checked by its adapter's schema (422 naming `credentials.<field>`). */
     const checkedCredentials = (kind: ChannelKind, given: unknown) =>
       Effect.gen(function*() {
-        const entry = Option.getOrThrow(providers.forKind(kind))
+        const entry = Option.getOrThrow(Option.flatMapNullable(providers.forKind(kind), (e) => e.connect))
         if (given === undefined) {
           return yield* Unprocessable.of([{
             field: "credentials",

@@ -2,11 +2,19 @@
  * A provider channel's credentials, decrypted and checked by its adapter's schema (never logged), kept by ciphertext
  * so a webhook, a send or a typing indicator decrypts nothing twice.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { AppSecret } from "../config/AppSecret.js"
 import type { ProviderEntry } from "./Providers.js"
 
 const MAX_ENTRIES = 10_000
+
+/** The columns of a channel's row that hold what its adapter sends with. */
+export interface ChannelSecrets {
+  readonly credentials_ciphertext: string | null
+  readonly client_id: string | null
+  readonly secret_ciphertext: string | null
+  readonly callback_url: string | null
+}
 
 export class ProviderCredentials extends Effect.Service<ProviderCredentials>()("@parley/server/ProviderCredentials", {
   dependencies: [AppSecret.Default],
@@ -27,6 +35,25 @@ export class ProviderCredentials extends Effect.Service<ProviderCredentials>()("
           Effect.orDie
         )
       })
-    return { of }
+    /**
+     * The adapter's credentials from the channel's row: the decrypted `credentials` of a provider kind, or a web
+     * channel's client id, secret and callback. None: nothing to send with (a web channel without `callback_url`
+     * delivers over the socket only).
+     */
+    const load = (entry: ProviderEntry, row: ChannelSecrets): Effect.Effect<Option.Option<any>> =>
+      entry.stored === "client"
+        ? Effect.succeed(
+          row.client_id === null || row.secret_ciphertext === null || row.callback_url === null
+            ? Option.none()
+            : Option.some({
+              client_id: row.client_id,
+              client_secret: secrets.decrypt(row.secret_ciphertext),
+              callback_url: row.callback_url
+            })
+        )
+        : row.credentials_ciphertext === null
+        ? Effect.succeed(Option.none())
+        : Effect.map(of(entry, row.credentials_ciphertext), Option.some)
+    return { of, load }
   })
 }) {}

@@ -6,14 +6,16 @@
 import type { ChannelProvider } from "@parley/domain"
 import { Effect, Option, type Schema } from "effect"
 import { randomInt } from "node:crypto"
+import { AppConfig } from "../config/AppConfig.js"
 import { randomBase62 } from "../identity/Secrets.js"
+import { OutboundHttp } from "../outbound/OutboundHttp.js"
+import { makeWebChatProvider, type WebChatCredentials } from "../webchat/WebChatProvider.js"
 import { DEFAULT_API_VERSION, SimulatedInput, WhatsApp, WhatsAppCredentialsInput } from "./whatsapp/WhatsApp.js"
 
 const randomDigits = (n: number) => Array.from({ length: n }, () => randomInt(10)).join("")
 
-/** One provider kind as the channel layer sees it. `any`: each entry keeps its own credentials' type. */
-export interface ProviderEntry {
-  readonly provider: ChannelProvider<any>
+/** How a kind connected with `credentials` (a provider's tokens) takes them on create and update. */
+export interface ProviderConnect {
   /** What `credentials` must hold on create and update (422 naming `credentials.<field>` otherwise). */
   readonly inputFor: (given: unknown) => Schema.Schema<any, any, never>
   /** Whether checked credentials ask for the simulator Parley ships instead of the provider. */
@@ -22,44 +24,67 @@ export interface ProviderEntry {
   readonly complete: (input: any) => Record<string, unknown>
   /** What the create answer shows once besides the webhook URL (never a token or secret). */
   readonly shown: (stored: any) => Record<string, string>
+}
+
+/** One channel kind as the channel layer sees it. `any`: each entry keeps its own credentials' type. */
+export interface ProviderEntry {
+  readonly provider: ChannelProvider<any>
+  /**
+   * Where the adapter's credentials are kept: `credentials`, the encrypted `credentials` a provider kind is created
+   * with; `client`, a web channel's client id, secret and `callback_url` columns (no callback: socket only).
+   */
+  readonly stored: "credentials" | "client"
+  /** Present for kinds connected with `credentials`. */
+  readonly connect: ProviderConnect | null
   /** Where sends go, for the delivery log. */
   readonly endpoint: (stored: any) => string
 }
 
 export class ChannelProviders extends Effect.Service<ChannelProviders>()("@parley/server/ChannelProviders", {
-  dependencies: [WhatsApp.Default],
+  dependencies: [WhatsApp.Default, OutboundHttp.Default, AppConfig.Default],
   effect: Effect.gen(function*() {
     const whatsapp = yield* WhatsApp
+    const webChat = yield* makeWebChatProvider
+    const web = (provider: ChannelProvider<WebChatCredentials>): ProviderEntry => ({
+      provider,
+      stored: "client",
+      connect: null,
+      endpoint: (c: WebChatCredentials) => c.callback_url
+    })
     const entries: Record<string, ProviderEntry> = {
+      web: web(webChat.web),
+      widget: web(webChat.widget),
       whatsapp: {
         provider: whatsapp.provider,
-        inputFor: (given) =>
-          typeof given === "object" && given !== null && "simulator" in given
-            ? SimulatedInput
-            : WhatsAppCredentialsInput,
-        simulated: (stored: { simulator?: boolean }) => stored.simulator === true,
-        complete: (input: typeof WhatsAppCredentialsInput.Type | typeof SimulatedInput.Type) =>
-          "simulator" in input
-            ? {
-              phone_number_id: `1${randomDigits(14)}`,
-              access_token: `sim_${randomBase62(40)}`,
-              app_secret: randomBase62(32),
-              verify_token: `pvt_${randomBase62(32)}`,
-              api_version: DEFAULT_API_VERSION,
-              simulator: true
-            }
-            : {
-              ...input,
-              verify_token: input.verify_token ?? `pvt_${randomBase62(32)}`,
-              api_version: input.api_version ?? DEFAULT_API_VERSION
-            },
-        shown: (stored: { verify_token: string }) => ({ verify_token: stored.verify_token }),
-        endpoint: whatsapp.endpoint
+        stored: "credentials",
+        endpoint: whatsapp.endpoint,
+        connect: {
+          inputFor: (given) =>
+            typeof given === "object" && given !== null && "simulator" in given
+              ? SimulatedInput
+              : WhatsAppCredentialsInput,
+          simulated: (stored: { simulator?: boolean }) => stored.simulator === true,
+          complete: (input: typeof WhatsAppCredentialsInput.Type | typeof SimulatedInput.Type) =>
+            "simulator" in input
+              ? {
+                phone_number_id: `1${randomDigits(14)}`,
+                access_token: `sim_${randomBase62(40)}`,
+                app_secret: randomBase62(32),
+                verify_token: `pvt_${randomBase62(32)}`,
+                api_version: DEFAULT_API_VERSION,
+                simulator: true
+              }
+              : {
+                ...input,
+                verify_token: input.verify_token ?? `pvt_${randomBase62(32)}`,
+                api_version: input.api_version ?? DEFAULT_API_VERSION
+              },
+          shown: (stored: { verify_token: string }) => ({ verify_token: stored.verify_token })
+        }
       }
     }
     return {
-      forKind: (kind: string): Option.Option<ProviderEntry> => Option.fromNullable(entries[kind]),
-      kinds: Object.keys(entries)
+      forKind: (kind: string): Option.Option<ProviderEntry> => Option.fromNullable(entries[kind])
     }
   })
 }) {}

@@ -2,7 +2,6 @@ import type { Multipart } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import type { WorkflowEngine } from "@effect/workflow"
 import {
-  type ChannelKind,
   classifyFile,
   type ConversationId,
   ConversationNotFound,
@@ -10,7 +9,6 @@ import {
   encodeMessagesCursor,
   FileEntryWithUrl,
   Forbidden,
-  isProviderKind,
   MAX_OPERATOR_FILE_BYTES,
   MAX_OPERATOR_FILES,
   MessageRecord,
@@ -24,11 +22,11 @@ import {
 } from "@parley/domain"
 import { Data, Effect, Option } from "effect"
 import * as Fs from "node:fs"
-import { PROVIDER_ATTEMPTS, ProviderDelivery } from "../channels/ProviderDelivery.js"
 import { ChannelProviders } from "../channels/Providers.js"
 import { windowClosesAt } from "../channels/ServiceWindow.js"
 import { ChannelTemplates } from "../channels/Templates.js"
 import { Deliveries } from "../delivery/Deliveries.js"
+import { ChannelDelivery } from "../engine/ChannelDelivery.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 import { MessagesRepo, type Target } from "./MessagesRepo.js"
@@ -47,7 +45,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
     FileStorage.Default,
     Deliveries.Default,
     Realtime.Default,
-    ProviderDelivery.Default,
+    ChannelDelivery.Default,
     ChannelProviders.Default,
     ChannelTemplates.Default
   ],
@@ -57,7 +55,7 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
     const storage = yield* FileStorage
     const deliveries = yield* Deliveries
     const realtime = yield* Realtime
-    const providers = yield* ProviderDelivery
+    const delivery = yield* ChannelDelivery
     const channelProviders = yield* ChannelProviders
     const templates = yield* ChannelTemplates
 
@@ -97,22 +95,19 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
           sender_name: senderName,
           files
         }])
-        if (isProviderKind(t.kind as ChannelKind)) {
-          const outcome = yield* providers.attempt(messageId, 0, 1, false)
-          if (Option.isNone(outcome)) {
-            return rejected(
-              Option.isSome(channelProviders.forKind(t.kind!))
-                ? `The ${t.kind} channel has no credentials to send with: replace them with PUT /api/user/channels/${t.channel_id}.`
-                : `Sending on ${t.kind} channels is not supported by this server.`
-            )
-          }
-          if (!outcome.value.delivered && outcome.value.retryable) {
-            yield* deliveries.startRetry(messageId, PROVIDER_ATTEMPTS)
-          }
-          return { rejection: null, recorded: true }
+        const entry = channelProviders.forKind(t.kind)
+        if (Option.isNone(entry)) return rejected(`Sending on ${t.kind} channels is not supported by this server.`)
+        // the web chat hands off to its socket (above): its reply webhook follows durably, every attempt a workflow's
+        if (entry.value.provider.rules.delivery.handOff === "socket") {
+          yield* deliveries.start(messageId)
+          return { rejection: null, recorded: false }
         }
-        if (t.callback_url !== null) yield* deliveries.start(messageId)
-        return { rejection: null, recorded: false }
+        // a provider hands off when it takes the message: the first attempt now, its retries durably
+        const target = yield* delivery.target(messageId)
+        if (Option.isNone(target)) return rejected("The message is no longer stored.")
+        const { attempts, outcome } = yield* delivery.attemptOn(target.value, 0, 1, false)
+        if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId, attempts)
+        return { rejection: null, recorded: true }
       })
 
     /** A provider's service window (WhatsApp: 24 hours after the contact's latest message): 422 once it closed. */

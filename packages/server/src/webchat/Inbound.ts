@@ -22,6 +22,7 @@ import * as Fs from "node:fs"
 import { FileStorage } from "../files/FileStorage.js"
 import { VisitorSessions } from "./VisitorSessions.js"
 import { WebChat } from "./WebChat.js"
+import { basicCredentials } from "./WebChatProvider.js"
 
 export const MAX_FILES = 10
 export const MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -54,15 +55,6 @@ export interface ReceivedRequest {
 }
 
 type Poster = Pick<WebChannel, "id" | "workspace_id" | "pipeline_id" | "client_id" | "allowed_ips">
-
-const basicCredentials = (header: string) => {
-  if (!/^basic /i.test(header)) return Option.none()
-  const decoded = Buffer.from(header.slice(6).trim(), "base64").toString("utf8")
-  const colon = decoded.indexOf(":")
-  return colon < 0
-    ? Option.none()
-    : Option.some({ clientId: decoded.slice(0, colon), secret: Redacted.make(decoded.slice(colon + 1)) })
-}
 
 const validationFailed = (error: ParseResult.ParseError) => {
   const validation = issuesToValidation(ParseResult.ArrayFormatter.formatErrorSync(error))
@@ -105,9 +97,10 @@ export class WebChatInbound extends Effect.Service<WebChatInbound>()("@parley/se
         if (Option.isNone(credentials)) {
           return yield* new Refused({ status: 401, message: "Invalid client credentials" })
         }
-        const web = yield* webChat.authenticate(credentials.value.clientId, credentials.value.secret).pipe(
-          Effect.mapError((e) => new Refused({ status: e._tag === "Unauthorized" ? 401 : 422, message: e.message }))
-        )
+        const web = yield* webChat.authenticate(credentials.value.clientId, Redacted.make(credentials.value.secret))
+          .pipe(
+            Effect.mapError((e) => new Refused({ status: e._tag === "Unauthorized" ? 401 : 422, message: e.message }))
+          )
         if (!originAllowed(request.origin, web.allowed_origins)) {
           return yield* new Refused({ status: 403, message: "Origin not allowed" })
         }

@@ -77,6 +77,8 @@ export class WhatsApp extends Effect.Service<WhatsApp>()("@parley/server/WhatsAp
       rules: {
         serviceWindowMs: 24 * 3_600_000,
         defaultRatePerSecond: 80,
+        // a rate limit passes within minutes: six attempts, each wait twice the last
+        delivery: { handOff: "provider", attempts: 6 },
         maxTextChars: MAX_TEXT_CHARS,
         maxFileBytes: MAX_FILE_BYTES
       },

@@ -132,6 +132,15 @@ export const makeGraph = Effect.gen(function*() {
   /** Each part as its own message (text split at 4,096 characters, files by signed link, or one template). */
   const send = (base: string, c: GraphCredentials, m: OutboundMessage) =>
     Effect.gen(function*() {
+      if (m.to === null) {
+        return yield* new SendFailure({
+          kind: "undeliverable",
+          message: "The conversation has no thread at the provider.",
+          status: null,
+          code: null,
+          excerpt: null
+        })
+      }
       const target = { recipient_type: "individual", to: m.to }
       const payloads: Array<Record<string, unknown>> = []
       if (m.template !== undefined) {
