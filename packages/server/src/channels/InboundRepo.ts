@@ -1,7 +1,7 @@
 /**
- * The SQL of a provider channel's inbound path (docs/channels.md): a returning contact's thread by the provider's
- * thread id, a contact message stored once per provider id, receipts that never move a delivery status
- * backwards, and what a provider posted that we could not use.
+ * The SQL of the inbound path of every channel (docs/channels.md, "Inbound"), run by InboundStore: a returning
+ * contact's thread by its thread id on the channel, a contact message stored once per provider id or Idempotency-Key,
+ * receipts that never move a delivery status backwards, and what a provider posted that we could not use.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import {
@@ -26,10 +26,11 @@ const ThreadRow = Schema.Struct({
   complete: Schema.Boolean
 })
 
-export interface ProviderMessage extends MessageWrites.ThreadMessage {
+/** A contact's message as stored: the provider's id and clock when it has them (the web chat has neither). */
+export interface ContactMessageRow extends MessageWrites.ThreadMessage {
   readonly message: string
-  readonly external_message_id: string
-  readonly provider_sent_at: Date
+  readonly external_message_id: string | null
+  readonly provider_sent_at: Date | null
 }
 
 /** A receipt applied: the message it moved, for the operators' socket. */
@@ -86,7 +87,7 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
     const insertOnKnownThread = SqlSchema.findOne({
       Request: Schema.Any,
       Result: Schema.Struct({ conversation_id: ConversationId }),
-      execute: (m: Omit<ProviderMessage, "conversation_id" | "opportunity_id" | "contact_id" | "stage_id">) =>
+      execute: (m: Omit<ContactMessageRow, "conversation_id" | "opportunity_id" | "contact_id" | "stage_id">) =>
         sql`
           with t as (${threadSql(m.channel_id, m.pipeline_id, m.external_chat_id)})
           ${
@@ -131,7 +132,7 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
     const insertMessage = SqlSchema.findOne({
       Request: Schema.Any,
       Result: Schema.Struct({ id: Schema.String }),
-      execute: (m: ProviderMessage) =>
+      execute: (m: ContactMessageRow) =>
         sql`
           ${
           MessageWrites.insert(sql, {
@@ -210,6 +211,16 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
       }
     })
 
+    /** The message an Idempotency-Key stored (SPEC.md 4.4: a repeated key answers the first id). */
+    const idempotentMessage = SqlSchema.findOne({
+      Request: Schema.Struct({ channelId: ChannelId, key: Schema.String }),
+      Result: Schema.Struct({ message_id: Schema.String, conversation_id: ConversationId }),
+      execute: (k) =>
+        sql`
+          select k.message_id, m.conversation_id from idempotency_keys k join messages m on m.id = k.message_id
+          where k.channel_id = ${k.channelId} and k.key = ${k.key}`
+    })
+
     const recordEvent = (
       e: { workspaceId: WorkspaceId; channelId: ChannelId; kind: string; reason: string; detail: unknown }
     ) =>
@@ -252,7 +263,34 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
             return yield* applyReceipt({ ...receipt, status, match: { _tag: "MessageId", id: messageId } })
           }).pipe(sql.withTransaction)
         }).pipe(Effect.orDie),
-      recordEvent
+      recordEvent,
+
+      idempotentMessage: (channelId: ChannelId, key: string) =>
+        idempotentMessage({ channelId, key }).pipe(
+          Effect.map(Option.map((r) => ({ messageId: r.message_id, conversationId: r.conversation_id }))),
+          Effect.orDie
+        ),
+
+      /**
+       * Its SqlError stays the caller's, not a defect: a unique violation is a concurrent retry with the same
+       * key that stored first, and the store then answers what that one stored.
+       */
+      rememberIdempotency: (channelId: ChannelId, key: string, messageId: string) =>
+        sql`insert into idempotency_keys (channel_id, key, message_id) values (${channelId}, ${key}, ${messageId})`,
+
+      insertFile: (f: {
+        key: string
+        workspace_id: WorkspaceId
+        channel_id: ChannelId
+        name: string
+        mimetype: string
+        size: number
+      }) =>
+        sql`insert into files (key, workspace_id, channel_id, name, mimetype, size)
+            values (${f.key}, ${f.workspace_id}, ${f.channel_id}, ${f.name}, ${f.mimetype}, ${f.size})`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
     }
   })
 }) {}

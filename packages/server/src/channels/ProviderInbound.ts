@@ -4,7 +4,6 @@
  * current opportunity and message in one transaction, once per provider id) before answering, apply receipts,
  * record what cannot be used; then hand each new message to its conversation's entity.
  */
-import { SqlClient } from "@effect/sql"
 import {
   type ChannelId,
   classifyFile,
@@ -16,12 +15,10 @@ import {
 } from "@parley/domain"
 import { Data, Effect, Option } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
-import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
-import { MESSAGE_STATUS_EVENT, NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
-import { WebChatThreads } from "../webchat/WebChatThreads.js"
+import { MESSAGE_STATUS_EVENT, Realtime } from "../realtime/Realtime.js"
 import { ChannelCache } from "./ChannelCache.js"
 import { ChannelsRepo, type ProviderChannelRow } from "./ChannelsRepo.js"
-import { HandOvers } from "./HandOvers.js"
+import { InboundMessages } from "./InboundMessages.js"
 import { InboundRepo } from "./InboundRepo.js"
 import { ProviderCredentials } from "./ProviderCredentials.js"
 import { ChannelProviders, type ProviderEntry } from "./Providers.js"
@@ -35,7 +32,6 @@ export class WebhookRefused extends Data.TaggedError("WebhookRefused")<{
 const unknownWebhook = new WebhookRefused({ status: 404, message: "No channel has this webhook." })
 
 /** A stored message lost to a concurrent retry of the same webhook: the transaction is rolled back. */
-class AlreadyStored extends Data.TaggedError("AlreadyStored") {}
 
 const safeName = (name: string) => name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(-100) || "file"
 
@@ -50,10 +46,8 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
     ChannelProviders.Default,
     InboundRepo.Default,
     FileStorage.Default,
-    WebChatThreads.Default,
-    OpportunitiesRepo.Default,
     Realtime.Default,
-    HandOvers.Default,
+    InboundMessages.Default,
     ChannelCache.Default,
     ProviderCredentials.Default
   ],
@@ -62,13 +56,10 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
     const providers = yield* ChannelProviders
     const repo = yield* InboundRepo
     const storage = yield* FileStorage
-    const threads = yield* WebChatThreads
-    const opportunities = yield* OpportunitiesRepo
     const realtime = yield* Realtime
-    const handOvers = yield* HandOvers
+    const inbound = yield* InboundMessages
     const channelCache = yield* ChannelCache
     const providerCredentials = yield* ProviderCredentials
-    const sql = yield* SqlClient.SqlClient
 
     const channelOf = (key: string) =>
       Effect.gen(function*() {
@@ -127,8 +118,8 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
       )
 
     /**
-     * One contact message stored once per provider id. A returning contact's text is one statement on its thread; a
-     * new thread, or a message with files (fetched first, unless the id is stored already), takes the transaction.
+     * One contact message through the one inbound path (InboundMessages), stored once per provider id. Its files are
+     * fetched first, unless the id is stored already; one that cannot be fetched is said in the message's text.
      */
     const storeMessage = (
       channel: ProviderChannelRow,
@@ -137,69 +128,25 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
       event: ContactMessageEvent
     ) =>
       Effect.gen(function*() {
-        const messageId = ulid()
-        const columns = {
-          id: messageId,
-          workspace_id: channel.workspace_id,
-          channel_id: channel.id,
-          pipeline_id: channel.pipeline_id,
-          attachments: event.attachments,
-          external_chat_id: event.thread,
-          external_message_id: event.providerMessageId,
-          provider_sent_at: event.sentAt,
-          call_type: channel.kind
-        }
-        if (event.media.length === 0) {
-          const known = yield* repo.insertOnKnownThread({ ...columns, message: event.text, files: [] })
-          if (Option.isSome(known)) return Option.some({ messageId, conversationId: known.value, text: event.text })
-        }
-        if (yield* repo.seen(channel.id, event.providerMessageId)) return Option.none()
+        if (event.media.length > 0 && (yield* inbound.seen(channel.id, event.providerMessageId))) return
         const files = yield* fetchFiles(channel, entry, credentials, event)
         const stored = files.flatMap((f) => f.stored === null ? [] : [f.stored])
         const problems = files.flatMap((f) => f.error === null ? [] : [f.error])
-        const text = [event.text, ...problems].filter((t) => t !== "").join("\n")
-        const transaction = sql.withTransaction(Effect.gen(function*() {
-          const fast = yield* repo.threadByChat(channel.id, channel.pipeline_id, event.thread)
-          const resolved = Option.isSome(fast) && fast.value.complete
-            ? {
-              contactId: fast.value.contact_id,
-              conversationId: fast.value.conversation_id,
-              opportunityId: channel.pipeline_id === null ? null : fast.value.opportunity_id,
-              stageId: channel.pipeline_id === null ? null : fast.value.stage_id
-            }
-            : yield* threads.resolve(channel, event.thread, { source: channel.kind, phone: event.phone })
-          if (Option.isNone(fast)) {
-            // a new thread: the provider's profile name and phone fill what the contact lacks
-            yield* opportunities.fillContact(resolved.contactId, channel.workspace_id, {
-              name: event.profileName ?? null,
-              email: null,
-              phone: event.phone ?? null
-            })
-          }
-          for (const f of stored) {
-            yield* sql`insert into files (key, workspace_id, channel_id, name, mimetype, size)
-              values (${f.key}, ${channel.workspace_id}, ${channel.id}, ${f.entry.name}, ${f.entry.mimetype}, ${f.entry.size})`
-          }
-          const inserted = yield* repo.insertMessage({
-            ...columns,
-            conversation_id: resolved.conversationId,
-            opportunity_id: resolved.opportunityId,
-            contact_id: resolved.contactId,
-            stage_id: resolved.stageId,
-            message: text,
-            files: stored.map((f) => f.entry)
-          })
-          if (Option.isNone(inserted)) return yield* new AlreadyStored()
-          return { messageId, conversationId: resolved.conversationId, text }
-        }))
-        const result = yield* transaction.pipe(
-          Effect.map(Option.some),
-          Effect.catchTag("AlreadyStored", () => Effect.succeed(Option.none())),
-          Effect.tapErrorCause(() => Effect.forEach(stored, (f) => storage.remove(f.key))),
-          Effect.orDie
-        )
-        if (Option.isNone(result)) yield* Effect.forEach(stored, (f) => storage.remove(f.key))
-        return result
+        yield* inbound.accept(channel, {
+          thread: event.thread,
+          text: [event.text, ...problems].filter((t) => t !== "").join("\n"),
+          files: stored.map((f) => f.entry),
+          newFiles: stored.map((f) => ({
+            key: f.key,
+            name: f.entry.name,
+            mimetype: f.entry.mimetype,
+            size: f.entry.size
+          })),
+          attachments: event.attachments,
+          providerMessageId: event.providerMessageId,
+          sentAt: event.sentAt,
+          callType: channel.kind
+        }, { contact: { source: channel.kind, phone: event.phone, name: event.profileName } })
       })
 
     /**
@@ -277,17 +224,7 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
               thread: event.thread
             })
           } else {
-            const stored = yield* storeMessage(channel, entry, credentials, event)
-            if (Option.isNone(stored)) continue
-            yield* realtime.toWorkspace(channel.workspace_id, NEW_MESSAGE_EVENT, {
-              conversation_id: stored.value.conversationId,
-              message_id: stored.value.messageId,
-              role: "user",
-              sender: "contact",
-              sender_id: null,
-              message: stored.value.text
-            })
-            yield* handOvers.handOver(stored.value.conversationId, stored.value.messageId)
+            yield* storeMessage(channel, entry, credentials, event)
           }
         }
       })

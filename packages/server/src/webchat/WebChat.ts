@@ -1,4 +1,3 @@
-import { SqlClient } from "@effect/sql"
 import {
   type ChannelId,
   classifyFile,
@@ -23,15 +22,13 @@ import {
 import { Effect, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { ChannelCache } from "../channels/ChannelCache.js"
-import { HandOvers } from "../channels/HandOvers.js"
+import { InboundMessages } from "../channels/InboundMessages.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
-import { isUniqueViolation } from "../db/SqlErrors.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { BoundAddresses } from "../http/Listener.js"
-import { NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 import { WebChatRepo } from "./WebChatRepo.js"
-import { type Thread, type ThreadChannel, WebChatThreads } from "./WebChatThreads.js"
+import { type ThreadChannel, WebChatThreads } from "./WebChatThreads.js"
 
 export const invalidCredentials = new Unauthorized({ message: "Invalid client credentials" })
 const notWeb = Unprocessable.of([{ field: "client_id", message: "This endpoint is only available for web channels." }])
@@ -63,8 +60,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     AppConfig.Default,
     FileStorage.Default,
     BoundAddresses.Default,
-    Realtime.Default,
-    HandOvers.Default
+    InboundMessages.Default
   ],
   scoped: Effect.gen(function*() {
     const repo = yield* WebChatRepo
@@ -73,10 +69,8 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     const secrets = yield* AppSecret
     const config = yield* AppConfig
     const files = yield* FileStorage
-    const sql = yield* SqlClient.SqlClient
     const bound = yield* BoundAddresses
-    const realtime = yield* Realtime
-    const handOvers = yield* HandOvers
+    const inboundMessages = yield* InboundMessages
 
     /** The receiver's public base: RECEIVER_URL, else where this process's receiver bound, else HOST:RECEIVER_PORT. */
     const receiverUrl = Effect.map(bound.receiver, (url) => receiverBaseUrl(config, url))
@@ -140,7 +134,8 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
     })
 
     /**
-     * Stores one inbound message (after its files) in one transaction; a repeated Idempotency-Key answers the first id.
+     * One inbound message through the one inbound path (InboundMessages): stored with its files, once per
+     * Idempotency-Key (a repeated key answers the first id), then handed to its conversation's entity.
      */
     const receive = Effect.fn("WebChat.receive")(function*(
       channel: ThreadChannel,
@@ -148,83 +143,17 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
       idempotencyKey: string | undefined,
       newFiles: ReadonlyArray<{ key: string; name: string; mimetype: string; size: number }>
     ) {
-      const store = (thread: Thread) =>
-        Effect.gen(function*() {
-          const messageId = ulid()
-          yield* repo.insertMessage({
-            id: messageId,
-            workspace_id: channel.workspace_id,
-            conversation_id: thread.conversationId,
-            opportunity_id: thread.opportunityId,
-            contact_id: thread.contactId,
-            channel_id: channel.id,
-            stage_id: thread.stageId,
-            pipeline_id: channel.pipeline_id,
-            role: "user",
-            status: "received",
-            message: inbound.message,
-            files: inbound.files,
-            attachments: inbound.attachments,
-            external_chat_id: inbound.contactKey,
-            call_type: "web_chat",
-            is_manual: false,
-            sender_id: null
-          })
-          return messageId
-        })
-      const transaction = sql.withTransaction(Effect.gen(function*() {
-        if (idempotencyKey !== undefined) {
-          const earlier = yield* repo.idempotentMessage(channel.id, idempotencyKey)
-          if (Option.isSome(earlier)) return { ...earlier.value, duplicate: true }
-        }
-        const thread = yield* threads.resolve(channel, inbound.contactKey)
-        for (const f of newFiles) {
-          yield* repo.insertFile({ ...f, workspace_id: channel.workspace_id, channel_id: channel.id })
-        }
-        const messageId = yield* store(thread)
-        if (idempotencyKey !== undefined) yield* repo.rememberIdempotency(channel.id, idempotencyKey, messageId)
-        return { messageId, conversationId: thread.conversationId, duplicate: false }
-      }))
-      // a returning visitor's plain message is one statement and no transaction (stored on its thread as
-      // the statement finds it); a first message, files or an Idempotency-Key take the transaction
-      const returning = Effect.suspend(() => {
-        const messageId = ulid()
-        return repo.insertOnExistingThread({
-          id: messageId,
-          workspace_id: channel.workspace_id,
-          channel_id: channel.id,
-          pipeline_id: channel.pipeline_id,
-          message: inbound.message,
-          files: inbound.files,
-          attachments: inbound.attachments,
-          external_chat_id: inbound.contactKey
-        }).pipe(Effect.flatMap(Option.match({
-          onNone: () => transaction,
-          onSome: (conversationId) => Effect.succeed({ messageId, conversationId, duplicate: false })
-        })))
-      })
-      const attempt = idempotencyKey !== undefined || newFiles.length > 0 ? transaction : returning
-      // a concurrent retry with the same key lost the race on the key: answer what the winner stored
-      const result = yield* attempt.pipe(
-        Effect.catchIf(
-          (e) => e._tag === "SqlError" && idempotencyKey !== undefined && isUniqueViolation(e),
-          () => attempt
-        ),
-        Effect.orDie
-      )
-      if (result.duplicate) yield* Effect.forEach(newFiles, (f) => files.remove(f.key))
-      else {
-        yield* realtime.toWorkspace(channel.workspace_id, NEW_MESSAGE_EVENT, {
-          conversation_id: result.conversationId,
-          message_id: result.messageId,
-          role: "user",
-          sender: "contact",
-          sender_id: null,
-          message: inbound.message
-        })
-      }
-      yield* handOvers.handOver(result.conversationId, result.messageId)
-      return result.messageId
+      const accepted = yield* inboundMessages.accept(channel, {
+        thread: inbound.contactKey,
+        text: inbound.message,
+        files: inbound.files,
+        newFiles,
+        attachments: inbound.attachments,
+        providerMessageId: null,
+        sentAt: null,
+        callType: "web_chat"
+      }, { idempotencyKey })
+      return accepted.messageId
     })
 
     const withUrls = (base: string, entries: ReadonlyArray<unknown>) =>

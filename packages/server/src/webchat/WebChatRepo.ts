@@ -12,7 +12,6 @@ import {
 } from "@parley/domain"
 import { Effect, flow, Option, Schema, Struct } from "effect"
 import * as ConversationWrites from "../tables/ConversationWrites.js"
-import * as MessageWrites from "../tables/MessageWrites.js"
 
 export const ChannelRow = Schema.Struct({
   id: ChannelId,
@@ -26,30 +25,6 @@ export const ChannelRow = Schema.Struct({
   allowed_ips: Schema.Array(Schema.String)
 })
 export type ChannelRow = typeof ChannelRow.Type
-
-export interface NewMessage extends MessageWrites.ThreadMessage {
-  readonly role: "user" | "assistant"
-  readonly status: string
-  readonly message: string | null
-  readonly is_manual: boolean
-  readonly sender_id: number | null
-}
-
-/** A returning visitor's message: its own columns (the thread's are read by the statement). */
-export type ReturningMessage = Pick<
-  NewMessage,
-  "id" | "workspace_id" | "channel_id" | "pipeline_id" | "message" | "files" | "attachments" | "external_chat_id"
->
-const ReturningMessage = Schema.Struct({
-  id: Schema.String,
-  workspace_id: WorkspaceId,
-  channel_id: ChannelId,
-  pipeline_id: Schema.NullOr(PipelineId),
-  message: Schema.NullOr(Schema.String),
-  files: Schema.Array(Schema.Unknown),
-  attachments: Schema.Array(Schema.Unknown),
-  external_chat_id: Schema.String
-})
 
 const ThreadKey = Schema.Struct({
   workspaceId: WorkspaceId,
@@ -154,42 +129,6 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
       execute: (k) => sql`${threadOf(k.workspaceId, k.channelId, k.pipelineId, k.identifier)}`
     })
 
-    /**
-     * A returning visitor's message in one statement, atomic by itself: stored on its thread (as
-     * `existingThread` reads it) when the thread is complete; else nothing is stored and the caller opens it.
-     */
-    const insertOnExistingThread = SqlSchema.findOne({
-      Request: ReturningMessage,
-      Result: Schema.Struct({ conversation_id: ConversationId }),
-      execute: (m) =>
-        sql`
-          with t as (${threadOf(m.workspace_id, m.channel_id, m.pipeline_id, m.external_chat_id)})
-          ${
-          MessageWrites.insert(sql, {
-            id: m.id,
-            workspace_id: m.workspace_id,
-            conversation_id: sql`t.conversation_id`,
-            opportunity_id: sql`t.opportunity_id`,
-            contact_id: sql`t.contact_id`,
-            channel_id: m.channel_id,
-            stage_id: sql`t.stage_id`,
-            pipeline_id: m.pipeline_id,
-            role: "user",
-            status: "received",
-            message: m.message,
-            files: sql`${JSON.stringify(m.files)}::jsonb`,
-            attachments: sql`${JSON.stringify(m.attachments)}::jsonb`,
-            external_chat_id: m.external_chat_id,
-            call_type: "web_chat",
-            is_manual: false,
-            sender_id: null
-          })
-        }
-          from t
-          where t.complete
-          returning conversation_id`
-    })
-
     const conversationOnChannel = SqlSchema.findOne({
       Request: Schema.Struct({ channelId: ChannelId, contactId: ContactId }),
       Result: ConversationRow,
@@ -208,15 +147,6 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
       Request: OpportunityId,
       Result: Schema.Struct({ stage_id: StageId }),
       execute: (id) => sql`select stage_id from opportunities where id = ${id}`
-    })
-
-    const idempotentMessage = SqlSchema.findOne({
-      Request: Schema.Struct({ channelId: ChannelId, key: Schema.String }),
-      Result: Schema.Struct({ message_id: Schema.String, conversation_id: Schema.Number }),
-      execute: (k) =>
-        sql`
-          select k.message_id, m.conversation_id from idempotency_keys k join messages m on m.id = k.message_id
-          where k.channel_id = ${k.channelId} and k.key = ${k.key}`
     })
 
     const fileByKey = SqlSchema.findOne({
@@ -273,48 +203,10 @@ export class WebChatRepo extends Effect.Service<WebChatRepo>()("@parley/server/W
         pipelineId: PipelineId | null,
         identifier: string
       ) => existingThread({ workspaceId, channelId, pipelineId, identifier }).pipe(Effect.orDie),
-      insertOnExistingThread: (m: ReturningMessage) =>
-        insertOnExistingThread(m).pipe(Effect.map(Option.map((r) => r.conversation_id)), Effect.orDie),
       conversationOnChannel: (channelId: ChannelId, contactId: ContactId) =>
         conversationOnChannel({ channelId, contactId }).pipe(Effect.map(Option.map(idOf)), Effect.orDie),
       insertConversation: flow(insertConversation, Effect.map(idOf), Effect.orDie),
       opportunityStage: flow(opportunityStage, Effect.map((r) => r.stage_id), Effect.orDie),
-
-      insertMessage: (m: NewMessage) =>
-        MessageWrites.insert(sql, {
-          ...m,
-          files: sql`${JSON.stringify(m.files)}::jsonb`,
-          attachments: sql`${JSON.stringify(m.attachments)}::jsonb`
-        }).pipe(Effect.asVoid, Effect.orDie),
-
-      idempotentMessage: (channelId: ChannelId, key: string) =>
-        idempotentMessage({ channelId, key }).pipe(
-          Effect.map(Option.map((r) => ({ messageId: r.message_id, conversationId: r.conversation_id }))),
-          Effect.orDie
-        ),
-
-      /**
-       * Its SqlError stays the caller's, not a defect: a unique violation is a concurrent retry with the same
-       * key that stored first, and `WebChat.receive` then answers what that one stored.
-       */
-      rememberIdempotency: (channelId: ChannelId, key: string, messageId: string) =>
-        sql`insert into idempotency_keys (channel_id, key, message_id) values (${channelId}, ${key}, ${messageId})`,
-
-      insertFile: (
-        f: {
-          key: string
-          workspace_id: WorkspaceId
-          channel_id: ChannelId
-          name: string
-          mimetype: string
-          size: number
-        }
-      ) =>
-        sql`insert into files (key, workspace_id, channel_id, name, mimetype, size)
-            values (${f.key}, ${f.workspace_id}, ${f.channel_id}, ${f.name}, ${f.mimetype}, ${f.size})`.pipe(
-          Effect.asVoid,
-          Effect.orDie
-        ),
 
       fileByKey: (workspaceId: WorkspaceId, key: string) => fileByKey({ workspaceId, key }).pipe(Effect.orDie),
       findThread: (
