@@ -1,7 +1,8 @@
 /**
  * The workspace's channels (docs/console.md): each with its kind, state and webhook URL to copy; check a provider
  * channel's connection, activate or deactivate; connect a WhatsApp number (its Cloud API credentials, or the
- * simulator Parley ships), whose webhook URL and verify token are shown once to paste into Meta's dashboard.
+ * simulator Parley ships), whose webhook URL and verify token are shown once to paste into Meta's dashboard; connect a
+ * Telegram bot by its token (Parley sets its webhook).
  */
 import { signal } from "@preact/signals"
 import { api, ApiError, type ChannelCheckResult, type ChannelCreated, type ChannelRecord } from "./api.js"
@@ -10,7 +11,20 @@ import { channels, fail, say, workspaceChannels, workspaceId, workspacePipelines
 
 const created = signal<ChannelCreated | undefined>(undefined)
 const checks = signal<Readonly<Record<number, ChannelCheckResult>>>({})
-const problems = signal<ReadonlyArray<{ field: string; message: string }>>([])
+/** What the last connect form's submission got wrong, shown under that form. */
+const problems = signal<{ readonly kind: string; readonly list: ReadonlyArray<{ field: string; message: string }> }>({
+  kind: "",
+  list: []
+})
+
+const Problems = ({ kind }: { kind: string }) =>
+  problems.value.kind === kind && problems.value.list.length > 0
+    ? (
+      <ul class="problems" role="alert">
+        {problems.value.list.map((p) => <li key={p.field}>{p.field}: {p.message}</li>)}
+      </ul>
+    )
+    : null
 
 const reload = () => api<ReadonlyArray<ChannelRecord>>("GET", "channels").then((c) => (channels.value = c), fail)
 
@@ -90,7 +104,7 @@ const connect = (e: Event) => {
     })
   )
   const pipeline = field(form, "pipeline_id")
-  problems.value = []
+  problems.value = { kind: "", list: [] }
   api<ChannelCreated>("POST", "channels", {
     json: {
       workspace_id: workspaceId.value,
@@ -106,11 +120,67 @@ const connect = (e: Event) => {
       void reload()
     },
     (error) => {
-      if (error instanceof ApiError) problems.value = error.validation
+      if (error instanceof ApiError) problems.value = { kind: "whatsapp", list: error.validation }
       fail(error)
     }
   )
 }
+
+/** A Telegram bot: its token from @BotFather; Parley sets the bot's webhook itself. */
+const connectTelegram = (e: Event) => {
+  e.preventDefault()
+  const form = new FormData(e.currentTarget as HTMLFormElement)
+  const pipeline = field(form, "pipeline_id")
+  problems.value = { kind: "", list: [] }
+  api<ChannelCreated>("POST", "channels", {
+    json: {
+      workspace_id: workspaceId.value,
+      kind: "telegram",
+      name: field(form, "name") ?? "Telegram",
+      pipeline_id: pipeline === undefined ? null : Number(pipeline),
+      credentials: { bot_token: field(form, "bot_token") ?? "" }
+    }
+  }).then(
+    (channel) => {
+      created.value = channel
+      ;(e.target as HTMLFormElement).reset()
+      void reload()
+    },
+    (error) => {
+      if (error instanceof ApiError) problems.value = { kind: "telegram", list: error.validation }
+      fail(error)
+    }
+  )
+}
+
+const PipelineSelect = () => (
+  <label>
+    Pipeline
+    <select name="pipeline_id">
+      <option value="">None</option>
+      {workspacePipelines.value.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
+    </select>
+  </label>
+)
+
+const ConnectTelegram = () => (
+  <form class="connect" onSubmit={connectTelegram} aria-labelledby="connect-telegram-title">
+    <h3 id="connect-telegram-title">Connect a Telegram bot</h3>
+    <p class="hint">
+      Create a bot with @BotFather on Telegram (<code>/newbot</code>) and paste the token it gives. Parley points the
+      bot's webhook at itself.
+    </p>
+    <label>
+      Name <input name="name" placeholder="Telegram" />
+    </label>
+    <PipelineSelect />
+    <label>
+      Bot token <input name="bot_token" type="password" autoComplete="off" />
+    </label>
+    <Problems kind="telegram" />
+    <button type="submit">Connect</button>
+  </form>
+)
 
 const Connect = () => (
   <form class="connect" onSubmit={connect} aria-labelledby="connect-title">
@@ -122,13 +192,7 @@ const Connect = () => (
     <label>
       Name <input name="name" placeholder="WhatsApp" />
     </label>
-    <label>
-      Pipeline
-      <select name="pipeline_id">
-        <option value="">None</option>
-        {workspacePipelines.value.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
-      </select>
-    </label>
+    <PipelineSelect />
     <label class="inline">
       <input type="checkbox" name="simulator" /> Use the simulator instead of Meta
     </label>
@@ -144,11 +208,7 @@ const Connect = () => (
     <label>
       WhatsApp Business Account id (optional) <input name="business_account_id" inputMode="numeric" />
     </label>
-    {problems.value.length > 0 && (
-      <ul class="problems" role="alert">
-        {problems.value.map((p) => <li key={p.field}>{p.field}: {p.message}</li>)}
-      </ul>
-    )}
+    <Problems kind="whatsapp" />
     <button type="submit">Connect</button>
   </form>
 )
@@ -158,7 +218,16 @@ export const Channels = () => {
   return (
     <section class="channels-page" aria-labelledby="channels-title">
       <h2 id="channels-title">Channels</h2>
-      {shown !== undefined && (
+      {shown !== undefined && shown.kind === "telegram" && (
+        <aside class="created" aria-live="polite">
+          <p>
+            <strong>{shown.name}</strong>{" "}
+            is connected: Telegram sends the bot's messages to Parley now. Write to the bot on Telegram to try it.
+          </p>
+          <button type="button" class="link" onClick={() => (created.value = undefined)}>Done</button>
+        </aside>
+      )}
+      {shown !== undefined && shown.kind !== "telegram" && (
         <aside class="created" aria-live="polite">
           <p>
             <strong>{shown.name}</strong>{" "}
@@ -177,6 +246,7 @@ export const Channels = () => {
         {workspaceChannels.value.length === 0 && <li class="empty">No channels yet.</li>}
       </ul>
       <Connect />
+      <ConnectTelegram />
     </section>
   )
 }

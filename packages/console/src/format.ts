@@ -49,6 +49,9 @@ export const KIND_LABEL: Readonly<Record<string, string>> = {
   whatsapp: "WhatsApp",
   messenger: "Messenger",
   instagram: "Instagram",
-  linkedin: "LinkedIn"
+  linkedin: "LinkedIn",
+  telegram: "Telegram",
+  email: "Email",
+  sms: "SMS"
 }
 export const kindLabel = (kind: string) => KIND_LABEL[kind] ?? kind

@@ -3,14 +3,24 @@ import { ChannelId, PipelineId, WorkspaceId } from "./Ids.js"
 import { isHttpUrl, isIpOrCidr, isOrigin } from "./Network.js"
 import { all, IntBetween, maxChars, NonEmptyString, Timestamp } from "./Schemas.js"
 
-export const ChannelKind = Schema.Literal("web", "widget", "whatsapp", "messenger", "instagram", "linkedin")
+export const ChannelKind = Schema.Literal(
+  "web",
+  "widget",
+  "whatsapp",
+  "messenger",
+  "instagram",
+  "linkedin",
+  "telegram",
+  "email",
+  "sms"
+)
 export type ChannelKind = typeof ChannelKind.Type
 
 /** Kinds authenticated with a `wc_` client id (and, for web, a secret that signs reply webhooks). */
 export const hasClientCredentials = (kind: ChannelKind) => kind === "web" || kind === "widget"
 
 /** The kinds with an adapter (docs/channels.md): only these can be created or activated. */
-export const ConnectableKinds: ReadonlyArray<ChannelKind> = ["web", "widget", "whatsapp"]
+export const ConnectableKinds: ReadonlyArray<ChannelKind> = ["web", "widget", "whatsapp", "telegram"]
 
 /** Kinds whose messages go through a provider's adapter (credentials, a webhook URL, receipts). */
 export const isProviderKind = (kind: ChannelKind) => !hasClientCredentials(kind)

@@ -447,7 +447,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
       const alice = yield* seedUser()
       const r = yield* get(
         alice,
-        "/api/user/analytics/messaging-stats?start_date=yesterday&end_date=2026-02-30&pipeline_id=abc&provider=sms&include_test=maybe&workspace_id=0"
+        "/api/user/analytics/messaging-stats?start_date=yesterday&end_date=2026-02-30&pipeline_id=abc&provider=fax&include_test=maybe&workspace_id=0"
       )
       expect422(r, ["end_date", "include_test", "pipeline_id", "provider", "start_date", "workspace_id"])
       const refused = failure(r)
@@ -459,7 +459,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
       expect(messages.provider).toContain("\"widget\"")
       expect(refused.message).toBe(`${refused.validation[0]!.message} (and 5 more errors)`)
       // the example of docs/api.md
-      const documented = yield* get(alice, "/api/user/analytics/messaging-stats?start_date=yesterday&provider=sms")
+      const documented = yield* get(alice, "/api/user/analytics/messaging-stats?start_date=yesterday&provider=fax")
       expect(documented.body).toEqual({
         status: false,
         code: 422,
@@ -474,7 +474,7 @@ layer(TestServerLive())("analytics over REST", (it) => {
           {
             field: "provider",
             message:
-              "The provider field must be one of \"web\", \"widget\", \"whatsapp\", \"messenger\", \"instagram\" or \"linkedin\"."
+              "The provider field must be one of \"web\", \"widget\", \"whatsapp\", \"messenger\", \"instagram\", \"linkedin\", \"telegram\", \"email\" or \"sms\"."
           }
         ]
       })

@@ -157,11 +157,11 @@ layer(TestServerLive())("channels over REST", (it) => {
     it.effect("a kind without an adapter is refused with 422 naming kind; a stored one cannot be activated", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
-        for (const kind of ["messenger", "instagram", "linkedin"]) {
+        for (const kind of ["messenger", "instagram", "linkedin", "email", "sms"]) {
           const r = yield* post(alice, "/api/user/channels", { kind, is_active: false })
           expect422(r, ["kind"])
           expect(failure(r).message).toBe(
-            `The ${kind} channel kind cannot be connected yet; the kinds that work are web, widget, whatsapp.`
+            `The ${kind} channel kind cannot be connected yet; the kinds that work are web, widget, whatsapp, telegram.`
           )
         }
         expect(ok(yield* get(alice, "/api/user/channels"), "channels.list")).toEqual([])
@@ -366,7 +366,7 @@ layer(TestServerLive())("channels over REST", (it) => {
     it.effect("an unknown or missing kind is 422 on kind", () =>
       Effect.gen(function*() {
         const alice = yield* seedUser()
-        expect422(yield* post(alice, "/api/user/channels", { kind: "telegram" }), ["kind"])
+        expect422(yield* post(alice, "/api/user/channels", { kind: "fax" }), ["kind"])
         expect422(yield* post(alice, "/api/user/channels", { name: "No kind" }), ["kind"])
         expect422(yield* post(alice, "/api/user/channels", { kind: "web", name: "  " }), ["name"])
       }))

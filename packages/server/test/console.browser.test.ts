@@ -318,9 +318,12 @@ describe("the operator console in a browser", { timeout: 240_000 }, () => {
     await simulated.getByRole("button", { name: "Check connection" }).click()
     await simulated.locator("p.check[data-ok=true]").waitFor(WAIT)
     const simulatorUrl = await simulated.getByRole("link", { name: "Open the simulated phone" }).getAttribute("href")
-    await operator.getByLabel("Name", { exact: true }).fill("Second number")
-    await operator.getByLabel("Use the simulator instead of Meta").check()
-    await operator.getByRole("button", { name: "Connect", exact: true }).click()
+    const whatsappForm = operator.getByRole("form", { name: "Connect a WhatsApp number" })
+    await whatsappForm.getByLabel("Name", { exact: true }).fill("Second number")
+    await whatsappForm.getByLabel("Use the simulator instead of Meta").check()
+    await whatsappForm.getByRole("button", { name: "Connect", exact: true }).click()
+    // the Telegram form is there too, with its token field
+    await operator.getByRole("form", { name: "Connect a Telegram bot" }).getByLabel("Bot token").waitFor(WAIT)
     await operator.locator("aside.created").getByLabel("Verify token").waitFor(WAIT)
     expect(await operator.locator("aside.created").getByLabel("Callback URL").inputValue()).toMatch(
       /\/channels\/wh_\w+\/webhook$/

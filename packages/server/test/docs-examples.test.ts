@@ -7,6 +7,7 @@
  * against what the document claims for it (a `# =>` comment or a following json block), else must be 2xx.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -107,18 +108,34 @@ let server: Running | undefined
 let dataDir: string
 let workDir: string
 let credentials: { token: string; channel: { client_id: string; client_secret: string } }
+let telegram: ChildProcess | undefined
+
+/** The bot token docs/channels.md connects with: Telegram's Bot API, played by a local fake that accepts it. */
+const DOCS_BOT_TOKEN = "123456789:AAEhBOweik6ad9r_QXMENQjcrGbqCr4K-ho"
 
 beforeAll(async () => {
   dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-docs-"))
   workDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-docs-run-"))
+  // in a process of its own: this one blocks while each document's shell runs
+  telegram = spawn(Path.join(root, "node_modules/.bin/tsx"), [
+    Path.join(__dirname, "support/fake-telegram-main.ts"),
+    DOCS_BOT_TOKEN
+  ], {
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  const telegramUrl = await new Promise<string>((resolve, reject) => {
+    telegram!.stdout!.once("data", (chunk: Buffer) => resolve(chunk.toString("utf8").trim().split("\n")[0]!))
+    telegram!.once("exit", (code) => reject(new Error(`the fake Bot API exited with ${code}`)))
+  })
   // the defaults `pnpm start` runs with: private webhook and action targets refused
-  server = await serve(dataDir, { OUTBOUND_ALLOW_PRIVATE: "false" })
+  server = await serve(dataDir, { OUTBOUND_ALLOW_PRIVATE: "false", TELEGRAM_API_URL: telegramUrl })
   credentials = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8"))
   for (const [name, content] of Object.entries(uploads)) Fs.writeFileSync(Path.join(workDir, name), content)
 })
 
 afterAll(async () => {
   await stop(server)
+  telegram?.kill()
   Fs.rmSync(dataDir, { recursive: true, force: true })
   Fs.rmSync(workDir, { recursive: true, force: true })
 })

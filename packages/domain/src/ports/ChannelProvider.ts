@@ -24,6 +24,8 @@ export interface ContactMessageEvent {
   readonly thread: string
   /** Identity the provider gives: a phone (digits only, country code) matches the contact by phone. */
   readonly phone: string | undefined
+  /** The message itself gives the phone (a contact sharing its own card): it fills a known contact's phone too. */
+  readonly sharesPhone?: boolean
   readonly profileName: string | undefined
   /** When the contact sent it, by the provider's clock: a service window counts from here, never from our receipt. */
   readonly sentAt: Date
@@ -74,7 +76,11 @@ export type InboundEvent = AccountEvent | ForAccountEvent
 
 /** What a send may carry: text, files by signed link, a template, and the contact's message it answers. */
 export interface OutboundFile {
+  /** A signed link to the file (for a provider that fetches it). */
   readonly url: string
+  /** Our storage key and its size, for a provider the file must be uploaded to. */
+  readonly key: string
+  readonly size: number
   readonly mimetype: string
   readonly name: string
   readonly type: string

@@ -29,6 +29,7 @@ import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { someOrFail } from "../util/Effects.js"
 import { ChannelCache } from "./ChannelCache.js"
 import { type ChannelRow, ChannelsRepo } from "./ChannelsRepo.js"
+import { kindLabel } from "./KindLabels.js"
 import { ProviderCredentials } from "./ProviderCredentials.js"
 import { ChannelProviders } from "./Providers.js"
 
@@ -41,15 +42,6 @@ const newCredentials = () => ({
   clientId: `wc_${randomBase62(32)}`,
   secret: `wcs_${randomBase62(48)}`
 })
-
-const kindLabel: Record<ChannelKind, string> = {
-  web: "Web chat",
-  widget: "Website widget",
-  whatsapp: "WhatsApp",
-  messenger: "Messenger",
-  instagram: "Instagram",
-  linkedin: "LinkedIn"
-}
 
 export class Channels extends Effect.Service<Channels>()("@parley/server/Channels", {
   dependencies: [
@@ -92,8 +84,14 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       repo.find(actor.workspaceIds, id).pipe(someOrFail(() => new ChannelNotFound()))
     const find = (actor: Actor, id: ChannelId) => Effect.flatMap(findRow(actor, id), withUrl)
 
-    /** A provider kind's credentials, checked by its adapter's schema (422 naming `credentials.<field>`). */
-    const checkedCredentials = (kind: ChannelKind, given: unknown) =>
+    const webhookUrlOf = (key: string) =>
+      Effect.map(bound.receiver, (receiver) => `${receiverBaseUrl(config, receiver)}/channels/${key}/webhook`)
+
+    /**
+     * A provider kind's credentials, checked by its adapter's schema (422 naming `credentials.<field>`); a provider
+     * whose webhook is set by API is told it (`webhookKey`'s URL), and its refusal is a 422 naming `credentials`.
+     */
+    const checkedCredentials = (kind: ChannelKind, given: unknown, webhookUrl: Effect.Effect<string | null>) =>
       Effect.gen(function*() {
         const entry = Option.getOrThrow(Option.flatMapNullable(providers.forKind(kind), (e) => e.connect))
         if (given === undefined) {
@@ -115,6 +113,16 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
         }
         const input: unknown = decoded.right
         const stored = entry.complete(input)
+        const url = entry.register === undefined ? null : yield* webhookUrl
+        if (entry.register !== undefined && url !== null) {
+          yield* entry.register(stored, url).pipe(
+            Effect.catchTag("SendFailure", (failure) =>
+              Unprocessable.of([{
+                field: "credentials",
+                message: `The ${kind} provider refused to set the channel's webhook: ${failure.message}`
+              }]))
+          )
+        }
         return {
           stored,
           shown: entry.shown(stored),
@@ -166,7 +174,10 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       yield* checkConnectable(input.kind)
       yield* checkPipeline(workspaceId, input.pipeline_id)
       yield* checkCallback(input.callback_url)
-      const provider = isProviderKind(input.kind) ? yield* checkedCredentials(input.kind, input.credentials) : null
+      const webhookKey = `wh_${randomBase62(32)}`
+      const provider = isProviderKind(input.kind)
+        ? yield* checkedCredentials(input.kind, input.credentials, webhookUrlOf(webhookKey))
+        : null
       if (provider === null && input.credentials !== undefined) {
         return yield* Unprocessable.of([{
           field: "credentials",
@@ -186,7 +197,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
         allowed_origins: origins(input.allowed_origins) ?? [],
         allowed_ips: input.allowed_ips ?? [],
         credentials_ciphertext: provider?.ciphertext ?? null,
-        webhook_key: provider === null ? null : `wh_${randomBase62(32)}`,
+        webhook_key: provider === null ? null : webhookKey,
         rate_per_second: input.rate_per_second ?? null,
         is_simulated: provider?.simulated ?? false
       })
@@ -207,7 +218,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       const replaced = input.credentials === undefined
         ? undefined
         : isProviderKind(channel.kind)
-        ? (yield* checkedCredentials(channel.kind, input.credentials)).ciphertext
+        ? (yield* checkedCredentials(channel.kind, input.credentials, Effect.succeed(channel.webhook_url))).ciphertext
         : yield* Unprocessable.of([{
           field: "credentials",
           message: `A ${channel.kind} channel has no provider credentials.`

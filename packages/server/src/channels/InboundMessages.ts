@@ -34,8 +34,11 @@ export interface ContactMessage {
 export interface Arrival {
   /** SPEC.md 4.4's Idempotency-Key: a repeated key answers the first message's id. */
   readonly idempotencyKey?: string | undefined
-  /** A provider's word on the contact: its phone matches the contact; name and phone fill what a new thread lacks. */
-  readonly contact?: ThreadOrigin & { readonly name?: string | undefined }
+  /**
+   * A provider's word on the contact: its phone matches the contact; name and phone fill what a new thread's contact
+   * lacks. `shared`: the message itself gives the phone (a contact's own card), which fills a known contact's too.
+   */
+  readonly contact?: ThreadOrigin & { readonly name?: string | undefined; readonly shared?: boolean }
 }
 
 /** The stored message's id; `duplicate`: stored before (the first id, when the channel's key can tell it). */
@@ -102,8 +105,8 @@ export class InboundMessages extends Effect.Service<InboundMessages>()("@parley/
             stageId: channel.pipeline_id === null ? null : fast.value.stage_id
           }
           : yield* threads.resolve(channel, m.thread, arrival.contact)
-        if (Option.isNone(fast) && arrival.contact !== undefined) {
-          // a new thread: the provider's profile name and phone fill what the contact lacks
+        if (arrival.contact !== undefined && (Option.isNone(fast) || arrival.contact.shared === true)) {
+          // a new thread, or a phone the contact shared: the provider's profile name and phone fill what it lacks
           yield* opportunities.fillContact(thread.contactId, channel.workspace_id, {
             name: arrival.contact.name ?? null,
             email: null,
@@ -134,7 +137,8 @@ export class InboundMessages extends Effect.Service<InboundMessages>()("@parley/
      */
     const accept = Effect.fn("InboundMessages.accept")(
       function*(channel: ThreadChannel, m: ContactMessage, arrival: Arrival = {}) {
-        const plain = arrival.idempotencyKey === undefined && m.newFiles.length === 0
+        const plain = arrival.idempotencyKey === undefined && m.newFiles.length === 0 &&
+          arrival.contact?.shared !== true
         const id = ulid()
         const known = plain ? yield* repo.insertOnKnownThread(columns(channel, m, id)) : Option.none()
         const stored: Stored = Option.isSome(known)

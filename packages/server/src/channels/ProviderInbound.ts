@@ -146,7 +146,14 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
           providerMessageId: event.providerMessageId,
           sentAt: event.sentAt,
           callType: channel.kind
-        }, { contact: { source: channel.kind, phone: event.phone, name: event.profileName } })
+        }, {
+          contact: {
+            source: channel.kind,
+            phone: event.phone,
+            name: event.profileName,
+            ...(event.sharesPhone === true ? { shared: true } : {})
+          }
+        })
       })
 
     /**

@@ -3,13 +3,14 @@
  * registry, so nothing about a provider is special-cased elsewhere: what its credentials hold, how they are
  * completed on create, the endpoint its sends are logged under.
  */
-import type { ChannelProvider } from "@parley/domain"
+import type { ChannelProvider, SendFailure } from "@parley/domain"
 import { Effect, Option, type Schema } from "effect"
 import { randomInt } from "node:crypto"
 import { AppConfig } from "../config/AppConfig.js"
 import { randomBase62 } from "../identity/Secrets.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { makeWebChatProvider, type WebChatCredentials } from "../webchat/WebChatProvider.js"
+import { Telegram, TelegramCredentialsInput } from "./telegram/Telegram.js"
 import { DEFAULT_API_VERSION, SimulatedInput, WhatsApp, WhatsAppCredentialsInput } from "./whatsapp/WhatsApp.js"
 
 const randomDigits = (n: number) => Array.from({ length: n }, () => randomInt(10)).join("")
@@ -24,6 +25,11 @@ export interface ProviderConnect {
   readonly complete: (input: any) => Record<string, unknown>
   /** What the create answer shows once besides the webhook URL (never a token or secret). */
   readonly shown: (stored: any) => Record<string, string>
+  /**
+   * Tells the provider where Parley's webhook is, for providers whose webhook is set by API (Telegram's
+   * `setWebhook`) rather than in the provider's dashboard; a failure is the operator's to fix (422).
+   */
+  readonly register?: (stored: any, webhookUrl: string) => Effect.Effect<void, SendFailure>
 }
 
 /** One channel kind as the channel layer sees it. `any`: each entry keeps its own credentials' type. */
@@ -41,9 +47,10 @@ export interface ProviderEntry {
 }
 
 export class ChannelProviders extends Effect.Service<ChannelProviders>()("@parley/server/ChannelProviders", {
-  dependencies: [WhatsApp.Default, OutboundHttp.Default, AppConfig.Default],
+  dependencies: [WhatsApp.Default, Telegram.Default, OutboundHttp.Default, AppConfig.Default],
   effect: Effect.gen(function*() {
     const whatsapp = yield* WhatsApp
+    const telegram = yield* Telegram
     const webChat = yield* makeWebChatProvider
     const web = (provider: ChannelProvider<WebChatCredentials>): ProviderEntry => ({
       provider,
@@ -80,6 +87,21 @@ export class ChannelProviders extends Effect.Service<ChannelProviders>()("@parle
                 api_version: input.api_version ?? DEFAULT_API_VERSION
               },
           shown: (stored: { verify_token: string }) => ({ verify_token: stored.verify_token })
+        }
+      },
+      telegram: {
+        provider: telegram.provider,
+        stored: "credentials",
+        endpoint: telegram.endpoint,
+        connect: {
+          inputFor: () => TelegramCredentialsInput,
+          simulated: () => false,
+          complete: (input: typeof TelegramCredentialsInput.Type) => ({
+            bot_token: input.bot_token,
+            secret_token: randomBase62(48)
+          }),
+          shown: () => ({}),
+          register: telegram.register
         }
       }
     }

@@ -75,6 +75,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
     const metaGraphApiUrl = yield* Config.string("META_GRAPH_API_URL").pipe(
       Config.withDefault("https://graph.facebook.com")
     )
+    const telegramApiUrl = yield* Config.string("TELEGRAM_API_URL").pipe(Config.withDefault("https://api.telegram.org"))
     const logFormat = yield* Config.literal("text", "json")("LOG_FORMAT").pipe(Config.withDefault("text" as const))
     return {
       host,
@@ -95,6 +96,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       webhookRetryDelayMs,
       /** Meta's Graph API (WhatsApp): operator configuration, so not subject to OUTBOUND_ALLOW_PRIVATE. */
       metaGraphApiUrl: trimSlash(metaGraphApiUrl),
+      /** Telegram's Bot API: operator configuration, like META_GRAPH_API_URL. */
+      telegramApiUrl: trimSlash(telegramApiUrl),
       /**
        * `single`: one process runs every entity and workflow (the embedded database allows no other).
        * `socket`: runners (roles all and worker) share shards through SQL runner storage and reach each

@@ -196,6 +196,8 @@ export class ChannelDelivery extends Effect.Service<ChannelDelivery>()("@parley/
         const base = publicBase()
         const files = (t.files as ReadonlyArray<FileEntry>).map((f) => ({
           url: base + storage.signedPath(f.path),
+          key: f.path,
+          size: f.size,
           mimetype: f.mimetype,
           name: f.name,
           type: f.type

@@ -110,6 +110,17 @@ export class FileStorage extends Effect.Service<FileStorage>()("@parley/server/F
         Effect.orDie
       )
 
-    return { putFromPath, putStream, remove, signedPath, verify, describe, root }
+    /** The stored file as a Blob backed by its file on disk (read as it is sent, never whole in memory). */
+    const blob = (key: string, type: string) =>
+      Option.match(resolve(key), {
+        onNone: () => Effect.succeed(Option.none<Blob>()),
+        onSome: (path) =>
+          Effect.tryPromise(() => Fs.promises.access(path).then(() => Fs.openAsBlob(path, { type }))).pipe(
+            Effect.map(Option.some),
+            Effect.orElseSucceed(() => Option.none<Blob>())
+          )
+      })
+
+    return { putFromPath, putStream, remove, signedPath, verify, describe, blob, root }
   })
 }) {}

@@ -15,6 +15,7 @@ import {
 } from "@parley/domain"
 import { Duration, Effect, Stream } from "effect"
 import { limitBytes } from "../../files/ByteLimit.js"
+import { splitText } from "../TextParts.js"
 
 export interface GraphCredentials {
   readonly phone_number_id: string
@@ -69,23 +70,6 @@ const unreachable = (cause: unknown) =>
     code: null,
     excerpt: null
   })
-
-/** Text cut into WhatsApp-sized parts, at a paragraph, line or word break where there is one. */
-export const splitText = (text: string, max = MAX_TEXT_CHARS): ReadonlyArray<string> => {
-  const parts: Array<string> = []
-  let rest = text
-  while (rest.length > max) {
-    const window = rest.slice(0, max)
-    // a paragraph break in the second half, else a line break, else a word break, else the limit itself
-    const at = [window.lastIndexOf("\n\n"), window.lastIndexOf("\n"), window.lastIndexOf(" ")].find((cut) =>
-      cut > max / 2
-    ) ?? max
-    parts.push(rest.slice(0, at).trimEnd())
-    rest = rest.slice(at).trimStart()
-  }
-  if (rest.length > 0 || parts.length === 0) parts.push(rest)
-  return parts
-}
 
 const mediaType = (type: string, mimetype: string) =>
   type === "image" || mimetype.startsWith("image/")
@@ -160,7 +144,7 @@ export const makeGraph = Effect.gen(function*() {
             types[0] !== undefined && types[0] !== "audio"
           ? m.text
           : undefined
-        const texts = m.text === null || m.text === "" || caption !== undefined ? [] : splitText(m.text)
+        const texts = m.text === null || m.text === "" || caption !== undefined ? [] : splitText(m.text, MAX_TEXT_CHARS)
         for (const body of texts) payloads.push({ type: "text", text: { body, preview_url: false } })
         for (const [i, f] of m.files.entries()) {
           const type = types[i]!

@@ -32,6 +32,7 @@ import followupSilence from "./0030_followup_silence.js"
 import channelAdapters from "./0031_channel_adapters.js"
 import messageTemplates from "./0032_message_templates.js"
 import messageParts from "./0033_message_parts.js"
+import moreChannelKinds from "./0034_more_channel_kinds.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -67,5 +68,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0030_followup_silence": followupSilence,
   "0031_channel_adapters": channelAdapters,
   "0032_message_templates": messageTemplates,
-  "0033_message_parts": messageParts
+  "0033_message_parts": messageParts,
+  "0034_more_channel_kinds": moreChannelKinds
 }
