@@ -93,65 +93,53 @@ const field = (form: FormData, name: string) => {
   return value === "" ? undefined : value
 }
 
-const connect = (e: Event) => {
-  e.preventDefault()
-  const form = new FormData(e.currentTarget as HTMLFormElement)
-  const simulator = form.get("simulator") === "on"
-  const credentials = simulator ? { simulator: true } : Object.fromEntries(
-    ["phone_number_id", "access_token", "app_secret", "business_account_id"].flatMap((name) => {
-      const value = field(form, name)
-      return value === undefined ? [] : [[name, value]]
-    })
-  )
-  const pipeline = field(form, "pipeline_id")
-  problems.value = { kind: "", list: [] }
-  api<ChannelCreated>("POST", "channels", {
-    json: {
-      workspace_id: workspaceId.value,
-      kind: "whatsapp",
-      name: field(form, "name") ?? "WhatsApp",
-      pipeline_id: pipeline === undefined ? null : Number(pipeline),
-      credentials
-    }
-  }).then(
-    (channel) => {
-      created.value = channel
-      ;(e.target as HTMLFormElement).reset()
-      void reload()
-    },
-    (error) => {
-      if (error instanceof ApiError) problems.value = { kind: "whatsapp", list: error.validation }
-      fail(error)
-    }
-  )
-}
+/** Connects a channel of `kind` from its form; `credentials` reads the form's provider fields. */
+const submit =
+  (kind: string, fallbackName: string, credentials: (form: FormData) => Record<string, unknown>) => (e: Event) => {
+    e.preventDefault()
+    const form = new FormData(e.currentTarget as HTMLFormElement)
+    const pipeline = field(form, "pipeline_id")
+    problems.value = { kind: "", list: [] }
+    api<ChannelCreated>("POST", "channels", {
+      json: {
+        workspace_id: workspaceId.value,
+        kind,
+        name: field(form, "name") ?? fallbackName,
+        pipeline_id: pipeline === undefined ? null : Number(pipeline),
+        credentials: credentials(form)
+      }
+    }).then(
+      (channel) => {
+        created.value = channel
+        ;(e.target as HTMLFormElement).reset()
+        void reload()
+      },
+      (error) => {
+        if (error instanceof ApiError) problems.value = { kind, list: error.validation }
+        fail(error)
+      }
+    )
+  }
 
-/** A Telegram bot: its token from @BotFather; Parley sets the bot's webhook itself. */
-const connectTelegram = (e: Event) => {
-  e.preventDefault()
-  const form = new FormData(e.currentTarget as HTMLFormElement)
-  const pipeline = field(form, "pipeline_id")
-  problems.value = { kind: "", list: [] }
-  api<ChannelCreated>("POST", "channels", {
-    json: {
-      workspace_id: workspaceId.value,
-      kind: "telegram",
-      name: field(form, "name") ?? "Telegram",
-      pipeline_id: pipeline === undefined ? null : Number(pipeline),
-      credentials: { bot_token: field(form, "bot_token") ?? "" }
-    }
-  }).then(
-    (channel) => {
-      created.value = channel
-      ;(e.target as HTMLFormElement).reset()
-      void reload()
-    },
-    (error) => {
-      if (error instanceof ApiError) problems.value = { kind: "telegram", list: error.validation }
-      fail(error)
-    }
-  )
-}
+/** A WhatsApp number: its Cloud API credentials, or the simulator. */
+const connect = submit(
+  "whatsapp",
+  "WhatsApp",
+  (form) =>
+    form.get("simulator") === "on" ? { simulator: true } : Object.fromEntries(
+      ["phone_number_id", "access_token", "app_secret", "business_account_id"].flatMap((name) => {
+        const value = field(form, name)
+        return value === undefined ? [] : [[name, value]]
+      })
+    )
+)
+
+/** A Telegram bot: its token from @BotFather (Parley sets the bot's webhook itself), or the simulator. */
+const connectTelegram = submit(
+  "telegram",
+  "Telegram",
+  (form) => form.get("simulator") === "on" ? { simulator: true } : { bot_token: field(form, "bot_token") ?? "" }
+)
 
 const PipelineSelect = () => (
   <label>
@@ -168,12 +156,15 @@ const ConnectTelegram = () => (
     <h3 id="connect-telegram-title">Connect a Telegram bot</h3>
     <p class="hint">
       Create a bot with @BotFather on Telegram (<code>/newbot</code>) and paste the token it gives. Parley points the
-      bot's webhook at itself.
+      bot's webhook at itself. Or try it first with the simulator: no bot needed.
     </p>
     <label>
       Name <input name="name" placeholder="Telegram" />
     </label>
     <PipelineSelect />
+    <label class="inline">
+      <input type="checkbox" name="simulator" /> Use the simulator instead of Telegram
+    </label>
     <label>
       Bot token <input name="bot_token" type="password" autoComplete="off" />
     </label>

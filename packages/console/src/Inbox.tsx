@@ -127,6 +127,18 @@ const FilterBar = () => {
         </select>
       </label>
       <label>
+        <span class="visually-hidden">Channel kind</span>
+        <select
+          value={filters.value.channel_kind ?? ""}
+          onChange={(e) => set({ channel_kind: e.currentTarget.value === "" ? undefined : e.currentTarget.value })}
+        >
+          <option value="">All kinds</option>
+          {[...new Set(workspaceChannels.value.map((c) => c.kind))].map((kind) => (
+            <option key={kind} value={kind}>{kindLabel(kind)}</option>
+          ))}
+        </select>
+      </label>
+      <label>
         <span class="visually-hidden">Handoff state</span>
         <select
           value={filters.value.handoff ?? ""}

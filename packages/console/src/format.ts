@@ -1,4 +1,5 @@
 /** Small formatting helpers for times, durations and names. */
+import { KIND_LABEL } from "@parley/domain/KindLabels"
 import { signal } from "@preact/signals"
 
 /** Ticks every 15 s, so "waiting 3 min" counts on without a reload. */
@@ -43,15 +44,4 @@ export const bytes = (
 export const isoDay = (d: Date) => d.toISOString().slice(0, 10)
 
 /** A channel kind as operators name it. */
-export const KIND_LABEL: Readonly<Record<string, string>> = {
-  web: "Web chat",
-  widget: "Website widget",
-  whatsapp: "WhatsApp",
-  messenger: "Messenger",
-  instagram: "Instagram",
-  linkedin: "LinkedIn",
-  telegram: "Telegram",
-  email: "Email",
-  sms: "SMS"
-}
 export const kindLabel = (kind: string) => KIND_LABEL[kind] ?? kind

@@ -12,6 +12,7 @@ export interface Filters {
   readonly pipeline_id?: number | undefined
   readonly stage_id?: number | undefined
   readonly channel_id?: number | undefined
+  readonly channel_kind?: string | undefined
   readonly handoff?: "ai" | "waiting" | "human" | undefined
   readonly unread?: boolean | undefined
   readonly q?: string | undefined
@@ -96,6 +97,7 @@ const matches = (c: Conversation) => {
   if (f.pipeline_id !== undefined && c.opportunity?.pipeline_id !== f.pipeline_id) return false
   if (f.stage_id !== undefined && c.opportunity?.stage_id !== f.stage_id) return false
   if (f.channel_id !== undefined && c.channel_id !== f.channel_id) return false
+  if (f.channel_kind !== undefined && c.channel_kind !== f.channel_kind) return false
   if (f.handoff !== undefined && c.handoff.state !== f.handoff) return false
   if (f.unread === true && c.unread_count === 0) return false
   return true

@@ -3,6 +3,7 @@
  * the shapes the REST API, the MCP tools and the console share.
  */
 import { Schema } from "effect"
+import { ChannelKind } from "./Channels.js"
 import { FileEntryWithUrl } from "./Files.js"
 import { Handoff, HandoffEvent, HandoffState } from "./Handoff.js"
 import { ChannelId, IdFromString, PipelineId, StageId, UserId, WorkspaceId } from "./Ids.js"
@@ -34,6 +35,9 @@ export const ListConversationsQuery = Schema.Struct({
   }),
   pipeline_id: Schema.optional(IdFromString(PipelineId)),
   channel_id: Schema.optional(IdFromString(ChannelId)),
+  channel_kind: Schema.optional(ChannelKind).annotations({
+    description: "Only conversations on channels of this kind (`whatsapp`, `telegram`, `web`, ...)"
+  }),
   status: Schema.optional(ConversationStatus),
   handoff: Schema.optional(HandoffState),
   assignee_id: Schema.optional(IdFromString(UserId)),

@@ -36,6 +36,7 @@ import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Versions } from "./pipelines/Versions.js"
 import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
+import { TelegramSimulator } from "./simulator/TelegramSimulator.js"
 import { WhatsAppSimulator } from "./simulator/WhatsAppSimulator.js"
 import { WebChatInbound } from "./webchat/Inbound.js"
 import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
@@ -66,6 +67,7 @@ const Services = Layer.mergeAll(
   ChannelProviders.Default,
   ChannelTemplates.Default,
   WhatsAppSimulator.Default,
+  TelegramSimulator.Default,
   Widget.Default,
   VisitorSessionsLive.pipe(Layer.provide(Widget.Default)),
   WebChatInbound.Default.pipe(Layer.provide(VisitorSessionsLive.pipe(Layer.provide(Widget.Default)))),

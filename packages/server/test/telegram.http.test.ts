@@ -6,9 +6,10 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { connectChannel } from "./support/Channels.js"
 import { blocked, type FakeTelegram, makeFakeTelegram, tooManyRequests } from "./support/FakeTelegram.js"
-import { type Caller, createStage, expect422, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
-import { giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { expect422, get, ok, post, sqlRows } from "./support/Opportunities.js"
+import { seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 let fake: FakeTelegram
@@ -24,31 +25,19 @@ const FakeBot = Layer.unwrapScoped(
   })
 )
 
-type Owner = Caller & { readonly workspace_id: number }
 interface TelegramChannel {
   readonly id: number
   readonly webhook_url: string
 }
 
 /** A workspace with a pipeline answering at once on the local model, and a Telegram channel linked to it. */
-const connect = Effect.gen(function*() {
-  const owner: Owner = yield* seedUser()
-  yield* giveCredits(owner.workspace_id)
-  const pipeline = ok(
-    yield* post(owner, "/api/user/pipelines", { name: "Support", agent_type_id: 1, ai_model_id: 1, language_id: 1 }),
-    "pipelines.create"
-  )
-  ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0 }), "pipelines.update")
-  yield* createStage(owner, pipeline.id, "New", 1)
-  const created = yield* post(owner, "/api/user/channels", {
+const connect = Effect.suspend(() =>
+  connectChannel<TelegramChannel>({
     kind: "telegram",
     name: "Support bot",
-    pipeline_id: pipeline.id,
     credentials: { bot_token: fake.state.token }
   })
-  const channel = ok(created, "channels.create") as unknown as TelegramChannel
-  return { owner, pipeline, channel }
-})
+)
 
 let chats = 0
 /** A Telegram user with a private chat of their own. */
@@ -171,6 +160,19 @@ layer(FakeBot, { excludeTestServices: true })("Telegram channel", (it) => {
         select o.source, o.source_id, c.name from opportunities o join contacts c on c.id = o.contact_id
         where c.id = ${rows[0]!.contact_id}`
       expect(opportunity).toEqual({ source: "telegram", source_id: String(user.id), name: "Ana Lima" })
+
+      // the inbox filters by channel kind: a second workspace, whose bot now has the webhook, sees its own one
+      const owner = (yield* connect).owner
+      const other = fake.message(freshUser(), { text: "Hello, second workspace" })
+      expect(yield* send(other)).toBe(200)
+      const listed = (kind: string) => Effect.map(get(owner, `/api/user/conversations?channel_kind=${kind}`), (r) => r)
+      const mine = yield* listed("telegram")
+      expect(mine.status).toBe(200)
+      expect((mine.body as { data: { conversations: Array<{ channel_kind: string }> } }).data.conversations)
+        .toEqual([expect.objectContaining({ channel_kind: "telegram" })])
+      expect((((yield* listed("whatsapp")).body) as { data: { conversations: Array<unknown> } }).data.conversations)
+        .toEqual([])
+      expect422(yield* listed("fax"), ["channel_kind"])
     }))
 
   it.effect("reads every inbound type: files through getFile, location, contact cards, edits, buttons, the rest", () =>
@@ -365,5 +367,52 @@ layer(FakeBot, { excludeTestServices: true })("Telegram channel", (it) => {
       expect(logged!.url).toMatch(/\/bot7000000001:\*\*\*\/sendMessage$/)
       expect(JSON.stringify(logged)).not.toContain(token)
       fake.state.token = token
+    }))
+
+  it.effect("the simulator Parley ships plays Telegram and the contact: no bot needed", () =>
+    Effect.gen(function*() {
+      const { owner, pipeline } = yield* connect
+      const created = ok(
+        yield* post(owner, "/api/user/channels", {
+          kind: "telegram",
+          name: "Simulated bot",
+          pipeline_id: pipeline.id,
+          credentials: { simulator: true }
+        }),
+        "channels.create"
+      ) as unknown as TelegramChannel & { simulator_url: string }
+      expect(created.simulator_url).toMatch(/\/simulator\/telegram\/wh_\w+$/)
+      const checked = ok(yield* post(owner, `/api/user/channels/${created.id}/check`, {}), "channels.check")
+      expect(checked).toMatchObject({ ok: true, account: { username: "parley_sim_bot" } })
+      const page = yield* Effect.promise(() =>
+        fetch(created.simulator_url).then(async (r) => [r.status, await r.text()])
+      )
+      expect(page[0]).toBe(200)
+      expect(page[1]).toContain("Telegram simulator")
+
+      const chat = 880_000_000 + process.pid
+      const said = yield* Effect.promise(() =>
+        fetch(`${created.simulator_url}/messages`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ chat_id: chat, name: "Sim Contact", text: "Hello from the simulator" })
+        }).then(async (r) => ({ status: r.status, body: await r.json() as { webhook_status: number } }))
+      )
+      expect(said).toMatchObject({ status: 200, body: { webhook_status: 200 } })
+      const thread = yield* eventually(
+        Effect.promise(() =>
+          fetch(`${created.simulator_url}/thread?chat_id=${chat}`).then((r) =>
+            r.json() as Promise<{ messages: Array<{ direction: string; text: string }> }>
+          )
+        ).pipe(Effect.map((t) => t.messages.some((m) => m.direction === "out") ? t.messages : undefined)),
+        20_000
+      )
+      expect(thread[0]).toMatchObject({ direction: "in", text: "Hello from the simulator" })
+      const [stored] = yield* messagesOf(chat)
+      expect(stored).toMatchObject({ role: "user", message: "Hello from the simulator" })
+      // nothing of it went to the Bot API the server is configured with
+      expect(fake.state.requests.some((r) => r.body?.chat_id !== undefined && Number(r.body.chat_id) === chat)).toBe(
+        false
+      )
     }))
 })

@@ -7,6 +7,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { connectChannel } from "./support/Channels.js"
 import {
   API_VERSION,
   expiredToken,
@@ -20,18 +21,8 @@ import {
   webhookFor
 } from "./support/FakeGraph.js"
 import { mcpClient } from "./support/McpClient.js"
-import {
-  type Caller,
-  createStage,
-  expect422,
-  freshPhone,
-  get,
-  ok,
-  post,
-  put,
-  sqlRows
-} from "./support/Opportunities.js"
-import { giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { expect422, freshPhone, get, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import { seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 const APP_SECRET = "meta-app-secret-for-tests"
@@ -45,7 +36,6 @@ const FakeMeta = Layer.unwrapScoped(
   )
 )
 
-type Owner = Caller & { readonly workspace_id: number }
 interface WhatsAppChannel {
   readonly id: number
   readonly webhook_url: string
@@ -61,24 +51,9 @@ const credentials = (extra: Record<string, unknown> = {}) => ({
 })
 
 /** A workspace with a pipeline answering at once on the local model, and a WhatsApp channel linked to it. */
-const connect = Effect.gen(function*() {
-  const owner: Owner = yield* seedUser()
-  yield* giveCredits(owner.workspace_id)
-  const pipeline = ok(
-    yield* post(owner, "/api/user/pipelines", { name: "Support", agent_type_id: 1, ai_model_id: 1, language_id: 1 }),
-    "pipelines.create"
-  )
-  ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0 }), "pipelines.update")
-  yield* createStage(owner, pipeline.id, "New", 1)
-  const created = yield* post(owner, "/api/user/channels", {
-    kind: "whatsapp",
-    name: "Support line",
-    pipeline_id: pipeline.id,
-    credentials: credentials()
-  })
-  const channel = ok(created, "channels.create") as unknown as WhatsAppChannel
-  return { owner, pipeline, channel }
-})
+const connect = Effect.suspend(() =>
+  connectChannel<WhatsAppChannel>({ kind: "whatsapp", name: "Support line", credentials: credentials() })
+)
 
 const deliver = (channel: WhatsAppChannel, changes: Parameters<typeof webhookFor>[1]) =>
   postWebhook(channel.webhook_url, APP_SECRET, webhookFor(graph, changes))

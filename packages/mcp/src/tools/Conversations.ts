@@ -5,6 +5,7 @@
  */
 import {
   ChannelId,
+  ChannelKind,
   ContactId,
   ConversationId,
   ConversationMessagesQuery,
@@ -36,6 +37,7 @@ export const conversationTools: ReadonlyArray<Tool> = [
     input: Schema.Struct({
       pipeline_id: optional(PipelineId, "Only this pipeline's conversations"),
       channel_id: optional(ChannelId, "Only this channel's conversations"),
+      channel_kind: optional(ChannelKind, "Only conversations on channels of this kind (whatsapp, telegram, web, ...)"),
       status: optional(ConversationStatus, "active: the agent or a wait has it; paused: an operator has it"),
       handoff: optional(
         HandoffState,

@@ -20,6 +20,7 @@ import {
   type UpdateChannel,
   type WorkspaceId
 } from "@parley/domain"
+import { KIND_LABEL } from "@parley/domain/KindLabels"
 import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
@@ -29,7 +30,6 @@ import { OutboundTargets } from "../outbound/OutboundTargets.js"
 import { someOrFail } from "../util/Effects.js"
 import { ChannelCache } from "./ChannelCache.js"
 import { type ChannelRow, ChannelsRepo } from "./ChannelsRepo.js"
-import { kindLabel } from "./KindLabels.js"
 import { ProviderCredentials } from "./ProviderCredentials.js"
 import { ChannelProviders } from "./Providers.js"
 
@@ -188,7 +188,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       const id = yield* repo.insert({
         workspace_id: workspaceId,
         kind: input.kind,
-        name: input.name ?? kindLabel[input.kind],
+        name: input.name ?? KIND_LABEL[input.kind] ?? input.kind,
         pipeline_id: input.pipeline_id ?? null,
         is_active: input.is_active ?? true,
         client_id: credentials?.clientId ?? null,

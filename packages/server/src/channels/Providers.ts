@@ -10,7 +10,7 @@ import { AppConfig } from "../config/AppConfig.js"
 import { randomBase62 } from "../identity/Secrets.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { makeWebChatProvider, type WebChatCredentials } from "../webchat/WebChatProvider.js"
-import { Telegram, TelegramCredentialsInput } from "./telegram/Telegram.js"
+import { SimulatedBotInput, Telegram, TelegramCredentialsInput } from "./telegram/Telegram.js"
 import { DEFAULT_API_VERSION, SimulatedInput, WhatsApp, WhatsAppCredentialsInput } from "./whatsapp/WhatsApp.js"
 
 const randomDigits = (n: number) => Array.from({ length: n }, () => randomInt(10)).join("")
@@ -94,12 +94,19 @@ export class ChannelProviders extends Effect.Service<ChannelProviders>()("@parle
         stored: "credentials",
         endpoint: telegram.endpoint,
         connect: {
-          inputFor: () => TelegramCredentialsInput,
-          simulated: () => false,
-          complete: (input: typeof TelegramCredentialsInput.Type) => ({
-            bot_token: input.bot_token,
-            secret_token: randomBase62(48)
-          }),
+          inputFor: (given) =>
+            typeof given === "object" && given !== null && "simulator" in given
+              ? SimulatedBotInput
+              : TelegramCredentialsInput,
+          simulated: (stored: { simulator?: boolean }) => stored.simulator === true,
+          complete: (input: typeof TelegramCredentialsInput.Type | typeof SimulatedBotInput.Type) =>
+            "simulator" in input
+              ? {
+                bot_token: `${randomDigits(10)}:SIM${randomBase62(35)}`,
+                secret_token: randomBase62(48),
+                simulator: true
+              }
+              : { bot_token: input.bot_token, secret_token: randomBase62(48) },
           shown: () => ({}),
           register: telegram.register
         }

@@ -53,6 +53,7 @@ export const options = {
   "business-account-id": { type: "string" },
   "verify-token": { type: "string" },
   "api-version": { type: "string" },
+  "bot-token": { type: "string" },
   "table-id": { type: "string" },
   file: { type: "string" },
   "batch-size": { type: "string" }
@@ -66,14 +67,15 @@ const list = (value: string | undefined) => value?.split(",").map((s) => s.trim(
 const drop = <A extends Record<string, unknown>>(record: A) =>
   Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as A
 
-/** A provider channel's credential flags (`--phone-number-id` and the rest), as `credentials` names them. */
+/** A provider channel's credential flags (`--phone-number-id`, `--bot-token` and the rest), as `credentials` names them. */
 const CREDENTIAL_FLAGS = [
   "phone-number-id",
   "access-token",
   "app-secret",
   "business-account-id",
   "verify-token",
-  "api-version"
+  "api-version",
+  "bot-token"
 ] as const
 const credentialsOf = (f: Flags) => {
   const given = CREDENTIAL_FLAGS.filter((flag) => f[flag] !== undefined)

@@ -21,10 +21,11 @@ export const USAGE = `Usage: pnpm parley <command> [options] [--json]
   token show --id N
   token revoke --id N
 
-  channel create --workspace-id N --kind web|widget|whatsapp
+  channel create --workspace-id N --kind web|widget|whatsapp|telegram
                  [--pipeline-id N] [--name N] [--callback-url U] [--allowed-origins a,b] [--allowed-ips a,b]
                  whatsapp: --phone-number-id N --access-token T --app-secret S
                            [--business-account-id N] [--verify-token T] [--api-version v23.0]
+                 telegram: --bot-token T (Parley sets the bot's webhook)
   channel list [--workspace-id N]
   channel show --id N
   channel rotate --id N

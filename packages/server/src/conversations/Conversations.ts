@@ -154,6 +154,7 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
         userId: actor.userId,
         pipelineId: query.pipeline_id,
         channelId: query.channel_id,
+        channelKind: query.channel_kind,
         status: query.status,
         handoff: query.handoff,
         assigneeId: query.assignee_id,

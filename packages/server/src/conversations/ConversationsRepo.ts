@@ -81,6 +81,7 @@ export const ConversationFilter = Schema.Struct({
   userId: UserId,
   pipelineId: Schema.optional(Schema.Number),
   channelId: Schema.optional(Schema.Number),
+  channelKind: Schema.optional(Schema.String),
   status: Schema.optional(Schema.String),
   handoff: Schema.optional(Schema.String),
   assigneeId: Schema.optional(Schema.Number),
@@ -189,6 +190,7 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
       const where: Array<Fragment> = [sql`c.workspace_id in ${sql.in(f.workspaceIds)}`, sql`not c.is_eval`]
       if (f.pipelineId !== undefined) where.push(sql`coalesce(o.pipeline_id, ch.pipeline_id) = ${f.pipelineId}`)
       if (f.channelId !== undefined) where.push(sql`c.channel_id = ${f.channelId}`)
+      if (f.channelKind !== undefined) where.push(sql`ch.kind = ${f.channelKind}`)
       if (f.status !== undefined) where.push(sql`c.status = ${f.status}`)
       if (f.handoff !== undefined) where.push(sql`c.handoff_state = ${f.handoff}`)
       if (f.assigneeId !== undefined) where.push(sql`c.handoff_assignee_id = ${f.assigneeId}`)

@@ -1,12 +1,14 @@
 /**
- * The simulator's routes on the api listener (WhatsAppSimulator.ts): Meta's Graph API as a simulated channel's
- * adapter calls it, and the contact's phone: a page, its thread, and the contact's messages.
+ * The simulators' routes on the api listener (WhatsAppSimulator.ts, TelegramSimulator.ts): the provider's API as a
+ * simulated channel's adapter calls it, and the contact's phone: a page, its thread, and the contact's messages.
  */
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option, Schema } from "effect"
+import { SIMULATOR_BOT_API_PATH } from "../channels/telegram/Telegram.js"
 import { SIMULATOR_GRAPH_PATH } from "../channels/whatsapp/WhatsApp.js"
 import { htmlResponse, scriptNonce } from "../http/PageHeaders.js"
-import { phonePage } from "./PhonePage.js"
+import { type PhoneOptions, phonePage, telegramPhone, whatsappPhone } from "./PhonePage.js"
+import { TelegramSimulator } from "./TelegramSimulator.js"
 import { WhatsAppSimulator } from "./WhatsAppSimulator.js"
 
 const json = (status: number, body: unknown) => HttpServerResponse.unsafeJson(body, { status })
@@ -60,21 +62,80 @@ const thread = Effect.gen(function*() {
   return json(200, { wa_id: waId, messages: simulator.thread(key ?? "", waId) })
 })
 
-const page = Effect.gen(function*() {
-  const { key } = yield* HttpLayerRouter.params
-  if (Option.isNone(yield* (yield* WhatsAppSimulator).simulated("key", key ?? ""))) return notFound
-  const nonce = scriptNonce()
-  const policy = { "script-src": [`'nonce-${nonce}'`], "style-src": ["'unsafe-inline'"], "connect-src": ["'self'"] }
-  return htmlResponse(phonePage(nonce), policy, {
-    cache: "no-store"
+const page = <E, R>(
+  simulated: (key: string) => Effect.Effect<Option.Option<unknown>, E, R>,
+  options: PhoneOptions
+) =>
+  Effect.gen(function*() {
+    const { key } = yield* HttpLayerRouter.params
+    if (Option.isNone(yield* simulated(key ?? ""))) return notFound
+    const nonce = scriptNonce()
+    const policy = { "script-src": [`'nonce-${nonce}'`], "style-src": ["'unsafe-inline'"], "connect-src": ["'self'"] }
+    return htmlResponse(phonePage(nonce, options), policy, { cache: "no-store" })
   })
+
+/** `POST /simulator/telegram-api/bot{token}/{method}`: JSON, or a form when the adapter uploads a file. */
+const botApi = Effect.gen(function*() {
+  const { bot, method } = yield* HttpLayerRouter.params
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const body = yield* request.json.pipe(
+    Effect.orElse(() =>
+      Effect.map(
+        request.multipart,
+        (parts) =>
+          Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, typeof v === "string" ? v : "(uploaded)"]))
+      )
+    ),
+    Effect.scoped,
+    Effect.orElseSucceed(() => undefined)
+  )
+  const answer = yield* (yield* TelegramSimulator).botApi((bot ?? "").replace(/^bot/, ""), method ?? "", body)
+  return json(answer.status, answer.body)
+})
+
+const TelegramSay = Schema.Struct({
+  chat_id: Schema.Int.pipe(Schema.between(1, 9_999_999_999, { message: () => "must be a Telegram user id" })),
+  name: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(100)), { default: () => "Simulated contact" }),
+  text: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(4096))
+})
+
+const telegramSay = Effect.gen(function*() {
+  const { key } = yield* HttpLayerRouter.params
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const input = yield* Effect.either(Effect.flatMap(request.json, Schema.decodeUnknown(TelegramSay)))
+  if (input._tag === "Left") {
+    return json(422, { message: "Expected {chat_id, name?, text}: a user id and 1 to 4096 characters." })
+  }
+  const sent = yield* (yield* TelegramSimulator).contactSays(key ?? "", input.right)
+  return Option.match(sent, { onNone: () => notFound, onSome: (s) => json(200, s) })
+})
+
+const telegramThread = Effect.gen(function*() {
+  const { key } = yield* HttpLayerRouter.params
+  const search = yield* HttpServerRequest.ParsedSearchParams
+  const simulator = yield* TelegramSimulator
+  if (Option.isNone(yield* simulator.simulated("key", key ?? ""))) return notFound
+  const chat = typeof search.chat_id === "string" ? search.chat_id : ""
+  return json(200, { chat_id: chat, messages: simulator.thread(key ?? "", chat) })
 })
 
 export const SimulatorRoutes = Layer.mergeAll(
   HttpLayerRouter.add("POST", `${SIMULATOR_GRAPH_PATH}/:version/:phone/messages`, graphSend),
   HttpLayerRouter.add("GET", `${SIMULATOR_GRAPH_PATH}/:version/:phone`, graphPhone(false)),
   HttpLayerRouter.add("GET", `${SIMULATOR_GRAPH_PATH}/:version/:phone/message_templates`, graphPhone(true)),
-  HttpLayerRouter.add("GET", "/simulator/whatsapp/:key", page),
+  HttpLayerRouter.add(
+    "GET",
+    "/simulator/whatsapp/:key",
+    page((key) => Effect.flatMap(WhatsAppSimulator, (s) => s.simulated("key", key)), whatsappPhone)
+  ),
   HttpLayerRouter.add("GET", "/simulator/whatsapp/:key/thread", thread),
-  HttpLayerRouter.add("POST", "/simulator/whatsapp/:key/messages", say)
+  HttpLayerRouter.add("POST", "/simulator/whatsapp/:key/messages", say),
+  HttpLayerRouter.add("POST", `${SIMULATOR_BOT_API_PATH}/:bot/:method`, botApi),
+  HttpLayerRouter.add(
+    "GET",
+    "/simulator/telegram/:key",
+    page((key) => Effect.flatMap(TelegramSimulator, (s) => s.simulated("key", key)), telegramPhone)
+  ),
+  HttpLayerRouter.add("GET", "/simulator/telegram/:key/thread", telegramThread),
+  HttpLayerRouter.add("POST", "/simulator/telegram/:key/messages", telegramSay)
 )

@@ -9,6 +9,7 @@ import type { ChannelProvider } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 import { AppConfig } from "../../config/AppConfig.js"
 import { FileStorage } from "../../files/FileStorage.js"
+import { BoundAddresses } from "../../http/Listener.js"
 import { makeBot, MAX_DOWNLOAD_BYTES, MAX_TEXT_CHARS } from "./TelegramBot.js"
 import { parse, verify } from "./TelegramUpdates.js"
 
@@ -19,10 +20,18 @@ export const TelegramCredentialsInput = Schema.Struct({
   )
 })
 
+/** A bot that talks to the simulator Parley ships (docs/channels.md): everything else is generated. */
+export const SimulatedBotInput = Schema.Struct({ simulator: Schema.Literal(true) })
+
+/** Where this server's Telegram simulator answers as the Bot API (simulator/TelegramSimulator.ts). */
+export const SIMULATOR_BOT_API_PATH = "/simulator/telegram-api"
+
 /** As stored (encrypted): the secret Telegram sends back with each update. */
 export const TelegramCredentials = Schema.Struct({
   bot_token: Schema.String,
-  secret_token: Schema.String
+  secret_token: Schema.String,
+  /** Calls go to this server's own simulator, never to Telegram. */
+  simulator: Schema.optional(Schema.Boolean)
 })
 export type TelegramCredentials = typeof TelegramCredentials.Type
 
@@ -31,11 +40,16 @@ const botId = (c: TelegramCredentials) => c.bot_token.split(":")[0] ?? ""
 
 export class Telegram extends Effect.Service<Telegram>()("@parley/server/Telegram", {
   // node:http, not undici: its requests take a FormData (a file upload) as Node builds it
-  dependencies: [AppConfig.Default, NodeHttpClient.layer, FileStorage.Default],
+  dependencies: [AppConfig.Default, NodeHttpClient.layer, FileStorage.Default, BoundAddresses.Default],
   effect: Effect.gen(function*() {
     const config = yield* AppConfig
     const bot = yield* makeBot
-    const base = config.telegramApiUrl
+    const bound = yield* BoundAddresses
+    /** Telegram's Bot API, or for a simulated bot this process's own simulator. */
+    const baseOf = (c: TelegramCredentials) =>
+      c.simulator === true
+        ? `${bound.apiNow() ?? `http://${config.host}:${config.port}`}${SIMULATOR_BOT_API_PATH}`
+        : config.telegramApiUrl
     const provider: ChannelProvider<TelegramCredentials> = {
       kind: "telegram",
       rules: {
@@ -51,18 +65,20 @@ export class Telegram extends Effect.Service<Telegram>()("@parley/server/Telegra
       handshake: () => Option.none(),
       verify,
       parse,
-      send: (c, m) => bot.send(base, c, m),
+      send: (c, m) => bot.send(baseOf(c), c, m),
       // a bot sees no read receipts and gives none: the contact sees the bot typing
-      markRead: (c, id) => bot.typing(base, c, id.split(":")[0] ?? id),
-      fetchMedia: (c, media, maxBytes) => bot.fetchMedia(base, c, media, maxBytes),
-      check: (c) => bot.check(base, c),
+      markRead: (c, id) => bot.typing(baseOf(c), c, id.split(":")[0] ?? id),
+      fetchMedia: (c, media, maxBytes) => bot.fetchMedia(baseOf(c), c, media, maxBytes),
+      check: (c) => bot.check(baseOf(c), c),
       account: botId,
       // each bot has its own webhook
       sharesWebhook: () => false
     }
     /** The endpoint a send goes to, for the delivery log: the bot's id, never its token. */
-    const endpoint = (c: TelegramCredentials) => `${base}/bot${botId(c)}:***/sendMessage`
-    const register = (c: TelegramCredentials, webhookUrl: string) => bot.setWebhook(base, c, webhookUrl, c.secret_token)
+    const endpoint = (c: TelegramCredentials) => `${baseOf(c)}/bot${botId(c)}:***/sendMessage`
+    // the simulator knows a simulated bot's webhook from its channel: there is nothing to tell it
+    const register = (c: TelegramCredentials, webhookUrl: string) =>
+      c.simulator === true ? Effect.void : bot.setWebhook(baseOf(c), c, webhookUrl, c.secret_token)
     return { provider, endpoint, register }
   })
 }) {}
