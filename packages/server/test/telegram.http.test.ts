@@ -229,6 +229,11 @@ layer(FakeBot, { excludeTestServices: true })("Telegram channel", (it) => {
         }
       })
       expect(yield* send(button)).toBe(200)
+      // Telegram retries it: stored once, answered once (the contact's app stops showing the button loading)
+      expect(yield* send(button)).toBe(200)
+      const answered = fake.state.requests.filter((r) => r.method === "answerCallbackQuery")
+      expect(answered.map((r) => r.body.callback_query_id)).toEqual(["4382bfdwdsb323b2d9"])
+      expect(fake.state.callbacks.has("4382bfdwdsb323b2d9")).toBe(false)
       // a group's message is not answered: recorded, nothing stored
       const group = fake.update({
         message: {

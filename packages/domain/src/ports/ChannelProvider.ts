@@ -217,6 +217,11 @@ export interface ChannelProvider<Credentials> {
   readonly account: (credentials: Credentials) => string
   /** Whether a request verified with `a`'s credentials may carry `b`'s events (WhatsApp: the same Meta app). */
   readonly sharesWebhook: (a: Credentials, b: Credentials) => boolean
+  /**
+   * Tells the provider a contact's event was received, where it waits for that (Telegram: a button press is
+   * answered, so the contact's app stops showing it loading); absent: the provider waits for nothing.
+   */
+  readonly acknowledge?: (credentials: Credentials, event: ContactMessageEvent) => Effect.Effect<void, SendFailure>
   /** The approved-message templates the provider has for the account (WhatsApp); absent: the provider has none. */
   readonly templates?: (credentials: Credentials) => Effect.Effect<ReadonlyArray<ChannelTemplate>, SendFailure>
 }

@@ -128,11 +128,11 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
       event: ContactMessageEvent
     ) =>
       Effect.gen(function*() {
-        if (event.media.length > 0 && (yield* inbound.seen(channel.id, event.providerMessageId))) return
+        if (event.media.length > 0 && (yield* inbound.seen(channel.id, event.providerMessageId))) return false
         const files = yield* fetchFiles(channel, entry, credentials, event)
         const stored = files.flatMap((f) => f.stored === null ? [] : [f.stored])
         const problems = files.flatMap((f) => f.error === null ? [] : [f.error])
-        yield* inbound.accept(channel, {
+        const accepted = yield* inbound.accept(channel, {
           thread: event.thread,
           text: [event.text, ...problems].filter((t) => t !== "").join("\n"),
           files: stored.map((f) => f.entry),
@@ -154,6 +154,7 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
             ...(event.sharesPhone === true ? { shared: true } : {})
           }
         })
+        return !accepted.duplicate
       })
 
     /**
@@ -197,6 +198,22 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
         return Option.none<Receiving>()
       })
 
+    /**
+     * Tells the provider a stored event was received, where it waits for that (Telegram's button presses): briefly,
+     * and a failure is only logged, since the message is stored and the contact's app recovers by itself.
+     */
+    const acknowledge = (to: Receiving, event: ContactMessageEvent) =>
+      to.entry.provider.acknowledge === undefined
+        ? Effect.void
+        : to.entry.provider.acknowledge(to.credentials, event).pipe(
+          Effect.timeout("3 seconds"),
+          Effect.catchAllCause((cause) =>
+            Effect.logWarning("Acknowledging a contact's event to the provider failed", cause).pipe(
+              Effect.annotateLogs({ channel_id: to.channel.id, kind: to.channel.kind })
+            )
+          )
+        )
+
     /** Every event stored, applied or recorded for the channel it belongs to. */
     const apply = (to: Receiving, events: ReadonlyArray<InboundEvent>): Effect.Effect<void> =>
       Effect.gen(function*() {
@@ -231,7 +248,8 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
               thread: event.thread
             })
           } else {
-            yield* storeMessage(channel, entry, credentials, event)
+            // a retried update's event was acknowledged when it was stored
+            if (yield* storeMessage(channel, entry, credentials, event)) yield* acknowledge(to, event)
           }
         }
       })

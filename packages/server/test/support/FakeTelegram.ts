@@ -100,6 +100,8 @@ export interface FakeTelegramState {
   nextUpdateId: number
   /** Sends are taken (recorded in `requests`) and never answered, as a Bot API that hangs. */
   hang: boolean
+  /** Button presses (`callback_query` ids of updates made by `update`) not answered yet. */
+  readonly callbacks: Set<string>
 }
 
 /** Telegram's error body: `description` is the whole text (`Bad Request: chat not found`). */
@@ -170,6 +172,7 @@ const METHODS = [
   "getUpdates",
   "sendMessage",
   "sendChatAction",
+  "answerCallbackQuery",
   "getFile",
   ...Object.keys(MEDIA)
 ]
@@ -291,7 +294,8 @@ export const makeFakeTelegram = (
       sent: [],
       nextMessageId: 1,
       nextUpdateId: 100000001,
-      hang: false
+      hang: false,
+      callbacks: new Set()
     }
     let files = 0
 
@@ -544,6 +548,14 @@ export const makeFakeTelegram = (
           const chat = chatOf(params)
           return "status" in chat ? chat : ok(true)
         }
+        case "answerCallbackQuery": {
+          // a button press is answered once, within Telegram's time; an unknown or answered one is refused
+          const id = stringParam(params.callback_query_id)
+          if (!state.callbacks.delete(id)) {
+            return bad("query is too old and response timeout expired or query ID is invalid")
+          }
+          return ok(true)
+        }
         case "getFile": {
           const fileId = stringParam(params.file_id)
           const file = state.files.get(fileId)
@@ -599,7 +611,11 @@ export const makeFakeTelegram = (
       return reply(await answer(method, read.params, read.uploads))
     }
 
-    const update = (fields: Record<string, unknown>): TelegramUpdate => ({ update_id: state.nextUpdateId++, ...fields })
+    const update = (fields: Record<string, unknown>): TelegramUpdate => {
+      const query = fields.callback_query as { id?: unknown } | undefined
+      if (typeof query?.id === "string") state.callbacks.add(query.id)
+      return { update_id: state.nextUpdateId++, ...fields }
+    }
 
     const message = (chat: TelegramUser, fields: Record<string, unknown>): TelegramMessageUpdate => {
       const names = {

@@ -70,6 +70,11 @@ export class Telegram extends Effect.Service<Telegram>()("@parley/server/Telegra
       markRead: (c, id) => bot.typing(baseOf(c), c, id.split(":")[0] ?? id),
       fetchMedia: (c, media, maxBytes) => bot.fetchMedia(baseOf(c), c, media, maxBytes),
       check: (c) => bot.check(baseOf(c), c),
+      // a button press is answered; its id is the part after `{chat}:callback:`
+      acknowledge: (c, event) =>
+        event.type === "callback_query"
+          ? bot.answerCallback(baseOf(c), c, event.providerMessageId.split(":callback:")[1] ?? "")
+          : Effect.void,
       account: botId,
       // each bot has its own webhook
       sharesWebhook: () => false

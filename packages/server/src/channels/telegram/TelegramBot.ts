@@ -212,6 +212,10 @@ export const makeBot = Effect.gen(function*() {
       return { mimetype: media.mimetype ?? "application/octet-stream", name, body } satisfies FetchedMedia
     })
 
+  /** Answers a button press, so the contact's app stops showing it loading. */
+  const answerCallback = (base: string, c: BotCredentials, queryId: string) =>
+    call(base, c, "answerCallbackQuery", { callback_query_id: queryId }).pipe(Effect.asVoid)
+
   /** The bot's own record (`getMe`): who the channel is, or what is wrong. */
   const check = (base: string, c: BotCredentials) =>
     call(base, c, "getMe", {}).pipe(Effect.map((r) => r.result as Record<string, unknown>))
@@ -224,7 +228,7 @@ export const makeBot = Effect.gen(function*() {
       allowed_updates: ["message", "edited_message", "callback_query"]
     }).pipe(Effect.asVoid)
 
-  return { send, typing, fetchMedia, check, setWebhook }
+  return { send, typing, fetchMedia, check, setWebhook, answerCallback }
 })
 
 const resultOf = (body: string): unknown => {
