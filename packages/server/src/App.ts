@@ -1,4 +1,4 @@
-import { HttpMiddleware } from "@effect/platform"
+import { Headers, HttpMiddleware } from "@effect/platform"
 import type { SqlClient } from "@effect/sql"
 import type { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer } from "effect"
@@ -126,6 +126,8 @@ export const ReceiverServerLive = Layer.unwrapEffect(
   HttpMiddleware.withTracerDisabledWhen((request) =>
     request.method === "GET" && isWebhookPath(request.url.split("?")[0]!)
   ),
+  // Telegram's secret comes back in a header on every update, and a request span records headers
+  Layer.locallyWith(Headers.currentRedactedNames, (names) => [...names, "x-telegram-bot-api-secret-token"]),
   // clients are told this address when RECEIVER_URL is not set (port 0 binds a free one)
   Layer.tap((context) =>
     Effect.flatMap(BoundAddresses, (b) => b.setReceiver(Context.get(context, ReceiverListener).url))

@@ -135,6 +135,24 @@ describe("observability of a running server", () => {
     )
     expect(otlp.spans.filter((s) => JSON.stringify(s.attributes).includes(token)).map((s) => s.name)).toEqual([])
     expect(otlp.spans.filter((s) => String(s.attributes["url.path"] ?? "").endsWith("/webhook"))).toEqual([])
+
+    // Telegram's secret comes back in a header of every update: a webhook POST is traced, that header is not
+    const secret = "TelegramSecretTokenMustNotLeak"
+    const posted = await fetch(whatsapp.webhook_url!, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
+      body: JSON.stringify({ update_id: 1 })
+    })
+    expect(posted.status).toBe(401)
+    await until(
+      "the webhook POST's span",
+      () =>
+        otlp.spans.find((s) =>
+          s.attributes["http.request.method"] === "POST" && String(s.attributes["url.path"] ?? "").endsWith("/webhook")
+        ),
+      60_000
+    )
+    expect(otlp.spans.filter((s) => JSON.stringify(s.attributes).includes(secret)).map((s) => s.name)).toEqual([])
   }, 120_000)
 
   it("/metrics answers Prometheus' text format with the requests, replies, deliveries and model use so far", async () => {
