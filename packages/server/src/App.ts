@@ -9,6 +9,7 @@ import { Catalogue } from "./catalogue/Catalogue.js"
 import { Channels } from "./channels/Channels.js"
 import { ProviderInbound } from "./channels/ProviderInbound.js"
 import { ChannelProviders } from "./channels/Providers.js"
+import { SIMULATOR_BOT_API_PATH } from "./channels/telegram/Telegram.js"
 import { ChannelTemplates } from "./channels/Templates.js"
 import { ChannelWebhookRoutes } from "./channels/Webhook.js"
 import { isWebhookPath } from "./channels/WebhookPath.js"
@@ -109,6 +110,8 @@ export const ApiServerLive = RealtimeLive.pipe(Layer.provideMerge(Layer.unwrapEf
     (config) => listen(ApiListener, ApiRoutes, { host: config.host, port: config.port, policy: ApiPolicy })
   )
 ))).pipe(
+  // a simulated bot's token is part of the simulator's Bot API path, and a request span records the path
+  HttpMiddleware.withTracerDisabledWhen((request) => request.url.startsWith(`${SIMULATOR_BOT_API_PATH}/`)),
   // the demo's webhook sink is on this listener: outbound calls may reach it (OutboundHttp)
   Layer.tap((context) => Effect.flatMap(BoundAddresses, (b) => b.setApi(Context.get(context, ApiListener).url)))
 )

@@ -136,6 +136,10 @@ describe("observability of a running server", () => {
     expect(otlp.spans.filter((s) => JSON.stringify(s.attributes).includes(token)).map((s) => s.name)).toEqual([])
     expect(otlp.spans.filter((s) => String(s.attributes["url.path"] ?? "").endsWith("/webhook"))).toEqual([])
 
+    // a simulated bot's token is part of the simulator's Bot API path: those requests are not traced
+    const botToken = "123456789:SimulatedBotTokenMustNotLeakFromSpans"
+    const simulated = await fetch(`${server.api}/simulator/telegram-api/bot${botToken}/getMe`, { method: "POST" })
+    expect(simulated.status).toBe(401)
     // Telegram's secret comes back in a header of every update: a webhook POST is traced, that header is not
     const secret = "TelegramSecretTokenMustNotLeak"
     const posted = await fetch(whatsapp.webhook_url!, {
@@ -153,6 +157,7 @@ describe("observability of a running server", () => {
       60_000
     )
     expect(otlp.spans.filter((s) => JSON.stringify(s.attributes).includes(secret)).map((s) => s.name)).toEqual([])
+    expect(otlp.spans.filter((s) => JSON.stringify(s.attributes).includes(botToken)).map((s) => s.name)).toEqual([])
   }, 120_000)
 
   it("/metrics answers Prometheus' text format with the requests, replies, deliveries and model use so far", async () => {
