@@ -337,8 +337,8 @@ layer(FakeBot, { excludeTestServices: true })("Telegram channel", (it) => {
       expect(parts.map((p) => p.method)).toEqual(["sendMessage", "sendMessage"])
       expect(parts.every((p) => p.text!.length <= 4096)).toBe(true)
 
-      // a rate limit is retried durably: the message goes out after the 429
-      fake.state.failures.push(tooManyRequests(1))
+      // a rate limit is retried durably, after the wait Telegram asked for (retry_after: 2 s, ten times the backoff)
+      fake.state.failures.push(tooManyRequests(2))
       const limited = ok(
         yield* post(owner, `/api/user/${conversation}/messages`, { message: "After the limit" }),
         "messages.send"
@@ -352,6 +352,9 @@ layer(FakeBot, { excludeTestServices: true })("Telegram channel", (it) => {
         20_000
       )
       expect(sentTo(user.id).filter((s) => s.text === "After the limit")).toHaveLength(1)
+      const tries = fake.state.requests.filter((r) => r.method === "sendMessage" && r.body?.text === "After the limit")
+      expect(tries).toHaveLength(2)
+      expect(tries[1]!.at - tries[0]!.at).toBeGreaterThanOrEqual(2000)
 
       // the user blocked the bot: the message fails with Telegram's words and the send answers 500
       fake.state.failures.push(blocked())

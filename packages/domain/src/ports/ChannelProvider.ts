@@ -109,6 +109,13 @@ export interface OutboundMessage {
   readonly quotedId: string | undefined
   /** Parts an earlier attempt sent already (a text split in several messages): the send starts after them. */
   readonly fromPart: number
+  /** The channel's `webhook_url`, for a provider told per message where to post its receipts (Twilio). */
+  readonly webhookUrl: string | null
+  /**
+   * When the contact's latest message was sent, by the provider's clock (null: never wrote): for a provider whose
+   * rules depend on it at send time (Messenger tags an operator's message outside its 24-hour window).
+   */
+  readonly contactSentAt: Date | null
 }
 
 /**
@@ -136,6 +143,8 @@ export class SendFailure extends Data.TaggedError("SendFailure")<{
   readonly excerpt: string | null
   /** Of a message sent in parts, how many this attempt sent before it failed, and their ids: kept, not resent. */
   readonly sent?: { readonly parts: number; readonly ids: ReadonlyArray<string> }
+  /** How long the provider asked us to wait before trying again (a 429's `retry_after`): the retry waits at least that. */
+  readonly retryAfterMs?: number
 }> {}
 
 /** A send the provider took: its ids (one per part when the text was split), the call's status and answer. */
@@ -171,6 +180,11 @@ export interface ProviderRules {
 /** A request as an adapter sees it: the raw body (signatures are over its bytes), headers, query. */
 export interface ProviderRequest {
   readonly method: string
+  /**
+   * The URL the provider called, as the channel's `webhook_url` publishes it (RECEIVER_URL's base, not the Host the
+   * request came with) and with its query string: some providers sign it (Twilio).
+   */
+  readonly url: string
   readonly headers: Readonly<Record<string, string | undefined>>
   readonly query: Readonly<Record<string, string | undefined>>
   readonly body: Uint8Array
@@ -222,6 +236,11 @@ export interface ChannelProvider<Credentials> {
    * answered, so the contact's app stops showing it loading); absent: the provider waits for nothing.
    */
   readonly acknowledge?: (credentials: Credentials, event: ContactMessageEvent) => Effect.Effect<void, SendFailure>
+  /**
+   * What the webhook's POST is answered with when the provider expects a body of its own (Twilio: empty TwiML);
+   * absent: Parley's JSON acknowledgement.
+   */
+  readonly webhookAnswer?: { readonly contentType: string; readonly body: string }
   /** The approved-message templates the provider has for the account (WhatsApp); absent: the provider has none. */
   readonly templates?: (credentials: Credentials) => Effect.Effect<ReadonlyArray<ChannelTemplate>, SendFailure>
 }

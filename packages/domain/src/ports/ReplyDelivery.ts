@@ -3,7 +3,9 @@ import { Context, type Effect, Schema } from "effect"
 export class DeliveryOutcome extends Schema.Class<DeliveryOutcome>("DeliveryOutcome")({
   delivered: Schema.Boolean,
   /** A timeout, a network failure or a 5xx may succeed on the next attempt; a 4xx or a refusal will not. */
-  retryable: Schema.Boolean
+  retryable: Schema.Boolean,
+  /** The provider asked for at least this wait before the next attempt (a 429's `retry_after`). */
+  retryAfterMs: Schema.optional(Schema.Int)
 }) {}
 
 /**

@@ -170,6 +170,7 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
         return yield* new WebhookRefused({ status: 401, message: "Invalid signature." })
       }
       yield* apply({ channel, credentials, entry }, entry.provider.parse(credentials, request.body))
+      return entry.provider.webhookAnswer
     })
 
     interface Receiving {

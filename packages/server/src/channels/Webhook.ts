@@ -5,6 +5,8 @@
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { ProviderRequest } from "@parley/domain"
 import { Effect, Layer } from "effect"
+import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
+import { BoundAddresses } from "../http/Listener.js"
 import { ProviderInbound } from "./ProviderInbound.js"
 import { WEBHOOK_ROUTE } from "./WebhookPath.js"
 
@@ -15,7 +17,11 @@ const providerRequest = Effect.gen(function*() {
   const body = request.method === "POST" ? new Uint8Array(yield* request.arrayBuffer) : new Uint8Array()
   const query: Record<string, string | undefined> = {}
   for (const [name, value] of Object.entries(search)) query[name] = Array.isArray(value) ? value[0] : value
-  const provider: ProviderRequest = { method: request.method, headers: request.headers, query, body }
+  const config = yield* AppConfig
+  const receiver = yield* (yield* BoundAddresses).receiver
+  // the URL as the channel's webhook_url publishes it: what a provider that signs URLs signed
+  const url = `${receiverBaseUrl(config, receiver)}${request.url}`
+  const provider: ProviderRequest = { method: request.method, url, headers: request.headers, query, body }
   return { key: key ?? "", provider }
 })
 
@@ -33,8 +39,10 @@ const handshake = Effect.gen(function*() {
 
 const receive = Effect.gen(function*() {
   const { key, provider } = yield* providerRequest
-  yield* (yield* ProviderInbound).receive(key, provider)
-  return HttpServerResponse.unsafeJson({ status: true, message: "Received.", data: null })
+  const answer = yield* (yield* ProviderInbound).receive(key, provider)
+  return answer === undefined
+    ? HttpServerResponse.unsafeJson({ status: true, message: "Received.", data: null })
+    : HttpServerResponse.text(answer.body, { contentType: answer.contentType })
 }).pipe(
   Effect.catchTag("WebhookRefused", (e) => Effect.succeed(refused(e))),
   Effect.withSpan("ChannelWebhook.receive")

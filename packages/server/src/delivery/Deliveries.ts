@@ -25,13 +25,18 @@ export class Deliveries extends Effect.Service<Deliveries>()("@parley/server/Del
      * The attempts after the first, durably, once the first was made inline and failed in a way worth retrying
      * (`attempts` in all: 2 for a reply webhook, more for a provider's rate limits).
      */
-    const startRetry = (messageId: string, attempts = 2): Effect.Effect<void, never, WorkflowEngine.WorkflowEngine> =>
+    const startRetry = (
+      messageId: string,
+      attempts = 2,
+      retryAfterMs?: number
+    ): Effect.Effect<void, never, WorkflowEngine.WorkflowEngine> =>
       DeliverReply.execute({
         messageId,
         run: 0,
         retryDelayMs: config.webhookRetryDelayMs,
         retryOnly: true,
-        attempts
+        attempts,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs })
       }, { discard: true }).pipe(
         Effect.asVoid,
         Effect.withSpan("Deliveries.startRetry", { attributes: { messageId } })

@@ -21,7 +21,8 @@ import { ChannelsRepo } from "../channels/ChannelsRepo.js"
 import { ProviderCredentials } from "../channels/ProviderCredentials.js"
 import { ChannelProviders } from "../channels/Providers.js"
 import { SendPace } from "../channels/SendPace.js"
-import { AppConfig } from "../config/AppConfig.js"
+import { contactSentAtMs } from "../channels/ServiceWindow.js"
+import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { BoundAddresses } from "../http/Listener.js"
 import { MessagesRepo } from "../messages/MessagesRepo.js"
@@ -54,6 +55,9 @@ export const DeliveryTarget = Schema.Struct({
   client_id: Schema.NullOr(Schema.String),
   secret_ciphertext: Schema.NullOr(Schema.String),
   callback_url: Schema.NullOr(Schema.String),
+  webhook_key: Schema.NullOr(Schema.String),
+  /** when the contact's latest message was sent by the provider's clock (ms), on a provider channel */
+  contact_sent_at_ms: Schema.NullOr(Schema.Number),
   /** parts of a split message an earlier attempt sent */
   provider_parts_sent: Schema.Number,
   /** sent as this approved template (a provider's window closed), resolved when the message was stored */
@@ -114,7 +118,8 @@ export class ChannelDelivery extends Effect.Service<ChannelDelivery>()("@parley/
                     select 1 from messages later where later.conversation_id = q.conversation_id and later.role = 'user'
                       and (later.created_at, later.id) > (q.created_at, q.id))) as quoted_id,
                  ch.kind, ch.is_active, ch.status as channel_status, ch.rate_per_second, ch.credentials_ciphertext,
-                 ch.client_id, ch.secret_ciphertext, ch.callback_url
+                 ch.client_id, ch.secret_ciphertext, ch.callback_url, ch.webhook_key,
+                 ${contactSentAtMs(sql, "cv", "ch")} as contact_sent_at_ms
           from messages m join conversations cv on cv.id = m.conversation_id left join channels ch on ch.id = m.channel_id
           where m.id = ${messageId}`
     })
@@ -215,7 +220,11 @@ export class ChannelDelivery extends Effect.Service<ChannelDelivery>()("@parley/
           files,
           template: t.template ?? undefined,
           quotedId: t.quoted_id ?? undefined,
-          fromPart: t.provider_parts_sent
+          fromPart: t.provider_parts_sent,
+          webhookUrl: t.webhook_key === null
+            ? null
+            : `${receiverBaseUrl(config, yield* bound.receiver)}/channels/${t.webhook_key}/webhook`,
+          contactSentAt: t.contact_sent_at_ms === null ? null : new Date(t.contact_sent_at_ms)
         }).pipe(Effect.either)
         const durationMs = Date.now() - started
         if (result._tag === "Right") {
@@ -252,7 +261,7 @@ export class ChannelDelivery extends Effect.Service<ChannelDelivery>()("@parley/
           durationMs,
           error: failure.message,
           excerpt: failure.excerpt,
-          retryInMs: retryable && n === 1 ? config.webhookRetryDelayMs : null,
+          retryInMs: retryable && n === 1 ? Math.max(config.webhookRetryDelayMs, failure.retryAfterMs ?? 0) : null,
           // while a retry is due an agent's reply is `sending`: no later turn hands it off again
           message: onMessage(
             rules,
@@ -262,7 +271,12 @@ export class ChannelDelivery extends Effect.Service<ChannelDelivery>()("@parley/
               : { status: "failed", error: failure.message, providerId: null, ...sent }
           )
         })
-        return { outcome: new DeliveryOutcome({ delivered: false, retryable }), attempts: rules.attempts }
+        const outcome = new DeliveryOutcome({
+          delivered: false,
+          retryable,
+          ...(retryable && failure.retryAfterMs !== undefined ? { retryAfterMs: Math.ceil(failure.retryAfterMs) } : {})
+        })
+        return { outcome, attempts: rules.attempts }
       }).pipe(
         Effect.orDie,
         Effect.withSpan("ChannelDelivery.attempt", { attributes: { messageId: t.id, run, attempt: n } }),

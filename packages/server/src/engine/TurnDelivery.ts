@@ -47,7 +47,7 @@ export const makeTurnDelivery = Effect.gen(function*() {
         // attempt 1 inline (this turn is itself durable: a crash repeats it), the retries as a durable workflow
         const { attempts, outcome } = yield* delivery.attemptOn(m, 0, 1, false)
         if (!outcome.delivered && outcome.retryable) {
-          yield* deliveries.startRetry(messageId, attempts).pipe(Effect.provide(engine))
+          yield* deliveries.startRetry(messageId, attempts, outcome.retryAfterMs).pipe(Effect.provide(engine))
         }
       }
       yield* realtime.toWorkspace(m.workspace_id, NEW_MESSAGE_EVENT, {

@@ -106,7 +106,9 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
         const target = yield* delivery.target(messageId)
         if (Option.isNone(target)) return rejected("The message is no longer stored.")
         const { attempts, outcome } = yield* delivery.attemptOn(target.value, 0, 1, false)
-        if (!outcome.delivered && outcome.retryable) yield* deliveries.startRetry(messageId, attempts)
+        if (!outcome.delivered && outcome.retryable) {
+          yield* deliveries.startRetry(messageId, attempts, outcome.retryAfterMs)
+        }
         return { rejection: null, recorded: true }
       })
 

@@ -37,9 +37,12 @@ const failure = (kind: SendFailure["kind"], message: string, status: number | nu
 /** Telegram's error body `{ok: false, error_code, description, parameters: {retry_after}}` as a `SendFailure`. */
 export const failureOf = (status: number, body: string, token: string): SendFailure => {
   let description = `HTTP ${status}`
+  let retryAfter: number | undefined
   try {
-    const parsed = JSON.parse(body) as { description?: unknown }
+    const parsed = JSON.parse(body) as { description?: unknown; parameters?: { retry_after?: unknown } }
     if (typeof parsed.description === "string") description = parsed.description
+    const seconds = parsed.parameters?.retry_after
+    if (typeof seconds === "number" && Number.isFinite(seconds) && seconds > 0) retryAfter = seconds
   } catch {
     // not Telegram's JSON: the status decides
   }
@@ -50,7 +53,17 @@ export const failureOf = (status: number, body: string, token: string): SendFail
     : status >= 500
     ? "transient"
     : "undeliverable"
-  return failure(kind, redact(description, token), status, redact(body.slice(0, 1000), token))
+  return new SendFailure({
+    kind,
+    message: redact(description, token),
+    status,
+    code: status,
+    excerpt: redact(body.slice(0, 1000), token),
+    // a 429 says how long the bot must wait: the retry waits that long (and at most a day)
+    ...(kind === "rate_limited" && retryAfter !== undefined
+      ? { retryAfterMs: Math.min(retryAfter, 86_400) * 1000 }
+      : {})
+  })
 }
 
 const unreachable = (cause: unknown, token: string) =>
