@@ -309,7 +309,7 @@ layer(FakeMeta, { excludeTestServices: true })("WhatsApp Cloud API channel", (it
       // a media download that fails is said on the message, not lost
       expect(byId.get(`wamid.${waId}.lost`)!.message).toMatch(/^\[document could not be downloaded: /)
       expect(byId.get(`wamid.${waId}.huge`)!).toMatchObject({
-        message: "[video could not be downloaded: The media is over the channel's limit of 26214400 bytes.]",
+        message: "[video could not be downloaded: The file is over the channel's limit of 26214400 bytes.]",
         files: []
       })
     }))

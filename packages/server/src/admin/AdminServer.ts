@@ -5,22 +5,15 @@
  */
 import { HttpLayerRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option, Schema } from "effect"
-import { timingSafeEqual } from "node:crypto"
 import * as Fs from "node:fs"
 import { AppConfig } from "../config/AppConfig.js"
 import { AdminPolicy } from "../http/BodyLimits.js"
 import { AdminListener, listen } from "../http/Listener.js"
-import { randomBase62 } from "../identity/Secrets.js"
+import { equalSecrets, randomBase62 } from "../identity/Secrets.js"
 import { AdminCommand } from "./AdminCommand.js"
 import { AdminRepo } from "./AdminRepo.js"
 import { runCommand } from "./Commands.js"
 import { type ServerInfo, serverInfoPath } from "./ServerInfo.js"
-
-const sameSecret = (a: string, b: string) => {
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && timingSafeEqual(x, y)
-}
 
 const json = (status: number, body: unknown) => HttpServerResponse.unsafeJson(body, { status })
 
@@ -31,7 +24,7 @@ const commandRoute = (secret: string) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const given = (request.headers["authorization"] ?? "").replace(/^Bearer /, "")
-      if (!sameSecret(given, secret)) return json(401, { ok: false, error: "Invalid admin secret" })
+      if (!equalSecrets(given, secret)) return json(401, { ok: false, error: "Invalid admin secret" })
       const body = yield* request.json.pipe(Effect.option)
       const command = Option.flatMap(body, Schema.decodeUnknownOption(AdminCommand))
       if (Option.isNone(command)) return json(400, { ok: false, error: "Not a known command" })

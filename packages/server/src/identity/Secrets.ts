@@ -27,6 +27,13 @@ export const verifyPassword = (password: string, stored: string) =>
     return expected.length === key.length && timingSafeEqual(expected, key)
   })
 
+/** Whether two secrets (a token, a signature, a password in a header) are equal, in time that does not tell how close. */
+export const equalSecrets = (a: string, b: string) => {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}
+
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 /** Uniform base62 from rejection sampling: `length` chars carry length*5.95 bits. */

@@ -4,7 +4,8 @@
  */
 import { type Scope, Scopes } from "@parley/domain"
 import { Option } from "effect"
-import { createHash, timingSafeEqual } from "node:crypto"
+import { createHash } from "node:crypto"
+import { equalSecrets } from "../identity/Secrets.js"
 import { MCP_SCOPE, McpScopes } from "../mcp/Scopes.js"
 import type { ClientRow } from "./OAuthRepo.js"
 
@@ -40,11 +41,7 @@ const AUTHORIZE_PARAMS = [
 
 const s256 = (verifier: string) => createHash("sha256").update(verifier).digest("base64url")
 
-export const equalSecrets = (a: string, b: string) => {
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && timingSafeEqual(x, y)
-}
+export { equalSecrets }
 
 export const isPkceChallenge = (challenge: string) => PKCE_CHALLENGE.test(challenge)
 

@@ -20,25 +20,19 @@ import {
   WebChatSession
 } from "@parley/domain"
 import { Effect, Option, Redacted } from "effect"
-import { timingSafeEqual } from "node:crypto"
 import { ChannelCache } from "../channels/ChannelCache.js"
 import { InboundMessages } from "../channels/InboundMessages.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { AppSecret } from "../config/AppSecret.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { BoundAddresses } from "../http/Listener.js"
+import { equalSecrets } from "../identity/Secrets.js"
 import { WebChatRepo } from "./WebChatRepo.js"
 import { type ThreadChannel, WebChatThreads } from "./WebChatThreads.js"
 
 export const invalidCredentials = new Unauthorized({ message: "Invalid client credentials" })
 const notWeb = Unprocessable.of([{ field: "client_id", message: "This endpoint is only available for web channels." }])
 const unauthorized = new Forbidden({ message: "Unauthorized" })
-
-const sameSecret = (a: string, b: string) => {
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && timingSafeEqual(x, y)
-}
 
 export interface Inbound {
   readonly contactKey: string
@@ -95,7 +89,7 @@ export class WebChat extends Effect.Service<WebChat>()("@parley/server/WebChat",
         const channel = row.value
         if (channel.kind !== "web") return yield* notWeb
         const stored = channel.secret_ciphertext === null ? null : secretOf(channel.secret_ciphertext)
-        if (stored === null || !sameSecret(stored, Redacted.value(secret))) return yield* invalidCredentials
+        if (stored === null || !equalSecrets(stored, Redacted.value(secret))) return yield* invalidCredentials
         const web: WebChannel = {
           id: channel.id,
           workspace_id: channel.workspace_id,

@@ -8,8 +8,8 @@
  */
 import { type ChannelProvider, SendFailure, webhookHeaders } from "@parley/domain"
 import { Effect, Either, Metric, MetricLabel, Option, Schema } from "effect"
-import { timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config/AppConfig.js"
+import { equalSecrets } from "../identity/Secrets.js"
 import { attemptOutcome, OutboundHttp } from "../outbound/OutboundHttp.js"
 
 /** What a web channel's row holds for its reply webhook (the secret decrypted only in memory). */
@@ -40,12 +40,6 @@ const externalMessageId = (body: string): string | undefined => {
   } catch {
     return undefined
   }
-}
-
-const sameText = (a: string, b: string) => {
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && timingSafeEqual(x, y)
 }
 
 /** `Authorization: Basic base64(client_id:client_secret)`, as a web channel's server sends it (SPEC.md 4.4). */
@@ -133,7 +127,7 @@ export const makeWebChatProvider = Effect.gen(function*() {
     verify: (c, request) =>
       Option.match(basicCredentials(request.headers["authorization"]), {
         onNone: () => false,
-        onSome: (given) => sameText(given.clientId, c.client_id) && sameText(given.secret, c.client_secret)
+        onSome: (given) => equalSecrets(given.clientId, c.client_id) && equalSecrets(given.secret, c.client_secret)
       }),
     parse: () => [{
       _tag: "Unusable",

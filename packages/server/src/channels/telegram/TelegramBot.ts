@@ -5,17 +5,10 @@
  * its URL) and every message Parley keeps from them has the token taken out. Telegram's errors are read by meaning.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import {
-  type FetchedMedia,
-  type InboundMedia,
-  type OutboundFile,
-  type OutboundMessage,
-  SendFailure,
-  type Sent
-} from "@parley/domain"
-import { Duration, Effect, Option, Stream } from "effect"
-import { limitBytes } from "../../files/ByteLimit.js"
+import { type InboundMedia, type OutboundFile, type OutboundMessage, SendFailure, type Sent } from "@parley/domain"
+import { Duration, Effect, Option } from "effect"
 import { FileStorage } from "../../files/FileStorage.js"
+import { download, tooLarge } from "../MediaDownload.js"
 import { splitText } from "../TextParts.js"
 
 export interface BotCredentials {
@@ -208,21 +201,14 @@ export const makeBot = Effect.gen(function*() {
       if (typeof file.file_path !== "string") {
         return yield* failure("undeliverable", "Telegram gave the file no path.", null, null)
       }
-      const response = yield* HttpClient.withScope(client).execute(
-        HttpClientRequest.get(`${base}/file/bot${c.bot_token}/${file.file_path}`)
-      ).pipe(Effect.timeout(TIMEOUT), Effect.mapError((cause) => unreachable(cause, c.bot_token)))
-      if (response.status < 200 || response.status >= 300) {
-        const body = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
-        return yield* Effect.fail(failureOf(response.status, body, c.bot_token))
-      }
-      const name = media.name ?? file.file_path.split("/").pop()
-      const body = response.stream.pipe(
-        Stream.mapError((cause) => unreachable(cause, c.bot_token)),
-        // a download that stalls is cut, however long the file
-        Stream.timeoutFail(() => unreachable(new Error("the download stalled"), c.bot_token), TIMEOUT),
-        limitBytes(limit, () => tooLarge(undefined, limit))
-      )
-      return { mimetype: media.mimetype ?? "application/octet-stream", name, body } satisfies FetchedMedia
+      return yield* download(client, HttpClientRequest.get(`${base}/file/bot${c.bot_token}/${file.file_path}`), {
+        maxBytes: limit,
+        timeout: TIMEOUT,
+        unreachable: (cause) => unreachable(cause, c.bot_token),
+        refused: (status, body) => failureOf(status, body, c.bot_token),
+        mimetype: () => media.mimetype ?? "application/octet-stream",
+        name: media.name ?? file.file_path.split("/").pop()
+      })
     })
 
   /** Answers a button press, so the contact's app stops showing it loading. */
@@ -251,13 +237,3 @@ const resultOf = (body: string): unknown => {
     return undefined
   }
 }
-
-const tooLarge = (size: number | undefined, maxBytes: number) =>
-  failure(
-    "undeliverable",
-    size === undefined
-      ? `The file is over the channel's limit of ${maxBytes} bytes.`
-      : `The file is ${size} bytes, over the channel's limit of ${maxBytes}.`,
-    null,
-    null
-  )

@@ -8,30 +8,17 @@
  */
 import type { ContactMessageEvent, InboundEvent, InboundMedia, ProviderRequest } from "@parley/domain"
 import { normalisePhone } from "@parley/domain"
-import { timingSafeEqual } from "node:crypto"
+import { equalSecrets } from "../../identity/Secrets.js"
+import { arr, clean, type Json, obj, str } from "../JsonParts.js"
 
 export interface TelegramSecrets {
   readonly secret_token: string
 }
 
-type Json = Record<string, unknown>
-const obj = (v: unknown): Json => (typeof v === "object" && v !== null && !Array.isArray(v) ? v as Json : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string | undefined =>
-  typeof v === "string" ? v : typeof v === "number" && Number.isFinite(v) ? String(v) : undefined
-/** Text as Postgres stores it: no NUL. */
-const clean = (s: string) => s.replaceAll("\u0000", "")
-
-const sameText = (a: string, b: string) => {
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && timingSafeEqual(x, y)
-}
-
 /** `X-Telegram-Bot-Api-Secret-Token`: the secret Parley gave `setWebhook`, compared in constant time. */
 export const verify = (secrets: TelegramSecrets, request: ProviderRequest) => {
   const header = request.headers["x-telegram-bot-api-secret-token"]
-  return header !== undefined && sameText(header, secrets.secret_token)
+  return header !== undefined && equalSecrets(header, secrets.secret_token)
 }
 
 /** The media kinds of a Telegram message, with the MIME type Telegram implies when it states none. */

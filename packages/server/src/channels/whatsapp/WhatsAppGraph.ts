@@ -6,15 +6,14 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import {
   ChannelTemplate,
-  type FetchedMedia,
   type InboundMedia,
   type OutboundMessage,
   SendFailure,
   type Sent,
   templateParameterCount
 } from "@parley/domain"
-import { Duration, Effect, Stream } from "effect"
-import { limitBytes } from "../../files/ByteLimit.js"
+import { Duration, Effect } from "effect"
+import { download, tooLarge } from "../MediaDownload.js"
 import { splitText } from "../TextParts.js"
 
 export interface GraphCredentials {
@@ -205,23 +204,15 @@ export const makeGraph = Effect.gen(function*() {
       if (typeof info.file_size === "number" && info.file_size > maxBytes) {
         return yield* tooLarge(info.file_size, maxBytes)
       }
-      const response = yield* HttpClient.withScope(client).execute(
-        HttpClientRequest.bearerToken(HttpClientRequest.get(info.url), c.access_token)
-      ).pipe(Effect.timeout(TIMEOUT), Effect.mapError(unreachable))
-      if (response.status < 200 || response.status >= 300) {
-        const body = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
-        return yield* Effect.fail(failureOf(response.status, body))
-      }
-      const mimetype = typeof info.mime_type === "string"
-        ? info.mime_type
-        : media.mimetype ?? "application/octet-stream"
-      const body = response.stream.pipe(
-        Stream.mapError(unreachable),
-        // a download that stalls is cut, however long the file
-        Stream.timeoutFail(() => unreachable(new Error("the download stalled")), TIMEOUT),
-        limitBytes(maxBytes, () => tooLarge(undefined, maxBytes))
-      )
-      return { mimetype, name: media.name, body } satisfies FetchedMedia
+      return yield* download(client, HttpClientRequest.bearerToken(HttpClientRequest.get(info.url), c.access_token), {
+        maxBytes,
+        timeout: TIMEOUT,
+        unreachable,
+        refused: failureOf,
+        mimetype: () =>
+          typeof info.mime_type === "string" ? info.mime_type : media.mimetype ?? "application/octet-stream",
+        name: media.name
+      })
     })
 
   /** The phone number's own record: who the channel is, or what is wrong. */
@@ -295,15 +286,3 @@ interface GraphTemplate {
   readonly category?: unknown
   readonly components?: ReadonlyArray<{ readonly type?: unknown; readonly text?: unknown }>
 }
-
-/** `size`: as the provider stated it, when it did (else the download passed the limit). */
-const tooLarge = (size: number | undefined, maxBytes: number) =>
-  new SendFailure({
-    kind: "undeliverable",
-    message: size === undefined
-      ? `The media is over the channel's limit of ${maxBytes} bytes.`
-      : `The media is ${size} bytes, over the channel's limit of ${maxBytes}.`,
-    status: null,
-    code: null,
-    excerpt: null
-  })

@@ -3,55 +3,15 @@
  * `X-Hub-Signature-256` check over the raw body, and every entry and change of a batch turned into normalised
  * events. Pure: no I/O here.
  */
-import type {
-  AccountEvent,
-  ContactMessageEvent,
-  InboundEvent,
-  InboundMedia,
-  ProviderRequest,
-  ReceiptStatus
-} from "@parley/domain"
+import type { AccountEvent, ContactMessageEvent, InboundEvent, InboundMedia, ReceiptStatus } from "@parley/domain"
 import { normalisePhone } from "@parley/domain"
-import { Option } from "effect"
-import { createHmac, timingSafeEqual } from "node:crypto"
+export { handshake, verify } from "../meta/MetaSignature.js"
+import { arr, clean, type Json, obj, str } from "../JsonParts.js"
 
 export interface WhatsAppSecrets {
   readonly phone_number_id: string
   readonly app_secret: string
   readonly verify_token: string
-}
-
-type Json = Record<string, unknown>
-const obj = (v: unknown): Json => (typeof v === "object" && v !== null && !Array.isArray(v) ? v as Json : {})
-const arr = (v: unknown): ReadonlyArray<unknown> => (Array.isArray(v) ? v : [])
-const str = (v: unknown): string | undefined =>
-  typeof v === "string" ? v : typeof v === "number" ? String(v) : undefined
-/** Text as Postgres stores it: no NUL. */
-const clean = (s: string) => s.replaceAll("\u0000", "")
-
-/** `GET webhook_url?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`: the challenge when the token matches. */
-export const handshake = (secrets: WhatsAppSecrets, request: ProviderRequest) => {
-  const { query } = request
-  const token = query["hub.verify_token"]
-  const challenge = query["hub.challenge"]
-  return query["hub.mode"] === "subscribe" && token !== undefined && challenge !== undefined &&
-      sameText(token, secrets.verify_token)
-    ? Option.some(challenge)
-    : Option.none()
-}
-
-const sameText = (a: string, b: string) => {
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && timingSafeEqual(x, y)
-}
-
-/** `X-Hub-Signature-256: sha256=<hex>`, the HMAC-SHA256 of the raw body with the app secret, compared in constant time. */
-export const verify = (secrets: WhatsAppSecrets, request: ProviderRequest) => {
-  const header = request.headers["x-hub-signature-256"]
-  if (header === undefined || !header.startsWith("sha256=")) return false
-  const expected = createHmac("sha256", secrets.app_secret).update(request.body).digest("hex")
-  return sameText(header.slice(7).toLowerCase(), expected)
 }
 
 const seconds = (v: unknown) => {
