@@ -20,7 +20,16 @@ export type ChannelKind = typeof ChannelKind.Type
 export const hasClientCredentials = (kind: ChannelKind) => kind === "web" || kind === "widget"
 
 /** The kinds with an adapter (docs/channels.md): only these can be created or activated. */
-export const ConnectableKinds: ReadonlyArray<ChannelKind> = ["web", "widget", "whatsapp", "telegram"]
+export const ConnectableKinds: ReadonlyArray<ChannelKind> = [
+  "web",
+  "widget",
+  "whatsapp",
+  "messenger",
+  "instagram",
+  "telegram",
+  "sms",
+  "email"
+]
 
 /** Kinds whose messages go through a provider's adapter (credentials, a webhook URL, receipts). */
 export const isProviderKind = (kind: ChannelKind) => !hasClientCredentials(kind)

@@ -6,7 +6,12 @@ import { Sessions } from "./account/Sessions.js"
 import { Automation } from "./actions/Automation.js"
 import { Analytics } from "./analytics/Analytics.js"
 import { Catalogue } from "./catalogue/Catalogue.js"
+import { ChannelLinks } from "./channels/ChannelLinks.js"
 import { Channels } from "./channels/Channels.js"
+import { MailboxRepo } from "./channels/email/MailboxRepo.js"
+import { MailboxSyncLive } from "./channels/email/MailboxSync.js"
+import { MailIngest } from "./channels/email/MailIngest.js"
+import { ProviderCredentials } from "./channels/ProviderCredentials.js"
 import { ProviderInbound } from "./channels/ProviderInbound.js"
 import { ChannelProviders } from "./channels/Providers.js"
 import { SIMULATOR_BOT_API_PATH } from "./channels/telegram/Telegram.js"
@@ -37,7 +42,10 @@ import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
 import { Versions } from "./pipelines/Versions.js"
 import { Realtime, RealtimeLive } from "./realtime/Realtime.js"
+import { EmailSimulator } from "./simulator/EmailSimulator.js"
+import { MetaSimulator } from "./simulator/MetaSimulator.js"
 import { TelegramSimulator } from "./simulator/TelegramSimulator.js"
+import { TwilioSimulator } from "./simulator/TwilioSimulator.js"
 import { WhatsAppSimulator } from "./simulator/WhatsAppSimulator.js"
 import { WebChatInbound } from "./webchat/Inbound.js"
 import { ReceiverRoutes as WebChatReceiverRoutes } from "./webchat/Receiver.js"
@@ -67,8 +75,12 @@ const Services = Layer.mergeAll(
   ProviderInbound.Default,
   ChannelProviders.Default,
   ChannelTemplates.Default,
+  ChannelLinks.Default,
   WhatsAppSimulator.Default,
   TelegramSimulator.Default,
+  MetaSimulator.Default,
+  TwilioSimulator.Default,
+  EmailSimulator.Default,
   Widget.Default,
   VisitorSessionsLive.pipe(Layer.provide(Widget.Default)),
   WebChatInbound.Default.pipe(Layer.provide(VisitorSessionsLive.pipe(Layer.provide(Widget.Default)))),
@@ -96,7 +108,14 @@ const Services = Layer.mergeAll(
  * Processes that make replies name each active pipeline whose model they cannot call.
  */
 export const servicesFor = (role: Role) =>
-  Layer.merge(HandlersLive, role === "all" || role === "worker" ? ModelKeysCheckLive : Layer.empty).pipe(
+  Layer.mergeAll(
+    HandlersLive,
+    // the email channels' mailboxes are read by one runner (a cluster singleton: a client-only process runs none)
+    MailboxSyncLive.pipe(
+      Layer.provide([MailIngest.Default, MailboxRepo.Default, ProviderCredentials.Default, AppConfig.Default])
+    ),
+    role === "all" || role === "worker" ? ModelKeysCheckLive : Layer.empty
+  ).pipe(
     Layer.provideMerge(Services),
     Layer.provideMerge(EngineLive(role))
   )

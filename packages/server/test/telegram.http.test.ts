@@ -8,7 +8,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { connectChannel } from "./support/Channels.js"
 import { blocked, type FakeTelegram, makeFakeTelegram, tooManyRequests } from "./support/FakeTelegram.js"
-import { expect422, get, ok, post, sqlRows } from "./support/Opportunities.js"
+import { createOpportunity, expect422, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
@@ -153,8 +153,12 @@ layer(FakeBot, { excludeTestServices: true })("Telegram channel", (it) => {
       // one reply, quoting nothing (the talk has not moved on), and the bot was seen typing
       expect(sentTo(user.id)).toHaveLength(1)
       expect(sentTo(user.id)[0]!.method).toBe("sendMessage")
-      expect(fake.state.requests.some((r) => r.method === "sendChatAction" && Number(r.body.chat_id) === user.id))
-        .toBe(true)
+      yield* eventually(
+        Effect.sync(() =>
+          fake.state.requests.find((r) => r.method === "sendChatAction" && Number(r.body.chat_id) === user.id)
+        ),
+        20_000
+      )
       // the opportunity and contact: source telegram, the chat as source_id, the user's name
       const [opportunity] = yield* sqlRows<{ source: string; source_id: string; name: string | null }>`
         select o.source, o.source_id, c.name from opportunities o join contacts c on c.id = o.contact_id
@@ -375,6 +379,38 @@ layer(FakeBot, { excludeTestServices: true })("Telegram channel", (it) => {
       expect(logged!.url).toMatch(/\/bot7000000001:\*\*\*\/sendMessage$/)
       expect(JSON.stringify(logged)).not.toContain(token)
       fake.state.token = token
+    }))
+
+  it.effect("a link Parley issues ties the chat it starts to a known contact; a forged or foreign one does not", () =>
+    Effect.gen(function*() {
+      const { channel, owner, pipeline } = yield* connect
+      const known = yield* createOpportunity(owner, {
+        pipeline_id: pipeline.id,
+        contact: { name: "Maria Known", email: `maria.${process.pid}@example.com` }
+      })
+      const link = ok(
+        yield* post(owner, `/api/user/channels/${channel.id}/links`, { contact_id: known.contact_id }),
+        "channels.link"
+      )
+      expect(link.url).toBe(`https://t.me/${fake.state.bot.username}?start=${link.token}`)
+      expect(link.token).toMatch(/^[A-Za-z0-9_-]{1,64}$/)
+      // the contact taps the link: Telegram opens the chat with `/start {token}`
+      const user = freshUser("Maria", "K")
+      expect(yield* send(fake.message(user, { text: `/start ${link.token}` }))).toBe(200)
+      const [first] = yield* messagesOf(user.id)
+      expect(first).toMatchObject({ message: "/start", contact_id: known.contact_id })
+
+      // a token changed by a character, or another workspace's contact: a new contact, as without a link
+      const forged = `${link.token.slice(0, -1)}${link.token.endsWith("A") ? "B" : "A"}`
+      const stranger = freshUser()
+      expect(yield* send(fake.message(stranger, { text: `/start ${forged}` }))).toBe(200)
+      const [strange] = yield* messagesOf(stranger.id)
+      expect(strange!.contact_id).not.toBe(known.contact_id)
+      const other = yield* seedUser()
+      expect((yield* post(other, `/api/user/channels/${channel.id}/links`, { contact_id: known.contact_id })).status)
+        .toBe(404)
+      const foreign = yield* post(owner, `/api/user/channels/${channel.id}/links`, { contact_id: 999_999_999 })
+      expect422(foreign, ["contact_id"])
     }))
 
   it.effect("the simulator Parley ships plays Telegram and the contact: no bot needed", () =>

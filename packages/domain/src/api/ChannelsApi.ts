@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { ChannelLink, CreateChannelLink } from "../ChannelLinks.js"
 import {
   Channel,
   ChannelCheck,
@@ -87,6 +88,20 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       .annotate(
         OpenApi.Summary,
         "Ask a provider channel's provider whether its credentials work (`ok`), and say plainly what is wrong"
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("link", "/api/user/channels/:channel/links")
+      .setPath(channelPath)
+      .setPayload(CreateChannelLink)
+      .addSuccess(Ok(ChannelLink, { message: "Link created." }))
+      .addError(ChannelNotFoundResponse)
+      .addError(UnprocessableResponse)
+      .addError(ProviderFailedResponse)
+      .middleware(Authorized["channels:write"])
+      .annotate(
+        OpenApi.Summary,
+        "A link that starts a chat with the channel tied to a known contact (Telegram: t.me/{bot}?start=...), valid 30 days"
       )
   )
   .add(

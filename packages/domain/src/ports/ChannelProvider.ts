@@ -13,6 +13,8 @@ export interface InboundMedia {
   readonly mimetype: string | undefined
   readonly name: string | undefined
   readonly caption: string | undefined
+  /** The file came inside the message (a mail's attachment): stored from these bytes, nothing is fetched. */
+  readonly content?: Uint8Array
 }
 
 /** A contact's message, whatever the provider: its text is what the agent reads. */
@@ -26,7 +28,16 @@ export interface ContactMessageEvent {
   readonly phone: string | undefined
   /** The message itself gives the phone (a contact sharing its own card): it fills a known contact's phone too. */
   readonly sharesPhone?: boolean
+  /** Identity the provider gives as an email address (a mail's sender): matches the contact by email. */
+  readonly email?: string | undefined
+  /**
+   * Sent by a machine (an auto-reply, a bounce, a mailing list): stored, never answered, so two machines never
+   * answer each other; says what told (`Auto-Submitted: auto-replied`).
+   */
+  readonly automated?: string | undefined
   readonly profileName: string | undefined
+  /** The token of a link Parley issued that started this chat (Telegram's `/start {token}`): ties it to that contact. */
+  readonly linkToken?: string | undefined
   /** When the contact sent it, by the provider's clock: a service window counts from here, never from our receipt. */
   readonly sentAt: Date
   /** The provider's type (`text`, `image`, `location`, ...). */
@@ -51,6 +62,33 @@ export interface ReceiptEvent {
   readonly error: string | undefined
 }
 
+/**
+ * The provider's word that the contact received or read everything the account sent on a thread up to a moment
+ * (Messenger's `watermark`): every message sent there until then moves.
+ */
+export interface WatermarkReceiptEvent {
+  readonly _tag: "WatermarkReceipt"
+  readonly thread: string
+  readonly status: "delivered" | "read"
+  /** Messages sent at or before this moment, by the provider's clock. */
+  readonly upTo: Date
+}
+
+/**
+ * A message the account sent to the contact from somewhere else (Messenger's Page inbox, the Instagram app): kept on
+ * the conversation as an operator's message, never answered. The account's echoes of Parley's own sends are not
+ * events.
+ */
+export interface EchoEvent {
+  readonly _tag: "Echo"
+  readonly providerMessageId: string
+  readonly thread: string
+  readonly sentAt: Date
+  readonly text: string
+  /** What it carried besides text (attachments by link), kept as the message's attachments. */
+  readonly attachments: ReadonlyArray<Record<string, unknown>>
+}
+
 /** Something the provider posted that carries no message we can use: recorded, never dropped in silence. */
 export interface UnusableEvent {
   readonly _tag: "Unusable"
@@ -59,7 +97,7 @@ export interface UnusableEvent {
 }
 
 /** An event of one account: a contact's message, a receipt, or what we cannot use. */
-export type AccountEvent = ContactMessageEvent | ReceiptEvent | UnusableEvent
+export type AccountEvent = ContactMessageEvent | ReceiptEvent | WatermarkReceiptEvent | EchoEvent | UnusableEvent
 
 /**
  * Events for another account of the provider that posts to the same webhook (Meta posts every number of an app to
@@ -116,6 +154,14 @@ export interface OutboundMessage {
    * rules depend on it at send time (Messenger tags an operator's message outside its 24-hour window).
    */
   readonly contactSentAt: Date | null
+  /**
+   * The contact's latest message that may be answered (not `automated`), as stored: its provider id and structured
+   * parts, for a provider whose reply names what it answers (email: the address, subject and references).
+   */
+  readonly contactMessage?: {
+    readonly providerMessageId: string | null
+    readonly attachments: ReadonlyArray<unknown>
+  } | undefined
 }
 
 /**
@@ -170,11 +216,21 @@ export interface DeliveryRules {
 export interface ProviderRules {
   /** How long after the contact's latest message free-form messages may be sent; null: no window. */
   readonly serviceWindowMs: number | null
+  /**
+   * How long after the contact's latest message an operator may still answer, when longer than the service window
+   * (Messenger's and Instagram's `HUMAN_AGENT` tag: 7 days); absent: the service window.
+   */
+  readonly operatorWindowMs?: number
   /** Messages a second per sending account, unless the channel sets its own; null: not paced. */
   readonly defaultRatePerSecond: number | null
   readonly delivery: DeliveryRules
   readonly maxTextChars: number
   readonly maxFileBytes: number
+  /**
+   * Each thread is its own conversation with the contact (email: a new subject opens a new one); absent: one
+   * conversation per contact on the channel.
+   */
+  readonly conversationPerThread?: boolean
 }
 
 /** A request as an adapter sees it: the raw body (signatures are over its bytes), headers, query. */
@@ -218,7 +274,17 @@ export interface ChannelProvider<Credentials> {
   /** Every event of a verified body; a body we cannot use is an `Unusable` event, never a failure. */
   readonly parse: (credentials: Credentials, body: Uint8Array) => ReadonlyArray<InboundEvent>
   readonly send: (credentials: Credentials, message: OutboundMessage) => Effect.Effect<Sent, SendFailure>
-  readonly markRead: (credentials: Credentials, providerMessageId: string) => Effect.Effect<void, SendFailure>
+  /** The contact's message `providerMessageId` on `thread` marked read, with typing where the provider has it. */
+  readonly markRead: (
+    credentials: Credentials,
+    providerMessageId: string,
+    thread: string
+  ) => Effect.Effect<void, SendFailure>
+  /**
+   * The contact's name from the provider's profile, for a provider whose webhook does not carry it (Messenger,
+   * Instagram): asked once, for a thread Parley has not seen; absent: the events carry it.
+   */
+  readonly profileName?: (credentials: Credentials, thread: string) => Effect.Effect<string | undefined, SendFailure>
   readonly fetchMedia: (
     credentials: Credentials,
     media: InboundMedia,
@@ -236,6 +302,12 @@ export interface ChannelProvider<Credentials> {
    * answered, so the contact's app stops showing it loading); absent: the provider waits for nothing.
    */
   readonly acknowledge?: (credentials: Credentials, event: ContactMessageEvent) => Effect.Effect<void, SendFailure>
+  /**
+   * The address of a link that starts a chat with the channel carrying Parley's `token` (Telegram:
+   * `https://t.me/{bot}?start={token}`), which the contact's first message brings back as `linkToken`; absent: the
+   * provider has no such links.
+   */
+  readonly linkFor?: (credentials: Credentials, token: string) => Effect.Effect<string, SendFailure>
   /**
    * What the webhook's POST is answered with when the provider expects a body of its own (Twilio: empty TwiML);
    * absent: Parley's JSON acknowledgement.

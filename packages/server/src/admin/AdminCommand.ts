@@ -58,7 +58,7 @@ export const AdminCommand = Schema.Union(
     allowedOrigins: Schema.optional(Schema.Array(Schema.String)),
     allowedIps: Schema.optional(Schema.Array(Schema.String)),
     /** A provider channel's credentials (docs/channels.md), checked by its adapter like the REST API does. */
-    credentials: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
+    credentials: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
   }),
   /** Every channel, or one workspace's; with their web-chat URLs, never their secrets. */
   Schema.TaggedStruct("channel.list", { workspaceId: Schema.optional(WorkspaceId) }),

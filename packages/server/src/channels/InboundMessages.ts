@@ -29,6 +29,8 @@ export interface ContactMessage {
   readonly providerMessageId: string | null
   readonly sentAt: Date | null
   readonly callType: string
+  /** Sent by a machine (ContactMessageEvent.automated): stored as handled (`automated`), never handed to the agent. */
+  readonly automated?: string | undefined
 }
 
 export interface Arrival {
@@ -46,6 +48,9 @@ export interface Accepted {
   readonly messageId: string
   readonly duplicate: boolean
 }
+
+/** `handled_reason` of a contact message a machine sent: never answered, and never the one a reply answers. */
+export const AUTOMATED = "automated"
 
 class AlreadyStored extends Data.TaggedError("AlreadyStored") {}
 
@@ -85,7 +90,8 @@ export class InboundMessages extends Effect.Service<InboundMessages>()("@parley/
       external_chat_id: m.thread,
       external_message_id: m.providerMessageId,
       provider_sent_at: m.sentAt,
-      call_type: m.callType
+      call_type: m.callType,
+      ...(m.automated === undefined ? {} : { handled_reason: AUTOMATED })
     })
 
     /** Everything the message needs created or linked, in one transaction. */
@@ -109,7 +115,7 @@ export class InboundMessages extends Effect.Service<InboundMessages>()("@parley/
           // a new thread, or a phone the contact shared: the provider's profile name and phone fill what it lacks
           yield* opportunities.fillContact(thread.contactId, channel.workspace_id, {
             name: arrival.contact.name ?? null,
-            email: null,
+            email: arrival.contact.email ?? null,
             phone: arrival.contact.phone ?? null
           })
         }
@@ -172,7 +178,7 @@ export class InboundMessages extends Effect.Service<InboundMessages>()("@parley/
           sender_id: null,
           message: m.text
         })
-        yield* handOvers.handOver(stored.conversationId, stored.messageId)
+        if (m.automated === undefined) yield* handOvers.handOver(stored.conversationId, stored.messageId)
         return { messageId: stored.messageId, duplicate: false } satisfies Accepted
       }
     )

@@ -1,21 +1,11 @@
 /**
  * The SQL of the inbound path of every channel (docs/channels.md, "Inbound"), run by InboundStore: a returning
  * contact's thread by its thread id on the channel, a contact message stored once per provider id or Idempotency-Key,
- * receipts that never move a delivery status backwards, and what a provider posted that we could not use.
+ * and what a provider posted that we could not use. Receipts and echoes are in ProviderEventsRepo.ts.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import {
-  ChannelId,
-  ContactId,
-  ConversationId,
-  OpportunityId,
-  PipelineId,
-  type ReceiptStatus,
-  StageId,
-  WorkspaceId
-} from "@parley/domain"
+import { ChannelId, ContactId, ConversationId, OpportunityId, PipelineId, StageId, WorkspaceId } from "@parley/domain"
 import { Effect, flow, Option, Schema } from "effect"
-import * as MessagePartWrites from "../tables/MessagePartWrites.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 
 const ThreadRow = Schema.Struct({
@@ -31,15 +21,9 @@ export interface ContactMessageRow extends MessageWrites.ThreadMessage {
   readonly message: string
   readonly external_message_id: string | null
   readonly provider_sent_at: Date | null
+  /** Set for a message stored as handled already (a machine's mail, never answered). */
+  readonly handled_reason?: string
 }
-
-/** A receipt applied: the message it moved, for the operators' socket. */
-const ReceiptApplied = Schema.Struct({
-  id: Schema.String,
-  conversation_id: ConversationId,
-  workspace_id: WorkspaceId,
-  delivery_status: Schema.String
-})
 
 /** What a provider posted, as JSON of bounded size (an excerpt when it is too long). */
 const detailJson = (detail: unknown) => {
@@ -51,6 +35,8 @@ const detailJson = (detail: unknown) => {
 export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/InboundRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const handled = (m: { readonly handled_reason?: string }) =>
+      m.handled_reason === undefined ? {} : { handled_at: sql`now()`, handled_reason: m.handled_reason }
 
     /**
      * A returning contact's thread: its conversation on the channel by the provider's thread id, the contact, and its
@@ -110,7 +96,8 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
             provider_sent_at: m.provider_sent_at,
             call_type: m.call_type,
             is_manual: false,
-            sender_id: null
+            sender_id: null,
+            ...handled(m)
           })
         }
           from t where t.complete
@@ -143,72 +130,13 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
             attachments: sql`${JSON.stringify(m.attachments)}::jsonb`,
             provider_sent_at: m.provider_sent_at,
             is_manual: false,
-            sender_id: null
+            sender_id: null,
+            ...handled(m)
           })
         }
           on conflict (channel_id, external_message_id) where role = 'user' and external_message_id is not null
           do nothing
           returning id`
-    })
-
-    /**
-     * A receipt moves `delivery_status` forwards only (sent, delivered, read; failed only from nothing or sent),
-     * and fills its own timestamp once; a failure marks the message failed with the provider's error. The
-     * workspace's event webhooks get `message.status`.
-     */
-    const applyReceipt = SqlSchema.findOne({
-      Request: Schema.Struct({
-        channelId: ChannelId,
-        /** the message: by the provider's id of it, or (a message of several parts) by ours */
-        match: Schema.Union(
-          Schema.TaggedStruct("ProviderId", { id: Schema.String }),
-          Schema.TaggedStruct("MessageId", { id: Schema.String })
-        ),
-        status: Schema.String,
-        at: Schema.DateFromSelf,
-        error: Schema.NullOr(Schema.String)
-      }),
-      Result: ReceiptApplied,
-      execute: ({ at, channelId, error, match, status }) => {
-        const rank = (s: unknown) => sql`coalesce(array_position(array['sent', 'delivered', 'read'], ${s}::text), 0)`
-        const fails = sql`(${status} = 'failed' and (delivery_status is null or delivery_status = 'sent'))`
-        return sql`
-          with moved as (
-            ${
-          MessageWrites.update(
-            sql,
-            {
-              delivery_status: sql`case when ${fails} then 'failed'
-                                 when delivery_status = 'failed' then delivery_status
-                                 when ${rank(status)} > ${rank(sql`delivery_status`)} then ${status}
-                                 else delivery_status end`,
-              sent_at: sql`case when ${status} = 'sent' then coalesce(sent_at, ${at}) else sent_at end`,
-              delivered_at:
-                sql`case when ${status} = 'delivered' then coalesce(delivered_at, ${at}) else delivered_at end`,
-              read_at: sql`case when ${status} = 'read' then coalesce(read_at, ${at}) else read_at end`,
-              failed_at: sql`case when ${fails} then ${at} else failed_at end`,
-              status: sql`case when ${fails} then 'failed' else status end`,
-              error:
-                sql`case when ${fails} then coalesce(${error}::text, 'The provider could not deliver the message.') else error end`,
-              updated_at: sql`now()`
-            },
-            sql`where channel_id = ${channelId} and role = 'assistant' and ${
-              match._tag === "ProviderId"
-                // a message sent in parts moves with its parts' receipts only (MessagePartWrites)
-                ? sql`external_message_id = ${match.id} and not exists (select 1 from message_parts p where p.message_id = messages.id)`
-                : sql`id = ${match.id}`
-            }`
-          )
-        }
-            returning id, conversation_id, workspace_id, delivery_status, sent_at, delivered_at, read_at, failed_at
-          ), told as (
-            select workspace_event(workspace_id, 'message.status', jsonb_build_object(
-              'message_id', id, 'conversation_id', conversation_id, 'delivery_status', delivery_status,
-              'sent_at', iso_utc(sent_at), 'delivered_at', iso_utc(delivered_at), 'read_at', iso_utc(read_at),
-              'failed_at', iso_utc(failed_at))) from moved
-          )
-          select id, conversation_id, workspace_id, delivery_status from moved, (select count(*) from told) t`
-      }
     })
 
     /** The message an Idempotency-Key stored (SPEC.md 4.4: a repeated key answers the first id). */
@@ -239,30 +167,6 @@ export class InboundRepo extends Effect.Service<InboundRepo>()("@parley/server/I
         seen({ channelId, providerId }).pipe(Effect.map(Option.isSome), Effect.orDie),
       insertMessage: flow(insertMessage, Effect.map(Option.map((r) => r.id)), Effect.orDie),
       insertOnKnownThread: flow(insertOnKnownThread, Effect.map(Option.map((r) => r.conversation_id)), Effect.orDie),
-      /**
-       * A receipt for a message, or for one part of a message sent in parts: that part's status moves, and the
-       * message's moves to where every part stands (failed as soon as one part failed).
-       */
-      applyReceipt: (
-        channelId: ChannelId,
-        r: { providerMessageId: string; status: ReceiptStatus; at: Date; error: string | undefined }
-      ) =>
-        Effect.gen(function*() {
-          const receipt = { channelId, status: r.status, at: r.at, error: r.error ?? null }
-          // a message sent as one: one statement, as before parts were kept
-          const direct = yield* applyReceipt({ ...receipt, match: { _tag: "ProviderId", id: r.providerMessageId } })
-          if (Option.isSome(direct)) return direct
-          const part = yield* MessagePartWrites.partReceipt(sql, { ...receipt, providerId: r.providerMessageId })
-          if (part.length === 0) return Option.none()
-          const messageId = part[0]!.message_id
-          // the part's receipt is committed before the message's standing is read: of two parts' receipts at once, the
-          // later read sees both parts; the message's row is locked while it moves
-          return yield* Effect.gen(function*() {
-            const status = (yield* MessagePartWrites.messageStatus(sql, messageId))[0]?.status ?? null
-            if (status === null) return Option.none()
-            return yield* applyReceipt({ ...receipt, status, match: { _tag: "MessageId", id: messageId } })
-          }).pipe(sql.withTransaction)
-        }).pipe(Effect.orDie),
       recordEvent,
 
       idempotentMessage: (channelId: ChannelId, key: string) =>

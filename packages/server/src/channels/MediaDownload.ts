@@ -3,7 +3,7 @@
  * adapter downloads the same way, bounded in size and in stall time, so no provider's file is held whole in memory
  * and none can hang a webhook.
  */
-import { HttpClient, type HttpClientRequest } from "@effect/platform"
+import { HttpClient, type HttpClientRequest, type HttpClientResponse } from "@effect/platform"
 import { type FetchedMedia, SendFailure } from "@parley/domain"
 import { type Duration, Effect, Stream } from "effect"
 import { limitBytes } from "../files/ByteLimit.js"
@@ -34,11 +34,15 @@ export interface Download {
 
 /** The request's answer as a stream that fails past `maxBytes` or when it stalls; open until the scope closes. */
 export const download = (client: HttpClient.HttpClient, request: HttpClientRequest.HttpClientRequest, d: Download) =>
+  HttpClient.withScope(client).execute(request).pipe(
+    Effect.timeout(d.timeout),
+    Effect.mapError(d.unreachable),
+    Effect.flatMap((response) => bounded(response, d))
+  )
+
+/** An answer already in hand (after the adapter's own redirects) as `download` streams it. */
+export const bounded = (response: HttpClientResponse.HttpClientResponse, d: Download) =>
   Effect.gen(function*() {
-    const response = yield* HttpClient.withScope(client).execute(request).pipe(
-      Effect.timeout(d.timeout),
-      Effect.mapError(d.unreachable)
-    )
     if (response.status < 200 || response.status >= 300) {
       const body = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
       return yield* Effect.fail(d.refused(response.status, body))

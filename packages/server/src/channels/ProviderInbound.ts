@@ -6,21 +6,24 @@
  */
 import {
   type ChannelId,
-  classifyFile,
   type ContactMessageEvent,
-  type FileEntry,
+  type ConversationId,
+  type EchoEvent,
   type InboundEvent,
   type ProviderRequest,
   ulid
 } from "@parley/domain"
 import { Data, Effect, Option } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
-import { MESSAGE_STATUS_EVENT, Realtime } from "../realtime/Realtime.js"
+import { MESSAGE_STATUS_EVENT, NEW_MESSAGE_EVENT, Realtime } from "../realtime/Realtime.js"
 import { ChannelCache } from "./ChannelCache.js"
+import { ChannelLinks } from "./ChannelLinks.js"
 import { ChannelsRepo, type ProviderChannelRow } from "./ChannelsRepo.js"
+import { makeInboundFiles } from "./InboundFiles.js"
 import { InboundMessages } from "./InboundMessages.js"
 import { InboundRepo } from "./InboundRepo.js"
 import { ProviderCredentials } from "./ProviderCredentials.js"
+import { ProviderEventsRepo } from "./ProviderEventsRepo.js"
 import { ChannelProviders, type ProviderEntry } from "./Providers.js"
 
 /** How the webhook is answered: 404 unknown, 401 not the provider's (nothing stored), 200 otherwise. */
@@ -31,15 +34,6 @@ export class WebhookRefused extends Data.TaggedError("WebhookRefused")<{
 
 const unknownWebhook = new WebhookRefused({ status: 404, message: "No channel has this webhook." })
 
-/** A stored message lost to a concurrent retry of the same webhook: the transaction is rolled back. */
-
-const safeName = (name: string) => name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^\.+/, "_").slice(-100) || "file"
-
-const extension = (mimetype: string) => {
-  const sub = mimetype.split("/")[1]?.split(";")[0] ?? "bin"
-  return sub.replace(/[^a-z0-9]+/gi, "").slice(0, 10) || "bin"
-}
-
 export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/server/ProviderInbound", {
   dependencies: [
     ChannelsRepo.Default,
@@ -49,17 +43,21 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
     Realtime.Default,
     InboundMessages.Default,
     ChannelCache.Default,
-    ProviderCredentials.Default
+    ProviderCredentials.Default,
+    ProviderEventsRepo.Default,
+    ChannelLinks.Default
   ],
   effect: Effect.gen(function*() {
     const channels = yield* ChannelsRepo
     const providers = yield* ChannelProviders
     const repo = yield* InboundRepo
-    const storage = yield* FileStorage
+    const inboundFiles = yield* makeInboundFiles
     const realtime = yield* Realtime
     const inbound = yield* InboundMessages
     const channelCache = yield* ChannelCache
     const providerCredentials = yield* ProviderCredentials
+    const providerEvents = yield* ProviderEventsRepo
+    const links = yield* ChannelLinks
 
     const channelOf = (key: string) =>
       Effect.gen(function*() {
@@ -81,41 +79,26 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
       return challenge.value
     })
 
-    /** Each file of the message fetched into storage; one that fails is said in the text, not lost. */
-    const fetchFiles = (
-      channel: ProviderChannelRow,
-      entry: ProviderEntry,
-      credentials: unknown,
-      event: ContactMessageEvent
-    ) =>
-      Effect.forEach(
-        event.media,
-        (media) =>
-          entry.provider.fetchMedia(credentials, media, entry.provider.rules.maxFileBytes).pipe(
-            Effect.flatMap((fetched) => {
-              const month = new Date().toISOString().slice(0, 7).replace("-", "/")
-              const name = media.name ?? `${event.type}.${extension(fetched.mimetype)}`
-              const key = `channels/${channel.id}/${month}/${ulid()}/${safeName(name)}`
-              return Effect.map(storage.putStream(key, fetched.body), (size) => ({
-                key,
-                entry: {
-                  path: key,
-                  mimetype: fetched.mimetype,
-                  type: classifyFile(fetched.mimetype),
-                  size,
-                  name
-                } satisfies FileEntry
-              }))
-            }),
-            Effect.scoped,
-            Effect.map((stored) => ({ stored, error: null })),
-            Effect.catchTag(
-              "SendFailure",
-              (failure) =>
-                Effect.succeed({ stored: null, error: `[${event.type} could not be downloaded: ${failure.message}]` })
+    /**
+     * The contact's name from the provider's profile, for a thread Parley has not seen, where the provider's events
+     * carry none (Messenger): briefly, and without it when the provider will not say.
+     */
+    const profileName = (channel: ProviderChannelRow, entry: ProviderEntry, credentials: unknown, thread: string) =>
+      Effect.gen(function*() {
+        const ask = entry.provider.profileName
+        if (ask === undefined || (yield* providerEvents.knownThread(channel.id, thread))) return undefined
+        return yield* ask(credentials, thread).pipe(
+          Effect.timeout("3 seconds"),
+          Effect.catchAllCause((cause) =>
+            Effect.as(
+              Effect.logInfo("The provider gave no profile name for a new contact", cause).pipe(
+                Effect.annotateLogs({ channel_id: channel.id, kind: channel.kind })
+              ),
+              undefined
             )
           )
-      )
+        )
+      })
 
     /**
      * One contact message through the one inbound path (InboundMessages), stored once per provider id. Its files are
@@ -129,9 +112,16 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
     ) =>
       Effect.gen(function*() {
         if (event.media.length > 0 && (yield* inbound.seen(channel.id, event.providerMessageId))) return false
-        const files = yield* fetchFiles(channel, entry, credentials, event)
+        const files = yield* inboundFiles.fetch(channel, entry, credentials, event)
         const stored = files.flatMap((f) => f.stored === null ? [] : [f.stored])
         const problems = files.flatMap((f) => f.error === null ? [] : [f.error])
+        const name = event.profileName ?? (yield* profileName(channel, entry, credentials, event.thread))
+        const linked = event.linkToken === undefined ? Option.none() : yield* links.contactOf(channel, event.linkToken)
+        if (event.linkToken !== undefined && Option.isNone(linked)) {
+          yield* Effect.logInfo("A chat started by a link Parley did not issue, or whose link expired").pipe(
+            Effect.annotateLogs({ channel_id: channel.id, kind: channel.kind })
+          )
+        }
         const accepted = yield* inbound.accept(channel, {
           thread: event.thread,
           text: [event.text, ...problems].filter((t) => t !== "").join("\n"),
@@ -145,12 +135,16 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
           attachments: event.attachments,
           providerMessageId: event.providerMessageId,
           sentAt: event.sentAt,
-          callType: channel.kind
+          callType: channel.kind,
+          automated: event.automated
         }, {
           contact: {
             source: channel.kind,
             phone: event.phone,
-            name: event.profileName,
+            email: event.email,
+            ...(entry.provider.rules.conversationPerThread === true ? { perThread: true } : {}),
+            name,
+            ...(Option.isSome(linked) ? { contactId: linked.value } : {}),
             ...(event.sharesPhone === true ? { shared: true } : {})
           }
         })
@@ -215,6 +209,42 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
           )
         )
 
+    /** Operators see each message a receipt moved. */
+    const statusMoved = (
+      channel: ProviderChannelRow,
+      moved: ReadonlyArray<{ id: string; conversation_id: ConversationId; delivery_status: string }>
+    ) =>
+      Effect.forEach(moved, (m) =>
+        realtime.toWorkspace(channel.workspace_id, MESSAGE_STATUS_EVENT, {
+          conversation_id: m.conversation_id,
+          message_id: m.id,
+          delivery_status: m.delivery_status
+        }), { discard: true })
+
+    /** The account's message sent from elsewhere, kept as an operator's (never answered); recorded without a thread. */
+    const storeEcho = (channel: ProviderChannelRow, event: EchoEvent) =>
+      Effect.gen(function*() {
+        const stored = yield* providerEvents.insertEcho({ ...event, id: ulid(), channelId: channel.id })
+        if (Option.isSome(stored)) {
+          yield* realtime.toWorkspace(channel.workspace_id, NEW_MESSAGE_EVENT, {
+            conversation_id: stored.value.conversation_id,
+            message_id: stored.value.id,
+            role: "assistant",
+            sender: "operator",
+            sender_id: null,
+            message: event.text
+          })
+        } else if (!(yield* providerEvents.knownThread(channel.id, event.thread))) {
+          yield* repo.recordEvent({
+            workspaceId: channel.workspace_id,
+            channelId: channel.id,
+            kind: "unusable",
+            reason: "An echo of a message the account sent on a thread Parley has no conversation for.",
+            detail: { provider_message_id: event.providerMessageId, thread: event.thread }
+          })
+        }
+      })
+
     /** Every event stored, applied or recorded for the channel it belongs to. */
     const apply = (to: Receiving, events: ReadonlyArray<InboundEvent>): Effect.Effect<void> =>
       Effect.gen(function*() {
@@ -235,14 +265,11 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
           } else if (event._tag === "Unusable") {
             yield* record("unusable", event.reason, event.detail)
           } else if (event._tag === "Receipt") {
-            const applied = yield* repo.applyReceipt(channel.id, event)
-            if (Option.isSome(applied)) {
-              yield* realtime.toWorkspace(channel.workspace_id, MESSAGE_STATUS_EVENT, {
-                conversation_id: applied.value.conversation_id,
-                message_id: applied.value.id,
-                delivery_status: applied.value.delivery_status
-              })
-            }
+            yield* statusMoved(channel, Option.toArray(yield* providerEvents.applyReceipt(channel.id, event)))
+          } else if (event._tag === "WatermarkReceipt") {
+            yield* statusMoved(channel, yield* providerEvents.applyWatermark(channel.id, event))
+          } else if (event._tag === "Echo") {
+            yield* storeEcho(channel, event)
           } else if (!channel.is_active) {
             yield* record("unusable", "The channel is inactive: the message was not stored.", {
               provider_message_id: event.providerMessageId,
@@ -255,7 +282,20 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
         }
       })
 
-    return { handshake, receive }
+    /**
+     * Events a provider gave without a webhook (a mailbox synced over IMAP, a simulator), for one of its channels:
+     * stored, applied or recorded as a webhook's are.
+     */
+    const applyTo = Effect.fn("ProviderInbound.applyTo")(
+      function*(channel: ProviderChannelRow, events: ReadonlyArray<InboundEvent>) {
+        const entry = providers.forKind(channel.kind)
+        if (Option.isNone(entry)) return yield* Effect.dieMessage(`No adapter for ${channel.kind}`)
+        const credentials = yield* providerCredentials.of(entry.value, channel.credentials_ciphertext)
+        yield* apply({ channel, credentials, entry: entry.value }, events)
+      }
+    )
+
+    return { handshake, receive, applyTo }
   })
 }) {}
 

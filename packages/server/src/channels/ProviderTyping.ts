@@ -11,6 +11,7 @@ import { ChannelProviders } from "./Providers.js"
 
 const Target = Schema.Struct({
   external_message_id: Schema.String,
+  external_chat_id: Schema.String,
   kind: Schema.String,
   credentials_ciphertext: Schema.String
 })
@@ -28,9 +29,9 @@ export class ProviderTyping extends Effect.Service<ProviderTyping>()("@parley/se
       Result: Target,
       execute: (messageId) =>
         sql`
-          select m.external_message_id, ch.kind, ch.credentials_ciphertext
+          select m.external_message_id, m.external_chat_id, ch.kind, ch.credentials_ciphertext
           from messages m join channels ch on ch.id = m.channel_id
-          where m.id = ${messageId} and m.role = 'user' and m.external_message_id is not null
+          where m.id = ${messageId} and m.role = 'user' and m.external_message_id is not null and m.external_chat_id is not null
             and ch.credentials_ciphertext is not null and ch.status = 'connected' and ch.is_active`
     })
 
@@ -43,7 +44,7 @@ export class ProviderTyping extends Effect.Service<ProviderTyping>()("@parley/se
           const entry = providers.forKind(found.value.kind)
           if (Option.isNone(entry)) return
           const decoded = yield* credentials.of(entry.value, found.value.credentials_ciphertext)
-          yield* entry.value.provider.markRead(decoded, found.value.external_message_id)
+          yield* entry.value.provider.markRead(decoded, found.value.external_message_id, found.value.external_chat_id)
         }),
         "Showing the contact that the agent is typing failed"
       )

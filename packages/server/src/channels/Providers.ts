@@ -10,7 +10,11 @@ import { AppConfig } from "../config/AppConfig.js"
 import { randomBase62 } from "../identity/Secrets.js"
 import { OutboundHttp } from "../outbound/OutboundHttp.js"
 import { makeWebChatProvider, type WebChatCredentials } from "../webchat/WebChatProvider.js"
+import { Email, EmailCredentialsInput, SimulatedMailboxInput } from "./email/Email.js"
+import { metaConnect } from "./meta/MetaConnect.js"
+import { MetaMessaging } from "./meta/MetaMessaging.js"
 import { SimulatedBotInput, Telegram, TelegramCredentialsInput } from "./telegram/Telegram.js"
+import { simulatedCredentials, SimulatedSmsInput, Twilio, TwilioCredentialsInput } from "./twilio/Twilio.js"
 import { DEFAULT_API_VERSION, SimulatedInput, WhatsApp, WhatsAppCredentialsInput } from "./whatsapp/WhatsApp.js"
 
 const randomDigits = (n: number) => Array.from({ length: n }, () => randomInt(10)).join("")
@@ -47,10 +51,21 @@ export interface ProviderEntry {
 }
 
 export class ChannelProviders extends Effect.Service<ChannelProviders>()("@parley/server/ChannelProviders", {
-  dependencies: [WhatsApp.Default, Telegram.Default, OutboundHttp.Default, AppConfig.Default],
+  dependencies: [
+    WhatsApp.Default,
+    Telegram.Default,
+    MetaMessaging.Default,
+    Twilio.Default,
+    Email.Default,
+    OutboundHttp.Default,
+    AppConfig.Default
+  ],
   effect: Effect.gen(function*() {
     const whatsapp = yield* WhatsApp
     const telegram = yield* Telegram
+    const meta = yield* MetaMessaging
+    const twilio = yield* Twilio
+    const email = yield* Email
     const webChat = yield* makeWebChatProvider
     const web = (provider: ChannelProvider<WebChatCredentials>): ProviderEntry => ({
       provider,
@@ -59,6 +74,18 @@ export class ChannelProviders extends Effect.Service<ChannelProviders>()("@parle
       endpoint: (c: WebChatCredentials) => c.callback_url
     })
     const entries: Record<string, ProviderEntry> = {
+      messenger: {
+        provider: meta.messenger,
+        stored: "credentials",
+        endpoint: meta.endpoint("messenger"),
+        connect: metaConnect("messenger")
+      },
+      instagram: {
+        provider: meta.instagram,
+        stored: "credentials",
+        endpoint: meta.endpoint("instagram"),
+        connect: metaConnect("instagram")
+      },
       web: web(webChat.web),
       widget: web(webChat.widget),
       whatsapp: {
@@ -109,6 +136,38 @@ export class ChannelProviders extends Effect.Service<ChannelProviders>()("@parle
               : { bot_token: input.bot_token, secret_token: randomBase62(48) },
           shown: () => ({}),
           register: telegram.register
+        }
+      },
+      sms: {
+        provider: twilio.provider,
+        stored: "credentials",
+        endpoint: twilio.endpoint,
+        connect: {
+          inputFor: (given) =>
+            typeof given === "object" && given !== null && "simulator" in given
+              ? SimulatedSmsInput
+              : TwilioCredentialsInput,
+          simulated: (stored: { simulator?: boolean }) => stored.simulator === true,
+          complete: (input: typeof TwilioCredentialsInput.Type | typeof SimulatedSmsInput.Type) =>
+            "simulator" in input ? simulatedCredentials() : { ...input },
+          shown: () => ({})
+        }
+      },
+      email: {
+        provider: email.provider,
+        stored: "credentials",
+        endpoint: email.endpoint,
+        connect: {
+          inputFor: (given) =>
+            typeof given === "object" && given !== null && "simulator" in given
+              ? SimulatedMailboxInput
+              : EmailCredentialsInput,
+          simulated: (stored: { simulator?: boolean }) => stored.simulator === true,
+          complete: (input: typeof EmailCredentialsInput.Type | typeof SimulatedMailboxInput.Type) =>
+            "simulator" in input
+              ? { address: `mailbox-${randomBase62(10).toLowerCase()}@simulator.parley.invalid`, simulator: true }
+              : { ...input },
+          shown: () => ({})
         }
       }
     }

@@ -14,12 +14,18 @@ import type { ChannelProviders } from "./Providers.js"
 export const windowClosesAt = (
   providers: ChannelProviders,
   kind: string | null,
-  contactSentAtMs: number | null
+  contactSentAtMs: number | null,
+  /** an operator's message may have a longer window (Messenger's HUMAN_AGENT tag) */
+  sender: "ai" | "operator" = "ai"
 ): Option.Option<number> =>
   Option.flatMap(providers.forKind(kind ?? ""), (entry) =>
     Option.map(
       Option.fromNullable(entry.provider.rules.serviceWindowMs),
-      (windowMs) => contactSentAtMs === null ? 0 : contactSentAtMs + windowMs
+      (windowMs) =>
+        contactSentAtMs === null
+          ? 0
+          : contactSentAtMs +
+            (sender === "operator" ? Math.max(windowMs, entry.provider.rules.operatorWindowMs ?? 0) : windowMs)
     ))
 
 /** Whether the channel kind's provider has a service window at all. */

@@ -53,7 +53,22 @@ export const options = {
   "business-account-id": { type: "string" },
   "verify-token": { type: "string" },
   "api-version": { type: "string" },
+  "page-id": { type: "string" },
+  "page-access-token": { type: "string" },
+  "instagram-account-id": { type: "string" },
   "bot-token": { type: "string" },
+  "account-sid": { type: "string" },
+  "auth-token": { type: "string" },
+  "from-number": { type: "string" },
+  address: { type: "string" },
+  "imap-host": { type: "string" },
+  "imap-port": { type: "string" },
+  "imap-user": { type: "string" },
+  "imap-password": { type: "string" },
+  "smtp-host": { type: "string" },
+  "smtp-port": { type: "string" },
+  "smtp-user": { type: "string" },
+  "smtp-password": { type: "string" },
   "table-id": { type: "string" },
   file: { type: "string" },
   "batch-size": { type: "string" }
@@ -75,9 +90,36 @@ const CREDENTIAL_FLAGS = [
   "business-account-id",
   "verify-token",
   "api-version",
-  "bot-token"
+  "page-id",
+  "page-access-token",
+  "instagram-account-id",
+  "bot-token",
+  "account-sid",
+  "auth-token",
+  "from-number"
 ] as const
+/**
+ * An email channel's mailbox (`--address`, `--imap-host` and the rest) as `credentials` nests it: TLS from the start
+ * on the TLS ports (993, 465), STARTTLS otherwise; the login is the address unless given.
+ */
+const mailboxOf = (f: Flags) => {
+  const server = (p: "imap" | "smtp") => {
+    const port = f[`${p}-port`] === undefined ? undefined : Number(f[`${p}-port`])
+    return drop({
+      host: f[`${p}-host`],
+      port,
+      secure: port === 993 || port === 465,
+      user: f[`${p}-user`] ?? f.address,
+      password: f[`${p}-password`]
+    })
+  }
+  return f.address === undefined && f["imap-host"] === undefined && f["smtp-host"] === undefined
+    ? undefined
+    : drop({ address: f.address, imap: server("imap"), smtp: server("smtp") })
+}
+
 const credentialsOf = (f: Flags) => {
+  if (f.kind === "email") return mailboxOf(f)
   const given = CREDENTIAL_FLAGS.filter((flag) => f[flag] !== undefined)
   return given.length === 0 ? undefined : Object.fromEntries(given.map((flag) => [flag.replaceAll("-", "_"), f[flag]!]))
 }

@@ -21,11 +21,17 @@ export const USAGE = `Usage: pnpm parley <command> [options] [--json]
   token show --id N
   token revoke --id N
 
-  channel create --workspace-id N --kind web|widget|whatsapp|telegram
+  channel create --workspace-id N --kind web|widget|whatsapp|messenger|instagram|telegram|sms|email
                  [--pipeline-id N] [--name N] [--callback-url U] [--allowed-origins a,b] [--allowed-ips a,b]
                  whatsapp: --phone-number-id N --access-token T --app-secret S
                            [--business-account-id N] [--verify-token T] [--api-version v23.0]
+                 messenger: --page-id N --page-access-token T --app-secret S [--verify-token T] [--api-version v23.0]
+                 instagram: --instagram-account-id N --access-token T --app-secret S [--verify-token T]
                  telegram: --bot-token T (Parley sets the bot's webhook)
+                 sms: --account-sid AC... --auth-token T --from-number +14155550100|whatsapp:+1...|MG...
+                 email: --address A --imap-host H --imap-port 993 --imap-password P
+                        --smtp-host H --smtp-port 465|587 --smtp-password P [--imap-user U] [--smtp-user U]
+                        (TLS on 993 and 465, STARTTLS otherwise; the logins default to the address)
   channel list [--workspace-id N]
   channel show --id N
   channel rotate --id N

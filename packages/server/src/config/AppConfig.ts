@@ -76,6 +76,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       Config.withDefault("https://graph.facebook.com")
     )
     const telegramApiUrl = yield* Config.string("TELEGRAM_API_URL").pipe(Config.withDefault("https://api.telegram.org"))
+    const twilioApiUrl = yield* Config.string("TWILIO_API_URL").pipe(Config.withDefault("https://api.twilio.com"))
+    const emailPollIntervalMs = yield* Config.integer("EMAIL_POLL_INTERVAL_MS").pipe(
+      Config.validate({ message: "Expected a positive number of milliseconds", validation: (n) => n > 0 }),
+      Config.withDefault(60_000)
+    )
     const logFormat = yield* Config.literal("text", "json")("LOG_FORMAT").pipe(Config.withDefault("text" as const))
     return {
       host,
@@ -98,6 +103,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("@parley/server/AppCo
       metaGraphApiUrl: trimSlash(metaGraphApiUrl),
       /** Telegram's Bot API: operator configuration, like META_GRAPH_API_URL. */
       telegramApiUrl: trimSlash(telegramApiUrl),
+      /** How often an email channel's mailbox is read when IDLE tells nothing (channels/email/MailboxSync.ts). */
+      emailPollIntervalMs,
+      /** Twilio's REST API (SMS): operator configuration, like TELEGRAM_API_URL. */
+      twilioApiUrl: trimSlash(twilioApiUrl),
       /**
        * `single`: one process runs every entity and workflow (the embedded database allows no other).
        * `socket`: runners (roles all and worker) share shards through SQL runner storage and reach each

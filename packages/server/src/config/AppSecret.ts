@@ -40,6 +40,8 @@ export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSe
     const accountKey = derive("account-csrf")
     /** Signs website visitors' widget sessions. */
     const widgetKey = derive("widget-session")
+    /** Signs the tokens of links that start a chat tied to a known contact (channels/ChannelLinks.ts). */
+    const linkKey = derive("channel-link")
 
     const encrypt = (plaintext: string): string => {
       const iv = randomBytes(12)
@@ -57,6 +59,6 @@ export class AppSecret extends Effect.Service<AppSecret>()("@parley/server/AppSe
       decipher.setAuthTag(Buffer.from(tag, "base64url"))
       return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8")
     }
-    return { encrypt, decrypt, socketKey, socketAppKey, filesKey, accountKey, widgetKey }
+    return { encrypt, decrypt, socketKey, socketAppKey, filesKey, accountKey, widgetKey, linkKey }
   })
 }) {}

@@ -18,6 +18,7 @@ import {
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
 import { ChannelsRepo } from "../channels/ChannelsRepo.js"
+import { AUTOMATED } from "../channels/InboundMessages.js"
 import { ProviderCredentials } from "../channels/ProviderCredentials.js"
 import { ChannelProviders } from "../channels/Providers.js"
 import { SendPace } from "../channels/SendPace.js"
@@ -58,6 +59,11 @@ export const DeliveryTarget = Schema.Struct({
   webhook_key: Schema.NullOr(Schema.String),
   /** when the contact's latest message was sent by the provider's clock (ms), on a provider channel */
   contact_sent_at_ms: Schema.NullOr(Schema.Number),
+  /** the contact's latest message that may be answered (not a machine's): its provider id and structured parts */
+  contact_message: Schema.NullOr(Schema.Struct({
+    id: Schema.NullOr(Schema.String),
+    attachments: Schema.Array(Schema.Unknown)
+  })),
   /** parts of a split message an earlier attempt sent */
   provider_parts_sent: Schema.Number,
   /** sent as this approved template (a provider's window closed), resolved when the message was stored */
@@ -119,7 +125,11 @@ export class ChannelDelivery extends Effect.Service<ChannelDelivery>()("@parley/
                       and (later.created_at, later.id) > (q.created_at, q.id))) as quoted_id,
                  ch.kind, ch.is_active, ch.status as channel_status, ch.rate_per_second, ch.credentials_ciphertext,
                  ch.client_id, ch.secret_ciphertext, ch.callback_url, ch.webhook_key,
-                 ${contactSentAtMs(sql, "cv", "ch")} as contact_sent_at_ms
+                 ${contactSentAtMs(sql, "cv", "ch")} as contact_sent_at_ms,
+                 (select jsonb_build_object('id', c.external_message_id, 'attachments', c.attachments) from messages c
+                  where c.conversation_id = m.conversation_id and c.role = 'user'
+                    and c.handled_reason is distinct from ${AUTOMATED}
+                  order by c.created_at desc, c.id desc limit 1) as contact_message
           from messages m join conversations cv on cv.id = m.conversation_id left join channels ch on ch.id = m.channel_id
           where m.id = ${messageId}`
     })
@@ -224,7 +234,10 @@ export class ChannelDelivery extends Effect.Service<ChannelDelivery>()("@parley/
           webhookUrl: t.webhook_key === null
             ? null
             : `${receiverBaseUrl(config, yield* bound.receiver)}/channels/${t.webhook_key}/webhook`,
-          contactSentAt: t.contact_sent_at_ms === null ? null : new Date(t.contact_sent_at_ms)
+          contactSentAt: t.contact_sent_at_ms === null ? null : new Date(t.contact_sent_at_ms),
+          contactMessage: t.contact_message === null
+            ? undefined
+            : { providerMessageId: t.contact_message.id, attachments: t.contact_message.attachments }
         }).pipe(Effect.either)
         const durationMs = Date.now() - started
         if (result._tag === "Right") {

@@ -28,6 +28,12 @@ export type ThreadChannel = Pick<WebChannel, "id" | "workspace_id" | "pipeline_i
 export interface ThreadOrigin {
   readonly source: string
   readonly phone?: string | undefined
+  /** An email address a provider gives (a mail's sender): matches the contact as a phone does. */
+  readonly email?: string | undefined
+  /** Each thread is its own conversation with the contact (ProviderRules.conversationPerThread). */
+  readonly perThread?: boolean
+  /** The contact a verified link names (channels/ChannelLinks.ts): a new thread is that contact's. */
+  readonly contactId?: ContactId | undefined
 }
 const webOrigin: ThreadOrigin = { source: "web" }
 
@@ -76,12 +82,18 @@ export class WebChatThreads extends Effect.Service<WebChatThreads>()("@parley/se
       // nothing to create or lock
       const existing = yield* existingThread(channel, contactKey)
       if (Option.isSome(existing)) return existing.value
-      // a provider's phone (SPEC.md 4.1 rule 2): the contact found on another channel is the same contact
-      const byPhone = origin.phone === undefined
+      // a provider's phone (SPEC.md 4.1 rule 2): the contact found on another channel is the same contact; a link
+      // Parley issued for a contact names it outright
+      const byPhone = origin.contactId !== undefined
+        ? Option.some(origin.contactId)
+        : origin.phone === undefined
         ? Option.none()
         : yield* opportunities.contactByPhone(channel.workspace_id, origin.phone)
-      const found = Option.isSome(byPhone)
+      const byEmail = Option.isSome(byPhone) || origin.email === undefined
         ? byPhone
+        : yield* opportunities.contactByEmail(channel.workspace_id, origin.email)
+      const found = Option.isSome(byEmail)
+        ? byEmail
         : yield* opportunities.contactByIdentifier(channel.workspace_id, contactKey)
       const contactId = Option.isSome(found)
         ? found.value
@@ -93,7 +105,9 @@ export class WebChatThreads extends Effect.Service<WebChatThreads>()("@parley/se
           }))
         )
       yield* opportunities.lockContact(contactId)
-      const conversation = yield* repo.conversationOnChannel(channel.id, contactId)
+      const conversation = origin.perThread === true
+        ? yield* repo.findThread(channel.id, { contactKey })
+        : yield* repo.conversationOnChannel(channel.id, contactId)
       const conversationId = Option.isSome(conversation)
         ? conversation.value
         : yield* repo.insertConversation({

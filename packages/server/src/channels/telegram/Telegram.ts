@@ -67,7 +67,7 @@ export class Telegram extends Effect.Service<Telegram>()("@parley/server/Telegra
       parse,
       send: (c, m) => bot.send(baseOf(c), c, m),
       // a bot sees no read receipts and gives none: the contact sees the bot typing
-      markRead: (c, id) => bot.typing(baseOf(c), c, id.split(":")[0] ?? id),
+      markRead: (c, _id, chat) => bot.typing(baseOf(c), c, chat),
       fetchMedia: (c, media, maxBytes) => bot.fetchMedia(baseOf(c), c, media, maxBytes),
       check: (c) => bot.check(baseOf(c), c),
       // a button press is answered; its id is the part after `{chat}:callback:`
@@ -77,7 +77,10 @@ export class Telegram extends Effect.Service<Telegram>()("@parley/server/Telegra
           : Effect.void,
       account: botId,
       // each bot has its own webhook
-      sharesWebhook: () => false
+      sharesWebhook: () => false,
+      // Telegram opens the bot's chat with `/start {token}` for the link `t.me/{username}?start={token}`
+      linkFor: (c, token) =>
+        Effect.map(bot.check(baseOf(c), c), (me) => `https://t.me/${String(me.username)}?start=${token}`)
     }
     /** The endpoint a send goes to, for the delivery log: the bot's id, never its token. */
     const endpoint = (c: TelegramCredentials) => `${baseOf(c)}/bot${botId(c)}:***/sendMessage`

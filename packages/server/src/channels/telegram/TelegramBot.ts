@@ -5,11 +5,11 @@
  * its URL) and every message Parley keeps from them has the token taken out. Telegram's errors are read by meaning.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { type InboundMedia, type OutboundFile, type OutboundMessage, SendFailure, type Sent } from "@parley/domain"
+import { type InboundMedia, type OutboundFile, type OutboundMessage, SendFailure } from "@parley/domain"
 import { Duration, Effect, Option } from "effect"
 import { FileStorage } from "../../files/FileStorage.js"
 import { download, tooLarge } from "../MediaDownload.js"
-import { splitText } from "../TextParts.js"
+import { sendInParts, splitText } from "../TextParts.js"
 
 export interface BotCredentials {
   readonly bot_token: string
@@ -158,31 +158,15 @@ export const makeBot = Effect.gen(function*() {
         }])
       }
       const quoted = m.quotedId === undefined ? undefined : Number(m.quotedId.split(":")[1])
-      const ids: Array<string> = []
-      let last = { status: 200, body: "" }
-      // parts an earlier attempt sent are not sent again; a failure says how many of this attempt's went out
-      for (const [i, [method, payload]] of payloads.entries()) {
-        if (i < m.fromPart) continue
-        const reply = i === 0 && quoted !== undefined && Number.isInteger(quoted)
-          ? { reply_parameters: { message_id: quoted, allow_sending_without_reply: true } }
-          : {}
-        const r = yield* call(base, c, method, yield* bodyOf({ chat_id: m.to, ...payload, ...reply })).pipe(
-          Effect.mapError((e) =>
-            i === m.fromPart ? e : new SendFailure({
-              kind: e.kind,
-              message: e.message,
-              status: e.status,
-              code: e.code,
-              excerpt: e.excerpt,
-              sent: { parts: i - m.fromPart, ids: [...ids] }
-            })
-          )
-        )
-        const id = (r.result as { message_id?: unknown } | undefined)?.message_id
-        if (typeof id === "number") ids.push(`${m.to}:${id}`)
-        last = r
-      }
-      return { providerMessageIds: ids, status: last.status, excerpt: last.body.slice(0, 1000) } satisfies Sent
+      return yield* sendInParts(payloads, m.fromPart, ([method, payload], i) =>
+        Effect.gen(function*() {
+          const reply = i === 0 && quoted !== undefined && Number.isInteger(quoted)
+            ? { reply_parameters: { message_id: quoted, allow_sending_without_reply: true } }
+            : {}
+          const r = yield* call(base, c, method, yield* bodyOf({ chat_id: m.to, ...payload, ...reply }))
+          const id = (r.result as { message_id?: unknown } | undefined)?.message_id
+          return { status: r.status, body: r.body, id: typeof id === "number" ? `${m.to}:${id}` : undefined }
+        }))
     })
 
   /** "typing…" in the chat (Telegram shows a bot no read receipts): until the reply or five seconds. */

@@ -113,8 +113,11 @@ const messageEvent = (m: Json, edited: boolean): InboundEvent => {
     ? normalisePhone(str(shared.phone_number) ?? "") ?? undefined
     : undefined
   const quoted = str(obj(m.reply_to_message).message_id)
+  // a deep link `t.me/{bot}?start={payload}` opens the chat with `/start {payload}`: the payload is Parley's token
+  const start = edited ? null : /^\/start(?:@\w+)? ([A-Za-z0-9_-]{1,64})$/.exec(content.text)
   return {
     _tag: "ContactMessage",
+    ...(start === null ? {} : { linkToken: start[1] }),
     providerMessageId: edited ? `${chat}:${id}:edited:${date}` : `${chat}:${id}`,
     thread: chat,
     phone,
@@ -122,7 +125,7 @@ const messageEvent = (m: Json, edited: boolean): InboundEvent => {
     profileName: nameOf(from),
     sentAt: new Date(date * 1000),
     type: edited ? `edited_${content.type}` : content.type,
-    text: clean(edited ? `[edited] ${content.text}` : content.text),
+    text: clean(edited ? `[edited] ${content.text}` : start === null ? content.text : "/start"),
     // an edit changes the text or caption: its files are the original's, stored already
     media: edited ? [] : content.media,
     attachments: edited ? [...content.attachments, { type: "edit", message_id: `${chat}:${id}` }] : content.attachments,

@@ -9,12 +9,11 @@ import {
   type InboundMedia,
   type OutboundMessage,
   SendFailure,
-  type Sent,
   templateParameterCount
 } from "@parley/domain"
 import { Duration, Effect } from "effect"
 import { download, tooLarge } from "../MediaDownload.js"
-import { splitText } from "../TextParts.js"
+import { sendInParts, splitText } from "../TextParts.js"
 
 export interface GraphCredentials {
   readonly phone_number_id: string
@@ -157,28 +156,13 @@ export const makeGraph = Effect.gen(function*() {
           })
         }
       }
-      const ids: Array<string> = []
-      let last = { status: 200, body: "" }
-      // parts an earlier attempt sent are not sent again; a failure says how many of this attempt's went out
-      for (const [i, payload] of payloads.entries()) {
-        if (i < m.fromPart) continue
+      return yield* sendInParts(payloads, m.fromPart, (payload, i) => {
         const context = i === 0 && m.quotedId !== undefined ? { context: { message_id: m.quotedId } } : {}
-        last = yield* post(base, c, { ...target, ...context, ...payload }).pipe(
-          Effect.mapError((failure) =>
-            i === m.fromPart ? failure : new SendFailure({
-              kind: failure.kind,
-              message: failure.message,
-              status: failure.status,
-              code: failure.code,
-              excerpt: failure.excerpt,
-              sent: { parts: i - m.fromPart, ids: [...ids] }
-            })
-          )
+        return Effect.map(
+          post(base, c, { ...target, ...context, ...payload }),
+          (r) => ({ status: r.status, body: r.body, id: messageId(r.body) })
         )
-        const id = messageId(last.body)
-        if (id !== undefined) ids.push(id)
-      }
-      return { providerMessageIds: ids, status: last.status, excerpt: last.body.slice(0, 1000) } satisfies Sent
+      })
     })
 
   /** Blue ticks on the contact's message, and "typing…" until the reply or 25 seconds. */

@@ -33,6 +33,8 @@ import channelAdapters from "./0031_channel_adapters.js"
 import messageTemplates from "./0032_message_templates.js"
 import messageParts from "./0033_message_parts.js"
 import moreChannelKinds from "./0034_more_channel_kinds.js"
+import channelEchoes from "./0035_channel_echoes.js"
+import mailboxSync from "./0036_mailbox_sync.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -69,5 +71,7 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0031_channel_adapters": channelAdapters,
   "0032_message_templates": messageTemplates,
   "0033_message_parts": messageParts,
-  "0034_more_channel_kinds": moreChannelKinds
+  "0034_more_channel_kinds": moreChannelKinds,
+  "0035_channel_echoes": channelEchoes,
+  "0036_mailbox_sync": mailboxSync
 }
