@@ -1,33 +1,25 @@
 /**
  * The workspace's channels (docs/console.md): each with its kind, state and webhook URL to copy; check a provider
- * channel's connection, activate or deactivate; connect a WhatsApp number (its Cloud API credentials, or the
- * simulator Parley ships), whose webhook URL and verify token are shown once to paste into Meta's dashboard; connect a
- * Telegram bot by its token (Parley sets its webhook).
+ * channel's connection, activate or deactivate; connect a channel of any kind (ConnectForms.tsx): what the provider
+ * needs pasted on its side (a webhook URL, Meta's verify token) is shown once.
  */
 import { signal } from "@preact/signals"
-import { api, ApiError, type ChannelCheckResult, type ChannelCreated, type ChannelRecord } from "./api.js"
+import { api, type ChannelCheckResult, type ChannelRecord } from "./api.js"
+import { created, reload } from "./ChannelForm.js"
+import { ConnectEmail } from "./ConnectEmail.js"
+import { ConnectMeta, ConnectSms, ConnectTelegram, ConnectWhatsApp } from "./ConnectForms.js"
 import { kindLabel } from "./format.js"
-import { channels, fail, say, workspaceChannels, workspaceId, workspacePipelines } from "./state.js"
+import { fail, say, workspaceChannels } from "./state.js"
 
-const created = signal<ChannelCreated | undefined>(undefined)
+/** Where Meta's dashboard takes a webhook, and the fields to subscribe to, by kind. */
+const META_WEBHOOK: Readonly<Record<string, string>> = {
+  whatsapp: "WhatsApp, Configuration, Webhook; subscribe to messages",
+  messenger:
+    "Messenger, Webhooks, object Page; subscribe to messages, message_echoes, message_deliveries, message_reads, messaging_postbacks and message_reactions",
+  instagram: "Instagram, Webhooks; subscribe to messages, messaging_postbacks, messaging_seen and message_reactions"
+}
+
 const checks = signal<Readonly<Record<number, ChannelCheckResult>>>({})
-/** What the last connect form's submission got wrong, shown under that form. */
-const problems = signal<{ readonly kind: string; readonly list: ReadonlyArray<{ field: string; message: string }> }>({
-  kind: "",
-  list: []
-})
-
-const Problems = ({ kind }: { kind: string }) =>
-  problems.value.kind === kind && problems.value.list.length > 0
-    ? (
-      <ul class="problems" role="alert">
-        {problems.value.list.map((p) => <li key={p.field}>{p.field}: {p.message}</li>)}
-      </ul>
-    )
-    : null
-
-const reload = () => api<ReadonlyArray<ChannelRecord>>("GET", "channels").then((c) => (channels.value = c), fail)
-
 const copy = (text: string) =>
   navigator.clipboard.writeText(text).then(() => say("Copied."), () => say("Copy it from the field.", true))
 
@@ -65,7 +57,7 @@ const Row = ({ c }: { c: ChannelRecord }) => {
           <span class="disconnected" role="status">Disconnected: {c.status_reason ?? "replace its credentials"}</span>
         )}
       </div>
-      {c.webhook_url !== null && <Copyable label="Webhook URL" value={c.webhook_url} />}
+      {c.webhook_url !== null && c.kind !== "email" && <Copyable label="Webhook URL" value={c.webhook_url} />}
       {c.simulator_url !== null && (
         <p>
           <a href={c.simulator_url} target="_blank" rel="noopener">Open the simulated phone</a>
@@ -88,122 +80,6 @@ const Row = ({ c }: { c: ChannelRecord }) => {
   )
 }
 
-const field = (form: FormData, name: string) => {
-  const value = String(form.get(name) ?? "").trim()
-  return value === "" ? undefined : value
-}
-
-/** Connects a channel of `kind` from its form; `credentials` reads the form's provider fields. */
-const submit =
-  (kind: string, fallbackName: string, credentials: (form: FormData) => Record<string, unknown>) => (e: Event) => {
-    e.preventDefault()
-    const form = new FormData(e.currentTarget as HTMLFormElement)
-    const pipeline = field(form, "pipeline_id")
-    problems.value = { kind: "", list: [] }
-    api<ChannelCreated>("POST", "channels", {
-      json: {
-        workspace_id: workspaceId.value,
-        kind,
-        name: field(form, "name") ?? fallbackName,
-        pipeline_id: pipeline === undefined ? null : Number(pipeline),
-        credentials: credentials(form)
-      }
-    }).then(
-      (channel) => {
-        created.value = channel
-        ;(e.target as HTMLFormElement).reset()
-        void reload()
-      },
-      (error) => {
-        if (error instanceof ApiError) problems.value = { kind, list: error.validation }
-        fail(error)
-      }
-    )
-  }
-
-/** A WhatsApp number: its Cloud API credentials, or the simulator. */
-const connect = submit(
-  "whatsapp",
-  "WhatsApp",
-  (form) =>
-    form.get("simulator") === "on" ? { simulator: true } : Object.fromEntries(
-      ["phone_number_id", "access_token", "app_secret", "business_account_id"].flatMap((name) => {
-        const value = field(form, name)
-        return value === undefined ? [] : [[name, value]]
-      })
-    )
-)
-
-/** A Telegram bot: its token from @BotFather (Parley sets the bot's webhook itself), or the simulator. */
-const connectTelegram = submit(
-  "telegram",
-  "Telegram",
-  (form) => form.get("simulator") === "on" ? { simulator: true } : { bot_token: field(form, "bot_token") ?? "" }
-)
-
-const PipelineSelect = () => (
-  <label>
-    Pipeline
-    <select name="pipeline_id">
-      <option value="">None</option>
-      {workspacePipelines.value.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
-    </select>
-  </label>
-)
-
-const ConnectTelegram = () => (
-  <form class="connect" onSubmit={connectTelegram} aria-labelledby="connect-telegram-title">
-    <h3 id="connect-telegram-title">Connect a Telegram bot</h3>
-    <p class="hint">
-      Create a bot with @BotFather on Telegram (<code>/newbot</code>) and paste the token it gives. Parley points the
-      bot's webhook at itself. Or try it first with the simulator: no bot needed.
-    </p>
-    <label>
-      Name <input name="name" placeholder="Telegram" />
-    </label>
-    <PipelineSelect />
-    <label class="inline">
-      <input type="checkbox" name="simulator" /> Use the simulator instead of Telegram
-    </label>
-    <label>
-      Bot token <input name="bot_token" type="password" autoComplete="off" />
-    </label>
-    <Problems kind="telegram" />
-    <button type="submit">Connect</button>
-  </form>
-)
-
-const Connect = () => (
-  <form class="connect" onSubmit={connect} aria-labelledby="connect-title">
-    <h3 id="connect-title">Connect a WhatsApp number</h3>
-    <p class="hint">
-      From Meta's developer dashboard (WhatsApp, API Setup): the phone number id, a system user's access token, and the
-      app secret. Or try it first with the simulator: no Meta account needed.
-    </p>
-    <label>
-      Name <input name="name" placeholder="WhatsApp" />
-    </label>
-    <PipelineSelect />
-    <label class="inline">
-      <input type="checkbox" name="simulator" /> Use the simulator instead of Meta
-    </label>
-    <label>
-      Phone number id <input name="phone_number_id" inputMode="numeric" />
-    </label>
-    <label>
-      Access token <input name="access_token" type="password" autoComplete="off" />
-    </label>
-    <label>
-      App secret <input name="app_secret" type="password" autoComplete="off" />
-    </label>
-    <label>
-      WhatsApp Business Account id (optional) <input name="business_account_id" inputMode="numeric" />
-    </label>
-    <Problems kind="whatsapp" />
-    <button type="submit">Connect</button>
-  </form>
-)
-
 export const Channels = () => {
   const shown = created.value
   return (
@@ -218,12 +94,32 @@ export const Channels = () => {
           <button type="button" class="link" onClick={() => (created.value = undefined)}>Done</button>
         </aside>
       )}
-      {shown !== undefined && shown.kind !== "telegram" && (
+      {shown !== undefined && shown.kind === "sms" && (
         <aside class="created" aria-live="polite">
           <p>
             <strong>{shown.name}</strong>{" "}
-            is connected. Paste these into Meta's dashboard (WhatsApp, Configuration, Webhook), and subscribe to{" "}
-            <code>messages</code>. The verify token is not shown again.
+            is connected. In Twilio's console, paste this as the number's "A message comes in" webhook (HTTP POST).
+          </p>
+          {shown.webhook_url !== null && <Copyable label="Webhook URL" value={shown.webhook_url} />}
+          <button type="button" class="link" onClick={() => (created.value = undefined)}>Done</button>
+        </aside>
+      )}
+      {shown !== undefined && shown.kind === "email" && (
+        <aside class="created" aria-live="polite">
+          <p>
+            <strong>{shown.name}</strong>{" "}
+            is connected: Parley reads its INBOX and answers new mail from its address. Use "Check connection" to try
+            both logins.
+          </p>
+          <button type="button" class="link" onClick={() => (created.value = undefined)}>Done</button>
+        </aside>
+      )}
+      {shown !== undefined && shown.kind !== "telegram" && shown.kind !== "sms" && shown.kind !== "email" && (
+        <aside class="created" aria-live="polite">
+          <p>
+            <strong>{shown.name}</strong>{" "}
+            is connected. Paste these into Meta's dashboard ({META_WEBHOOK[shown.kind] ?? META_WEBHOOK.whatsapp}). The
+            verify token is not shown again.
           </p>
           {shown.webhook_url !== null && <Copyable label="Callback URL" value={shown.webhook_url} />}
           {shown.verify_token !== undefined && shown.verify_token !== null && (
@@ -236,8 +132,12 @@ export const Channels = () => {
         {workspaceChannels.value.map((c) => <Row key={c.id} c={c} />)}
         {workspaceChannels.value.length === 0 && <li class="empty">No channels yet.</li>}
       </ul>
-      <Connect />
+      <ConnectWhatsApp />
+      <ConnectMeta kind="messenger" />
+      <ConnectMeta kind="instagram" />
       <ConnectTelegram />
+      <ConnectSms />
+      <ConnectEmail />
     </section>
   )
 }

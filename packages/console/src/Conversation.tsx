@@ -7,6 +7,7 @@ import { useSignal } from "@preact/signals"
 import { useEffect, useRef } from "preact/hooks"
 import { api, type ConversationFull, type Message, type MessagesPage } from "./api.js"
 import { Composer } from "./Composer.js"
+import { ContactPanel } from "./ContactPanel.js"
 import { contactName, duration, kindLabel, now, since } from "./format.js"
 import { refreshOne, typing } from "./inboxStore.js"
 import { listen } from "./live.js"
@@ -17,7 +18,8 @@ import { Transcript } from "./Transcript.js"
 
 /** The provider's window (WhatsApp: 24 hours after the contact's last message): time left, or closed. */
 const ServiceWindow = ({ closesAt }: { closesAt: string }) => {
-  const left = (Date.parse(closesAt) - now.value) / 1000
+  // `now` re-renders this every 15 s, but may be up to 15 s behind: a window just opened would read "1 d left"
+  const left = (Date.parse(closesAt) - Math.max(now.value, Date.now())) / 1000
   return left > 0
     ? (
       <span class="window" data-open="true" title={`Free-form messages until ${new Date(closesAt).toLocaleString()}`}>
@@ -258,7 +260,10 @@ export const ConversationView = ({ id }: { id: number }) => {
           : <Composer conversationId={id} onSent={() => void loadNewest().catch(fail)} />}
         <Notes c={c} onChange={(next) => (detail.value = next)} />
       </section>
-      {c.opportunity !== null && <OpportunityPanel opportunityId={c.opportunity.id} onChange={reload} />}
+      <div class="side">
+        <ContactPanel conversation={c} />
+        {c.opportunity !== null && <OpportunityPanel opportunityId={c.opportunity.id} onChange={reload} />}
+      </div>
     </div>
   )
 }

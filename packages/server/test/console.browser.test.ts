@@ -7,7 +7,9 @@
  * stage's opening message reaches the visitor); the analytics page draws charts. At 390 px the inbox and
  * the conversation fit the screen. Signing out ends the console's token. Once a WhatsApp contact's window has
  * closed (her message aged by 25 hours while the server is stopped), the composer offers the approved templates
- * instead of free text, and the one sent reaches the simulated phone. Screenshots of each screen are kept in
+ * instead of free text, and the one sent reaches the simulated phone. A contact who wrote on the web chat and then on
+ * WhatsApp has both conversations listed beside either; the operator opens the other and writes there, and the
+ * simulated phone gets it. Screenshots of each screen are kept in
  * test-results/console-*.png.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -329,6 +331,14 @@ describe("the operator console in a browser", { timeout: 240_000 }, () => {
       /\/channels\/wh_\w+\/webhook$/
     )
     await operator.locator("li.channel-row", { hasText: "Second number" }).waitFor(WAIT)
+    // a Facebook page with the simulator: the notice names Messenger's webhook settings
+    const messengerForm = operator.getByRole("form", { name: "Connect a Facebook page (Messenger)" })
+    await messengerForm.getByLabel("Name", { exact: true }).fill("Shop page")
+    await messengerForm.getByLabel("Use the simulator instead of Meta").check()
+    await messengerForm.getByRole("button", { name: "Connect", exact: true }).click()
+    await operator.locator("aside.created", { hasText: "Messenger, Webhooks, object Page" }).waitFor(WAIT)
+    await operator.locator("li.channel-row[data-kind=messenger]", { hasText: "Shop page" }).waitFor(WAIT)
+    await operator.getByRole("form", { name: "Connect an Instagram account" }).getByLabel("Access token").waitFor(WAIT)
     await shot(operator, "channels")
     expect(await unlabelled(operator)).toEqual([])
 
@@ -456,5 +466,71 @@ describe("the operator console in a browser", { timeout: 240_000 }, () => {
 
     expect(errors).toEqual([])
     await operatorContext.close()
+  })
+
+  it("lists a contact's conversations on every channel beside a conversation and continues the contact on another", async () => {
+    const errors: Array<string> = []
+    const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } })
+    const page = await watched(context, errors)
+    const { channel, whatsapp } = JSON.parse(Fs.readFileSync(Path.join(dataDir, "demo-credentials.json"), "utf8")) as {
+      channel: { id: number; client_id: string; client_secret: string }
+      whatsapp: { id: number; simulator_path: string }
+    }
+    // Carla gives her phone in the web chat, then writes from that phone on WhatsApp: one contact, two conversations
+    const session = ok(
+      await call(`${server!.api}/api/user/web-chat/initiate`, {
+        method: "POST",
+        basic: [channel.client_id, channel.client_secret],
+        json: { contact_id: "carla-cross", name: "Carla Cross", phone: "+49 151 0000 0077" }
+      }),
+      "webChat.initiate"
+    )
+    const webId = session.conversation_id
+    const simulator = `${server!.api}${whatsapp.simulator_path}`
+    expect(
+      (await fetch(`${simulator}/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ wa_id: "4915100000077", name: "Carla Cross", text: "Carla again, now on WhatsApp" })
+      })).status
+    ).toBe(200)
+    const contactId = ok(await rest(`conversations/${webId}`), "conversations.get").contact.id
+    const both = await until("two conversations of the contact", async () => {
+      const list = ok(await rest(`conversations?contact_id=${contactId}`), "conversations.list").conversations
+      return list.length === 2 ? list : undefined
+    }, WAIT.timeout)
+    const whatsappId = both.find((c) => c.channel_id === whatsapp.id)!.id
+    const names = new Map<number, string>(ok(await rest("channels"), "channels.list").map((c) => [c.id, c.name]))
+    const webLink = `Web chat: ${names.get(channel.id)}`
+    const whatsappLink = `WhatsApp: ${names.get(whatsapp.id)}`
+
+    // beside the web conversation: the contact and both conversations, this one marked
+    await signIn(page, `/console/c/${webId}`)
+    const panel = page.getByRole("complementary", { name: "Contact", exact: true })
+    await panel.getByRole("link", { name: whatsappLink, exact: true }).waitFor(WAIT)
+    expect(await panel.locator("dd").allInnerTexts()).toEqual(["Carla Cross", "4915100000077", "—"])
+    expect(await panel.getByRole("list", { name: "Conversations (2)", exact: true }).getByRole("listitem").count())
+      .toBe(2)
+    expect(await panel.getByRole("link", { name: webLink, exact: true }).getAttribute("aria-current")).toBe("page")
+    expect(await unlabelled(page)).toEqual([])
+    await shot(page, "contact-channels")
+
+    // the WhatsApp one opens in the inbox, and the operator's message there reaches the simulated phone
+    await panel.getByRole("link", { name: whatsappLink, exact: true }).click()
+    await page.waitForURL(`**/console/c/${whatsappId}`)
+    await panel.getByRole("link", { name: whatsappLink, exact: true }).and(panel.locator("[aria-current=page]"))
+      .waitFor(WAIT)
+    const text = "Carla, a colleague here: shall we go on on WhatsApp?"
+    await page.getByRole("textbox", { name: "Message to the contact" }).fill(text)
+    await page.getByRole("button", { name: "Send", exact: true }).click()
+    await page.getByRole("log", { name: "Messages" }).locator(".msg.from-operator", { hasText: text }).waitFor(WAIT)
+    await until("the simulated phone got it", async () => {
+      const thread = await (await fetch(`${simulator}/thread?wa_id=4915100000077`)).json() as {
+        messages: ReadonlyArray<{ direction: string; text: string }>
+      }
+      return thread.messages.some((m) => m.direction === "out" && m.text === text) || undefined
+    }, WAIT.timeout)
+    expect(errors).toEqual([])
+    await context.close()
   })
 })
