@@ -32,6 +32,9 @@ export class WebhookRefused extends Data.TaggedError("WebhookRefused")<{
   readonly message: string
 }> {}
 
+/** How many known threads `profileName` remembers. */
+const MAX_SEEN_THREADS = 10_000
+
 const unknownWebhook = new WebhookRefused({ status: 404, message: "No channel has this webhook." })
 
 export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/server/ProviderInbound", {
@@ -58,6 +61,8 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
     const providerCredentials = yield* ProviderCredentials
     const providerEvents = yield* ProviderEventsRepo
     const links = yield* ChannelLinks
+    /** Threads known to have a conversation, oldest first (for `profileName`). */
+    const seenThreads = new Set<string>()
 
     const channelOf = (key: string) =>
       Effect.gen(function*() {
@@ -86,7 +91,14 @@ export class ProviderInbound extends Effect.Service<ProviderInbound>()("@parley/
     const profileName = (channel: ProviderChannelRow, entry: ProviderEntry, credentials: unknown, thread: string) =>
       Effect.gen(function*() {
         const ask = entry.provider.profileName
-        if (ask === undefined || (yield* providerEvents.knownThread(channel.id, thread))) return undefined
+        if (ask === undefined) return undefined
+        // a thread this process saw is known: a returning contact's message makes no query for it
+        const key = `${channel.id}:${thread}`
+        if (seenThreads.has(key)) return undefined
+        const known = yield* providerEvents.knownThread(channel.id, thread)
+        if (seenThreads.size >= MAX_SEEN_THREADS) seenThreads.delete(seenThreads.values().next().value!)
+        seenThreads.add(key)
+        if (known) return undefined
         return yield* ask(credentials, thread).pipe(
           Effect.timeout("3 seconds"),
           Effect.catchAllCause((cause) =>
