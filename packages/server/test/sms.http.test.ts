@@ -230,6 +230,23 @@ layer(FakeApi, { excludeTestServices: true })("SMS channel (Twilio)", (it) => {
       const reply = yield* replyTo(located.MessageSid!)
       expect(reply.status).toBe("sent_to_user")
       expect(sentTo(from)[0]).toMatchObject({ from: fake.state.numbers[1] })
+
+      // the WhatsApp sender keeps WhatsApp's 24-hour window, the SMS number has none: two days on (the contact's
+      // messages dated back, as Twilio's clock would have them), only the SMS conversation may still be written to
+      const day = 24 * 3_600_000
+      yield* sqlRows`update messages set provider_sent_at = now() - interval '2 days'
+                     where contact_id = ${row!.contact_id} and role = 'user'`
+      const shown = ok(yield* get(owner, `/api/user/conversations/${reply.conversation_id}`), "conversations.get")
+      const closesAt = Date.parse(shown.service_window_closes_at!)
+      expect(Date.now() - closesAt).toBeGreaterThan(day - 60_000)
+      expect(Date.now() - closesAt).toBeLessThan(day + 60_000)
+      const refused = yield* post(owner, `/api/user/${reply.conversation_id}/messages`, { message: "Still there?" })
+      expect422(refused, ["message"])
+      expect(JSON.stringify(refused.body)).toMatch(/24 hours after the contact's latest message\): nothing can be sent/)
+      const smsConversation = (yield* messagesOf(phone))[0]!.conversation_id
+      const smsShown = ok(yield* get(owner, `/api/user/conversations/${smsConversation}`), "conversations.get")
+      expect(smsShown.service_window_closes_at).toBeNull()
+      ok(yield* post(owner, `/api/user/${smsConversation}/messages`, { message: "Still there?" }), "messages.send")
     }))
 
   it.effect("an operator's message reaches Twilio; errors are read by meaning", () =>

@@ -123,10 +123,12 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
               }]))
           )
         }
+        const rules = Option.getOrThrow(providers.forKind(kind)).provider.rules
         return {
           stored,
           shown: entry.shown(stored),
           simulated: entry.simulated(stored),
+          serviceWindowMs: entry.serviceWindowMs === undefined ? rules.serviceWindowMs : entry.serviceWindowMs(stored),
           ciphertext: secrets.encrypt(JSON.stringify(stored))
         }
       })
@@ -199,6 +201,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
         credentials_ciphertext: provider?.ciphertext ?? null,
         webhook_key: provider === null ? null : webhookKey,
         rate_per_second: input.rate_per_second ?? null,
+        service_window_ms: provider?.serviceWindowMs ?? null,
         is_simulated: provider?.simulated ?? false
       })
       const channel = yield* find(actor, id).pipe(Effect.orDie)
@@ -218,7 +221,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       const replaced = input.credentials === undefined
         ? undefined
         : isProviderKind(channel.kind)
-        ? (yield* checkedCredentials(channel.kind, input.credentials, Effect.succeed(channel.webhook_url))).ciphertext
+        ? yield* checkedCredentials(channel.kind, input.credentials, Effect.succeed(channel.webhook_url))
         : yield* Unprocessable.of([{
           field: "credentials",
           message: `A ${channel.kind} channel has no provider credentials.`
@@ -226,7 +229,8 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
       yield* repo.update(id, {
         ...input,
         allowed_origins: origins(input.allowed_origins),
-        credentials_ciphertext: replaced
+        credentials_ciphertext: replaced?.ciphertext,
+        service_window_ms: replaced === undefined ? undefined : replaced.serviceWindowMs
       })
       yield* changed
       return yield* find(actor, id)

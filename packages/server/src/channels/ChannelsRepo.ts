@@ -13,6 +13,8 @@ export interface ChannelWrite {
   readonly rate_per_second?: number | null | undefined
   /** New credentials reconnect a channel the provider had disconnected. */
   readonly credentials_ciphertext?: string | undefined
+  /** The window the adapter gives the new credentials (ServiceWindow.ts); null: none. */
+  readonly service_window_ms?: number | null | undefined
   readonly is_simulated?: boolean | undefined
 }
 
@@ -51,6 +53,7 @@ const NewChannel = Schema.Struct({
   credentials_ciphertext: Schema.NullOr(Schema.String),
   webhook_key: Schema.NullOr(Schema.String),
   rate_per_second: Schema.NullOr(Schema.Number),
+  service_window_ms: Schema.NullOr(Schema.Number),
   is_simulated: Schema.Boolean
 })
 
@@ -75,6 +78,7 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
         entries.push(sql`credentials_ciphertext = ${w.credentials_ciphertext}`)
         entries.push(sql`status = 'connected'`, sql`status_reason = null`)
       }
+      if (w.service_window_ms !== undefined) entries.push(sql`service_window_ms = ${w.service_window_ms}`)
       if (w.is_simulated !== undefined) entries.push(sql`is_simulated = ${w.is_simulated}`)
       return sql.csv([...entries, sql`updated_at = now()`])
     }
@@ -98,10 +102,11 @@ export class ChannelsRepo extends Effect.Service<ChannelsRepo>()("@parley/server
         sql`
           insert into channels (workspace_id, kind, name, pipeline_id, is_active, client_id, secret_ciphertext,
                                 callback_url, allowed_origins, allowed_ips, credentials_ciphertext, webhook_key,
-                                rate_per_second, is_simulated)
+                                rate_per_second, service_window_ms, is_simulated)
           values (${row.workspace_id}, ${row.kind}, ${row.name}, ${row.pipeline_id}, ${row.is_active}, ${row.client_id},
                   ${row.secret_ciphertext}, ${row.callback_url}, ${row.allowed_origins}::text[], ${row.allowed_ips}::text[],
-                  ${row.credentials_ciphertext}, ${row.webhook_key}, ${row.rate_per_second}, ${row.is_simulated})
+                  ${row.credentials_ciphertext}, ${row.webhook_key}, ${row.rate_per_second}, ${row.service_window_ms},
+                  ${row.is_simulated})
           returning id`
     })
 

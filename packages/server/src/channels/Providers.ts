@@ -17,6 +17,9 @@ import { SimulatedBotInput, Telegram, TelegramCredentialsInput } from "./telegra
 import { simulatedCredentials, SimulatedSmsInput, Twilio, TwilioCredentialsInput } from "./twilio/Twilio.js"
 import { DEFAULT_API_VERSION, SimulatedInput, WhatsApp, WhatsAppCredentialsInput } from "./whatsapp/WhatsApp.js"
 
+/** WhatsApp's customer service window, wherever its messages go through. */
+const WHATSAPP_WINDOW_MS = 24 * 3_600_000
+
 const randomDigits = (n: number) => Array.from({ length: n }, () => randomInt(10)).join("")
 
 /** How a kind connected with `credentials` (a provider's tokens) takes them on create and update. */
@@ -29,6 +32,11 @@ export interface ProviderConnect {
   readonly complete: (input: any) => Record<string, unknown>
   /** What the create answer shows once besides the webhook URL (never a token or secret). */
   readonly shown: (stored: any) => Record<string, string>
+  /**
+   * The channel's service window when it depends on the credentials (a Twilio WhatsApp sender has WhatsApp's 24
+   * hours, an SMS number none); absent: the provider's `rules.serviceWindowMs`.
+   */
+  readonly serviceWindowMs?: (stored: any) => number | null
   /**
    * Tells the provider where Parley's webhook is, for providers whose webhook is set by API (Telegram's
    * `setWebhook`) rather than in the provider's dashboard; a failure is the operator's to fix (422).
@@ -150,7 +158,10 @@ export class ChannelProviders extends Effect.Service<ChannelProviders>()("@parle
           simulated: (stored: { simulator?: boolean }) => stored.simulator === true,
           complete: (input: typeof TwilioCredentialsInput.Type | typeof SimulatedSmsInput.Type) =>
             "simulator" in input ? simulatedCredentials() : { ...input },
-          shown: () => ({})
+          shown: () => ({}),
+          // a WhatsApp sender on Twilio keeps WhatsApp's 24-hour window (Twilio refuses the rest with 63016)
+          serviceWindowMs: (stored: { from_number: string }) =>
+            stored.from_number.startsWith("whatsapp:") ? WHATSAPP_WINDOW_MS : null
         }
       },
       email: {

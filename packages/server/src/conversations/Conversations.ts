@@ -4,6 +4,7 @@
  * `active` hands back). Other workspaces' conversations are 404.
  */
 import {
+  type ChannelKind,
   ConversationDetail,
   type ConversationId,
   ConversationListItem,
@@ -19,6 +20,7 @@ import {
   FileEntryWithUrl,
   type HandoffCommand,
   type HandoffMove,
+  isProviderKind,
   type ListConversationsQuery,
   noReplyReasonOf,
   PublicBaseUrl,
@@ -29,8 +31,7 @@ import {
   WorkspaceNotFound
 } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
-import { ChannelProviders } from "../channels/Providers.js"
-import { hasWindow, windowClosesAt } from "../channels/ServiceWindow.js"
+import { windowClosesAt } from "../channels/ServiceWindow.js"
 import { FileStorage } from "../files/FileStorage.js"
 import { Handoff } from "../handoff/Handoff.js"
 import { OpportunitiesRepo } from "../opportunities/OpportunitiesRepo.js"
@@ -131,13 +132,11 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
     ConversationsRepo.Default,
     Handoff.Default,
     FileStorage.Default,
-    OpportunitiesRepo.Default,
-    ChannelProviders.Default
+    OpportunitiesRepo.Default
   ],
   effect: Effect.gen(function*() {
     const repo = yield* ConversationsRepo
     const handoff = yield* Handoff
-    const providers = yield* ChannelProviders
     const storage = yield* FileStorage
     const opportunities = yield* OpportunitiesRepo
 
@@ -186,10 +185,10 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
     const get = Effect.fn("Conversations.get")(function*(id: ConversationId) {
       const row = yield* owned(id)
       const events = yield* handoff.events(row.id)
-      // a provider channel with a window: one more read, of the contact's latest message time
-      const windowEnd = !hasWindow(providers, row.channel_kind)
+      // a provider channel: one more read, of its window and the contact's latest message time
+      const windowEnd = row.channel_kind === null || !isProviderKind(row.channel_kind as ChannelKind)
         ? Option.none<number>()
-        : windowClosesAt(providers, row.channel_kind, yield* repo.contactSentAt(row.id))
+        : windowClosesAt(yield* repo.window(row.id))
       return yield* Effect.orDie(decodeDetail({
         ...listItem(row),
         notes: row.notes,

@@ -18,7 +18,7 @@ import {
   WorkspaceId
 } from "@parley/domain"
 import { Effect, Schema } from "effect"
-import { contactSentAtMs } from "../channels/ServiceWindow.js"
+import { windowColumns } from "../channels/ServiceWindow.js"
 
 /** A conversation row as selected: flat columns, assembled into ConversationListItem by the service. */
 export const ConversationRow = Schema.Struct({
@@ -271,13 +271,16 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
       }
     })
 
-    /** When the contact's latest message was sent by the provider's clock (ms), on a provider channel. */
-    const contactSentAt = SqlSchema.single({
+    /** The channel's window and when the contact's latest message was sent by the provider's clock (ms). */
+    const window = SqlSchema.single({
       Request: Schema.Number,
-      Result: Schema.Struct({ ms: Schema.NullOr(Schema.Number) }),
+      Result: Schema.Struct({
+        contact_sent_at_ms: Schema.NullOr(Schema.Number),
+        service_window_ms: Schema.NullOr(Schema.Number)
+      }),
       execute: (conversationId) =>
         sql`
-          select ${contactSentAtMs(sql)} as ms
+          select ${windowColumns(sql)}
           from conversations c left join channels ch on ch.id = c.channel_id where c.id = ${conversationId}`
     })
 
@@ -306,7 +309,7 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
         Effect.orDie(find({ workspaceIds, userId, id })),
       messages: (conversationId: number, page: typeof MessagesPage.Type) =>
         Effect.orDie(messages({ conversationId, page })),
-      contactSentAt: (conversationId: number) => Effect.map(Effect.orDie(contactSentAt(conversationId)), (r) => r.ms),
+      window: (conversationId: number) => Effect.orDie(window(conversationId)),
       deliveries: (messageIds: ReadonlyArray<string>) =>
         messageIds.length === 0 ? Effect.succeed<ReadonlyArray<DeliveryRow>>([]) : Effect.orDie(deliveries(messageIds)),
       markRead: (userId: UserId, conversationId: number) =>

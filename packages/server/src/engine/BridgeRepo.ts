@@ -5,7 +5,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { MessageTemplate, type TemplateSend } from "@parley/domain"
 import { Effect, Option, Schema } from "effect"
-import { contactSentAtMs } from "../channels/ServiceWindow.js"
+import { windowColumns } from "../channels/ServiceWindow.js"
 import { joinConversationPipeline } from "../handoff/ConversationPipeline.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 
@@ -23,6 +23,7 @@ export const DueEvent = Schema.Struct({
   bridge_template: Schema.NullOr(MessageTemplate),
   channel_kind: Schema.NullOr(Schema.String),
   contact_sent_at_ms: Schema.NullOr(Schema.Number),
+  service_window_ms: Schema.NullOr(Schema.Number),
   latest: Schema.Boolean,
   summary_due: Schema.Boolean
 })
@@ -57,7 +58,7 @@ export class BridgeRepo extends Effect.Service<BridgeRepo>()("@parley/server/Bri
                  coalesce(e.bridge_text, p.handoff_bridge_text) as bridge_text,
                  (select m.id from messages m where m.handoff_event_id = e.id) as bridge_message,
                  p.handoff_bridge_template as bridge_template, ch.kind as channel_kind,
-                 ${contactSentAtMs(sql)} as contact_sent_at_ms,
+                 ${windowColumns(sql)},
                  -- a bridge for a wait that is over (taken, handed back) would tell the contact the wrong thing
                  not exists (select 1 from handoff_events later where later.conversation_id = e.conversation_id
                              and later.id > e.id) as latest,

@@ -20,7 +20,6 @@ import {
 import { repliesMade } from "@parley/worker"
 import { Clock, Context, Effect, Layer, Metric, Option } from "effect"
 import { enqueueToolCalls } from "../actions/ActionRunsEnqueue.js"
-import { ChannelProviders } from "../channels/Providers.js"
 import { ProviderTyping } from "../channels/ProviderTyping.js"
 import { windowClosed } from "../channels/ServiceWindow.js"
 import { Handoff } from "../handoff/Handoff.js"
@@ -47,7 +46,6 @@ export const ConversationTurnsLive = Layer.effectContext(
     const repo = yield* TurnsRepo
     const knowledge = yield* Knowledge
     const modelKeys = yield* ModelKeys
-    const providers = yield* ChannelProviders
     const typing = yield* ProviderTyping
     const handoff = yield* Handoff
     const { failureRule, turnHandoff, turnTexts } = yield* makeTurnHandoffRules
@@ -95,7 +93,7 @@ export const ConversationTurnsLive = Layer.effectContext(
         return skipTurn("waiting_for_person", `keyword rule: "${keyword}"`)
       }
       // a provider that allows free-form messages only within a window after the contact's latest message
-      if (windowClosed(providers, c.channel_kind, c.contact_sent_at_ms, yield* Clock.currentTimeMillis)) {
+      if (windowClosed(c, yield* Clock.currentTimeMillis)) {
         return skipTurn("outside_service_window")
       }
       // the rule Initiate refuses a conversation by (SPEC.md 4.4), applied to each reply

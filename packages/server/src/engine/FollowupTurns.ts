@@ -6,7 +6,6 @@
  */
 import { type FollowupDue, intervalMillis, type ReplyDraft } from "@parley/domain"
 import { Clock, Effect, Option } from "effect"
-import { ChannelProviders } from "../channels/Providers.js"
 import { windowClosed } from "../channels/ServiceWindow.js"
 import { ChannelTemplates } from "../channels/Templates.js"
 import { blocker, SequencesRepo } from "./SequencesRepo.js"
@@ -21,7 +20,6 @@ export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
   Effect.gen(function*() {
     const repo = yield* TurnsRepo
     const followups = yield* SequencesRepo
-    const providers = yield* ChannelProviders
     const templates = yield* ChannelTemplates
 
     const followup = Effect.fn("ConversationTurns.followup")(function*(sequenceId: number, step: number) {
@@ -58,7 +56,7 @@ export const makeFollowupTurns = (snapshotContext: SnapshotContext) =>
       const p = ready.value.pipeline
       if (p.status !== "active" || p.is_archived) return skip("skipped")
       // a provider's window closed: the followup's template goes, or the step is skipped; the sequence goes on
-      if (windowClosed(providers, c.channel_kind, c.contact_sent_at_ms, yield* Clock.currentTimeMillis)) {
+      if (windowClosed(c, yield* Clock.currentTimeMillis)) {
         if (s.template === null) return skip("outside_service_window")
         const template = yield* templates.resolveForSend(String(s.conversation_id), s.template, "A followup step")
         return Option.match(template, {

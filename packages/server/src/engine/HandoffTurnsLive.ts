@@ -14,7 +14,6 @@ import {
   ulid
 } from "@parley/domain"
 import { Clock, Data, Effect, Layer, Option } from "effect"
-import { ChannelProviders } from "../channels/Providers.js"
 import { windowClosed } from "../channels/ServiceWindow.js"
 import { ChannelTemplates } from "../channels/Templates.js"
 import { HandoffRepo } from "../handoff/HandoffRepo.js"
@@ -31,7 +30,6 @@ export const HandoffTurnsLive = Layer.effect(
     const repo = yield* HandoffRepo
     const identity = yield* IdentityRepo
     const bridges = yield* BridgeRepo
-    const providers = yield* ChannelProviders
     const templates = yield* ChannelTemplates
 
     const due = (eventId: number) =>
@@ -45,7 +43,7 @@ export const HandoffTurnsLive = Layer.effect(
         const fallback = e.bridge === "second" ? DEFAULT_SECOND_BRIDGE_TEXT : e.bridge_text ?? DEFAULT_BRIDGE_TEXT
         // a provider's window closed: only the pipeline's approved template may tell the contact to wait
         const closed = bridgeDue &&
-          windowClosed(providers, e.channel_kind, e.contact_sent_at_ms, yield* Clock.currentTimeMillis)
+          windowClosed(e, yield* Clock.currentTimeMillis)
         const template = closed && e.bridge_template !== null
           ? yield* templates.resolveForSend(conversationId, e.bridge_template, "The handoff bridge")
           : Option.none()

@@ -8,7 +8,6 @@ import { PgClient } from "@effect/sql-pg"
 import { type OpeningContext, type ReplyDraft } from "@parley/domain"
 import { Clock, Effect, Option, Stream } from "effect"
 import { enqueueStageStarted } from "../actions/ActionRunsEnqueue.js"
-import { ChannelProviders } from "../channels/Providers.js"
 import { windowClosed } from "../channels/ServiceWindow.js"
 import { ChannelTemplates } from "../channels/Templates.js"
 import { Handoff } from "../handoff/Handoff.js"
@@ -26,7 +25,6 @@ export const makeStageEntryTurns = (snapshotContext: SnapshotContext) =>
     const entries = yield* StageEntryRepo
     const opportunities = yield* OpportunitiesRepo
     const handoff = yield* Handoff
-    const providers = yield* ChannelProviders
     const templates = yield* ChannelTemplates
 
     const opening = Effect.fn("ConversationTurns.opening")(function*(entryId: number) {
@@ -47,7 +45,7 @@ export const makeStageEntryTurns = (snapshotContext: SnapshotContext) =>
       if (Option.isNone(current)) return Option.none<OpeningContext>()
       const c = current.value.snap
       // a provider's window closed (or the contact never wrote there): only the stage's template may go
-      if (windowClosed(providers, c.channel_kind, c.contact_sent_at_ms, yield* Clock.currentTimeMillis)) {
+      if (windowClosed(c, yield* Clock.currentTimeMillis)) {
         const template = e.opening_template === null
           ? Option.none()
           : yield* templates.resolveForSend(String(e.conversation_id), e.opening_template, "A stage's opening")

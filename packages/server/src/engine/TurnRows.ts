@@ -27,6 +27,7 @@ export const ConversationRow = Schema.Struct({
   channel_kind: NullableString,
   /** when the contact's latest message was sent, by the provider's clock (ms): a service window counts from it */
   contact_sent_at_ms: NullableNumber,
+  service_window_ms: NullableNumber,
   opportunity_id: Schema.NullOr(OpportunityId),
   opportunity_status: NullableString,
   opportunity_stage_id: Schema.NullOr(StageId),

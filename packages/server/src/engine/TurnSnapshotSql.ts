@@ -3,7 +3,7 @@
  * joins, and the whole turn's snapshot (TurnSnapshot) in one statement.
  */
 import type { SqlClient, Statement } from "@effect/sql"
-import { contactSentAtMs } from "../channels/ServiceWindow.js"
+import { windowColumns } from "../channels/ServiceWindow.js"
 
 /**
  * A conversation's columns as ConversationRow, over `c`, `w`, `ct`, `ch` and the laterals `o`, `cv` and `lp` of
@@ -19,7 +19,7 @@ export const conversationColumns = (sql: SqlClient.SqlClient) =>
   )::int as ai_replies,
   w.credits::float8 as credits, w.is_subscription_active, c.is_eval, ch.pipeline_id as channel_pipeline_id,
   ch.kind as channel_kind,
-  ${contactSentAtMs(sql)} as contact_sent_at_ms,
+  ${windowColumns(sql)},
   o.id as opportunity_id, o.status as opportunity_status, o.stage_id as opportunity_stage_id,
   o.pipeline_id as opportunity_pipeline_id, o.context as opportunity_context,
   coalesce(ct.custom_name, ct.name) as contact_name, coalesce(ct.custom_email, ct.email) as contact_email,

@@ -116,33 +116,28 @@ export class Messages extends Effect.Service<Messages>()("@parley/server/Message
      * A provider's service window for an operator's message (WhatsApp: 24 hours after the contact's latest message;
      * Messenger: 7 days with its HUMAN_AGENT tag): 422 once it closed.
      */
-    const checkWindow = (t: Target) =>
-      Option.match(
-        t.has_credentials ? windowClosesAt(channelProviders, t.kind, t.contact_sent_at_ms, "operator") : Option.none(),
-        {
-          onNone: () => Effect.void,
-          onSome: (closedAt) => {
-            if (closedAt >= Date.now()) return Effect.void
-            const rules = Option.map(channelProviders.forKind(t.kind ?? ""), (e) => e.provider)
-            const templates = Option.exists(rules, (p) => p.templates !== undefined)
-            const hours = Option.match(rules, {
-              onNone: () => 24,
-              onSome: (p) => Math.max(p.rules.serviceWindowMs ?? 0, p.rules.operatorWindowMs ?? 0) / 3_600_000
-            })
-            const until = templates
-              ? "only an approved template can be sent"
-              : "nothing can be sent"
-            return Unprocessable.of([{
-              field: "message",
-              message: closedAt === 0
-                ? `The contact has not written on this ${t.kind} channel yet: ${until}.`
-                : `The ${t.kind} service window closed at ${
-                  new Date(closedAt).toISOString()
-                } (${hours} hours after the contact's latest message): ${until} until the contact writes again.`
-            }])
-          }
+    const checkWindow = (t: Target) => {
+      const provider = Option.map(channelProviders.forKind(t.kind ?? ""), (e) => e.provider)
+      const operatorMs = Option.getOrUndefined(Option.flatMapNullable(provider, (p) => p.rules.operatorWindowMs))
+      return Option.match(windowClosesAt(t, operatorMs), {
+        onNone: () => Effect.void,
+        onSome: (closedAt) => {
+          if (closedAt >= Date.now()) return Effect.void
+          const until = Option.exists(provider, (p) => p.templates !== undefined)
+            ? "only an approved template can be sent"
+            : "nothing can be sent"
+          const hours = Math.max(t.service_window_ms ?? 0, operatorMs ?? 0) / 3_600_000
+          return Unprocessable.of([{
+            field: "message",
+            message: closedAt === 0
+              ? `The contact has not written on this ${t.kind} channel yet: ${until}.`
+              : `The ${t.kind} service window closed at ${
+                new Date(closedAt).toISOString()
+              } (${hours} hours after the contact's latest message): ${until} until the contact writes again.`
+          }])
         }
-      )
+      })
+    }
 
     /** A template instead of a message: alone, on a provider channel, resolved (422 naming what is wrong). */
     const templateOf = (

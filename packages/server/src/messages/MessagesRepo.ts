@@ -15,7 +15,7 @@ import {
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, flow, Option, Schema, Struct } from "effect"
-import { contactSentAtMs } from "../channels/ServiceWindow.js"
+import { windowColumns } from "../channels/ServiceWindow.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 
 /** The conversation an operator message goes to: its channel and its newest opportunity's place. */
@@ -34,7 +34,9 @@ export const Target = Schema.Struct({
   /** a provider channel with its credentials (the adapter sends, within the provider's rules) */
   has_credentials: Schema.Boolean,
   /** when the contact's latest message was sent, by the provider's clock (ms; provider channels only) */
-  contact_sent_at_ms: Schema.NullOr(Schema.Number)
+  contact_sent_at_ms: Schema.NullOr(Schema.Number),
+  /** the channel's service window (ms; null: none) */
+  service_window_ms: Schema.NullOr(Schema.Number)
 })
 export type Target = typeof Target.Type
 
@@ -102,7 +104,7 @@ export class MessagesRepo extends Effect.Service<MessagesRepo>()("@parley/server
         select c.id, c.workspace_id, c.contact_id, c.channel_id, c.external_chat_id, ch.kind, ch.is_active, ch.callback_url,
                o.id as opportunity_id, o.stage_id, o.pipeline_id,
                coalesce(ch.credentials_ciphertext is not null, false) as has_credentials,
-               ${contactSentAtMs(sql)} as contact_sent_at_ms
+               ${windowColumns(sql)}
         from conversations c
         left join channels ch on ch.id = c.channel_id
         left join lateral (
