@@ -276,7 +276,7 @@ export class Channels extends Effect.Service<Channels>()("@parley/server/Channel
             new ChannelCheck({
               ok: false,
               message: failure.kind === "auth_revoked"
-                ? `The provider refused the access token: ${failure.message}`
+                ? `The provider refused the channel's credentials: ${failure.message}`
                 : failure.kind === "transient"
                 ? `The provider could not be reached or failed: ${failure.message}`
                 : `The provider refused the request: ${failure.message}`,
