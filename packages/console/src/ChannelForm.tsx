@@ -4,6 +4,7 @@
  * pipeline choice.
  */
 import { signal } from "@preact/signals"
+import type { ComponentChildren } from "preact"
 import { api, ApiError, type ChannelCreated, type ChannelRecord } from "./api.js"
 import { channels, fail, workspaceId, workspacePipelines } from "./state.js"
 
@@ -68,4 +69,64 @@ export const PipelineSelect = () => (
       {workspacePipelines.value.map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}
     </select>
   </label>
+)
+
+/** One input of a connect form: a secret is a password field the browser does not fill. */
+export interface FieldSpec {
+  readonly label: string
+  readonly name: string
+  readonly secret?: boolean
+  readonly numeric?: boolean
+  /** A text or email field the browser should not fill from its history. */
+  readonly type?: "text" | "email"
+  readonly placeholder?: string
+}
+
+const Input = ({ f }: { f: FieldSpec }) => {
+  const attrs = {
+    name: f.name,
+    ...(f.numeric === true ? { inputMode: "numeric" as const } : {}),
+    ...(f.placeholder === undefined ? {} : { placeholder: f.placeholder })
+  }
+  return (
+    <label>
+      {f.label} {f.secret === true
+        ? <input {...attrs} type="password" autoComplete="off" />
+        : f.type === "email"
+        ? <input {...attrs} type="email" autoComplete="off" />
+        : f.type === "text"
+        ? <input {...attrs} type="text" autoComplete="off" />
+        : <input {...attrs} />}
+    </label>
+  )
+}
+
+/**
+ * A provider's connect form: its title and hint, the channel's name and pipeline, the simulator instead of the
+ * provider, the provider's fields, and what the last submission got wrong.
+ */
+export const ConnectFrame = (p: {
+  readonly kind: string
+  readonly title: string
+  readonly hint: ComponentChildren
+  readonly name: string
+  /** What the simulator stands in for ("Meta", "a mail server"). */
+  readonly instead: string
+  readonly onSubmit: (e: Event) => void
+  readonly fields: ReadonlyArray<FieldSpec>
+}) => (
+  <form class="connect" onSubmit={p.onSubmit} aria-labelledby={`connect-${p.kind}-title`}>
+    <h3 id={`connect-${p.kind}-title`}>{p.title}</h3>
+    <p class="hint">{p.hint}</p>
+    <label>
+      Name <input name="name" placeholder={p.name} />
+    </label>
+    <PipelineSelect />
+    <label class="inline">
+      <input type="checkbox" name="simulator" /> Use the simulator instead of {p.instead}
+    </label>
+    {p.fields.map((f) => <Input key={f.name} f={f} />)}
+    <Problems kind={p.kind} />
+    <button type="submit">Connect</button>
+  </form>
 )

@@ -1,5 +1,5 @@
 /** A mailbox: its address with IMAP for reading and SMTP for answering, or the simulator (docs/channels.md, "Email"). */
-import { field, PipelineSelect, Problems, submit } from "./ChannelForm.js"
+import { ConnectFrame, field, type FieldSpec, submit } from "./ChannelForm.js"
 
 /**
  * A mailbox: its address and IMAP and SMTP logins (TLS on ports 993 and 465, STARTTLS otherwise; the logins default
@@ -22,48 +22,24 @@ const connectEmail = submit("email", "Email", (form) => {
 })
 
 export const ConnectEmail = () => (
-  <form class="connect" onSubmit={connectEmail} aria-labelledby="connect-email-title">
-    <h3 id="connect-email-title">Connect a mailbox</h3>
-    <p class="hint">
-      The mailbox's address and its IMAP and SMTP servers (from your mail provider's settings; TLS on ports 993 and 465,
-      STARTTLS otherwise). Parley reads the INBOX and answers from this address. Or try it first with the simulator: no
-      mail server needed.
-    </p>
-    <label>
-      Name <input name="name" placeholder="Email" />
-    </label>
-    <PipelineSelect />
-    <label class="inline">
-      <input type="checkbox" name="simulator" /> Use the simulator instead of a mail server
-    </label>
-    <label>
-      Address <input name="address" type="email" autoComplete="off" placeholder="support@example.com" />
-    </label>
-    <label>
-      IMAP server <input name="imap_host" autoComplete="off" placeholder="imap.example.com" />
-    </label>
-    <label>
-      IMAP port <input name="imap_port" inputMode="numeric" placeholder="993" />
-    </label>
-    <label>
-      IMAP login (if not the address) <input name="imap_user" autoComplete="off" />
-    </label>
-    <label>
-      IMAP password <input name="imap_password" type="password" autoComplete="off" />
-    </label>
-    <label>
-      SMTP server <input name="smtp_host" autoComplete="off" placeholder="smtp.example.com" />
-    </label>
-    <label>
-      SMTP port <input name="smtp_port" inputMode="numeric" placeholder="465" />
-    </label>
-    <label>
-      SMTP login (if not the address) <input name="smtp_user" autoComplete="off" />
-    </label>
-    <label>
-      SMTP password <input name="smtp_password" type="password" autoComplete="off" />
-    </label>
-    <Problems kind="email" />
-    <button type="submit">Connect</button>
-  </form>
+  <ConnectFrame
+    kind="email"
+    title="Connect a mailbox"
+    hint="The mailbox's address and its IMAP and SMTP servers (from your mail provider's settings; TLS on ports 993 and 465, STARTTLS otherwise). Parley reads the INBOX and answers from this address. Or try it first with the simulator: no mail server needed."
+    name="Email"
+    instead="a mail server"
+    onSubmit={connectEmail}
+    fields={[
+      { label: "Address", name: "address", type: "email", placeholder: "support@example.com" },
+      ...(["imap", "smtp"] as const).flatMap((p): ReadonlyArray<FieldSpec> => {
+        const upper = p.toUpperCase()
+        return [
+          { label: `${upper} server`, name: `${p}_host`, type: "text", placeholder: `${p}.example.com` },
+          { label: `${upper} port`, name: `${p}_port`, numeric: true, placeholder: p === "imap" ? "993" : "465" },
+          { label: `${upper} login (if not the address)`, name: `${p}_user`, type: "text" },
+          { label: `${upper} password`, name: `${p}_password`, secret: true }
+        ]
+      })
+    ]}
+  />
 )

@@ -2,7 +2,7 @@
  * The connect forms of the channel page, one per provider: its credentials, or the simulator Parley ships
  * (docs/channels.md). Email's is in ConnectEmail.tsx.
  */
-import { field, PipelineSelect, Problems, submit } from "./ChannelForm.js"
+import { ConnectFrame, field, submit } from "./ChannelForm.js"
 
 /** A WhatsApp number: its Cloud API credentials, or the simulator. */
 const connect = submit(
@@ -50,123 +50,95 @@ const connectMeta = (kind: "messenger" | "instagram") =>
     }
   })
 
-export const ConnectMeta = ({ kind }: { kind: "messenger" | "instagram" }) => {
-  const messenger = kind === "messenger"
-  return (
-    <form class="connect" onSubmit={connectMeta(kind)} aria-labelledby={`connect-${kind}-title`}>
-      <h3 id={`connect-${kind}-title`}>
-        {messenger ? "Connect a Facebook page (Messenger)" : "Connect an Instagram account"}
-      </h3>
-      <p class="hint">
-        {messenger
-          ? "From Meta's developer dashboard (Messenger, Settings): the page's id, a page access token, and the app secret."
-          : "From Meta's developer dashboard (Instagram, API setup): the Instagram account's id, its access token, and the app secret."}
-        {" "}
-        Or try it first with the simulator: no Meta app needed.
-      </p>
-      <label>
-        Name <input name="name" placeholder={messenger ? "Messenger" : "Instagram"} />
-      </label>
-      <PipelineSelect />
-      <label class="inline">
-        <input type="checkbox" name="simulator" /> Use the simulator instead of Meta
-      </label>
-      <label>
-        {messenger ? "Page id" : "Instagram account id"}{" "}
-        <input name={messenger ? "page_id" : "instagram_account_id"} inputMode="numeric" />
-      </label>
-      <label>
-        {messenger ? "Page access token" : "Access token"}{" "}
-        <input name={messenger ? "page_access_token" : "access_token"} type="password" autoComplete="off" />
-      </label>
-      <label>
-        App secret <input name="app_secret" type="password" autoComplete="off" />
-      </label>
-      <Problems kind={kind} />
-      <button type="submit">Connect</button>
-    </form>
-  )
-}
+const connectMessenger = connectMeta("messenger")
+const connectInstagram = connectMeta("instagram")
+
+export const ConnectMeta = ({ kind }: { kind: "messenger" | "instagram" }) =>
+  kind === "messenger"
+    ? (
+      <ConnectFrame
+        kind={kind}
+        title="Connect a Facebook page (Messenger)"
+        hint="From Meta's developer dashboard (Messenger, Settings): the page's id, a page access token, and the app secret. Or try it first with the simulator: no Meta app needed."
+        name="Messenger"
+        instead="Meta"
+        onSubmit={connectMessenger}
+        fields={[
+          { label: "Page id", name: "page_id", numeric: true },
+          { label: "Page access token", name: "page_access_token", secret: true },
+          { label: "App secret", name: "app_secret", secret: true }
+        ]}
+      />
+    )
+    : (
+      <ConnectFrame
+        kind={kind}
+        title="Connect an Instagram account"
+        hint="From Meta's developer dashboard (Instagram, API setup): the Instagram account's id, its access token, and the app secret. Or try it first with the simulator: no Meta app needed."
+        name="Instagram"
+        instead="Meta"
+        onSubmit={connectInstagram}
+        fields={[
+          { label: "Instagram account id", name: "instagram_account_id", numeric: true },
+          { label: "Access token", name: "access_token", secret: true },
+          { label: "App secret", name: "app_secret", secret: true }
+        ]}
+      />
+    )
 
 export const ConnectTelegram = () => (
-  <form class="connect" onSubmit={connectTelegram} aria-labelledby="connect-telegram-title">
-    <h3 id="connect-telegram-title">Connect a Telegram bot</h3>
-    <p class="hint">
-      Create a bot with @BotFather on Telegram (<code>/newbot</code>) and paste the token it gives. Parley points the
-      bot's webhook at itself. Or try it first with the simulator: no bot needed.
-    </p>
-    <label>
-      Name <input name="name" placeholder="Telegram" />
-    </label>
-    <PipelineSelect />
-    <label class="inline">
-      <input type="checkbox" name="simulator" /> Use the simulator instead of Telegram
-    </label>
-    <label>
-      Bot token <input name="bot_token" type="password" autoComplete="off" />
-    </label>
-    <Problems kind="telegram" />
-    <button type="submit">Connect</button>
-  </form>
+  <ConnectFrame
+    kind="telegram"
+    title="Connect a Telegram bot"
+    hint={
+      <>
+        Create a bot with @BotFather on Telegram (<code>/newbot</code>) and paste the token it gives. Parley points the
+        bot's webhook at itself. Or try it first with the simulator: no bot needed.
+      </>
+    }
+    name="Telegram"
+    instead="Telegram"
+    onSubmit={connectTelegram}
+    fields={[{ label: "Bot token", name: "bot_token", secret: true }]}
+  />
 )
 
 export const ConnectSms = () => (
-  <form class="connect" onSubmit={connectSms} aria-labelledby="connect-sms-title">
-    <h3 id="connect-sms-title">Connect an SMS number (Twilio)</h3>
-    <p class="hint">
-      From Twilio's console: the Account SID and Auth Token, and the number (<code>+14155550100</code>, or{" "}
-      <code>whatsapp:+14155550100</code>{" "}
-      for a WhatsApp sender). Then paste the webhook URL shown as the number's "A message comes in" webhook (HTTP POST).
-      Or try it first with the simulator: no Twilio account needed.
-    </p>
-    <label>
-      Name <input name="name" placeholder="SMS" />
-    </label>
-    <PipelineSelect />
-    <label class="inline">
-      <input type="checkbox" name="simulator" /> Use the simulator instead of Twilio
-    </label>
-    <label>
-      Account SID <input name="account_sid" autoComplete="off" placeholder="AC..." />
-    </label>
-    <label>
-      Auth Token <input name="auth_token" type="password" autoComplete="off" />
-    </label>
-    <label>
-      From number <input name="from_number" inputMode="tel" placeholder="+14155550100" />
-    </label>
-    <Problems kind="sms" />
-    <button type="submit">Connect</button>
-  </form>
+  <ConnectFrame
+    kind="sms"
+    title="Connect an SMS number (Twilio)"
+    hint={
+      <>
+        From Twilio's console: the Account SID and Auth Token, and the number (<code>+14155550100</code>, or{" "}
+        <code>whatsapp:+14155550100</code>{" "}
+        for a WhatsApp sender). Then paste the webhook URL shown as the number's "A message comes in" webhook (HTTP
+        POST). Or try it first with the simulator: no Twilio account needed.
+      </>
+    }
+    name="SMS"
+    instead="Twilio"
+    onSubmit={connectSms}
+    fields={[
+      { label: "Account SID", name: "account_sid", type: "text", placeholder: "AC..." },
+      { label: "Auth Token", name: "auth_token", secret: true },
+      { label: "From number", name: "from_number", placeholder: "+14155550100" }
+    ]}
+  />
 )
 
 export const ConnectWhatsApp = () => (
-  <form class="connect" onSubmit={connect} aria-labelledby="connect-title">
-    <h3 id="connect-title">Connect a WhatsApp number</h3>
-    <p class="hint">
-      From Meta's developer dashboard (WhatsApp, API Setup): the phone number id, a system user's access token, and the
-      app secret. Or try it first with the simulator: no Meta account needed.
-    </p>
-    <label>
-      Name <input name="name" placeholder="WhatsApp" />
-    </label>
-    <PipelineSelect />
-    <label class="inline">
-      <input type="checkbox" name="simulator" /> Use the simulator instead of Meta
-    </label>
-    <label>
-      Phone number id <input name="phone_number_id" inputMode="numeric" />
-    </label>
-    <label>
-      Access token <input name="access_token" type="password" autoComplete="off" />
-    </label>
-    <label>
-      App secret <input name="app_secret" type="password" autoComplete="off" />
-    </label>
-    <label>
-      WhatsApp Business Account id (optional) <input name="business_account_id" inputMode="numeric" />
-    </label>
-    <Problems kind="whatsapp" />
-    <button type="submit">Connect</button>
-  </form>
+  <ConnectFrame
+    kind="whatsapp"
+    title="Connect a WhatsApp number"
+    hint="From Meta's developer dashboard (WhatsApp, API Setup): the phone number id, a system user's access token, and the app secret. Or try it first with the simulator: no Meta account needed."
+    name="WhatsApp"
+    instead="Meta"
+    onSubmit={connect}
+    fields={[
+      { label: "Phone number id", name: "phone_number_id", numeric: true },
+      { label: "Access token", name: "access_token", secret: true },
+      { label: "App secret", name: "app_secret", secret: true },
+      { label: "WhatsApp Business Account id (optional)", name: "business_account_id", numeric: true }
+    ]}
+  />
 )

@@ -57,8 +57,10 @@ export class ChannelLinks extends Effect.Service<ChannelLinks>()("@parley/server
      */
     const contactOf = (channel: { readonly id: ChannelId; readonly workspace_id: number }, token: string) =>
       Effect.gen(function*() {
-        const [id, expiry, sig] = token.split("_")
-        if (id === undefined || expiry === undefined || sig === undefined) return Option.none<ContactId>()
+        // the signature is base64url, which has `_` of its own: the first two separate the ids
+        const parts = /^([0-9a-z]+)_([0-9a-z]+)_([A-Za-z0-9_-]+)$/.exec(token)
+        if (parts === null) return Option.none<ContactId>()
+        const [, id, expiry, sig] = parts as unknown as [string, string, string, string]
         const contactId = parseInt(id, 36)
         const expiresAt = parseInt(expiry, 36) * HOUR
         if (!Number.isSafeInteger(contactId) || !(expiresAt > Date.now())) return Option.none<ContactId>()

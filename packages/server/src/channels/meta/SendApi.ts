@@ -4,11 +4,12 @@
  * files by link and sender actions, the contact's profile, the account's own record, and attachment downloads.
  * Meta's error codes are read by meaning (`SendFailure`); the token goes as a bearer header, never in a URL.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpClientRequest } from "@effect/platform"
 import { type InboundMedia, type OutboundMessage, SendFailure } from "@parley/domain"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { download } from "../MediaDownload.js"
 import { sendInParts, splitText } from "../TextParts.js"
+import { GRAPH_TIMEOUT, graphUnreachable, makeGraphCall } from "./GraphHttp.js"
 import { OWN_METADATA_PREFIX } from "./MessagingEvents.js"
 
 export interface SendAccount {
@@ -19,7 +20,6 @@ export interface SendAccount {
   readonly api_version: string
 }
 
-const TIMEOUT = Duration.seconds(20)
 const DAY = 24 * 3_600_000
 /** Meta's standard messaging window, and the HUMAN_AGENT tag's for a person answering (7 days). */
 export const WINDOW_MS = DAY
@@ -60,15 +60,6 @@ export const failureOf = (status: number, body: string): SendFailure => {
   return new SendFailure({ kind, message: text, status, code, excerpt: body.slice(0, 1000) })
 }
 
-const unreachable = (cause: unknown) =>
-  new SendFailure({
-    kind: "transient",
-    message: `The Graph API could not be reached: ${cause instanceof Error ? cause.message : String(cause)}`,
-    status: null,
-    code: null,
-    excerpt: null
-  })
-
 const refuse = (kind: SendFailure["kind"], message: string) =>
   new SendFailure({ kind, message, status: null, code: null, excerpt: null })
 
@@ -95,18 +86,7 @@ export const messagingType = (m: OutboundMessage, now: number) => {
 }
 
 export const makeSendApi = Effect.gen(function*() {
-  const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerPropagation(false))
-
-  const call = (request: HttpClientRequest.HttpClientRequest, token: string) =>
-    client.execute(HttpClientRequest.bearerToken(request, token)).pipe(
-      Effect.flatMap((response) => Effect.map(response.text, (body) => ({ status: response.status, body }))),
-      Effect.timeout(TIMEOUT),
-      Effect.mapError(unreachable),
-      Effect.flatMap((r) =>
-        r.status >= 200 && r.status < 300 ? Effect.succeed(r) : Effect.fail(failureOf(r.status, r.body))
-      ),
-      Effect.scoped
-    )
+  const { call, client } = yield* makeGraphCall(failureOf)
 
   const url = (base: string, a: SendAccount, path: string) => `${base}/${a.api_version}/${path}`
 
@@ -189,8 +169,8 @@ export const makeSendApi = Effect.gen(function*() {
   const fetchMedia = (media: InboundMedia, maxBytes: number) =>
     download(client, HttpClientRequest.get(media.providerId), {
       maxBytes,
-      timeout: TIMEOUT,
-      unreachable,
+      timeout: GRAPH_TIMEOUT,
+      unreachable: graphUnreachable,
       refused: failureOf,
       mimetype: (response) => response.headers["content-type"]?.split(";")[0] ?? "application/octet-stream",
       name: media.name

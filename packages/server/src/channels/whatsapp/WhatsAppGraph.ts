@@ -3,7 +3,7 @@
  * typing indicator, media downloads and the phone number's details, at `{META_GRAPH_API_URL}/{api_version}/...`
  * with the channel's bearer token. Meta's error codes are read by meaning (`SendFailure`).
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpClientRequest } from "@effect/platform"
 import {
   ChannelTemplate,
   type InboundMedia,
@@ -11,8 +11,9 @@ import {
   SendFailure,
   templateParameterCount
 } from "@parley/domain"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import { download, tooLarge } from "../MediaDownload.js"
+import { GRAPH_TIMEOUT, graphUnreachable, makeGraphCall } from "../meta/GraphHttp.js"
 import { sendInParts, splitText } from "../TextParts.js"
 
 export interface GraphCredentials {
@@ -25,7 +26,6 @@ export interface GraphCredentials {
 export const MAX_TEXT_CHARS = 4096
 /** WhatsApp's limit on a media message's caption. */
 const MAX_CAPTION_CHARS = 1024
-const TIMEOUT = Duration.seconds(20)
 
 /** Codes Meta documents for the Cloud API, by what Parley does about them. */
 const WINDOW_CLOSED = new Set([131047])
@@ -60,15 +60,6 @@ export const failureOf = (status: number, body: string): SendFailure => {
   return new SendFailure({ kind, message: text, status, code, excerpt: body.slice(0, 1000) })
 }
 
-const unreachable = (cause: unknown) =>
-  new SendFailure({
-    kind: "transient",
-    message: `The Graph API could not be reached: ${cause instanceof Error ? cause.message : String(cause)}`,
-    status: null,
-    code: null,
-    excerpt: null
-  })
-
 const mediaType = (type: string, mimetype: string) =>
   type === "image" || mimetype.startsWith("image/")
     ? "image"
@@ -79,18 +70,7 @@ const mediaType = (type: string, mimetype: string) =>
     : "document"
 
 export const makeGraph = Effect.gen(function*() {
-  const client = (yield* HttpClient.HttpClient).pipe(HttpClient.withTracerPropagation(false))
-
-  const call = (request: HttpClientRequest.HttpClientRequest, token: string) =>
-    client.execute(HttpClientRequest.bearerToken(request, token)).pipe(
-      Effect.flatMap((response) => Effect.map(response.text, (body) => ({ status: response.status, body }))),
-      Effect.timeout(TIMEOUT),
-      Effect.mapError(unreachable),
-      Effect.flatMap((r) =>
-        r.status >= 200 && r.status < 300 ? Effect.succeed(r) : Effect.fail(failureOf(r.status, r.body))
-      ),
-      Effect.scoped
-    )
+  const { call, client } = yield* makeGraphCall(failureOf)
 
   const url = (base: string, c: GraphCredentials, path: string) => `${base}/${c.api_version}/${path}`
 
@@ -190,8 +170,8 @@ export const makeGraph = Effect.gen(function*() {
       }
       return yield* download(client, HttpClientRequest.bearerToken(HttpClientRequest.get(info.url), c.access_token), {
         maxBytes,
-        timeout: TIMEOUT,
-        unreachable,
+        timeout: GRAPH_TIMEOUT,
+        unreachable: graphUnreachable,
         refused: failureOf,
         mimetype: () =>
           typeof info.mime_type === "string" ? info.mime_type : media.mimetype ?? "application/octet-stream",
