@@ -340,6 +340,9 @@ layer(FakeBot, { excludeTestServices: true })("Telegram channel", (it) => {
       const parts = sentTo(user.id).slice(-2)
       expect(parts.map((p) => p.method)).toEqual(["sendMessage", "sendMessage"])
       expect(parts.every((p) => p.text!.length <= 4096)).toBe(true)
+      // about one message a second in a chat, as Telegram asks
+      const calls = fake.state.requests.filter((r) => r.method === "sendMessage" && Number(r.body?.chat_id) === user.id)
+      expect(calls.at(-1)!.at - calls.at(-2)!.at).toBeGreaterThanOrEqual(1000)
 
       // a rate limit is retried durably, after the wait Telegram asked for (retry_after: 2 s, ten times the backoff)
       fake.state.failures.push(tooManyRequests(2))

@@ -19,6 +19,8 @@ export interface BotCredentials {
 export const MAX_TEXT_CHARS = 4096
 const MAX_CAPTION_CHARS = 1024
 export const MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
+/** Between two messages to one chat (Telegram: "avoid sending more than one message per second" in a chat). */
+const PER_CHAT_GAP = Duration.seconds(1)
 const TIMEOUT = Duration.seconds(20)
 
 /** The token out of any text Parley keeps or logs (an error can quote the URL it called). */
@@ -160,6 +162,8 @@ export const makeBot = Effect.gen(function*() {
       const quoted = m.quotedId === undefined ? undefined : Number(m.quotedId.split(":")[1])
       return yield* sendInParts(payloads, m.fromPart, ([method, payload], i) =>
         Effect.gen(function*() {
+          // Telegram asks for about one message a second in a chat: the parts of one message keep that pace
+          if (i > m.fromPart) yield* Effect.sleep(PER_CHAT_GAP)
           const reply = i === 0 && quoted !== undefined && Number.isInteger(quoted)
             ? { reply_parameters: { message_id: quoted, allow_sending_without_reply: true } }
             : {}
