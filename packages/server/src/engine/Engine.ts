@@ -108,7 +108,7 @@ export const HandlersLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) =>
       handoverGrace: Duration.millis(Math.min(HANDOVER_GRACE_MS, config.engineSweepMs)),
       stageEntriesEvery: Duration.millis(Math.min(5_000, config.engineSweepMs))
     }),
-    RetrySweepLive(config.engineSweepMs),
+    RetrySweepLive(config.engineSweepMs, config.webhookRetryDelayMs),
     ClusterRetentionLive(Duration.millis(config.clusterRetentionMs)),
     EvalSandboxRetentionLive(Duration.millis(config.evalSandboxRetentionMs)),
     KnowledgeUsageFoldLive(Duration.millis(Math.min(5_000, config.engineSweepMs))),
