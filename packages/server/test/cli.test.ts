@@ -561,6 +561,22 @@ describe("parley CLI on the embedded database", () => {
     const missing = await run(dataDir, [...whatsappArgs, "abc", "--json"])
     expect(missing.code).toBe(1)
     expect(missing.stdout + missing.stderr).toContain("credentials.access_token")
+    // any provider kind with the simulator Parley ships: no account at the provider
+    const simulated = await run(dataDir, [
+      "channel",
+      "create",
+      "--workspace-id",
+      "1",
+      "--kind",
+      "messenger",
+      "--simulator",
+      "--json"
+    ])
+    expect(simulated.code).toBe(0)
+    expect(JSON.parse(simulated.stdout)).toMatchObject({
+      kind: "messenger",
+      simulator_url: expect.stringMatching(/\/simulator\/messenger\/wh_[A-Za-z0-9]+$/)
+    })
     // the drafts setting, on the data dir opened here
     expect(await parley(dataDir, ["workspace", "set", "--workspace-id", "4", "--drafts", "on"])).toMatchObject({
       id: 4,

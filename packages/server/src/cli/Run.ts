@@ -28,6 +28,7 @@ class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { messag
 
 export const options = {
   json: { type: "boolean" },
+  simulator: { type: "boolean" },
   help: { type: "boolean", short: "h" },
   role: { type: "string" },
   email: { type: "string" },
@@ -119,6 +120,8 @@ const mailboxOf = (f: Flags) => {
 }
 
 const credentialsOf = (f: Flags) => {
+  // the simulator Parley ships plays the provider (docs/channels.md, "Try it without an account")
+  if (f.simulator === true) return { simulator: true }
   if (f.kind === "email") return mailboxOf(f)
   const given = CREDENTIAL_FLAGS.filter((flag) => f[flag] !== undefined)
   return given.length === 0 ? undefined : Object.fromEntries(given.map((flag) => [flag.replaceAll("-", "_"), f[flag]!]))

@@ -23,6 +23,7 @@ export const USAGE = `Usage: pnpm parley <command> [options] [--json]
 
   channel create --workspace-id N --kind web|widget|whatsapp|messenger|instagram|telegram|sms|email
                  [--pipeline-id N] [--name N] [--callback-url U] [--allowed-origins a,b] [--allowed-ips a,b]
+                 any provider kind: --simulator (the simulator Parley ships plays the provider; no account)
                  whatsapp: --phone-number-id N --access-token T --app-secret S
                            [--business-account-id N] [--verify-token T] [--api-version v23.0]
                  messenger: --page-id N --page-access-token T --app-secret S [--verify-token T] [--api-version v23.0]
