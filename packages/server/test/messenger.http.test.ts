@@ -23,7 +23,7 @@ import {
   unavailable
 } from "./support/FakeMessenger.js"
 import { expect422, get, ok, post, sqlRows } from "./support/Opportunities.js"
-import { seedUser, TestServerLive } from "./support/TestServer.js"
+import { seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 const APP_SECRET = "meta-app-secret-for-messenger-tests"
@@ -293,6 +293,25 @@ layer(FakeMeta, { excludeTestServices: true })("Messenger and Instagram channels
       ).toBe(200)
       const first = yield* waitFor(psid, settledReply)
       const conversation = first.conversation_id
+
+      // a file goes by signed link as its own message after the text; the link serves the file
+      const { baseUrl } = yield* TestServer
+      const form = new FormData()
+      form.append("message", "Here is the brochure")
+      form.append("files[]", new Blob([Buffer.from("%PDF-1.4 brochure")], { type: "application/pdf" }), "brochure.pdf")
+      const withFile = yield* Effect.promise(() =>
+        fetch(`${baseUrl}/api/user/${conversation}/messages`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${owner.token}` },
+          body: form
+        }).then((r) => r.status)
+      )
+      expect(withFile).toBe(200)
+      const [text, file] = sentTo(page, psid).slice(-2)
+      expect(text).toMatchObject({ text: "Here is the brochure", messaging_type: "RESPONSE" })
+      expect(file!.attachment).toMatchObject({ type: "file", payload: { is_reusable: false } })
+      const fetched = yield* Effect.promise(() => fetch(file!.attachment.payload.url).then((r) => r.text()))
+      expect(fetched).toBe("%PDF-1.4 brochure")
 
       page.failures.push({ status: 400, body: unavailable })
       const refused = yield* post(owner, `/api/user/${conversation}/messages`, { message: "Are you there?" })
