@@ -1,6 +1,7 @@
 /**
  * Issues 38 and 39, nothing lost on a provider channel: the real `parley serve` as a child process, against the
- * provider's local fake (Meta's Graph API for WhatsApp, the Bot API for Telegram). The agent's reply is stored and
+ * provider's local fake (Meta's Graph API for WhatsApp, the Send API for Messenger, the Bot API for Telegram, Twilio's
+ * REST API for SMS). The agent's reply is stored and
  * its send is on its way to the provider (which takes it and never answers) when the server is killed hard
  * (SIGKILL). A second `parley serve` on the same database sends that reply, once more, and the delivery log holds
  * both attempts: the first marked interrupted, the second answered.
@@ -13,7 +14,9 @@ import * as Path from "node:path"
 import { call, childDatabase, crash, type Running, serve, stop, until } from "./support/ChildServer.js"
 import { ok } from "./support/Contract.js"
 import { API_VERSION, fakeGraph, graphState, inbound, postWebhook, sends, webhookFor } from "./support/FakeGraph.js"
+import { deliver, fakeMessenger, fromContact, messaging, messengerState, sentTo } from "./support/FakeMessenger.js"
 import { makeFakeTelegram } from "./support/FakeTelegram.js"
+import { makeFakeTwilio } from "./support/FakeTwilio.js"
 
 /** One provider as the scenario drives it: its fake, the channel to create, a contact's message, what was sent. */
 interface Provider {
@@ -75,6 +78,56 @@ const telegram = async (scope: Scope.Scope): Promise<Provider> => {
       ),
     hang: (on) => (fake.state.hang = on),
     providerId: new RegExp(`^${user.id}:\\d+$`)
+  }
+}
+
+const messenger = async (scope: Scope.Scope): Promise<Provider> => {
+  const page = messengerState("page", "104729915033777", "restart-page-secret")
+  const url = await Effect.runPromise(Scope.extend(fakeMessenger([page]), scope))
+  const psid = "6100000000777001"
+  return {
+    env: { META_GRAPH_API_URL: url },
+    channel: {
+      kind: "messenger",
+      credentials: { page_id: page.account, page_access_token: page.token, app_secret: page.appSecret }
+    },
+    thread: psid,
+    write: (webhookUrl) =>
+      Effect.runPromise(
+        deliver(
+          webhookUrl,
+          page,
+          messaging(page, [fromContact(page, psid, Date.now(), { text: "Can I host it myself?" })])
+        )
+      ).then((r) => r.status),
+    sent: () => sentTo(page, psid).map((m) => String(m.text)),
+    hang: (on) => (page.hang = on),
+    providerId: /^m_/
+  }
+}
+
+const sms = async (scope: Scope.Scope): Promise<Provider> => {
+  const fake = await Effect.runPromise(Scope.extend(makeFakeTwilio(), scope))
+  const phone = "+4915198760000"
+  return {
+    env: { TWILIO_API_URL: fake.url },
+    channel: {
+      kind: "sms",
+      credentials: {
+        account_sid: fake.state.accountSid,
+        auth_token: fake.state.authToken,
+        from_number: fake.state.numbers[0]
+      }
+    },
+    thread: phone,
+    write: (webhookUrl) =>
+      fake.post(webhookUrl, fake.message(phone, { body: "Can I host it myself?" })).then((r) => r.status),
+    sent: () =>
+      fake.state.requests.filter((r) => r.method === "POST" && r.path.endsWith("/Messages.json")).map((r) =>
+        r.form.get("Body") ?? ""
+      ),
+    hang: (on) => (fake.state.hang = on),
+    providerId: /^SM[0-9a-f]{32}$/
   }
 }
 
@@ -140,7 +193,8 @@ const killedMidSend = (make: (scope: Scope.Scope) => Promise<Provider>) => async
       "select status_code, error from webhook_deliveries where message_id = $1 order by id",
       [replies[0]!.id]
     )
-    expect(attempts).toEqual([
+    // the provider's success: 200, or Twilio's 201 Created
+    expect(attempts.map((a) => ({ ...a, status_code: a.status_code === 201 ? 200 : a.status_code }))).toEqual([
       { status_code: null, error: expect.stringMatching(/^Interrupted/) },
       { status_code: 200, error: null }
     ])
@@ -162,6 +216,16 @@ describe("a provider channel's reply across a process restart", () => {
   it(
     "Telegram: killed between storing the reply and the Bot API's answer, the reply is sent after the restart",
     killedMidSend(telegram),
+    180_000
+  )
+  it(
+    "Messenger: killed between storing the reply and the Send API's answer, the reply is sent after the restart",
+    killedMidSend(messenger),
+    180_000
+  )
+  it(
+    "SMS: killed between storing the reply and Twilio's answer, the reply is sent after the restart",
+    killedMidSend(sms),
     180_000
   )
 })

@@ -33,6 +33,8 @@ export interface FakeMessengerState {
   webhookUrl: string | undefined
   /** The page may send HUMAN_AGENT messages (Meta grants it on review). */
   humanAgent: boolean
+  /** Message sends are taken (recorded in `requests`) and never answered, as a Send API that hangs. */
+  hang: boolean
   readonly requests: Array<MessengerRequest>
   /** Answers for the next sends, in order (then the normal answer). */
   readonly failures: Array<{ readonly status: number; readonly body: unknown }>
@@ -54,6 +56,7 @@ export const messengerState = (object: "page" | "instagram", account: string, ap
     appSecret,
     webhookUrl: undefined,
     humanAgent: true,
+    hang: false,
     requests: [],
     failures: [],
     lastInbound: new Map(),
@@ -225,6 +228,7 @@ export const fakeMessenger = (states: ReadonlyArray<FakeMessengerState>, now: ()
             const invalid = invalidSend(state, body)
             if (invalid !== null) return json(400, metaError(100, invalid))
             if (body.sender_action !== undefined) return json(200, { recipient_id: body.recipient.id })
+            if (state.hang) return
             const failure = state.failures.shift()
             if (failure !== undefined) return json(failure.status, failure.body)
             const since = now() - (state.lastInbound.get(body.recipient.id) ?? -Infinity)

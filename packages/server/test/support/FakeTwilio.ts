@@ -45,6 +45,8 @@ export interface FakeTwilioState {
   >
   /** Media by path (`/2010-04-01/Accounts/{sid}/Messages/{MM}/Media/{ME}`). */
   readonly media: Map<string, { readonly bytes: Buffer; readonly type: string }>
+  /** Message creations are taken (recorded in `requests`) and never answered, as a Twilio that hangs. */
+  hang: boolean
 }
 
 /** Twilio's error body. */
@@ -88,6 +90,7 @@ export const makeFakeTwilio = (
       requests: [],
       sent: [],
       failures: [],
+      hang: false,
       media: new Map()
     }
     let url = ""
@@ -213,7 +216,18 @@ export const makeFakeTwilio = (
           const chunks: Array<Buffer> = []
           req.on("data", (c: Buffer) => chunks.push(c))
           req.on("end", () => {
-            const answer = handle(req, Buffer.concat(chunks).toString("utf8")) as {
+            const raw = Buffer.concat(chunks).toString("utf8")
+            if (state.hang && req.method === "POST" && (req.url ?? "").endsWith("/Messages.json")) {
+              state.requests.push({
+                method: "POST",
+                path: (req.url ?? "").split("?")[0]!,
+                form: new URLSearchParams(raw),
+                authorization: req.headers.authorization,
+                at: Date.now()
+              })
+              return
+            }
+            const answer = handle(req, raw) as {
               status: number
               body: unknown
               type?: string
