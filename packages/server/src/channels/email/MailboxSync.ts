@@ -64,9 +64,10 @@ export const MailboxSyncLive = Singleton.make(
               const raw = yield* inbox.source(ref.uid)
               if (raw !== undefined) yield* ingest.ingest(channel, credentials, raw, id, ref.receivedAt)
             }
-            yield* repo.advance(channel.id, mailbox, validity, ref.uid)
             last = ref.uid
           }
+          // once the batch is stored: a crash before this reads the batch again, and its Message-IDs store nothing twice
+          if (refs.length > 0) yield* repo.advance(channel.id, mailbox, validity, last)
           if (refs.length < BATCH) return
         }
       })
