@@ -1,7 +1,7 @@
 /**
  * Issues 38 and 39, nothing lost on a provider channel: the real `parley serve` as a child process, against the
  * provider's local fake (Meta's Graph API for WhatsApp, the Send API for Messenger, the Bot API for Telegram, Twilio's
- * REST API for SMS). The agent's reply is stored and
+ * REST API for SMS, a real Dovecot and SMTP server for email). The agent's reply is stored and
  * its send is on its way to the provider (which takes it and never answers) when the server is killed hard
  * (SIGKILL). A second `parley serve` on the same database sends that reply, once more, and the delivery log holds
  * both attempts: the first marked interrupted, the second answered.
@@ -13,10 +13,12 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { call, childDatabase, crash, type Running, serve, stop, until } from "./support/ChildServer.js"
 import { ok } from "./support/Contract.js"
+import { makeDovecot } from "./support/Dovecot.js"
 import { API_VERSION, fakeGraph, graphState, inbound, postWebhook, sends, webhookFor } from "./support/FakeGraph.js"
 import { deliver, fakeMessenger, fromContact, messaging, messengerState, sentTo } from "./support/FakeMessenger.js"
 import { makeFakeTelegram } from "./support/FakeTelegram.js"
 import { makeFakeTwilio } from "./support/FakeTwilio.js"
+import { makeSmtpCapture } from "./support/SmtpCapture.js"
 
 /** One provider as the scenario drives it: its fake, the channel to create, a contact's message, what was sent. */
 interface Provider {
@@ -131,6 +133,42 @@ const sms = async (scope: Scope.Scope): Promise<Provider> => {
   }
 }
 
+const email = async (scope: Scope.Scope): Promise<Provider> => {
+  const dovecot = await Effect.runPromise(Scope.extend(makeDovecot(1), scope))
+  const smtp = await Effect.runPromise(Scope.extend(makeSmtpCapture(), scope))
+  const mailbox = dovecot.users[0]!
+  const contact = "rita@contact.example"
+  const thread = "<restart-1@contact.example>"
+  return {
+    env: { EMAIL_POLL_INTERVAL_MS: "500" },
+    channel: {
+      kind: "email",
+      credentials: {
+        address: mailbox,
+        imap: { host: dovecot.host, port: dovecot.port, secure: false, user: mailbox, password: dovecot.password },
+        smtp: { host: smtp.host, port: smtp.port, secure: false, user: smtp.user, password: smtp.password }
+      }
+    },
+    thread,
+    write: () =>
+      dovecot.append(
+        mailbox,
+        [
+          `From: Rita <${contact}>`,
+          `To: ${mailbox}`,
+          "Subject: Hosting",
+          `Message-ID: ${thread}`,
+          "",
+          "Can I host it myself?"
+        ]
+          .join("\r\n")
+      ).then(() => 200),
+    sent: () => smtp.mails.filter((m) => m.to.includes(contact)).map((m) => (m.parsed.text ?? "").trim()),
+    hang: (on) => (smtp.hang = on),
+    providerId: /^<[^@]+@.+>$/
+  }
+}
+
 const killedMidSend = (make: (scope: Scope.Scope) => Promise<Provider>) => async () => {
   const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-channel-restart-"))
   const database = await childDatabase(dataDir)
@@ -193,8 +231,9 @@ const killedMidSend = (make: (scope: Scope.Scope) => Promise<Provider>) => async
       "select status_code, error from webhook_deliveries where message_id = $1 order by id",
       [replies[0]!.id]
     )
-    // the provider's success: 200, or Twilio's 201 Created
-    expect(attempts.map((a) => ({ ...a, status_code: a.status_code === 201 ? 200 : a.status_code }))).toEqual([
+    // the provider's success: 200, Twilio's 201 Created, or an SMTP server's 250
+    const success = (code: number | null) => code === 201 || code === 250 ? 200 : code
+    expect(attempts.map((a) => ({ ...a, status_code: success(a.status_code) }))).toEqual([
       { status_code: null, error: expect.stringMatching(/^Interrupted/) },
       { status_code: 200, error: null }
     ])
@@ -226,6 +265,11 @@ describe("a provider channel's reply across a process restart", () => {
   it(
     "SMS: killed between storing the reply and Twilio's answer, the reply is sent after the restart",
     killedMidSend(sms),
+    180_000
+  )
+  it(
+    "email: killed between storing the reply and the SMTP server's answer, the reply is sent after the restart",
+    killedMidSend(email),
     180_000
   )
 })

@@ -11,7 +11,7 @@ import { connectChannel } from "./support/Channels.js"
 import { type Dovecot, makeDovecot } from "./support/Dovecot.js"
 import { expect422, get, ok, post, sqlRows } from "./support/Opportunities.js"
 import { makeSmtpCapture, type SmtpCapture } from "./support/SmtpCapture.js"
-import { seedUser, TestServerLive } from "./support/TestServer.js"
+import { seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/WebhookReceiver.js"
 
 let dovecot: Dovecot
@@ -155,7 +155,7 @@ layer(Servers, { excludeTestServices: true, timeout: 120_000 })("Email channel",
   it.effect("stores each mail once, threads it, strips quoted history, reads HTML and files, replies with headers", () =>
     Effect.gen(function*() {
       const mailbox = dovecot.users[1]!
-      const { channel } = yield* connect(mailbox)
+      const { channel, owner } = yield* connect(mailbox)
       const ana = "ana@contact.example"
       yield* append(
         mailbox,
@@ -254,6 +254,28 @@ layer(Servers, { excludeTestServices: true, timeout: 120_000 })("Email channel",
       const [contact] = yield* sqlRows<{ email: string | null; name: string | null }>`
         select email, name from contacts where id = ${first.contact_id}`
       expect(contact).toEqual({ email: ana, name: "Ana Lima" })
+
+      // an operator answers with the invoice: the file goes as the mail's attachment, on that thread
+      const { baseUrl } = yield* TestServer
+      const form = new FormData()
+      form.append("message", "Here it is.")
+      form.append("files[]", new Blob([Buffer.from("%PDF-1.4 invoice 42")], { type: "application/pdf" }), "invoice.pdf")
+      const sent = yield* Effect.promise(() =>
+        fetch(`${baseUrl}/api/user/${third.conversation_id}/messages`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${owner.token}` },
+          body: form
+        }).then((r) => r.status)
+      )
+      expect(sent).toBe(200)
+      const withFile = yield* eventually(Effect.sync(() => sentTo(ana).find((m) => m.parsed.attachments.length > 0)))
+      expect(withFile.parsed.subject).toBe("Re: Invoice question")
+      expect(withFile.parsed.inReplyTo).toBe("<b1@contact.example>")
+      expect(withFile.parsed.attachments.map((a) => [a.filename, a.mimeType])).toEqual([[
+        "invoice.pdf",
+        "application/pdf"
+      ]])
+      expect(Buffer.from(withFile.parsed.attachments[0]!.content as ArrayBuffer).toString()).toBe("%PDF-1.4 invoice 42")
 
       // read again from the start (the watermark lost): every mail is still stored once
       yield* sqlRows`update mailbox_sync set last_uid = 0 where channel_id = ${channel.id}`

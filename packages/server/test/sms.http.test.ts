@@ -267,6 +267,23 @@ layer(FakeApi, { excludeTestServices: true })("SMS channel (Twilio)", (it) => {
       })
       expect(sentTo(phone).at(-1)).toMatchObject({ body: "Ana here.", statusCallback: channel.webhook_url })
 
+      // a file goes by signed link (MediaUrl) with the text; the link serves the file
+      const { baseUrl } = yield* TestServer
+      const form = new FormData()
+      form.append("message", "The menu")
+      form.append("files[]", new Blob([Buffer.from("jpeg-menu")], { type: "image/jpeg" }), "menu.jpg")
+      const withFile = yield* Effect.promise(() =>
+        fetch(`${baseUrl}/api/user/${conversation}/messages`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${owner.token}` },
+          body: form
+        }).then((r) => r.status)
+      )
+      expect(withFile).toBe(200)
+      const mms = sentTo(phone).at(-1)!
+      expect(mms).toMatchObject({ body: "The menu", media: [expect.stringContaining("/files/")] })
+      expect(yield* Effect.promise(() => fetch(mms.media[0]!).then((r) => r.text()))).toBe("jpeg-menu")
+
       // beyond Twilio's 1,600 characters: two messages
       const long = `${"word ".repeat(300)}\n\n${"more ".repeat(100)}`.trim()
       ok(yield* post(owner, `/api/user/${conversation}/messages`, { message: long }), "messages.send")

@@ -22,12 +22,15 @@ export interface SmtpCapture {
   readonly user: string
   readonly password: string
   readonly mails: Array<CapturedMail>
+  /** Mail is taken (in `mails`) and never acknowledged: the DATA command waits, as a server that hangs. */
+  hang: boolean
 }
 
 export const makeSmtpCapture = (user = "support@example.com", password = "smtp-secret") =>
   Effect.gen(function*() {
     const port = yield* Effect.promise(freePort)
     const mails: Array<CapturedMail> = []
+    const capture: SmtpCapture = { host: "127.0.0.1", port, user, password, mails, hang: false }
     const server = new SMTPServer({
       secure: false,
       disabledCommands: ["STARTTLS"],
@@ -59,7 +62,7 @@ export const makeSmtpCapture = (user = "support@example.com", password = "smtp-s
               parsed,
               header: (name) => parsed.headers.find((h) => h.key === name.toLowerCase())?.value
             })
-            callback()
+            if (!capture.hang) callback()
           }, callback)
         })
       }
@@ -68,5 +71,5 @@ export const makeSmtpCapture = (user = "support@example.com", password = "smtp-s
       Effect.promise(() => new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))),
       () => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
     )
-    return { host: "127.0.0.1", port, user, password, mails } satisfies SmtpCapture
+    return capture
   })
