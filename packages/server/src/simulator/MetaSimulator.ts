@@ -7,7 +7,6 @@
  * back is delivered and read by watermark, as Messenger reports it. Threads live in the process's memory, like the
  * other simulators'.
  */
-import { SqlClient } from "@effect/sql"
 import { ulid } from "@parley/domain"
 import { Duration, Effect, FiberSet, Option } from "effect"
 import { createHmac } from "node:crypto"
@@ -17,6 +16,7 @@ import { ChannelProviders } from "../channels/Providers.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { BoundAddresses } from "../http/Listener.js"
 import type { PhoneOptions } from "./PhonePage.js"
+import { makeSimulatedChannels } from "./SimulatedChannels.js"
 import { SimulatedThreads } from "./SimulatedThreads.js"
 
 export type MetaKind = "messenger" | "instagram"
@@ -64,9 +64,7 @@ const tokenOf = (a: SimulatedAccount) =>
 export class MetaSimulator extends Effect.Service<MetaSimulator>()("@parley/server/MetaSimulator", {
   dependencies: [AppConfig.Default, BoundAddresses.Default, ChannelProviders.Default, ProviderCredentials.Default],
   scoped: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const providerCredentials = yield* ProviderCredentials
-    const providers = yield* ChannelProviders
+    const lookup = yield* makeSimulatedChannels
     const config = yield* AppConfig
     const bound = yield* BoundAddresses
     const receipts = yield* FiberSet.make()
@@ -75,20 +73,13 @@ export class MetaSimulator extends Effect.Service<MetaSimulator>()("@parley/serv
 
     /** The simulated page or account with this webhook key, or this account id. */
     const simulated = (where: "key" | "account", value: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{ webhook_key: string; kind: MetaKind; credentials_ciphertext: string }>`
-          select webhook_key, kind, credentials_ciphertext from channels
-          where is_simulated and kind in ('messenger', 'instagram') and credentials_ciphertext is not null
-            ${where === "key" ? sql`and webhook_key = ${value}` : sql``}`
-        for (const row of rows) {
-          const entry = Option.getOrThrow(providers.forKind(row.kind))
-          const credentials: MessagingCredentials = yield* providerCredentials.of(entry, row.credentials_ciphertext)
-          if (where === "key" || accountOf(row.kind, credentials) === value) {
-            return Option.some<SimulatedAccount>({ key: row.webhook_key, kind: row.kind, credentials })
-          }
-        }
-        return Option.none<SimulatedAccount>()
-      }).pipe(Effect.orDie)
+      Effect.map(
+        lookup<MessagingCredentials>(
+          ["messenger", "instagram"],
+          where === "key" ? { key: value } : { matches: (c, kind) => accountOf(kind as MetaKind, c) === value }
+        ),
+        Option.map((a): SimulatedAccount => ({ ...a, kind: a.kind as MetaKind }))
+      )
 
     /** Posts `messaging` events to the channel's webhook, signed with its app secret as Meta signs. */
     const post = (a: SimulatedAccount, events: ReadonlyArray<Record<string, unknown>>) =>

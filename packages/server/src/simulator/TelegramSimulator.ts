@@ -6,19 +6,14 @@
  * channel's secret token, as Telegram posts an update. Its threads are kept in memory by the process that serves
  * the API and sends (the `all` role: the embedded default), like the WhatsApp simulator's.
  */
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { ProviderCredentials } from "../channels/ProviderCredentials.js"
 import { ChannelProviders } from "../channels/Providers.js"
 import type { TelegramCredentials } from "../channels/telegram/Telegram.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { BoundAddresses } from "../http/Listener.js"
+import { makeSimulatedChannels } from "./SimulatedChannels.js"
 import { SimulatedThreads } from "./SimulatedThreads.js"
-
-interface SimulatedBot {
-  readonly key: string
-  readonly credentials: TelegramCredentials
-}
 
 const error = (status: number, description: string) => ({
   status,
@@ -38,9 +33,7 @@ const MEDIA: Record<string, string> = {
 export class TelegramSimulator extends Effect.Service<TelegramSimulator>()("@parley/server/TelegramSimulator", {
   dependencies: [AppConfig.Default, BoundAddresses.Default, ChannelProviders.Default, ProviderCredentials.Default],
   effect: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const providerCredentials = yield* ProviderCredentials
-    const telegram = Option.getOrThrow((yield* ChannelProviders).forKind("telegram"))
+    const lookup = yield* makeSimulatedChannels
     const config = yield* AppConfig
     const bound = yield* BoundAddresses
     const threads = new SimulatedThreads()
@@ -49,19 +42,10 @@ export class TelegramSimulator extends Effect.Service<TelegramSimulator>()("@par
 
     /** The simulated bot with this webhook key, or this token. */
     const simulated = (where: "key" | "token", value: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{ webhook_key: string; credentials_ciphertext: string }>`
-          select webhook_key, credentials_ciphertext from channels
-          where is_simulated and kind = 'telegram' and credentials_ciphertext is not null
-            ${where === "key" ? sql`and webhook_key = ${value}` : sql``}`
-        for (const row of rows) {
-          const credentials: TelegramCredentials = yield* providerCredentials.of(telegram, row.credentials_ciphertext)
-          if (where === "key" || credentials.bot_token === value) {
-            return Option.some<SimulatedBot>({ key: row.webhook_key, credentials })
-          }
-        }
-        return Option.none<SimulatedBot>()
-      }).pipe(Effect.orDie)
+      lookup<TelegramCredentials>(
+        ["telegram"],
+        where === "key" ? { key: value } : { matches: (c) => c.bot_token === value }
+      )
 
     /** The contact writes: the message is posted to Parley as Telegram posts an update, with the channel's secret. */
     const contactSays = Effect.fn("TelegramSimulator.contactSays")(

@@ -6,7 +6,6 @@
  * with the channel's auth token, as Twilio posts an incoming message, and each reply gets `sent` and `delivered`
  * status callbacks. Its threads are kept in memory by the process that serves the API and sends (the `all` role).
  */
-import { SqlClient } from "@effect/sql"
 import { normalisePhone } from "@parley/domain"
 import { Duration, Effect, FiberSet, Option } from "effect"
 import { randomBytes } from "node:crypto"
@@ -18,6 +17,7 @@ import { signatureOf } from "../channels/twilio/TwilioWebhook.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { BoundAddresses } from "../http/Listener.js"
 import type { PhoneOptions } from "./PhonePage.js"
+import { makeSimulatedChannels, type Simulated } from "./SimulatedChannels.js"
 import { SimulatedThreads, type ThreadMessage } from "./SimulatedThreads.js"
 
 /** The contact's phone as the SMS simulator shows it (simulator/PhonePage.ts). */
@@ -30,10 +30,7 @@ export const smsPhone: PhoneOptions = {
   intro: "Text the number: your message goes to Parley as Twilio posts it, signed with the account's auth token."
 }
 
-interface SimulatedNumber {
-  readonly key: string
-  readonly credentials: TwilioCredentials
-}
+type SimulatedNumber = Simulated<TwilioCredentials>
 
 /** Twilio's error body. */
 const twilioError = (status: number, code: number, message: string) => ({
@@ -48,9 +45,7 @@ const rfc2822 = (d: Date) => d.toUTCString().replace("GMT", "+0000")
 export class TwilioSimulator extends Effect.Service<TwilioSimulator>()("@parley/server/TwilioSimulator", {
   dependencies: [AppConfig.Default, BoundAddresses.Default, ChannelProviders.Default, ProviderCredentials.Default],
   scoped: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const providerCredentials = yield* ProviderCredentials
-    const sms = Option.getOrThrow((yield* ChannelProviders).forKind("sms"))
+    const lookup = yield* makeSimulatedChannels
     const config = yield* AppConfig
     const bound = yield* BoundAddresses
     const callbacks = yield* FiberSet.make()
@@ -58,19 +53,7 @@ export class TwilioSimulator extends Effect.Service<TwilioSimulator>()("@parley/
 
     /** The simulated number with this webhook key, or this account SID. */
     const simulated = (where: "key" | "sid", value: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{ webhook_key: string; credentials_ciphertext: string }>`
-          select webhook_key, credentials_ciphertext from channels
-          where is_simulated and kind = 'sms' and credentials_ciphertext is not null
-            ${where === "key" ? sql`and webhook_key = ${value}` : sql``}`
-        for (const row of rows) {
-          const credentials: TwilioCredentials = yield* providerCredentials.of(sms, row.credentials_ciphertext)
-          if (where === "key" || credentials.account_sid === value) {
-            return Option.some<SimulatedNumber>({ key: row.webhook_key, credentials })
-          }
-        }
-        return Option.none<SimulatedNumber>()
-      }).pipe(Effect.orDie)
+      lookup<TwilioCredentials>(["sms"], where === "key" ? { key: value } : { matches: (c) => c.account_sid === value })
 
     /** A form posted to `url` with the `X-Twilio-Signature` Twilio would give it. */
     const post = (number: SimulatedNumber, url: string, params: Record<string, string>) =>

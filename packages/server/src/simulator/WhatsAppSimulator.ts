@@ -6,7 +6,6 @@
  * and what Parley sends back gets `sent`, `delivered` and `read` receipts as webhooks. Its threads are kept in
  * memory by the process that serves the API and sends (the `all` role: the embedded default).
  */
-import { SqlClient } from "@effect/sql"
 import { ulid } from "@parley/domain"
 import { Duration, Effect, FiberSet, Option } from "effect"
 import { createHmac } from "node:crypto"
@@ -15,6 +14,7 @@ import { ChannelProviders } from "../channels/Providers.js"
 import type { WhatsAppCredentials } from "../channels/whatsapp/WhatsApp.js"
 import { AppConfig, receiverBaseUrl } from "../config/AppConfig.js"
 import { BoundAddresses } from "../http/Listener.js"
+import { makeSimulatedChannels, type Simulated } from "./SimulatedChannels.js"
 import { templateListing, templateSent } from "./SimulatedTemplates.js"
 
 export interface SimulatedMessage {
@@ -25,10 +25,7 @@ export interface SimulatedMessage {
   status: "sent" | "delivered" | "read"
 }
 
-interface SimulatedChannel {
-  readonly key: string
-  readonly credentials: WhatsAppCredentials
-}
+type SimulatedChannel = Simulated<WhatsAppCredentials>
 
 const DAY = 24 * 3_600_000
 const MAX_THREAD = 200
@@ -54,9 +51,7 @@ const expiredToken = {
 export class WhatsAppSimulator extends Effect.Service<WhatsAppSimulator>()("@parley/server/WhatsAppSimulator", {
   dependencies: [AppConfig.Default, BoundAddresses.Default, ChannelProviders.Default, ProviderCredentials.Default],
   scoped: Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const providerCredentials = yield* ProviderCredentials
-    const whatsapp = Option.getOrThrow((yield* ChannelProviders).forKind("whatsapp"))
+    const lookup = yield* makeSimulatedChannels
     const config = yield* AppConfig
     const bound = yield* BoundAddresses
     const receipts = yield* FiberSet.make()
@@ -65,20 +60,10 @@ export class WhatsAppSimulator extends Effect.Service<WhatsAppSimulator>()("@par
     const lastInbound = new Map<string, number>()
 
     const simulated = (where: "key" | "phone", value: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{ webhook_key: string; credentials_ciphertext: string }>`
-          select webhook_key, credentials_ciphertext from channels
-          where is_simulated and kind = 'whatsapp' and credentials_ciphertext is not null
-            ${where === "key" ? sql`and webhook_key = ${value}` : sql``}`
-        for (const row of rows) {
-          // decrypted once per set of credentials, as a webhook or a send decrypts them
-          const credentials: WhatsAppCredentials = yield* providerCredentials.of(whatsapp, row.credentials_ciphertext)
-          if (where === "key" || credentials.phone_number_id === value) {
-            return Option.some<SimulatedChannel>({ key: row.webhook_key, credentials })
-          }
-        }
-        return Option.none<SimulatedChannel>()
-      }).pipe(Effect.orDie)
+      lookup<WhatsAppCredentials>(
+        ["whatsapp"],
+        where === "key" ? { key: value } : { matches: (c) => c.phone_number_id === value }
+      )
 
     const threadOf = (key: string, waId: string) => {
       const id = `${key}/${waId}`
