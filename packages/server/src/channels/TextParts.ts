@@ -63,3 +63,13 @@ export const sendInParts = <P, R>(
     }
     return { providerMessageIds: ids, status: last.status, excerpt: last.body.slice(0, 1000) }
   })
+
+/** What a file is to a provider that sends images, videos and audio each their own way, and anything else as a file. */
+export const mediaKind = (type: string, mimetype: string): "image" | "video" | "audio" | "other" =>
+  type === "image" || mimetype.startsWith("image/")
+    ? "image"
+    : type === "video" || mimetype.startsWith("video/")
+    ? "video"
+    : type === "audio" || mimetype.startsWith("audio/")
+    ? "audio"
+    : "other"

@@ -8,7 +8,7 @@ import { HttpClientRequest } from "@effect/platform"
 import { type InboundMedia, type OutboundMessage, SendFailure } from "@parley/domain"
 import { Effect } from "effect"
 import { download } from "../MediaDownload.js"
-import { sendInParts, splitText } from "../TextParts.js"
+import { mediaKind, sendInParts, splitText } from "../TextParts.js"
 import { GRAPH_TIMEOUT, graphUnreachable, makeGraphCall } from "./GraphHttp.js"
 import { OWN_METADATA_PREFIX } from "./MessagingEvents.js"
 
@@ -63,14 +63,10 @@ export const failureOf = (status: number, body: string): SendFailure => {
 const refuse = (kind: SendFailure["kind"], message: string) =>
   new SendFailure({ kind, message, status: null, code: null, excerpt: null })
 
-const attachmentType = (type: string, mimetype: string) =>
-  type === "image" || mimetype.startsWith("image/")
-    ? "image"
-    : type === "video" || mimetype.startsWith("video/")
-    ? "video"
-    : type === "audio" || mimetype.startsWith("audio/")
-    ? "audio"
-    : "file"
+const attachmentType = (type: string, mimetype: string) => {
+  const kind = mediaKind(type, mimetype)
+  return kind === "other" ? "file" : kind
+}
 
 /**
  * How the message may go now: inside the 24-hour window as a response; after it, an operator's message within 7

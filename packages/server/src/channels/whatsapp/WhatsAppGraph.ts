@@ -14,7 +14,7 @@ import {
 import { Effect } from "effect"
 import { download, tooLarge } from "../MediaDownload.js"
 import { GRAPH_TIMEOUT, graphUnreachable, makeGraphCall } from "../meta/GraphHttp.js"
-import { sendInParts, splitText } from "../TextParts.js"
+import { mediaKind, sendInParts, splitText } from "../TextParts.js"
 
 export interface GraphCredentials {
   readonly phone_number_id: string
@@ -60,14 +60,10 @@ export const failureOf = (status: number, body: string): SendFailure => {
   return new SendFailure({ kind, message: text, status, code, excerpt: body.slice(0, 1000) })
 }
 
-const mediaType = (type: string, mimetype: string) =>
-  type === "image" || mimetype.startsWith("image/")
-    ? "image"
-    : type === "video" || mimetype.startsWith("video/")
-    ? "video"
-    : type === "audio" || mimetype.startsWith("audio/")
-    ? "audio"
-    : "document"
+const mediaType = (type: string, mimetype: string) => {
+  const kind = mediaKind(type, mimetype)
+  return kind === "other" ? "document" : kind
+}
 
 export const makeGraph = Effect.gen(function*() {
   const { call, client } = yield* makeGraphCall(failureOf)
