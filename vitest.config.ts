@@ -20,6 +20,7 @@ const embeddedOnly: Record<string, string> = {
   "docs-examples.test.ts": "runs the docs as written, on the default `parley serve`",
   "listener.test.ts": "no database: a listener between binding and serving",
   "providers.test.ts": "no database: the model providers against fake servers",
+  "chat-completions.test.ts": "no database: the OpenAI-compatible client and Gemini against a fake model server",
   "*.browser.test.ts":
     "UI suites in headless Chromium: what they show comes through the API, which the HTTP suites cover on Postgres"
 }

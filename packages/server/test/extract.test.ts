@@ -1,0 +1,136 @@
+/**
+ * A document's text from its bytes (files/Extract.ts), on real documents built here: a PDF written by hand (objects,
+ * xref offsets, trailer), a DOCX zipped with jszip (the parts Word needs), HTML, CSV and JSON; and what it refuses
+ * (a broken PDF, a type it does not read, input over the byte limit). No database.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import JSZip from "jszip"
+import { extractText } from "../src/files/Extract.js"
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+
+/** A one-page PDF 1.4 with one line of Helvetica text per entry of `lines`; xref offsets counted in bytes. */
+const pdf = (lines: ReadonlyArray<string>) => {
+  const stream = lines.map((l, i) => `BT /F1 12 Tf 72 ${720 - 16 * i} Td (${l}) Tj ET`).join("\n")
+  const objects = [
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+    `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
+    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+  ]
+  let body = "%PDF-1.4\n"
+  const offsets = objects.map((o, i) => {
+    const at = body.length
+    body += `${i + 1} 0 obj\n${o}\nendobj\n`
+    return at
+  })
+  const xref = body.length
+  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n` +
+    offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("") +
+    `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
+  return bytes(body)
+}
+
+const W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+/** A DOCX: [Content_Types].xml, the package relationship to the main part, and word/document.xml. */
+const docx = (paragraphs: ReadonlyArray<string>) => {
+  const zip = new JSZip()
+  zip.file(
+    "[Content_Types].xml",
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
+<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
+<Default Extension="xml" ContentType="application/xml"/>
+<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
+</Types>`
+  )
+  zip.file(
+    "_rels/.rels",
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
+<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
+</Relationships>`
+  )
+  zip.file(
+    "word/document.xml",
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:document xmlns:w="${W}"><w:body>${
+      paragraphs.map((p) => `<w:p><w:r><w:t>${p}</w:t></w:r></w:p>`).join("")
+    }</w:body></w:document>`
+  )
+  return Effect.promise(() => zip.generateAsync({ type: "uint8array" }))
+}
+
+const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+describe("extractText", () => {
+  it.effect("reads the text lines of a PDF", () =>
+    Effect.gen(function*() {
+      const out = yield* extractText(
+        pdf(["Annual plan: 990 euros", "Support on weekdays"]),
+        "application/pdf",
+        "p.pdf",
+        1000
+      )
+      expect(out).toEqual({ text: "Annual plan: 990 euros\nSupport on weekdays", truncated: false })
+    }))
+
+  it.effect("reads the paragraphs of a DOCX, also when its type is only told by its name", () =>
+    Effect.gen(function*() {
+      const file = yield* docx(["Offer for ACME", "Delivery in May"])
+      expect(yield* extractText(file, DOCX, "offer.docx", 1000)).toEqual({
+        text: "Offer for ACME\n\nDelivery in May",
+        truncated: false
+      })
+      expect((yield* extractText(file, "application/octet-stream", "offer.docx", 1000)).text).toContain("Delivery")
+    }))
+
+  it.effect("reads HTML as text and CSV, JSON and markdown as they are", () =>
+    Effect.gen(function*() {
+      const html = yield* extractText(
+        bytes("<html><body><h1>Prices</h1><p>Monthly: <b>99</b> euros</p><script>x()</script></body></html>"),
+        "text/html; charset=utf-8",
+        "p.html",
+        1000
+      )
+      expect(html.text).toContain("Monthly: 99 euros")
+      expect(html.text).not.toContain("x()")
+      expect((yield* extractText(bytes("plan,price\nannual,990\n"), "text/csv", "p.csv", 1000)).text).toBe(
+        "plan,price\nannual,990"
+      )
+      expect((yield* extractText(bytes("{\"plan\": \"annual\"}"), "application/json", "p.json", 1000)).text).toBe(
+        "{\"plan\": \"annual\"}"
+      )
+      expect((yield* extractText(bytes("# Plans\r\n\r\n\r\n\r\n- annual"), "", "p.md", 1000)).text).toBe(
+        "# Plans\n\n- annual"
+      )
+    }))
+
+  it.effect("cuts a long text to maxChars on a word boundary and says so", () =>
+    Effect.gen(function*() {
+      const out = yield* extractText(bytes("alpha beta gamma delta epsilon"), "text/plain", "t.txt", 14)
+      expect(out).toEqual({ text: "alpha beta", truncated: true })
+      const pdfOut = yield* extractText(pdf(["one two three four five six"]), "application/pdf", "p.pdf", 12)
+      expect(pdfOut).toEqual({ text: "one two", truncated: true })
+    }))
+
+  it.effect("fails with ExtractFailed on a broken PDF, an unsupported type and input over the limit", () =>
+    Effect.gen(function*() {
+      const broken = yield* Effect.flip(
+        extractText(bytes("%PDF-1.4\n1 0 obj\n<< /Type /Catalog"), "application/pdf", "broken.pdf", 1000)
+      )
+      expect(broken).toMatchObject({ _tag: "ExtractFailed", reason: "unreadable" })
+      expect(broken.message).toBe("\"broken.pdf\" could not be read as a PDF")
+      const notZip = yield* Effect.flip(extractText(bytes("not a zip"), DOCX, "x.docx", 1000))
+      expect(notZip).toMatchObject({ _tag: "ExtractFailed", reason: "unreadable" })
+      const image = yield* Effect.flip(extractText(new Uint8Array([0x89, 0x50]), "image/png", "a.png", 1000))
+      expect(image).toMatchObject({ _tag: "ExtractFailed", reason: "unsupported" })
+      const big = yield* Effect.flip(
+        extractText(new Uint8Array(2048), "text/plain", "big.txt", 1000, { maxBytes: 1024 })
+      )
+      expect(big).toMatchObject({ _tag: "ExtractFailed", reason: "too_large" })
+    }))
+})
