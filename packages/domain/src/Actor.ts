@@ -13,6 +13,8 @@ export interface Actor {
   readonly workspaceIds: ReadonlyArray<WorkspaceId>
   /** Where new top-level resources go when the caller does not name a workspace: the first one owned. */
   readonly defaultWorkspaceId: WorkspaceId
+  /** The token's owner is a super user: manages what is server-wide (docs/agent.md, "Models and providers"). */
+  readonly isSuperUser?: boolean
 }
 
 /** Provided by the auth middleware; every port method that touches tenant data requires it. */

@@ -80,6 +80,9 @@ export class Pipeline extends Schema.Class<Pipeline>("Pipeline")({
   is_unknown_contacts_enabled: Schema.Boolean,
   is_model_routing_enabled: Schema.Boolean,
   is_model_routing: Schema.Array(ModelPoolEntry),
+  fallback_model_id: Schema.NullOr(AiModelId),
+  vision_model_id: Schema.NullOr(AiModelId),
+  transcription_model_id: Schema.NullOr(AiModelId),
   handoff_instructions: Schema.NullOr(Schema.String),
   handoff_bridge_mode: HandoffBridgeMode,
   handoff_bridge_text: Schema.NullOr(Schema.String),
@@ -190,6 +193,15 @@ const settingsFields = {
   }),
   is_model_routing: Schema.optional(ModelPool).annotations({
     description: "The four tiers, each once; required with is_model_routing_enabled"
+  }),
+  fallback_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
+    description: "A model that answers when the pipeline's fails after its retries (the reply records which answered)"
+  }),
+  vision_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
+    description: "A model with `vision` that describes a contact's image in one line for a model without vision"
+  }),
+  transcription_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
+    description: "A model with `transcription` that turns a contact's voice notes into text before the turn"
   }),
   ...handoffFields
 }

@@ -13,7 +13,9 @@ export const Scopes = [
   "pipelines:read",
   "pipelines:write",
   "channels:read",
-  "channels:write"
+  "channels:write",
+  "models:read",
+  "models:write"
 ] as const
 
 export const Scope = Schema.Literal(...Scopes)

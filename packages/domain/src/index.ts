@@ -1,5 +1,7 @@
 export * from "./Actor.js"
+export * from "./AiModels.js"
 export * from "./Analytics.js"
+export * from "./api/AiModelsApi.js"
 export * from "./api/AnalyticsApi.js"
 export * from "./api/Api.js"
 export * from "./api/Auth.js"

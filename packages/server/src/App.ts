@@ -37,6 +37,9 @@ import { Readiness } from "./http/Readiness.js"
 import { Identity } from "./identity/Identity.js"
 import { Knowledge } from "./knowledge/Knowledge.js"
 import { Messages } from "./messages/Messages.js"
+import { AiModels } from "./models/AiModels.js"
+import { AiProviders } from "./models/AiProviders.js"
+import { ProviderChecks } from "./models/ProviderCheck.js"
 import { OAuth } from "./oauth/OAuth.js"
 import { Opportunities } from "./opportunities/Opportunities.js"
 import { Pipelines } from "./pipelines/Pipelines.js"
@@ -99,7 +102,10 @@ const Services = Layer.mergeAll(
   Members.Default,
   EvalCases.Default,
   EvalRuns.Default,
-  Versions.Default
+  Versions.Default,
+  AiProviders.Default,
+  AiModels.Default,
+  ProviderChecks.Default
 )
 
 /**

@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { MalformedBodyResponse, replaceDecodeError, ValidationErrorResponse } from "../Envelope.js"
 import { AccountApi } from "./AccountApi.js"
+import { AiModelsApi } from "./AiModelsApi.js"
 import { AnalyticsApi } from "./AnalyticsApi.js"
 import { AutomationApi } from "./AutomationApi.js"
 import { ChannelsApi } from "./ChannelsApi.js"
@@ -37,6 +38,7 @@ const BaseApi = HttpApi.make("parley")
   .add(AutomationApi)
   .add(EvalsApi)
   .add(VersionsApi)
+  .add(AiModelsApi)
   .addError(MalformedBodyResponse)
   .annotate(OpenApi.Title, "Parley API")
   .annotate(OpenApi.Version, "0.1.0")

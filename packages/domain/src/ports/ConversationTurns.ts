@@ -25,15 +25,48 @@ export interface PendingWork {
   readonly undelivered: ReadonlyArray<string>
 }
 
+/** What a model can do besides writing text (`ai_models.capabilities`, docs/agent.md "Models"). */
+export type ModelCapability = "tools" | "vision" | "audio_input" | "embeddings" | "transcription"
+
 /** A model of the catalogue (`ai_models` joined with its provider). */
 export interface ModelRef {
   readonly id: number
-  /** provider slug: `local`, `openai`, `anthropic` */
+  /** provider slug: `local`, `openai`, `anthropic`, or a managed provider's */
   readonly provider: string
+  /** the provider's protocol: `local`, `openai`, `openai_compatible`, `anthropic`, `google` (absent: the slug) */
+  readonly kind?: string
+  /** the provider's row, and when it last changed (a changed key or URL builds a new client) */
+  readonly providerId?: number
+  readonly providerRevision?: string
   /** the provider's model name, e.g. `gpt-4.1-mini` */
   readonly model: string
   readonly inputPricePerMillion: number
   readonly outputPricePerMillion: number
+  /** tokens the model reads at most (bounds what a contact's document adds to the prompt) */
+  readonly contextWindow?: number
+  readonly capabilities?: ReadonlyArray<ModelCapability>
+  /** whether the provider's row holds a key (a seeded provider may take its key from the environment instead) */
+  readonly hasKey?: boolean
+  /** false: a workspace's own provider whose calls do not spend the workspace's credits */
+  readonly chargeCredits?: boolean
+}
+
+/**
+ * A file a message carries, as the model is given it: an image's bytes when the model sees images, else its
+ * description; a voice note's transcript; a document's text (bounded). Each absent when not available.
+ */
+export interface TurnFile {
+  readonly name: string
+  readonly mimetype: string
+  readonly type: "image" | "video" | "audio" | "document" | "file"
+  /** image bytes, for a model with the `vision` capability */
+  readonly data?: Uint8Array
+  /** a one-line description of an image, written by the pipeline's `vision_model_id` */
+  readonly description?: string
+  /** a voice note's or audio file's transcript (`transcription_model_id`) */
+  readonly transcript?: string
+  /** a PDF's, DOCX's or text file's text, cut to what the model's context allows */
+  readonly text?: string
 }
 
 export interface TurnStage {
@@ -48,6 +81,8 @@ export interface TurnStage {
 export interface TurnMessage {
   readonly role: "user" | "assistant"
   readonly text: string
+  /** the message's files, as the model is given them (TurnFile) */
+  readonly files?: ReadonlyArray<TurnFile>
 }
 
 /** An action the model may call (SPEC.md 4.5 create_action, `on_user_message` and `custom`). */
@@ -92,6 +127,10 @@ export interface TurnContext {
   readonly knowledge: ReadonlyArray<{ readonly pointId: string; readonly source: string; readonly text: string }>
   /** the pipeline's model */
   readonly model: ModelRef
+  /** what the turn's files cost before the model was called (an image described, a voice note transcribed) */
+  readonly mediaUsage?: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: number }
+  /** answers instead when the model (or the routed tier's) fails after its retries (`fallback_model_id`) */
+  readonly fallbackModel?: ModelRef | null
   /**
    * active `on_user_message` and `custom` actions of the pipeline and the current stage: offered to the model as a tool
    */

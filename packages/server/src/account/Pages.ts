@@ -23,7 +23,9 @@ const SCOPE_TEXT: Record<Scope, string> = {
   "pipelines:read": "Read pipelines over the REST API",
   "pipelines:write": "Change pipelines over the REST API",
   "channels:read": "Read channels",
-  "channels:write": "Change and connect channels"
+  "channels:write": "Change and connect channels",
+  "models:read": "Read the model providers and models",
+  "models:write": "Add and change model providers (their keys) and models"
 }
 
 const STYLE = `

@@ -4,7 +4,7 @@
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { AgentType, AiModel, AiProvider, ConnectedChannel, Dialect, Language, type WorkspaceId } from "@parley/domain"
-import { Effect, flow, Option, Schema, Struct } from "effect"
+import { Effect, Option, Schema, Struct } from "effect"
 
 /** A language without its dialects, which are read once for all languages. */
 export const LanguageRow = Schema.Struct(Struct.omit(Language.fields, "dialects"))
@@ -17,19 +17,25 @@ export class CatalogueRepo extends Effect.Service<CatalogueRepo>()("@parley/serv
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    /** Server-wide providers and those of the caller's workspaces (docs/agent.md, "Models and providers"). */
     const providers = SqlSchema.findAll({
-      Request: Schema.Void,
+      Request: Schema.Array(Schema.Number),
       Result: AiProvider,
-      execute: () => sql`select id, slug, name from ai_providers order by id`
+      execute: (workspaceIds) =>
+        sql`select id, slug, name from ai_providers
+            where workspace_id is null or workspace_id in ${sql.in(workspaceIds)} order by id`
     })
 
     const models = SqlSchema.findAll({
-      Request: Schema.Number,
+      Request: Schema.Struct({ providerId: Schema.Number, workspaceIds: Schema.Array(Schema.Number) }),
       Result: AiModel,
-      execute: (providerId) =>
+      execute: ({ providerId, workspaceIds }) =>
         sql`
-            select id, ai_provider_id, name, model, input_price_per_million, output_price_per_million, context_window
-            from ai_models where ai_provider_id = ${providerId} order by id`
+            select m.id, m.ai_provider_id, m.name, m.model, m.input_price_per_million, m.output_price_per_million,
+                   m.context_window
+            from ai_models m join ai_providers pr on pr.id = m.ai_provider_id
+            where m.ai_provider_id = ${providerId}
+              and (pr.workspace_id is null or pr.workspace_id in ${sql.in(workspaceIds)}) order by m.id`
     })
 
     const agentTypes = SqlSchema.findAll({
@@ -72,15 +78,27 @@ export class CatalogueRepo extends Effect.Service<CatalogueRepo>()("@parley/serv
       execute: (dialectId) => sql`select language_id from dialects where id = ${dialectId}`
     })
 
-    const existingModels = SqlSchema.findAll({
-      Request: Schema.Array(Schema.Number),
-      Result: Schema.Struct({ id: Schema.Number }),
-      execute: (ids) => sql`select id from ai_models where id in ${sql.in(ids)}`
+    /** Models a pipeline of the workspace may name (server-wide and its own), with what they can do. */
+    const usableModels = SqlSchema.findAll({
+      Request: Schema.Struct({ ids: Schema.Array(Schema.Number), workspaceId: Schema.NullOr(Schema.Number) }),
+      Result: Schema.Struct({ id: Schema.Number, model: Schema.String, capabilities: Schema.Array(Schema.String) }),
+      execute: ({ ids, workspaceId }) =>
+        sql`select m.id, m.model, m.capabilities from ai_models m join ai_providers pr on pr.id = m.ai_provider_id
+            where m.id in ${sql.in(ids)} and (pr.workspace_id is null or pr.workspace_id = ${workspaceId})`
+    })
+
+    const pipelineActions = SqlSchema.single({
+      Request: Schema.Number,
+      Result: Schema.Struct({ count: Schema.Number }),
+      execute: (pipelineId) =>
+        sql`select count(*)::int as count from actions
+            where pipeline_id = ${pipelineId} and is_active and fixed_trigger in ('on_user_message', 'custom')`
     })
 
     return {
-      providers: Effect.orDie(providers(undefined)),
-      models: flow(models, Effect.orDie),
+      providers: (workspaceIds: ReadonlyArray<number>) => Effect.orDie(providers(workspaceIds)),
+      models: (providerId: number, workspaceIds: ReadonlyArray<number>) =>
+        Effect.orDie(models({ providerId, workspaceIds })),
       agentTypes: Effect.orDie(agentTypes(undefined)),
       dialects: Effect.orDie(dialects(undefined)),
       languages: Effect.orDie(languages(undefined)),
@@ -90,9 +108,12 @@ export class CatalogueRepo extends Effect.Service<CatalogueRepo>()("@parley/serv
       /** The language of a dialect; none when the dialect does not exist. */
       dialectLanguage: (dialectId: number) =>
         dialectLanguage(dialectId).pipe(Effect.map(Option.map((r) => r.language_id)), Effect.orDie),
-      /** Which of `ids` are models of the catalogue. */
-      existingModels: (ids: ReadonlyArray<number>) =>
-        existingModels(ids).pipe(Effect.map((rows) => rows.map((r) => r.id)), Effect.orDie)
+      /** Which of `ids` a pipeline of `workspaceId` may name (null: any workspace's), with their capabilities. */
+      usableModels: (ids: ReadonlyArray<number>, workspaceId: number | null) =>
+        ids.length === 0 ? Effect.succeed([]) : usableModels({ ids, workspaceId }).pipe(Effect.orDie),
+      /** Actions of a pipeline the model calls as tools. */
+      pipelineActions: (pipelineId: number) =>
+        pipelineActions(pipelineId).pipe(Effect.map((r) => r.count), Effect.orDie)
     }
   })
 }) {}

@@ -2,7 +2,7 @@ import type { Scope } from "@parley/domain"
 
 /**
  * What the console's token may do: read and work conversations, send, move opportunities; read pipelines; see and
- * connect channels.
+ * connect channels; see, check and add model providers and their models.
  */
 export const CONSOLE_SCOPES: ReadonlyArray<Scope> = [
   "conversations:read",
@@ -12,7 +12,9 @@ export const CONSOLE_SCOPES: ReadonlyArray<Scope> = [
   "opportunities:write",
   "pipelines:read",
   "channels:read",
-  "channels:write"
+  "channels:write",
+  "models:read",
+  "models:write"
 ]
 
 /** A console token lives 15 minutes; the page renews it at two thirds of that. */

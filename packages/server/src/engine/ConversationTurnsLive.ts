@@ -36,6 +36,7 @@ import { makeContextFrom, makeSnapshotContext, type SnapshotWithContext } from "
 import { makeTurnDelivery } from "./TurnDelivery.js"
 import { draftColumns, hasEffects, storedId } from "./TurnDrafts.js"
 import { makeTurnHandoffRules } from "./TurnHandoffRules.js"
+import { TurnMedia } from "./TurnMedia.js"
 import { TurnsRepo } from "./TurnsRepo.js"
 import { makeStageMove } from "./TurnStageMove.js"
 
@@ -51,7 +52,7 @@ export const ConversationTurnsLive = Layer.effectContext(
     const { failureRule, turnHandoff, turnTexts } = yield* makeTurnHandoffRules
     const { deliver, undelivered } = yield* makeTurnDelivery
     const moveStage = yield* makeStageMove
-    const contextFrom = makeContextFrom(knowledge, turnHandoff)
+    const contextFrom = makeContextFrom(knowledge, turnHandoff, yield* TurnMedia)
     const snapshotContext = makeSnapshotContext(repo.snapshot, contextFrom)
     const stageEntries = yield* makeStageEntryTurns(snapshotContext)
     const followups = yield* makeFollowupTurns(snapshotContext)
@@ -98,13 +99,18 @@ export const ConversationTurnsLive = Layer.effectContext(
       }
       // the rule Initiate refuses a conversation by (SPEC.md 4.4), applied to each reply
       if (!c.is_subscription_active) return skipTurn("no_subscription")
-      if (!(c.credits > 0)) return skipTurn("no_credits")
+      // a workspace's own provider set not to spend credits answers on an empty balance
+      if (!(c.credits > 0) && context.model.chargeCredits !== false) return skipTurn("no_credits")
       if (p.max_conversation_messages !== null && c.ai_replies >= p.max_conversation_messages) {
         return skipTurn("message_limit")
       }
       if (p.max_conversation_cost !== null && c.cost >= p.max_conversation_cost) return skipTurn("cost_limit")
       const unusable = [context.model, ...(context.routing ?? []).map((t) => t.model)].flatMap((m) => {
-        const key = modelKeys.missingKey(m.provider)
+        const key = modelKeys.missingKey({
+          provider: m.provider,
+          kind: m.kind ?? m.provider,
+          has_key: m.hasKey === true
+        })
         return key === null ? [] : [`the model ${m.model} needs ${key}, which is not set`]
       })
       if (unusable.length > 0) return skipTurn("model_not_configured", [...new Set(unusable)].join("; "))
@@ -259,6 +265,7 @@ export const ConversationTurnsLive = Layer.effectContext(
 ).pipe(
   Layer.provide([
     ModelKeys.Default,
+    TurnMedia.Default,
     TurnsRepo.Default,
     StageEntryRepo.Default,
     OpportunitiesRepo.Default,

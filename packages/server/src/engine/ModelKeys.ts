@@ -8,7 +8,13 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Layer, Schema } from "effect"
 import { RemoteModels } from "./Providers.js"
 
-const CatalogueModel = Schema.Struct({ id: Schema.Number, model: Schema.String, provider: Schema.String })
+const CatalogueModel = Schema.Struct({
+  id: Schema.Number,
+  model: Schema.String,
+  provider: Schema.String,
+  kind: Schema.String,
+  has_key: Schema.Boolean
+})
 
 const ActivePipeline = Schema.Struct({
   id: Schema.Number,
@@ -40,23 +46,28 @@ export class ModelKeys extends Effect.Service<ModelKeys>()("@parley/server/Model
     const sql = yield* SqlClient.SqlClient
     const remote = yield* RemoteModels
 
-    /** The environment variable a provider still needs in this process, or null when its models can be called. */
-    const missingKey = (provider: string): string | null => {
-      switch (provider) {
+    /**
+     * What a model's provider still needs in this process, or null when its models can be called: the environment
+     * variable of a seeded provider without a stored key, or a managed provider's `api_key` (OpenAI-compatible servers
+     * need none).
+     */
+    const missingKey = (m: { readonly provider: string; readonly kind: string; readonly has_key: boolean }) => {
+      if (m.has_key || m.kind === "local" || m.kind === "openai_compatible") return null
+      switch (m.provider) {
         case "openai":
           return remote.configured.openai ? null : "OPENAI_API_KEY"
         case "anthropic":
           return remote.configured.anthropic ? null : "ANTHROPIC_API_KEY"
         default:
-          return null
+          return `the api_key of the provider ${m.provider}`
       }
     }
 
     /** `the model gpt-4o needs OPENAI_API_KEY`, one clause per missing key; null when every model can be called. */
-    const problemWith = (models: ReadonlyArray<{ readonly model: string; readonly provider: string }>) => {
+    const problemWith = (models: ReadonlyArray<typeof CatalogueModel.Type>) => {
       const byKey = new Map<string, Array<string>>()
       for (const m of models) {
-        const key = missingKey(m.provider)
+        const key = missingKey(m)
         if (key === null) continue
         const names = byKey.get(key) ?? []
         if (!names.includes(m.model)) names.push(m.model)
@@ -73,7 +84,8 @@ export class ModelKeys extends Effect.Service<ModelKeys>()("@parley/server/Model
       Request: Schema.Array(Schema.Number),
       Result: CatalogueModel,
       execute: (ids) =>
-        sql`select m.id, m.model, pr.slug as provider from ai_models m join ai_providers pr on pr.id = m.ai_provider_id
+        sql`select m.id, m.model, pr.slug as provider, pr.kind, pr.api_key_ciphertext is not null as has_key
+            from ai_models m join ai_providers pr on pr.id = m.ai_provider_id
             where m.id in ${sql.in(ids)} order by m.id`
     })
 
@@ -96,7 +108,6 @@ export class ModelKeys extends Effect.Service<ModelKeys>()("@parley/server/Model
 
     /** One Warning per active pipeline whose models cannot be called in this process. */
     const warnAtStart = Effect.gen(function*() {
-      if (remote.configured.openai && remote.configured.anthropic) return
       const pipelines = yield* findActivePipelines(undefined)
       if (pipelines.length === 0) return
       const used = pipelines.map((p) => ({ pipeline: p, ids: pipelineModelIds({ ...p, pool: p.model_pool }) }))

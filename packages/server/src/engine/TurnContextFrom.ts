@@ -13,21 +13,30 @@ import {
 } from "@parley/domain"
 import { Effect, Option } from "effect"
 import type { Knowledge } from "../knowledge/Knowledge.js"
+import type { TurnMedia } from "./TurnMedia.js"
 import type { ModelRow, PipelineConfig, TurnSnapshot } from "./TurnRows.js"
 
 export const toModel = (r: ModelRow): ModelRef => ({
   id: r.id,
   provider: r.provider,
+  kind: r.kind,
+  providerId: r.provider_id,
+  providerRevision: r.revision,
   model: r.model,
   inputPricePerMillion: r.input_price,
-  outputPricePerMillion: r.output_price
+  outputPricePerMillion: r.output_price,
+  contextWindow: r.context_window,
+  capabilities: r.capabilities,
+  chargeCredits: r.charge_credits,
+  hasKey: r.has_key
 })
 
 /** The turn context from a snapshot (TurnsRepo), or none when there is no agent to answer. */
 /** `withKnowledge` false: no retrieval (a bridge message or a summary answers no question). */
 export const makeContextFrom = (
   knowledge: Pick<Knowledge, "retrieve">,
-  turnHandoff: (c: TurnSnapshot, p: PipelineConfig, upTo: string | null) => TurnHandoff
+  turnHandoff: (c: TurnSnapshot, p: PipelineConfig, upTo: string | null) => TurnHandoff,
+  media: Pick<TurnMedia, "messages">
 ) =>
 (snap: TurnSnapshot, upTo: string | null, withKnowledge = true) =>
   Effect.gen(function*() {
@@ -43,12 +52,19 @@ export const makeContextFrom = (
       instructions: s.instructions,
       enterCondition: s.enter_condition
     }))
-    const memory = snap.history.map((m) => ({
-      role: m.role,
-      text: m.message !== null && m.message !== "" ? m.message : m.files.length > 0 ? "[Attachment]" : ""
-    }))
+    const model = catalogue.get(Number(pl.ai_model_id))!
+    const modelOf = (id: number | null) => id === null ? null : catalogue.get(Number(id)) ?? null
+    const { messages: memory, usage: mediaUsage } = yield* media.messages(snap.history, {
+      answering: [model, ...(pool ?? []).flatMap((t) => catalogue.get(Number(t.ai_model_id)) ?? [])],
+      vision: modelOf(pl.vision_model_id),
+      transcription: modelOf(pl.transcription_model_id)
+    })
     const lastAssistant = memory.map((m) => m.role).lastIndexOf("assistant")
-    const asked = memory.slice(lastAssistant + 1).filter((m) => m.role === "user").map((m) => m.text).join("\n")
+    // a voice note's transcript and a described image are the contact's words for the knowledge search too
+    const asked = memory.slice(lastAssistant + 1).filter((m) => m.role === "user").flatMap((m) => [
+      m.text,
+      ...(m.files ?? []).flatMap((f) => [f.transcript ?? "", f.description ?? ""])
+    ]).filter((t) => t !== "").join("\n")
     const hits = !withKnowledge || pl.rag_mode === "none" || asked.trim() === ""
       ? []
       : yield* knowledge.retrieve(pl.knowledge_table_ids, asked, pl.rag_mode, pl.no_of_relevant_points)
@@ -75,7 +91,9 @@ export const makeContextFrom = (
       context: snap.opportunity_context ?? {},
       history: memory,
       knowledge: hits.map((h) => ({ pointId: h.id, source: h.table_name, text: h.text })),
-      model: catalogue.get(Number(pl.ai_model_id))!,
+      model,
+      fallbackModel: modelOf(pl.fallback_model_id),
+      ...(mediaUsage.cost > 0 || mediaUsage.outputTokens > 0 ? { mediaUsage } : {}),
       actions: pl.actions.map((a): TurnAction => {
         const used = new Set(templatedStrings(a).flatMap((t) => placeholders(t.text)))
         return {

@@ -22,6 +22,8 @@ export const draftColumns = (
   inputTokens: draft.inputTokens,
   outputTokens: draft.outputTokens,
   cost: draft.cost,
+  // a workspace's own provider may be set not to spend its credits: the cost is still recorded
+  charge: draft.model?.chargeCredits === false ? 0 : draft.cost,
   error: null,
   callType,
   followupSequenceId: null,

@@ -2,7 +2,16 @@
  * The rows a turn reads (TurnsRepo): a conversation as the agent sees it, and its pipeline's whole
  * configuration with the memory window, read in one statement.
  */
-import { ChannelId, ContactId, ConversationId, OpportunityId, PipelineId, StageId, WorkspaceId } from "@parley/domain"
+import {
+  ChannelId,
+  ContactId,
+  ConversationId,
+  ModelCapabilityLiteral,
+  OpportunityId,
+  PipelineId,
+  StageId,
+  WorkspaceId
+} from "@parley/domain"
 import { Schema } from "effect"
 
 const NullableString = Schema.NullOr(Schema.String)
@@ -58,9 +67,16 @@ export const StageRow = Schema.Struct({
 export const ModelRow = Schema.Struct({
   id: Schema.Number,
   provider: Schema.String,
+  kind: Schema.String,
+  provider_id: Schema.Number,
+  revision: Schema.String,
   model: Schema.String,
   input_price: Schema.Number,
-  output_price: Schema.Number
+  output_price: Schema.Number,
+  context_window: Schema.Number,
+  capabilities: Schema.Array(ModelCapabilityLiteral),
+  charge_credits: Schema.Boolean,
+  has_key: Schema.Boolean
 })
 export type ModelRow = typeof ModelRow.Type
 
@@ -91,6 +107,9 @@ export const PipelineRow = Schema.Struct({
   max_conversation_cost: NullableNumber,
   max_conversation_messages: NullableNumber,
   ai_model_id: Schema.Number,
+  fallback_model_id: NullableNumber,
+  vision_model_id: NullableNumber,
+  transcription_model_id: NullableNumber,
   is_model_routing_enabled: Schema.Boolean,
   model_pool: Schema.Array(Schema.Struct({
     tier: Schema.Literal("router", "simple", "moderate", "complex"),
@@ -122,6 +141,7 @@ export const PipelineConfig = Schema.Struct({
 export type PipelineConfig = typeof PipelineConfig.Type
 
 export const HistoryRow = Schema.Struct({
+  id: Schema.String,
   role: Schema.Literal("user", "assistant"),
   message: NullableString,
   files: Schema.Array(Schema.Unknown)

@@ -52,6 +52,17 @@ export const conversationFrom = (sql: SqlClient.SqlClient) =>
   left join lateral parley_live_pipeline(coalesce(o.pipeline_id, ch.pipeline_id), cv.config) lp on true`
 
 /**
+ * A model as a turn calls it (`am` joined with its provider `pr`): the provider's row and revision, so the registry
+ * builds the client the row describes now (TurnContextFrom.toModel reads it).
+ */
+export const modelJson = (sql: SqlClient.SqlClient) =>
+  sql`json_build_object('id', am.id, 'provider', pr.slug, 'kind', pr.kind, 'provider_id', pr.id,
+        'revision', pr.updated_at::text, 'model', am.model, 'input_price', am.input_price_per_million::float8,
+        'output_price', am.output_price_per_million::float8, 'context_window', am.context_window,
+        'capabilities', am.capabilities, 'charge_credits', pr.charge_credits or pr.workspace_id is null,
+        'has_key', pr.api_key_ciphertext is not null)`
+
+/**
  * The conversation, its pipeline (the opportunity's, else the channel's) with stages, the models of
  * its model and pool, the actions the model may call at the opportunity's stage and the AI
  * variables, and the memory window (up to `upTo` when given): one statement for the whole turn.
@@ -63,15 +74,15 @@ export const snapshotOf = (sql: SqlClient.SqlClient, conversationId: string, upT
            select p.id, p.name, p.status, p.is_archived, p.persona, p.instructions, p.model_temperature::float8 as model_temperature,
                   p.agent_memory_window, p.context_message_count, p.rag_mode, p.no_of_relevant_points, p.max_conversation_cost::float8 as max_conversation_cost,
                   p.max_conversation_messages, p.ai_model_id, p.is_model_routing_enabled, p.model_pool,
+                  p.fallback_model_id, p.vision_model_id, p.transcription_model_id,
                   at.name as agent_type_name, at.description as agent_type_description, l.name as language, d.name as dialect,
                   p.handoff_instructions, p.handoff_bridge_mode, p.handoff_bridge_text, p.handoff_keywords, p.handoff_after_failures,
                   (select coalesce(json_agg(json_build_object('id', s.id, 'name', s.name, 'nature', s.nature, 'ai_persona', s.ai_persona,
                             'instructions', s.instructions, 'enter_condition', s.enter_condition) order by s.sort_order, s.id), '[]')
                    from parley_live_stages(p.id, cv.config) s) as stages,
-                  (select coalesce(json_agg(json_build_object('id', am.id, 'provider', pr.slug, 'model', am.model,
-                            'input_price', am.input_price_per_million::float8, 'output_price', am.output_price_per_million::float8)), '[]')
+                  (select coalesce(json_agg(${modelJson(sql)}), '[]')
                    from ai_models am join ai_providers pr on pr.id = am.ai_provider_id
-                   where am.id = p.ai_model_id
+                   where am.id in (p.ai_model_id, p.fallback_model_id, p.vision_model_id, p.transcription_model_id)
                       or (p.is_model_routing_enabled and am.id in (select (t ->> 'ai_model_id')::bigint from jsonb_array_elements(p.model_pool) t))) as models,
                   (select coalesce(json_agg(json_build_object('id', a.id, 'name', a.name, 'fixed_trigger', a.fixed_trigger,
                             'description', a.description, 'instructions', a.instructions, 'url', a.url, 'headers', a.headers,
@@ -89,7 +100,7 @@ export const snapshotOf = (sql: SqlClient.SqlClient, conversationId: string, upT
            join languages l on l.id = p.language_id
            left join dialects d on d.id = p.dialect_id
          ) pc) as pipeline,
-        (select coalesce(json_agg(json_build_object('role', h.role, 'message', h.message, 'files', h.files) order by h.created_at, h.id), '[]')
+        (select coalesce(json_agg(json_build_object('id', h.id, 'role', h.role, 'message', h.message, 'files', h.files) order by h.created_at, h.id), '[]')
          from (
            select m.role, m.message, m.files, m.created_at, m.id from messages m
            where m.conversation_id = c.id and m.status <> 'failed'

@@ -37,6 +37,8 @@ export const StoreReply = Schema.Struct({
   inputTokens: Schema.Number,
   outputTokens: Schema.Number,
   cost: Schema.Number,
+  /** what the workspace's credits pay: the cost, or 0 through a provider that does not spend them */
+  charge: Schema.Number,
   error: Schema.NullOr(Schema.String),
   callType: Schema.String,
   /** a followup's sequence and step */
@@ -116,11 +118,11 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
             ) o on true
             where c.id = ${r.conversationId}
           ), funds as (
-            select w.credits >= ${r.cost}::numeric as covered from workspaces w
-            where ${r.cost}::numeric > 0 and w.id = (select workspace_id from c)
+            select w.credits >= ${r.charge}::numeric as covered from workspaces w
+            where ${r.charge}::numeric > 0 and w.id = (select workspace_id from c)
             for update
           ), paid as (
-            select ${r.cost}::numeric <= 0 or coalesce((select covered from funds), false) as ok
+            select ${r.charge}::numeric <= 0 or coalesce((select covered from funds), false) as ok
           ), stored as (
             ${
           MessageWrites.insert(sql, {
@@ -156,7 +158,7 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
           ), charged as (
             -- atomic: concurrent turns of one workspace each subtract their own cost
             ${
-          WorkspaceWrites.chargeCredits(sql, sql`(select workspace_id from stored)`, r.cost, { coveredOnly: false })
+          WorkspaceWrites.chargeCredits(sql, sql`(select workspace_id from stored)`, r.charge, { coveredOnly: false })
         }
           ), handled as (
             ${

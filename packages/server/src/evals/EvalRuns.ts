@@ -18,6 +18,7 @@ import {
   Unprocessable
 } from "@parley/domain"
 import { Duration, Effect, FiberSet, Option, Schedule } from "effect"
+import { toModel } from "../engine/TurnContextFrom.js"
 import { someOrFail } from "../util/Effects.js"
 import { CasePlayer, type RunTarget } from "./CasePlayer.js"
 import { caseIssues, type Issue } from "./CaseRules.js"
@@ -189,13 +190,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("@parley/server/EvalRun
         pipelineId: pipeline.id,
         configVersion: override,
         stages,
-        model: {
-          id: model.id,
-          provider: model.provider,
-          model: model.model,
-          inputPricePerMillion: model.input_price,
-          outputPricePerMillion: model.output_price
-        },
+        model: toModel(model.model),
         settleMs: model.debounce_ms + SETTLE_MARGIN_MS
       }
       yield* FiberSet.run(running, play(runId, target, concurrency))

@@ -6,6 +6,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { ConversationId, EvalRecordedAction, EvalTranscriptEntry, OpportunityId, StageId } from "@parley/domain"
 import { Effect, Schema } from "effect"
+import { ModelRow } from "../engine/TurnRows.js"
+import { modelJson } from "../engine/TurnSnapshotSql.js"
 import * as MessageWrites from "../tables/MessageWrites.js"
 import * as WorkspaceWrites from "../tables/WorkspaceWrites.js"
 
@@ -21,14 +23,7 @@ export const StateRow = Schema.Struct({
   handoff_requested: Schema.Boolean
 })
 
-export const PipelineModelRow = Schema.Struct({
-  id: Schema.Number,
-  provider: Schema.String,
-  model: Schema.String,
-  input_price: Schema.Number,
-  output_price: Schema.Number,
-  debounce_ms: Schema.Number
-})
+export const PipelineModelRow = Schema.Struct({ model: ModelRow, debounce_ms: Schema.Number })
 
 export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/SandboxRepo", {
   effect: Effect.gen(function*() {
@@ -119,8 +114,7 @@ export class SandboxRepo extends Effect.Service<SandboxRepo>()("@parley/server/S
       Result: PipelineModelRow,
       execute: ({ override, pipelineId }) =>
         sql`
-          select am.id, pr.slug as provider, am.model, am.input_price_per_million::float8 as input_price,
-                 am.output_price_per_million::float8 as output_price, p.reply_debounce_ms as debounce_ms
+          select ${modelJson(sql)} as model, p.reply_debounce_ms as debounce_ms
           from parley_live_pipeline(${pipelineId}, ${override}) p
           join ai_models am on am.id = p.ai_model_id join ai_providers pr on pr.id = am.ai_provider_id`
     })

@@ -16,6 +16,7 @@ import { AuthLive } from "../identity/AuthLive.js"
 import { AccountHttpLive } from "../identity/Http.js"
 import { KnowledgeHttpLive } from "../knowledge/Http.js"
 import { McpRoute } from "../mcp/Http.js"
+import { AiModelsHttpLive } from "../models/Http.js"
 import { MessagesHttpLive, OperatorUploadLimitLive } from "../messages/Http.js"
 import { OAuthRoutes } from "../oauth/Http.js"
 import { ContactsHttpLive, OpportunitiesHttpLive } from "../opportunities/Http.js"
@@ -50,7 +51,8 @@ const RestRoutes = HttpLayerRouter.addHttpApi(Api, { openapiPath: "/openapi.json
     KnowledgeHttpLive,
     AutomationHttpLive,
     EvalsHttpLive,
-    VersionsHttpLive
+    VersionsHttpLive,
+    AiModelsHttpLive
   ]),
   Layer.provide([AuthLive, WebChatAuthLive, WidgetAuthLive, OperatorUploadLimitLive, PublicOriginLive, PageLinksLive])
 )

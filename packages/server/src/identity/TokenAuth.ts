@@ -85,7 +85,8 @@ export class TokenAuth extends Effect.Service<TokenAuth>()("@parley/server/Token
           tokenId: t.id,
           scopes: t.scopes,
           workspaceIds: memberships.map((m) => m.id),
-          defaultWorkspaceId: memberships[0]!.id
+          defaultWorkspaceId: memberships[0]!.id,
+          isSuperUser: t.is_super_user
         }
         return { actor, tokenExpiresAt: t.expires_at === null ? null : Date.parse(t.expires_at) }
       })

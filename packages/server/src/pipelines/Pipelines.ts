@@ -102,10 +102,14 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
         return yield* Unprocessable.of([{ field: "workspace_id", message: "The selected workspace is invalid." }])
       }
       yield* failOnIssues([
-        ...(yield* catalogue.referenceIssues({
-          ...input,
-          routing_model_ids: input.is_model_routing?.map((e) => e.ai_model_id)
-        })),
+        ...(yield* catalogue.referenceIssues(
+          {
+            ...input,
+            routing_model_ids: input.is_model_routing?.map((e) => e.ai_model_id)
+          },
+          undefined,
+          { workspaceId }
+        )),
         ...(yield* channelIssues(workspaceId, input.channel_id))
       ])
       const id = yield* sql.withTransaction(Effect.gen(function*() {
@@ -133,7 +137,8 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
       yield* failOnIssues([
         ...(yield* catalogue.referenceIssues(
           { ...input, dialect_id: dialectId, routing_model_ids: input.is_model_routing?.map((e) => e.ai_model_id) },
-          current.language_id
+          current.language_id,
+          { workspaceId: current.workspace_id, pipelineId: id }
         )),
         ...(yield* channelIssues(current.workspace_id, input.channel_id)),
         ...(enablesRouting
@@ -259,8 +264,12 @@ export class Pipelines extends Effect.Service<Pipelines>()("@parley/server/Pipel
     /** Replaces the four tiers (stored in tier order) with the checks of create and update pipeline. */
     const updateModelPool = Effect.fn("Pipelines.updateModelPool")(function*(id: PipelineId, input: UpdateModelPool) {
       const actor = yield* CurrentActor
-      yield* find(actor, id)
-      const issues = yield* catalogue.referenceIssues({ routing_model_ids: input.tiers.map((e) => e.ai_model_id) })
+      const current = yield* find(actor, id)
+      const issues = yield* catalogue.referenceIssues(
+        { routing_model_ids: input.tiers.map((e) => e.ai_model_id) },
+        undefined,
+        { workspaceId: current.workspace_id }
+      )
       yield* failOnIssues(
         issues.map((i) =>
           new ValidationIssue({ field: i.field.replace(/^is_model_routing\./, "tiers."), message: i.message })

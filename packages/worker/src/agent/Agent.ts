@@ -136,11 +136,36 @@ const route = (
     return { model: chosen.model, instructions: chosen.instructions, tier: tier as RoutingTier | null }
   })
 
-/** The reply to the contact messages at the end of `ctx.history`. */
-export const reply = (ctx: TurnContext): Written =>
+/**
+ * The reply to the contact messages at the end of `ctx.history`. When the model fails after its retries and the
+ * pipeline names a fallback model, the fallback writes the whole reply again (no routing); the draft's model says
+ * which one answered.
+ */
+export const reply = (ctx: TurnContext): Written => {
+  const fallback = ctx.fallbackModel
+  if (fallback === undefined || fallback === null || fallback.id === ctx.model.id) return replyWith(ctx)
+  return replyWith(ctx).pipe(
+    Effect.catchIf(
+      (e): e is AiError.AiError => e._tag !== "ModelUnavailable" && e._tag !== "ReplyWithheld",
+      (error) =>
+        Effect.logWarning(`The model failed after its retries; the fallback model ${fallback.model} answers`, error)
+          .pipe(
+            Effect.zipRight(replyWith({ ...ctx, model: fallback, routing: null, fallbackModel: null })),
+            Effect.withSpan("Agent.fallback", { attributes: { model: fallback.model } })
+          )
+    )
+  )
+}
+
+const replyWith = (ctx: TurnContext): Written =>
   Effect.gen(function*() {
     const registry = yield* ModelRegistry
-    const tally: Tally = { inputTokens: 0, outputTokens: 0, cost: 0 }
+    // the turn's files were described or transcribed before: their cost is the reply's
+    const tally: Tally = {
+      inputTokens: ctx.mediaUsage?.inputTokens ?? 0,
+      outputTokens: ctx.mediaUsage?.outputTokens ?? 0,
+      cost: ctx.mediaUsage?.cost ?? 0
+    }
     const routed = yield* route(ctx, registry.languageModel, tally)
     const model = yield* registry.languageModel(routed.model)
 
@@ -190,7 +215,7 @@ export const reply = (ctx: TurnContext): Written =>
         })
     })
 
-    let prompt = replyPrompt(ctx, routed.instructions)
+    let prompt = replyPrompt(ctx, routed.instructions, routed.model)
     let text = ""
     for (let step = 1; step <= MAX_STEPS; step++) {
       const last = step === MAX_STEPS || (candidates.length === 0 && actions.length === 0 && !canRequest)

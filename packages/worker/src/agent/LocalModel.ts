@@ -8,6 +8,9 @@
  *   the contact's words, or says plainly that it has nothing on that. It
  *   never says the instructions part of its prompt (persona, instructions, stages, tools, notes): it only
  *   follows them, as a hosted model is told to;
+ * - a contact's files (FileParts.ts): an image's description, a voice note's transcript and a document's text are
+ *   read as the contact's words; an image or voice note of the latest message without them is answered by saying
+ *   plainly that it cannot see images or listen to voice notes (it reads no bytes);
  * - an action (`trigger_action`): called when the contact names it (`#name`) or says most content words of its
  *   instructions; a `from_ai` extraction answers with an e-mail address or number the instruction asks for,
  *   else the contact's latest message;
@@ -28,11 +31,13 @@ import {
   conditionMet,
   judgement,
   NOTHING_FOUND,
+  saidIn,
   sectionOf,
   sentences,
   stems,
   summaryText,
   textOf,
+  unreadable,
   words
 } from "./LocalText.js"
 import {
@@ -222,12 +227,12 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
   }
 
   if (system.includes(ROUTER_MARKER)) {
-    const contact = messages.filter((m) => m.role === "user").map(textOf).join(" ")
+    const contact = messages.filter((m) => m.role === "user").map(saidIn).join(" ")
     return textParts(options.prompt, classify(contact))
   }
 
   if (system.includes(EXTRACT_MARKER)) {
-    return textParts(options.prompt, extractValue(system, messages.filter((m) => m.role === "user").map(textOf)))
+    return textParts(options.prompt, extractValue(system, messages.filter((m) => m.role === "user").map(saidIn)))
   }
 
   if (system.includes(SUMMARY_MARKER)) return textParts(options.prompt, summaryText(messages))
@@ -252,10 +257,11 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
   // the contact's messages since the last assistant message: what this turn answers
   const lastAssistant = messages.map((m) => m.role).lastIndexOf("assistant")
   const toolResults = messages.slice(lastAssistant + 1).filter((m) => m.role === "tool")
-  const turn = messages.slice(lastAssistant + 1).filter((m) => m.role === "user").map(textOf).join(" ")
+  // a file's description, transcript or text is the contact's words too
+  const turn = messages.slice(lastAssistant + 1).filter((m) => m.role === "user").map(saidIn).join(" ")
   const contactText = turn.trim() !== ""
     ? turn
-    : messages.filter((m) => m.role === "user").map(textOf).slice(-1).join(" ")
+    : messages.filter((m) => m.role === "user").map(saidIn).slice(-1).join(" ")
 
   const canMove = options.tools.some((t) => t.name === "move_to_stage") && options.toolChoice !== "none"
   const canTrigger = options.tools.some((t) => t.name === "trigger_action") && options.toolChoice !== "none"
@@ -321,9 +327,13 @@ const reply = (options: LanguageModel.ProviderOptions): Array<Response.PartEncod
   // the stage is internal: the contact is thanked, never told its name
   const movedStage = moved !== undefined && (moved.result as { moved?: unknown } | null)?.moved === true
   const answer = answerFrom(system, contactText)
+  // an image or a voice note of the latest message it was given no words for: it says so, plainly
+  const latest = messages.filter((m) => m.role === "user").at(-1)
+  const notice = latest === undefined ? null : unreadable(latest)
   const parts = [
     movedStage ? `Thank you${name ? `, ${name}` : ""}, I've noted that.` : null,
-    answer ?? (movedStage
+    notice,
+    answer ?? (movedStage || notice !== null
       ? null
       : `Thanks for your message${name ? `, ${name}` : ""}! ${NOTHING_FOUND} Could you tell me a bit more?`)
   ].filter((p) => p !== null)

@@ -22,6 +22,30 @@ export const textOf = (message: Prompt.Message): string => {
   return message.content.map((p: any) => (p.type === "text" ? p.text : "")).join(" ")
 }
 
+/**
+ * The marker of a file line (FileParts.ts) at a line's start: `[image: n]`, `[voice note n]:`, `[voice note n: not
+ * transcribed]`, `[document n]`, `[video: n]`. What follows it (a description, a transcript, a document's text) is
+ * taken as the contact's words.
+ */
+const FILE_MARKER = /^\[(?:image: |voice note |document:? |video: |file: )[^\]\n]*\]:? ?/gm
+
+/** A contact's message as words: its text with the file lines' markers taken out. */
+export const saidIn = (message: Prompt.Message) => textOf(message).replace(FILE_MARKER, "")
+
+/** What the local model says of an image it was given no description of, or a voice note without transcript. */
+export const CANNOT_SEE = "I can't see images, could you describe it in words?"
+export const CANNOT_HEAR = "I can't listen to voice notes, could you write your message?"
+
+/** The local model's notice for what a contact's message carries that it cannot read (null: it reads it all). */
+export const unreadable = (message: Prompt.Message): string | null => {
+  const text = textOf(message)
+  const image = /^\[image: [^\]\n]*\]$/m.test(text) ||
+    (typeof message.content !== "string" &&
+      message.content.some((p: any) => p.type === "file" && String(p.mediaType).startsWith("image/")))
+  const audio = /^\[voice note [^\]\n]*: not transcribed\]$/m.test(text)
+  return [image ? CANNOT_SEE : null, audio ? CANNOT_HEAR : null].filter((s) => s !== null).join(" ") || null
+}
+
 export const sentences = (text: string) =>
   text.split(/(?<=[.!?])\s+|\n+/).map((s) => s.replace(/^[-*#\s]+/, "").trim()).filter((s) =>
     s.length > 0 && !s.startsWith("[task:")
@@ -61,7 +85,7 @@ const answers = (reply: string, question: string) => {
 export const summaryText = (messages: ReadonlyArray<Prompt.Message>) => {
   const said = messages.filter((m) => m.role === "user" || m.role === "assistant").map((m) => ({
     role: m.role,
-    text: textOf(m).trim()
+    text: saidIn(m).trim()
   }))
     .filter((m) => m.text !== "")
   const questions = said.flatMap((m, i) =>

@@ -4,7 +4,8 @@
  * Pure functions: the same context always gives the same prompt.
  */
 import { Prompt } from "@effect/ai"
-import type { FollowupContext, RoutingTier, TurnContext, TurnStage } from "@parley/domain"
+import type { FollowupContext, ModelRef, RoutingTier, TurnContext, TurnStage } from "@parley/domain"
+import { historyMessages, messageText, seesImages } from "./FileParts.js"
 
 /** Markers the local model reads to know which job a call is (remote models simply follow the text). */
 export const ROUTER_MARKER = "[task: classify-request]"
@@ -161,15 +162,12 @@ export const correctionPrompt = (prompt: Prompt.Prompt, reason: string): Prompt.
 
 const withoutHandoff = ({ handoff: _, ...ctx }: TurnContext): TurnContext => ctx
 
-const historyMessages = (ctx: TurnContext) =>
-  ctx.history.map((m) =>
-    m.role === "user"
-      ? { role: "user" as const, content: m.text }
-      : { role: "assistant" as const, content: m.text }
-  )
+/** The memory window as messages, the contact's files as `model` may be given them (FileParts.ts). */
+const conversation = (ctx: TurnContext, model: ModelRef = ctx.model) => historyMessages(ctx.history, seesImages(model))
 
-export const replyPrompt = (ctx: TurnContext, tierInstructions: string | null): Prompt.Prompt =>
-  Prompt.make([{ role: "system", content: systemPrompt(ctx, tierInstructions) }, ...historyMessages(ctx)])
+/** `model`: the one that answers (Smart Routing's tier), which decides whether images go as themselves. */
+export const replyPrompt = (ctx: TurnContext, tierInstructions: string | null, model?: ModelRef): Prompt.Prompt =>
+  Prompt.make([{ role: "system", content: systemPrompt(ctx, tierInstructions) }, ...conversation(ctx, model)])
 
 /** The router's prompt: one word back, the tier. */
 /**
@@ -187,7 +185,8 @@ export const routerPrompt = (ctx: TurnContext, instructions: string | null): Pro
   const latest = ctx.history.map((m) => m.role).lastIndexOf("user")
   const before = latest <= 0 ? [] : ctx.history.slice(Math.max(0, latest - ctx.contextMessageCount), latest)
   const transcript = before.map((m) => {
-    const text = m.text.length > ROUTER_CONTEXT_CHARS ? `${m.text.slice(0, ROUTER_CONTEXT_CHARS)}…` : m.text
+    const said = messageText(m, ROUTER_CONTEXT_CHARS)
+    const text = said.length > ROUTER_CONTEXT_CHARS ? `${said.slice(0, ROUTER_CONTEXT_CHARS)}…` : said
     return `${m.role === "user" ? "Contact" : "Agent"}: ${text}`
   })
   return Prompt.make([
@@ -202,7 +201,8 @@ export const routerPrompt = (ctx: TurnContext, instructions: string | null): Pro
         transcript.length === 0 ? null : section("Conversation so far", transcript.join("\n"))
       ].filter((s) => s !== null).join("\n\n")
     },
-    { role: "user", content: latest < 0 ? "" : ctx.history[latest]!.text }
+    // its files as lines (a document's text cut): the tier depends on what is asked, and the router may not see images
+    { role: "user", content: latest < 0 ? "" : messageText(ctx.history[latest]!, ROUTER_CONTEXT_CHARS) }
   ])
 }
 
@@ -243,7 +243,7 @@ export const openingPrompt = (ctx: TurnContext): Prompt.Prompt =>
         `Write the first message of this stage to the contact: one or two friendly sentences that follow the stage's instructions.`
       )
     },
-    ...historyMessages(ctx)
+    ...conversation(ctx)
   ])
 
 /** A followup for a contact who has not answered: step `step` of the stage's sequence, per its instructions. */
@@ -260,7 +260,7 @@ export const followupPrompt = (f: FollowupContext): Prompt.Prompt =>
         [section(ASSETS_SECTION, f.assets)]
       )
     },
-    ...historyMessages(f.context)
+    ...conversation(f.context)
   ])
 
 /** One short extraction for a `from_ai` variable: the value the instruction asks for, from the conversation. */
@@ -274,7 +274,8 @@ export const extractionPrompt = (ctx: TurnContext, variable: string, instruction
         "When the conversation does not say, answer with nothing at all."
       ].join("\n\n")
     },
-    ...historyMessages(ctx)
+    // files as lines only: the value is read from words, by a model (the routed tier's) that may not see images
+    ...historyMessages(ctx.history, false)
   ])
 
 /** The contact's bridge message when a person is asked for (`second`: the wait outlasted the timeout). */
@@ -290,7 +291,7 @@ export const bridgePrompt = (ctx: TurnContext, second: boolean): Prompt.Prompt =
           : "A member of the team will take over this conversation. In one or two sentences, tell the contact so, and that they will reply here."
       )
     },
-    ...historyMessages(ctx)
+    ...conversation(ctx)
   ])
 
 /** The operator's summary of the conversation so far: what the contact wants, what was tried, open questions. */
@@ -304,5 +305,5 @@ export const summaryPrompt = (ctx: TurnContext): Prompt.Prompt =>
         "Wants: what the contact wants.\nTried: what the agent already answered or did.\nOpen: the questions still open (or none)."
       ].join("\n\n")
     },
-    ...historyMessages(ctx)
+    ...conversation(ctx)
   ])

@@ -36,6 +36,7 @@ import moreChannelKinds from "./0034_more_channel_kinds.js"
 import channelEchoes from "./0035_channel_echoes.js"
 import mailboxSync from "./0036_mailbox_sync.js"
 import channelServiceWindow from "./0037_channel_service_window.js"
+import managedModels from "./0038_managed_models.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -75,5 +76,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0034_more_channel_kinds": moreChannelKinds,
   "0035_channel_echoes": channelEchoes,
   "0036_mailbox_sync": mailboxSync,
-  "0037_channel_service_window": channelServiceWindow
+  "0037_channel_service_window": channelServiceWindow,
+  "0038_managed_models": managedModels
 }

@@ -1,0 +1,251 @@
+/**
+ * Issue 40: model providers and models as data, through the real server against a local model server that speaks
+ * OpenAI's Chat Completions (FakeModelServer). A workspace adds its own provider (the key sealed, never answered),
+ * its models, and a pipeline replies through them at the workspace's prices; another workspace sees none of it; a
+ * wrong key or an unreachable URL is a 422 when saved; the check says what works; a model in use is not deleted; a
+ * failing model hands the reply to the pipeline's fallback model; a voice note is transcribed and an image described
+ * before the turn.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Cause, Effect, Layer, Logger } from "effect"
+import { fakeModelServer, type FakeModelServer } from "./support/FakeModelServer.js"
+import { createStage, del, get, linkWebChannel, ok, post, put, sqlRows } from "./support/Opportunities.js"
+import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { basic, say } from "./support/WebChat.js"
+import { eventually } from "./support/WebhookReceiver.js"
+
+const KEY = "sk-local-secret-4711"
+let fake: FakeModelServer
+
+/** Every log line of the server with its cause, to show that no key reaches one. */
+const logged: Array<string> = []
+const CaptureLogs = Logger.add(Logger.make(({ cause, message }) => {
+  logged.push(`${Array.isArray(message) ? message.join(" ") : String(message)} ${Cause.pretty(cause)}`)
+}))
+
+const Server = Layer.unwrapScoped(
+  Effect.map(fakeModelServer({ apiKey: KEY, models: ["llama3.1:8b", { id: "gemma:2b", tools: false }] }), (f) => {
+    fake = f
+    return TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" })
+  })
+).pipe(Layer.provide(CaptureLogs))
+
+type Caller = { readonly token: string; readonly workspace_id: number }
+
+const addProvider = (who: Caller, body: Record<string, unknown> = {}) =>
+  post(who, "/api/user/ai-providers", {
+    kind: "openai_compatible",
+    name: "Office Ollama",
+    base_url: fake.openAiUrl,
+    api_key: KEY,
+    headers: { "X-Team": "sales-team-secret" },
+    ...body
+  })
+
+const addModel = (who: Caller, providerId: number, body: Record<string, unknown> = {}) =>
+  Effect.map(
+    post(who, "/api/user/ai-models", {
+      ai_provider_id: providerId,
+      model: "llama3.1:8b",
+      name: "Llama 3.1 8B",
+      input_price: 1,
+      output_price: 2,
+      context_window: 128000,
+      ...body
+    }),
+    (r) => ok(r, "aiModels.createModel")
+  )
+
+/** A pipeline on `modelId` answering at once, one stage, a web channel. */
+const agent = (owner: Caller, modelId: number, settings: Record<string, unknown> = {}) =>
+  Effect.gen(function*() {
+    const pipeline = ok(
+      yield* post(owner, "/api/user/pipelines", {
+        name: `Sales ${Math.random().toString(36).slice(2, 8)}`,
+        agent_type_id: 1,
+        ai_model_id: modelId,
+        language_id: 1
+      }),
+      "pipelines.create"
+    )
+    ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0, ...settings }), "pipelines.update")
+    yield* createStage(owner, pipeline.id, "Open", 1)
+    const channel = yield* linkWebChannel(owner, pipeline.id)
+    return { pipeline, channel }
+  })
+
+/** The assistant reply of a web-chat contact, once sent. */
+const replyTo = (channel: { client_id: string; client_secret: string }, contactId: string) =>
+  eventually(
+    Effect.flatMap(TestServer, ({ baseUrl }) =>
+      fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=${contactId}&per_page=50`, {
+        headers: { authorization: basic(channel), accept: "application/json" }
+      })).pipe(
+        Effect.map((r) => ok(r, "webChat.history").data.find((m: any) => m.role === "assistant" && m.message))
+      ),
+    20_000
+  )
+
+layer(Server, { excludeTestServices: true })("AI providers and models as data", (it) => {
+  it.effect("a workspace's provider: key sealed, its models listed to it alone, its replies at its prices", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      const other = yield* seedUser()
+      yield* giveCredits(owner.workspace_id, { credits: 5 })
+      const created = yield* addProvider(owner)
+      const provider = ok(created, "aiModels.createProvider")
+      expect(provider).toMatchObject({
+        kind: "openai_compatible",
+        base_url: fake.openAiUrl,
+        has_key: true,
+        header_names: ["X-Team"],
+        workspace_id: owner.workspace_id,
+        server_wide: false,
+        charge_credits: true
+      })
+      expect(JSON.stringify(created.body)).not.toContain(KEY)
+      expect(JSON.stringify(created.body)).not.toContain("sales-team-secret")
+      const stored = yield* sqlRows<{ api_key_ciphertext: string }>`
+        select api_key_ciphertext from ai_providers where id = ${provider.id}`
+      expect(stored[0]!.api_key_ciphertext).not.toContain(KEY)
+
+      const model = yield* addModel(owner, provider.id)
+      expect(model).toMatchObject({ model: "llama3.1:8b", capabilities: ["tools"], workspace_id: owner.workspace_id })
+      // the pipeline options list it to its workspace, and not to another
+      const options = ok(yield* get(owner, `/api/user/pipeline-options?ai_provider_id=${provider.id}`), "pipelines.options")
+      expect(options.ai_models.map((m: any) => m.id)).toEqual([model.id])
+      const theirs = ok(yield* get(other, `/api/user/pipeline-options?ai_provider_id=${provider.id}`), "pipelines.options")
+      expect(theirs.ai_models).toEqual([])
+      expect(theirs.ai_providers.map((p: any) => p.id)).not.toContain(provider.id)
+      expect((yield* get(other, `/api/user/ai-providers/${provider.id}`)).status).toBe(404)
+      expect((yield* get(other, `/api/user/ai-models/${model.id}`)).status).toBe(404)
+      expect((yield* put(other, `/api/user/ai-models/${model.id}`, { name: "x" })).status).toBe(404)
+      expect((yield* del(other, `/api/user/ai-providers/${provider.id}`)).status).toBe(404)
+      const listed = ok(yield* get(other, "/api/user/ai-models"), "aiModels.listModels")
+      expect(listed.map((m: any) => m.id)).not.toContain(model.id)
+      const refused = yield* post(other, "/api/user/pipelines", {
+        name: "Borrowed",
+        agent_type_id: 1,
+        ai_model_id: model.id,
+        language_id: 1
+      })
+      expect(refused.status).toBe(422)
+      expect(refused.body.validation).toEqual([{ field: "ai_model_id", message: "The selected AI model does not exist." }])
+
+      // a reply through it: the key and header sent, usage priced at the workspace's prices
+      fake.script("llama3.1:8b", { text: "Our plan costs 990 euros.", usage: { input: 1000, output: 500 } })
+      const { channel, pipeline } = yield* agent(owner, model.id)
+      yield* say(channel, "dana", "What does it cost?")
+      const reply = yield* replyTo(channel, "dana")
+      expect(reply.message).toBe("Our plan costs 990 euros.")
+      const sent = fake.requests.find((r) => r.path === "/v1/chat/completions")!
+      expect(sent.headers.authorization).toBe(`Bearer ${KEY}`)
+      expect(sent.headers["x-team"]).toBe("sales-team-secret")
+      const [row] = yield* sqlRows<{ model: string; ai_model_id: string; cost_for_user: string }>`
+        select model, ai_model_id, cost_for_user from messages where id = ${reply.id}`
+      expect(row).toMatchObject({ model: "llama3.1:8b" })
+      expect(Number(row!.ai_model_id)).toBe(model.id)
+      expect(Number(row!.cost_for_user)).toBeCloseTo((1000 * 1 + 500 * 2) / 1_000_000, 9)
+      const [ws] = yield* sqlRows<{ credits: string }>`select credits from workspaces where id = ${owner.workspace_id}`
+      expect(Number(ws!.credits)).toBeCloseTo(5 - 0.002, 9)
+
+      // the operator's own bill: replies through it no longer spend credits, even on an empty balance
+      ok(yield* put(owner, `/api/user/ai-providers/${provider.id}`, { charge_credits: false }), "aiModels.updateProvider")
+      yield* giveCredits(owner.workspace_id, { credits: 0 })
+      fake.script("llama3.1:8b", { text: "Still here.", usage: { input: 1000, output: 500 } })
+      yield* say(channel, "erin", "Hello?")
+      expect((yield* replyTo(channel, "erin")).message).toBe("Still here.")
+      const [after] = yield* sqlRows<{ credits: string }>`select credits from workspaces where id = ${owner.workspace_id}`
+      expect(Number(after!.credits)).toBe(0)
+
+      // in use: neither the model nor its provider is deleted, and the answer names the pipeline
+      const inUse = yield* del(owner, `/api/user/ai-models/${model.id}`)
+      expect(inUse.status).toBe(409)
+      expect(inUse.body.message).toContain(`${pipeline.name} (#${pipeline.id})`)
+      expect((yield* del(owner, `/api/user/ai-providers/${provider.id}`)).status).toBe(409)
+    }))
+
+  it.effect("saving asks the server: an unreachable URL or a refused key is a 422 and nothing is stored", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      const before = (yield* sqlRows`select id from ai_providers`).length
+      const unreachable = yield* addProvider(owner, { base_url: "http://127.0.0.1:9/v1" })
+      expect(unreachable.status).toBe(422)
+      expect(unreachable.body.validation[0].field).toBe("base_url")
+      const refused = yield* addProvider(owner, { api_key: "sk-wrong" })
+      expect(refused.status).toBe(422)
+      expect(refused.body.validation[0]).toMatchObject({ field: "api_key" })
+      expect(refused.body.validation[0].message).toContain("401")
+      expect(JSON.stringify(refused.body)).not.toContain("sk-wrong")
+      expect((yield* sqlRows`select id from ai_providers`).length).toBe(before)
+      // skip_check saves a server that is not running yet
+      expect((yield* addProvider(owner, { base_url: "http://127.0.0.1:9/v1", skip_check: true })).status).toBe(200)
+      // only a super user adds a server-wide provider
+      const wide = yield* addProvider(owner, { server_wide: true })
+      expect(wide.status).toBe(403)
+      // the seeded providers are server-wide: a member cannot change them
+      expect((yield* put(owner, "/api/user/ai-providers/2", { api_key: "sk-x" })).status).toBe(403)
+      const readOnly = yield* seedUser({ scopes: ["models:read"] })
+      expect((yield* addProvider(readOnly)).status).toBe(403)
+      expect((yield* get(readOnly, "/api/user/ai-providers")).status).toBe(200)
+    }))
+
+  it.effect("the check lists the models, answers with one, and says plainly when a model has no tools", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      const provider = ok(yield* addProvider(owner), "aiModels.createProvider")
+      const good = ok(yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, { model: "llama3.1:8b" }), "aiModels.checkProvider")
+      expect(good).toMatchObject({ ok: true, reachable: true, model: "llama3.1:8b", tools: true, problem: null })
+      expect(good.models).toEqual(expect.arrayContaining(["llama3.1:8b", "gemma:2b"]))
+      const noTools = ok(yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, { model: "gemma:2b" }), "aiModels.checkProvider")
+      expect(noTools).toMatchObject({ ok: false, tools: false })
+      expect(noTools.problem).toContain("has no tool support")
+      const missing = ok(yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, { model: "mistral" }), "aiModels.checkProvider")
+      expect(missing).toMatchObject({ ok: false })
+      expect(missing.problem).toContain("does not serve the model \"mistral\"")
+
+      // a model without tools cannot answer a pipeline with actions
+      const gemma = yield* addModel(owner, provider.id, { model: "gemma:2b", name: "Gemma", capabilities: [] })
+      const llama = yield* addModel(owner, provider.id)
+      const { pipeline } = yield* agent(owner, llama.id)
+      ok(
+        yield* post(owner, `/api/user/pipelines/${pipeline.id}/actions`, {
+          name: "Notify CRM",
+          fixed_trigger: "custom",
+          is_active: true,
+          description: "Tell the CRM about a qualified lead",
+          url: "https://crm.example.com/hook",
+          method: "POST"
+        }),
+        "automation.createAction"
+      )
+      const refused = yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { ai_model_id: gemma.id })
+      expect(refused.status).toBe(422)
+      expect(refused.body.validation[0].field).toBe("ai_model_id")
+      expect(refused.body.validation[0].message).toContain("has no tool support")
+      const visionless = yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { vision_model_id: llama.id })
+      expect(visionless.status).toBe(422)
+      expect(visionless.body.validation[0]).toMatchObject({ field: "vision_model_id" })
+    }))
+
+  it.effect("a model failing after its retries hands the reply to the fallback model, which the reply records", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      const provider = ok(yield* addProvider(owner), "aiModels.createProvider")
+      const llama = yield* addModel(owner, provider.id)
+      // the local model answers when the provider fails
+      const { channel } = yield* agent(owner, llama.id, { fallback_model_id: 1 })
+      fake.failNext({ kind: "status", status: 500 }, { times: 3, path: "/chat/completions" })
+      yield* say(channel, "fay", "Hello there")
+      const reply = yield* replyTo(channel, "fay")
+      const [row] = yield* sqlRows<{ model: string }>`select model from messages where id = ${reply.id}`
+      expect(row!.model).toBe("parley-local")
+      // the failure was logged, without the key or a header's value
+      expect(logged.some((line) => line.includes("the fallback model parley-local answers"))).toBe(true)
+      for (const line of logged) {
+        expect(line).not.toContain(KEY)
+        expect(line).not.toContain("sales-team-secret")
+      }
+    }))
+})
