@@ -8,7 +8,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Cause, Effect, Layer, Logger } from "effect"
-import { fakeModelServer, type FakeModelServer } from "./support/FakeModelServer.js"
+import { type FakeModelServer, fakeModelServer } from "./support/FakeModelServer.js"
 import { createStage, del, get, linkWebChannel, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { basic, say } from "./support/WebChat.js"
@@ -24,13 +24,24 @@ const CaptureLogs = Logger.add(Logger.make(({ cause, message }) => {
 }))
 
 const Server = Layer.unwrapScoped(
-  Effect.map(fakeModelServer({ apiKey: KEY, models: ["llama3.1:8b", { id: "gemma:2b", tools: false }] }), (f) => {
-    fake = f
-    return TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" })
-  })
+  Effect.map(
+    fakeModelServer({
+      apiKey: KEY,
+      geminiKey: "gm-key-1",
+      models: ["llama3.1:8b", { id: "gemma:2b", tools: false }]
+    }),
+    (f) => {
+      fake = f
+      return TestServerLive({ ENGINE_SWEEP_INTERVAL_MS: "1000" })
+    }
+  )
 ).pipe(Layer.provide(CaptureLogs))
 
 type Caller = { readonly token: string; readonly workspace_id: number }
+
+/** An error answer's envelope, as the tests read it. */
+const envelope = (r: { readonly body: unknown }) =>
+  r.body as { readonly message: string; readonly validation: ReadonlyArray<{ field: string; message: string }> }
 
 const addProvider = (who: Caller, body: Record<string, unknown> = {}) =>
   post(who, "/api/user/ai-providers", {
@@ -68,7 +79,10 @@ const agent = (owner: Caller, modelId: number, settings: Record<string, unknown>
       }),
       "pipelines.create"
     )
-    ok(yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0, ...settings }), "pipelines.update")
+    ok(
+      yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { reply_debounce_ms: 0, ...settings }),
+      "pipelines.update"
+    )
     yield* createStage(owner, pipeline.id, "Open", 1)
     const channel = yield* linkWebChannel(owner, pipeline.id)
     return { pipeline, channel }
@@ -81,7 +95,11 @@ const replyTo = (channel: { client_id: string; client_secret: string }, contactI
       fetchJson(`${baseUrl}/api/user/messages/webchat?contact_id=${contactId}&per_page=50`, {
         headers: { authorization: basic(channel), accept: "application/json" }
       })).pipe(
-        Effect.map((r) => ok(r, "webChat.history").data.find((m: any) => m.role === "assistant" && m.message))
+        Effect.map((r) =>
+          ok(r, "webChat.history").data.find((m: any) =>
+            m.role === "assistant" && m.message
+          )
+        )
       ),
     20_000
   )
@@ -112,9 +130,15 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
       const model = yield* addModel(owner, provider.id)
       expect(model).toMatchObject({ model: "llama3.1:8b", capabilities: ["tools"], workspace_id: owner.workspace_id })
       // the pipeline options list it to its workspace, and not to another
-      const options = ok(yield* get(owner, `/api/user/pipeline-options?ai_provider_id=${provider.id}`), "pipelines.options")
+      const options = ok(
+        yield* get(owner, `/api/user/pipeline-options?ai_provider_id=${provider.id}`),
+        "pipelines.options"
+      )
       expect(options.ai_models.map((m: any) => m.id)).toEqual([model.id])
-      const theirs = ok(yield* get(other, `/api/user/pipeline-options?ai_provider_id=${provider.id}`), "pipelines.options")
+      const theirs = ok(
+        yield* get(other, `/api/user/pipeline-options?ai_provider_id=${provider.id}`),
+        "pipelines.options"
+      )
       expect(theirs.ai_models).toEqual([])
       expect(theirs.ai_providers.map((p: any) => p.id)).not.toContain(provider.id)
       expect((yield* get(other, `/api/user/ai-providers/${provider.id}`)).status).toBe(404)
@@ -130,7 +154,10 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
         language_id: 1
       })
       expect(refused.status).toBe(422)
-      expect(refused.body.validation).toEqual([{ field: "ai_model_id", message: "The selected AI model does not exist." }])
+      expect(envelope(refused).validation).toEqual([{
+        field: "ai_model_id",
+        message: "The selected AI model does not exist."
+      }])
 
       // a reply through it: the key and header sent, usage priced at the workspace's prices
       fake.script("llama3.1:8b", { text: "Our plan costs 990 euros.", usage: { input: 1000, output: 500 } })
@@ -150,18 +177,23 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
       expect(Number(ws!.credits)).toBeCloseTo(5 - 0.002, 9)
 
       // the operator's own bill: replies through it no longer spend credits, even on an empty balance
-      ok(yield* put(owner, `/api/user/ai-providers/${provider.id}`, { charge_credits: false }), "aiModels.updateProvider")
+      ok(
+        yield* put(owner, `/api/user/ai-providers/${provider.id}`, { charge_credits: false }),
+        "aiModels.updateProvider"
+      )
       yield* giveCredits(owner.workspace_id, { credits: 0 })
       fake.script("llama3.1:8b", { text: "Still here.", usage: { input: 1000, output: 500 } })
       yield* say(channel, "erin", "Hello?")
       expect((yield* replyTo(channel, "erin")).message).toBe("Still here.")
-      const [after] = yield* sqlRows<{ credits: string }>`select credits from workspaces where id = ${owner.workspace_id}`
+      const [after] = yield* sqlRows<
+        { credits: string }
+      >`select credits from workspaces where id = ${owner.workspace_id}`
       expect(Number(after!.credits)).toBe(0)
 
       // in use: neither the model nor its provider is deleted, and the answer names the pipeline
       const inUse = yield* del(owner, `/api/user/ai-models/${model.id}`)
       expect(inUse.status).toBe(409)
-      expect(inUse.body.message).toContain(`${pipeline.name} (#${pipeline.id})`)
+      expect(envelope(inUse).message).toContain(`${pipeline.name} (#${pipeline.id})`)
       expect((yield* del(owner, `/api/user/ai-providers/${provider.id}`)).status).toBe(409)
     }))
 
@@ -171,11 +203,11 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
       const before = (yield* sqlRows`select id from ai_providers`).length
       const unreachable = yield* addProvider(owner, { base_url: "http://127.0.0.1:9/v1" })
       expect(unreachable.status).toBe(422)
-      expect(unreachable.body.validation[0].field).toBe("base_url")
+      expect(envelope(unreachable).validation[0]!.field).toBe("base_url")
       const refused = yield* addProvider(owner, { api_key: "sk-wrong" })
       expect(refused.status).toBe(422)
-      expect(refused.body.validation[0]).toMatchObject({ field: "api_key" })
-      expect(refused.body.validation[0].message).toContain("401")
+      expect(envelope(refused).validation[0]).toMatchObject({ field: "api_key" })
+      expect(envelope(refused).validation[0]!.message).toContain("401")
       expect(JSON.stringify(refused.body)).not.toContain("sk-wrong")
       expect((yield* sqlRows`select id from ai_providers`).length).toBe(before)
       // skip_check saves a server that is not running yet
@@ -194,13 +226,22 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
     Effect.gen(function*() {
       const owner = yield* seedUser()
       const provider = ok(yield* addProvider(owner), "aiModels.createProvider")
-      const good = ok(yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, { model: "llama3.1:8b" }), "aiModels.checkProvider")
+      const good = ok(
+        yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, { model: "llama3.1:8b" }),
+        "aiModels.checkProvider"
+      )
       expect(good).toMatchObject({ ok: true, reachable: true, model: "llama3.1:8b", tools: true, problem: null })
       expect(good.models).toEqual(expect.arrayContaining(["llama3.1:8b", "gemma:2b"]))
-      const noTools = ok(yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, { model: "gemma:2b" }), "aiModels.checkProvider")
+      const noTools = ok(
+        yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, { model: "gemma:2b" }),
+        "aiModels.checkProvider"
+      )
       expect(noTools).toMatchObject({ ok: false, tools: false })
       expect(noTools.problem).toContain("has no tool support")
-      const missing = ok(yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, { model: "mistral" }), "aiModels.checkProvider")
+      const missing = ok(
+        yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, { model: "mistral" }),
+        "aiModels.checkProvider"
+      )
       expect(missing).toMatchObject({ ok: false })
       expect(missing.problem).toContain("does not serve the model \"mistral\"")
 
@@ -221,11 +262,11 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
       )
       const refused = yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { ai_model_id: gemma.id })
       expect(refused.status).toBe(422)
-      expect(refused.body.validation[0].field).toBe("ai_model_id")
-      expect(refused.body.validation[0].message).toContain("has no tool support")
+      expect(envelope(refused).validation[0]!.field).toBe("ai_model_id")
+      expect(envelope(refused).validation[0]!.message).toContain("has no tool support")
       const visionless = yield* put(owner, `/api/user/pipelines/${pipeline.id}`, { vision_model_id: llama.id })
       expect(visionless.status).toBe(422)
-      expect(visionless.body.validation[0]).toMatchObject({ field: "vision_model_id" })
+      expect(envelope(visionless).validation[0]).toMatchObject({ field: "vision_model_id" })
     }))
 
   it.effect("a model failing after its retries hands the reply to the fallback model, which the reply records", () =>
@@ -247,5 +288,97 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
         expect(line).not.toContain(KEY)
         expect(line).not.toContain("sales-team-secret")
       }
+    }))
+
+  it.effect("a voice note is transcribed, an image described and a document read before the turn; the model gets them", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      const provider = ok(yield* addProvider(owner), "aiModels.createProvider")
+      fake.addModel("whisper-1")
+      fake.addModel("llava")
+      const llama = yield* addModel(owner, provider.id, { model: "llama3.1:8b" })
+      const whisper = yield* addModel(owner, provider.id, {
+        model: "whisper-1",
+        name: "Whisper",
+        capabilities: ["transcription"]
+      })
+      const llava = yield* addModel(owner, provider.id, { model: "llava", name: "LLaVA", capabilities: ["vision"] })
+      const { channel } = yield* agent(owner, llama.id, {
+        vision_model_id: llava.id,
+        transcription_model_id: whisper.id
+      })
+      fake.transcript("OggS voice note bytes", "I would like the annual plan")
+      fake.script("llava", { text: "A red bicycle leaning on a wall", usage: { input: 300, output: 8 } })
+      fake.script("llama3.1:8b", { text: "The annual plan is yours.", usage: { input: 10, output: 5 } })
+      const form = new FormData()
+      form.append("contact_id", "gus")
+      form.append("message", "")
+      form.append("files[]", new Blob([Buffer.from("OggS voice note bytes")], { type: "audio/ogg" }), "voice.ogg")
+      form.append("files[]", new Blob([Buffer.from("\x89PNG fake image")], { type: "image/png" }), "bike.png")
+      form.append("files[]", new Blob([Buffer.from("Opening hours: 9 to 5")], { type: "text/plain" }), "hours.txt")
+      const { receiverUrl } = yield* TestServer
+      const status = yield* Effect.promise(() =>
+        fetch(`${receiverUrl}/web-chat/message`, {
+          method: "POST",
+          headers: { authorization: basic(channel) },
+          body: form
+        }).then((r) => r.status)
+      )
+      expect(status).toBe(200)
+      expect((yield* replyTo(channel, "gus")).message).toBe("The annual plan is yours.")
+
+      const transcribed = fake.requests.find((r) => r.path === "/v1/audio/transcriptions")!
+      expect(transcribed.body).toMatchObject({ model: "whisper-1", file: { name: "voice.ogg", type: "audio/ogg" } })
+      const described = fake.requests.find((r) =>
+        r.path === "/v1/chat/completions" && (r.body as { model: string }).model === "llava"
+      )!
+      expect(JSON.stringify(described.body)).toContain("data:image/png;base64,")
+      const answered = fake.requests.findLast((r) =>
+        r.path === "/v1/chat/completions" && (r.body as { model: string }).model === "llama3.1:8b"
+      )!
+      const prompt = JSON.stringify(answered.body)
+      expect(prompt).toContain("I would like the annual plan")
+      expect(prompt).toContain("A red bicycle leaning on a wall")
+      expect(prompt).toContain("Opening hours: 9 to 5")
+      // the model without vision was not sent the image itself
+      expect(prompt).not.toContain("data:image/png")
+      // written once onto the message's files (the console shows them; a repeated turn reads them)
+      const [message] = yield* sqlRows<{ files: ReadonlyArray<Record<string, unknown>> }>`
+        select m.files from messages m join channels c on c.id = m.channel_id
+        where c.client_id = ${channel.client_id} and m.role = 'user'`
+      expect(message!.files.map((f) => [f.name, f.transcript, f.description])).toEqual([
+        ["voice.ogg", "I would like the annual plan", undefined],
+        ["bike.png", undefined, "A red bicycle leaning on a wall"],
+        ["hours.txt", undefined, undefined]
+      ])
+    }))
+
+  it.effect("Gemini: a google provider is checked and answers a pipeline through generateContent", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      const wrong = yield* addProvider(owner, {
+        kind: "google",
+        name: "Gemini",
+        base_url: fake.geminiUrl,
+        api_key: "x"
+      })
+      expect(wrong.status).toBe(422)
+      expect(envelope(wrong).validation[0]!.field).toBe("api_key")
+      const provider = ok(
+        yield* addProvider(owner, { kind: "google", name: "Gemini", base_url: fake.geminiUrl, api_key: "gm-key-1" }),
+        "aiModels.createProvider"
+      )
+      const check = ok(yield* post(owner, `/api/user/ai-providers/${provider.id}/check`, {}), "aiModels.checkProvider")
+      expect(check).toMatchObject({ ok: true, tools: true })
+      expect(check.models).toContain("gemini-2.0-flash")
+      const gemini = yield* addModel(owner, provider.id, { model: "gemini-2.0-flash", name: "Gemini Flash" })
+      fake.script("gemini-2.0-flash", { text: "Hello from Gemini.", usage: { input: 20, output: 4 } })
+      const { channel } = yield* agent(owner, gemini.id)
+      yield* say(channel, "hal", "Hi")
+      expect((yield* replyTo(channel, "hal")).message).toBe("Hello from Gemini.")
+      const sent = fake.requests.findLast((r) => r.path.endsWith(":generateContent"))!
+      expect(sent.headers["x-goog-api-key"]).toBe("gm-key-1")
     }))
 })

@@ -132,6 +132,9 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
         "followup_limit",
         "is_unknown_contacts_enabled",
         "is_model_routing_enabled",
+        "fallback_model_id",
+        "vision_model_id",
+        "transcription_model_id",
         "attach_knowledge_table_ids",
         "detach_knowledge_table_ids"
       )

@@ -186,8 +186,15 @@ export class TurnMedia extends Effect.Service<TurnMedia>()("@parley/server/TurnM
               }
               files.push({ ...base, ...(transcript !== undefined ? { transcript } : {}) })
             } else if (f.type === "document" || f.mimetype.startsWith("text/")) {
-              const extracted = yield* logged("read", documentText(f, documentChars))
-              files.push({ ...base, ...(extracted ? { text: extracted } : {}) })
+              // a file whose type has no reader (a zip, a spreadsheet) goes by its name, without a warning each turn
+              const extracted = yield* logged(
+                "read",
+                documentText(f, documentChars).pipe(
+                  Effect.catchIf((e) => e._tag === "ExtractFailed" && e.reason === "unsupported", () => Effect.void)
+                )
+              )
+              // a text file read is a document to the model
+              files.push(extracted ? { ...base, type: "document", text: extracted } : base)
             } else {
               files.push(base)
             }
