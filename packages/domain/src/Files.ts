@@ -27,7 +27,11 @@ export class FileEntry extends Schema.Class<FileEntry>("FileEntry")({
   mimetype: Schema.String,
   type: FileType,
   size: Schema.Int,
-  name: Schema.String
+  name: Schema.String,
+  /** a voice note's transcript, written once by the pipeline's transcription model (docs/agent.md) */
+  transcript: Schema.optional(Schema.String),
+  /** an image's one-line description, written once by the pipeline's vision model (docs/agent.md) */
+  description: Schema.optional(Schema.String)
 }) {}
 
 /** As answered: the entry plus a signed, expiring download URL (files are never public). */

@@ -334,7 +334,7 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
         r.path === "/v1/chat/completions" && (r.body as { model: string }).model === "llava"
       )!
       expect(JSON.stringify(described.body)).toContain("data:image/png;base64,")
-      const answered = fake.requests.findLast((r) =>
+      const answered = [...fake.requests].reverse().find((r) =>
         r.path === "/v1/chat/completions" && (r.body as { model: string }).model === "llama3.1:8b"
       )!
       const prompt = JSON.stringify(answered.body)
@@ -378,7 +378,7 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
       const { channel } = yield* agent(owner, gemini.id)
       yield* say(channel, "hal", "Hi")
       expect((yield* replyTo(channel, "hal")).message).toBe("Hello from Gemini.")
-      const sent = fake.requests.findLast((r) => r.path.endsWith(":generateContent"))!
+      const sent = [...fake.requests].reverse().find((r) => r.path.endsWith(":generateContent"))!
       expect(sent.headers["x-goog-api-key"]).toBe("gm-key-1")
     }))
 })

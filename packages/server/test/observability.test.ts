@@ -18,6 +18,7 @@ import {
   stop,
   until
 } from "./support/ChildServer.js"
+import { startFakeModelServer } from "./support/FakeModelServer.js"
 import { type ReceivedSpan, startOtlpReceiver } from "./support/OtlpReceiver.js"
 
 const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "parley-observability-"))
@@ -231,4 +232,60 @@ describe("observability of a running server", () => {
       []
     )
   })
+
+  it("a model provider's key and header values are in no answer, span or log line (issue 40)", async () => {
+    const key = "sk-ObservabilityProviderKeyMustNotLeak"
+    const headerValue = "ObservabilityHeaderValueMustNotLeak"
+    const fake = await startFakeModelServer({ apiKey: key, models: ["obs-llama"] })
+    try {
+      const bearer = { authorization: `Bearer ${demo.token}`, "content-type": "application/json" }
+      const created = await fetch(`${server.api}/api/user/ai-providers`, {
+        method: "POST",
+        headers: bearer,
+        body: JSON.stringify({
+          kind: "openai_compatible",
+          name: "Observed",
+          base_url: fake.openAiUrl,
+          api_key: key,
+          headers: { "X-Org-Secret": headerValue }
+        })
+      })
+      const createdText = await created.text()
+      expect(created.status, createdText).toBe(200)
+      expect(createdText).not.toContain(key)
+      const provider = JSON.parse(createdText).data as { id: number }
+      // the check calls the server twice (models, then a tiny chat), both with the key and the header
+      const checked = await fetch(`${server.api}/api/user/ai-providers/${provider.id}/check?after=provider-check`, {
+        method: "POST",
+        headers: bearer,
+        body: JSON.stringify({ model: "obs-llama" })
+      })
+      const checkText = await checked.text()
+      expect(JSON.parse(checkText).data).toMatchObject({ ok: true })
+      expect(checkText).not.toContain(key)
+      expect(fake.requests.some((r) => r.headers.authorization === `Bearer ${key}`)).toBe(true)
+      expect(fake.requests.some((r) => r.headers["x-org-secret"] === headerValue)).toBe(true)
+      await until(
+        "the check's span",
+        () => otlp.spans.find((s) => String(s.attributes["url.path"] ?? "").endsWith(`/${provider.id}/check`)),
+        60_000
+      )
+      // the client calls to the model server are traced, without the key or the header's value
+      await until(
+        "a client span to the model server",
+        () => otlp.spans.find((s) => JSON.stringify(s.attributes).includes(fake.origin)),
+        60_000
+      )
+      for (const secret of [key, headerValue]) {
+        expect(
+          otlp.spans.filter((s) => JSON.stringify(s.attributes).includes(secret)).map((s) =>
+            `${s.name} ${JSON.stringify(s.attributes).slice(0, 600)}`
+          )
+        ).toEqual([])
+        expect(server.output()).not.toContain(secret)
+      }
+    } finally {
+      await fake.close()
+    }
+  }, 120_000)
 })

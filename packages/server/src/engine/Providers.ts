@@ -17,7 +17,7 @@ import * as GoogleClient from "@effect/ai-google/GoogleClient"
 import * as GoogleLanguageModel from "@effect/ai-google/GoogleLanguageModel"
 import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
 import * as OpenAiLanguageModel from "@effect/ai-openai/OpenAiLanguageModel"
-import { HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
+import { Headers, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { type ModelRef, ModelUnavailable } from "@parley/worker"
 import { Config, Duration, Effect, Option, Redacted, Scope } from "effect"
@@ -55,9 +55,18 @@ const withTimeout = (timeoutMs: number) => (client: HttpClient.HttpClient): Http
       })
     ))
 
-/** The provider's extra headers on every request (Azure's `api-key`, OpenRouter's `HTTP-Referer`...). */
-const withHeaders = (headers: Readonly<Record<string, string>>) => (client: HttpClient.HttpClient) =>
-  Object.keys(headers).length === 0 ? client : HttpClient.mapRequest(client, HttpClientRequest.setHeaders(headers))
+/**
+ * The provider's extra headers on every request (Azure's `api-key`, OpenRouter's `HTTP-Referer`...), their values
+ * redacted in the client spans as the key is (they are secrets as much as it is).
+ */
+export const withHeaders = (headers: Readonly<Record<string, string>>) => (client: HttpClient.HttpClient) => {
+  const names = Object.keys(headers)
+  return names.length === 0 ? client : HttpClient.mapRequest(client, HttpClientRequest.setHeaders(headers)).pipe(
+    HttpClient.transform((response) =>
+      Effect.locallyWith(response, Headers.currentRedactedNames, (redacted) => [...redacted, ...names])
+    )
+  )
+}
 
 const KIND_NAMES: Readonly<Record<string, string>> = { openai: "OpenAI", anthropic: "Anthropic", google: "Gemini" }
 const ENV_KEYS: Readonly<Record<string, string>> = { openai: "OPENAI_API_KEY", anthropic: "ANTHROPIC_API_KEY" }

@@ -3,7 +3,7 @@
  * accepted (`GET {base}/models` for OpenAI and OpenAI-compatible servers, `/v1/models` for Anthropic, `/v1beta/models`
  * for Gemini). Never fails: what went wrong is a reason and one plain sentence, without the key.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { Headers, HttpClient, HttpClientRequest } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Duration, Effect, Redacted } from "effect"
 import type { ProviderEndpoint } from "./ProviderEndpoints.js"
@@ -66,11 +66,18 @@ export class ProviderProbe extends Effect.Service<ProviderProbe>()("@parley/serv
   dependencies: [NodeHttpClient.layerUndici],
   effect: Effect.gen(function*() {
     const http = yield* HttpClient.HttpClient
+    /** The provider's extra headers are redacted in the client spans, as the key is. */
+    const execute = (endpoint: ProviderEndpoint) =>
+      Effect.locallyWith(
+        http.execute(modelsRequest(endpoint)),
+        Headers.currentRedactedNames,
+        (names) => [...names, ...Object.keys(endpoint.headers), "x-api-key", "x-goog-api-key"]
+      )
 
     const listModels = (endpoint: ProviderEndpoint): Effect.Effect<ProbeResult> =>
       Effect.gen(function*(): Effect.fn.Return<ProbeResult> {
         const timeoutMs = Math.min(endpoint.timeoutMs, PROBE_TIMEOUT_MS)
-        const response = yield* http.execute(modelsRequest(endpoint)).pipe(
+        const response = yield* execute(endpoint).pipe(
           Effect.flatMap((res) => Effect.map(res.text, (text) => ({ status: res.status, text }))),
           Effect.timeout(Duration.millis(timeoutMs)),
           Effect.either
