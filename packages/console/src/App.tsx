@@ -12,6 +12,7 @@ import { Inbox } from "./Inbox.js"
 import { filters } from "./inboxStore.js"
 import { useKeys } from "./keys.js"
 import { follow } from "./live.js"
+import { Models } from "./Models.js"
 import { channels, connection, fail, me, members, navigate, notice, pipelines, route, workspaceId } from "./state.js"
 
 const WORKSPACE_KEY = "parley.console.workspace"
@@ -21,7 +22,7 @@ const csrf = () => document.querySelector<HTMLMetaElement>("meta[name=parley-csr
 
 const Nav = () => {
   const page = route.value.page
-  const link = (target: "inbox" | "board" | "analytics" | "channels", text: string) => (
+  const link = (target: "inbox" | "board" | "analytics" | "channels" | "models", text: string) => (
     <a
       href={target === "inbox" ? "/console" : `/console/${target}`}
       aria-current={page === target ? "page" : undefined}
@@ -36,6 +37,7 @@ const Nav = () => {
       {link("board", "Board")}
       {link("analytics", "Analytics")}
       {link("channels", "Channels")}
+      {link("models", "Models")}
     </nav>
   )
 }
@@ -122,6 +124,8 @@ export const App = () => {
           ? <Board />
           : r.page === "channels"
           ? <Channels />
+          : r.page === "models"
+          ? <Models />
           : <Analytics />}
       </main>
       <div

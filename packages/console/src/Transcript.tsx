@@ -58,6 +58,12 @@ const delivery = (m: Message, via: string) => {
   )
 }
 
+/** What the server wrote once about a file for the model (an audio's `transcript`, an image's `description`). */
+const noted = (f: Message["files"][number], key: "transcript" | "description") => {
+  const value: unknown = (f as Readonly<Record<string, unknown>>)[key]
+  return typeof value === "string" && value !== "" ? value : undefined
+}
+
 const Files = ({ files }: { files: Message["files"] }) => (
   <ul class="files">
     {files.map((f) => (
@@ -65,11 +71,20 @@ const Files = ({ files }: { files: Message["files"] }) => (
         {f.type === "image"
           ? (
             <a href={f.url} target="_blank" rel="noreferrer">
-              <img src={f.url} alt={f.name} loading="lazy" />
+              <img
+                src={f.url}
+                alt={noted(f, "description") ?? f.name}
+                title={noted(f, "description")}
+                loading="lazy"
+              />
             </a>
           )
           : <a href={f.url} download={f.name}>{f.name}</a>}
         <span class="size">{bytes(f.size)}</span>
+        {f.type === "audio" && <audio controls preload="none" src={f.url} aria-label={f.name} />}
+        {f.type === "audio" && noted(f, "transcript") !== undefined && (
+          <p class="file-transcript">Transcript: {noted(f, "transcript")}</p>
+        )}
       </li>
     ))}
   </ul>

@@ -4,6 +4,8 @@
  * signed-in session. The token lives in this module's memory only and is renewed before it runs out.
  */
 import type {
+  AiModelRecord,
+  AiProviderRecord,
   Channel,
   ChannelCheck,
   ChannelTemplate,
@@ -17,6 +19,7 @@ import type {
   Me,
   Opportunity,
   Pipeline,
+  ProviderCheck,
   Stage,
   Timeseries
 } from "@parley/domain"
@@ -39,6 +42,9 @@ export type StageRecord = Wire<typeof Stage>
 export type Template = Wire<typeof ChannelTemplate>
 export type Series = Wire<typeof Timeseries>
 export type Handoffs = Wire<typeof HandoffStats>
+export type AiProvider = Wire<typeof AiProviderRecord>
+export type AiModel = Wire<typeof AiModelRecord>
+export type AiProviderCheck = Wire<typeof ProviderCheck>
 export interface Member {
   readonly id: number
   readonly name: string | null

@@ -27,13 +27,14 @@ export const memberName = (id: number | null | undefined) => {
 
 /**
  * Routes: `/console` (inbox), `/console/c/<id>` (a conversation), `/console/board`, `/console/analytics`,
- * `/console/channels`.
+ * `/console/channels`, `/console/models`.
  */
 export type Route =
   | { readonly page: "inbox"; readonly conversationId?: number }
   | { readonly page: "board" }
   | { readonly page: "analytics" }
   | { readonly page: "channels" }
+  | { readonly page: "models" }
 
 export const parseRoute = (pathname: string): Route => {
   const conversation = /^\/console\/c\/(\d+)$/.exec(pathname)
@@ -41,6 +42,7 @@ export const parseRoute = (pathname: string): Route => {
   if (pathname === "/console/board") return { page: "board" }
   if (pathname === "/console/analytics") return { page: "analytics" }
   if (pathname === "/console/channels") return { page: "channels" }
+  if (pathname === "/console/models") return { page: "models" }
   return { page: "inbox" }
 }
 

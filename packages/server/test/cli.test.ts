@@ -26,6 +26,7 @@ import {
   tsx
 } from "./support/Cli.js"
 import { type ApiResponse, ok } from "./support/Contract.js"
+import { startFakeModelServer } from "./support/FakeModelServer.js"
 
 interface Running {
   readonly child: ChildProcess
@@ -88,6 +89,14 @@ const CliChannel = Schema.Struct({
   widget_embed: Schema.NullOr(Schema.String)
 })
 type CliChannel = typeof CliChannel.Type
+
+/** `providers add` and `models add`: the records as the REST API answers them. */
+const CliProvider = Schema.Struct({
+  id: Schema.Number,
+  has_key: Schema.Boolean,
+  base_url: Schema.NullOr(Schema.String)
+})
+const CliModel = Schema.Struct({ id: Schema.Number, ai_provider_id: Schema.Number, model: Schema.String })
 
 /** `server.json` in the data dir while `parley serve` runs. */
 const ServerJson = Schema.Struct({ admin_url: Schema.String, pid: Schema.Number })
@@ -524,6 +533,97 @@ describe("parley CLI on the embedded database", () => {
 
         const unknown = await run(dataDir, ["pipeline", "show", "--id", "999", "--json"])
         expect([unknown.code, JSON.parse(unknown.stdout)]).toEqual([1, { error: "No pipeline with id 999" }])
+      },
+      testTimeout
+    )
+
+    it(
+      "adds, checks, lists and removes a model provider and its models through the REST API, never showing its key",
+      async () => {
+        const fake = await startFakeModelServer({ apiKey: "sk-cli-key", models: ["llama3.1:8b", "qwen2.5:7b"] })
+        try {
+          const { token } = await parleyAs(CreatedToken, dataDir, [
+            "token",
+            "create",
+            "--email",
+            "ops@example.com",
+            "--scopes",
+            "models:read,models:write",
+            "--name",
+            "models"
+          ])
+          const env = { PARLEY_URL: server.api, PARLEY_TOKEN: token }
+          const add = ["providers", "add", "--kind", "openai_compatible", "--name", "GPU box", "--workspace-id", "1"]
+          // the server asks the fake for its models with the key before saving: a wrong one is refused at api_key
+          const [wrong, provider, usage] = await Promise.all([
+            run(dataDir, [...add, "--base-url", fake.openAiUrl, "--api-key", "sk-wrong-key", "--json"], env),
+            parleyAs(CliProvider, dataDir, [...add, "--base-url", fake.openAiUrl, "--api-key", "sk-cli-key"], env),
+            run(dataDir, ["providers", "add", "--kind", "openai_compatible"], env)
+          ])
+          expect(wrong.code).toBe(1)
+          expect(JSON.parse(wrong.stdout).error).toMatch(/^api_key: The provider refused the API key \(401/)
+          expect([usage.code, usage.stderr]).toEqual([2, expect.stringContaining("providers add needs --name N")])
+          expect(provider).toMatchObject({
+            kind: "openai_compatible",
+            base_url: fake.openAiUrl,
+            has_key: true,
+            workspace_id: 1,
+            server_wide: false
+          })
+          const id = String(provider.id)
+          const check = await parleyText(dataDir, ["providers", "check", "--id", id, "--model", "llama3.1:8b"], env)
+          expect(check).toMatch(/^Reachable: yes\nModels listed: llama3\.1:8b, qwen2\.5:7b\n/)
+          expect(check).toMatch(/Check passed\.\n$/)
+          const model = await parleyAs(CliModel, dataDir, [
+            "models",
+            "add",
+            "--provider-id",
+            id,
+            "--model",
+            "llama3.1:8b",
+            "--name",
+            "Llama 3.1",
+            "--input-price",
+            "0.1",
+            "--output-price",
+            "0.2",
+            "--context-window",
+            "131072",
+            "--capabilities",
+            "tools"
+          ], env)
+          expect(model).toMatchObject({ ai_provider_id: provider.id, input_price: 0.1, capabilities: ["tools"] })
+          const [providers, models] = await Promise.all([
+            parleyText(dataDir, ["providers", "list", "--workspace-id", "1"], env),
+            parleyText(dataDir, ["models", "list", "--provider-id", id], env)
+          ])
+          expect(providers).toMatch(/^ID\s+NAME\s+KIND\s+BASE URL\s+SCOPE\s+KEY\s+MODELS$/m)
+          expect(providers).toMatch(
+            new RegExp(
+              `^${id}\\s+GPU box\\s+openai_compatible\\s+${fake.openAiUrl}\\s+workspace 1\\s+yes\\s+llama3\\.1:8b$`,
+              "m"
+            )
+          )
+          expect(models).toMatch(
+            new RegExp(
+              `^${model.id}\\s+${id}\\s+Llama 3\\.1\\s+llama3\\.1:8b\\s+0\\.10\\s+0\\.20\\s+131072\\s+tools$`,
+              "m"
+            )
+          )
+          for (const out of [wrong.stdout, wrong.stderr, check, providers, models, JSON.stringify(provider)]) {
+            expect(out).not.toContain("sk-cli-key")
+            expect(out).not.toContain("sk-wrong-key")
+          }
+          expect(await parley(dataDir, ["models", "remove", "--id", String(model.id)], env)).toEqual({
+            id: model.id,
+            deleted: true
+          })
+          expect(await parleyText(dataDir, ["providers", "remove", "--id", id], env)).toBe(`Provider ${id} deleted.\n`)
+          const gone = await run(dataDir, ["providers", "check", "--id", id, "--json"], env)
+          expect([gone.code, JSON.parse(gone.stdout)]).toEqual([1, { error: "AI provider not found." }])
+        } finally {
+          await fake.close()
+        }
       },
       testTimeout
     )

@@ -9,8 +9,9 @@
  * closed (her message aged by 25 hours while the server is stopped), the composer offers the approved templates
  * instead of free text, and the one sent reaches the simulated phone. A contact who wrote on the web chat and then on
  * WhatsApp has both conversations listed beside either; the operator opens the other and writes there, and the
- * simulated phone gets it. Screenshots of each screen are kept in
- * test-results/console-*.png.
+ * simulated phone gets it. On the models page the operator adds a local OpenAI-compatible server (a wrong key is
+ * refused at the key field), checks it, and adds a model from the list it gave. Screenshots of each screen are kept
+ * in test-results/console-*.png.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Fs from "node:fs"
@@ -21,6 +22,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core"
 import { launchBrowser } from "./support/Browser.js"
 import { call, childDatabase, type Running, serve, stop, until } from "./support/ChildServer.js"
 import { ok } from "./support/Contract.js"
+import { startFakeModelServer } from "./support/FakeModelServer.js"
 
 const root = Path.resolve(__dirname, "../../..")
 const artifacts = Path.join(root, "test-results")
@@ -532,5 +534,87 @@ describe("the operator console in a browser", { timeout: 240_000 }, () => {
     }, WAIT.timeout)
     expect(errors).toEqual([])
     await context.close()
+  })
+
+  it("adds a model provider (a wrong key refused at its field), checks it and adds a model from the list it gave", async () => {
+    const fake = await startFakeModelServer({ apiKey: "sk-console-key", models: ["llama3.1:8b", "qwen2.5:7b"] })
+    const errors: Array<string> = []
+    const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } })
+    const page = await watched(context, errors)
+    try {
+      await signIn(page, "/console/models")
+      const add = page.getByRole("form", { name: "Add a model provider", exact: true })
+      expect(await add.getByLabel("Kind", { exact: true }).inputValue()).toBe("openai_compatible")
+      const baseUrl = add.getByLabel("Base URL", { exact: true })
+      expect(await baseUrl.getAttribute("placeholder")).toBe("http://127.0.0.1:11434/v1")
+      await add.getByLabel("Name", { exact: true }).fill("GPU box")
+      await baseUrl.fill(fake.openAiUrl)
+      const key = add.getByLabel("API key (optional)", { exact: true })
+      expect(await key.getAttribute("type")).toBe("password")
+      await key.fill("sk-wrong-key")
+      await add.getByRole("button", { name: "Add provider", exact: true }).click()
+      // the server asked the fake for its models with that key: refused, said at the key field
+      await add.locator("#provider-api_key-problem").waitFor(WAIT)
+      expect(await key.getAttribute("aria-invalid")).toBe("true")
+      expect(await key.getAttribute("aria-describedby")).toBe("provider-api_key-problem")
+      expect(await add.locator("#provider-api_key-problem").innerText()).not.toBe("")
+      expect(await baseUrl.getAttribute("aria-invalid")).toBeNull()
+      await shot(page, "models-wrong-key")
+
+      await key.fill("sk-console-key")
+      await add.getByRole("button", { name: "Add provider", exact: true }).click()
+      const row = page.locator(".provider-row", { has: page.getByText("GPU box", { exact: true }) })
+      await row.waitFor(WAIT)
+      expect(await row.locator(".provider-facts dd").allInnerTexts()).toEqual([fake.openAiUrl, "yes"])
+      expect(await row.locator(".scope").innerText()).toBe("This workspace")
+
+      await row.getByRole("button", { name: "Check", exact: true }).click()
+      const check = row.locator(".check[data-ok]")
+      await check.waitFor(WAIT)
+      expect(await check.locator("p").first().innerText()).toBe("Reachable: 2 models listed (llama3.1:8b, qwen2.5:7b).")
+
+      // the models the check listed are the model field's suggestions
+      const model = row.getByRole("form", { name: "Add a model to GPU box", exact: true })
+      await model.waitFor(WAIT)
+      expect(await model.locator("datalist option").evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value)))
+        .toEqual(["llama3.1:8b", "qwen2.5:7b"])
+      await model.getByLabel("Model", { exact: true }).fill("llama3.1:8b")
+      await model.getByLabel("Display name (optional)", { exact: true }).fill("Llama 3.1")
+      await model.getByLabel("Input price, USD per million tokens", { exact: true }).fill("0.1")
+      await model.getByLabel("Output price, USD per million tokens", { exact: true }).fill("0.2")
+      await model.getByLabel("Context window in tokens (optional)", { exact: true }).fill("131072")
+      await model.getByLabel("Tools (function calling)", { exact: true }).check()
+      expect(await unlabelled(page)).toEqual([])
+      await model.getByRole("button", { name: "Add model", exact: true }).click()
+      const listed = row.locator("table.models tbody tr")
+      await listed.first().waitFor(WAIT)
+      expect(await listed.first().locator("td").allInnerTexts()).toEqual([
+        "Llama 3.1",
+        "llama3.1:8b",
+        "$0.10 / $0.20",
+        "131,072",
+        "tools",
+        "Delete"
+      ])
+      await listed.first().scrollIntoViewIfNeeded()
+      await shot(page, "models")
+
+      // a pipeline on that model: the provider cannot go, and the server's 409 says why
+      const created = ok(await rest("ai-models"), "aiModels.listModels").find((m) => m.model === "llama3.1:8b")!
+      ok(
+        await rest("pipelines", {
+          method: "POST",
+          body: JSON.stringify({ name: "On the GPU box", agent_type_id: 1, ai_model_id: created.id, language_id: 1 })
+        }),
+        "pipelines.create"
+      )
+      await row.getByRole("button", { name: "Delete provider GPU box", exact: true }).click()
+      await page.locator(".notice[data-error=true]", { hasText: "On the GPU box" }).waitFor(WAIT)
+      expect(await row.isVisible()).toBe(true)
+      expect(errors).toEqual([])
+    } finally {
+      await context.close()
+      await fake.close()
+    }
   })
 })

@@ -40,6 +40,23 @@ export const USAGE = `Usage: pnpm parley <command> [options] [--json]
   pipeline list [--workspace-id N]
   pipeline show --id N
 
+  providers list [--workspace-id N]
+  providers add --kind openai_compatible|openai|anthropic|google --name N [--base-url U] [--api-key K|-]
+                [--header "Name: value"]... [--timeout-ms N] [--workspace-id N | --server-wide]
+                [--charge-credits yes|no] [--skip-check]
+      (Ollama --base-url http://127.0.0.1:11434/v1, vLLM http://127.0.0.1:8000/v1, LM Studio
+       http://127.0.0.1:1234/v1, OpenRouter https://openrouter.ai/api/v1; --api-key - reads the key from
+       standard input. Saving asks the server for its models first, unless --skip-check)
+  providers check --id N [--model M]   (exit code 1 when the check did not pass)
+  providers remove --id N
+  models list [--provider-id N]
+  models add --provider-id N --model M [--name N] [--input-price USD] [--output-price USD]
+             [--context-window N] [--capabilities tools,vision,audio_input,transcription,embeddings]
+      (prices per million tokens)
+  models remove --id N
+      (providers and models go through the REST API at --url or PARLEY_URL, default
+       http://127.0.0.1:PORT, with --token or PARLEY_TOKEN: a token with models:read and models:write)
+
   knowledge import --table-id N --file rows.csv|rows.jsonl [--batch-size 200]
       (CSV with a header row, or JSON Lines; a default_id column is required. Exit code 1 when
        some rows were rejected, with the reasons; 2 for usage errors)

@@ -1,7 +1,7 @@
 /**
  * `pnpm parley <command>`: the operator's tool. Prints results for people, or JSON with `--json`.
  * Only what a command needs is loaded: `--help` answers without the server, `serve` loads the server,
- * other commands the command runner (Run.ts).
+ * `providers` and `models` their REST client (Models.ts), other commands the command runner (Run.ts).
  */
 import { parseArgs } from "node:util"
 import { USAGE } from "./Usage.js"
@@ -31,6 +31,10 @@ if (words[0] === "serve") {
   const { options, runEval } = await import("./Eval.js")
   const parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })
   runEval(parsed.positionals, parsed.values as never)
+} else if (words[0] === "providers" || words[0] === "models") {
+  const { options, runModels } = await import("./Models.js")
+  const parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })
+  runModels(parsed.positionals, parsed.values as never, USAGE)
 } else {
   const { options, runCli } = await import("./Run.js")
   const parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })
