@@ -65,6 +65,8 @@ const skipped: Record<string, string> = {
     "a benchmark run, minutes long",
   "docs/mcp.md: pnpm parley token create --email you@example.com --name claude \\":
     "the command line, for a user of your own; test/cli.test.ts runs `token create`",
+  "docs/operations.md: printf '%s' \"$OPENROUTER_KEY\" | pnpm parley providers add --kind openai_compatible --name OpenRouter \\":
+    "the command line against the reader's OpenRouter account; test/cli.test.ts runs providers add, check and remove",
   "docs/mcp.md: npx @modelcontextprotocol/inspector": "opens the MCP Inspector's web page, a program of its own",
   "docs/evals.md: PARLEY_URL=https://parley.example.com PARLEY_TOKEN=pat_... pnpm parley eval run --pipeline 2 --cases evals/*.yaml":
     "the command line against a deployed server with the reader's case files; test/evals-cli.test.ts runs it",
