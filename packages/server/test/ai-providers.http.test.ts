@@ -381,4 +381,34 @@ layer(Server, { excludeTestServices: true })("AI providers and models as data", 
       const sent = [...fake.requests].reverse().find((r) => r.path.endsWith(":generateContent"))!
       expect(sent.headers["x-goog-api-key"]).toBe("gm-key-1")
     }))
+
+  it.effect("at run time: a 429 is waited out and answered; a server that never answers is a provider_error", () =>
+    Effect.gen(function*() {
+      const owner = yield* seedUser()
+      yield* giveCredits(owner.workspace_id)
+      const provider = ok(yield* addProvider(owner, { timeout_ms: 1000 }), "aiModels.createProvider")
+      const llama = yield* addModel(owner, provider.id)
+      const { channel } = yield* agent(owner, llama.id, { handoff_on_failure: false })
+      fake.failNext({ kind: "status", status: 429, retryAfter: "1" }, { times: 1, path: "/chat/completions" })
+      fake.script("llama3.1:8b", { text: "Sorry for the wait." })
+      const sentAt = Date.now()
+      yield* say(channel, "ida", "Anyone there?")
+      expect((yield* replyTo(channel, "ida")).message).toBe("Sorry for the wait.")
+      expect(Date.now() - sentAt).toBeGreaterThanOrEqual(1000)
+
+      fake.failNext({ kind: "hang" }, { times: 3, path: "/chat/completions" })
+      const id = yield* say(channel, "jo", "Hello?")
+      const [handled] = yield* eventually(
+        Effect.map(
+          sqlRows<{ handled_reason: string | null }>`select handled_reason from messages where id = ${id}`,
+          (rows) => rows[0]?.handled_reason ? rows : undefined
+        ),
+        30_000
+      )
+      expect(handled!.handled_reason).toBe("provider_error")
+      const [failed] = yield* sqlRows<{ error: string }>`
+        select error from messages where in_reply_to = ${id} and status = 'failed'`
+      expect(failed!.error).toMatch(/1000 ms/)
+      expect(failed!.error).not.toContain(KEY)
+    }))
 })
