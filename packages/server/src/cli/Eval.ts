@@ -6,13 +6,11 @@
  * 1 when one did not, 2 for a usage error or cases the server refused. `--json` prints the run.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Config, Console, Duration, Effect, Option, Redacted, Schema } from "effect"
+import { Config, Console, Duration, Effect, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { parseAllDocuments } from "yaml"
-
-class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
-class RunFailed extends Schema.TaggedError<RunFailed>()("RunFailed", { message: Schema.String }) {}
+import { reportFailures, RunFailed, UsageError } from "./RemoteFailures.js"
 
 export const options = {
   json: { type: "boolean" },
@@ -195,20 +193,7 @@ export const runEval = (words: ReadonlyArray<string>, flags: EvalFlags) => {
   const program = (words[1] === "run"
     ? evalRun(flags, words.slice(2))
     : Effect.fail(new UsageError({ message: `Unknown command: ${words.join(" ")}` }))).pipe(
-      Effect.catchTags({
-        UsageError: (e) =>
-          Effect.zipRight(
-            flags.json === true ? Console.log(JSON.stringify({ error: e.message })) : Console.error(e.message),
-            Effect.sync(() => (process.exitCode = 2))
-          ),
-        RunFailed: (e) =>
-          Effect.zipRight(
-            flags.json === true
-              ? Console.log(JSON.stringify({ error: e.message }))
-              : Console.error(`Error: ${e.message}`),
-            Effect.sync(() => (process.exitCode = 1))
-          )
-      })
+      reportFailures(flags.json === true)
     )
   NodeRuntime.runMain(program, { disableErrorReporting: false })
 }

@@ -7,12 +7,10 @@
  * input, out of the shell's history.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Config, type ConfigError, Console, Effect, Option, Redacted, Schema } from "effect"
+import { Config, type ConfigError, Console, Effect, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
 import { record, table } from "./Format.js"
-
-class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
-class RunFailed extends Schema.TaggedError<RunFailed>()("RunFailed", { message: Schema.String }) {}
+import { reportFailures, RunFailed, UsageError } from "./RemoteFailures.js"
 
 export const options = {
   json: { type: "boolean" },
@@ -294,22 +292,7 @@ export const runModels = (words: ReadonlyArray<string>, flags: ModelFlags, usage
     ? Effect.fail(new UsageError({ message: `Unknown command: ${words.join(" ")}` }))
     : command(flags)).pipe(
       Effect.flatMap((answer) => Console.log(flags.json === true ? JSON.stringify(answer.data) : answer.text)),
-      Effect.catchTags({
-        UsageError: (e) =>
-          Effect.zipRight(
-            flags.json === true
-              ? Console.log(JSON.stringify({ error: e.message }))
-              : Console.error(`${e.message}\n\n${usage}`),
-            Effect.sync(() => (process.exitCode = 2))
-          ),
-        RunFailed: (e) =>
-          Effect.zipRight(
-            flags.json === true
-              ? Console.log(JSON.stringify({ error: e.message }))
-              : Console.error(`Error: ${e.message}`),
-            Effect.sync(() => (process.exitCode = 1))
-          )
-      })
+      reportFailures(flags.json === true, usage)
     )
   NodeRuntime.runMain(program, { disableErrorReporting: false })
 }

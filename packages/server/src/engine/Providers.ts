@@ -131,44 +131,37 @@ export class RemoteModels extends Effect.Service<RemoteModels>()("@parley/server
             }`
           })
         )
+      /** A client of the provider's package, built with the key, then the model's LanguageModel on it. */
+      const keyed = <C>(
+        make: (options: {
+          readonly apiKey: Redacted.Redacted
+          readonly apiUrl: string
+          readonly transformClient: typeof transformClient
+        }) => Effect.Effect<C, never, HttpClient.HttpClient | Scope.Scope>,
+        languageModel: (client: C) => Effect.Effect<LanguageModel.Service>
+      ) =>
+        endpoint.apiKey === undefined ? needsKey() : make({ apiKey: endpoint.apiKey, apiUrl, transformClient }).pipe(
+          Effect.flatMap(languageModel),
+          Effect.provideService(HttpClient.HttpClient, http),
+          Effect.provideService(Scope.Scope, scope)
+        )
       switch (endpoint.kind) {
         case "openai":
-          return endpoint.apiKey === undefined ? needsKey() : OpenAiClient.make({
-            apiKey: endpoint.apiKey,
-            apiUrl,
-            transformClient
-          }).pipe(
-            Effect.flatMap((client) =>
+          return keyed(
+            OpenAiClient.make,
+            (client) =>
               OpenAiLanguageModel.make({ model }).pipe(Effect.provideService(OpenAiClient.OpenAiClient, client))
-            ),
-            Effect.provideService(HttpClient.HttpClient, http),
-            Effect.provideService(Scope.Scope, scope)
           )
         case "anthropic":
-          return endpoint.apiKey === undefined ? needsKey() : AnthropicClient.make({
-            apiKey: endpoint.apiKey,
-            apiUrl,
-            transformClient
-          }).pipe(
-            Effect.flatMap((client) =>
-              AnthropicLanguageModel.make({ model }).pipe(
-                Effect.provideService(AnthropicClient.AnthropicClient, client)
-              )
-            ),
-            Effect.provideService(HttpClient.HttpClient, http),
-            Effect.provideService(Scope.Scope, scope)
-          )
+          return keyed(AnthropicClient.make, (client) =>
+            AnthropicLanguageModel.make({ model }).pipe(
+              Effect.provideService(AnthropicClient.AnthropicClient, client)
+            ))
         case "google":
-          return endpoint.apiKey === undefined ? needsKey() : GoogleClient.make({
-            apiKey: endpoint.apiKey,
-            apiUrl,
-            transformClient
-          }).pipe(
-            Effect.flatMap((client) =>
+          return keyed(
+            GoogleClient.make,
+            (client) =>
               GoogleLanguageModel.make({ model }).pipe(Effect.provideService(GoogleClient.GoogleClient, client))
-            ),
-            Effect.provideService(HttpClient.HttpClient, http),
-            Effect.provideService(Scope.Scope, scope)
           )
         case "openai_compatible":
           return OpenAiCompatible.make({
@@ -178,8 +171,7 @@ export class RemoteModels extends Effect.Service<RemoteModels>()("@parley/server
             timeoutMs: endpoint.timeoutMs
           }).pipe(
             Effect.flatMap((client) => ChatCompletions.make({ model, client })),
-            Effect.provideService(HttpClient.HttpClient, http),
-            Effect.provideService(Scope.Scope, scope)
+            Effect.provideService(HttpClient.HttpClient, http)
           )
         default:
           return Effect.fail(
