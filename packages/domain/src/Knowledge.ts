@@ -1,6 +1,6 @@
 /** Knowledge tables, columns and points (SPEC.md 2.6, 2.7, 4.3, and the knowledge tools of 4.5). */
 import { Schema } from "effect"
-import { KnowledgeTableId, PipelineId, UserId, WorkspaceId } from "./Ids.js"
+import { AiModelId, KnowledgeTableId, PipelineId, UserId, WorkspaceId } from "./Ids.js"
 import { all, FiniteNumber, IntBetween, IntFromQuery, maxChars, NonEmptyString, Text, Timestamp } from "./Schemas.js"
 
 export const ColumnDataType = Schema.Literal("string", "number", "boolean", "date")
@@ -21,6 +21,16 @@ export class KnowledgeColumn extends Schema.Class<KnowledgeColumn>("KnowledgeCol
   updated_at: Timestamp
 }) {}
 
+/** The progress of a change of embedding model: `done` of `total` points embedded by `model_id`. */
+export class Reembedding extends Schema.Class<Reembedding>("Reembedding")({
+  model_id: Schema.NullOr(AiModelId).annotations({ description: "The model being moved to; null: the server's" }),
+  done: Schema.Int,
+  total: Schema.Int,
+  last_error: Schema.NullOr(Schema.String).annotations({
+    description: "Why the last batch failed (it is retried later), null when it did not"
+  })
+}) {}
+
 export class KnowledgeTable extends Schema.Class<KnowledgeTable>("KnowledgeTable")({
   id: KnowledgeTableId,
   workspace_id: WorkspaceId,
@@ -30,7 +40,16 @@ export class KnowledgeTable extends Schema.Class<KnowledgeTable>("KnowledgeTable
   points_count: Schema.Int,
   pipeline_ids: Schema.Array(PipelineId).annotations({ description: "Pipelines this table is attached to" }),
   created_at: Timestamp,
-  updated_at: Timestamp
+  updated_at: Timestamp,
+  embedding_model_id: Schema.NullOr(AiModelId).annotations({
+    description: "The model its points and queries are embedded with; null: the server's embedder"
+  }),
+  embedding_dimensions: Schema.NullOr(Schema.Int).annotations({
+    description: "Of its vectors; null until a provider model first answered"
+  }),
+  reembedding: Schema.NullOr(Reembedding).annotations({
+    description: "While its points are embedded again for a new model (search uses the old vectors meanwhile)"
+  })
 }) {}
 
 export class KnowledgeTableWithColumns
@@ -67,6 +86,9 @@ export const CreateKnowledgeTable = Schema.Struct({
   }),
   name: Schema.propertySignature(NonEmptyString(255)).annotations({ description: "Unique in the workspace" }),
   description: Schema.optional(Schema.NullOr(Text(5000))).annotations({ description: "What the table holds" }),
+  embedding_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
+    description: "A model with the `embeddings` capability the workspace may use; null or absent: the server's embedder"
+  }),
   columns: Schema.propertySignature(
     Schema.Array(CreateKnowledgeColumn).pipe(
       Schema.minItems(1, { message: () => "must have at least 1 items" }),
@@ -84,6 +106,16 @@ export const CreateKnowledgeTable = Schema.Struct({
   ).annotations({ description: "Its typed columns, at least one searchable" })
 }).annotations({ ...all, identifier: "CreateKnowledgeTable" })
 export type CreateKnowledgeTable = typeof CreateKnowledgeTable.Type
+
+/** Only the fields sent change; a new `embedding_model_id` embeds the points again in the background. */
+export const UpdateKnowledgeTable = Schema.Struct({
+  name: Schema.optional(NonEmptyString(255)).annotations({ description: "Unique in the workspace" }),
+  description: Schema.optional(Schema.NullOr(Text(5000))).annotations({ description: "What the table holds" }),
+  embedding_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
+    description: "A model with the `embeddings` capability the workspace may use; null: the server's embedder"
+  })
+}).annotations({ ...all, identifier: "UpdateKnowledgeTable" })
+export type UpdateKnowledgeTable = typeof UpdateKnowledgeTable.Type
 
 /** SPEC.md 2.6. */
 export class KnowledgePoint extends Schema.Class<KnowledgePoint>("KnowledgePoint")({

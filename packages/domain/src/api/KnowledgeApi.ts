@@ -12,6 +12,7 @@ import {
   PointsQuery,
   SearchKnowledge,
   SearchResults,
+  UpdateKnowledgeTable,
   UpsertPoints
 } from "../Knowledge.js"
 import { Authorized } from "./Auth.js"
@@ -43,6 +44,32 @@ export class KnowledgeApi extends HttpApiGroup.make("knowledge")
       .annotate(
         OpenApi.Description,
         "At least one column must be `is_searchable`; names are unique per workspace (case-insensitive). Scope `knowledge:write`."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/api/user/knowledge-tables/:knowledgeTable")
+      .setPath(tablePath)
+      .addSuccess(Ok(KnowledgeTableWithColumns))
+      .addError(KnowledgeTableNotFoundResponse)
+      .middleware(Authorized["knowledge:read"])
+      .annotate(OpenApi.Summary, "A knowledge table with its columns and embedding model")
+      .annotate(
+        OpenApi.Description,
+        "`reembedding` shows the progress while its points are embedded again for a new model. Scope `knowledge:read`."
+      )
+  )
+  .add(
+    HttpApiEndpoint.put("update", "/api/user/knowledge-tables/:knowledgeTable")
+      .setPath(tablePath)
+      .setPayload(UpdateKnowledgeTable)
+      .addSuccess(Ok(KnowledgeTableWithColumns, { message: "Knowledge table updated successfully." }))
+      .addError(KnowledgeTableNotFoundResponse)
+      .addError(UnprocessableResponse)
+      .middleware(Authorized["knowledge:write"])
+      .annotate(OpenApi.Summary, "Rename a knowledge table or change its embedding model")
+      .annotate(
+        OpenApi.Description,
+        "Only the fields sent change. A new `embedding_model_id` (a model with the `embeddings` capability, server-wide or the table's workspace's) embeds every point again in the background, free of charge; search uses the old vectors until all are done. Scope `knowledge:write`."
       )
   )
   .add(

@@ -9,6 +9,8 @@ export const KnowledgeHttpLive = HttpApiBuilder.group(Api, "knowledge", (handler
     return handlers
       .handle("list", () => knowledge.list())
       .handle("create", ({ payload }) => knowledge.create(payload))
+      .handle("get", ({ path }) => knowledge.ownTable(path.knowledgeTable))
+      .handle("update", ({ path, payload }) => knowledge.update(path.knowledgeTable, payload))
       .handle("columns", ({ path }) => knowledge.columns(path.knowledgeTable))
       .handle("points", ({ path, urlParams }) =>
         knowledge.points(path.knowledgeTable, urlParams.per_page, urlParams.next_page_offset))

@@ -1,14 +1,14 @@
 /**
  * Knowledge tables (SPEC.md 2.6, 2.7, 4.3): tables with typed columns, points upserted by `default_id`
  * (validated against the column types and `is_unique`, embedded once per change, charged one training
- * credit per point embedded), cursor pages, deletes, and search (KnowledgeSearch.ts). Every method is
- * scoped to the caller's workspaces; another workspace's table is "not found".
+ * credit per point embedded: PointUpserts.ts), cursor pages, deletes, search (KnowledgeSearch.ts), and
+ * each table's embedding model (TableReembed.ts). Every method is scoped to the caller's workspaces;
+ * another workspace's table is "not found".
  */
 import { SqlClient } from "@effect/sql"
 import {
   type CreateKnowledgeTable,
   CurrentActor,
-  type KnowledgeColumn,
   type KnowledgeTableId,
   KnowledgeTableNotFound,
   PointsPage,
@@ -16,25 +16,25 @@ import {
   type SearchKnowledge,
   SearchResults,
   Unprocessable,
+  type UpdateKnowledgeTable,
   type WorkspaceId
 } from "@parley/domain"
 import { Effect, Option } from "effect"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { someOrFail } from "../util/Effects.js"
-import { Embedder, toMillionths } from "./Embedder.js"
-import { KnowledgeGraph } from "./Graph.js"
-import { KnowledgeRepo, type PointWrite } from "./KnowledgeRepo.js"
+import { KnowledgeRepo } from "./KnowledgeRepo.js"
 import { KnowledgeSearch } from "./KnowledgeSearch.js"
-import { type Problem, readPoints, render, uniqueWithin } from "./PointInput.js"
+import type { Problem } from "./PointInput.js"
+import { PointUpserts } from "./PointUpserts.js"
 import { KnowledgeStatistics } from "./Statistics.js"
-
-/** Rows per insert statement of an upsert. */
-const INSERT_CHUNK = 500
+import { TableEmbedders } from "./TableEmbedders.js"
+import { TableReembed } from "./TableReembed.js"
 
 export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowledge", {
   dependencies: [
-    Embedder.Default,
-    KnowledgeGraph.Default,
+    TableEmbedders.Default,
+    TableReembed.Default,
+    PointUpserts.Default,
     KnowledgeRepo.Default,
     KnowledgeSearch.Default,
     KnowledgeStatistics.Default,
@@ -42,12 +42,12 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
   ],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const embedder = yield* Embedder
-    const graph = yield* KnowledgeGraph
+    const embedders = yield* TableEmbedders
+    const reembed = yield* TableReembed
+    const upserts = yield* PointUpserts
     const repo = yield* KnowledgeRepo
     const finder = yield* KnowledgeSearch
     const statistics = yield* KnowledgeStatistics
-    const identity = yield* IdentityRepo
 
     /** Workspace and columns of a table the caller reaches; 404 otherwise (another workspace's table included). */
     const ownColumns = (id: KnowledgeTableId) =>
@@ -66,15 +66,31 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
       return yield* repo.tables(actor.workspaceIds)
     })
 
+    /** 422 on `embedding_model_id` unless the workspace may embed with that model. */
+    const checkModel = (modelId: number | null | undefined, workspaceId: number) =>
+      modelId === null || modelId === undefined ? Effect.void : Effect.flatMap(
+        embedders.problem(modelId, workspaceId),
+        Option.match({
+          onNone: () => Effect.void,
+          onSome: (message) => Unprocessable.of([{ field: "embedding_model_id", message }])
+        })
+      )
+
     const create = Effect.fn("Knowledge.create")(function*(input: CreateKnowledgeTable) {
       const actor = yield* CurrentActor
       const workspaceId = input.workspace_id ?? actor.defaultWorkspaceId
       if (!actor.workspaceIds.includes(workspaceId)) {
         return yield* Unprocessable.of([{ field: "workspace_id", message: "The selected workspace id is invalid." }])
       }
+      yield* checkModel(input.embedding_model_id, workspaceId)
       const id = yield* sql.withTransaction(Effect.gen(function*() {
         if (yield* repo.nameTaken(workspaceId, input.name)) return Option.none<KnowledgeTableId>()
-        const tableId = yield* repo.insertTable(workspaceId, input.name, input.description ?? null)
+        const tableId = yield* repo.insertTable(
+          workspaceId,
+          input.name,
+          input.description ?? null,
+          input.embedding_model_id ?? null
+        )
         for (const c of input.columns) yield* repo.insertColumn(workspaceId, tableId, c)
         return Option.some(tableId)
       })).pipe(Effect.orDie)
@@ -82,6 +98,23 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
         return yield* Unprocessable.of([{ field: "name", message: "The name has already been taken." }])
       }
       return yield* ownTable(id.value).pipe(Effect.orDie)
+    })
+
+    /** Name, description, and the embedding model: a new one is moved to in the background (TableReembed.ts). */
+    const update = Effect.fn("Knowledge.update")(function*(id: KnowledgeTableId, input: UpdateKnowledgeTable) {
+      const table = yield* ownColumns(id)
+      yield* checkModel(input.embedding_model_id, table.workspace_id)
+      if (input.name !== undefined && (yield* repo.nameTakenByOther(table.workspace_id, input.name, id))) {
+        return yield* Unprocessable.of([{ field: "name", message: "The name has already been taken." }])
+      }
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* repo.updateTable(id, {
+          ...(input.name === undefined ? {} : { name: input.name }),
+          ...(input.description === undefined ? {} : { description: input.description })
+        })
+        if (input.embedding_model_id !== undefined) yield* reembed.start(id, input.embedding_model_id)
+      })).pipe(Effect.orDie)
+      return yield* ownTable(id)
     })
 
     const columns = Effect.fn("Knowledge.columns")(function*(id: KnowledgeTableId) {
@@ -111,95 +144,6 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
       }
     )
 
-    const upsert = Effect.fn("Knowledge.upsert")(
-      function*(id: KnowledgeTableId, input: ReadonlyArray<Record<string, unknown>>) {
-        const table = yield* ownColumns(id)
-        const cols = table.columns
-        const { points, problems } = readPoints(cols, input)
-        if (problems.length > 0) return yield* Unprocessable.of(problems)
-
-        const before = new Map((yield* repo.stored(id, points.map((p) => p.defaultId))).map((r) => [r.default_id, r]))
-        const rows = points.map((p) => {
-          // an update keeps the columns it does not mention
-          const data = { ...(before.get(p.defaultId)?.data ?? {}), ...p.data }
-          const searchText = render(cols, data, (c) => c.is_searchable)
-          const key = Embedder.keyOf(embedder.key, searchText)
-          return {
-            ...p,
-            data,
-            text: render(cols, data),
-            searchText,
-            key,
-            embed: before.get(p.defaultId)?.embedding_key !== key
-          }
-        })
-        yield* checkUnique(id, cols.filter((c) => c.is_unique), rows)
-
-        const toEmbed = rows.filter((r) => r.embed)
-        const credits = yield* identity.trainingCredits(table.workspace_id)
-        if (toEmbed.length > 0 && credits < toEmbed.length) {
-          return yield* Unprocessable.of([{
-            field: "points",
-            message: `needs ${toEmbed.length} training credits (one per point embedded); the workspace has ${
-              Math.max(0, credits)
-            } left`
-          }])
-        }
-        const vectors = toEmbed.length === 0
-          ? []
-          : yield* embedder.model.embedMany(toEmbed.map((r) => r.searchText)).pipe(Effect.orDie)
-        const vectorOf = new Map(toEmbed.map((r, i) => [r.defaultId, vectors[i]!]))
-        const writes = rows.map((r): PointWrite => {
-          const vector = vectorOf.get(r.defaultId)
-          return {
-            default_id: r.defaultId,
-            data: r.data,
-            text: r.text,
-            search_text: r.searchText,
-            embedding: vector ? toMillionths(vector) : null,
-            embedding_key: r.key
-          }
-        })
-
-        // a large load runs without the HNSW graph, built again after it (knowledge/Graph.ts)
-        const { graph: intoGraph } = yield* graph.beforeWrite(rows.length)
-        yield* sql.withTransaction(Effect.gen(function*() {
-          for (let i = 0; i < writes.length; i += INSERT_CHUNK) {
-            yield* repo.upsertPoints(table.workspace_id, id, embedder.key, writes.slice(i, i + INSERT_CHUNK))
-          }
-          yield* graph.wrote
-          if (toEmbed.length > 0) yield* identity.spendTrainingCredits(table.workspace_id, toEmbed.length)
-        })).pipe(Effect.orDie)
-        if (intoGraph) yield* statistics.changedRows(rows.length)
-        return { upserted: rows.length }
-      }
-    )
-
-    /** `is_unique` columns: against the other rows of the table and within this request. */
-    const checkUnique = (
-      id: KnowledgeTableId,
-      unique: ReadonlyArray<KnowledgeColumn>,
-      rows: ReadonlyArray<{ readonly defaultId: string; readonly data: Record<string, unknown> }>
-    ) =>
-      Effect.gen(function*() {
-        const problems: Array<Problem> = []
-        for (const column of unique) {
-          const values = uniqueWithin(column, rows, problems)
-          if (values.length === 0) continue
-          const clashes = yield* repo.clashes(id, column.name, values.map(String), rows.map((r) => r.defaultId))
-          for (const clash of clashes) {
-            const i = rows.findIndex((r) => String(r.data[column.name]) === clash.value)
-            if (i >= 0) {
-              problems.push({
-                field: `points.${i}.${column.name}`,
-                message: `has already been taken (by default_id ${clash.default_id})`
-              })
-            }
-          }
-        }
-        if (problems.length > 0) return yield* Unprocessable.of(problems)
-      })
-
     const remove = Effect.fn("Knowledge.remove")(function*(id: KnowledgeTableId, ids: ReadonlyArray<string | number>) {
       yield* ownColumns(id)
       const deleted = yield* repo.deletePoints(id, ids.map(String))
@@ -218,7 +162,12 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
         } else filters.push([key, String(value)])
       }
       if (problems.length > 0) return yield* Unprocessable.of(problems)
-      const hits = yield* finder.searchTable(id, input.query, { limit: input.limit, hybrid: input.use_hybrid, filters })
+      const hits = yield* finder.searchTable(id, input.query, {
+        limit: input.limit,
+        hybrid: input.use_hybrid,
+        filters,
+        model: { embedding_model_id: table.embedding_model_id, embedding_dimensions: table.embedding_dimensions }
+      })
       const retrievable = new Set(table.columns.filter((c) => c.is_retrievable).map((c) => c.name))
       return new SearchResults({
         query: input.query,
@@ -266,7 +215,8 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
       create,
       columns,
       points,
-      upsert,
+      update,
+      upsert: upserts.upsert,
       remove,
       search,
       retrieve: finder.retrieve,

@@ -12,8 +12,19 @@ const Ids = Schema.Array(Schema.Number)
 const Data = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const In = Schema.Struct({ id: Schema.Number, workspaceIds: Ids })
 
-/** A table's workspace and columns: what validating a write or a search needs. */
-export const TableColumns = Schema.Struct({ workspace_id: Schema.Number, columns: Schema.Array(KnowledgeColumn) })
+/**
+ * A table's workspace and columns, and the embedding models of its vectors (the current one, and the one a
+ * re-embedding moves to): what validating a write or a search needs.
+ */
+export const TableColumns = Schema.Struct({
+  workspace_id: Schema.Number,
+  columns: Schema.Array(KnowledgeColumn),
+  embedding_model_id: Schema.NullOr(Schema.Number),
+  embedding_dimensions: Schema.NullOr(Schema.Number),
+  reembedding: Schema.Boolean,
+  reembed_model_id: Schema.NullOr(Schema.Number)
+})
+export type TableColumns = typeof TableColumns.Type
 
 /** A point as an upsert finds it before writing: what it had, and the key of the text it was embedded from. */
 export const StoredPoint = Schema.Struct({
@@ -22,15 +33,32 @@ export const StoredPoint = Schema.Struct({
   embedding_key: Schema.NullOr(Schema.String)
 })
 
-/** A point as an upsert writes it; `embedding` in millionths (Embedder.toMillionths), null to keep the stored one. */
+/**
+ * A point as an upsert writes it; `embedding` (the server's embedder) in millionths (Embedder.toMillionths),
+ * `model_embedding` (a provider model's, any dimension) and `next_embedding` (the model a re-embedding moves to)
+ * as vector literals; null keeps the stored one (`next_embedding` only while the searchable text is unchanged).
+ */
 export interface PointWrite {
   readonly default_id: string
   readonly data: Record<string, unknown>
   readonly text: string
   readonly search_text: string
   readonly embedding: ReadonlyArray<number> | null
+  readonly model_embedding: string | null
   readonly embedding_key: string
+  readonly next_embedding: string | null
+  readonly next_embedding_key: string | null
 }
+
+/** The fields of a table's embedding model in its answer; `done` counts the points the new model embedded. */
+const embeddingFields = (sql: SqlClient.SqlClient) =>
+  sql`t.embedding_model_id::int as embedding_model_id,
+      case when t.embedding_model_id is null then 256 else t.embedding_dimensions end as embedding_dimensions,
+      case when t.reembedding then json_build_object(
+        'model_id', t.reembed_model_id::int,
+        'done', (select count(*) from knowledge_points p where p.knowledge_table_id = t.id and p.next_embedding is not null),
+        'total', (select count(*) from knowledge_points p where p.knowledge_table_id = t.id),
+        'last_error', t.reembed_error) end as reembedding`
 
 export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/server/KnowledgeRepo", {
   effect: Effect.gen(function*() {
@@ -51,7 +79,7 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
              (select count(*) from knowledge_points p where p.knowledge_table_id = t.id)::int as points_count,
              coalesce((select json_agg(pk.pipeline_id order by pk.pipeline_id) from pipeline_knowledge_tables pk
                        where pk.knowledge_table_id = t.id), '[]') as pipeline_ids,
-             ${columnsJson} as columns
+             ${columnsJson} as columns, ${embeddingFields(sql)}
       from knowledge_tables t`
 
     const tables = SqlSchema.findAll({
@@ -72,7 +100,8 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
       Request: In,
       Result: TableColumns,
       execute: ({ id, workspaceIds }) =>
-        sql`select t.workspace_id, ${columnsJson} as columns
+        sql`select t.workspace_id, ${columnsJson} as columns, t.embedding_model_id::int as embedding_model_id,
+                   t.embedding_dimensions, t.reembedding, t.reembed_model_id::int as reembed_model_id
             from knowledge_tables t where t.id = ${id} and t.workspace_id in ${sql.in(workspaceIds)}`
     })
 
@@ -80,11 +109,15 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
       Request: Schema.Struct({
         workspaceId: Schema.Number,
         name: Schema.String,
-        description: Schema.NullOr(Schema.String)
+        description: Schema.NullOr(Schema.String),
+        embeddingModelId: Schema.NullOr(Schema.Number)
       }),
       Result: Schema.Struct({ id: KnowledgeTableId }),
-      execute: ({ description, name, workspaceId }) =>
-        sql`insert into knowledge_tables (workspace_id, name, description) values (${workspaceId}, ${name}, ${description})
+      execute: ({ description, embeddingModelId, name, workspaceId }) =>
+        sql`insert into knowledge_tables (workspace_id, name, description, embedding_model_id, embedding_dimensions)
+            values (${workspaceId}, ${name}, ${description}, ${embeddingModelId}, ${
+          embeddingModelId === null ? 256 : null
+        })
             returning id`
     })
 
@@ -151,8 +184,26 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
           Effect.orDie
         ),
 
-      insertTable: (workspaceId: number, name: string, description: string | null) =>
-        insertTable({ workspaceId, name, description }).pipe(Effect.map((row) => row.id), Effect.orDie),
+      insertTable: (workspaceId: number, name: string, description: string | null, embeddingModelId: number | null) =>
+        insertTable({ workspaceId, name, description, embeddingModelId }).pipe(
+          Effect.map((row) => row.id),
+          Effect.orDie
+        ),
+
+      /** Name and description; only the ones given change. */
+      updateTable: (id: number, fields: { readonly name?: string; readonly description?: string | null }) => {
+        const sets = [
+          ...(fields.name === undefined ? [] : [sql`name = ${fields.name}`]),
+          ...(fields.description === undefined ? [] : [sql`description = ${fields.description}`]),
+          sql`updated_at = now()`
+        ]
+        return sql`update knowledge_tables set ${sql.csv(sets)} where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+      },
+
+      /** The table's name is another table's of the workspace (case-insensitive). */
+      nameTakenByOther: (workspaceId: number, name: string, id: number) =>
+        sql`select 1 from knowledge_tables where workspace_id = ${workspaceId} and lower(name) = lower(${name})
+            and id <> ${id}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
 
       insertColumn: (workspaceId: number, tableId: number, c: {
         readonly name: string
@@ -180,15 +231,27 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
       upsertPoints: (workspaceId: number, tableId: number, embeddingModel: string, chunk: ReadonlyArray<PointWrite>) =>
         sql`
           insert into knowledge_points (workspace_id, knowledge_table_id, default_id, data, text, search_text, embedding, embedding_key,
-                                        embedding_model)
+                                        embedding_model, model_embedding, next_embedding, next_embedding_key)
           select ${workspaceId}, ${tableId}, u.default_id, u.data, u.text, u.search_text, l2_normalize(u.embedding::vector),
-                 u.embedding_key, ${embeddingModel}
+                 u.embedding_key, ${embeddingModel}, u.model_embedding::vector, u.next_embedding::vector, u.next_embedding_key
           from json_to_recordset(${JSON.stringify(chunk)}::json)
-            as u (default_id text, data jsonb, text text, search_text text, embedding int[], embedding_key text)
+            as u (default_id text, data jsonb, text text, search_text text, embedding int[], embedding_key text,
+                  model_embedding text, next_embedding text, next_embedding_key text)
           on conflict (knowledge_table_id, default_id) do update set
             data = excluded.data, text = excluded.text, search_text = excluded.search_text,
             embedding = coalesce(excluded.embedding, knowledge_points.embedding), embedding_key = excluded.embedding_key,
+            model_embedding = coalesce(excluded.model_embedding, knowledge_points.model_embedding),
+            -- the new model's vector of the old text is kept only while the text is the same
+            next_embedding = case when excluded.next_embedding is not null then excluded.next_embedding
+              when knowledge_points.search_text = excluded.search_text then knowledge_points.next_embedding end,
+            next_embedding_key = case when excluded.next_embedding is not null then excluded.next_embedding_key
+              when knowledge_points.search_text = excluded.search_text then knowledge_points.next_embedding_key end,
             embedding_model = excluded.embedding_model, updated_at = now()`.pipe(Effect.asVoid, Effect.orDie),
+
+      /** A provider model's dimension, from its first vectors. */
+      recordDimensions: (tableId: number, dimensions: number) =>
+        sql`update knowledge_tables set embedding_dimensions = ${dimensions}
+            where id = ${tableId} and embedding_dimensions is null`.pipe(Effect.asVoid, Effect.orDie),
 
       /** Deletes points by default_id; the number deleted. */
       deletePoints: (tableId: number, defaultIds: ReadonlyArray<string>) =>

@@ -4,10 +4,11 @@
  * checks the table is the caller's, `retrieve` takes the tables of the pipeline that runs.
  */
 import { SqlClient } from "@effect/sql"
-import { Config, Effect } from "effect"
-import { Embedder, toVector } from "./Embedder.js"
-import { type Filters, type HitRow, SearchRepo } from "./SearchRepo.js"
+import { Config, Effect, Option } from "effect"
+import { toVector } from "./Embedder.js"
+import { type Filters, type HitRow, SearchRepo, type TableModelRow } from "./SearchRepo.js"
 import { KnowledgeStatistics } from "./Statistics.js"
+import { TableEmbedders } from "./TableEmbedders.js"
 
 /** Reciprocal rank fusion constant (the usual 60). */
 const RRF_K = 60
@@ -46,6 +47,14 @@ export const termQueries = (terms: ReadonlyArray<string>) =>
     t !== ""
   ).map((t) => `(${t})`)
 
+/** `model`: the table's embedding model as the caller just read it (saves reading it again). */
+export interface SearchOptions {
+  readonly limit: number
+  readonly hybrid: boolean
+  readonly filters: Filters
+  readonly model?: TableModelRow
+}
+
 export interface Hit extends HitRow {
   readonly score: number
 }
@@ -61,10 +70,10 @@ const fuse = (keywordHits: ReadonlyArray<{ id: string }>, vectorHits: ReadonlyAr
 }
 
 export class KnowledgeSearch extends Effect.Service<KnowledgeSearch>()("@parley/server/KnowledgeSearch", {
-  dependencies: [Embedder.Default, SearchRepo.Default, KnowledgeStatistics.Default],
+  dependencies: [TableEmbedders.Default, SearchRepo.Default, KnowledgeStatistics.Default],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const embedder = yield* Embedder
+    const embedders = yield* TableEmbedders
     const repo = yield* SearchRepo
     const statistics = yield* KnowledgeStatistics
     const ef = {
@@ -73,13 +82,34 @@ export class KnowledgeSearch extends Effect.Service<KnowledgeSearch>()("@parley/
     }
 
     /** Ranked hits of one table, at most `limit`. */
-    const searchTable = Effect.fn("KnowledgeSearch.searchTable")(function*(
+    const searchTable: (
       tableId: number,
       query: string,
-      options: { readonly limit: number; readonly hybrid: boolean; readonly filters: Filters }
+      options: SearchOptions,
+      again?: boolean
+    ) => Effect.Effect<Array<Hit>> = Effect.fn("KnowledgeSearch.searchTable")(function*(
+      tableId: number,
+      query: string,
+      options: SearchOptions,
+      again = true
     ) {
-      const [embedded] = yield* embedder.model.embedMany([query]).pipe(Effect.orDie)
-      const vector = toVector(embedded!)
+      // the table's current model: while it moves to another, its old vectors are the ones searched
+      const table = again && options.model !== undefined ? Option.some(options.model) : yield* repo.tableModel(tableId)
+      const modelId = Option.match(table, { onNone: () => null, onSome: (t) => t.embedding_model_id })
+      const dimensions = Option.match(table, { onNone: () => null, onSome: (t) => t.embedding_dimensions })
+      // a provider that fails leaves the keyword side (hybrid) rather than failing the search
+      const embedded = yield* embedders.of(modelId).pipe(
+        Effect.flatMap((model) => embedders.queryVector(model, query)),
+        Effect.map(Option.some),
+        Effect.catchTag("EmbeddingFailed", (e) =>
+          Effect.as(
+            Effect.logWarning("A knowledge query could not be embedded").pipe(
+              Effect.annotateLogs({ knowledge_table_id: tableId, problem: e.message })
+            ),
+            Option.none()
+          ))
+      )
+      const vector = Option.map(embedded, toVector)
       const candidates = Math.max(options.limit * 4, 40)
       // outside the transaction: a cached lookup runs on a fiber of its own, which would wait for the
       // embedded database's lock that the transaction holds
@@ -87,11 +117,24 @@ export class KnowledgeSearch extends Effect.Service<KnowledgeSearch>()("@parley/
       // one transaction for both sides, for the settings of the HNSW walk (SearchRepo.settings)
       const { keywordHits, walked } = yield* sql.withTransaction(Effect.gen(function*() {
         yield* repo.settings(options.hybrid ? ef.hybrid : ef.vector)
-        const walked = yield* repo.vectorHits(tableId, vector, options.filters, candidates)
+        const walked = Option.isNone(vector)
+          ? []
+          : modelId === null
+          ? yield* repo.vectorHits(tableId, vector.value, options.filters, candidates)
+          : dimensions === null || Option.getOrThrow(embedded).length !== dimensions
+          ? []
+          : yield* repo.modelVectorHits(tableId, vector.value, dimensions, options.filters, candidates)
         const parts = termQueries(terms)
         const keywordHits = parts.length === 0 ? [] : yield* repo.keywordHits(tableId, terms, parts, options.filters)
         return { keywordHits, walked }
       })).pipe(Effect.orDie)
+      // the table's vectors were swapped for another model's between reading its model and walking: once more
+      if (again && walked.length === 0 && Option.isSome(vector)) {
+        const now = yield* repo.tableModel(tableId)
+        if (Option.isSome(now) && now.value.embedding_model_id !== modelId) {
+          return yield* searchTable(tableId, query, options, false)
+        }
+      }
       const vectorHits = [...walked].sort((a, b) => a.distance - b.distance)
       const ranked = options.hybrid
         ? fuse(keywordHits, vectorHits)

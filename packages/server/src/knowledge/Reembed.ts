@@ -14,6 +14,7 @@ import { SqlClient } from "@effect/sql"
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { Embedder, toVector } from "./Embedder.js"
 import { makeStatistics } from "./Statistics.js"
+import { TableReembedLive } from "./TableReembed.js"
 
 const BATCH = 128
 
@@ -38,7 +39,10 @@ export const reembed = Effect.gen(function*() {
       { id: string; search_text: string; embedding_key: string | null; embedding_model: string | null }
     >`
       select id::text as id, search_text, embedding_key, embedding_model from knowledge_points
-      where id > ${after}::uuid order by id limit ${BATCH}`
+      where id > ${after}::uuid
+        -- a table on a provider's model keeps its own vectors (TableReembed.ts)
+        and knowledge_table_id in (select id from knowledge_tables where embedding_model_id is null)
+      order by id limit ${BATCH}`
     if (rows.length === 0) break
     after = rows[rows.length - 1]!.id
     const stale = rows.filter((r) => r.embedding_model !== embedder.key)
@@ -81,7 +85,7 @@ export const reembed = Effect.gen(function*() {
  * The cluster singleton: at start, statistics for a table never analyzed (a data dir from before
  * knowledge/Statistics.ts), then the re-embedding; a failure (the embedding provider down) is retried.
  */
-export const ReembedLive = Singleton.make(
+const ServerReembedLive = Singleton.make(
   "Knowledge/re-embed",
   Effect.flatMap(makeStatistics, (statistics) => statistics.analyzeIfNever).pipe(
     Effect.zipRight(reembed),
@@ -91,3 +95,6 @@ export const ReembedLive = Singleton.make(
     Effect.asVoid
   )
 ).pipe(Layer.provide(Embedder.Default))
+
+/** The server's re-embedding and the tables' own (TableReembed.ts), each one per cluster. */
+export const ReembedLive = Layer.mergeAll(ServerReembedLive, TableReembedLive)

@@ -25,6 +25,12 @@ export const HitRow = Schema.Struct({
 })
 export type HitRow = typeof HitRow.Type
 
+export const TableModelRow = Schema.Struct({
+  embedding_model_id: Schema.NullOr(Schema.Number),
+  embedding_dimensions: Schema.NullOr(Schema.Number)
+})
+export type TableModelRow = typeof TableModelRow.Type
+
 export class SearchRepo extends Effect.Service<SearchRepo>()("@parley/server/SearchRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -57,6 +63,36 @@ export class SearchRepo extends Effect.Service<SearchRepo>()("@parley/server/Sea
           select p.id::text as id, p.embedding <=> ${vector}::vector as distance from knowledge_points p
           where p.knowledge_table_id = ${tableId} and p.embedding is not null ${where(filters)}
           order by p.embedding <=> ${vector}::vector limit ${limit}`
+    })
+
+    /**
+     * Nearest neighbours by an exact scan of the table's vectors of a provider model (any dimension, so no HNSW
+     * graph: migration 0039); a vector of another dimension (the model changed what it returns) is left out.
+     */
+    const modelVectorHits = SqlSchema.findAll({
+      Request: Schema.Struct({
+        tableId: Schema.Number,
+        vector: Schema.String,
+        dimensions: Schema.Number,
+        filters: FiltersSchema,
+        limit: Schema.Number
+      }),
+      Result: Schema.Struct({ id: Schema.String, distance: Schema.Number }),
+      execute: ({ dimensions, filters, limit, tableId, vector }) =>
+        sql`
+          select p.id::text as id, p.model_embedding <=> ${vector}::vector as distance from knowledge_points p
+          where p.knowledge_table_id = ${tableId} and p.model_embedding is not null
+            and vector_dims(p.model_embedding) = ${dimensions} ${where(filters)}
+          order by 2 limit ${limit}`
+    })
+
+    /** The table's embedding model and its dimension (null: the server's embedder). */
+    const tableModel = SqlSchema.findOne({
+      Request: Schema.Number,
+      Result: TableModelRow,
+      execute: (tableId) =>
+        sql`select embedding_model_id::int as embedding_model_id, embedding_dimensions from knowledge_tables
+            where id = ${tableId}`
     })
 
     /**
@@ -106,6 +142,9 @@ export class SearchRepo extends Effect.Service<SearchRepo>()("@parley/server/Sea
       settings,
       vectorHits: (tableId: number, vector: string, filters: Filters, limit: number) =>
         vectorHits({ tableId, vector, filters, limit }).pipe(Effect.orDie),
+      modelVectorHits: (tableId: number, vector: string, dimensions: number, filters: Filters, limit: number) =>
+        modelVectorHits({ tableId, vector, dimensions, filters, limit }).pipe(Effect.orDie),
+      tableModel: (tableId: number) => tableModel(tableId).pipe(Effect.orDie),
       keywordHits: (tableId: number, terms: ReadonlyArray<string>, parts: ReadonlyArray<string>, filters: Filters) =>
         keywordHits({ tableId, terms, parts, filters }).pipe(Effect.orDie),
       /** The rows of the hits, in no order. */

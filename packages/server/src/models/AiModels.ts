@@ -14,7 +14,7 @@ import {
   type UpdateAiModel
 } from "@parley/domain"
 import { Effect, Option } from "effect"
-import { AiProviders, pipelineList } from "./AiProviders.js"
+import { AiProviders, usersOf } from "./AiProviders.js"
 import { ModelsRepo } from "./ModelsRepo.js"
 
 /** What a new model can do unless told otherwise: call tools, as the chat models of every provider listed do. */
@@ -88,11 +88,12 @@ export class AiModels extends Effect.Service<AiModels>()("@parley/server/AiModel
     const remove = Effect.fn("AiModels.remove")(function*(id: AiModelId) {
       const row = yield* find(id)
       yield* providers.mayChange(yield* providers.find(row.ai_provider_id).pipe(Effect.orDie))
-      const users = yield* repo.pipelinesUsingModel(id).pipe(Effect.orDie)
-      if (users.length > 0) {
-        return yield* new ModelInUse({
-          message: `The model is used by pipelines: ${pipelineList(users)}. Choose another model for them first.`
-        })
+      const users = usersOf(
+        yield* repo.pipelinesUsingModel(id).pipe(Effect.orDie),
+        yield* repo.tablesUsingModel(id).pipe(Effect.orDie)
+      )
+      if (users !== null) {
+        return yield* new ModelInUse({ message: `The model is used by ${users}. Choose another model for them first.` })
       }
       yield* repo.remove(id).pipe(Effect.orDie)
       return { id, deleted: true }

@@ -23,9 +23,17 @@ import { ProviderEndpoints } from "./ProviderEndpoints.js"
 import { ProviderProbe } from "./ProviderProbe.js"
 import { type ProviderRow, type ProviderSecretsRow, ProvidersRepo } from "./ProvidersRepo.js"
 
-/** `Sales (#4), Support (#9)`: the pipelines a 409 names. */
-export const pipelineList = (pipelines: ReadonlyArray<{ readonly id: number; readonly name: string }>) =>
-  pipelines.map((p) => `${p.name} (#${p.id})`).join(", ")
+type Named = ReadonlyArray<{ readonly id: number; readonly name: string }>
+
+/** `pipelines: Sales (#4), Support (#9); knowledge tables: FAQ (#2)`: what a 409 names; null when nothing uses it. */
+export const usersOf = (pipelines: Named, tables: Named) => {
+  const list = (rows: Named) => rows.map((r) => `${r.name} (#${r.id})`).join(", ")
+  const parts = [
+    ...(pipelines.length > 0 ? [`pipelines: ${list(pipelines)}`] : []),
+    ...(tables.length > 0 ? [`knowledge tables: ${list(tables)}`] : [])
+  ]
+  return parts.length === 0 ? null : parts.join("; ")
+}
 
 export class AiProviders extends Effect.Service<AiProviders>()("@parley/server/AiProviders", {
   dependencies: [
@@ -183,10 +191,13 @@ export class AiProviders extends Effect.Service<AiProviders>()("@parley/server/A
           message: "A seeded provider cannot be deleted; remove its key."
         }])
       }
-      const users = yield* repo.pipelinesUsingProvider(id).pipe(Effect.orDie)
-      if (users.length > 0) {
+      const users = usersOf(
+        yield* repo.pipelinesUsingProvider(id).pipe(Effect.orDie),
+        yield* repo.tablesUsingProvider(id).pipe(Effect.orDie)
+      )
+      if (users !== null) {
         return yield* new ModelInUse({
-          message: `The provider's models are used by pipelines: ${pipelineList(users)}. Choose other models first.`
+          message: `The provider's models are used by ${users}. Choose other models first.`
         })
       }
       yield* sql.withTransaction(Effect.zipRight(models.removeOfProvider(id), repo.remove(id))).pipe(Effect.orDie)

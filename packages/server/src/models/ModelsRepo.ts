@@ -6,7 +6,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import type * as Statement from "@effect/sql/Statement"
 import { AiModelId, AiProviderId, ModelCapabilityLiteral, WorkspaceId } from "@parley/domain"
 import { Effect, Schema } from "effect"
-import { pipelinesUsing, PipelineUse } from "./ProvidersRepo.js"
+import { pipelinesUsing, PipelineUse, tablesUsing } from "./ProvidersRepo.js"
 
 export const ModelRow = Schema.Struct({
   id: AiModelId,
@@ -115,10 +115,27 @@ export class ModelsRepo extends Effect.Service<ModelsRepo>()("@parley/server/Mod
       execute: (id) => pipelinesUsing(sql, sql`(${id})`)
     })
 
+    const tablesUsingModel = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: PipelineUse,
+      execute: (id) => tablesUsing(sql, sql`(${id})`)
+    })
+
     const remove = (id: number) => sql`delete from ai_models where id = ${id}`.pipe(Effect.asVoid)
     const removeOfProvider = (providerId: number) =>
       sql`delete from ai_models where ai_provider_id = ${providerId}`.pipe(Effect.asVoid)
 
-    return { list, find, usableBy, insert, update, nameTaken, pipelinesUsingModel, remove, removeOfProvider }
+    return {
+      list,
+      find,
+      usableBy,
+      insert,
+      update,
+      nameTaken,
+      pipelinesUsingModel,
+      tablesUsingModel,
+      remove,
+      removeOfProvider
+    }
   })
 }) {}

@@ -70,7 +70,9 @@ export class ProviderChecks extends Effect.Service<ProviderChecks>()("@parley/se
             problem
           })
         if (!listed.reachable || listed.reason === "unauthorized") return fail(listed.problem ?? "The provider failed.")
-        const ours = yield* models.list({ workspaceIds: [row.workspace_id ?? 0], providerId: row.id }).pipe(Effect.orDie)
+        const ours = yield* models.list({ workspaceIds: [row.workspace_id ?? 0], providerId: row.id }).pipe(
+          Effect.orDie
+        )
         const model = input.model ?? ours.find((m) => !m.capabilities.includes("embeddings"))?.model ??
           listed.models[0]
         if (model === undefined) return fail("The provider lists no models; add one with its exact name and check it.")

@@ -73,6 +73,13 @@ export const pipelinesUsing = (sql: SqlClient.SqlClient, modelIds: Statement.Fra
                   where (t ->> 'ai_model_id')::bigint in ${modelIds})
     order by p.id limit 20`
 
+/** Knowledge tables embedding with one of `modelIds`, or being moved to one (docs/api.md, "Embedding models"). */
+export const tablesUsing = (sql: SqlClient.SqlClient, modelIds: Statement.Fragment) =>
+  sql`
+    select id, name from knowledge_tables
+    where embedding_model_id in ${modelIds} or reembed_model_id in ${modelIds}
+    order by id limit 20`
+
 export class ProvidersRepo extends Effect.Service<ProvidersRepo>()("@parley/server/ProvidersRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -140,9 +147,15 @@ export class ProvidersRepo extends Effect.Service<ProvidersRepo>()("@parley/serv
       execute: (id) => pipelinesUsing(sql, sql`(select id from ai_models where ai_provider_id = ${id})`)
     })
 
+    const tablesUsingProvider = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: PipelineUse,
+      execute: (id) => tablesUsing(sql, sql`(select id from ai_models where ai_provider_id = ${id})`)
+    })
+
     /** After its models (ModelsRepo.removeOfProvider), in the same transaction. */
     const remove = (id: number) => sql`delete from ai_providers where id = ${id}`.pipe(Effect.asVoid)
 
-    return { list, find, secrets, insert, update, pipelinesUsingProvider, remove }
+    return { list, find, secrets, insert, update, pipelinesUsingProvider, tablesUsingProvider, remove }
   })
 }) {}

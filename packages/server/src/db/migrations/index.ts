@@ -37,6 +37,7 @@ import channelEchoes from "./0035_channel_echoes.js"
 import mailboxSync from "./0036_mailbox_sync.js"
 import channelServiceWindow from "./0037_channel_service_window.js"
 import managedModels from "./0038_managed_models.js"
+import tableEmbeddingModels from "./0039_table_embedding_models.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -77,5 +78,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0035_channel_echoes": channelEchoes,
   "0036_mailbox_sync": mailboxSync,
   "0037_channel_service_window": channelServiceWindow,
-  "0038_managed_models": managedModels
+  "0038_managed_models": managedModels,
+  "0039_table_embedding_models": tableEmbeddingModels
 }
