@@ -195,13 +195,13 @@ const settingsFields = {
     description: "The four tiers, each once; required with is_model_routing_enabled"
   }),
   fallback_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
-    description: "A model that answers when the pipeline's fails after its retries (the reply records which answered)"
+    description: "Answers when the model fails after its retries"
   }),
   vision_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
-    description: "A model with `vision` that describes a contact's image in one line for a model without vision"
+    description: "A vision model that describes images for a model without vision"
   }),
   transcription_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
-    description: "A model with `transcription` that turns a contact's voice notes into text before the turn"
+    description: "A transcription model for voice notes"
   }),
   ...handoffFields
 }
