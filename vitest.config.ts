@@ -21,6 +21,8 @@ const embeddedOnly: Record<string, string> = {
   "listener.test.ts": "no database: a listener between binding and serving",
   "providers.test.ts": "no database: the model providers against fake servers",
   "chat-completions.test.ts": "no database: the OpenAI-compatible client and Gemini against a fake model server",
+  "knowledge-chunker.test.ts": "no database: documents of knowledge sources and their chunks",
+  "source-fetch.test.ts": "no database: fetching knowledge sources' pages from a local site",
   "*.browser.test.ts":
     "UI suites in headless Chromium: what they show comes through the API, which the HTTP suites cover on Postgres"
 }
