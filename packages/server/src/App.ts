@@ -36,6 +36,8 @@ import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Li
 import { Readiness } from "./http/Readiness.js"
 import { Identity } from "./identity/Identity.js"
 import { Knowledge } from "./knowledge/Knowledge.js"
+import { SourceIngestLive } from "./knowledge/SourceIngest.js"
+import { Sources } from "./knowledge/Sources.js"
 import { Messages } from "./messages/Messages.js"
 import { AiModels } from "./models/AiModels.js"
 import { AiProviders } from "./models/AiProviders.js"
@@ -96,6 +98,7 @@ const Services = Layer.mergeAll(
   Analytics.Default,
   Followups.Default,
   Knowledge.Default,
+  Sources.Default,
   Automation.Default,
   OAuth.Default,
   Sessions.Default,
@@ -120,7 +123,9 @@ export const servicesFor = (role: Role) =>
     MailboxSyncLive.pipe(
       Layer.provide([MailIngest.Default, MailboxRepo.Default, ProviderCredentials.Default, AppConfig.Default])
     ),
-    role === "all" || role === "worker" ? ModelKeysCheckLive : Layer.empty
+    role === "all" || role === "worker" ? ModelKeysCheckLive : Layer.empty,
+    // knowledge sources are synced by one runner (a cluster singleton: SourceIngest.ts)
+    SourceIngestLive
   ).pipe(
     Layer.provideMerge(Services),
     Layer.provideMerge(EngineLive(role))

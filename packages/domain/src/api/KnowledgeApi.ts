@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Ok } from "../Envelope.js"
+import { Ok, UploadRejectedResponse } from "../Envelope.js"
 import { KnowledgeTableNotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { KnowledgeTableIdFromString } from "../Ids.js"
 import {
@@ -15,9 +15,17 @@ import {
   UpdateKnowledgeTable,
   UpsertPoints
 } from "../Knowledge.js"
+import {
+  CreateSource,
+  KnowledgeSource,
+  KnowledgeSourceIdFromString,
+  KnowledgeSourceNotFoundResponse
+} from "../KnowledgeSources.js"
 import { Authorized } from "./Auth.js"
 
 const tablePath = Schema.Struct({ knowledgeTable: KnowledgeTableIdFromString })
+const sourcePath = Schema.Struct({ knowledgeTable: KnowledgeTableIdFromString, source: KnowledgeSourceIdFromString })
+const SOURCES = "/api/user/knowledge-tables/:knowledgeTable/sources"
 
 export const PointsUpserted = Schema.Struct({ upserted: Schema.Int }).annotations({ identifier: "PointsUpserted" })
 export const PointsDeleted = Schema.Struct({ deleted: Schema.Int }).annotations({ identifier: "PointsDeleted" })
@@ -135,6 +143,60 @@ export class KnowledgeApi extends HttpApiGroup.make("knowledge")
         OpenApi.Description,
         "`use_hybrid` (default true) fuses vector and keyword matches by reciprocal rank; false is pure vector search with cosine similarity scores. `filters` match `is_filterable` columns exactly. Scope `knowledge:read`."
       )
+  )
+  .add(
+    HttpApiEndpoint.post("addSource", SOURCES)
+      .setPath(tablePath)
+      .setPayload(CreateSource)
+      .addSuccess(Ok(KnowledgeSource, { message: "Knowledge source added." }))
+      .addError(KnowledgeTableNotFoundResponse)
+      .addError(UnprocessableResponse)
+      .addError(UploadRejectedResponse)
+      .middleware(Authorized["knowledge:write"])
+      .annotate(OpenApi.Summary, "Add a source to a table: a file (multipart `file`) or a URL, sitemap or crawl (JSON)")
+      .annotate(
+        OpenApi.Description,
+        "A file up to 50 MB (413 over it): PDF, DOCX, HTML, Markdown, text, CSV. Or JSON `{kind: \"url\" | \"sitemap\" | \"crawl\", url, max_pages?, max_depth?, include?, exclude?}`. The source is `pending` and synced in the background; its chunks become points with `default_id` `src{id}-{hash}`. The table needs the document columns `text` (string, searchable), `title`, `section`, `source` (strings) and `page` (number): a table without them is a 422 naming them. Scope `knowledge:write`."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("sources", SOURCES)
+      .setPath(tablePath)
+      .addSuccess(Ok(Schema.Array(KnowledgeSource)))
+      .addError(KnowledgeTableNotFoundResponse)
+      .middleware(Authorized["knowledge:read"])
+      .annotate(OpenApi.Summary, "A table's sources with their status and counts")
+  )
+  .add(
+    HttpApiEndpoint.get("source", `${SOURCES}/:source`)
+      .setPath(sourcePath)
+      .addSuccess(Ok(KnowledgeSource))
+      .addError(KnowledgeTableNotFoundResponse)
+      .addError(KnowledgeSourceNotFoundResponse)
+      .middleware(Authorized["knowledge:read"])
+      .annotate(OpenApi.Summary, "A source with its progress (`{done, total}` pages while it syncs)")
+  )
+  .add(
+    HttpApiEndpoint.post("syncSource", `${SOURCES}/:source/sync`)
+      .setPath(sourcePath)
+      .addSuccess(Ok(KnowledgeSource, { message: "Sync requested." }))
+      .addError(KnowledgeTableNotFoundResponse)
+      .addError(KnowledgeSourceNotFoundResponse)
+      .middleware(Authorized["knowledge:write"])
+      .annotate(OpenApi.Summary, "Sync a source again")
+      .annotate(
+        OpenApi.Description,
+        "Changed chunks are updated (and embedded), vanished ones deleted, unchanged ones kept as they are. A sync that fails keeps the last good points. Scope `knowledge:write`."
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("removeSource", `${SOURCES}/:source`)
+      .setPath(sourcePath)
+      .addSuccess(Ok(PointsDeleted, { message: "Knowledge source deleted." }))
+      .addError(KnowledgeTableNotFoundResponse)
+      .addError(KnowledgeSourceNotFoundResponse)
+      .middleware(Authorized["knowledge:write"])
+      .annotate(OpenApi.Summary, "Delete a source and its points")
   )
   .annotate(OpenApi.Title, "Knowledge tables")
 {}

@@ -4,7 +4,13 @@
  * receiver's `{status, message, data}` on the receiver.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { errorBody, MAX_OPERATOR_FILE_BYTES, MAX_OPERATOR_FILES, ValidationIssue } from "@parley/domain"
+import {
+  errorBody,
+  MAX_OPERATOR_FILE_BYTES,
+  MAX_OPERATOR_FILES,
+  MAX_SOURCE_FILE_BYTES,
+  ValidationIssue
+} from "@parley/domain"
 import { isWebhookPath } from "../channels/WebhookPath.js"
 import type { ListenerPolicy } from "./RequestGuard.js"
 
@@ -25,6 +31,8 @@ export const KNOWLEDGE_POINTS_BODY = limit(16 * MB)
 const PART_SLACK = 16 * KB
 /** Operator sends (SPEC.md 4.2): 10 files of 25 MB and the text. */
 export const OPERATOR_MULTIPART_BODY = limit(MAX_OPERATOR_FILES * (MAX_OPERATOR_FILE_BYTES + PART_SLACK) + 1 * MB)
+/** A knowledge source's file (issue 41): one file of 50 MB; more is a 413 before it is read. */
+export const KNOWLEDGE_SOURCE_BODY = limit(MAX_SOURCE_FILE_BYTES + PART_SLACK)
 /** Receiver inbound messages (SPEC.md 4.4): 10 files of 5 MB and the fields. */
 export const RECEIVER_MULTIPART_BODY = limit(10 * (5 * MB + PART_SLACK) + 1 * MB)
 
@@ -33,6 +41,7 @@ export const describeLimit = ({ bytes }: BodyLimit) =>
 
 const OPERATOR_SEND = /^\/api\/user\/[^/]+\/messages$/
 const KNOWLEDGE_POINTS = /^\/api\/user\/knowledge-tables\/[^/]+\/points$/
+const KNOWLEDGE_SOURCES = /^\/api\/user\/knowledge-tables\/[^/]+\/sources$/
 
 const rpcError = (status: number, message: string) =>
   HttpServerResponse.unsafeJson(
@@ -47,6 +56,9 @@ export const ApiPolicy: ListenerPolicy = {
       return OPERATOR_MULTIPART_BODY
     }
     if (method === "PUT" && KNOWLEDGE_POINTS.test(path)) return KNOWLEDGE_POINTS_BODY
+    if (method === "POST" && contentType.includes("multipart/form-data") && KNOWLEDGE_SOURCES.test(path)) {
+      return KNOWLEDGE_SOURCE_BODY
+    }
     return JSON_BODY
   },
   refuse: (path, status, message, validation = []) =>

@@ -38,6 +38,7 @@ import mailboxSync from "./0036_mailbox_sync.js"
 import channelServiceWindow from "./0037_channel_service_window.js"
 import managedModels from "./0038_managed_models.js"
 import tableEmbeddingModels from "./0039_table_embedding_models.js"
+import knowledgeSources from "./0040_knowledge_sources.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -79,5 +80,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0036_mailbox_sync": mailboxSync,
   "0037_channel_service_window": channelServiceWindow,
   "0038_managed_models": managedModels,
-  "0039_table_embedding_models": tableEmbeddingModels
+  "0039_table_embedding_models": tableEmbeddingModels,
+  "0040_knowledge_sources": knowledgeSources
 }

@@ -1,0 +1,157 @@
+/**
+ * SQL of knowledge sources: the only writer of `knowledge_sources` (the points of a source are written by
+ * KnowledgeRepo, through the upsert path). A row is also the durable state of its sync: `claim` takes a due
+ * source with a lease, `progress` renews it page by page, `finish` ends it unless a sync was asked for meanwhile.
+ * Database failures are defects here.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { KnowledgeSource, type SourceKind } from "@parley/domain"
+import { Effect, Option, Schema } from "effect"
+
+const iso = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+
+/** What a sync needs of its source; `requested` is compared when it ends (a sync asked for meanwhile runs again). */
+export const ClaimedSource = Schema.Struct({
+  id: Schema.Number,
+  knowledge_table_id: Schema.Number,
+  workspace_id: Schema.Number,
+  kind: Schema.Literal("file", "url", "sitemap", "crawl"),
+  name: Schema.String,
+  url: Schema.NullOr(Schema.String),
+  file_path: Schema.NullOr(Schema.String),
+  mimetype: Schema.NullOr(Schema.String),
+  settings: Schema.Struct({
+    max_pages: Schema.optional(Schema.Number),
+    max_depth: Schema.optional(Schema.Number),
+    include: Schema.optional(Schema.Array(Schema.String)),
+    exclude: Schema.optional(Schema.Array(Schema.String))
+  }),
+  requested: Schema.NullOr(Schema.String)
+})
+export type ClaimedSource = typeof ClaimedSource.Type
+
+export interface NewSource {
+  readonly tableId: number
+  readonly workspaceId: number
+  readonly kind: SourceKind
+  readonly name: string
+  readonly url: string | null
+  readonly filePath: string | null
+  readonly mimetype: string | null
+  readonly settings: Record<string, unknown>
+}
+
+/** `src12-` and `src1-` differ by the dash: a source's points are exactly those with its prefix. */
+export const pointPrefix = (sourceId: number) => `src${sourceId}-`
+
+export class SourcesRepo extends Effect.Service<SourcesRepo>()("@parley/server/SourcesRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const columns = sql.unsafe(`id::int as id, knowledge_table_id::int as knowledge_table_id, kind, name, url, status,
+      error, points, pages, progress, ${iso("last_synced_at")} as last_synced_at, ${iso("created_at")} as created_at,
+      ${iso("updated_at")} as updated_at`)
+
+    const list = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: KnowledgeSource,
+      execute: (tableId) =>
+        sql`select ${columns} from knowledge_sources where knowledge_table_id = ${tableId} order by id`
+    })
+
+    const Key = Schema.Struct({ tableId: Schema.Number, id: Schema.Number })
+    const get = SqlSchema.findOne({
+      Request: Key,
+      Result: KnowledgeSource,
+      execute: ({ id, tableId }) =>
+        sql`select ${columns} from knowledge_sources where id = ${id} and knowledge_table_id = ${tableId}`
+    })
+
+    const insert = (s: NewSource) =>
+      sql<{ id: number }>`
+        insert into knowledge_sources (knowledge_table_id, workspace_id, kind, name, url, file_path, mimetype, settings,
+                                       sync_requested_at)
+        values (${s.tableId}, ${s.workspaceId}, ${s.kind}, ${s.name}, ${s.url}, ${s.filePath}, ${s.mimetype},
+                ${JSON.stringify(s.settings)}::jsonb, now())
+        returning id::int as id`.pipe(Effect.map((rows) => rows[0]!.id), Effect.orDie)
+
+    /** A source being synced stays `processing`: the newer request makes it run again when it ends. */
+    const requestSync = (tableId: number, id: number) =>
+      sql`update knowledge_sources set sync_requested_at = clock_timestamp(), updated_at = now(),
+            status = case when status = 'processing' then status else 'pending' end
+          where id = ${id} and knowledge_table_id = ${tableId}
+          returning 1`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+    /** Deletes the row; its stored file's key, if it had one. */
+    const remove = (tableId: number, id: number) =>
+      sql<{ file_path: string | null }>`
+        delete from knowledge_sources where id = ${id} and knowledge_table_id = ${tableId} returning file_path`.pipe(
+        Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(rows[0]!.file_path)),
+        Effect.orDie
+      )
+
+    /** The default_ids (and the `source` value) of the source's points. */
+    const points = (tableId: number, id: number) =>
+      sql<{ default_id: string; source: string | null }>`
+        select default_id, data ->> 'source' as source from knowledge_points
+        where knowledge_table_id = ${tableId} and starts_with(default_id, ${pointPrefix(id)})`.pipe(Effect.orDie)
+
+    /** A due source (pending, or processing with an expired lease: its runner died), taken for `leaseMs`. */
+    const claim = (leaseMs: number) =>
+      SqlSchema.findOne({
+        Request: Schema.Number,
+        Result: ClaimedSource,
+        execute: (lease) =>
+          sql`
+            update knowledge_sources s set status = 'processing', lease_until = now() + make_interval(
+              secs => (${lease} / 1000.0)::float8), progress = jsonb_build_object('done', 0, 'total', null),
+              updated_at = now()
+            where s.id = (
+              select id from knowledge_sources
+              where status = 'pending' or (status = 'processing' and lease_until < now())
+              order by sync_requested_at nulls first, id limit 1 for update skip locked)
+            returning s.id::int as id, s.knowledge_table_id::int as knowledge_table_id,
+              s.workspace_id::int as workspace_id, s.kind, s.name, s.url, s.file_path, s.mimetype, s.settings,
+              s.sync_requested_at::text as requested`
+      })(leaseMs).pipe(Effect.orDie)
+
+    /** Pages done, and the lease renewed; false when the source was deleted meanwhile. */
+    const progress = (id: number, done: number, total: number | null, leaseMs: number) =>
+      sql`update knowledge_sources set progress = jsonb_build_object('done', ${done}::int, 'total', ${total}::int),
+            lease_until = now() + make_interval(secs => (${leaseMs} / 1000.0)::float8), updated_at = now()
+          where id = ${id} returning 1`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+    /**
+     * The end of a sync: `ready` with its counts, or `failed` with the reason (the counts of the last good sync
+     * kept). A sync asked for while this one ran (`sync_requested_at` moved) leaves it `pending` instead.
+     */
+    const finish = (
+      claimed: ClaimedSource,
+      outcome:
+        | { readonly _tag: "ready"; readonly points: number; readonly pages: number; readonly note: string | null }
+        | { readonly _tag: "failed"; readonly error: string }
+    ) => {
+      const again = sql`sync_requested_at is distinct from ${claimed.requested}::timestamptz`
+      const status = sql`case when ${again} then 'pending' else ${outcome._tag} end`
+      return (outcome._tag === "ready"
+        ? sql`update knowledge_sources set status = ${status}, error = ${outcome.note}, points = ${outcome.points},
+                pages = ${outcome.pages}, progress = null, last_synced_at = now(), lease_until = null, updated_at = now()
+              where id = ${claimed.id}`
+        : sql`update knowledge_sources set status = ${status}, error = ${outcome.error.slice(0, 1000)},
+                progress = null, lease_until = null, updated_at = now()
+              where id = ${claimed.id}`).pipe(Effect.asVoid, Effect.orDie)
+    }
+
+    return {
+      list: (tableId: number) => list(tableId).pipe(Effect.orDie),
+      get: (tableId: number, id: number) => get({ tableId, id }).pipe(Effect.orDie),
+      insert,
+      requestSync,
+      remove,
+      points,
+      claim,
+      progress,
+      finish
+    }
+  })
+}) {}

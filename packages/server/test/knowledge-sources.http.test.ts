@@ -1,0 +1,274 @@
+/**
+ * Knowledge sources through the real server (issue 41): real files (Markdown, a DOCX zipped with jszip, a corrupt
+ * PDF) and a local site (TestSite.ts) become chunks of a document table, searchable with the table's search; a sync
+ * keeps unchanged points, updates changed ones and deletes vanished ones; deleting a source deletes its points.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import JSZip from "jszip"
+import { ok } from "./support/Contract.js"
+import { type Caller, del, expect422, expectStatus, get, post } from "./support/Opportunities.js"
+import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
+import { startTestSite } from "./support/TestSite.js"
+import { eventually } from "./support/WebhookReceiver.js"
+
+const TABLES = "/api/user/knowledge-tables"
+const sourcesOf = (table: number) => `${TABLES}/${table}/sources`
+
+const documentColumns = [
+  { name: "text", data_type: "string", order: 1, is_searchable: true },
+  { name: "title", data_type: "string", order: 2 },
+  { name: "section", data_type: "string", order: 3 },
+  { name: "source", data_type: "string", order: 4, is_filterable: true },
+  { name: "page", data_type: "number", order: 5 }
+]
+
+/** A user with training credits and a document table. */
+const fixture = Effect.gen(function*() {
+  const owner = yield* seedUser()
+  yield* giveCredits(owner.workspace_id, { training_credits: 1_000 })
+  const table = ok(yield* post(owner, TABLES, { name: "Docs", columns: documentColumns }), "knowledge.create")
+  return { owner, table: table.id }
+})
+
+const upload = (who: Caller, table: number, name: string, type: string, bytes: Uint8Array) =>
+  Effect.flatMap(TestServer, ({ baseUrl }) => {
+    const form = new FormData()
+    form.append("file", new Blob([new Uint8Array(bytes)], { type }), name)
+    return fetchJson(`${baseUrl}${sourcesOf(table)}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${who.token}`, accept: "application/json" },
+      body: form
+    })
+  })
+
+/** The source once its sync ended (`ready` or `failed`). */
+const settled = (who: Caller, table: number, source: number) =>
+  eventually(Effect.map(get(who, `${sourcesOf(table)}/${source}`), (r) => {
+    const s = ok(r, "knowledge.source")
+    return s.status === "ready" || s.status === "failed" ? s : undefined
+  }))
+
+interface Point {
+  readonly point_id: string
+  readonly default_id: string
+  readonly data: Record<string, unknown>
+  readonly modified_date: string
+}
+const pointsOf = (who: Caller, table: number) =>
+  Effect.map(
+    get(who, `${TABLES}/${table}/points?per_page=100`),
+    (r) => ok(r, "knowledge.points").records as ReadonlyArray<Point>
+  )
+
+const encode = (s: string) => new TextEncoder().encode(s)
+
+const W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+const docx = (paragraphs: ReadonlyArray<string>) => {
+  const zip = new JSZip()
+  zip.file(
+    "[Content_Types].xml",
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
+<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
+<Default Extension="xml" ContentType="application/xml"/>
+<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
+</Types>`
+  )
+  zip.file(
+    "_rels/.rels",
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
+<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
+</Relationships>`
+  )
+  zip.file(
+    "word/document.xml",
+    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:document xmlns:w="${W}"><w:body>${
+      paragraphs.map((p) => `<w:p><w:r><w:t>${p}</w:t></w:r></w:p>`).join("")
+    }</w:body></w:document>`
+  )
+  return Effect.promise(() => zip.generateAsync({ type: "uint8array" }))
+}
+const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+const guide = `# Parley guide
+
+## Pricing
+
+The annual plan costs 480 euros a year and includes priority support.
+
+## Delivery
+
+Orders ship from Rotterdam within two working days.
+`
+
+const kb = (sections: ReadonlyArray<readonly [string, string]>) =>
+  `<!doctype html><html><head><title>Knowledge base</title></head><body><main><article><h1>Knowledge base</h1>${
+    sections.map(([h, p]) => `<h2>${h}</h2><p>${p}</p>`).join("")
+  }</article></main></body></html>`
+
+layer(
+  TestServerLive({ KNOWLEDGE_SOURCES_POLL_MS: "100", OUTBOUND_ALLOW_PRIVATE: "true", SOURCE_HOST_DELAY_MS: "0" }),
+  { excludeTestServices: true }
+)(
+  "knowledge sources over REST",
+  (it) => {
+    it.effect("a Markdown file and a DOCX become chunks with the document columns, found by the table's search", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        const md = ok(yield* upload(owner, table, "guide.md", "text/markdown", encode(guide)), "knowledge.addSource")
+        expect(md).toMatchObject({ kind: "file", name: "guide.md", status: "pending", knowledge_table_id: table })
+        const offer = yield* docx(["Offer for ACME", "Delivery of the hex bolts in May"])
+        const word = ok(yield* upload(owner, table, "offer.docx", DOCX, offer), "knowledge.addSource")
+
+        const mdDone = yield* settled(owner, table, md.id)
+        expect(mdDone).toMatchObject({ status: "ready", error: null, pages: 1 })
+        expect(mdDone.points).toBeGreaterThan(0)
+        expect(mdDone.last_synced_at).not.toBeNull()
+        expect(yield* settled(owner, table, word.id)).toMatchObject({ status: "ready", pages: 1 })
+
+        const points = yield* pointsOf(owner, table)
+        const pricing = points.find((p) => String(p.data.text).includes("480 euros"))!
+        expect(pricing.default_id).toMatch(new RegExp(`^src${md.id}-[0-9a-f]{16}$`))
+        expect(pricing.data.source).toBe("guide.md")
+        expect(pricing.data.page ?? null).toBeNull()
+        expect(String(pricing.data.section)).toContain("Pricing")
+        expect(String(pricing.data.text)).not.toContain("Rotterdam")
+        const fromWord = points.filter((p) => p.data.source === "offer.docx")
+        expect(fromWord.map((p) => p.data.text).join(" ")).toContain("hex bolts in May")
+
+        const found = ok(
+          yield* post(owner, `${TABLES}/${table}/search`, { query: "annual plan", limit: 3 }),
+          "knowledge.search"
+        )
+        expect(found.results[0]!.point_id).toBe(pricing.point_id)
+        const list = ok(yield* get(owner, sourcesOf(table)), "knowledge.sources")
+        expect(list.map((s) => s.id)).toEqual([md.id, word.id])
+      }))
+
+    it.scoped("a page synced again keeps its unchanged chunks, updates the changed one and deletes the vanished one", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        const site = yield* Effect.acquireRelease(
+          Effect.promise(() => startTestSite()),
+          (s) => Effect.promise(() => s.close())
+        )
+        site.setPage(
+          "/kb",
+          kb([
+            ["Returns", "Returns are accepted within thirty days of delivery with the receipt."],
+            ["Shipping", "Parcels leave the Rotterdam warehouse every weekday at noon."],
+            ["Warranty", "Every kettle carries a two year warranty against defects."]
+          ])
+        )
+        const url = `${site.origin}/kb`
+        const source = ok(yield* post(owner, sourcesOf(table), { kind: "url", url }), "knowledge.addSource")
+        expect(source).toMatchObject({ kind: "url", url, name: url, status: "pending" })
+        expect(yield* settled(owner, table, source.id)).toMatchObject({ status: "ready", pages: 1, error: null })
+        const first = yield* pointsOf(owner, table)
+        const find = (points: ReadonlyArray<Point>, text: string) =>
+          points.find((p) => String(p.data.text).includes(text))
+        const returns = find(first, "thirty days")!
+        const shipping = find(first, "Rotterdam")!
+        expect(returns.data).toMatchObject({ source: url, section: expect.stringContaining("Returns") })
+        expect(find(first, "two year warranty")).toBeDefined()
+        expect(site.requests.filter((r) => r.path === "/kb")[0]!.userAgent).toContain("ParleyBot/1.0")
+
+        site.setPage(
+          "/kb",
+          kb([
+            ["Returns", "Returns are accepted within thirty days of delivery with the receipt."],
+            ["Shipping", "Parcels leave the Rotterdam warehouse every weekday at three."]
+          ])
+        )
+        const asked = ok(yield* post(owner, `${sourcesOf(table)}/${source.id}/sync`, {}), "knowledge.syncSource")
+        expect(asked.status).toBe("pending")
+        yield* eventually(Effect.map(get(owner, `${sourcesOf(table)}/${source.id}`), (r) => {
+          const s = ok(r, "knowledge.source")
+          return s.status === "ready" && s.updated_at > asked.updated_at ? s : undefined
+        }))
+        const second = yield* pointsOf(owner, table)
+        // unchanged: the same point, not written again
+        expect(find(second, "thirty days")).toEqual(returns)
+        const moved = find(second, "at three")!
+        expect(moved.default_id).not.toBe(shipping.default_id)
+        expect(find(second, "at noon")).toBeUndefined()
+        expect(find(second, "two year warranty")).toBeUndefined()
+        expect(second.every((p) => p.default_id.startsWith(`src${source.id}-`))).toBe(true)
+        expect(ok(yield* get(owner, `${sourcesOf(table)}/${source.id}`), "knowledge.source").points)
+          .toBe(second.length)
+      }))
+
+    it.effect("deleting a source deletes its points and only them", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        const a = ok(
+          yield* upload(owner, table, "a.md", "text/markdown", encode("# A\n\nAlpha facts.")),
+          "knowledge.addSource"
+        )
+        const b = ok(
+          yield* upload(owner, table, "b.md", "text/markdown", encode("# B\n\nBeta facts.")),
+          "knowledge.addSource"
+        )
+        yield* settled(owner, table, a.id)
+        yield* settled(owner, table, b.id)
+        const removed = ok(yield* del(owner, `${sourcesOf(table)}/${a.id}`), "knowledge.removeSource")
+        expect(removed.deleted).toBeGreaterThan(0)
+        expect((yield* pointsOf(owner, table)).map((p) => p.data.source)).toEqual(["b.md"])
+        expectStatus(yield* get(owner, `${sourcesOf(table)}/${a.id}`), 404, "Knowledge source not found.")
+      }))
+
+    it.effect("a corrupt PDF fails with a reason, a table without document columns is a 422, 51 MB is a 413", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        const pdf = ok(
+          yield* upload(owner, table, "broken.pdf", "application/pdf", encode("%PDF-1.7\nnot really a pdf")),
+          "knowledge.addSource"
+        )
+        const failed = yield* settled(owner, table, pdf.id)
+        expect(failed.status).toBe("failed")
+        expect(failed.error).toMatch(/broken\.pdf|PDF/i)
+        expect(failed.points).toBe(0)
+
+        const plain = ok(
+          yield* post(owner, TABLES, {
+            name: "Plain",
+            columns: [{ name: "answer", data_type: "string", order: 1, is_searchable: true }]
+          }),
+          "knowledge.create"
+        )
+        expect422(yield* post(owner, sourcesOf(plain.id), { kind: "url", url: "https://example.com/" }), [
+          "columns.page",
+          "columns.section",
+          "columns.source",
+          "columns.text",
+          "columns.title"
+        ])
+        expect422(yield* post(owner, sourcesOf(table), { kind: "url", url: "ftp://example.com/" }), ["url"])
+
+        const big = new Uint8Array(51 * 1024 * 1024)
+        expectStatus(yield* upload(owner, table, "big.txt", "text/plain", big), 413)
+      }))
+
+    it.effect("another workspace gets 404 for the table's sources and cannot sync or delete them", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        const source = ok(
+          yield* upload(owner, table, "c.md", "text/markdown", encode("# C\n\nGamma facts.")),
+          "knowledge.addSource"
+        )
+        const stranger = yield* seedUser()
+        expectStatus(yield* get(stranger, sourcesOf(table)), 404, "Knowledge table not found.")
+        expectStatus(yield* get(stranger, `${sourcesOf(table)}/${source.id}`), 404)
+        expectStatus(yield* post(stranger, `${sourcesOf(table)}/${source.id}/sync`, {}), 404)
+        expectStatus(yield* del(stranger, `${sourcesOf(table)}/${source.id}`), 404)
+        expectStatus(yield* upload(stranger, table, "d.md", "text/markdown", encode("# D")), 404)
+        // a source id of another table is not found through this one
+        const { owner: other, table: otherTable } = yield* fixture
+        expectStatus(yield* get(other, `${sourcesOf(otherTable)}/${source.id}`), 404, "Knowledge source not found.")
+        yield* settled(owner, table, source.id)
+      }))
+  }
+)
