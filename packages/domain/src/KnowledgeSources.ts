@@ -16,6 +16,8 @@ export const KnowledgeSourceIdFromString = IdFromString(KnowledgeSourceId)
 export const SourceKind = Schema.Literal("file", "url", "sitemap", "crawl")
 export type SourceKind = typeof SourceKind.Type
 export const SourceStatus = Schema.Literal("pending", "processing", "ready", "failed")
+/** A web source's own re-sync: `off` (on demand only), or a day or a week after its last sync. */
+export const SourceSync = Schema.Literal("off", "daily", "weekly")
 export type SourceStatus = typeof SourceStatus.Type
 
 /** The columns a table needs to take a source's chunks: name, type, and what its value is. */
@@ -41,6 +43,7 @@ export class KnowledgeSource extends Schema.Class<KnowledgeSource>("KnowledgeSou
   points: Schema.Int,
   pages: Schema.Int,
   progress: Schema.NullOr(Schema.Struct({ done: Schema.Int, total: Schema.NullOr(Schema.Int) })),
+  sync: SourceSync,
   last_synced_at: Schema.NullOr(Timestamp),
   created_at: Timestamp,
   updated_at: Timestamp
@@ -57,7 +60,10 @@ export const CreateWebSource = Schema.Struct({
     description: "Links deep from `url` (crawl, default 3)"
   }),
   include: Schema.optional(Patterns).annotations({ description: "Only URLs containing one of these (crawl)" }),
-  exclude: Schema.optional(Patterns).annotations({ description: "No URL containing one of these (crawl)" })
+  exclude: Schema.optional(Patterns).annotations({ description: "No URL containing one of these (crawl)" }),
+  sync: Schema.optional(SourceSync).annotations({
+    description: "Sync again a day or a week after the last sync (default off: on demand only)"
+  })
 }).annotations({ ...all, identifier: "CreateWebSource" })
 export type CreateWebSource = typeof CreateWebSource.Type
 

@@ -5,6 +5,7 @@
  * No database.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { MAX_SOURCE_FILE_BYTES } from "@parley/domain"
 import { Effect } from "effect"
 import JSZip from "jszip"
 import { chunk, DEFAULT_CHUNK_OPTIONS, type SourceDocument } from "../src/knowledge/Chunker.js"
@@ -248,7 +249,8 @@ describe("documentOf", () => {
       expect([broken.reason, broken.message]).toEqual(["unreadable", "\"broken.pdf\" could not be read as a PDF"])
       const image = yield* Effect.flip(documentOf(bytes("GIF89a"), "image/gif", "a.gif"))
       expect(image.reason).toBe("unsupported")
-      const huge = yield* Effect.flip(documentOf(new Uint8Array(20 * 1024 * 1024 + 1), "text/plain", "big.txt"))
+      // a source's file may have 50 MB: one byte more is not read
+      const huge = yield* Effect.flip(documentOf(new Uint8Array(MAX_SOURCE_FILE_BYTES + 1), "text/plain", "big.txt"))
       expect(huge.reason).toBe("too_large")
     }))
 

@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import JSZip from "jszip"
 import { ok } from "./support/Contract.js"
 import { type Caller, del, expect422, expectStatus, get, post } from "./support/Opportunities.js"
+import { sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { startTestSite } from "./support/TestSite.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -269,6 +270,54 @@ layer(
         const { owner: other, table: otherTable } = yield* fixture
         expectStatus(yield* get(other, `${sourcesOf(otherTable)}/${source.id}`), 404, "Knowledge source not found.")
         yield* settled(owner, table, source.id)
+      }))
+
+    it.scoped("a daily source syncs itself once a day has passed since its last sync; an off one never does", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        const site = yield* Effect.acquireRelease(
+          Effect.promise(() => startTestSite()),
+          (s) => Effect.promise(() => s.close())
+        )
+        site.setPage("/daily", kb([["Hours", "The shop opens at nine every morning."]]))
+        site.setPage("/manual", kb([["Phone", "Call the front desk on extension twelve."]]))
+        // created first: a sweep would take it before the daily one, were it due
+        const manual = ok(
+          yield* post(owner, sourcesOf(table), { kind: "url", url: `${site.origin}/manual` }),
+          "knowledge.addSource"
+        )
+        expect(manual.sync).toBe("off")
+        const daily = ok(
+          yield* post(owner, sourcesOf(table), { kind: "url", url: `${site.origin}/daily`, sync: "daily" }),
+          "knowledge.addSource"
+        )
+        expect(daily.sync).toBe("daily")
+        const first = yield* settled(owner, table, daily.id)
+        yield* settled(owner, table, manual.id)
+        const fetched = (path: string) => site.requests.filter((r) => r.path === path).length
+        expect(fetched("/daily")).toBe(1)
+
+        // a day later, as the database's clock sees it: both last synced 25 hours ago
+        yield* sqlRows`update knowledge_sources set last_synced_at = now() - interval '25 hours'
+                       where id in (${daily.id}, ${manual.id})`
+        site.setPage("/daily", kb([["Hours", "The shop opens at eight every morning."]]))
+        const again = yield* eventually(
+          Effect.map(get(owner, `${sourcesOf(table)}/${daily.id}`), (r) => {
+            const s = ok(r, "knowledge.source")
+            // later than the first sync (the update above moved it back a day)
+            return s.status === "ready" && Date.parse(s.last_synced_at!) > Date.parse(first.last_synced_at!)
+              ? s
+              : undefined
+          }),
+          20_000
+        )
+        expect(again.error).toBeNull()
+        expect(fetched("/daily")).toBe(2)
+        const texts = (yield* pointsOf(owner, table)).map((p) => String(p.data.text))
+        expect(texts.some((t) => t.includes("opens at eight"))).toBe(true)
+        expect(texts.some((t) => t.includes("opens at nine"))).toBe(false)
+        // the source without a schedule waits for a sync to be asked for
+        expect(fetched("/manual")).toBe(1)
       }))
   }
 )

@@ -5,12 +5,13 @@
  * Markdown, text and CSV as they are. Refuses as files/Extract.ts does (same error, same byte limit).
  */
 import { Readability } from "@mozilla/readability"
+import { MAX_SOURCE_FILE_BYTES } from "@parley/domain"
 import { Effect } from "effect"
 import { parseHTML } from "linkedom"
 import mammoth from "mammoth"
 import TurndownService from "turndown"
 import { getDocumentProxy } from "unpdf"
-import { ExtractFailed, MAX_EXTRACT_BYTES } from "../files/Extract.js"
+import { ExtractFailed } from "../files/Extract.js"
 import type { SourceDocument } from "./Chunker.js"
 import { pdfPages } from "./PdfText.js"
 
@@ -188,7 +189,7 @@ const isPasswordError = (cause: unknown) =>
 
 /**
  * The document in `bytes`, of type `mimetype`, named `name` (a file name or a URL). Fails with `ExtractFailed`: a
- * type it does not read (`unsupported`), more than Extract.ts's byte limit (`too_large`), bytes its parser rejects or
+ * type it does not read (`unsupported`), more than a source's file may have (50 MB, `too_large`), bytes its parser rejects or
  * a PDF locked by a password (`unreadable`).
  */
 export const documentOf = Effect.fn("DocumentText.documentOf")(function*(
@@ -204,10 +205,10 @@ export const documentOf = Effect.fn("DocumentText.documentOf")(function*(
       message: `"${name}" (${mimetype || "no type"}) is not a document whose text can be read`
     })
   }
-  if (bytes.byteLength > MAX_EXTRACT_BYTES) {
+  if (bytes.byteLength > MAX_SOURCE_FILE_BYTES) {
     return yield* new ExtractFailed({
       reason: "too_large",
-      message: `"${name}" has ${bytes.byteLength} bytes, more than the ${MAX_EXTRACT_BYTES} whose text is read`
+      message: `"${name}" has ${bytes.byteLength} bytes, more than the ${MAX_SOURCE_FILE_BYTES} whose text is read`
     })
   }
   const unreadable = (cause: unknown) =>

@@ -183,9 +183,10 @@ export class SourceIngest extends Effect.Service<SourceIngest>()("@parley/server
         Effect.withSpan("SourceIngest.sync", { attributes: { knowledge_source_id: s.id, kind: s.kind } })
       )
 
-    /** Every due source, one after another. */
+    /** Every due source (those whose schedule came round made due first), one after another. */
     const sweep = (leaseMs: number) =>
       Effect.gen(function*() {
+        yield* repo.scheduleDue
         for (;;) {
           const claimed = yield* repo.claim(leaseMs)
           if (Option.isNone(claimed)) return

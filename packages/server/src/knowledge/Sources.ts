@@ -97,7 +97,8 @@ export class Sources extends Effect.Service<Sources>()("@parley/server/Sources",
             url: null,
             filePath: key,
             mimetype: storableName(input.file.contentType) || "application/octet-stream",
-            settings: {}
+            settings: {},
+            sync: "off"
           })
         } else {
           const url = webUrl(input.url)
@@ -116,7 +117,8 @@ export class Sources extends Effect.Service<Sources>()("@parley/server/Sources",
               max_depth: input.max_depth ?? DEFAULT_MAX_DEPTH,
               include: input.include ?? [],
               exclude: input.exclude ?? []
-            }
+            },
+            sync: input.sync ?? "off"
           })
         }
         return yield* repo.get(tableId, id).pipe(Effect.map(Option.getOrThrow))

@@ -39,6 +39,7 @@ export interface NewSource {
   readonly filePath: string | null
   readonly mimetype: string | null
   readonly settings: Record<string, unknown>
+  readonly sync: "off" | "daily" | "weekly"
 }
 
 /** `src12-` and `src1-` differ by the dash: a source's points are exactly those with its prefix. */
@@ -49,7 +50,9 @@ export class SourcesRepo extends Effect.Service<SourcesRepo>()("@parley/server/S
     const sql = yield* SqlClient.SqlClient
 
     const columns = sql.unsafe(`id::int as id, knowledge_table_id::int as knowledge_table_id, kind, name, url, status,
-      error, points, pages, progress, ${iso("last_synced_at")} as last_synced_at, ${iso("created_at")} as created_at,
+      error, points, pages, progress, sync, ${iso("last_synced_at")} as last_synced_at, ${
+      iso("created_at")
+    } as created_at,
       ${iso("updated_at")} as updated_at`)
 
     const list = SqlSchema.findAll({
@@ -70,9 +73,9 @@ export class SourcesRepo extends Effect.Service<SourcesRepo>()("@parley/server/S
     const insert = (s: NewSource) =>
       sql<{ id: number }>`
         insert into knowledge_sources (knowledge_table_id, workspace_id, kind, name, url, file_path, mimetype, settings,
-                                       sync_requested_at)
+                                       sync, sync_requested_at)
         values (${s.tableId}, ${s.workspaceId}, ${s.kind}, ${s.name}, ${s.url}, ${s.filePath}, ${s.mimetype},
-                ${JSON.stringify(s.settings)}::jsonb, now())
+                ${JSON.stringify(s.settings)}::jsonb, ${s.sync}, now())
         returning id::int as id`.pipe(Effect.map((rows) => rows[0]!.id), Effect.orDie)
 
     /** A source being synced stays `processing`: the newer request makes it run again when it ends. */
@@ -81,6 +84,19 @@ export class SourcesRepo extends Effect.Service<SourcesRepo>()("@parley/server/S
             status = case when status = 'processing' then status else 'pending' end
           where id = ${id} and knowledge_table_id = ${tableId}
           returning 1`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+    /**
+     * Sources whose schedule came round (a day or a week since their last sync, failed ones included: they keep their
+     * last good points and try again) are made due, as a requested sync makes them.
+     */
+    const scheduleDue = sql`
+      update knowledge_sources set sync_requested_at = clock_timestamp(), updated_at = now(), status = 'pending'
+      where sync <> 'off' and status in ('ready', 'failed')
+        and coalesce(last_synced_at, created_at)
+          + case sync when 'daily' then interval '1 day' else interval '7 days' end <= now()`.pipe(
+      Effect.asVoid,
+      Effect.orDie
+    )
 
     /** Deletes the row; its stored file's key, if it had one. */
     const remove = (tableId: number, id: number) =>
@@ -150,6 +166,7 @@ export class SourcesRepo extends Effect.Service<SourcesRepo>()("@parley/server/S
       remove,
       points,
       claim,
+      scheduleDue,
       progress,
       finish
     }

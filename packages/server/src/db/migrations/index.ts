@@ -39,6 +39,7 @@ import channelServiceWindow from "./0037_channel_service_window.js"
 import managedModels from "./0038_managed_models.js"
 import tableEmbeddingModels from "./0039_table_embedding_models.js"
 import knowledgeSources from "./0040_knowledge_sources.js"
+import sourceSchedule from "./0041_source_schedule.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -81,5 +82,6 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0037_channel_service_window": channelServiceWindow,
   "0038_managed_models": managedModels,
   "0039_table_embedding_models": tableEmbeddingModels,
-  "0040_knowledge_sources": knowledgeSources
+  "0040_knowledge_sources": knowledgeSources,
+  "0041_source_schedule": sourceSchedule
 }
