@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import JSZip from "jszip"
 import { extractText } from "../src/files/Extract.js"
+import { DOCX, docx } from "./support/Documents.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -32,39 +32,6 @@ const pdf = (lines: ReadonlyArray<string>) => {
     `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
   return bytes(body)
 }
-
-const W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-
-/** A DOCX: [Content_Types].xml, the package relationship to the main part, and word/document.xml. */
-const docx = (paragraphs: ReadonlyArray<string>) => {
-  const zip = new JSZip()
-  zip.file(
-    "[Content_Types].xml",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
-<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
-<Default Extension="xml" ContentType="application/xml"/>
-<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
-</Types>`
-  )
-  zip.file(
-    "_rels/.rels",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
-<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
-</Relationships>`
-  )
-  zip.file(
-    "word/document.xml",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:document xmlns:w="${W}"><w:body>${
-      paragraphs.map((p) => `<w:p><w:r><w:t>${p}</w:t></w:r></w:p>`).join("")
-    }</w:body></w:document>`
-  )
-  return Effect.promise(() => zip.generateAsync({ type: "uint8array" }))
-}
-
-const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 describe("extractText", () => {
   it.effect("reads the text lines of a PDF", () =>

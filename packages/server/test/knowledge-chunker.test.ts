@@ -7,9 +7,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { MAX_SOURCE_FILE_BYTES } from "@parley/domain"
 import { Effect } from "effect"
-import JSZip from "jszip"
 import { chunk, DEFAULT_CHUNK_OPTIONS, type SourceDocument } from "../src/knowledge/Chunker.js"
 import { documentOf } from "../src/knowledge/DocumentText.js"
+import { DOCX, docx } from "./support/Documents.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -56,57 +56,6 @@ const pdf = (
     `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R${info}${encrypt} >>\nstartxref\n${xref}\n%%EOF\n`
   return bytes(body)
 }
-
-const W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-
-/** A DOCX whose paragraphs may carry Word's built-in heading styles (styles.xml names them "heading 1", ...). */
-const docx = (paragraphs: ReadonlyArray<readonly [style: string | null, text: string]>) => {
-  const zip = new JSZip()
-  zip.file(
-    "[Content_Types].xml",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
-<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
-<Default Extension="xml" ContentType="application/xml"/>
-<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
-<Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/>
-</Types>`
-  )
-  zip.file(
-    "_rels/.rels",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
-<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
-</Relationships>`
-  )
-  zip.file(
-    "word/_rels/document.xml.rels",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
-<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/>
-</Relationships>`
-  )
-  zip.file(
-    "word/styles.xml",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:styles xmlns:w="${W}">${
-      [1, 2].map((n) => `<w:style w:type="paragraph" w:styleId="Heading${n}"><w:name w:val="heading ${n}"/></w:style>`)
-        .join("")
-    }</w:styles>`
-  )
-  zip.file(
-    "word/document.xml",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:document xmlns:w="${W}"><w:body>${
-      paragraphs.map(([style, text]) =>
-        `<w:p>${style === null ? "" : `<w:pPr><w:pStyle w:val="${style}"/></w:pPr>`}<w:r><w:t>${text}</w:t></w:r></w:p>`
-      ).join("")
-    }</w:body></w:document>`
-  )
-  return Effect.promise(() => zip.generateAsync({ type: "uint8array" }))
-}
-
-const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 const sentence = (i: number) => `Sentence number ${i} says something about the plan.`
 const paragraph = (from: number, count: number) => Array.from({ length: count }, (_, i) => sentence(from + i)).join(" ")

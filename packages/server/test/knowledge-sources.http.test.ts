@@ -5,8 +5,8 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import JSZip from "jszip"
 import { ok } from "./support/Contract.js"
+import { DOCX, docx } from "./support/Documents.js"
 import { type Caller, del, expect422, expectStatus, get, post } from "./support/Opportunities.js"
 import { sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
@@ -63,36 +63,6 @@ const pointsOf = (who: Caller, table: number) =>
   )
 
 const encode = (s: string) => new TextEncoder().encode(s)
-
-const W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-const docx = (paragraphs: ReadonlyArray<string>) => {
-  const zip = new JSZip()
-  zip.file(
-    "[Content_Types].xml",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
-<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
-<Default Extension="xml" ContentType="application/xml"/>
-<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
-</Types>`
-  )
-  zip.file(
-    "_rels/.rels",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
-<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
-</Relationships>`
-  )
-  zip.file(
-    "word/document.xml",
-    `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:document xmlns:w="${W}"><w:body>${
-      paragraphs.map((p) => `<w:p><w:r><w:t>${p}</w:t></w:r></w:p>`).join("")
-    }</w:body></w:document>`
-  )
-  return Effect.promise(() => zip.generateAsync({ type: "uint8array" }))
-}
-const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 const guide = `# Parley guide
 

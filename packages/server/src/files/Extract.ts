@@ -31,8 +31,16 @@ export const MAX_EXTRACT_BYTES = 20 * 1024 * 1024
 /** A parser that has not answered in this long is given up: a crafted PDF can make pdf.js work for minutes. */
 const PARSE_TIMEOUT = "20 seconds"
 
-type Kind = "pdf" | "docx" | "html" | "text"
-const KIND_NAMES: Record<Kind, string> = { pdf: "a PDF", docx: "a Word document", html: "HTML", text: "text" }
+/** What reads a document: its type. Markdown is text to a turn and keeps its headings for the knowledge chunker. */
+export type DocumentKind = "pdf" | "docx" | "html" | "markdown" | "text"
+export const KIND_NAMES: Record<DocumentKind, string> = {
+  pdf: "a PDF",
+  docx: "a Word document",
+  html: "HTML",
+  markdown: "Markdown",
+  text: "text"
+}
+type Kind = DocumentKind
 
 const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 const TEXT_TYPES = new Set(["application/json", "application/csv", "application/x-ndjson", "application/xml"])
@@ -41,27 +49,37 @@ const BY_EXTENSION: Record<string, Kind> = {
   docx: "docx",
   html: "html",
   htm: "html",
+  md: "markdown",
+  markdown: "markdown",
   txt: "text",
-  md: "text",
-  markdown: "text",
   csv: "text",
   tsv: "text",
   json: "text"
 }
 
-/** The mimetype decides; a generic one (`application/octet-stream`, empty) leaves it to the file name's extension. */
-const kindOf = (mimetype: string, name: string): Kind | null => {
+/** A file name's or URL's extension (a URL's query and fragment left out). */
+const extension = (name: string) => name.split(/[?#]/)[0]!.split(".").pop()?.toLowerCase() ?? ""
+
+/**
+ * The mimetype decides; a generic one (`application/octet-stream`, empty) leaves it to the file name's extension.
+ * Null: a type whose text is not read.
+ */
+export const documentKind = (mimetype: string, name: string): Kind | null => {
   const type = mimetype.split(";")[0]!.trim().toLowerCase()
   if (type === "application/pdf") return "pdf"
   if (type === DOCX) return "docx"
   if (type === "text/html" || type === "application/xhtml+xml") return "html"
-  if (type.startsWith("text/") || TEXT_TYPES.has(type) || type.endsWith("+json")) return "text"
+  if (type === "text/markdown" || type === "text/x-markdown") return "markdown"
+  if (type.startsWith("text/") || TEXT_TYPES.has(type) || type.endsWith("+json")) {
+    // text/plain is what many clients send for a .md file
+    return BY_EXTENSION[extension(name)] === "markdown" ? "markdown" : "text"
+  }
   if (type !== "" && type !== "application/octet-stream" && type !== "binary/octet-stream") return null
-  return BY_EXTENSION[name.split(".").pop()?.toLowerCase() ?? ""] ?? null
+  return BY_EXTENSION[extension(name)] ?? null
 }
 
-/** A text file's charset as its mimetype states it (`text/csv; charset=windows-1252`), else UTF-8. */
-const decode = (bytes: Uint8Array, mimetype: string) => {
+/** A text's charset as its mimetype states it (`text/csv; charset=windows-1252`), else UTF-8. */
+export const decodeText = (bytes: Uint8Array, mimetype: string) => {
   const charset = mimetype.match(/charset="?([^";\s]+)/i)?.[1]
   try {
     return new TextDecoder(charset ?? "utf-8").decode(bytes)
@@ -83,13 +101,14 @@ const parse = (kind: Kind, bytes: Uint8Array, mimetype: string): Promise<string>
         .then((r) => r.value)
     case "html":
       return Promise.resolve(
-        convert(decode(bytes, mimetype), {
+        convert(decodeText(bytes, mimetype), {
           wordwrap: false,
           selectors: [{ selector: "img", format: "skip" }, { selector: "a", options: { ignoreHref: true } }]
         })
       )
+    case "markdown":
     case "text":
-      return Promise.resolve(decode(bytes, mimetype))
+      return Promise.resolve(decodeText(bytes, mimetype))
   }
 }
 
@@ -122,7 +141,7 @@ export const extractText = Effect.fn("Extract.extractText")(function*(
   options: { readonly maxBytes?: number } = {}
 ) {
   yield* Effect.annotateCurrentSpan({ mimetype, bytes: bytes.byteLength })
-  const kind = kindOf(mimetype, name)
+  const kind = documentKind(mimetype, name)
   if (kind === null) {
     return yield* new ExtractFailed({
       reason: "unsupported",

@@ -11,7 +11,7 @@ import { parseHTML } from "linkedom"
 import mammoth from "mammoth"
 import TurndownService from "turndown"
 import { getDocumentProxy } from "unpdf"
-import { ExtractFailed } from "../files/Extract.js"
+import { decodeText, type DocumentKind, documentKind, ExtractFailed, KIND_NAMES } from "../files/Extract.js"
 import type { SourceDocument } from "./Chunker.js"
 import { pdfPages } from "./PdfText.js"
 
@@ -21,64 +21,12 @@ import { pdfPages } from "./PdfText.js"
  */
 const PARSE_TIMEOUT = "60 seconds"
 
-type Kind = "pdf" | "docx" | "html" | "markdown" | "text"
-const KIND_NAMES: Record<Kind, string> = {
-  pdf: "a PDF",
-  docx: "a Word document",
-  html: "HTML",
-  markdown: "Markdown",
-  text: "text"
-}
-
-const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-const TEXT_TYPES = new Set(["application/json", "application/csv", "application/x-ndjson", "application/xml"])
-const BY_EXTENSION: Record<string, Kind> = {
-  pdf: "pdf",
-  docx: "docx",
-  html: "html",
-  htm: "html",
-  md: "markdown",
-  markdown: "markdown",
-  txt: "text",
-  csv: "text",
-  tsv: "text",
-  json: "text"
-}
-
-/** The mimetype decides; a generic one (`application/octet-stream`, empty) leaves it to the file name's extension. */
-const kindOf = (mimetype: string, name: string): Kind | null => {
-  const type = mimetype.split(";")[0]!.trim().toLowerCase()
-  if (type === "application/pdf") return "pdf"
-  if (type === DOCX) return "docx"
-  if (type === "text/html" || type === "application/xhtml+xml") return "html"
-  if (type === "text/markdown" || type === "text/x-markdown") return "markdown"
-  if (type.startsWith("text/") || TEXT_TYPES.has(type) || type.endsWith("+json")) {
-    // text/plain is what many clients send for a .md file
-    return BY_EXTENSION[extension(name)] === "markdown" ? "markdown" : "text"
-  }
-  if (type !== "" && type !== "application/octet-stream" && type !== "binary/octet-stream") return null
-  return BY_EXTENSION[extension(name)] ?? null
-}
-
-const extension = (name: string) => name.split(/[?#]/)[0]!.split(".").pop()?.toLowerCase() ?? ""
-
 /** The file name without its folder and extension: the title of a document that names none itself. */
 const baseTitle = (name: string) => {
   const file = decodeURIComponent(name.split(/[?#]/)[0]!.split("/").filter((s) => s !== "").pop() ?? name)
   const dot = file.lastIndexOf(".")
   const title = (dot > 0 ? file.slice(0, dot) : file).trim()
   return title === "" ? null : title
-}
-
-/** A text's charset as its mimetype states it (`text/csv; charset=windows-1252`), else UTF-8. */
-export const decodeText = (bytes: Uint8Array, mimetype: string) => {
-  const charset = mimetype.match(/charset="?([^";\s]+)/i)?.[1]
-  try {
-    return new TextDecoder(charset ?? "utf-8").decode(bytes)
-  } catch {
-    // a label TextDecoder does not know
-    return new TextDecoder("utf-8").decode(bytes)
-  }
 }
 
 const turndown = () => {
@@ -155,7 +103,12 @@ const pdfDocument = async (bytes: Uint8Array, name: string): Promise<SourceDocum
   }
 }
 
-const parse = async (kind: Kind, bytes: Uint8Array, mimetype: string, name: string): Promise<SourceDocument> => {
+const parse = async (
+  kind: DocumentKind,
+  bytes: Uint8Array,
+  mimetype: string,
+  name: string
+): Promise<SourceDocument> => {
   switch (kind) {
     case "pdf":
       return pdfDocument(bytes, name)
@@ -198,7 +151,7 @@ export const documentOf = Effect.fn("DocumentText.documentOf")(function*(
   name: string
 ) {
   yield* Effect.annotateCurrentSpan({ mimetype, bytes: bytes.byteLength })
-  const kind = kindOf(mimetype, name)
+  const kind = documentKind(mimetype, name)
   if (kind === null) {
     return yield* new ExtractFailed({
       reason: "unsupported",
