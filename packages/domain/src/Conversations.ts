@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import { ChannelKind } from "./Channels.js"
+import { MessageCitation } from "./Citations.js"
 import { FileEntryWithUrl } from "./Files.js"
 import { Handoff, HandoffEvent, HandoffState } from "./Handoff.js"
 import { ChannelId, IdFromString, PipelineId, StageId, UserId, WorkspaceId } from "./Ids.js"
@@ -160,6 +161,10 @@ export class ConversationMessage extends Schema.Class<ConversationMessage>("Conv
   delivered_at: Schema.NullOr(Timestamp),
   read_at: Schema.NullOr(Timestamp),
   deliveries: Schema.Array(DeliveryAttempt).annotations({ description: "Reply-webhook attempts, oldest first" }),
+  citations: Schema.optional(Schema.Array(MessageCitation)).annotations({
+    description:
+      "On an AI reply that was given knowledge points: each point (table, `point_id`) and, for a source's, its title, URL or file name and page"
+  }),
   created_at: Timestamp
 }) {}
 

@@ -311,13 +311,41 @@ export const replaceDecodeError = <A>(api: A, schema: Schema.Schema<HttpApiError
 }
 
 /**
+ * A multipart body over its route's whole-body limit (the MaxBodySize the request guard sets, http/BodyLimits.ts),
+ * as either parser words it: BodyTooLarge, or platform-node's InternalError wrapping a MaxTotalSize ReachedLimit.
+ */
+const isBodyOverLimit = (u: unknown): u is Multipart.MultipartError => {
+  if (!Predicate.isTagged(u, "MultipartError")) return false
+  const e = u as Multipart.MultipartError
+  const cause = e.cause as { _tag?: string; limit?: string } | undefined
+  return e.reason === "BodyTooLarge" || (cause?._tag === "ReachedLimit" && cause.limit === "MaxTotalSize")
+}
+
+/**
+ * A multipart body over its route's limit without a Content-Length that announced it (a chunked upload): the 413 the
+ * guard answers when the length is announced, found while the body streams, so nothing of it is stored.
+ */
+export const UploadTooLargeResponse = Schema.transform(ErrorEnvelope, Schema.declare(isBodyOverLimit), {
+  strict: false,
+  decode: (env) => new Multipart.MultipartError({ reason: "BodyTooLarge", cause: env.message }),
+  encode: (): ErrorEnvelope => ({
+    status: false,
+    code: 413,
+    validation: [],
+    message: "The request body is larger than this endpoint accepts.",
+    data: null
+  })
+}).annotations({ ...HttpApiSchema.annotations({ status: 413 }), identifier: "UploadTooLarge" })
+
+/**
  * An upload over its limit fails while the body is read (a defect the builder raises), before any
  * handler runs: answered as the 422 SPEC.md 4.2 gives for "a file over 25 MB", naming `files`.
- * (With platform-node the per-file limit arrives as an InternalError wrapping a ReachedLimit.)
+ * (With platform-node the per-file limit arrives as an InternalError wrapping a ReachedLimit.) A body over the
+ * route's whole limit is UploadTooLargeResponse's 413.
  */
 export const UploadRejectedResponse = Schema.transform(
   ErrorEnvelope,
-  Schema.declare((u): u is Multipart.MultipartError => Predicate.isTagged(u, "MultipartError")),
+  Schema.declare((u): u is Multipart.MultipartError => Predicate.isTagged(u, "MultipartError") && !isBodyOverLimit(u)),
   {
     strict: false,
     decode: (env) => new Multipart.MultipartError({ reason: "FileTooLarge", cause: env.message }),

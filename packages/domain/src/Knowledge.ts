@@ -49,7 +49,9 @@ export class KnowledgeTable extends Schema.Class<KnowledgeTable>("KnowledgeTable
   }),
   reembedding: Schema.NullOr(Reembedding).annotations({
     description: "While its points are embedded again for a new model (search uses the old vectors meanwhile)"
-  })
+  }),
+  chunk_size: Schema.Int.annotations({ description: "Max characters per source chunk" }),
+  chunk_overlap: Schema.Int.annotations({ description: "Characters repeated between chunks" })
 }) {}
 
 export class KnowledgeTableWithColumns
@@ -80,6 +82,19 @@ export const CreateKnowledgeColumn = Schema.Struct({
   is_unique: flag(false, "Values must differ across points")
 })
 
+/** Chunking of a table's sources (knowledge/Chunker.ts): its defaults and bounds; the overlap is at most half the size. */
+export const CHUNK_SIZE = { default: 1200, min: 200, max: 8000 } as const
+export const CHUNK_OVERLAP = { default: 150, min: 0, max: CHUNK_SIZE.max / 2 } as const
+
+const chunkFields = {
+  chunk_size: Schema.optional(IntBetween(CHUNK_SIZE.min, CHUNK_SIZE.max)).annotations({
+    description: `Max characters per source chunk (${CHUNK_SIZE.default})`
+  }),
+  chunk_overlap: Schema.optional(IntBetween(CHUNK_OVERLAP.min, CHUNK_OVERLAP.max)).annotations({
+    description: `Characters repeated between chunks, at most half chunk_size (${CHUNK_OVERLAP.default})`
+  })
+}
+
 export const CreateKnowledgeTable = Schema.Struct({
   workspace_id: Schema.optional(WorkspaceId).annotations({
     description: "Workspace to create in; defaults to the caller's own"
@@ -103,7 +118,8 @@ export const CreateKnowledgeTable = Schema.Struct({
         return cols.some((c) => c.is_searchable) || "must have at least one searchable column (is_searchable)"
       })
     )
-  ).annotations({ description: "Its typed columns, at least one searchable" })
+  ).annotations({ description: "Its typed columns, at least one searchable" }),
+  ...chunkFields
 }).annotations({ ...all, identifier: "CreateKnowledgeTable" })
 export type CreateKnowledgeTable = typeof CreateKnowledgeTable.Type
 
@@ -113,7 +129,8 @@ export const UpdateKnowledgeTable = Schema.Struct({
   description: Schema.optional(Schema.NullOr(Text(5000))).annotations({ description: "What the table holds" }),
   embedding_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
     description: "A model with the `embeddings` capability the workspace may use; null: the server's embedder"
-  })
+  }),
+  ...chunkFields
 }).annotations({ ...all, identifier: "UpdateKnowledgeTable" })
 export type UpdateKnowledgeTable = typeof UpdateKnowledgeTable.Type
 

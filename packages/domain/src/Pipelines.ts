@@ -83,6 +83,7 @@ export class Pipeline extends Schema.Class<Pipeline>("Pipeline")({
   fallback_model_id: Schema.NullOr(AiModelId),
   vision_model_id: Schema.NullOr(AiModelId),
   transcription_model_id: Schema.NullOr(AiModelId),
+  cite_sources: Schema.Boolean,
   handoff_instructions: Schema.NullOr(Schema.String),
   handoff_bridge_mode: HandoffBridgeMode,
   handoff_bridge_text: Schema.NullOr(Schema.String),
@@ -202,6 +203,9 @@ const settingsFields = {
   }),
   transcription_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
     description: "A transcription model for voice notes"
+  }),
+  cite_sources: Schema.optional(Schema.Boolean).annotations({
+    description: "End replies with the links of the knowledge sources they used (default false)"
   }),
   ...handoffFields
 }

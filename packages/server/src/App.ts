@@ -36,7 +36,7 @@ import { ApiListener, BoundAddresses, listen, ReceiverListener } from "./http/Li
 import { Readiness } from "./http/Readiness.js"
 import { Identity } from "./identity/Identity.js"
 import { Knowledge } from "./knowledge/Knowledge.js"
-import { SourceIngestLive } from "./knowledge/SourceIngest.js"
+import { KnowledgeSourcesLive } from "./knowledge/SourceDispatch.js"
 import { Sources } from "./knowledge/Sources.js"
 import { Messages } from "./messages/Messages.js"
 import { AiModels } from "./models/AiModels.js"
@@ -124,8 +124,8 @@ export const servicesFor = (role: Role) =>
       Layer.provide([MailIngest.Default, MailboxRepo.Default, ProviderCredentials.Default, AppConfig.Default])
     ),
     role === "all" || role === "worker" ? ModelKeysCheckLive : Layer.empty,
-    // knowledge sources are synced by one runner (a cluster singleton: SourceIngest.ts)
-    SourceIngestLive
+    // knowledge sources' syncs are workflows, handed out by one dispatcher (a cluster singleton: SourceDispatch.ts)
+    KnowledgeSourcesLive
   ).pipe(
     Layer.provideMerge(Services),
     Layer.provideMerge(EngineLive(role))

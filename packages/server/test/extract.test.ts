@@ -1,12 +1,12 @@
 /**
  * A document's text from its bytes (files/Extract.ts), on real documents built here: a PDF written by hand (objects,
- * xref offsets, trailer), a DOCX zipped with jszip (the parts Word needs), HTML, CSV and JSON; and what it refuses
- * (a broken PDF, a type it does not read, input over the byte limit). No database.
+ * xref offsets, trailer), a DOCX zipped with jszip (the parts Word needs), an XLSX and a PPTX, HTML, CSV and JSON;
+ * and what it refuses (a broken PDF, a zip bomb, a type it does not read, input over the byte limit). No database.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { extractText } from "../src/files/Extract.js"
-import { DOCX, docx } from "./support/Documents.js"
+import { DOCX, docx, pptx, XLSX, xlsx, zipBomb } from "./support/Documents.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -99,5 +99,17 @@ describe("extractText", () => {
         extractText(new Uint8Array(2048), "text/plain", "big.txt", 1000, { maxBytes: 1024 })
       )
       expect(big).toMatchObject({ _tag: "ExtractFailed", reason: "too_large" })
+    }))
+
+  it.effect("reads an XLSX's sheets and a PPTX's slides as text, and refuses a DOCX that inflates past its cap", () =>
+    Effect.gen(function*() {
+      const sheet = yield* xlsx([{ name: "Prices", rows: [["Plan", "Price"], ["Pro", 480]] }])
+      expect((yield* extractText(sheet, XLSX, "p.xlsx", 1000)).text).toBe("Prices\n\nPlan: Pro\nPrice: 480")
+      const deck = yield* pptx([{ title: "Roadmap", body: ["Search in May"] }])
+      expect((yield* extractText(deck, "application/octet-stream", "d.pptx", 1000)).text).toBe(
+        "Roadmap\n\nSearch in May"
+      )
+      const bomb = yield* Effect.flip(extractText(yield* zipBomb(1, 500 * 1024 * 1024), DOCX, "bomb.docx", 1000))
+      expect(bomb.reason).toBe("too_large")
     }))
 })

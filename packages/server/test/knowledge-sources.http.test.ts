@@ -5,9 +5,10 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import http from "node:http"
 import { ok } from "./support/Contract.js"
-import { DOCX, docx } from "./support/Documents.js"
-import { type Caller, del, expect422, expectStatus, get, post } from "./support/Opportunities.js"
+import { DOCX, docx, PPTX, pptx, XLSX, xlsx, zipBomb } from "./support/Documents.js"
+import { type Caller, del, expect422, expectStatus, get, post, put } from "./support/Opportunities.js"
 import { sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { startTestSite } from "./support/TestSite.js"
@@ -289,5 +290,154 @@ layer(
         // the source without a schedule waits for a sync to be asked for
         expect(fetched("/manual")).toBe(1)
       }))
+
+    it.effect("an XLSX and a PPTX become chunks a page per sheet and per slide, their rows labelled by the header", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        const sheet = yield* xlsx([
+          { name: "Prices", rows: [["Plan", "Price"], ["Pro", 480], ["Team", 960]] },
+          { name: "Terms", rows: [["Prices exclude VAT and are billed yearly."]] }
+        ])
+        const deck = yield* pptx([{ title: "Roadmap", body: ["Faster search in May."] }, { body: ["Questions?"] }])
+        const xl = ok(yield* upload(owner, table, "prices.xlsx", XLSX, sheet), "knowledge.addSource")
+        const pp = ok(yield* upload(owner, table, "deck.pptx", PPTX, deck), "knowledge.addSource")
+        // a file's `pages` are its sheets and slides
+        expect(yield* settled(owner, table, xl.id)).toMatchObject({ status: "ready", error: null, pages: 2 })
+        expect(yield* settled(owner, table, pp.id)).toMatchObject({ status: "ready", error: null, pages: 2 })
+        const data = (yield* pointsOf(owner, table)).map((p) => p.data)
+        expect(data.find((d) => String(d.text).includes("Plan: Pro"))).toMatchObject({
+          text: "Prices\n\nPlan: Pro\nPrice: 480\n\nPlan: Team\nPrice: 960",
+          title: "prices",
+          section: "Prices",
+          source: "prices.xlsx",
+          page: 1
+        })
+        expect(data.find((d) => String(d.text).includes("VAT"))).toMatchObject({ section: "Terms", page: 2 })
+        expect(data.find((d) => String(d.text).includes("Faster search"))).toMatchObject({
+          text: "Roadmap\n\nFaster search in May.",
+          title: "deck",
+          section: "Roadmap",
+          source: "deck.pptx",
+          page: 1
+        })
+        expect(data.find((d) => String(d.text).includes("Questions?"))).toMatchObject({ section: "Slide 2", page: 2 })
+      }))
+
+    it.effect("a zip bomb dressed as a DOCX fails with its reason; a 60 MB chunked upload is a 413 and stores nothing", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        // 200 MB of XML in a few hundred KB: refused from its central directory, before anything is inflated
+        const bomb = yield* zipBomb(200)
+        expect(bomb.byteLength).toBeLessThan(1024 * 1024)
+        const source = ok(yield* upload(owner, table, "bomb.docx", DOCX, bomb), "knowledge.addSource")
+        const failed = yield* settled(owner, table, source.id)
+        expect(failed).toMatchObject({ status: "failed", points: 0 })
+        expect(failed.error).toMatch(/^"bomb\.docx" is refused: .*more than 100 MB/)
+
+        const { baseUrl } = yield* TestServer
+        const other = ok(yield* post(owner, TABLES, { name: "Huge", columns: documentColumns }), "knowledge.create")
+        const answer = yield* Effect.promise(() => streamUpload(`${baseUrl}${sourcesOf(other.id)}`, owner.token, 60))
+        expect(answer.status).toBe(413)
+        expect(JSON.parse(answer.body)).toEqual({
+          status: false,
+          code: 413,
+          validation: [],
+          data: null,
+          message: "The request body is larger than this endpoint accepts."
+        })
+        expect(ok(yield* get(owner, sourcesOf(other.id)), "knowledge.sources")).toEqual([])
+      }))
+
+    it.effect("chunk_size and chunk_overlap are set on create and update, answered on GET, and bounded", () =>
+      Effect.gen(function*() {
+        const { owner } = yield* fixture
+        const made = ok(
+          yield* post(owner, TABLES, { name: "Chunky", columns: documentColumns, chunk_size: 600 }),
+          "knowledge.create"
+        )
+        expect(made).toMatchObject({ chunk_size: 600, chunk_overlap: 150 })
+        const small = ok(
+          yield* post(owner, TABLES, { name: "Small", columns: documentColumns, chunk_size: 200 }),
+          "knowledge.create"
+        )
+        // the default overlap is more than half of 200: the largest allowed is taken
+        expect(small).toMatchObject({ chunk_size: 200, chunk_overlap: 100 })
+        const long = `# Plans\n\n${
+          Array.from({ length: 12 }, (_, i) => `Plan ${i} costs ${i * 10} euros a month.`).join(" ")
+        }`
+        const md = ok(yield* upload(owner, small.id, "plans.md", "text/markdown", encode(long)), "knowledge.addSource")
+        expect(yield* settled(owner, small.id, md.id)).toMatchObject({ status: "ready" })
+        const texts = (yield* pointsOf(owner, small.id)).map((p) => String(p.data.text))
+        expect(texts.length).toBeGreaterThan(2)
+        expect(texts.every((t) => t.length <= 200 && t.startsWith("Plans\n\n"))).toBe(true)
+        const updated = ok(
+          yield* put(owner, `${TABLES}/${made.id}`, { chunk_size: 2000, chunk_overlap: 300 }),
+          "knowledge.update"
+        )
+        expect(updated).toMatchObject({ chunk_size: 2000, chunk_overlap: 300, name: "Chunky" })
+        expect(ok(yield* get(owner, `${TABLES}/${made.id}`), "knowledge.get")).toMatchObject({
+          chunk_size: 2000,
+          chunk_overlap: 300
+        })
+        expect422(yield* post(owner, TABLES, { name: "Bad", columns: documentColumns, chunk_size: 100 }), [
+          "chunk_size"
+        ])
+        expect422(yield* put(owner, `${TABLES}/${made.id}`, { chunk_size: 9000, chunk_overlap: -1 }), [
+          "chunk_overlap",
+          "chunk_size"
+        ])
+        // 300 of overlap is more than half of 400
+        expect422(yield* put(owner, `${TABLES}/${made.id}`, { chunk_size: 400 }), ["chunk_overlap"])
+      }))
   }
 )
+
+/**
+ * A multipart upload of `megabytes` MB streamed with chunked transfer encoding (no Content-Length), a megabyte at a
+ * time, stopping when the server answers: its status and body.
+ */
+const streamUpload = (url: string, token: string, megabytes: number) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const boundary = "parley-test-boundary"
+    const request = http.request(url, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: "application/json",
+        "content-type": `multipart/form-data; boundary=${boundary}`,
+        "transfer-encoding": "chunked"
+      }
+    })
+    let answered = false
+    let wake = () => {}
+    request.on("response", (response) => {
+      answered = true
+      wake()
+      let body = ""
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => body += chunk)
+      response.on("end", () => {
+        request.destroy()
+        resolve({ status: response.statusCode ?? 0, body })
+      })
+    })
+    // the server may close the connection on a body it refused: the answer above is what counts
+    request.on("error", (error) => answered ? undefined : reject(error))
+    const megabyte = Buffer.alloc(1024 * 1024, 0x61)
+    const send = async () => {
+      request.write(
+        `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="huge.txt"\r\n` +
+          "content-type: text/plain\r\n\r\n"
+      )
+      for (let i = 0; i < megabytes && !answered; i++) {
+        if (!request.write(megabyte)) {
+          await new Promise<void>((resolve) => {
+            wake = resolve
+            request.once("drain", resolve)
+          })
+        }
+      }
+      if (!answered) request.end(`\r\n--${boundary}--\r\n`)
+    }
+    void send()
+  })

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Ok, UploadRejectedResponse } from "../Envelope.js"
+import { Ok, UploadRejectedResponse, UploadTooLargeResponse } from "../Envelope.js"
 import { KnowledgeTableNotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { KnowledgeTableIdFromString } from "../Ids.js"
 import {
@@ -152,6 +152,7 @@ export class KnowledgeApi extends HttpApiGroup.make("knowledge")
       .addError(KnowledgeTableNotFoundResponse)
       .addError(UnprocessableResponse)
       .addError(UploadRejectedResponse)
+      .addError(UploadTooLargeResponse)
       .middleware(Authorized["knowledge:write"])
       .annotate(OpenApi.Summary, "Add a source to a table: a file (multipart `file`) or a URL, sitemap or crawl (JSON)")
       .annotate(

@@ -1,4 +1,5 @@
 import { Context, type Effect, type Option } from "effect"
+import type { MessageCitation } from "../Citations.js"
 import type { NoReplyReason } from "../NoReply.js"
 import type { RoutingTier } from "../Pipelines.js"
 import type { TemplateSend } from "./ChannelProvider.js"
@@ -124,7 +125,17 @@ export interface TurnContext {
   /** the last `agent_memory_window` messages, oldest first, ending with the contact messages of this turn */
   readonly history: ReadonlyArray<TurnMessage>
   /** rows of the pipeline's knowledge tables that match this turn (by `rag_mode`, at most `no_of_relevant_points`) */
-  readonly knowledge: ReadonlyArray<{ readonly pointId: string; readonly source: string; readonly text: string }>
+  readonly knowledge: ReadonlyArray<
+    {
+      readonly pointId: string
+      readonly source: string
+      readonly text: string
+      /** what the reply records of the point (its table, `default_id`, and a source's title, URL or file, page) */
+      readonly citation?: MessageCitation
+    }
+  >
+  /** the pipeline's `cite_sources`: the reply ends with the links of the sources its points came from */
+  readonly citeSources?: boolean
   /** the pipeline's model */
   readonly model: ModelRef
   /** what the turn's files cost before the model was called (an image described, a voice note transcribed) */
@@ -195,6 +206,8 @@ export interface ReplyDraft {
   readonly moveToStageId: number | null
   /** knowledge rows the reply was given (their usage is counted with the reply) */
   readonly knowledgePointIds: ReadonlyArray<string>
+  /** the same rows as the reply records them (`messages.citations`) */
+  readonly citations?: ReadonlyArray<MessageCitation>
   /** actions the model called as tools, with the values it gave for their `from_ai` variables (run after the commit) */
   readonly actionCalls?: ReadonlyArray<{ readonly actionId: number; readonly values: Readonly<Record<string, string>> }>
   /** the model asked for a person (`request_human`), and why: the reply is the bridge message */

@@ -135,6 +135,7 @@ export const pipelineBuildTools: ReadonlyArray<Tool> = [
         "fallback_model_id",
         "vision_model_id",
         "transcription_model_id",
+        "cite_sources",
         "attach_knowledge_table_ids",
         "detach_knowledge_table_ids"
       )

@@ -234,6 +234,7 @@ export class Conversations extends Effect.Service<Conversations>()("@parley/serv
             delivered_at: m.delivered_at,
             read_at: m.read_at,
             deliveries: attempts.filter((a) => a.message_id === m.id).map(({ message_id: _, ...a }) => a),
+            ...(m.citations === null ? {} : { citations: m.citations }),
             created_at: m.created_at
           })))
         const last = page[page.length - 1]

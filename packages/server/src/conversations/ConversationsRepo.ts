@@ -120,6 +120,8 @@ export const MessageRow = Schema.Struct({
   delivery_status: Schema.NullOr(DeliveryStatus),
   delivered_at: Schema.NullOr(Schema.String),
   read_at: Schema.NullOr(Schema.String),
+  /** the knowledge points an AI reply was given (migration 0042), as `ConversationMessage.citations` */
+  citations: Schema.NullOr(Schema.Array(Schema.Unknown)),
   created_at: Schema.String
 })
 export type MessageRow = typeof MessageRow.Type
@@ -264,7 +266,7 @@ export class ConversationsRepo extends Effect.Service<ConversationsRepo>()("@par
         return sql`
           select id, conversation_id, role, is_manual, sender_id, message, files, status, call_type, error, handled_reason,
                  external_message_id, cost_for_user::float8 as cost_for_user, delivery_status, delivered_at, read_at,
-                 created_at
+                 citations, created_at
           from messages where conversation_id = ${conversationId} and ${cursor}
           order by ${older ? sql`created_at desc, id desc` : sql`created_at, id`}
           limit ${page.limit}`

@@ -3,13 +3,15 @@
  * the knowledge retrieved for the contact's latest messages.
  */
 import {
+  citationOf,
   type ModelRef,
   placeholders,
   templatedStrings,
   type TurnAction,
   type TurnContext,
   type TurnHandoff,
-  type TurnStage
+  type TurnStage,
+  withoutSources
 } from "@parley/domain"
 import { Effect, Option } from "effect"
 import type { Knowledge } from "../knowledge/Knowledge.js"
@@ -54,11 +56,13 @@ export const makeContextFrom = (
     }))
     const model = catalogue.get(Number(pl.ai_model_id))!
     const modelOf = (id: number | null) => id === null ? null : catalogue.get(Number(id)) ?? null
-    const { messages: memory, usage: mediaUsage } = yield* media.messages(snap.history, {
+    const { messages: remembered, usage: mediaUsage } = yield* media.messages(snap.history, {
       answering: [model, ...(pool ?? []).flatMap((t) => catalogue.get(Number(t.ai_model_id)) ?? [])],
       vision: modelOf(pl.vision_model_id),
       transcription: modelOf(pl.transcription_model_id)
     })
+    // a reply's sources' lines (cite_sources) are for the contact: the model would copy them into the next reply
+    const memory = remembered.map((m) => m.role === "assistant" ? { ...m, text: withoutSources(m.text) } : m)
     const lastAssistant = memory.map((m) => m.role).lastIndexOf("assistant")
     // a voice note's transcript and a described image are the contact's words for the knowledge search too
     const asked = memory.slice(lastAssistant + 1).filter((m) => m.role === "user").flatMap((m) => [
@@ -90,7 +94,13 @@ export const makeContextFrom = (
       },
       context: snap.opportunity_context ?? {},
       history: memory,
-      knowledge: hits.map((h) => ({ pointId: h.id, source: h.table_name, text: h.text })),
+      knowledge: hits.map((h) => ({
+        pointId: h.id,
+        source: h.table_name,
+        text: h.text,
+        citation: citationOf(h.knowledge_table_id, h.default_id, h.data)
+      })),
+      citeSources: pl.cite_sources,
       model,
       fallbackModel: modelOf(pl.fallback_model_id),
       ...(mediaUsage.cost > 0 || mediaUsage.outputTokens > 0 ? { mediaUsage } : {}),

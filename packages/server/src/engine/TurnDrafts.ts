@@ -28,7 +28,8 @@ export const draftColumns = (
   callType,
   followupSequenceId: null,
   followupStep: null,
-  template: draft.template ?? null
+  template: draft.template ?? null,
+  citations: draft.citations ?? null
 })
 
 /** The stored message's id: this run's, or the one an earlier run stored. */

@@ -110,6 +110,7 @@ export const PipelineRow = Schema.Struct({
   fallback_model_id: NullableNumber,
   vision_model_id: NullableNumber,
   transcription_model_id: NullableNumber,
+  cite_sources: Schema.Boolean,
   is_model_routing_enabled: Schema.Boolean,
   model_pool: Schema.Array(Schema.Struct({
     tier: Schema.Literal("router", "simple", "moderate", "complex"),

@@ -74,7 +74,7 @@ export const snapshotOf = (sql: SqlClient.SqlClient, conversationId: string, upT
            select p.id, p.name, p.status, p.is_archived, p.persona, p.instructions, p.model_temperature::float8 as model_temperature,
                   p.agent_memory_window, p.context_message_count, p.rag_mode, p.no_of_relevant_points, p.max_conversation_cost::float8 as max_conversation_cost,
                   p.max_conversation_messages, p.ai_model_id, p.is_model_routing_enabled, p.model_pool,
-                  p.fallback_model_id, p.vision_model_id, p.transcription_model_id,
+                  p.fallback_model_id, p.vision_model_id, p.transcription_model_id, p.cite_sources,
                   at.name as agent_type_name, at.description as agent_type_description, l.name as language, d.name as dialect,
                   p.handoff_instructions, p.handoff_bridge_mode, p.handoff_bridge_text, p.handoff_keywords, p.handoff_after_failures,
                   (select coalesce(json_agg(json_build_object('id', s.id, 'name', s.name, 'nature', s.nature, 'ai_persona', s.ai_persona,

@@ -45,7 +45,9 @@ export const StoreReply = Schema.Struct({
   followupSequenceId: Schema.NullOr(Schema.Number),
   followupStep: Schema.NullOr(Schema.Number),
   /** sent as this template (a provider's window closed): name, language, resolved parameters */
-  template: Schema.optional(Schema.NullOr(Schema.Unknown))
+  template: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  /** the knowledge points the reply was given (domain `MessageCitation`s); null or absent: none */
+  citations: Schema.optional(Schema.NullOr(Schema.Array(Schema.Unknown)))
 })
 export type StoreReply = typeof StoreReply.Type
 
@@ -149,7 +151,12 @@ export class TurnsRepo extends Effect.Service<TurnsRepo>()("@parley/server/Turns
             error: r.error,
             followup_sequence_id: r.followupSequenceId,
             followup_step: r.followupStep,
-            template: r.template === undefined || r.template === null ? null : sql`${JSON.stringify(r.template)}::jsonb`
+            template: r.template === undefined || r.template === null
+              ? null
+              : sql`${JSON.stringify(r.template)}::jsonb`,
+            citations: r.citations === undefined || r.citations === null || r.citations.length === 0
+              ? null
+              : sql`${JSON.stringify(r.citations)}::jsonb`
           })
         }
             from c where (select ok from paid)

@@ -1,12 +1,17 @@
 /**
  * The text of a document, from its bytes: what a model reads of a contact's file and what the knowledge ingest
- * stores of a file or a page. PDF (unpdf), DOCX (mammoth), HTML (html-to-text), and text, JSON, CSV and markdown
- * as they are. Bounded: input over `maxBytes` is refused before it is parsed, and the text is cut to `maxChars`.
+ * stores of a file or a page. PDF (unpdf), DOCX (mammoth), XLSX and PPTX (Spreadsheets.ts, Slides.ts), HTML
+ * (html-to-text), and text, JSON, CSV and markdown as they are. Bounded: input over `maxBytes` is refused before it
+ * is parsed, an office file whose zip inflates past a cap (OfficeZip.ts) before it is inflated, and the text is cut
+ * to `maxChars`.
  */
 import { Data, Effect } from "effect"
 import { convert } from "html-to-text"
 import mammoth from "mammoth"
 import { extractText as pdfText, getDocumentProxy } from "unpdf"
+import { checkZip, MAX_UNZIPPED_BYTES, ZipTooLarge } from "./OfficeZip.js"
+import { pptxSlides } from "./Slides.js"
+import { xlsxSheets } from "./Spreadsheets.js"
 
 /** Why a document gave no text: a type we do not read, too many bytes to parse, or bytes that are not that type. */
 export type ExtractFailure = "unsupported" | "too_large" | "unreadable"
@@ -32,10 +37,13 @@ export const MAX_EXTRACT_BYTES = 20 * 1024 * 1024
 const PARSE_TIMEOUT = "20 seconds"
 
 /** What reads a document: its type. Markdown is text to a turn and keeps its headings for the knowledge chunker. */
-export type DocumentKind = "pdf" | "docx" | "html" | "markdown" | "text"
+export type DocumentKind = "pdf" | "docx" | "xlsx" | "pptx" | "html" | "markdown" | "csv" | "text"
 export const KIND_NAMES: Record<DocumentKind, string> = {
   pdf: "a PDF",
   docx: "a Word document",
+  xlsx: "an Excel workbook",
+  pptx: "a PowerPoint presentation",
+  csv: "CSV",
   html: "HTML",
   markdown: "Markdown",
   text: "text"
@@ -43,17 +51,22 @@ export const KIND_NAMES: Record<DocumentKind, string> = {
 type Kind = DocumentKind
 
 const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+const XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+const PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+const CSV_TYPES = new Set(["text/csv", "application/csv", "text/tab-separated-values"])
 const TEXT_TYPES = new Set(["application/json", "application/csv", "application/x-ndjson", "application/xml"])
 const BY_EXTENSION: Record<string, Kind> = {
   pdf: "pdf",
   docx: "docx",
+  xlsx: "xlsx",
+  pptx: "pptx",
   html: "html",
   htm: "html",
   md: "markdown",
   markdown: "markdown",
   txt: "text",
-  csv: "text",
-  tsv: "text",
+  csv: "csv",
+  tsv: "csv",
   json: "text"
 }
 
@@ -68,11 +81,15 @@ export const documentKind = (mimetype: string, name: string): Kind | null => {
   const type = mimetype.split(";")[0]!.trim().toLowerCase()
   if (type === "application/pdf") return "pdf"
   if (type === DOCX) return "docx"
+  if (type === XLSX) return "xlsx"
+  if (type === PPTX) return "pptx"
+  if (CSV_TYPES.has(type)) return "csv"
   if (type === "text/html" || type === "application/xhtml+xml") return "html"
   if (type === "text/markdown" || type === "text/x-markdown") return "markdown"
   if (type.startsWith("text/") || TEXT_TYPES.has(type) || type.endsWith("+json")) {
-    // text/plain is what many clients send for a .md file
-    return BY_EXTENSION[extension(name)] === "markdown" ? "markdown" : "text"
+    // text/plain is what many clients send for a .md or a .csv file
+    const byName = BY_EXTENSION[extension(name)]
+    return byName === "markdown" || byName === "csv" ? byName : "text"
   }
   if (type !== "" && type !== "application/octet-stream" && type !== "binary/octet-stream") return null
   return BY_EXTENSION[extension(name)] ?? null
@@ -97,8 +114,15 @@ const parse = (kind: Kind, bytes: Uint8Array, mimetype: string): Promise<string>
         pdfText(pdf, { mergePages: true }).then((r) => r.text).finally(() => pdf.loadingTask.destroy())
       )
     case "docx":
-      return mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) })
-        .then((r) => r.value)
+      return checkZip(bytes).then(() =>
+        mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) })
+      ).then((r) => r.value)
+    case "xlsx":
+      return Promise.resolve().then(() => xlsxSheets(bytes).map((s) => `${s.name}\n\n${s.text}`).join("\n\n"))
+    case "pptx":
+      return Promise.resolve().then(() =>
+        pptxSlides(bytes).map((s) => s.title === null ? s.text : `${s.title}\n\n${s.text}`).join("\n\n")
+      )
     case "html":
       return Promise.resolve(
         convert(decodeText(bytes, mimetype), {
@@ -107,10 +131,24 @@ const parse = (kind: Kind, bytes: Uint8Array, mimetype: string): Promise<string>
         })
       )
     case "markdown":
+    case "csv":
     case "text":
       return Promise.resolve(decodeText(bytes, mimetype))
   }
 }
+
+/**
+ * Why a parser gave up: a zip over the cap on what an office file may inflate to is `too_large` (a zip bomb), any
+ * other failure `unreadable`.
+ */
+export const failedParse = (name: string, kind: DocumentKind, cause: unknown) =>
+  cause instanceof ZipTooLarge
+    ? new ExtractFailed({
+      reason: "too_large",
+      message: `"${name}" is refused: ${cause.message} (at most ${MAX_UNZIPPED_BYTES / 1024 / 1024} MB unzipped)`,
+      cause
+    })
+    : new ExtractFailed({ reason: "unreadable", message: `"${name}" could not be read as ${KIND_NAMES[kind]}`, cause })
 
 /** Line ends unified, spaces at line ends dropped, at most one blank line in a row. */
 const tidy = (text: string) =>
@@ -155,8 +193,7 @@ export const extractText = Effect.fn("Extract.extractText")(function*(
       message: `"${name}" has ${bytes.byteLength} bytes, more than the ${maxBytes} whose text is read`
     })
   }
-  const unreadable = (cause: unknown) =>
-    new ExtractFailed({ reason: "unreadable", message: `"${name}" could not be read as ${KIND_NAMES[kind]}`, cause })
+  const unreadable = (cause: unknown) => failedParse(name, kind, cause)
   const text = yield* Effect.tryPromise({ try: () => parse(kind, bytes, mimetype), catch: unreadable }).pipe(
     Effect.timeoutFail({ duration: PARSE_TIMEOUT, onTimeout: () => unreadable(`no text after ${PARSE_TIMEOUT}`) })
   )

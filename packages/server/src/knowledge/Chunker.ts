@@ -2,8 +2,11 @@
  * A document cut into the chunks a knowledge source stores as points: along its headings (a heading starts a chunk
  * and names its section) and its paragraphs (packed up to `size` characters; one longer than `size` is cut at a
  * sentence end, else a space). Each chunk begins with the last `overlap` characters of the chunk before it in the same
- * section, so a sentence cut at a chunk's end is still found whole. Pure and linear in the text's length.
+ * section, so a sentence cut at a chunk's end is still found whole. A chunk under a heading starts with its section
+ * path ("Pricing > Plans" and a blank line), so its embedding and its keywords know where it sits; the path counts in
+ * the chunk's size. Pure and linear in the text's length.
  */
+import { CHUNK_OVERLAP, CHUNK_SIZE } from "@parley/domain"
 import { createHash } from "node:crypto"
 
 export interface ChunkOptions {
@@ -13,7 +16,8 @@ export interface ChunkOptions {
   readonly overlap: number
 }
 
-export const DEFAULT_CHUNK_OPTIONS: ChunkOptions = { size: 1200, overlap: 150 }
+/** A table's chunking unless it sets its own (`chunk_size`, `chunk_overlap`: domain Knowledge.ts has the bounds). */
+export const DEFAULT_CHUNK_OPTIONS: ChunkOptions = { size: CHUNK_SIZE.default, overlap: CHUNK_OVERLAP.default }
 
 export interface SourceDocument {
   readonly title: string | null
@@ -24,6 +28,7 @@ export interface SourceDocument {
 export interface Chunk {
   /** 0-based, in document order */
   readonly position: number
+  /** its section path, a blank line, then its paragraphs */
   readonly text: string
   /** the document's title */
   readonly title: string | null
@@ -111,6 +116,16 @@ const hashOf = (text: string, section: string | null) =>
   createHash("sha256").update(JSON.stringify([text, section])).digest("hex")
 
 /**
+ * What a chunk of `section` starts with: its path, cut to a quarter of the chunk's size (a deep path of long headings
+ * would leave no room for the text), or nothing without a section.
+ */
+const prefixOf = (section: string | null, size: number) => {
+  if (section === null) return ""
+  const max = Math.floor(size / 4)
+  return section.length <= max ? section : `${section.slice(0, Math.max(0, max - 1)).trimEnd()}…`
+}
+
+/**
  * The chunks of `doc`. A heading or a new page ends the chunk being filled; the heading path carries over pages (a
  * PDF's section goes on on the next page). A chunk that repeats one already made (same text, same section: a page's
  * boilerplate) is left out, so hashes are unique within a document.
@@ -122,6 +137,9 @@ export const chunk = (doc: SourceDocument, options: ChunkOptions): ReadonlyArray
   const seen = new Set<string>()
   const path: Array<{ level: number; text: string }> = []
   let section: string | null = null
+  let prefix = ""
+  // the characters a chunk's paragraphs may have: its size less its prefix and the blank line after it
+  let room = size
   let page: number | null = null
   let parts: Array<string> = []
   let length = 0
@@ -134,16 +152,17 @@ export const chunk = (doc: SourceDocument, options: ChunkOptions): ReadonlyArray
     parts = []
     length = 0
     previous = body
-    const hash = hashOf(body, section)
+    const text = prefix === "" || body.startsWith(prefix) ? body : `${prefix}\n\n${body}`
+    const hash = hashOf(text, section)
     if (seen.has(hash)) return
     seen.add(hash)
-    out.push({ position: out.length, text: body, title: doc.title, section, page, hash })
+    out.push({ position: out.length, text, title: doc.title, section, page, hash })
   }
 
   const add = (unit: string) => {
-    if (parts.length > 0 && length + 2 + unit.length > size) emit()
+    if (parts.length > 0 && length + 2 + unit.length > room) emit()
     if (parts.length === 0 && previous !== null) {
-      const repeated = tail(previous, Math.min(overlap, size - unit.length - 2))
+      const repeated = tail(previous, Math.min(overlap, room - unit.length - 2))
       if (repeated !== "") {
         parts.push(repeated)
         length = repeated.length
@@ -163,11 +182,13 @@ export const chunk = (doc: SourceDocument, options: ChunkOptions): ReadonlyArray
         while (path.length > 0 && path[path.length - 1]!.level >= block.heading) path.pop()
         path.push({ level: block.heading, text: block.text })
         section = path.map((h) => h.text).join(" > ")
-      } else if (block.text.length <= size) {
+        prefix = prefixOf(section, size)
+        room = Math.max(1, size - (prefix === "" ? 0 : prefix.length + 2))
+      } else if (block.text.length <= room) {
         add(block.text)
       } else {
         // each piece leaves room for the overlap before it
-        for (const piece of pieces(block.text, size - overlap)) add(piece)
+        for (const piece of pieces(block.text, Math.max(1, room - overlap))) add(piece)
       }
     }
   }

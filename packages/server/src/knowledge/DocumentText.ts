@@ -2,7 +2,9 @@
  * A knowledge source's file or page as a SourceDocument: Markdown whose `#` headings the Chunker follows, per page
  * for a PDF (so a chunk names its page). PDF with unpdf, DOCX with mammoth (to HTML, so Word's headings survive),
  * HTML with Readability on a linkedom document (the article, not the menus), each then Markdown with turndown;
- * Markdown, text and CSV as they are. Refuses as files/Extract.ts does (same error, same byte limit).
+ * an XLSX a page per sheet and a PPTX a page per slide (files/Spreadsheets.ts, files/Slides.ts), each under its name or
+ * title as a heading; a CSV's rows labelled with its header; Markdown and text as they are. Refuses as
+ * files/Extract.ts does (same error, same byte limit, the same cap on what an office file's zip inflates to).
  */
 import { Readability } from "@mozilla/readability"
 import { MAX_SOURCE_FILE_BYTES } from "@parley/domain"
@@ -11,7 +13,10 @@ import { parseHTML } from "linkedom"
 import mammoth from "mammoth"
 import TurndownService from "turndown"
 import { getDocumentProxy } from "unpdf"
-import { decodeText, type DocumentKind, documentKind, ExtractFailed, KIND_NAMES } from "../files/Extract.js"
+import { decodeText, type DocumentKind, documentKind, ExtractFailed, failedParse } from "../files/Extract.js"
+import { checkZip } from "../files/OfficeZip.js"
+import { pptxSlides } from "../files/Slides.js"
+import { csvRows, rowsText, xlsxSheets } from "../files/Spreadsheets.js"
 import type { SourceDocument } from "./Chunker.js"
 import { pdfPages } from "./PdfText.js"
 
@@ -113,6 +118,7 @@ const parse = async (
     case "pdf":
       return pdfDocument(bytes, name)
     case "docx": {
+      await checkZip(bytes)
       const { value } = await mammoth.convertToHtml(
         { buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) },
         // an image would come as a data: URL, a copy of its bytes in the HTML: it is dropped unread
@@ -123,6 +129,24 @@ const parse = async (
         pages: [{ page: null, markdown: tidy(turndown().turndown(value || "<p></p>")) }]
       }
     }
+    case "xlsx":
+      return {
+        title: baseTitle(name),
+        pages: xlsxSheets(bytes).map((sheet, i) => ({ page: i + 1, markdown: `# ${sheet.name}\n\n${sheet.text}` }))
+      }
+    case "pptx":
+      return {
+        title: baseTitle(name),
+        pages: pptxSlides(bytes).map((slide) => ({
+          page: slide.number,
+          markdown: `# ${slide.title ?? `Slide ${slide.number}`}\n\n${slide.text}`
+        }))
+      }
+    case "csv":
+      return {
+        title: baseTitle(name),
+        pages: [{ page: null, markdown: rowsText(csvRows(decodeText(bytes, mimetype).replace(/^\uFEFF/, ""), name)) }]
+      }
     case "html":
       return htmlPage(decodeText(bytes, mimetype), name).document
     case "markdown": {
@@ -165,13 +189,13 @@ export const documentOf = Effect.fn("DocumentText.documentOf")(function*(
     })
   }
   const unreadable = (cause: unknown) =>
-    new ExtractFailed({
-      reason: "unreadable",
-      message: isPasswordError(cause)
-        ? `"${name}" is an encrypted PDF: it cannot be read without its password`
-        : `"${name}" could not be read as ${KIND_NAMES[kind]}`,
-      cause
-    })
+    isPasswordError(cause)
+      ? new ExtractFailed({
+        reason: "unreadable",
+        message: `"${name}" is an encrypted PDF: it cannot be read without its password`,
+        cause
+      })
+      : failedParse(name, kind, cause)
   return yield* Effect.tryPromise({ try: () => parse(kind, bytes, mimetype, name), catch: unreadable }).pipe(
     Effect.timeoutFail({ duration: PARSE_TIMEOUT, onTimeout: () => unreadable(`no text after ${PARSE_TIMEOUT}`) })
   )

@@ -22,6 +22,7 @@ import {
 import { Effect, Option } from "effect"
 import { IdentityRepo } from "../identity/IdentityRepo.js"
 import { someOrFail } from "../util/Effects.js"
+import { DEFAULT_CHUNK_OPTIONS } from "./Chunker.js"
 import { KnowledgeRepo } from "./KnowledgeRepo.js"
 import { KnowledgeSearch } from "./KnowledgeSearch.js"
 import type { Problem } from "./PointInput.js"
@@ -76,6 +77,13 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
         })
       )
 
+    /** 422 on `chunk_overlap` when it is more than half the chunk size (the one sent, else the table's). */
+    const checkChunking = (size: number, overlap: number) =>
+      overlap * 2 <= size ? Effect.void : Unprocessable.of([{
+        field: "chunk_overlap",
+        message: `must be at most half of chunk_size (${size}): at most ${Math.floor(size / 2)}`
+      }])
+
     const create = Effect.fn("Knowledge.create")(function*(input: CreateKnowledgeTable) {
       const actor = yield* CurrentActor
       const workspaceId = input.workspace_id ?? actor.defaultWorkspaceId
@@ -83,13 +91,18 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
         return yield* Unprocessable.of([{ field: "workspace_id", message: "The selected workspace id is invalid." }])
       }
       yield* checkModel(input.embedding_model_id, workspaceId)
+      const size = input.chunk_size ?? DEFAULT_CHUNK_OPTIONS.size
+      // a size below twice the default overlap takes the largest overlap it allows
+      const overlap = input.chunk_overlap ?? Math.min(DEFAULT_CHUNK_OPTIONS.overlap, Math.floor(size / 2))
+      yield* checkChunking(size, overlap)
       const id = yield* sql.withTransaction(Effect.gen(function*() {
         if (yield* repo.nameTaken(workspaceId, input.name)) return Option.none<KnowledgeTableId>()
         const tableId = yield* repo.insertTable(
           workspaceId,
           input.name,
           input.description ?? null,
-          input.embedding_model_id ?? null
+          input.embedding_model_id ?? null,
+          { size, overlap }
         )
         for (const c of input.columns) yield* repo.insertColumn(workspaceId, tableId, c)
         return Option.some(tableId)
@@ -104,13 +117,19 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
     const update = Effect.fn("Knowledge.update")(function*(id: KnowledgeTableId, input: UpdateKnowledgeTable) {
       const table = yield* ownColumns(id)
       yield* checkModel(input.embedding_model_id, table.workspace_id)
+      if (input.chunk_size !== undefined || input.chunk_overlap !== undefined) {
+        const stored = yield* repo.chunkOptions(id)
+        yield* checkChunking(input.chunk_size ?? stored.size, input.chunk_overlap ?? stored.overlap)
+      }
       if (input.name !== undefined && (yield* repo.nameTakenByOther(table.workspace_id, input.name, id))) {
         return yield* Unprocessable.of([{ field: "name", message: "The name has already been taken." }])
       }
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* repo.updateTable(id, {
           ...(input.name === undefined ? {} : { name: input.name }),
-          ...(input.description === undefined ? {} : { description: input.description })
+          ...(input.description === undefined ? {} : { description: input.description }),
+          chunkSize: input.chunk_size,
+          chunkOverlap: input.chunk_overlap
         })
         if (input.embedding_model_id !== undefined) yield* reembed.start(id, input.embedding_model_id)
       })).pipe(Effect.orDie)

@@ -7,6 +7,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { KnowledgeColumn, KnowledgePoint, KnowledgeTableId, KnowledgeTableWithColumns } from "@parley/domain"
 import { Effect, Schema } from "effect"
+import { type ChunkOptions, DEFAULT_CHUNK_OPTIONS } from "./Chunker.js"
 
 const Ids = Schema.Array(Schema.Number)
 const Data = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -74,7 +75,7 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
         order by c.sort_order, c.id) from knowledge_columns c where c.knowledge_table_id = t.id), '[]')`
 
     const selectTables = sql`
-      select t.id, t.workspace_id, t.name, t.description, t.created_at, t.updated_at,
+      select t.id, t.workspace_id, t.name, t.description, t.created_at, t.updated_at, t.chunk_size, t.chunk_overlap,
              (select count(*) from knowledge_columns c where c.knowledge_table_id = t.id)::int as columns_count,
              (select count(*) from knowledge_points p where p.knowledge_table_id = t.id)::int as points_count,
              coalesce((select json_agg(pk.pipeline_id order by pk.pipeline_id) from pipeline_knowledge_tables pk
@@ -110,15 +111,26 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
         workspaceId: Schema.Number,
         name: Schema.String,
         description: Schema.NullOr(Schema.String),
-        embeddingModelId: Schema.NullOr(Schema.Number)
+        embeddingModelId: Schema.NullOr(Schema.Number),
+        chunkSize: Schema.NullOr(Schema.Number),
+        chunkOverlap: Schema.NullOr(Schema.Number)
       }),
       Result: Schema.Struct({ id: KnowledgeTableId }),
-      execute: ({ description, embeddingModelId, name, workspaceId }) =>
-        sql`insert into knowledge_tables (workspace_id, name, description, embedding_model_id, embedding_dimensions)
+      execute: ({ chunkOverlap, chunkSize, description, embeddingModelId, name, workspaceId }) =>
+        sql`insert into knowledge_tables (workspace_id, name, description, embedding_model_id, embedding_dimensions,
+                                          chunk_size, chunk_overlap)
             values (${workspaceId}, ${name}, ${description}, ${embeddingModelId}, ${
           embeddingModelId === null ? 256 : null
-        })
+        }, ${chunkSize ?? DEFAULT_CHUNK_OPTIONS.size}, ${chunkOverlap ?? DEFAULT_CHUNK_OPTIONS.overlap})
             returning id`
+    })
+
+    /** How the table's sources are cut into chunks (a table that is gone: the defaults, its sync ends anyway). */
+    const chunkOptions = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: Schema.Struct({ size: Schema.Number, overlap: Schema.Number }),
+      execute: (tableId) =>
+        sql`select chunk_size as size, chunk_overlap as overlap from knowledge_tables where id = ${tableId}`
     })
 
     /** One page in point-id order, from after the point `after` (a uuid) when given. */
@@ -178,23 +190,50 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("@parley/serv
       table: (id: number, workspaceIds: ReadonlyArray<number>) => table({ id, workspaceIds }).pipe(Effect.orDie),
       columns: (id: number, workspaceIds: ReadonlyArray<number>) => columns({ id, workspaceIds }).pipe(Effect.orDie),
 
+      /** The table's chunk size and overlap, for its sources' ingest (knowledge/Chunker.ts). */
+      chunkOptions: (tableId: number): Effect.Effect<ChunkOptions> =>
+        chunkOptions(tableId).pipe(
+          Effect.map((rows) => rows[0] ?? DEFAULT_CHUNK_OPTIONS),
+          Effect.orDie
+        ),
+
       nameTaken: (workspaceId: number, name: string) =>
         sql`select 1 from knowledge_tables where workspace_id = ${workspaceId} and lower(name) = lower(${name})`.pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.orDie
         ),
 
-      insertTable: (workspaceId: number, name: string, description: string | null, embeddingModelId: number | null) =>
-        insertTable({ workspaceId, name, description, embeddingModelId }).pipe(
+      insertTable: (
+        workspaceId: number,
+        name: string,
+        description: string | null,
+        embeddingModelId: number | null,
+        chunk: { readonly size?: number | undefined; readonly overlap?: number | undefined } = {}
+      ) =>
+        insertTable({
+          workspaceId,
+          name,
+          description,
+          embeddingModelId,
+          chunkSize: chunk.size ?? null,
+          chunkOverlap: chunk.overlap ?? null
+        }).pipe(
           Effect.map((row) => row.id),
           Effect.orDie
         ),
 
-      /** Name and description; only the ones given change. */
-      updateTable: (id: number, fields: { readonly name?: string; readonly description?: string | null }) => {
+      /** Name, description and chunking; only the ones given change. */
+      updateTable: (id: number, fields: {
+        readonly name?: string
+        readonly description?: string | null
+        readonly chunkSize?: number | undefined
+        readonly chunkOverlap?: number | undefined
+      }) => {
         const sets = [
           ...(fields.name === undefined ? [] : [sql`name = ${fields.name}`]),
           ...(fields.description === undefined ? [] : [sql`description = ${fields.description}`]),
+          ...(fields.chunkSize === undefined ? [] : [sql`chunk_size = ${fields.chunkSize}`]),
+          ...(fields.chunkOverlap === undefined ? [] : [sql`chunk_overlap = ${fields.chunkOverlap}`]),
           sql`updated_at = now()`
         ]
         return sql`update knowledge_tables set ${sql.csv(sets)} where id = ${id}`.pipe(Effect.asVoid, Effect.orDie)

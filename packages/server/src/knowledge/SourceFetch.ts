@@ -5,15 +5,16 @@
  * time, paced per host, and named by its User-Agent. A sitemap or a crawl never leaves its site's host and honours
  * its robots.txt.
  */
-import { Config, Data, Effect, Option, Stream } from "effect"
+import { Config, Data, Effect } from "effect"
 import { gunzipSync } from "node:zlib"
 import { AppConfig } from "../config/AppConfig.js"
 import { decodeText } from "../files/Extract.js"
 import type { SourceDocument } from "./Chunker.js"
 import { documentOf, htmlPage } from "./DocumentText.js"
+import { crawling } from "./SourceCrawl.js"
 import { type Fetched, fetchOnce, type Policy } from "./SourceHttp.js"
 import { type Robots, robotsFrom } from "./SourceRobots.js"
-import { normalize, sitemapOf, SKIPPED, taken } from "./SourceUrls.js"
+import { normalize, sitemapOf } from "./SourceUrls.js"
 
 export interface FetchedPage {
   /** the page's URL after redirects */
@@ -172,17 +173,6 @@ export class SourceFetch extends Effect.Service<SourceFetch>()("@parley/server/S
         )
       )
 
-    /** `url` unless the site's robots.txt disallows it (a `robots` failure, as a value: the site's wish, not an error). */
-    const robotsGate = (cache: Map<string, Robots>) => (url: string) =>
-      Effect.gen(function*() {
-        const origin = new URL(url).origin
-        const robots = cache.get(origin) ?? (yield* robotsOf(origin))
-        cache.set(origin, robots)
-        return robots.allows(url)
-          ? Option.none<FetchFailed>()
-          : Option.some(new FetchFailed({ url, reason: "robots", message: `${url} is disallowed by robots.txt` }))
-      })
-
     const sitemapUrls = (spec: CrawlSpec) =>
       Effect.gen(function*() {
         const site = new URL(spec.url).host
@@ -227,107 +217,6 @@ export class SourceFetch extends Effect.Service<SourceFetch>()("@parley/server/S
       return yield* pageOn(url, null)
     })
 
-    const sitemap = (spec: CrawlSpec): Stream.Stream<FetchedPage | FetchFailed, FetchFailed> =>
-      Stream.unwrap(Effect.gen(function*() {
-        const { pages, site, skipped } = yield* sitemapUrls(spec)
-        const filter = taken(spec)
-        const gate = robotsGate(new Map())
-        const seen = new Set<string>()
-        const urls = pages.flatMap((loc) => {
-          const url = normalize(loc, spec.url)
-          if (url === null || seen.has(url) || !filter(url)) return []
-          seen.add(url)
-          return [url]
-        })
-        let fetched = 0
-        let at = 0
-        // one URL a pull, so that the page limit counts pages fetched, not URLs listed
-        const next: Effect.Effect<FetchedPage | FetchFailed, Option.Option<never>> = Effect.gen(function*() {
-          while (at < urls.length && fetched < spec.maxPages) {
-            const url = urls[at++]!
-            if (new URL(url).host !== site) {
-              return new FetchFailed({
-                url,
-                reason: "foreign_host",
-                message: `${url} is not on the sitemap's host ${site}`
-              })
-            }
-            const refused = yield* gate(url)
-            if (Option.isSome(refused)) return refused.value
-            fetched++
-            return yield* Effect.merge(pageOn(url, site))
-          }
-          return yield* Effect.fail(Option.none())
-        })
-        return Stream.concat(Stream.fromIterable(skipped), Stream.repeatEffectOption(next))
-      }))
-
-    /** Breadth-first from the start page, on the host the start page ends on (after its redirects). */
-    const crawl = (spec: CrawlSpec): Stream.Stream<FetchedPage | FetchFailed, FetchFailed> =>
-      Stream.suspend(() => {
-        const filter = taken(spec)
-        const gate = robotsGate(new Map())
-        const start = normalize(spec.url)
-        const queue: Array<{ readonly url: string; readonly depth: number }> = start === null
-          ? []
-          : [{ url: start, depth: 0 }]
-        const seen = new Set<string>(start === null ? [] : [start])
-        let site: string | null = null
-        let fetched = 0
-        const next: Effect.Effect<FetchedPage | FetchFailed, Option.Option<FetchFailed>> = Effect.gen(function*() {
-          if (start === null) {
-            return yield* Effect.fail(Option.some(
-              new FetchFailed({
-                url: spec.url,
-                reason: "unreadable",
-                message: `${spec.url} is not an http or https URL`
-              })
-            ))
-          }
-          while (queue.length > 0 && fetched < spec.maxPages) {
-            const { depth, url } = queue.shift()!
-            const isStart = site === null
-            const refused = yield* gate(url)
-            if (Option.isSome(refused)) {
-              if (isStart) return yield* Effect.fail(refused)
-              return refused.value
-            }
-            fetched++
-            const result = yield* Effect.either(pageOn(url, site))
-            if (result._tag === "Left") {
-              if (isStart) return yield* Effect.fail(Option.some(result.left))
-              return result.left
-            }
-            const fetchedPage = result.right
-            if (isStart) site = new URL(fetchedPage.url).host
-            seen.add(fetchedPage.url)
-            if (depth < spec.maxDepth) {
-              for (const link of fetchedPage.links) {
-                const target = normalize(link)
-                if (target === null || seen.has(target) || new URL(target).host !== site) continue
-                if (SKIPPED.test(new URL(target).pathname) || !filter(target)) continue
-                seen.add(target)
-                queue.push({ url: target, depth: depth + 1 })
-              }
-            }
-            // the start page is read for its links even when the patterns do not take it
-            if (isStart && !filter(fetchedPage.url)) continue
-            return fetchedPage
-          }
-          return yield* Effect.fail(Option.none())
-        })
-        return Stream.repeatEffectOption(next)
-      })
-
-    /**
-     * The pages of `spec`, one at a time. A page that fails is a `FetchFailed` value; the stream fails only when its
-     * start (the URL, the sitemap, the crawl's first page) does. A single URL ignores robots.txt (someone asked for
-     * that page, as a browser would); a sitemap and a crawl honour it.
-     */
-    const pages = (spec: CrawlSpec): Stream.Stream<FetchedPage | FetchFailed, FetchFailed> =>
-      (spec.kind === "url" ? Stream.fromEffect(page(spec.url)) : spec.kind === "sitemap" ? sitemap(spec) : crawl(spec))
-        .pipe(Stream.withSpan("SourceFetch.pages", { attributes: { kind: spec.kind, url: spec.url } }))
-
-    return { page, pages }
+    return { page, ...crawling({ page, pageOn, robotsOf, sitemapUrls }) }
   })
 }) {}

@@ -1,8 +1,8 @@
 /**
  * SQL of knowledge sources: the only writer of `knowledge_sources` (the points of a source are written by
- * KnowledgeRepo, through the upsert path). A row is also the durable state of its sync: `claim` takes a due
- * source with a lease, `progress` renews it page by page, `finish` ends it unless a sync was asked for meanwhile.
- * Database failures are defects here.
+ * KnowledgeRepo, through the upsert path; a run's frontier by SourcePagesRepo). A row also numbers its runs: `claim`
+ * starts the next run of a pending source with a lease, `progress` renews it step by step, `stalled` finds runs whose
+ * lease expired, and `finish` ends a run unless a sync was asked for meanwhile. Database failures are defects here.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { KnowledgeSource, type SourceKind } from "@parley/domain"
@@ -10,7 +10,7 @@ import { Effect, Option, Schema } from "effect"
 
 const iso = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
-/** What a sync needs of its source; `requested` is compared when it ends (a sync asked for meanwhile runs again). */
+/** What a run of a sync needs of its source. */
 export const ClaimedSource = Schema.Struct({
   id: Schema.Number,
   knowledge_table_id: Schema.Number,
@@ -25,8 +25,7 @@ export const ClaimedSource = Schema.Struct({
     max_depth: Schema.optional(Schema.Number),
     include: Schema.optional(Schema.Array(Schema.String)),
     exclude: Schema.optional(Schema.Array(Schema.String))
-  }),
-  requested: Schema.NullOr(Schema.String)
+  })
 })
 export type ClaimedSource = typeof ClaimedSource.Type
 
@@ -112,50 +111,83 @@ export class SourcesRepo extends Effect.Service<SourcesRepo>()("@parley/server/S
         select default_id, data ->> 'source' as source from knowledge_points
         where knowledge_table_id = ${tableId} and starts_with(default_id, ${pointPrefix(id)})`.pipe(Effect.orDie)
 
-    /** A due source (pending, or processing with an expired lease: its runner died), taken for `leaseMs`. */
+    /**
+     * A pending source, made `processing` in its next run (which serves the request it had) for `leaseMs`: the run
+     * the dispatcher hands to the SyncKnowledgeSource workflow.
+     */
     const claim = (leaseMs: number) =>
-      SqlSchema.findOne({
-        Request: Schema.Number,
-        Result: ClaimedSource,
-        execute: (lease) =>
-          sql`
-            update knowledge_sources s set status = 'processing', lease_until = now() + make_interval(
-              secs => (${lease} / 1000.0)::float8), progress = jsonb_build_object('done', 0, 'total', null),
-              updated_at = now()
-            where s.id = (
-              select id from knowledge_sources
-              where status = 'pending' or (status = 'processing' and lease_until < now())
-              order by sync_requested_at nulls first, id limit 1 for update skip locked)
-            returning s.id::int as id, s.knowledge_table_id::int as knowledge_table_id,
-              s.workspace_id::int as workspace_id, s.kind, s.name, s.url, s.file_path, s.mimetype, s.settings,
-              s.sync_requested_at::text as requested`
-      })(leaseMs).pipe(Effect.orDie)
-
-    /** Pages done, and the lease renewed; false when the source was deleted meanwhile. */
-    const progress = (id: number, done: number, total: number | null, leaseMs: number) =>
-      sql`update knowledge_sources set progress = jsonb_build_object('done', ${done}::int, 'total', ${total}::int),
-            lease_until = now() + make_interval(secs => (${leaseMs} / 1000.0)::float8), updated_at = now()
-          where id = ${id} returning 1`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+      sql<{ id: number; run: number }>`
+        update knowledge_sources s set status = 'processing', sync_run = sync_run + 1, dispatches = 1,
+          run_requested_at = sync_requested_at, progress = jsonb_build_object('done', 0, 'total', null),
+          lease_until = now() + make_interval(secs => (${leaseMs} / 1000.0)::float8), updated_at = now()
+        where s.id = (
+          select id from knowledge_sources where status = 'pending'
+          order by sync_requested_at nulls first, id limit 1 for update skip locked)
+        returning s.id::int as id, s.sync_run as run`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
 
     /**
-     * The end of a sync: `ready` with its counts, or `failed` with the reason (the counts of the last good sync
-     * kept). A sync asked for while this one ran (`sync_requested_at` moved) leaves it `pending` instead.
+     * Runs whose lease expired (no step renewed it: the workflow stalled or was never started), handed out again for
+     * `leaseMs`, with how often each was.
+     */
+    const stalled = (leaseMs: number) =>
+      sql<{ id: number; run: number; dispatches: number }>`
+        update knowledge_sources set dispatches = dispatches + 1, updated_at = now(),
+          lease_until = now() + make_interval(secs => (${leaseMs} / 1000.0)::float8)
+        where status = 'processing' and lease_until < now()
+        returning id::int as id, sync_run as run, dispatches`.pipe(Effect.orDie)
+
+    /** The source while `run` is its current run; none once it ended, was deleted or a newer run took over. */
+    const running = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.Number, run: Schema.Number }),
+      Result: ClaimedSource,
+      execute: ({ id, run }) =>
+        sql`
+          select id::int as id, knowledge_table_id::int as knowledge_table_id, workspace_id::int as workspace_id, kind,
+            name, url, file_path, mimetype, settings
+          from knowledge_sources where id = ${id} and sync_run = ${run} and status = 'processing'`
+    })
+
+    /** Whether the source is still stored (its points are cleaned up after it otherwise). */
+    const exists = (id: number) =>
+      sql`select 1 from knowledge_sources where id = ${id}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+    /** Pages done, and the lease renewed; false once `run` is no longer current (the source deleted, or taken over). */
+    const progress = (id: number, run: number, done: number, total: number | null, leaseMs: number) =>
+      sql`update knowledge_sources set progress = jsonb_build_object('done', ${done}::int, 'total', ${total}::int),
+            lease_until = now() + make_interval(secs => (${leaseMs} / 1000.0)::float8), updated_at = now()
+          where id = ${id} and sync_run = ${run} and status = 'processing'
+          returning 1`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+    /** The lease renewed alone (a page's chunks are being written); false once `run` is no longer current. */
+    const renew = (id: number, run: number, leaseMs: number) =>
+      sql`update knowledge_sources set lease_until = now() + make_interval(secs => (${leaseMs} / 1000.0)::float8)
+          where id = ${id} and sync_run = ${run} and status = 'processing'
+          returning 1`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+    /**
+     * The end of run `run`: `ready` with its counts, or `failed` with the reason (the counts of the last good sync
+     * kept). A sync asked for while it ran (`sync_requested_at` moved past the request it served) leaves it `pending`.
      */
     const finish = (
-      claimed: ClaimedSource,
+      id: number,
+      run: number,
       outcome:
         | { readonly _tag: "ready"; readonly points: number; readonly pages: number; readonly note: string | null }
         | { readonly _tag: "failed"; readonly error: string }
     ) => {
-      const again = sql`sync_requested_at is distinct from ${claimed.requested}::timestamptz`
-      const status = sql`case when ${again} then 'pending' else ${outcome._tag} end`
+      const status = sql`case when sync_requested_at is distinct from run_requested_at then 'pending'
+        else ${outcome._tag} end`
+      const current = sql`id = ${id} and sync_run = ${run} and status = 'processing'`
       return (outcome._tag === "ready"
         ? sql`update knowledge_sources set status = ${status}, error = ${outcome.note}, points = ${outcome.points},
                 pages = ${outcome.pages}, progress = null, last_synced_at = now(), lease_until = null, updated_at = now()
-              where id = ${claimed.id}`
+              where ${current}`
         : sql`update knowledge_sources set status = ${status}, error = ${outcome.error.slice(0, 1000)},
                 progress = null, lease_until = null, updated_at = now()
-              where id = ${claimed.id}`).pipe(Effect.asVoid, Effect.orDie)
+              where ${current}`).pipe(Effect.asVoid, Effect.orDie)
     }
 
     return {
@@ -166,8 +198,12 @@ export class SourcesRepo extends Effect.Service<SourcesRepo>()("@parley/server/S
       remove,
       points,
       claim,
+      stalled,
+      running: (id: number, run: number) => running({ id, run }).pipe(Effect.orDie),
+      exists,
       scheduleDue,
       progress,
+      renew,
       finish
     }
   })

@@ -56,7 +56,8 @@ const settingColumns = [
   "handoff_on_failure",
   "fallback_model_id",
   "vision_model_id",
-  "transcription_model_id"
+  "transcription_model_id",
+  "cite_sources"
 ] as const
 
 const stageColumns = [
@@ -100,7 +101,7 @@ export class PipelinesRepo extends Effect.Service<PipelinesRepo>()("@parley/serv
              p.is_model_routing_enabled, p.model_pool as is_model_routing, p.handoff_instructions, p.handoff_bridge_mode,
              p.handoff_bridge_text, p.handoff_bridge_template, p.handoff_timeout_seconds, p.handoff_timeout_action, p.handoff_keywords, p.handoff_after_failures,
              p.fallback_message, p.handoff_on_failure, p.fallback_model_id, p.vision_model_id, p.transcription_model_id,
-             (select count(*) from stages s where s.pipeline_id = p.id)::int as stages_count,
+             p.cite_sources, (select count(*) from stages s where s.pipeline_id = p.id)::int as stages_count,
              p.created_at, p.updated_at
       from pipelines p`
     const selectStage = sql`

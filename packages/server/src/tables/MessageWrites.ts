@@ -70,6 +70,7 @@ export type MessageColumn =
   | "provider_sent_at"
   | "template"
   | "provider_parts_sent"
+  | "citations"
 
 /** `insert into messages (...) select ...`: the caller's statement adds `from`, `where`, `on conflict`, `returning`. */
 export const insert = insertInto<MessageColumn>("messages")

@@ -7,7 +7,14 @@
  * Provider failures are retried with backoff; what still fails is the caller's to record.
  */
 import { type AiError, type LanguageModel, Prompt } from "@effect/ai"
-import type { FollowupContext, ModelRef, ReplyDraft, RoutingTier, TurnContext } from "@parley/domain"
+import {
+  type FollowupContext,
+  type ModelRef,
+  type ReplyDraft,
+  type RoutingTier,
+  type TurnContext,
+  withSources
+} from "@parley/domain"
 import { Data, Effect, Metric, MetricLabel, Ref, Schedule } from "effect"
 import { costOf, ModelRegistry, type ModelUnavailable } from "./Models.js"
 import { type GuardTexts, guardTexts, withheldBecause } from "./OutputGuard.js"
@@ -247,8 +254,11 @@ const replyWith = (ctx: TurnContext): Written =>
           )
         ))
       : text.trim()
+    const citations = ctx.knowledge.flatMap((k) => k.citation === undefined ? [] : [k.citation])
+    // the sources' lines go after the guard (a URL is no instruction) and with the text, so every channel sends them
+    const cited = ctx.citeSources === true && written && checked !== "" ? withSources(checked, citations) : checked
     return {
-      text: written ? checked : ctx.handoff!.bridgeText,
+      text: written ? cited : ctx.handoff!.bridgeText,
       handoffReason: requested,
       model: routed.model,
       inputTokens: tally.inputTokens,
@@ -257,6 +267,7 @@ const replyWith = (ctx: TurnContext): Written =>
       tier: routed.tier,
       moveToStageId: yield* Ref.get(moved),
       knowledgePointIds: ctx.knowledge.map((k) => k.pointId),
+      citations,
       actionCalls: yield* Ref.get(called),
       ...(ctx.configVersion !== undefined ? { configVersion: ctx.configVersion } : {})
     }

@@ -40,6 +40,9 @@ import managedModels from "./0038_managed_models.js"
 import tableEmbeddingModels from "./0039_table_embedding_models.js"
 import knowledgeSources from "./0040_knowledge_sources.js"
 import sourceSchedule from "./0041_source_schedule.js"
+import messageCitations from "./0042_message_citations.js"
+import chunkSettings from "./0043_chunk_settings.js"
+import sourceRuns from "./0044_source_runs.js"
 
 /** Keys are `<id>_<name>`, as `Migrator.fromRecord` expects. Never edit a landed migration: add one. */
 export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = {
@@ -83,5 +86,8 @@ export const migrations: Record<string, Effect.Effect<unknown, unknown, any>> = 
   "0038_managed_models": managedModels,
   "0039_table_embedding_models": tableEmbeddingModels,
   "0040_knowledge_sources": knowledgeSources,
-  "0041_source_schedule": sourceSchedule
+  "0041_source_schedule": sourceSchedule,
+  "0042_message_citations": messageCitations,
+  "0043_chunk_settings": chunkSettings,
+  "0044_source_runs": sourceRuns
 }
