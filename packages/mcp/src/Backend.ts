@@ -21,6 +21,7 @@ import type {
   CreatePipeline,
   CreateStage,
   CreateVariable,
+  CreateWebSource,
   CurrentActor,
   DiffQuery,
   EvalRun,
@@ -28,6 +29,9 @@ import type {
   Forbidden,
   HandoffCommand,
   HandoffConflict,
+  KnowledgeSource,
+  KnowledgeSourceId,
+  KnowledgeSourceNotFound,
   KnowledgeTableId,
   KnowledgeTableWithColumns,
   ListContactsQuery,
@@ -77,6 +81,7 @@ import { Context, type Effect } from "effect"
 export type BackendFailure =
   | NotFound
   | NamedNotFound
+  | KnowledgeSourceNotFound
   | Unprocessable
   | BadRequest
   | Forbidden
@@ -135,6 +140,10 @@ export interface McpBackendShape {
     points: ReadonlyArray<Record<string, unknown>>
   ) => Op<{ readonly upserted: number }>
   readonly deletePoints: (id: KnowledgeTableId, ids: ReadonlyArray<string | number>) => Op<{ readonly deleted: number }>
+  // knowledge sources (issue 41): web ones only, a file does not travel in a tool call's JSON
+  readonly listKnowledgeSources: (id: KnowledgeTableId) => Op<ReadonlyArray<KnowledgeSource>>
+  readonly addKnowledgeSource: (id: KnowledgeTableId, input: CreateWebSource) => Op<KnowledgeSource>
+  readonly syncKnowledgeSource: (id: KnowledgeTableId, source: KnowledgeSourceId) => Op<KnowledgeSource>
   // evals (docs/evals.md)
   readonly startEvalRun: (pipelineId: PipelineId, input: StartEvalRun) => Op<EvalRun>
   readonly getEvalRun: (id: EvalRunId) => Op<EvalRun>

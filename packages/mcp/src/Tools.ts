@@ -11,6 +11,7 @@ import { conversationTools } from "./tools/Conversations.js"
 import { evalTools } from "./tools/Evals.js"
 import { followupTools } from "./tools/Followups.js"
 import { knowledgeTools } from "./tools/Knowledge.js"
+import { knowledgeSourceTools } from "./tools/KnowledgeSources.js"
 import { opportunityTools } from "./tools/Opportunities.js"
 import { pipelineBuildTools } from "./tools/PipelineBuild.js"
 import { pipelineReadTools } from "./tools/Pipelines.js"
@@ -61,7 +62,11 @@ export const ToolNames = [
   // versions (issue 24)
   "publish_pipeline",
   "list_pipeline_versions",
-  "diff_pipeline_versions"
+  "diff_pipeline_versions",
+  // knowledge sources (issue 41)
+  "add_knowledge_source",
+  "list_knowledge_sources",
+  "sync_knowledge_source"
 ] as const
 
 const all = [
@@ -71,6 +76,7 @@ const all = [
   ...automationTools,
   ...followupTools,
   ...knowledgeTools,
+  ...knowledgeSourceTools,
   ...opportunityTools,
   ...conversationTools,
   ...evalTools,

@@ -77,7 +77,11 @@ const TOOL_NAMES = [
   "get_eval_run",
   "publish_pipeline",
   "list_pipeline_versions",
-  "diff_pipeline_versions"
+  "diff_pipeline_versions",
+  // issue 41: knowledge sources
+  "add_knowledge_source",
+  "list_knowledge_sources",
+  "sync_knowledge_source"
 ]
 
 const connect = mcpSession
@@ -537,11 +541,20 @@ layer(
         )
       ).toEqual(["sku-3"])
 
-      // the evals tools play cases through the engine: evals.http.test.ts calls them
+      // the evals tools play cases through the engine: evals.http.test.ts calls them; the knowledge source tools
+      // fetch a site: mcp-knowledge-sources.http.test.ts calls them
       expect([...called].sort()).toEqual(
         TOOL_NAMES.filter((n) =>
-          !["run_evals", "get_eval_run", "publish_pipeline", "list_pipeline_versions", "diff_pipeline_versions"]
-            .includes(n)
+          ![
+            "run_evals",
+            "get_eval_run",
+            "publish_pipeline",
+            "list_pipeline_versions",
+            "diff_pipeline_versions",
+            "add_knowledge_source",
+            "list_knowledge_sources",
+            "sync_knowledge_source"
+          ].includes(n)
         ).sort()
       )
     }))

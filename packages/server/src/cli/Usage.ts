@@ -60,6 +60,13 @@ export const USAGE = `Usage: pnpm parley <command> [options] [--json]
   knowledge import --table-id N --file rows.csv|rows.jsonl [--batch-size 200]
       (CSV with a header row, or JSON Lines; a default_id column is required. Exit code 1 when
        some rows were rejected, with the reasons; 2 for usage errors)
+  knowledge add-source TABLE_ID --file PATH | --url URL [--kind url|sitemap|crawl] [--max-pages N]
+                       [--max-depth N] [--include P]... [--exclude P]... [--sync off|daily|weekly] [--no-wait]
+  knowledge sources TABLE_ID
+  knowledge sync TABLE_ID SOURCE_ID [--no-wait]
+      (a file up to 50 MB, or a page, sitemap or same-host crawl; add-source and sync follow the source
+       until it is ready, with its progress on stderr, exit code 1 when it failed. Through the REST API at
+       --server or PARLEY_URL, default http://127.0.0.1:PORT, with --token or PARLEY_TOKEN: knowledge:write)
 
   eval run --pipeline N --cases FILE... [--version live] [--concurrency 1-8] [--url U] [--token T]
       (YAML or JSON case files, see docs/evals.md; through the REST API at --url or PARLEY_URL,

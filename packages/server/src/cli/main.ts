@@ -1,7 +1,8 @@
 /**
  * `pnpm parley <command>`: the operator's tool. Prints results for people, or JSON with `--json`.
  * Only what a command needs is loaded: `--help` answers without the server, `serve` loads the server,
- * `providers` and `models` their REST client (Models.ts), other commands the command runner (Run.ts).
+ * `providers` and `models` their REST client (Models.ts), `knowledge add-source|sources|sync` theirs
+ * (KnowledgeSources.ts), other commands the command runner (Run.ts).
  */
 import { parseArgs } from "node:util"
 import { USAGE } from "./Usage.js"
@@ -35,6 +36,10 @@ if (words[0] === "serve") {
   const { options, runModels } = await import("./Models.js")
   const parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })
   runModels(parsed.positionals, parsed.values as never, USAGE)
+} else if (words[0] === "knowledge" && ["add-source", "sources", "sync"].includes(words[1] ?? "")) {
+  const { options, runKnowledgeSources } = await import("./KnowledgeSources.js")
+  const parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })
+  runKnowledgeSources(parsed.positionals, parsed.values as never, USAGE)
 } else {
   const { options, runCli } = await import("./Run.js")
   const parsed = parseArgs({ args: process.argv.slice(2), options, allowPositionals: true, strict: false })

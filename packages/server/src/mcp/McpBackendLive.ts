@@ -10,6 +10,7 @@ import { Conversations } from "../conversations/Conversations.js"
 import { EvalRuns } from "../evals/EvalRuns.js"
 import { Followups } from "../followups/Followups.js"
 import { Knowledge } from "../knowledge/Knowledge.js"
+import { Sources } from "../knowledge/Sources.js"
 import { Messages } from "../messages/Messages.js"
 import { Opportunities } from "../opportunities/Opportunities.js"
 import { Pipelines } from "../pipelines/Pipelines.js"
@@ -27,6 +28,7 @@ export const makeMcpBackend = Effect.gen(function*() {
   const evals = yield* EvalRuns
   const followups = yield* Followups
   const knowledge = yield* Knowledge
+  const sources = yield* Sources
   const messages = yield* Messages
   const opportunities = yield* Opportunities
   const pipelines = yield* Pipelines
@@ -80,6 +82,9 @@ export const makeMcpBackend = Effect.gen(function*() {
     searchKnowledge: (id, input) => knowledge.search(id, input),
     upsertPoints: (id, points) => knowledge.upsert(id, points),
     deletePoints: (id, ids) => knowledge.remove(id, ids),
+    listKnowledgeSources: (id) => sources.list(id),
+    addKnowledgeSource: (id, input) => sources.create(id, input),
+    syncKnowledgeSource: (id, source) => sources.sync(id, source),
 
     startEvalRun: (pipelineId, input) => evals.start(pipelineId, input),
     getEvalRun: (id) => evals.get(id),

@@ -19,6 +19,7 @@ import {
   Dialect,
   EvalRun,
   Followup,
+  KnowledgeSource,
   KnowledgeTableId,
   KnowledgeTableWithColumns,
   MessagesPage,
@@ -183,6 +184,19 @@ export const ToolResults = {
   create_knowledge_table: Schema.Struct({ knowledge_table: KnowledgeTableWithColumns, ...nextSteps }),
   upsert_knowledge_points: Schema.Struct({ knowledge_table_id: KnowledgeTableId, upserted: Schema.Int }),
   delete_knowledge_points: Schema.Struct({ knowledge_table_id: KnowledgeTableId, deleted: Schema.Int }),
+  add_knowledge_source: Schema.Struct({ knowledge_source: KnowledgeSource, ...nextSteps }),
+  list_knowledge_sources: Schema.Struct({
+    knowledge_table_id: KnowledgeTableId,
+    knowledge_sources: Schema.Array(Schema.Struct(Struct.omit(
+      KnowledgeSource.fields,
+      "knowledge_table_id",
+      "url",
+      "created_at",
+      "updated_at"
+    ))),
+    ...paged
+  }),
+  sync_knowledge_source: Schema.Struct({ knowledge_source: KnowledgeSource }),
   list_contacts: Schema.Struct({ contacts: Schema.Array(Contact), ...pageFields }),
   list_opportunities: Schema.Struct({ opportunities: Schema.Array(Opportunity), ...pageFields }),
   list_messages: Schema.Struct({ ...MessagesPage.fields, ...paged }),
