@@ -11,6 +11,7 @@ import { ConversationView } from "./Conversation.js"
 import { Inbox } from "./Inbox.js"
 import { filters } from "./inboxStore.js"
 import { useKeys } from "./keys.js"
+import { Knowledge, knowledgeReadable } from "./Knowledge.js"
 import { follow } from "./live.js"
 import { Models } from "./Models.js"
 import { channels, connection, fail, me, members, navigate, notice, pipelines, route, workspaceId } from "./state.js"
@@ -22,7 +23,7 @@ const csrf = () => document.querySelector<HTMLMetaElement>("meta[name=parley-csr
 
 const Nav = () => {
   const page = route.value.page
-  const link = (target: "inbox" | "board" | "analytics" | "channels" | "models", text: string) => (
+  const link = (target: "inbox" | "board" | "analytics" | "channels" | "models" | "knowledge", text: string) => (
     <a
       href={target === "inbox" ? "/console" : `/console/${target}`}
       aria-current={page === target ? "page" : undefined}
@@ -38,6 +39,7 @@ const Nav = () => {
       {link("analytics", "Analytics")}
       {link("channels", "Channels")}
       {link("models", "Models")}
+      {knowledgeReadable.value && link("knowledge", "Knowledge")}
     </nav>
   )
 }
@@ -126,6 +128,8 @@ export const App = () => {
           ? <Channels />
           : r.page === "models"
           ? <Models />
+          : r.page === "knowledge"
+          ? <Knowledge tableId={r.tableId} />
           : <Analytics />}
       </main>
       <div

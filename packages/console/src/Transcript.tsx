@@ -90,6 +90,43 @@ const Files = ({ files }: { files: Message["files"] }) => (
   </ul>
 )
 
+type Citation = NonNullable<Message["citations"]>[number]
+
+/** The sources a reply's knowledge points came from, once each (its pages together); hand-written points have none. */
+const sourcesOf = (citations: ReadonlyArray<Citation>) => {
+  const by = new Map<string, { title: string | null; pages: Array<number> }>()
+  for (const c of citations) {
+    if (c.source === null) continue
+    const s = by.get(c.source) ?? { title: c.title, pages: [] }
+    if (c.page !== null && !s.pages.includes(c.page)) s.pages.push(c.page)
+    by.set(c.source, s)
+  }
+  return [...by.entries()].map(([source, s]) => ({ source, ...s, pages: s.pages.sort((a, b) => a - b) }))
+}
+
+/** "Sources" under an AI reply: a page as a link, a file by its name and pages. */
+const Sources = ({ citations }: { citations: ReadonlyArray<Citation> }) => {
+  const sources = sourcesOf(citations)
+  if (sources.length === 0) return null
+  return (
+    <p class="sources">
+      Sources: {sources.map((s, i) => (
+        <span key={s.source}>
+          {i > 0 && " · "}
+          {/^https?:\/\//i.test(s.source)
+            ? <a href={s.source} target="_blank" rel="noreferrer" title={s.source}>{s.title ?? s.source}</a>
+            : (
+              <span title={s.title ?? undefined}>
+                {s.source}
+                {s.pages.length > 0 && `, ${s.pages.length === 1 ? "page" : "pages"} ${s.pages.join(", ")}`}
+              </span>
+            )}
+        </span>
+      ))}
+    </p>
+  )
+}
+
 type Move = ConversationFull["handoff_events"][number]
 
 const capitalised = (s: string) => s.charAt(0).toUpperCase() + s.slice(1)
@@ -156,6 +193,7 @@ const MessageLine = ({ m, via }: { m: Message; via: string }) => (
     </div>
     {m.message !== null && m.message !== "" && <p class="text">{m.message}</p>}
     {m.files.length > 0 && <Files files={m.files} />}
+    {m.citations !== undefined && <Sources citations={m.citations} />}
     {m.status === "failed" && <p class="error">Not sent: {m.error ?? "the channel refused it"}</p>}
     {m.no_reply_reason !== null && (
       <p class="no-reply">{NO_REPLY[m.no_reply_reason] ?? `No reply: ${m.no_reply_reason}`}</p>

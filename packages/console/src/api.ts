@@ -16,10 +16,13 @@ import type {
   ConversationMessagesPage,
   ConversationsPage,
   HandoffStats,
+  KnowledgeSource,
+  KnowledgeTableWithColumns,
   Me,
   Opportunity,
   Pipeline,
   ProviderCheck,
+  SearchResults,
   Stage,
   Timeseries
 } from "@parley/domain"
@@ -45,6 +48,9 @@ export type Handoffs = Wire<typeof HandoffStats>
 export type AiProvider = Wire<typeof AiProviderRecord>
 export type AiModel = Wire<typeof AiModelRecord>
 export type AiProviderCheck = Wire<typeof ProviderCheck>
+export type KnowledgeTableRecord = Wire<typeof KnowledgeTableWithColumns>
+export type KnowledgeSourceRecord = Wire<typeof KnowledgeSource>
+export type KnowledgeSearchResults = Wire<typeof SearchResults>
 export interface Member {
   readonly id: number
   readonly name: string | null

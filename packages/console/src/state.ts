@@ -27,7 +27,7 @@ export const memberName = (id: number | null | undefined) => {
 
 /**
  * Routes: `/console` (inbox), `/console/c/<id>` (a conversation), `/console/board`, `/console/analytics`,
- * `/console/channels`, `/console/models`.
+ * `/console/channels`, `/console/models`, `/console/knowledge` and a table's `/console/knowledge/<id>`.
  */
 export type Route =
   | { readonly page: "inbox"; readonly conversationId?: number }
@@ -35,6 +35,7 @@ export type Route =
   | { readonly page: "analytics" }
   | { readonly page: "channels" }
   | { readonly page: "models" }
+  | { readonly page: "knowledge"; readonly tableId?: number }
 
 export const parseRoute = (pathname: string): Route => {
   const conversation = /^\/console\/c\/(\d+)$/.exec(pathname)
@@ -43,12 +44,17 @@ export const parseRoute = (pathname: string): Route => {
   if (pathname === "/console/analytics") return { page: "analytics" }
   if (pathname === "/console/channels") return { page: "channels" }
   if (pathname === "/console/models") return { page: "models" }
+  if (pathname === "/console/knowledge") return { page: "knowledge" }
+  const table = /^\/console\/knowledge\/(\d+)$/.exec(pathname)
+  if (table !== null) return { page: "knowledge", tableId: Number(table[1]) }
   return { page: "inbox" }
 }
 
 export const routePath = (route: Route) =>
   route.page === "inbox"
     ? (route.conversationId === undefined ? "/console" : `/console/c/${route.conversationId}`)
+    : route.page === "knowledge" && route.tableId !== undefined
+    ? `/console/knowledge/${route.tableId}`
     : `/console/${route.page}`
 
 export const route = signal<Route>(parseRoute(location.pathname))

@@ -2,7 +2,8 @@ import type { Scope } from "@parley/domain"
 
 /**
  * What the console's token may do: read and work conversations, send, move opportunities; read pipelines; see and
- * connect channels; see, check and add model providers and their models.
+ * connect channels; see, check and add model providers and their models; see, fill, sync and search knowledge tables
+ * (the knowledge page: its sources and their files).
  */
 export const CONSOLE_SCOPES: ReadonlyArray<Scope> = [
   "conversations:read",
@@ -14,7 +15,9 @@ export const CONSOLE_SCOPES: ReadonlyArray<Scope> = [
   "channels:read",
   "channels:write",
   "models:read",
-  "models:write"
+  "models:write",
+  "knowledge:read",
+  "knowledge:write"
 ]
 
 /** A console token lives 15 minutes; the page renews it at two thirds of that. */
