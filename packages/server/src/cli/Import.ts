@@ -4,9 +4,11 @@
  * `knowledge.upsert` admin commands (to the running server's admin endpoint, or run here). A batch that
  * fails validation is sent again row by row, to find the rejected rows and why; the import goes on.
  */
+import { parse } from "csv-parse/sync"
 import { Effect, Schema } from "effect"
 import * as Fs from "node:fs"
 import type { AdminCommand } from "../admin/AdminCommand.js"
+import { csvDelimiter, LINE_ENDS } from "../files/Spreadsheets.js"
 import type { CommandFailed } from "../identity/CommandFailed.js"
 
 export class ImportUsageError
@@ -44,63 +46,20 @@ export type Row =
   | { readonly row: number; readonly default_id: string | null; readonly errors: ReadonlyArray<Issue> }
 
 /**
- * RFC 4180: fields separated by commas, records by CRLF or LF; a quoted field may hold commas, line
- * breaks and `""` for a quote. A leading BOM is dropped; a final line break does not make an empty record.
+ * The file's records, read by csv-parse (RFC 4180: a quoted field may hold delimiters, line breaks and `""` for a
+ * quote), separated by commas, or by what the file shows it uses (`csvDelimiter`: `;` when the header line has more of
+ * them, tabs for a `.tsv`). A leading BOM is dropped, blank lines are not records, a row may have more or fewer fields
+ * than the header (reported per row); a quote left open throws.
  */
-export const parseCsv = (text: string): Array<Array<string>> => {
-  const records: Array<Array<string>> = []
-  let record: Array<string> = []
-  let field = ""
-  let quoted = false
-  let i = text.charCodeAt(0) === 0xfeff ? 1 : 0
-  const endField = () => {
-    record.push(field)
-    field = ""
-  }
-  const endRecord = () => {
-    endField()
-    records.push(record)
-    record = []
-  }
-  while (i < text.length) {
-    const ch = text[i]!
-    if (quoted) {
-      if (ch === "\"") {
-        if (text[i + 1] === "\"") {
-          field += "\""
-          i += 2
-          continue
-        }
-        quoted = false
-        i++
-        continue
-      }
-      field += ch
-      i++
-      continue
-    }
-    if (ch === "\"" && field === "") {
-      quoted = true
-      i++
-    } else if (ch === ",") {
-      endField()
-      i++
-    } else if (ch === "\r" && text[i + 1] === "\n") {
-      endRecord()
-      i += 2
-    } else if (ch === "\n" || ch === "\r") {
-      endRecord()
-      i++
-    } else {
-      field += ch
-      i++
-    }
-  }
-  if (quoted) throw new Error("unterminated quoted field at the end of the file")
-  if (field !== "" || record.length > 0) endRecord()
-  // blank lines are not records
-  return records.filter((r) => !(r.length === 1 && r[0] === ""))
-}
+export const parseCsv = (text: string, name = ""): Array<Array<string>> =>
+  parse(text, {
+    delimiter: csvDelimiter(text.replace(/^\uFEFF/, ""), name),
+    bom: true,
+    record_delimiter: LINE_ENDS,
+    relax_column_count: true,
+    relax_quotes: true,
+    skip_empty_lines: true
+  })
 
 /** A CSV cell as its column's type; a cell that does not convert is sent as text, so the server names the problem. */
 export const convertCell = (type: Column["data_type"] | undefined, cell: string): unknown => {
@@ -121,10 +80,14 @@ export const convertCell = (type: Column["data_type"] | undefined, cell: string)
   }
 }
 
-const fromCsv = (text: string, columns: ReadonlyArray<Column>): Effect.Effect<Array<Row>, ImportUsageError> =>
+const fromCsv = (
+  text: string,
+  file: string,
+  columns: ReadonlyArray<Column>
+): Effect.Effect<Array<Row>, ImportUsageError> =>
   Effect.gen(function*() {
     const records = yield* Effect.try({
-      try: () => parseCsv(text),
+      try: () => parseCsv(text, file),
       catch: (e) => new ImportUsageError({ message: `Cannot parse the CSV file: ${(e as Error).message}` })
     })
     const [header, ...data] = records
@@ -200,7 +163,7 @@ export const readRows = (file: string, columns: ReadonlyArray<Column>) =>
       try: () => Fs.readFileSync(file, "utf8"),
       catch: (e) => new ImportUsageError({ message: `Cannot read ${file}: ${(e as Error).message}` })
     })
-    return /\.(jsonl|ndjson)$/i.test(file) ? fromJsonLines(text) : yield* fromCsv(text, columns)
+    return /\.(jsonl|ndjson)$/i.test(file) ? fromJsonLines(text) : yield* fromCsv(text, file, columns)
   })
 
 const idOf = (point: Record<string, unknown>) =>

@@ -1,121 +1,137 @@
 /**
- * The zip container of DOCX, XLSX and PPTX files, read with a cap: a small file whose parts inflate to gigabytes (a
- * zip bomb) is refused from its central directory before anything is inflated, and a part that inflates to more than
- * its directory entry declares is refused as soon as it does, so memory stays bounded whatever the file claims.
+ * The zip container of DOCX, XLSX and PPTX files, read with fflate under a cap: a small file whose parts inflate to
+ * gigabytes (a zip bomb) is refused from its central directory before anything is inflated, and a part that inflates
+ * to more than its directory entry declares is refused as soon as it does, so memory stays bounded whatever the file
+ * claims. fflate reads the directory and finds each part's bytes; it is not left to inflate them, because it inflates
+ * into a buffer of the declared size and, past its end, goes on decoding and silently drops the rest (a lying part
+ * would cost the whole of its real size in time, and read as cut short). node:zlib inflates them instead: it stops at
+ * `maxOutputLength` with an error.
  */
+import { Unzip, unzipSync } from "fflate"
+import type { AsyncFlateStreamHandler } from "fflate"
 import { createInflateRaw, inflateRawSync } from "node:zlib"
 
 /** What the parts of one office file may inflate to, all together: far more than any real document's XML. */
 export const MAX_UNZIPPED_BYTES = 100 * 1024 * 1024
 /** Parts one office file may have: a real one has tens, a few thousand with many images. */
 const MAX_ENTRIES = 10_000
+const MB = 1024 * 1024
+/** Bytes fed to fflate's zip stream at a time: it reads the parts a file at a time, recursing once per part. */
+const CHUNK = 64 * 1024
+const XML_PART = /\.(xml|rels)$/i
 
 /** The file is a zip whose parts inflate to more than MAX_UNZIPPED_BYTES, or to more than they declare. */
 export class ZipTooLarge extends Error {
   override readonly name = "ZipTooLarge"
 }
 
+/** A part as the central directory declares it. */
 export interface ZipEntry {
   readonly name: string
   /** 0 stored, 8 deflated */
-  readonly method: number
-  readonly compressedSize: number
-  readonly uncompressedSize: number
-  readonly localOffset: number
+  readonly compression: number
+  readonly originalSize: number
 }
 
-const EOCD = 0x06054b50
-const CENTRAL = 0x02014b50
-const LOCAL = 0x04034b50
-const MB = 1024 * 1024
-
-const view = (bytes: Uint8Array) => new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-
-/** The entries of the zip's central directory; throws on bytes that are no zip, and on a zip over the caps. */
+/**
+ * The entries of the zip's central directory, nothing inflated (fflate's filter sees each and declines it); throws
+ * on bytes that are no zip, and on a zip over the caps.
+ */
 export const zipEntries = (bytes: Uint8Array): ReadonlyArray<ZipEntry> => {
-  const data = view(bytes)
-  let end = -1
-  // the end record is in the last 22 bytes plus a comment of at most 65,535
-  for (let at = bytes.byteLength - 22; at >= Math.max(0, bytes.byteLength - 22 - 65_535); at--) {
-    if (data.getUint32(at, true) === EOCD) {
-      end = at
-      break
-    }
-  }
-  if (end < 0) throw new Error("not a zip file: no end of central directory")
-  const count = data.getUint16(end + 10, true)
-  let at = data.getUint32(end + 16, true)
-  // 0xFFFF entries or a 4 GB offset mark a zip64 file: no office document this small needs one
-  if (count === 0xffff || at === 0xffffffff) throw new ZipTooLarge("a zip64 archive")
-  if (count > MAX_ENTRIES) throw new ZipTooLarge(`${count} parts, more than ${MAX_ENTRIES}`)
-  const decoder = new TextDecoder()
   const entries: Array<ZipEntry> = []
   let total = 0
-  for (let i = 0; i < count; i++) {
-    if (at + 46 > bytes.byteLength || data.getUint32(at, true) !== CENTRAL) throw new Error("corrupt central directory")
-    const nameLength = data.getUint16(at + 28, true)
-    const entry: ZipEntry = {
-      name: decoder.decode(bytes.subarray(at + 46, at + 46 + nameLength)),
-      method: data.getUint16(at + 10, true),
-      compressedSize: data.getUint32(at + 20, true),
-      uncompressedSize: data.getUint32(at + 24, true),
-      localOffset: data.getUint32(at + 42, true)
+  unzipSync(bytes, {
+    filter: ({ compression, name, originalSize }) => {
+      if (entries.length >= MAX_ENTRIES) throw new ZipTooLarge(`it has more than ${MAX_ENTRIES} parts`)
+      total += originalSize
+      if (total > MAX_UNZIPPED_BYTES) {
+        throw new ZipTooLarge(`its parts inflate to more than ${MAX_UNZIPPED_BYTES / MB} MB`)
+      }
+      entries.push({ name, compression, originalSize })
+      return false
     }
-    total += entry.uncompressedSize
-    if (total > MAX_UNZIPPED_BYTES) {
-      throw new ZipTooLarge(`its parts inflate to more than ${MAX_UNZIPPED_BYTES / MB} MB`)
-    }
-    entries.push(entry)
-    at += 46 + nameLength + data.getUint16(at + 30, true) + data.getUint16(at + 32, true)
-  }
+  })
   return entries
 }
 
-/** The entry's compressed bytes, found through its local header (whose own sizes may be zero: the directory's count). */
-const rawData = (bytes: Uint8Array, entry: ZipEntry) => {
-  const data = view(bytes)
-  const at = entry.localOffset
-  if (at + 30 > bytes.byteLength || data.getUint32(at, true) !== LOCAL) throw new Error(`corrupt part ${entry.name}`)
-  const start = at + 30 + data.getUint16(at + 26, true) + data.getUint16(at + 28, true)
-  if (start + entry.compressedSize > bytes.byteLength) throw new Error(`truncated part ${entry.name}`)
-  return bytes.subarray(start, start + entry.compressedSize)
+/** fflate's decoder for deflated parts, registered in place of its own: it hands on the compressed bytes as they are. */
+class Deflated {
+  static readonly compression = 8
+  ondata: AsyncFlateStreamHandler = () => {}
+  push(chunk: Uint8Array<ArrayBuffer>, final: boolean) {
+    this.ondata(null, chunk, final)
+  }
+}
+
+interface RawPart {
+  readonly entry: ZipEntry
+  /** as the part's local header says: what its bytes are */
+  readonly compression: number
+  readonly bytes: Uint8Array
+}
+
+const concat = (chunks: ReadonlyArray<Uint8Array>) => chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+
+/** The stored or still deflated bytes of the directory's `entries`, found by fflate's zip stream. */
+const rawParts = (bytes: Uint8Array, entries: ReadonlyArray<ZipEntry>): Map<string, RawPart> => {
+  const byName = new Map(entries.map((entry) => [entry.name, entry]))
+  const chunks = new Map<string, { compression: number; chunks: Array<Uint8Array> }>()
+  const unzip = new Unzip((file) => {
+    // a part the directory does not list (or one met a second time in the stream) is not read
+    if (!byName.has(file.name) || chunks.has(file.name)) return
+    const part = { compression: file.compression, chunks: [] as Array<Uint8Array> }
+    chunks.set(file.name, part)
+    file.ondata = (error, data) => {
+      if (error !== null) throw error
+      part.chunks.push(data)
+    }
+    file.start()
+  })
+  unzip.register(Deflated)
+  for (let at = 0; at < bytes.byteLength; at += CHUNK) {
+    unzip.push(bytes.subarray(at, at + CHUNK), at + CHUNK >= bytes.byteLength)
+  }
+  const out = new Map<string, RawPart>()
+  for (const [name, part] of chunks) {
+    out.set(name, { entry: byName.get(name)!, compression: part.compression, bytes: concat(part.chunks) })
+  }
+  return out
 }
 
 const overDeclared = (entry: ZipEntry) =>
-  new ZipTooLarge(`its part ${entry.name} inflates to more than the ${entry.uncompressedSize} bytes it declares`)
+  new ZipTooLarge(`its part ${entry.name} inflates to more than the ${entry.originalSize} bytes it declares`)
 
-/** The entry's bytes, inflated to at most the size it declares. */
-export const readEntry = (bytes: Uint8Array, entry: ZipEntry): Uint8Array => {
-  const raw = rawData(bytes, entry)
-  if (entry.method === 0) {
-    if (raw.byteLength !== entry.uncompressedSize) throw overDeclared(entry)
-    return raw
+/** The part's bytes, inflated to at most the size it declares. */
+const inflated = ({ bytes, compression, entry }: RawPart): Uint8Array => {
+  if (compression === 0) {
+    if (bytes.byteLength > entry.originalSize) throw overDeclared(entry)
+    return bytes
   }
-  if (entry.method !== 8) throw new Error(`part ${entry.name} uses compression method ${entry.method}`)
+  if (compression !== 8) throw new Error(`part ${entry.name} uses compression method ${compression}`)
   try {
-    // zlib stops at maxOutputLength: a lying entry costs no more memory than it declared
-    return inflateRawSync(raw, { maxOutputLength: Math.max(1, entry.uncompressedSize) })
+    // zlib stops at maxOutputLength: a lying part costs no more memory than it declared
+    return inflateRawSync(bytes, { maxOutputLength: Math.max(1, entry.originalSize) })
   } catch (cause) {
     if (cause instanceof RangeError) throw overDeclared(entry)
     throw cause
   }
 }
 
-/** Inflates the entry only to count its bytes, a chunk at a time; rejects once it passes what it declares. */
-const checkInflated = (bytes: Uint8Array, entry: ZipEntry) =>
+/** Inflates the part only to count its bytes, a chunk at a time; rejects once it passes what it declares. */
+const checkInflated = ({ bytes, entry }: RawPart) =>
   new Promise<void>((resolve, reject) => {
     const inflate = createInflateRaw()
     let seen = 0
     inflate.on("data", (chunk: Buffer) => {
       seen += chunk.byteLength
-      if (seen > entry.uncompressedSize) {
+      if (seen > entry.originalSize) {
         inflate.destroy()
         reject(overDeclared(entry))
       }
     })
     inflate.on("error", reject)
     inflate.on("end", () => resolve())
-    inflate.end(rawData(bytes, entry))
+    inflate.end(bytes)
   })
 
 /**
@@ -123,46 +139,32 @@ const checkInflated = (bytes: Uint8Array, entry: ZipEntry) =>
  * declared sizes against the caps, then each deflated XML part inflated and counted, never held, against its own size.
  */
 export const checkZip = async (bytes: Uint8Array): Promise<void> => {
-  for (const entry of zipEntries(bytes)) {
-    if (entry.method === 8 && /\.(xml|rels)$/i.test(entry.name)) await checkInflated(bytes, entry)
+  const xml = zipEntries(bytes).filter((entry) => entry.compression === 8 && XML_PART.test(entry.name))
+  const parts = rawParts(bytes, xml)
+  for (const part of parts.values()) {
+    if (part.compression === 8) await checkInflated(part)
   }
 }
 
-/** The text of the part named `name` (its path in the zip, without a leading slash), undefined without it. */
-export const readText = (bytes: Uint8Array, entries: ReadonlyArray<ZipEntry>, name: string) => {
-  const entry = entries.find((e) => e.name === name)
-  return entry === undefined ? undefined : new TextDecoder().decode(readEntry(bytes, entry))
+/** An office file's XML parts, each inflated (capped) when it is read. */
+export interface OfficeZip {
+  /** every part's path in the zip, in the directory's order */
+  readonly names: ReadonlyArray<string>
+  /** the text of the part named `name` (its path, without a leading slash), undefined without it */
+  readonly text: (name: string) => string | undefined
 }
 
-const ENTITIES: Record<string, string> = { lt: "<", gt: ">", amp: "&", quot: "\"", apos: "'" }
-
-/** XML text with its entities and character references replaced. */
-export const decodeXml = (text: string) =>
-  text.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, name: string) => {
-    if (name[0] !== "#") return ENTITIES[name] ?? whole
-    const code = name[1] === "x" || name[1] === "X" ? Number.parseInt(name.slice(2), 16) : Number(name.slice(1))
-    return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole
-  })
-
-/** The attributes of a start tag (`<sheet name="A" r:id="rId1">`), by their qualified names. */
-export const attributesOf = (tag: string): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const m of tag.matchAll(/([\w:.-]+)\s*=\s*"([^"]*)"/g)) out[m[1]!] = decodeXml(m[2]!)
-  return out
-}
-
-/** The targets of a relationships part by their ids, as zip paths resolved against the folder `base`. */
-export const relationships = (xml: string | undefined, base: string): Map<string, string> => {
-  const out = new Map<string, string>()
-  for (const m of (xml ?? "").matchAll(/<Relationship\b[^>]*>/g)) {
-    const { Id, Target, TargetMode } = attributesOf(m[0])
-    if (Id === undefined || Target === undefined || TargetMode === "External") continue
-    const parts = Target.startsWith("/") ? [] : base.split("/").filter((p) => p !== "")
-    for (const part of Target.split("/")) {
-      if (part === "..") parts.pop()
-      else if (part !== "." && part !== "") parts.push(part)
+/** Opens an office file: throws on bytes that are no zip, and on a zip over the caps. */
+export const openZip = (bytes: Uint8Array): OfficeZip => {
+  const entries = zipEntries(bytes)
+  // only XML parts are read: an image's bytes are left where they are
+  const parts = rawParts(bytes, entries.filter((entry) => XML_PART.test(entry.name)))
+  const decoder = new TextDecoder()
+  return {
+    names: entries.map((entry) => entry.name),
+    text: (name) => {
+      const part = parts.get(name)
+      return part === undefined ? undefined : decoder.decode(inflated(part))
     }
-    out.set(Id, parts.join("/"))
   }
-  return out
 }
