@@ -5,6 +5,7 @@
  * Reads what unpdf's extractText reads (pdf.js's text content, page by page), with the sizes and positions it drops.
  */
 import type { getDocumentProxy } from "unpdf"
+import { breatheAsync } from "../util/Effects.js"
 
 type PDFDocumentProxy = Awaited<ReturnType<typeof getDocumentProxy>>
 
@@ -66,7 +67,11 @@ const isHeading = (line: Line, body: number) =>
 /** Each page of `pdf` as Markdown, in order. */
 export const pdfPages = async (pdf: PDFDocumentProxy): Promise<Array<string>> => {
   const pages: Array<Array<Line>> = []
-  for (let number = 1; number <= pdf.numPages; number++) pages.push(await pageLines(pdf, number))
+  for (let number = 1; number <= pdf.numPages; number++) {
+    pages.push(await pageLines(pdf, number))
+    // pdf.js runs on this thread here: the server answers between pages
+    await breatheAsync()
+  }
   const body = bodySize(pages)
   const headingSizes = [
     ...new Set(pages.flatMap((lines) => lines.filter((l) => isHeading(l, body)).map((l) => l.size)))

@@ -7,6 +7,7 @@
 import { type Actor, CurrentActor, type KnowledgeTableId, Scopes, type UserId, type WorkspaceId } from "@parley/domain"
 import { Data, Effect } from "effect"
 import { createHash } from "node:crypto"
+import { breathe } from "../util/Effects.js"
 import { chunk, type ChunkOptions, type SourceDocument } from "./Chunker.js"
 import { KnowledgeRepo } from "./KnowledgeRepo.js"
 import { PointUpserts } from "./PointUpserts.js"
@@ -90,6 +91,7 @@ export class SourceWrite extends Effect.Service<SourceWrite>()("@parley/server/S
           )
         }
         yield* alive
+        yield* breathe
       }
       return [...ids]
     })
