@@ -82,7 +82,12 @@ const kb = (sections: ReadonlyArray<readonly [string, string]>) =>
   }</article></main></body></html>`
 
 layer(
-  TestServerLive({ KNOWLEDGE_SOURCES_POLL_MS: "100", OUTBOUND_ALLOW_PRIVATE: "true", SOURCE_HOST_DELAY_MS: "0" }),
+  TestServerLive({
+    KNOWLEDGE_SOURCES_POLL_MS: "100",
+    OUTBOUND_ALLOW_PRIVATE: "true",
+    SOURCE_HOST_DELAY_MS: "0",
+    SOURCE_PAGE_TIMEOUT_MS: "1500"
+  }),
   { excludeTestServices: true }
 )(
   "knowledge sources over REST",
@@ -289,6 +294,55 @@ layer(
         expect(texts.some((t) => t.includes("opens at nine"))).toBe(false)
         // the source without a schedule waits for a sync to be asked for
         expect(fetched("/manual")).toBe(1)
+      }))
+
+    it.scoped("a crawl and a sitemap keep to their host and robots.txt; a private redirect and a hanging page fail alone", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        const site = yield* Effect.acquireRelease(
+          Effect.promise(() => startTestSite()),
+          (s) => Effect.promise(() => s.close())
+        )
+        const o = site.origin
+        const crawl = ok(
+          yield* post(owner, sourcesOf(table), { kind: "crawl", url: `${o}/`, max_depth: 2 }),
+          "knowledge.addSource"
+        )
+        const crawled = yield* settled(owner, table, crawl.id)
+        // the home page, /pricing, /docs/setup, /notes.md and /docs/advanced (two links away)
+        expect(crawled).toMatchObject({ status: "ready", pages: 5 })
+        // the refusal is told, not hidden
+        expect(crawled.error).toBe(
+          `1 page(s) could not be read; the first: ${o}/private/secret is disallowed by robots.txt`
+        )
+        const sources = new Set((yield* pointsOf(owner, table)).map((p) => p.data.source))
+        expect(sources).toEqual(
+          new Set([`${o}/`, `${o}/pricing`, `${o}/docs/setup`, `${o}/notes.md`, `${o}/docs/advanced`])
+        )
+        expect(site.requests.some((r) => r.path.startsWith("/private/"))).toBe(false)
+        expect(site.other.requests).toHaveLength(0)
+
+        site.setPage(
+          "/sitemap-traps.xml",
+          `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` +
+            ["/pricing", "/redirect-private", "/hang", "/private/secret", `${site.other.origin}/page`]
+              .map((p) => `<url><loc>${p.startsWith("/") ? o + p : p}</loc></url>`).join("") +
+            `</urlset>`,
+          "application/xml"
+        )
+        const traps = ok(
+          yield* post(owner, sourcesOf(table), { kind: "sitemap", url: `${o}/sitemap-traps.xml` }),
+          "knowledge.addSource"
+        )
+        const trapped = yield* settled(owner, table, traps.id)
+        // the page that could be read is kept; each other one is a failure of its own, named in `error`
+        expect(trapped).toMatchObject({ status: "ready", pages: 1 })
+        expect(trapped.error).toMatch(/^4 page\(s\) could not be read; the first: /)
+        expect(trapped.points).toBeGreaterThan(0)
+        expect(site.requests.some((r) => r.path.startsWith("/private/"))).toBe(false)
+        expect(site.other.requests).toHaveLength(0)
+        // the hanging page was asked for and given up
+        expect(site.requests.filter((r) => r.path === "/hang")).toHaveLength(1)
       }))
 
     it.effect("an XLSX and a PPTX become chunks a page per sheet and per slide, their rows labelled by the header", () =>
