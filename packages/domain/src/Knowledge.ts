@@ -95,6 +95,21 @@ const chunkFields = {
   })
 }
 
+/** A new table's columns: at least one, at most 100, names unique (case aside), at least one searchable. */
+const TableColumns = Schema.Array(CreateKnowledgeColumn).pipe(
+  Schema.minItems(1, { message: () => "must have at least 1 items" }),
+  Schema.maxItems(100, { message: () => "may not have more than 100 items" }),
+  Schema.filter((cols) => {
+    const seen = new Set<string>()
+    for (const [i, c] of cols.entries()) {
+      const key = c.name.toLowerCase()
+      if (seen.has(key)) return { path: [i, "name"], message: "has a duplicate value" }
+      seen.add(key)
+    }
+    return cols.some((c) => c.is_searchable) || "must have at least one searchable column (is_searchable)"
+  })
+)
+
 export const CreateKnowledgeTable = Schema.Struct({
   workspace_id: Schema.optional(WorkspaceId).annotations({
     description: "Workspace to create in; defaults to the caller's own"
@@ -104,24 +119,25 @@ export const CreateKnowledgeTable = Schema.Struct({
   embedding_model_id: Schema.optional(Schema.NullOr(AiModelId)).annotations({
     description: "A model with the `embeddings` capability the workspace may use; null or absent: the server's embedder"
   }),
-  columns: Schema.propertySignature(
-    Schema.Array(CreateKnowledgeColumn).pipe(
-      Schema.minItems(1, { message: () => "must have at least 1 items" }),
-      Schema.maxItems(100, { message: () => "may not have more than 100 items" }),
-      Schema.filter((cols) => {
-        const seen = new Set<string>()
-        for (const [i, c] of cols.entries()) {
-          const key = c.name.toLowerCase()
-          if (seen.has(key)) return { path: [i, "name"], message: "has a duplicate value" }
-          seen.add(key)
-        }
-        return cols.some((c) => c.is_searchable) || "must have at least one searchable column (is_searchable)"
-      })
-    )
-  ).annotations({ description: "Its typed columns, at least one searchable" }),
+  columns: Schema.propertySignature(TableColumns).annotations({
+    description: "Its typed columns, at least one searchable"
+  }),
   ...chunkFields
 }).annotations({ ...all, identifier: "CreateKnowledgeTable" })
 export type CreateKnowledgeTable = typeof CreateKnowledgeTable.Type
+
+/**
+ * REST's create (docs/api.md): `columns` may be left out for a table of documents, which then gets the document
+ * columns its sources need (DOCUMENT_COLUMNS). SPEC.md's MCP tool `create_knowledge_table` keeps them required.
+ */
+export const CreateKnowledgeTableRequest = Schema.Struct({
+  ...CreateKnowledgeTable.fields,
+  columns: Schema.optional(TableColumns).annotations({
+    description:
+      "Its typed columns, at least one searchable; absent: the document columns (text, title, section, source, page)"
+  })
+}).annotations({ ...all, identifier: "CreateKnowledgeTableRequest" })
+export type CreateKnowledgeTableRequest = typeof CreateKnowledgeTableRequest.Type
 
 /** Only the fields sent change; a new `embedding_model_id` embeds the points again in the background. */
 export const UpdateKnowledgeTable = Schema.Struct({

@@ -1,7 +1,7 @@
 /**
  * Knowledge sources (issue 41): files, pages, sitemaps and crawls whose chunks become points of a knowledge table,
- * synced on demand. A table takes them only when it has the document columns (DOCUMENT_COLUMNS): SPEC.md 4.5 keeps
- * `columns` required when a table is created, so a document table is created with these columns like any other.
+ * synced on demand or on a schedule. A table takes them only when it has the document columns (DOCUMENT_COLUMNS),
+ * which a table created over REST without `columns` gets (SPEC.md's MCP tool keeps `columns` required).
  */
 import { HttpApiSchema, Multipart } from "@effect/platform"
 import { Schema } from "effect"

@@ -296,6 +296,21 @@ layer(
         expect(fetched("/manual")).toBe(1)
       }))
 
+    it.effect("a table created without columns gets the document columns and takes a file", () =>
+      Effect.gen(function*() {
+        const { owner } = yield* fixture
+        const table = ok(yield* post(owner, TABLES, { name: "Handbook" }), "knowledge.create")
+        expect(table.columns.map((c) => [c.name, c.data_type, c.is_searchable, c.is_filterable])).toEqual([
+          ["text", "string", true, false],
+          ["title", "string", false, false],
+          ["section", "string", false, false],
+          ["source", "string", false, true],
+          ["page", "number", false, false]
+        ])
+        const md = ok(yield* upload(owner, table.id, "guide.md", "text/markdown", encode(guide)), "knowledge.addSource")
+        expect(yield* settled(owner, table.id, md.id)).toMatchObject({ status: "ready", error: null })
+      }))
+
     it.scoped("a crawl and a sitemap keep to their host and robots.txt; a private redirect and a hanging page fail alone", () =>
       Effect.gen(function*() {
         const { owner, table } = yield* fixture

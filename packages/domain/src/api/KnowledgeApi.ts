@@ -4,7 +4,7 @@ import { Ok, UploadRejectedResponse, UploadTooLargeResponse } from "../Envelope.
 import { KnowledgeTableNotFoundResponse, UnprocessableResponse } from "../Errors.js"
 import { KnowledgeTableIdFromString } from "../Ids.js"
 import {
-  CreateKnowledgeTable,
+  CreateKnowledgeTableRequest,
   DeletePoints,
   KnowledgeColumn,
   KnowledgeTableWithColumns,
@@ -44,7 +44,7 @@ export class KnowledgeApi extends HttpApiGroup.make("knowledge")
   )
   .add(
     HttpApiEndpoint.post("create", "/api/user/knowledge-tables")
-      .setPayload(CreateKnowledgeTable)
+      .setPayload(CreateKnowledgeTableRequest)
       .addSuccess(Ok(KnowledgeTableWithColumns, { message: "Knowledge table created successfully." }))
       .addError(UnprocessableResponse)
       .middleware(Authorized["knowledge:write"])

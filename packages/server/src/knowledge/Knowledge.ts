@@ -7,8 +7,9 @@
  */
 import { SqlClient } from "@effect/sql"
 import {
-  type CreateKnowledgeTable,
+  type CreateKnowledgeTableRequest,
   CurrentActor,
+  DOCUMENT_COLUMNS,
   type KnowledgeTableId,
   KnowledgeTableNotFound,
   PointsPage,
@@ -30,6 +31,17 @@ import { PointUpserts } from "./PointUpserts.js"
 import { KnowledgeStatistics } from "./Statistics.js"
 import { TableEmbedders } from "./TableEmbedders.js"
 import { TableReembed } from "./TableReembed.js"
+
+/** The columns of a table created without any (REST): those its sources' chunks fill (docs/knowledge.md). */
+const documentColumns = DOCUMENT_COLUMNS.map((c, i) => ({
+  name: c.name,
+  data_type: c.data_type,
+  order: i + 1,
+  is_searchable: c.searchable,
+  is_retrievable: true,
+  is_filterable: c.name === "source",
+  is_unique: false
+}))
 
 export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowledge", {
   dependencies: [
@@ -84,7 +96,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
         message: `must be at most half of chunk_size (${size}): at most ${Math.floor(size / 2)}`
       }])
 
-    const create = Effect.fn("Knowledge.create")(function*(input: CreateKnowledgeTable) {
+    const create = Effect.fn("Knowledge.create")(function*(input: CreateKnowledgeTableRequest) {
       const actor = yield* CurrentActor
       const workspaceId = input.workspace_id ?? actor.defaultWorkspaceId
       if (!actor.workspaceIds.includes(workspaceId)) {
@@ -104,7 +116,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("@parley/server/Knowl
           input.embedding_model_id ?? null,
           { size, overlap }
         )
-        for (const c of input.columns) yield* repo.insertColumn(workspaceId, tableId, c)
+        for (const c of input.columns ?? documentColumns) yield* repo.insertColumn(workspaceId, tableId, c)
         return Option.some(tableId)
       })).pipe(Effect.orDie)
       if (Option.isNone(id)) {

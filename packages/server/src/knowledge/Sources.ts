@@ -1,9 +1,9 @@
 /**
  * Knowledge sources (issue 41): files and web pages whose chunks become points of a knowledge table, synced in the
- * background by the SyncKnowledgeSource workflow (SourceDispatch.ts, SourceSteps.ts). Scoped by the table's workspace: another workspace's table, or a source of
- * another table, is "not found". A table takes sources only with the document columns (DOCUMENT_COLUMNS): SPEC.md
- * keeps `columns` required when a table is created, so adding a source to a table without them is a 422 naming
- * each missing one, rather than columns made up behind the caller's back.
+ * background by the SyncKnowledgeSource workflow (SourceDispatch.ts, SourceSteps.ts). Scoped by the table's
+ * workspace: another workspace's table, or a source of another table, is "not found". A table takes sources only
+ * with the document columns (DOCUMENT_COLUMNS; a table created over REST without columns has them): adding a source
+ * to a table of other columns is a 422 naming each missing one, rather than columns added behind the caller's back.
  */
 import type { Multipart } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
