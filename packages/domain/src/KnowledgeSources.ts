@@ -7,7 +7,7 @@ import { HttpApiSchema, Multipart } from "@effect/platform"
 import { Schema } from "effect"
 import { FixedErrorResponse } from "./Envelope.js"
 import { Id, IdFromString, KnowledgeTableId } from "./Ids.js"
-import { all, IntBetween, Timestamp } from "./Schemas.js"
+import { all, IntBetween, Text, Timestamp } from "./Schemas.js"
 
 export const KnowledgeSourceId = Id("KnowledgeSourceId")
 export type KnowledgeSourceId = typeof KnowledgeSourceId.Type
@@ -54,7 +54,7 @@ const Patterns = Schema.Array(Schema.String.pipe(Schema.maxLength(500))).pipe(Sc
 /** A web source; a file is sent as multipart instead (CreateSourceFile). */
 export const CreateWebSource = Schema.Struct({
   kind: Schema.Literal("url", "sitemap", "crawl"),
-  url: Schema.String.pipe(Schema.maxLength(2000)).annotations({ description: "http(s) URL to start from" }),
+  url: Text(2000).annotations({ description: "http(s) URL to start from" }),
   max_pages: Schema.optional(IntBetween(1, 10_000)).annotations({ description: "Pages at most (default 100)" }),
   max_depth: Schema.optional(IntBetween(0, 20)).annotations({
     description: "Links deep from `url` (crawl, default 3)"

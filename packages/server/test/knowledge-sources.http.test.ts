@@ -6,7 +6,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import http from "node:http"
-import { ok } from "./support/Contract.js"
+import { failure, ok } from "./support/Contract.js"
 import { DOCX, docx, PPTX, pptx, XLSX, xlsx, zipBomb } from "./support/Documents.js"
 import { type Caller, del, expect422, expectStatus, get, post, put } from "./support/Opportunities.js"
 import { sqlRows } from "./support/Opportunities.js"
@@ -309,6 +309,16 @@ layer(
         ])
         const md = ok(yield* upload(owner, table.id, "guide.md", "text/markdown", encode(guide)), "knowledge.addSource")
         expect(yield* settled(owner, table.id, md.id)).toMatchObject({ status: "ready", error: null })
+        const long = yield* post(owner, sourcesOf(table.id), {
+          kind: "url",
+          url: `https://a.example/${"a".repeat(2100)}`
+        })
+        expect(long.status).toBe(422)
+        // (a JSON body is also told what a file upload would need: one endpoint takes both)
+        expect(failure(long).validation).toContainEqual({
+          field: "url",
+          message: "The url field may not be greater than 2000 characters."
+        })
       }))
 
     it.scoped("a crawl and a sitemap keep to their host and robots.txt; a private redirect and a hanging page fail alone", () =>
