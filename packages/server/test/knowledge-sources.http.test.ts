@@ -10,6 +10,7 @@ import { failure, ok } from "./support/Contract.js"
 import { DOCX, docx, PPTX, pptx, XLSX, xlsx, zipBomb } from "./support/Documents.js"
 import { type Caller, del, expect422, expectStatus, get, post, put } from "./support/Opportunities.js"
 import { sqlRows } from "./support/Opportunities.js"
+import { pdf } from "./support/Pdf.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { startTestSite } from "./support/TestSite.js"
 import { eventually } from "./support/WebhookReceiver.js"
@@ -319,6 +320,55 @@ layer(
           field: "url",
           message: "The url field may not be greater than 2000 characters."
         })
+      }))
+
+    it.effect("a PDF of several pages with headings and a large Markdown file become chunks with their pages and sections", () =>
+      Effect.gen(function*() {
+        const { owner, table } = yield* fixture
+        yield* giveCredits(owner.workspace_id, { training_credits: 5_000 })
+        const handbook = pdf([
+          [[18, "Pricing"], [11, "Acme sells two plans to small shops."], [14, "Annual plan"], [
+            11,
+            "The annual plan costs 990 euros a year, paid once."
+          ]],
+          [[18, "Delivery"], [11, "Parcels leave the Rotterdam warehouse every weekday at noon."]],
+          [[18, "Returns"], [11, "Returns are accepted within thirty days with the receipt."]]
+        ], { title: "Acme handbook" })
+        const file = ok(
+          yield* upload(owner, table, "handbook.pdf", "application/pdf", handbook),
+          "knowledge.addSource"
+        )
+        // 400 sections of about 2.5 KB each: a 1 MB Markdown file
+        const sections = Array.from(
+          { length: 400 },
+          (_, i) => `## Topic ${i}\n\n${`Topic ${i} is about walnut shelf number ${i}. `.repeat(60)}\n`
+        )
+        const large = `# Catalogue\n\n${sections.join("\n")}`
+        expect(large.length).toBeGreaterThan(1_000_000)
+        const md = ok(
+          yield* upload(owner, table, "catalogue.md", "text/markdown", encode(large)),
+          "knowledge.addSource"
+        )
+        expect(yield* settled(owner, table, file.id)).toMatchObject({ status: "ready", error: null, pages: 3 })
+        const big = yield* settled(owner, table, md.id)
+        expect(big).toMatchObject({ status: "ready", error: null, pages: 1 })
+        // each section's text is longer than a chunk: two or three chunks each
+        expect(big.points).toBeGreaterThanOrEqual(800)
+        const points = yield* sqlRows<{ data: Record<string, unknown> }>`
+          select data from knowledge_points where knowledge_table_id = ${table}`
+        const pdfPoints = points.filter((p) => p.data.source === "handbook.pdf").map((p) => p.data)
+        expect(pdfPoints.find((d) => String(d.text).includes("990 euros"))).toMatchObject({
+          title: "Acme handbook",
+          section: "Pricing > Annual plan",
+          page: 1
+        })
+        expect(pdfPoints.find((d) => String(d.text).includes("thirty days"))).toMatchObject({
+          section: "Returns",
+          page: 3
+        })
+        const topic = points.find((p) => p.data.source === "catalogue.md" && String(p.data.text).includes("number 317"))
+        expect(topic?.data).toMatchObject({ section: "Catalogue > Topic 317", page: null })
+        expect(String(topic?.data.text).length).toBeLessThanOrEqual(1200)
       }))
 
     it.scoped("a crawl and a sitemap keep to their host and robots.txt; a private redirect and a hanging page fail alone", () =>
