@@ -7,31 +7,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { extractText } from "../src/files/Extract.js"
 import { DOCX, docx, pptx, XLSX, xlsx, zipBomb } from "./support/Documents.js"
+import { pdf as pdfOf } from "./support/Pdf.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
-/** A one-page PDF 1.4 with one line of Helvetica text per entry of `lines`; xref offsets counted in bytes. */
-const pdf = (lines: ReadonlyArray<string>) => {
-  const stream = lines.map((l, i) => `BT /F1 12 Tf 72 ${720 - 16 * i} Td (${l}) Tj ET`).join("\n")
-  const objects = [
-    "<< /Type /Catalog /Pages 2 0 R >>",
-    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-    `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
-    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
-  ]
-  let body = "%PDF-1.4\n"
-  const offsets = objects.map((o, i) => {
-    const at = body.length
-    body += `${i + 1} 0 obj\n${o}\nendobj\n`
-    return at
-  })
-  const xref = body.length
-  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n` +
-    offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("") +
-    `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
-  return bytes(body)
-}
+/** A one-page PDF with one line of 12 pt text per entry of `lines`. */
+const pdf = (lines: ReadonlyArray<string>) => pdfOf([lines.map((line) => [12, line] as const)])
 
 describe("extractText", () => {
   it.effect("reads the text lines of a PDF", () =>

@@ -10,52 +10,9 @@ import { Effect } from "effect"
 import { chunk, DEFAULT_CHUNK_OPTIONS, type SourceDocument } from "../src/knowledge/Chunker.js"
 import { documentOf } from "../src/knowledge/DocumentText.js"
 import { DOCX, docx, PPTX, pptx, XLSX, xlsx, zipBomb } from "./support/Documents.js"
+import { pdf } from "./support/Pdf.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
-
-/**
- * A PDF 1.4 with one page per entry of `pages`, each a list of [font size, line] (an empty line leaves a paragraph's
- * gap), an Info dictionary with `title`, and with `encrypted` an /Encrypt dictionary whose user password is not empty.
- */
-const pdf = (
-  pages: ReadonlyArray<ReadonlyArray<readonly [number, string]>>,
-  options: { readonly title?: string; readonly encrypted?: boolean } = {}
-) => {
-  const objects = ["<< /Type /Catalog /Pages 2 0 R >>", "", "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-  const kids: Array<string> = []
-  for (const lines of pages) {
-    let y = 740
-    const stream = lines.map(([size, text]) => {
-      y -= text === "" ? size : size * 1.3
-      return text === "" ? "" : `BT /F1 ${size} Tf 72 ${y} Td (${text}) Tj ET`
-    }).filter((l) => l !== "").join("\n")
-    objects.push(
-      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${objects.length + 2} 0 R ` +
-        "/Resources << /Font << /F1 3 0 R >> >> >>"
-    )
-    kids.push(`${objects.length} 0 R`)
-    objects.push(`<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`)
-  }
-  objects[1] = `<< /Type /Pages /Kids [${kids.join(" ")}] /Count ${kids.length} >>`
-  if (options.title !== undefined) objects.push(`<< /Title (${options.title}) >>`)
-  const info = options.title !== undefined ? ` /Info ${objects.length} 0 R` : ""
-  if (options.encrypted) {
-    const hex = (c: string) => `<${c.repeat(64)}>`
-    objects.push(`<< /Filter /Standard /V 1 /R 2 /O ${hex("a")} /U ${hex("b")} /P -4 >>`)
-  }
-  const encrypt = options.encrypted ? ` /Encrypt ${objects.length} 0 R /ID [<0123456789abcdef> <0123456789abcdef>]` : ""
-  let body = "%PDF-1.4\n"
-  const offsets = objects.map((o, i) => {
-    const at = body.length
-    body += `${i + 1} 0 obj\n${o}\nendobj\n`
-    return at
-  })
-  const xref = body.length
-  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n` +
-    offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("") +
-    `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R${info}${encrypt} >>\nstartxref\n${xref}\n%%EOF\n`
-  return bytes(body)
-}
 
 const sentence = (i: number) => `Sentence number ${i} says something about the plan.`
 const paragraph = (from: number, count: number) => Array.from({ length: count }, (_, i) => sentence(from + i)).join(" ")
