@@ -9,7 +9,7 @@
  * run taken over) stops, and the points of a deleted source are cleaned up after it.
  */
 import { KnowledgeSyncs, SourceStep } from "@parley/domain"
-import { Cause, Config, Effect, Layer, Option } from "effect"
+import { Cause, Config, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
 import { documentOf } from "./DocumentText.js"
 import { KnowledgeRepo } from "./KnowledgeRepo.js"
@@ -129,6 +129,27 @@ export class SourceSteps extends Effect.Service<SourceSteps>()("@parley/server/S
         return after.queued === 0 || after.fetched >= spec.maxPages
       })
 
+    /**
+     * A step (or a finish) that died (a database error such as Postgres's "deadlock detected" when a large load rebuilds the
+     * knowledge graph meanwhile) is tried again twice, half a second apart, before the run is failed: a step records
+     * each page's outcome as it goes and writes the same ids, so trying it again repeats nothing that was done.
+     */
+    const again = <A, E>(step: Effect.Effect<A, E>) =>
+      step.pipe(
+        Effect.sandbox,
+        Effect.tapError((cause) =>
+          Cause.isDie(cause) && !Cause.isInterrupted(cause)
+            ? Effect.logWarning("A knowledge source's sync step died; trying it again", cause)
+            : Effect.void
+        ),
+        Effect.retry({
+          times: 2,
+          schedule: Schedule.spaced(Duration.millis(500)),
+          while: (cause) => Cause.isDie(cause) && !Cause.isInterrupted(cause)
+        }),
+        Effect.unsandbox
+      )
+
     const fail = (id: number, run: number, error: string) =>
       Effect.zipRight(repo.finish(id, run, { _tag: "failed", error }), frontier.clear(id, run))
 
@@ -137,7 +158,7 @@ export class SourceSteps extends Effect.Service<SourceSteps>()("@parley/server/S
         const found = yield* repo.running(sourceId, run)
         if (Option.isNone(found)) return new SourceStep({ done: true })
         const s = found.value
-        const done = yield* (s.kind === "file" ? fileStep(s, run) : webStep(s, run)).pipe(
+        const done = yield* again(s.kind === "file" ? fileStep(s, run) : webStep(s, run)).pipe(
           Effect.catchTags({
             SyncFailed: (e) => Effect.as(fail(sourceId, run, e.message), true),
             RunEnded: () => Effect.as(cleanUp(sourceId, s.knowledge_table_id), true)
@@ -158,7 +179,7 @@ export class SourceSteps extends Effect.Service<SourceSteps>()("@parley/server/S
       )
 
     const finish = (sourceId: number, run: number) =>
-      Effect.gen(function*() {
+      again(Effect.gen(function*() {
         states.delete(`${sourceId}:${run}`)
         const found = yield* repo.running(sourceId, run)
         if (Option.isNone(found)) return
@@ -180,7 +201,7 @@ export class SourceSteps extends Effect.Service<SourceSteps>()("@parley/server/S
         const done = read.reduce((n, p) => n + p.pages, 0)
         yield* repo.finish(sourceId, run, { _tag: "ready", points, pages: done, note })
         yield* frontier.clear(sourceId, run)
-      }).pipe(
+      })).pipe(
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause) ?
             Effect.failCause(cause) :
