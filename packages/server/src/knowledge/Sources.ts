@@ -12,6 +12,7 @@ import {
   CurrentActor,
   DOCUMENT_COLUMNS,
   type KnowledgeColumn,
+  type KnowledgeSource,
   KnowledgeSourceNotFound,
   type KnowledgeTableId,
   KnowledgeTableNotFound,
@@ -85,12 +86,12 @@ export class Sources extends Effect.Service<Sources>()("@parley/server/Sources",
         const missing = missingDocumentColumns(table.columns)
         if (missing.length > 0) return yield* Unprocessable.of(missing)
         const common = { tableId, workspaceId: table.workspace_id }
-        let id: number
+        let created: KnowledgeSource
         if ("file" in input) {
           const name = storableName(input.file.name).slice(0, 255) || "file"
           const key = `knowledge/${table.workspace_id}/${ulid()}/${safeName(input.file.name)}`
           yield* storage.putFromPath(key, input.file.path)
-          id = yield* repo.insert({
+          created = yield* repo.insert({
             ...common,
             kind: "file",
             name,
@@ -105,7 +106,7 @@ export class Sources extends Effect.Service<Sources>()("@parley/server/Sources",
           if (Option.isNone(url)) {
             return yield* Unprocessable.of([{ field: "url", message: "must be an http or https URL" }])
           }
-          id = yield* repo.insert({
+          created = yield* repo.insert({
             ...common,
             kind: input.kind,
             name: url.value,
@@ -121,7 +122,7 @@ export class Sources extends Effect.Service<Sources>()("@parley/server/Sources",
             sync: input.sync ?? "off"
           })
         }
-        return yield* repo.get(tableId, id).pipe(Effect.map(Option.getOrThrow))
+        return created
       }
     )
 

@@ -69,13 +69,17 @@ export class SourcesRepo extends Effect.Service<SourcesRepo>()("@parley/server/S
         sql`select ${columns} from knowledge_sources where id = ${id} and knowledge_table_id = ${tableId}`
     })
 
+    /** The new source as it was stored (`pending`: the dispatcher may claim it before anyone reads it again). */
     const insert = (s: NewSource) =>
-      sql<{ id: number }>`
+      sql`
         insert into knowledge_sources (knowledge_table_id, workspace_id, kind, name, url, file_path, mimetype, settings,
                                        sync, sync_requested_at)
         values (${s.tableId}, ${s.workspaceId}, ${s.kind}, ${s.name}, ${s.url}, ${s.filePath}, ${s.mimetype},
                 ${JSON.stringify(s.settings)}::jsonb, ${s.sync}, now())
-        returning id::int as id`.pipe(Effect.map((rows) => rows[0]!.id), Effect.orDie)
+        returning ${columns}`.pipe(
+        Effect.flatMap((rows) => Schema.decodeUnknown(KnowledgeSource)(rows[0])),
+        Effect.orDie
+      )
 
     /** A source being synced stays `processing`: the newer request makes it run again when it ends. */
     const requestSync = (tableId: number, id: number) =>
