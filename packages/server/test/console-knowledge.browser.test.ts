@@ -99,6 +99,8 @@ layer(
           await page.waitForURL(`${baseUrl}/console/knowledge`)
           const listed = page.locator(`table.knowledge-tables tr[data-id="${docs.id}"]`)
           await listed.waitFor(WAIT)
+          // the sources' count comes from a request of its own: "…" until it answers
+          await listed.getByText("…").waitFor({ state: "hidden", ...WAIT })
           expect(await listed.innerText()).toMatch(/Help center\s+0\s+0/)
           await listed.getByRole("link", { name: "Help center" }).click()
           await page.waitForURL(`${baseUrl}/console/knowledge/${docs.id}`)
