@@ -10,15 +10,6 @@ import { field } from "./ChannelForm.js"
 import { bytes } from "./format.js"
 import { fail, say, workspaceId } from "./state.js"
 
-/** The columns of a table that takes sources (docs/knowledge.md): the chunk's text, where it came from. */
-const DOCUMENT_COLUMNS = [
-  { name: "text", data_type: "string", order: 1, is_searchable: true },
-  { name: "title", data_type: "string", order: 2 },
-  { name: "section", data_type: "string", order: 3 },
-  { name: "source", data_type: "string", order: 4, is_filterable: true },
-  { name: "page", data_type: "number", order: 5 }
-]
-
 /** A 422's field messages (each names its field) rather than its summary, so the operator reads what to change. */
 const explain = (e: unknown) =>
   e instanceof ApiError && e.validation.length > 0
@@ -38,8 +29,8 @@ export const NewTable = ({ onCreated }: { onCreated: (t: KnowledgeTableRecord) =
       json: {
         workspace_id: workspaceId.value,
         name: field(form, "name") ?? "",
-        description: field(form, "description") ?? null,
-        columns: DOCUMENT_COLUMNS
+        description: field(form, "description") ?? null
+        // no columns: the server gives the table the document columns its sources need
       }
     }).then((t) => (say(`${t.name} created.`), target.reset(), onCreated(t)), (error) => {
       problem.value = explain(error)

@@ -12,17 +12,10 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { jsonAs, run, testTimeout } from "./support/Cli.js"
 import { ok } from "./support/Contract.js"
+import { documentColumns, SOURCES_ENV } from "./support/KnowledgeSources.js"
 import { get, post } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { startTestSite } from "./support/TestSite.js"
-
-const documentColumns = [
-  { name: "text", data_type: "string", order: 1, is_searchable: true },
-  { name: "title", data_type: "string", order: 2 },
-  { name: "section", data_type: "string", order: 3 },
-  { name: "source", data_type: "string", order: 4, is_filterable: true },
-  { name: "page", data_type: "number", order: 5 }
-]
 
 const guide = `# Parley guide
 
@@ -36,7 +29,7 @@ Orders ship from Rotterdam within two working days.
 `
 
 layer(
-  TestServerLive({ KNOWLEDGE_SOURCES_POLL_MS: "100", OUTBOUND_ALLOW_PRIVATE: "true", SOURCE_HOST_DELAY_MS: "0" }),
+  TestServerLive(SOURCES_ENV),
   { excludeTestServices: true }
 )("parley knowledge add-source, sources and sync", (it) => {
   it.scoped(

@@ -12,6 +12,7 @@ import * as Path from "node:path"
 import type { Page } from "playwright-core"
 import { launch } from "./support/Browser.js"
 import { ok } from "./support/Contract.js"
+import { documentColumns, SOURCES_ENV } from "./support/KnowledgeSources.js"
 import { post } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
 import { startTestSite } from "./support/TestSite.js"
@@ -19,14 +20,6 @@ import { startTestSite } from "./support/TestSite.js"
 const TABLES = "/api/user/knowledge-tables"
 const WAIT = { timeout: 20_000 }
 const artifacts = Path.resolve(__dirname, "../../../test-results")
-
-const documentColumns = [
-  { name: "text", data_type: "string", order: 1, is_searchable: true },
-  { name: "title", data_type: "string", order: 2 },
-  { name: "section", data_type: "string", order: 3 },
-  { name: "source", data_type: "string", order: 4, is_filterable: true },
-  { name: "page", data_type: "number", order: 5 }
-]
 
 const guide = `# Shipping guide
 
@@ -54,7 +47,7 @@ const readyRow = async (page: Page, name: string) => {
 }
 
 layer(
-  TestServerLive({ KNOWLEDGE_SOURCES_POLL_MS: "100", OUTBOUND_ALLOW_PRIVATE: "true", SOURCE_HOST_DELAY_MS: "0" }),
+  TestServerLive(SOURCES_ENV),
   { excludeTestServices: true }
 )("the console's knowledge page", (it) => {
   it.scoped(

@@ -9,6 +9,7 @@ import { describe, expect, it as plain, layer } from "@effect/vitest"
 import { citationOf, withoutSources, withSources } from "@parley/domain"
 import { Effect, Layer } from "effect"
 import { type FakeModelServer, fakeModelServer } from "./support/FakeModelServer.js"
+import { documentColumns, SOURCES_ENV } from "./support/KnowledgeSources.js"
 import { mcpClient } from "./support/McpClient.js"
 import { type Caller, createStage, get, linkWebChannel, ok, post, put, sqlRows } from "./support/Opportunities.js"
 import { fetchJson, giveCredits, seedUser, TestServer, TestServerLive } from "./support/TestServer.js"
@@ -23,21 +24,9 @@ let fake: FakeModelServer
 const Server = Layer.unwrapScoped(
   Effect.map(fakeModelServer({ models: [MODEL] }), (f) => {
     fake = f
-    return TestServerLive({
-      KNOWLEDGE_SOURCES_POLL_MS: "100",
-      OUTBOUND_ALLOW_PRIVATE: "true",
-      SOURCE_HOST_DELAY_MS: "0"
-    })
+    return TestServerLive(SOURCES_ENV)
   })
 )
-
-const documentColumns = [
-  { name: "text", data_type: "string", order: 1, is_searchable: true },
-  { name: "title", data_type: "string", order: 2 },
-  { name: "section", data_type: "string", order: 3 },
-  { name: "source", data_type: "string", order: 4, is_filterable: true },
-  { name: "page", data_type: "number", order: 5 }
-]
 
 const returns = `# Returns policy
 

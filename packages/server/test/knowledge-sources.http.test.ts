@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import http from "node:http"
 import { failure, ok } from "./support/Contract.js"
 import { DOCX, docx, PPTX, pptx, XLSX, xlsx, zipBomb } from "./support/Documents.js"
+import { documentColumns, SOURCES_ENV } from "./support/KnowledgeSources.js"
 import { type Caller, del, expect422, expectStatus, get, post, put } from "./support/Opportunities.js"
 import { sqlRows } from "./support/Opportunities.js"
 import { pdf } from "./support/Pdf.js"
@@ -17,14 +18,6 @@ import { eventually } from "./support/WebhookReceiver.js"
 
 const TABLES = "/api/user/knowledge-tables"
 const sourcesOf = (table: number) => `${TABLES}/${table}/sources`
-
-const documentColumns = [
-  { name: "text", data_type: "string", order: 1, is_searchable: true },
-  { name: "title", data_type: "string", order: 2 },
-  { name: "section", data_type: "string", order: 3 },
-  { name: "source", data_type: "string", order: 4, is_filterable: true },
-  { name: "page", data_type: "number", order: 5 }
-]
 
 /** A user with training credits and a document table. */
 const fixture = Effect.gen(function*() {
@@ -83,12 +76,7 @@ const kb = (sections: ReadonlyArray<readonly [string, string]>) =>
   }</article></main></body></html>`
 
 layer(
-  TestServerLive({
-    KNOWLEDGE_SOURCES_POLL_MS: "100",
-    OUTBOUND_ALLOW_PRIVATE: "true",
-    SOURCE_HOST_DELAY_MS: "0",
-    SOURCE_PAGE_TIMEOUT_MS: "1500"
-  }),
+  TestServerLive({ ...SOURCES_ENV, SOURCE_PAGE_TIMEOUT_MS: "1500" }),
   { excludeTestServices: true }
 )(
   "knowledge sources over REST",

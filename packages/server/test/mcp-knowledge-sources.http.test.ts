@@ -7,19 +7,12 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { ok } from "./support/Contract.js"
+import { documentColumns, SOURCES_ENV } from "./support/KnowledgeSources.js"
 import { type McpSession, mcpSession, textOf, toolError, validationOf } from "./support/McpClient.js"
 import { post } from "./support/Opportunities.js"
 import { giveCredits, seedUser, TestServerLive, tokenFor } from "./support/TestServer.js"
 import { startTestSite } from "./support/TestSite.js"
 import { eventually } from "./support/WebhookReceiver.js"
-
-const documentColumns = [
-  { name: "text", data_type: "string", order: 1, is_searchable: true },
-  { name: "title", data_type: "string", order: 2 },
-  { name: "section", data_type: "string", order: 3 },
-  { name: "source", data_type: "string", order: 4, is_filterable: true },
-  { name: "page", data_type: "number", order: 5 }
-]
 
 /** A user with training credits and a document table. */
 const fixture = Effect.gen(function*() {
@@ -46,7 +39,7 @@ const settled = (mcp: McpSession, table: number, source: number, since = "") =>
   )
 
 layer(
-  TestServerLive({ KNOWLEDGE_SOURCES_POLL_MS: "100", OUTBOUND_ALLOW_PRIVATE: "true", SOURCE_HOST_DELAY_MS: "0" }),
+  TestServerLive(SOURCES_ENV),
   { excludeTestServices: true }
 )("knowledge source tools over MCP", (it) => {
   it.scoped("a page added with add_knowledge_source becomes searchable points; sync_knowledge_source syncs it again", () =>

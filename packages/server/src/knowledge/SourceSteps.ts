@@ -11,6 +11,7 @@
 import { KnowledgeSyncs, SourceStep } from "@parley/domain"
 import { Cause, Config, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { FileStorage } from "../files/FileStorage.js"
+import type { ChunkOptions, SourceDocument } from "./Chunker.js"
 import { documentOf } from "./DocumentText.js"
 import { KnowledgeRepo } from "./KnowledgeRepo.js"
 import type { RunState } from "./SourceCrawl.js"
@@ -59,19 +60,17 @@ export class SourceSteps extends Effect.Service<SourceSteps>()("@parley/server/S
         yield* writer.remove(tableId, points.map((p) => p.default_id))
       })
 
-    /** The chunks of one page or file as points; the run's lease renewed after each batch. */
-    const writeDoc = (s: ClaimedSource, run: number, source: string, doc: Parameters<typeof writer.write>[2]) =>
-      Effect.gen(function*() {
-        const options = yield* knowledge.chunkOptions(s.knowledge_table_id)
-        const alive = Effect.flatMap(
-          repo.renew(s.id, run, leaseMs),
-          (current) => current ? Effect.void : Effect.fail(new RunEnded())
-        )
-        const target = { sourceId: s.id, tableId: s.knowledge_table_id, workspaceId: s.workspace_id }
-        return yield* writer.write(target, source, doc, options, alive)
-      })
+    /** The chunks of one page or file as points, cut by the table's chunk settings; the lease renewed after each batch. */
+    const writeDoc = (s: ClaimedSource, run: number, options: ChunkOptions, source: string, doc: SourceDocument) =>
+      writer.write(
+        { sourceId: s.id, tableId: s.knowledge_table_id, workspaceId: s.workspace_id },
+        source,
+        doc,
+        options,
+        Effect.flatMap(repo.renew(s.id, run, leaseMs), (current) => current ? Effect.void : Effect.fail(new RunEnded()))
+      )
 
-    const fileStep = (s: ClaimedSource, run: number) =>
+    const fileStep = (s: ClaimedSource, run: number, options: ChunkOptions) =>
       Effect.gen(function*() {
         const blob = s.file_path === null ? Option.none() : yield* storage.blob(s.file_path, s.mimetype ?? "")
         if (Option.isNone(blob)) return yield* new SyncFailed({ message: "The uploaded file is no longer stored." })
@@ -80,25 +79,27 @@ export class SourceSteps extends Effect.Service<SourceSteps>()("@parley/server/S
           Effect.catchAll((e) => new SyncFailed({ message: e.message }))
         )
         yield* frontier.enqueue(s.id, run, [s.name], 0)
-        const ids = yield* writeDoc(s, run, s.name, doc)
+        const ids = yield* writeDoc(s, run, options, s.name, doc)
         yield* frontier.done(s.id, run, s.name, s.name, ids, doc.pages.length)
         yield* repo.progress(s.id, run, 1, 1, leaseMs)
         return true
       })
 
     /** The next pages of a web source's run; true when none is left (or the page limit is reached). */
-    const webStep = (s: ClaimedSource, run: number) =>
+    const webStep = (s: ClaimedSource, run: number, options: ChunkOptions) =>
       Effect.gen(function*() {
         const spec = specOf(s)
         const key = `${s.id}:${run}`
         let state = states.get(key)
-        if ((yield* frontier.counts(s.id, run)).rows === 0) {
+        let counts = yield* frontier.counts(s.id, run)
+        if (counts.rows === 0) {
           const start = yield* fetcher.startOf(spec).pipe(
             Effect.mapError((e) => new SyncFailed({ message: e.message }))
           )
           yield* frontier.skipped(s.id, run, start.skipped)
           yield* frontier.enqueue(s.id, run, start.entries, 0)
           state = { site: start.site, robots: new Map() }
+          counts = yield* frontier.counts(s.id, run)
         } else if (state === undefined) {
           // a resumed run: a sitemap keeps to its own host, a crawl to the one its first page ended on
           const first = yield* frontier.startedAt(s.id, run)
@@ -106,7 +107,6 @@ export class SourceSteps extends Effect.Service<SourceSteps>()("@parley/server/S
           state = { site: s.kind === "url" ? null : site, robots: new Map() }
         }
         states.set(key, state)
-        const counts = yield* frontier.counts(s.id, run)
         const total = s.kind === "crawl" ? null : Math.min(counts.listed, spec.maxPages)
         let fetched = counts.fetched
         for (const entry of yield* frontier.next(s.id, run, STEP_PAGES)) {
@@ -120,7 +120,7 @@ export class SourceSteps extends Effect.Service<SourceSteps>()("@parley/server/S
             continue
           }
           fetched++
-          const ids = visited.take ? yield* writeDoc(s, run, visited.url, visited.document) : []
+          const ids = visited.take ? yield* writeDoc(s, run, options, visited.url, visited.document) : []
           yield* frontier.done(s.id, run, entry.url, visited.url, ids)
           if (visited.follow.length > 0) yield* frontier.enqueue(s.id, run, visited.follow, entry.depth + 1)
           if (!(yield* repo.progress(s.id, run, fetched, total, leaseMs))) return yield* new RunEnded()
@@ -158,7 +158,8 @@ export class SourceSteps extends Effect.Service<SourceSteps>()("@parley/server/S
         const found = yield* repo.running(sourceId, run)
         if (Option.isNone(found)) return new SourceStep({ done: true })
         const s = found.value
-        const done = yield* again(s.kind === "file" ? fileStep(s, run) : webStep(s, run)).pipe(
+        const options = yield* knowledge.chunkOptions(s.knowledge_table_id)
+        const done = yield* again(s.kind === "file" ? fileStep(s, run, options) : webStep(s, run, options)).pipe(
           Effect.catchTags({
             SyncFailed: (e) => Effect.as(fail(sourceId, run, e.message), true),
             RunEnded: () => Effect.as(cleanUp(sourceId, s.knowledge_table_id), true)

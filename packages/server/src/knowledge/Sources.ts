@@ -25,6 +25,7 @@ import { FileStorage } from "../files/FileStorage.js"
 import { someOrFail } from "../util/Effects.js"
 import { KnowledgeRepo } from "./KnowledgeRepo.js"
 import { SourcesRepo } from "./SourcesRepo.js"
+import { SourceWrite } from "./SourceWrite.js"
 import { KnowledgeStatistics } from "./Statistics.js"
 
 /** Defaults of a web source's limits (docs/api.md, "Knowledge sources"). */
@@ -55,13 +56,20 @@ const webUrl = (raw: string) => {
 }
 
 export class Sources extends Effect.Service<Sources>()("@parley/server/Sources", {
-  dependencies: [SourcesRepo.Default, KnowledgeRepo.Default, KnowledgeStatistics.Default, FileStorage.Default],
+  dependencies: [
+    SourcesRepo.Default,
+    KnowledgeRepo.Default,
+    KnowledgeStatistics.Default,
+    FileStorage.Default,
+    SourceWrite.Default
+  ],
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const repo = yield* SourcesRepo
     const knowledge = yield* KnowledgeRepo
     const statistics = yield* KnowledgeStatistics
     const storage = yield* FileStorage
+    const writer = yield* SourceWrite
 
     /** The table's workspace and columns when the caller reaches it; 404 otherwise. */
     const ownTable = (id: KnowledgeTableId) =>
@@ -140,10 +148,7 @@ export class Sources extends Effect.Service<Sources>()("@parley/server/Sources",
         const removed = yield* repo.remove(tableId, id)
         if (Option.isNone(removed)) return Option.none()
         const points = yield* repo.points(tableId, id)
-        let deleted = 0
-        for (let i = 0; i < points.length; i += 5_000) {
-          deleted += yield* knowledge.deletePoints(tableId, points.slice(i, i + 5_000).map((p) => p.default_id))
-        }
+        const deleted = yield* writer.remove(tableId, points.map((p) => p.default_id))
         return Option.some({ file: removed.value, deleted })
       })).pipe(Effect.orDie, someOrFail(() => new KnowledgeSourceNotFound()))
       if (gone.file !== null) yield* storage.remove(gone.file)
